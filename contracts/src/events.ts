@@ -1,0 +1,307 @@
+import { z } from 'zod';
+import { ErrorCode } from './errors';
+import { SUBJECT_TOKEN_PATTERN } from './subjects';
+import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract';
+
+/**
+ * Journal events: the facts every service publishes to and folds from the journal stream.
+ * They are past-tense and fat enough that a consumer never has to ask a peer what happened.
+ *
+ * Delivery: each is published to JetStream with a `Nats-Msg-Id` equal to its `id` (deduplicated
+ * within the stream's window); the once-per-dispatch types ({@link ONCE_PER_DISPATCH}) are also
+ * published with `expect.lastSubjectSequence = 0`, so the broker refuses a second one for good.
+ * Consumers receive them at least once through durable pull consumers and must fold idempotently.
+ */
+
+export const JOURNAL_SCHEMA_VERSION = 1 as const;
+
+const Token = z.string().regex(SUBJECT_TOKEN_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');
+const IsoDate = z.iso.datetime({ offset: true });
+
+/** The calling agent. */
+export const AgentRefSchema = z.strictObject({
+  agentType: z.string().min(1).max(128),
+  label: z.string().max(256).optional(),
+});
+export type AgentRef = z.infer<typeof AgentRefSchema>;
+
+/** The environment an agent's tools see. */
+export const IsolationSchema = z.union([
+  z.literal('none'),
+  z.literal('readonly'),
+  z.strictObject({ kind: z.literal('worktree'), ref: z.string().min(1).max(256).optional() }),
+]);
+export type Isolation = z.infer<typeof IsolationSchema>;
+
+/** Data sensitivity levels, ordered public < internal < private. */
+export const TaintSchema = z.enum(['public', 'internal', 'private']);
+export type Taint = z.infer<typeof TaintSchema>;
+
+export const VerdictSchema = z.enum(['allow', 'deny', 'ask']);
+export type Verdict = z.infer<typeof VerdictSchema>;
+
+/** The chain layer that decided. */
+export const DecidedBySchema = z.enum(['hook', 'deny-rule', 'ask-rule', 'canUseTool', 'default']);
+export type DecidedBy = z.infer<typeof DecidedBySchema>;
+
+export const WireErrorSchema = z.object({
+  code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** What a dispatch's events say about its tool: enough to run it without the registry. */
+export const ToolRefSchema = z.strictObject({
+  name: ToolNameSchema,
+  contractHash: Sha256,
+  risk: RiskSchema.optional(),
+  needsApproval: z.boolean(),
+  executor: ExecutorKindSchema,
+  timeoutMs: z.number().int().positive().optional(),
+  clearance: TaintSchema.optional(),
+});
+export type ToolRef = z.infer<typeof ToolRefSchema>;
+
+const envelope = {
+  /** Unique per event; also its `Nats-Msg-Id`. Deterministic per transition so retries dedupe. */
+  id: z.string().min(1).max(256),
+  tenant: Token,
+  runId: Token,
+  /** The dispatch id; for worktree events, the worktree id (the subject key). */
+  dispatchId: Token,
+  /** When the fact happened (ISO 8601, from the command's metadata, never a rule's clock). */
+  at: IsoDate,
+  schemaVersion: z.literal(JOURNAL_SCHEMA_VERSION),
+  /** The id of the event (or request) that caused this one; null for a root. */
+  causationId: z.string().max(256).nullable(),
+};
+
+/** Published by the gateway when a call is accepted; consumed by the evaluator and the journal. */
+export const RequestedEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('requested'),
+  callId: z.string().min(1).max(256),
+  tool: ToolRefSchema,
+  input: z.unknown(),
+  agent: AgentRefSchema,
+  isolation: IsolationSchema,
+  profile: z.string().max(128).optional(),
+  taint: TaintSchema.optional(),
+  /** The authenticated identity that submitted the call. */
+  submittedBy: z.string().min(1).max(256),
+  /** The dispatch this one retries after a `model-retry` error, and how deep that chain is. */
+  retryOf: Token.optional(),
+  retryDepth: z.number().int().min(0).default(0),
+});
+
+/** Published by the evaluator for every verdict; consumed by the executor (allow) and the journal. */
+export const DecidedEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('decided'),
+  verdict: VerdictSchema,
+  decidedBy: DecidedBySchema,
+  rule: z.unknown().optional(),
+  reason: z.string().max(2048).optional(),
+  policyRevision: z.number().int().min(0),
+  /** sha256 of the canonical post-hook input the verdict was reached on. */
+  inputDigest: Sha256,
+  /** The post-hook input: what `execute` receives. */
+  input: z.unknown(),
+  advisory: z.array(z.unknown()).default([]),
+  tool: ToolRefSchema,
+  agent: AgentRefSchema,
+  isolation: IsolationSchema,
+  profile: z.string().max(128).optional(),
+});
+
+/** Published by the evaluator on an ask verdict; the dispatch parks until a `resolved`. */
+export const SuspendedEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('suspended'),
+  /** sha256 of tool name + canonical post-hook input. */
+  approvalKey: Sha256,
+  inputDigest: Sha256,
+  policyRevision: z.number().int().min(0),
+  tool: ToolRefSchema,
+  input: z.unknown(),
+  agent: AgentRefSchema,
+  isolation: IsolationSchema,
+  profile: z.string().max(128).optional(),
+  decidedBy: DecidedBySchema,
+  rule: z.unknown().optional(),
+  submittedBy: z.string().min(1).max(256),
+  expiresAt: IsoDate,
+  onTimeout: z.enum(['allow', 'deny']),
+  /** When true the submitter may not approve its own call. */
+  separationOfDuties: z.boolean().default(false),
+});
+
+/** Published by the gateway (human, policy) or the journal's sweeper (timeout); first one wins. */
+export const ResolvedEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('resolved'),
+  approvalKey: Sha256,
+  inputDigest: Sha256,
+  policyRevision: z.number().int().min(0),
+  decision: z.enum(['allow', 'deny']),
+  reason: z.string().max(2048).optional(),
+  /** Who resolved it: an identity, or `system:timeout`. */
+  by: z.string().min(1).max(256),
+  source: z.enum(['human', 'timeout', 'policy']),
+});
+
+/** Published by the executor when it begins an attempt (once per attempt, not per dispatch). */
+export const StartedEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('started'),
+  attempt: z.number().int().min(1),
+  toolName: ToolNameSchema,
+  executor: ExecutorKindSchema,
+  cwd: z.string().optional(),
+});
+
+/** The dispatch's outcome; at most one per dispatch, enforced by the broker. */
+export const SettledEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('settled'),
+  toolName: ToolNameSchema,
+  outcome: z.enum(['ok', 'error', 'denied']),
+  result: z.unknown().optional(),
+  error: WireErrorSchema.optional(),
+  durationMs: z.number().min(0),
+  attempt: z.number().int().min(0),
+  verdict: VerdictSchema.optional(),
+  decidedBy: DecidedBySchema.optional(),
+  rule: z.unknown().optional(),
+});
+
+/** One file a worktree changed relative to its base commit. */
+export const FileChangeSchema = z.strictObject({
+  path: z.string().min(1),
+  status: z.enum(['added', 'modified', 'deleted', 'renamed', 'untracked']),
+  from: z.string().optional(),
+  binary: z.boolean(),
+});
+export type FileChange = z.infer<typeof FileChangeSchema>;
+
+/** A patch artifact: where it is stored and what it touches. Never applied by Toolgate. */
+export const PatchArtifactSchema = z.strictObject({
+  kind: z.literal('patch'),
+  ref: z.string().min(1),
+  files: z.array(FileChangeSchema),
+  baseCommit: z.string().regex(/^[0-9a-f]{40,64}$/),
+  bytes: z.number().int().min(0),
+  sha256: Sha256,
+});
+export type PatchArtifact = z.infer<typeof PatchArtifactSchema>;
+
+const worktreeFields = { worktreeId: Token };
+
+/** Published by the worktree service: a tree was created (or re-adopted) for an agent spawn. */
+export const WorktreeAcquiredEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-acquired'),
+  agentKey: z.string().min(1).max(256),
+  repo: z.string().min(1),
+  baseRef: z.string().min(1),
+  baseCommit: z.string().regex(/^[0-9a-f]{40,64}$/),
+  path: z.string().min(1),
+  branch: z.string().min(1),
+});
+export const WorktreeCollectedEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-collected'),
+  artifact: PatchArtifactSchema,
+});
+export const WorktreeRetainedEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-retained'),
+  reason: z.string().max(2048),
+});
+export const WorktreeDroppedEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-dropped'),
+  reason: z.enum(['pin-cap', 'stale', 'missing']),
+});
+export const WorktreeDisposedEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-disposed'),
+});
+/** An agent whose retained tree was dropped is restarted on a fresh tree, never resumed into it. */
+export const WorktreeRestartedEventSchema = z.strictObject({
+  ...envelope,
+  ...worktreeFields,
+  type: z.literal('worktree-restarted'),
+  agentKey: z.string().min(1).max(256),
+  droppedWorktreeId: Token,
+  reason: z.string().max(2048),
+});
+
+export const JournalEventSchema = z.discriminatedUnion('type', [
+  RequestedEventSchema,
+  DecidedEventSchema,
+  SuspendedEventSchema,
+  ResolvedEventSchema,
+  StartedEventSchema,
+  SettledEventSchema,
+  WorktreeAcquiredEventSchema,
+  WorktreeCollectedEventSchema,
+  WorktreeRetainedEventSchema,
+  WorktreeDroppedEventSchema,
+  WorktreeDisposedEventSchema,
+  WorktreeRestartedEventSchema,
+]);
+
+export type JournalEvent = z.infer<typeof JournalEventSchema>;
+export type JournalEventType = JournalEvent['type'];
+export type JournalEventOf<T extends JournalEventType> = Extract<JournalEvent, { type: T }>;
+export type RequestedEvent = JournalEventOf<'requested'>;
+export type DecidedEvent = JournalEventOf<'decided'>;
+export type SuspendedEvent = JournalEventOf<'suspended'>;
+export type ResolvedEvent = JournalEventOf<'resolved'>;
+export type StartedEvent = JournalEventOf<'started'>;
+export type SettledEvent = JournalEventOf<'settled'>;
+export type WorktreeEvent = JournalEventOf<
+  | 'worktree-acquired'
+  | 'worktree-collected'
+  | 'worktree-retained'
+  | 'worktree-dropped'
+  | 'worktree-disposed'
+  | 'worktree-restarted'
+>;
+
+/** Every event type name (the last subject token). */
+export const JOURNAL_EVENT_TYPES = JournalEventSchema.options.map(
+  (o) => o.shape.type.value,
+) as readonly JournalEventType[];
+
+/** Transitions the broker lets happen once per dispatch (`expect.lastSubjectSequence = 0`). */
+export const ONCE_PER_DISPATCH: ReadonlySet<JournalEventType> = new Set<JournalEventType>([
+  'requested',
+  'decided',
+  'suspended',
+  'resolved',
+  'settled',
+]);
+
+/** An event as a publisher builds it: the envelope's constants are filled in by {@link journalEvent}. */
+export type NewJournalEvent<T extends JournalEventType = JournalEventType> = T extends JournalEventType
+  ? Omit<z.input<(typeof JournalEventSchema)['options'][number]> & { type: T }, 'schemaVersion'>
+  : never;
+
+/** Validates and completes an event before it is published. Throws on a malformed event. */
+export function journalEvent<T extends JournalEventType>(event: NewJournalEvent<T>): JournalEventOf<T> {
+  return JournalEventSchema.parse({ ...event, schemaVersion: JOURNAL_SCHEMA_VERSION }) as JournalEventOf<T>;
+}
+
+/** Parses an event read from the stream; returns null (never throws) when it is not one. */
+export function parseJournalEvent(value: unknown): JournalEvent | null {
+  const parsed = JournalEventSchema.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}

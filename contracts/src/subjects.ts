@@ -1,0 +1,154 @@
+import { ConfigError } from './errors';
+
+/**
+ * Every NATS subject, stream, consumer, bucket and queue name Toolgate uses, built from one
+ * configurable prefix. Services never write a subject string of their own: publisher and consumer
+ * both call these builders, so they cannot drift apart.
+ *
+ * Journal grammar: `<prefix>.journal.<tenant>.<runId>.<key>.<event>`, where `key` is the dispatch
+ * id for dispatch events and the worktree id for worktree events. Filtering on the last token gives
+ * a service only the events it acts on; `<prefix>.journal.<tenant>.<runId>.>` replays a run.
+ */
+
+/** A subject token: no dots, wildcards, whitespace or control characters. */
+export const SUBJECT_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+/** The prefix also names streams and buckets, so it is a single short token. */
+export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** Throws a {@link ConfigError} unless `value` is one safe subject token. */
+export function assertSubjectToken(kind: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || !SUBJECT_TOKEN_PATTERN.test(value)) {
+    throw new ConfigError(
+      `${kind} must be 1-128 characters of [A-Za-z0-9_-] (no dots, wildcards or spaces), got ${JSON.stringify(value)}`,
+      { details: { field: kind } },
+    );
+  }
+}
+
+/** Whether `value` is one safe subject token. */
+export function isSubjectToken(value: unknown): value is string {
+  return typeof value === 'string' && SUBJECT_TOKEN_PATTERN.test(value);
+}
+
+/** Operations served by the gateway over NATS request/reply (mirrors the HTTP API). */
+export const ApiOperation = {
+  RegisterTool: 'tools.register',
+  ListTools: 'tools.list',
+  SubmitDispatch: 'dispatch.submit',
+  GetDispatch: 'dispatch.get',
+  GetRun: 'run.get',
+  PutPolicy: 'policy.put',
+  GetPolicy: 'policy.get',
+  EvaluatePolicy: 'policy.evaluate',
+  ListApprovals: 'approvals.list',
+  ResolveApproval: 'approvals.resolve',
+} as const;
+export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
+
+/** Requests the worktree service answers. */
+export const WorktreeOperation = {
+  Acquire: 'acquire',
+  Collect: 'collect',
+  Dispose: 'dispose',
+} as const;
+export type WorktreeOperation = (typeof WorktreeOperation)[keyof typeof WorktreeOperation];
+
+/** The durable consumers, one per role; replicas of a service share theirs. */
+export const ConsumerRole = {
+  Evaluator: 'evaluator',
+  Executor: 'executor',
+  Journal: 'journal',
+  Worktree: 'worktree',
+} as const;
+export type ConsumerRole = (typeof ConsumerRole)[keyof typeof ConsumerRole];
+
+export interface Subjects {
+  readonly prefix: string;
+  /** Stream and subjects of the journal. */
+  readonly journal: {
+    readonly stream: string;
+    /** Every journal subject (the stream's filter). */
+    readonly all: string;
+    /** The subject of one event. */
+    event(tenant: string, runId: string, key: string, type: string): string;
+    /** All events of one dispatch (or worktree). */
+    forKey(tenant: string, runId: string, key: string): string;
+    /** All events of one run. */
+    forRun(tenant: string, runId: string): string;
+    /** One event type across every tenant and run. */
+    ofType(type: string): string;
+    /** Every tenant's events. */
+    forTenant(tenant: string): string;
+  };
+  /** Dead-lettered messages, one subject per consuming role. */
+  readonly deadLetter: {
+    readonly stream: string;
+    readonly all: string;
+    forRole(role: ConsumerRole): string;
+  };
+  /** Durable consumer name for a role. */
+  consumer(role: ConsumerRole): string;
+  /** Gateway request/reply subject for an operation. */
+  api(operation: ApiOperation): string;
+  /** Core-NATS notifications of approval events for one tenant (`pending`, `resolved`). */
+  approvals(tenant: string, event: 'pending' | 'resolved' | '*'): string;
+  /** A team's remote hook or canUseTool service. */
+  hook(tenant: string, name: string): string;
+  /** A remote tool worker's subject and queue group. */
+  remoteTool(tenant: string, toolName: string): { subject: string; queue: string };
+  /** Worktree service requests. */
+  worktree(operation: WorktreeOperation): string;
+  /** KV bucket of registered tools. */
+  readonly toolsBucket: string;
+  /** KV bucket of permission policies (revisioned). */
+  readonly policyBucket: string;
+  /** Object store of artifacts (patches). */
+  readonly artifactsBucket: string;
+}
+
+/** Builds every name from `prefix`, validating each token it is given. */
+export function createSubjects(prefix: string): Subjects {
+  if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
+    throw new ConfigError(
+      `subject prefix must be 1-32 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`,
+    );
+  }
+  const p = prefix;
+  const tok = (kind: string, value: string): string => {
+    assertSubjectToken(kind, value);
+    return value;
+  };
+  return Object.freeze({
+    prefix: p,
+    journal: Object.freeze({
+      stream: `${p}_journal`,
+      all: `${p}.journal.>`,
+      event: (tenant: string, runId: string, key: string, type: string) =>
+        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.${tok('key', key)}.${tok('event type', type)}`,
+      forKey: (tenant: string, runId: string, key: string) =>
+        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.${tok('key', key)}.*`,
+      forRun: (tenant: string, runId: string) =>
+        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.>`,
+      ofType: (type: string) => `${p}.journal.*.*.*.${tok('event type', type)}`,
+      forTenant: (tenant: string) => `${p}.journal.${tok('tenant', tenant)}.>`,
+    }),
+    deadLetter: Object.freeze({
+      stream: `${p}_deadletter`,
+      all: `${p}.deadletter.>`,
+      forRole: (role: ConsumerRole) => `${p}.deadletter.${tok('role', role)}`,
+    }),
+    consumer: (role: ConsumerRole) => `${p}_${tok('role', role)}`,
+    api: (operation: ApiOperation) => `${p}.api.${operation}`,
+    approvals: (tenant: string, event: 'pending' | 'resolved' | '*') =>
+      `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : tok('event', event)}`,
+    hook: (tenant: string, name: string) => `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,
+    remoteTool: (tenant: string, toolName: string) => {
+      const subject = `${p}.tools.${tok('tenant', tenant)}.${tok('tool name', toolName)}`;
+      return { subject, queue: subject };
+    },
+    worktree: (operation: WorktreeOperation) => `${p}.worktree.${tok('operation', operation)}`,
+    toolsBucket: `${p}_tools`,
+    policyBucket: `${p}_policy`,
+    artifactsBucket: `${p}_artifacts`,
+  });
+}

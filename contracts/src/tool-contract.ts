@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/** What the model calls; also the rule-matching key. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export const ToolNameSchema = z.string().regex(TOOL_NAME_PATTERN, {
+  message: 'tool names match ^[a-zA-Z0-9_-]{1,64}$',
+});
+
+/** Declarative risk class consumed by rules and presets. Policy input, never identity. */
+export const RiskSchema = z.enum(['read', 'write', 'network', 'execute', 'destructive']);
+export type Risk = z.infer<typeof RiskSchema>;
+
+/** Where `execute` runs. */
+export const ExecutorKindSchema = z.enum(['inprocess', 'subprocess', 'remote', 'script', 'container']);
+export type ExecutorKind = z.infer<typeof ExecutorKindSchema>;
+
+/** A JSON Schema object (checked for the supported subset by `compileJsonSchema`). */
+export const JsonSchemaObjectSchema = z.record(z.string(), z.unknown());
+
+/**
+ * A tool's identity: the tuple (name, description, canonical parameters schema, version).
+ * Changing any of them changes the contract hash, so old journals are never replayed against it.
+ */
+export const ToolContractSchema = z.strictObject({
+  name: ToolNameSchema,
+  description: z.string().min(1).max(4096),
+  parameters: JsonSchemaObjectSchema,
+  /** Opaque marker with no ordering; absent stays absent (no default is synthesised). */
+  version: z.string().min(1).max(128).optional(),
+});
+export type ToolContract = z.infer<typeof ToolContractSchema>;
+
+/** Policy fields: they steer dispatch and rules but never enter the contract hash. */
+export const ToolPolicySchema = z.strictObject({
+  risk: RiskSchema.optional(),
+  needsApproval: z.boolean().default(false),
+  executor: ExecutorKindSchema.default('inprocess'),
+  /** Taint clearance for egress tools (public < internal < private). */
+  clearance: z.enum(['public', 'internal', 'private']).optional(),
+  /** Per-call deadline in milliseconds. */
+  timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+});
+export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
+export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;
+
+/** A contract with its policy, as registered with the gateway. */
+export const RegisteredToolSchema = ToolContractSchema.extend({ policy: ToolPolicySchema });
+export type RegisteredTool = z.infer<typeof RegisteredToolSchema>;

@@ -1,0 +1,44 @@
+import pg from 'pg';
+import { DATABASE_URL, uniqueName } from './names';
+
+export interface TestSchema {
+  schema: string;
+  /** A pool whose connections use the schema as their search path. */
+  pool: pg.Pool;
+  /** The connection string of the database (the schema is set through `options`). */
+  url: string;
+  /** Drops the schema with everything in it and ends the pool. */
+  cleanup(): Promise<void>;
+}
+
+/** A PostgreSQL schema of this test's own, created now and dropped by `cleanup`. */
+export async function useTestSchema(label: string): Promise<TestSchema> {
+  const schema = uniqueName(label);
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`create schema "${schema}"`);
+  } finally {
+    await admin.end();
+  }
+  const pool = new pg.Pool({
+    connectionString: DATABASE_URL,
+    options: `-c search_path="${schema}"`,
+    max: 4,
+  });
+  return {
+    schema,
+    pool,
+    url: DATABASE_URL,
+    async cleanup() {
+      await pool.end();
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      try {
+        await client.query(`drop schema if exists "${schema}" cascade`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

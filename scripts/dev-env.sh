@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Makes a fresh clone runnable: installs npm dependencies when they are missing and makes sure a
+# local NATS server with JetStream (and, for tests, PostgreSQL) answers. Idempotent and quiet when
+# everything is already up.
+#
+#   scripts/dev-env.sh start   # for `npm start`: dependencies + NATS
+#   scripts/dev-env.sh test    # for `npm test`: dependencies + NATS + PostgreSQL
+set -euo pipefail
+mode=${1:-test}
+cd "$(dirname "$0")/.."
+
+NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
+nats_hostport=${NATS_URL#*://}
+nats_hostport=${nats_hostport##*@}
+nats_host=${nats_hostport%%:*}
+nats_port=${nats_hostport##*:}
+
+say() { printf 'toolgate: %s\n' "$*" >&2; }
+
+if [ ! -d node_modules/.bin ] || [ ! -e node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund >&2
+fi
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+wait_port() {
+  local host=$1 port=$2 what=$3
+  for _ in $(seq 1 60); do
+    port_open "$host" "$port" && return 0
+    sleep 0.5
+  done
+  say "$what did not come up on $host:$port"
+  return 1
+}
+
+is_local() { [ "$1" = 127.0.0.1 ] || [ "$1" = localhost ] || [ "$1" = "::1" ]; }
+
+if ! port_open "$nats_host" "$nats_port"; then
+  if ! is_local "$nats_host"; then
+    say "NATS at $NATS_URL does not answer; start it or point NATS_URL at a JetStream server"
+    exit 1
+  fi
+  bin=$(command -v nats-server || true)
+  [ -z "$bin" ] && [ -x /usr/sbin/nats-server ] && bin=/usr/sbin/nats-server
+  if [ -z "$bin" ]; then
+    say "no nats-server here: install it (Debian: apt-get install nats-server) or set NATS_URL"
+    exit 1
+  fi
+  store=${TOOLGATE_NATS_STORE:-/var/lib/nats-server}
+  [ -w "$(dirname "$store")" ] || store="$PWD/.toolgate/nats"
+  mkdir -p "$store"
+  say "starting nats-server with JetStream on $nats_host:$nats_port (store $store)"
+  if command -v start-stop-daemon >/dev/null && [ "$(id -u)" = 0 ]; then
+    start-stop-daemon --start --oknodo --background --exec "$bin" -- -a "$nats_host" -p "$nats_port" -js -sd "$store"
+  else
+    nohup "$bin" -a "$nats_host" -p "$nats_port" -js -sd "$store" >"$store/nats.log" 2>&1 &
+  fi
+  wait_port "$nats_host" "$nats_port" "nats-server"
+fi
+
+if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then
+  pg_host=127.0.0.1 pg_port=5432
+  if [ -n "${DATABASE_URL:-}" ]; then
+    rest=${DATABASE_URL#*://}; rest=${rest##*@}; rest=${rest%%/*}
+    pg_host=${rest%%:*}; [ "$rest" != "$pg_host" ] && pg_port=${rest##*:}
+  fi
+  if ! port_open "$pg_host" "$pg_port"; then
+    if ! is_local "$pg_host" || ! command -v pg_ctlcluster >/dev/null; then
+      say "PostgreSQL at $pg_host:$pg_port does not answer; start it or set DATABASE_URL"
+      exit 1
+    fi
+    say "starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n1)" main start
+    wait_port "$pg_host" "$pg_port" "PostgreSQL"
+  fi
+fi
