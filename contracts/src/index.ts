@@ -6,3 +6,4 @@ export * from './contract-hash';
 export * from './subjects';
 export * from './events';
 export * from './dispatch-key';
+export * from './tool-context';

@@ -45,6 +45,15 @@ export const ApiOperation = {
 } as const;
 export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
 
+/** Read-side queries the journal service answers from its projection (the gateway forwards them). */
+export const QueryOperation = {
+  GetDispatch: 'dispatch.get',
+  GetRun: 'run.get',
+  ListApprovals: 'approvals.list',
+  GetApproval: 'approvals.get',
+} as const;
+export type QueryOperation = (typeof QueryOperation)[keyof typeof QueryOperation];
+
 /** Requests the worktree service answers. */
 export const WorktreeOperation = {
   Acquire: 'acquire',
@@ -90,6 +99,8 @@ export interface Subjects {
   consumer(role: ConsumerRole): string;
   /** Gateway request/reply subject for an operation. */
   api(operation: ApiOperation): string;
+  /** Journal-service query subject for an operation. */
+  query(operation: QueryOperation): string;
   /** Core-NATS notifications of approval events for one tenant (`pending`, `resolved`). */
   approvals(tenant: string, event: 'pending' | 'resolved' | '*'): string;
   /** A team's remote hook or canUseTool service. */
@@ -139,6 +150,7 @@ export function createSubjects(prefix: string): Subjects {
     }),
     consumer: (role: ConsumerRole) => `${p}_${tok('role', role)}`,
     api: (operation: ApiOperation) => `${p}.api.${operation}`,
+    query: (operation: QueryOperation) => `${p}.query.${operation}`,
     approvals: (tenant: string, event: 'pending' | 'resolved' | '*') =>
       `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : tok('event', event)}`,
     hook: (tenant: string, name: string) => `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,

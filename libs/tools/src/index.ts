@@ -1,0 +1,2 @@
+export { tool, type ToolDef, type ToolDefinition } from './tool-definition';
+export { runTool, type ToolRunOutcome } from './run-tool';
