@@ -36,7 +36,12 @@ export interface ToolDef<I = unknown, R = unknown> {
   /** sha256 of the contract's identity tuple. */
   readonly contractHash: string;
   readonly schema: CompiledSchema<I>;
-  readonly execute: (input: I, ctx: ToolContext) => Promise<R> | R;
+  /**
+   * Method syntax on purpose: it makes `ToolDef<I, R>` assignable to `ToolDef` (parameters are
+   * checked bivariantly), so a typed tool can sit in a registry or go through `runTool`. Inputs
+   * reach it only after `schema.validate`, which is what makes that sound.
+   */
+  execute(input: I, ctx: ToolContext): Promise<R> | R;
 }
 
 /**
