@@ -70,6 +70,9 @@ const ajv = new Ajv2020({
   validateSchema: true,
   // Remote references are refused before compilation; this makes sure nothing is ever fetched.
   loadSchema: undefined,
+  // Each tool's schema stands alone: registering it under its `$id` would make a second, different
+  // schema with the same `$id` fail to compile ("already exists") depending on what came first.
+  addUsedSchema: false,
 });
 addFormats(ajv);
 const compiled = new Map<string, ValidateFunction>();
@@ -192,6 +195,24 @@ function assertSupportedSubset(schema: JsonSchema, label: string): void {
   });
 }
 
+/** Keywords whose value is instance data, not a subschema: never inspected for `$ref` and co. */
+const DATA_KEYWORDS: ReadonlySet<string> = new Set([
+  'const',
+  'enum',
+  'default',
+  'examples',
+  'required',
+  'dependentRequired',
+]);
+/** Keywords whose value maps user-chosen names (a property may be called `$ref`) to subschemas. */
+const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set([
+  'properties',
+  'patternProperties',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+]);
+
 function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = '#'): void {
   if (Array.isArray(node)) {
     node.forEach((item, i) => walk(item, visit, `${path}/${i}`));
@@ -200,7 +221,11 @@ function walk(node: unknown, visit: (node: Record<string, unknown>, path: string
   if (!isPlainObject(node)) return;
   visit(node, path);
   for (const [key, value] of Object.entries(node)) {
-    if (key === 'const' || key === 'enum' || key === 'default' || key === 'examples') continue;
+    if (DATA_KEYWORDS.has(key)) continue;
+    if (SCHEMA_MAP_KEYWORDS.has(key) && isPlainObject(value)) {
+      for (const [name, sub] of Object.entries(value)) walk(sub, visit, `${path}/${key}/${name}`);
+      continue;
+    }
     walk(value, visit, `${path}/${key}`);
   }
 }
