@@ -1,0 +1,17 @@
+export { JsApiCode, isJsApiError, isTransitionTaken } from './nats-errors';
+export {
+  ensureJournalStreams,
+  ensureConsumer,
+  consumerName,
+  type ConsumerSpec,
+  type JournalStreamOptions,
+} from './journal-infrastructure';
+export { JournalPublisher, type AppendResult, type StoredEvent } from './journal-publisher';
+export {
+  runJournalConsumer,
+  jsonBody,
+  type DeliveryContext,
+  type JournalConsumerOptions,
+  type PoisonReport,
+  type RunningConsumer,
+} from './journal-consumer';

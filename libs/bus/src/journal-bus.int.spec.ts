@@ -1,0 +1,113 @@
+import { jetstream } from '@nats-io/jetstream';
+import { journalEvent, type RequestedEvent } from '@toolgate/contracts';
+import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  consumerName,
+  ensureConsumer,
+  ensureJournalStreams,
+  JournalPublisher,
+  runJournalConsumer,
+  type PoisonReport,
+} from './index';
+
+const HASH = 'a'.repeat(64);
+
+function requested(dispatchId: string, id = `${dispatchId}:requested`): RequestedEvent {
+  return journalEvent({
+    type: 'requested',
+    id,
+    tenant: 'acme',
+    runId: 'run1',
+    dispatchId,
+    at: '2026-11-30T00:00:00.000Z',
+    causationId: null,
+    callId: 'call-1',
+    tool: { name: 'noop', contractHash: HASH, needsApproval: false, executor: 'inprocess' },
+    input: { n: 1 },
+    agent: { agentType: 'tester' },
+    isolation: 'none',
+    submittedBy: 'tester',
+  });
+}
+
+describe('journal bus on a real JetStream server', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+
+  beforeAll(async () => {
+    t = await useTestNats('bus');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    await ensureJournalStreams(t.jsm, t.subjects); // idempotent
+    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+  });
+  afterAll(() => t.cleanup());
+
+  it('lets a once-per-dispatch transition happen once and dedupes a retried publish', async () => {
+    const first = await publisher.append(requested('d1'));
+    expect(first).toMatchObject({ appended: true, duplicate: false });
+    const retried = await publisher.append(requested('d1'));
+    expect(retried).toMatchObject({ appended: true, duplicate: true, seq: first.seq });
+    const second = await publisher.append(requested('d1', 'another-id'));
+    expect(second).toEqual({ appended: false });
+    const last = await publisher.last('acme', 'run1', 'd1', 'requested');
+    expect(last?.seq).toBe(first.seq);
+    expect(last?.event.callId).toBe('call-1');
+    expect(await publisher.last('acme', 'run1', 'nope', 'requested')).toBeNull();
+  });
+
+  it('lets exactly one of 20 racing writers win', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => publisher.append(requested('race', `race-${i}`))),
+    );
+    expect(results.filter((r) => r.appended)).toHaveLength(1);
+  });
+
+  it('acks handled events, redelivers failures and dead-letters a poison message once', async () => {
+    const js = jetstream(t.nc);
+    const spec = { role: 'executor' as const, eventType: 'requested', maxDeliver: 3, ackWaitMs: 5000 };
+    await ensureConsumer(t.jsm, t.subjects, spec);
+    await ensureConsumer(t.jsm, t.subjects, spec); // idempotent
+    const seen: string[] = [];
+    const attempts = new Map<string, number>();
+    const poisoned: PoisonReport[] = [];
+    const running = runJournalConsumer({
+      js,
+      subjects: t.subjects,
+      role: 'executor',
+      consumer: consumerName(t.subjects, spec),
+      maxDeliver: 3,
+      backoffMs: [10, 20],
+      async handle(event, delivery) {
+        attempts.set(event.dispatchId, delivery.deliveryCount);
+        if (event.dispatchId.startsWith('poison')) throw new Error('cannot handle');
+        if (event.dispatchId === 'flaky' && delivery.deliveryCount === 1) throw new Error('transient');
+        seen.push(event.dispatchId);
+      },
+      async onPoison(report) {
+        poisoned.push(report);
+      },
+    });
+    await running.ready;
+    await publisher.append(requested('ok1'));
+    await publisher.append(requested('flaky'));
+    await publisher.append(requested('poison1'));
+    await js.publish(t.subjects.journal.event('acme', 'run1', 'garbage', 'requested'), 'not json');
+
+    await eventually(() => (poisoned.length === 2 && seen.includes('flaky') ? true : undefined), { what: 'poison + retry' });
+    expect(attempts.get('flaky')).toBe(2);
+    expect(attempts.get('poison1')).toBe(3);
+    expect(poisoned.map((p) => p.event?.dispatchId ?? null).sort()).toEqual([null, 'poison1'].sort());
+    expect(poisoned.every((p) => p.error.code === 'poison-message')).toBe(true);
+    await running.stop();
+
+    const info = await t.jsm.streams.info(t.subjects.deadLetter.stream);
+    expect(info.state.messages).toBe(2);
+    // Acks are applied by the server asynchronously; wait for it to settle, then nothing is left.
+    const consumerInfo = await eventually(async () => {
+      const ci = await t.jsm.consumers.info(t.subjects.journal.stream, consumerName(t.subjects, spec));
+      return ci.num_ack_pending === 0 ? ci : undefined;
+    }, { what: 'acks applied' });
+    expect(consumerInfo.num_pending).toBe(0);
+    expect(consumerInfo.num_redelivered).toBe(0);
+  });
+});

@@ -1,0 +1,206 @@
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import {
+  ErrorCode,
+  parseJournalEvent,
+  toWireError,
+  type ConsumerRole,
+  type JournalEvent,
+  type Subjects,
+  type WireError,
+} from '@toolgate/contracts';
+import { Attr, consumerSpan } from '@toolgate/telemetry';
+
+const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** What a handler sees besides the event. */
+export interface DeliveryContext {
+  /** 1 on first delivery. */
+  deliveryCount: number;
+  /** Stream sequence of the event. */
+  seq: number;
+  /** Whether this is the last delivery before the message is dead-lettered. */
+  lastAttempt: boolean;
+  /** Tells the broker the handler is still working (extends the ack deadline). */
+  working(): void;
+  msg: JsMsg;
+}
+
+/** Why a message was dead-lettered. */
+export interface PoisonReport {
+  role: ConsumerRole;
+  consumer: string;
+  subject: string;
+  seq: number;
+  deliveryCount: number;
+  /** The event, when the payload parsed as one. */
+  event: JournalEvent | null;
+  error: WireError;
+}
+
+export interface JournalConsumerOptions {
+  js: JetStreamClient;
+  subjects: Subjects;
+  role: ConsumerRole;
+  /** Durable consumer name (see `ensureConsumer`). */
+  consumer: string;
+  /** Max deliveries configured on the consumer; the last one dead-letters instead of nak-ing. */
+  maxDeliver: number;
+  /** Redelivery delay after a failure, by delivery count (1-based); the last value repeats. */
+  backoffMs?: number[];
+  /** Messages processed at once by this replica. Order across dispatches is not kept when > 1. */
+  concurrency?: number;
+  /** Handles one event; resolving acks it, throwing naks it (or dead-letters it on the last try). */
+  handle(event: JournalEvent, delivery: DeliveryContext): Promise<void>;
+  /** Called after a message is dead-lettered, e.g. to settle its dispatch as an error. */
+  onPoison?(report: PoisonReport): Promise<void>;
+  /** Errors the loop itself hit (logged by the caller). */
+  onError?(err: unknown): void;
+}
+
+export interface RunningConsumer {
+  /** Stops pulling, waits for in-flight handlers to finish and settle their messages. */
+  stop(): Promise<void>;
+  /** Resolves once the consumer is pulling. */
+  readonly ready: Promise<void>;
+}
+
+/**
+ * Runs a durable pull consumer: each message is parsed as a journal event and handed to `handle`,
+ * then settled explicitly — ack on success, nak with backoff on failure, and on the last delivery
+ * (or a payload that is not an event) a copy goes to the dead-letter stream, `onPoison` runs and the
+ * message is terminated, so a poison message never loops.
+ */
+export function runJournalConsumer(options: JournalConsumerOptions): RunningConsumer {
+  const concurrency = Math.max(1, options.concurrency ?? 1);
+  const inFlight = new Set<Promise<void>>();
+  let messages: ConsumerMessages | undefined;
+  let stopping = false;
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
+
+  const loop = (async () => {
+    const consumer: Consumer = await options.js.consumers.get(options.subjects.journal.stream, options.consumer);
+    messages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
+    markReady();
+    for await (const msg of messages) {
+      if (stopping) {
+        // Pulled after stop was asked for: hand it back at once for another replica.
+        msg.nak();
+        continue;
+      }
+      const task = processOne(options, msg).catch((err) => options.onError?.(err));
+      inFlight.add(task);
+      void task.finally(() => inFlight.delete(task));
+      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+    }
+  })().catch((err) => {
+    markReady();
+    if (!stopping) options.onError?.(err);
+  });
+
+  return {
+    ready,
+    async stop() {
+      stopping = true;
+      await messages?.close().catch(() => undefined);
+      await loop;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<void> {
+  const deliveryCount = msg.info.deliveryCount;
+  const lastAttempt = deliveryCount >= options.maxDeliver;
+  let event: JournalEvent | null = null;
+  try {
+    event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
+  } catch {
+    event = null;
+  }
+  if (!event) {
+    await deadLetter(options, msg, null, {
+      code: ErrorCode.PoisonMessage,
+      message: 'message is not a journal event',
+    });
+    return;
+  }
+  const parsed = event;
+  await consumerSpan(
+    msg.subject,
+    msg.headers,
+    {
+      [Attr.MessagingConsumerGroup]: options.consumer,
+      [Attr.MessageId]: parsed.id,
+      [Attr.Tenant]: parsed.tenant,
+      [Attr.RunId]: parsed.runId,
+      [Attr.DispatchId]: parsed.dispatchId,
+    },
+    async (span) => {
+      try {
+        await options.handle(parsed, {
+          deliveryCount,
+          seq: msg.seq,
+          lastAttempt,
+          working: () => msg.working(),
+          msg,
+        });
+        msg.ack();
+      } catch (err) {
+        const wire = toWireError(err);
+        span.setAttribute(Attr.ErrorCode, wire.code);
+        if (lastAttempt) {
+          await deadLetter(options, msg, parsed, {
+            code: ErrorCode.PoisonMessage,
+            message: `gave up after ${deliveryCount} deliveries: ${wire.message}`,
+            details: { cause: wire.code },
+          });
+        } else {
+          msg.nak(backoffFor(options.backoffMs, deliveryCount));
+        }
+        throw err;
+      }
+    },
+  ).catch(() => undefined);
+}
+
+function backoffFor(backoffMs: number[] | undefined, deliveryCount: number): number | undefined {
+  if (!backoffMs?.length) return undefined;
+  return backoffMs[Math.min(deliveryCount, backoffMs.length) - 1];
+}
+
+async function deadLetter(
+  options: JournalConsumerOptions,
+  msg: JsMsg,
+  event: JournalEvent | null,
+  error: WireError,
+): Promise<void> {
+  const report: PoisonReport = {
+    role: options.role,
+    consumer: options.consumer,
+    subject: msg.subject,
+    seq: msg.seq,
+    deliveryCount: msg.info.deliveryCount,
+    event,
+    error,
+  };
+  const headers = natsHeaders();
+  headers.set('Toolgate-Original-Subject', msg.subject);
+  headers.set('Toolgate-Original-Seq', String(msg.seq));
+  headers.set('Toolgate-Error-Code', error.code);
+  await options.js.publish(options.subjects.deadLetter.forRole(options.role), msg.data, {
+    headers,
+    msgID: `dlq:${options.consumer}:${msg.seq}`,
+  });
+  await options.onPoison?.(report);
+  // No reason text: nats-server 2.9 only recognises a bare `+TERM` and ignores `+TERM <reason>`.
+  // The reason is in the dead-letter copy's headers instead.
+  msg.term();
+}
+
+/** Encodes a value as a JSON message body. */
+export function jsonBody(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}

@@ -1,0 +1,89 @@
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import {
+  ONCE_PER_DISPATCH,
+  parseJournalEvent,
+  type JournalEvent,
+  type JournalEventOf,
+  type JournalEventType,
+  type Subjects,
+} from '@toolgate/contracts';
+import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
+import { isTransitionTaken } from './nats-errors';
+
+/** The result of appending one event. */
+export type AppendResult =
+  | { appended: true; seq: number; duplicate: boolean }
+  /** A once-per-dispatch transition of this type is already recorded (the broker refused ours). */
+  | { appended: false; seq?: undefined; duplicate?: undefined };
+
+/** An event read back from the journal, with its stream sequence. */
+export interface StoredEvent<E extends JournalEvent = JournalEvent> {
+  event: E;
+  seq: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Appends events to the journal stream and reads single events back by subject. The only writer
+ * API services use, so every publish gets its `Nats-Msg-Id` (dedupe of retried publishes), the
+ * once-per-dispatch expectation, and the caller's trace context in its headers.
+ */
+export class JournalPublisher {
+  private jsm: Promise<JetStreamManager> | undefined;
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly subjects: Subjects,
+  ) {}
+
+  subjectOf(event: JournalEvent): string {
+    return this.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type);
+  }
+
+  /**
+   * Publishes `event`. A once-per-dispatch type whose transition is already recorded returns
+   * `{ appended: false }` instead of throwing: that is how racing writers learn they lost.
+   */
+  async append(event: JournalEvent, extraHeaders?: MsgHdrs): Promise<AppendResult> {
+    const subject = this.subjectOf(event);
+    return producerSpan(
+      subject,
+      { [Attr.MessageId]: event.id, [Attr.DispatchId]: event.dispatchId, [Attr.Tenant]: event.tenant },
+      async () => {
+        const headers = injectTraceContext(extraHeaders ?? natsHeaders());
+        try {
+          const ack = await this.js.publish(subject, encoder.encode(JSON.stringify(event)), {
+            msgID: event.id,
+            headers,
+            ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+          });
+          return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+        } catch (err) {
+          if (isTransitionTaken(err)) return { appended: false };
+          throw err;
+        }
+      },
+    );
+  }
+
+  /** The last event of `type` recorded for a dispatch (or worktree), or null. */
+  async last<T extends JournalEventType>(
+    tenant: string,
+    runId: string,
+    key: string,
+    type: T,
+  ): Promise<StoredEvent<JournalEventOf<T>> | null> {
+    this.jsm ??= this.js.jetstreamManager(false);
+    const jsm = await this.jsm;
+    const msg = await jsm.direct.getMessage(this.subjects.journal.stream, {
+      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
+    });
+    if (!msg) return null;
+    const event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
+    if (!event || event.type !== type) return null;
+    return { event: event as JournalEventOf<T>, seq: msg.seq };
+  }
+}

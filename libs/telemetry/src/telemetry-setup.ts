@@ -1,0 +1,63 @@
+import { propagation, trace } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+
+export interface TelemetryOptions {
+  serviceName: string;
+  /** Where spans go; when omitted, OTLP/HTTP if `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else nowhere. */
+  exporter?: SpanExporter;
+  /** Export each span as it ends (tests); batches otherwise. */
+  simple?: boolean;
+}
+
+export interface Telemetry {
+  shutdown(): Promise<void>;
+  forceFlush(): Promise<void>;
+}
+
+let installed: { provider: NodeTracerProvider } | undefined;
+
+/**
+ * Installs the global tracer provider and W3C propagator once per process. In the all-in-one
+ * process every service shares it; each span names its service through its attributes.
+ */
+export function setupTelemetry(options: TelemetryOptions): Telemetry {
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  if (installed) return wrap(installed.provider);
+  const processors: SpanProcessor[] = [];
+  const exporter = options.exporter ?? otlpFromEnv();
+  if (exporter) processors.push(options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter));
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': options.serviceName }),
+    spanProcessors: processors,
+  });
+  provider.register();
+  installed = { provider };
+  return wrap(provider);
+}
+
+function wrap(provider: NodeTracerProvider): Telemetry {
+  return {
+    shutdown: async () => {
+      await provider.shutdown();
+      trace.disable();
+      installed = undefined;
+    },
+    forceFlush: () => provider.forceFlush(),
+  };
+}
+
+function otlpFromEnv(): SpanExporter | undefined {
+  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT && !process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  // Loaded lazily: the exporter pulls in protobuf machinery nobody needs without an endpoint.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+  return new OTLPTraceExporter();
+}
