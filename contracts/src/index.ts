@@ -7,3 +7,4 @@ export * from './subjects';
 export * from './events';
 export * from './dispatch-key';
 export * from './tool-context';
+export * from './api';

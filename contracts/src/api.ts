@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { WireErrorSchema, AgentRefSchema, IsolationSchema, TaintSchema } from './events';
+import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
+import { SUBJECT_TOKEN_PATTERN } from './subjects';
+
+/**
+ * Request and response bodies of the gateway's API. The HTTP routes and the NATS request/reply
+ * operations (`subjects.api(op)`) take the same bodies; the tenant always comes from the bearer
+ * token (HTTP `Authorization` header, NATS `Authorization` message header), never from the body.
+ *
+ * NATS replies are `{ ok: true, data }` or `{ ok: false, error: { code, message, details } }`.
+ */
+
+const Token = z.string().regex(SUBJECT_TOKEN_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
+
+/** Register (or re-register) a tool contract with its policy fields. */
+export const RegisterToolRequestSchema = z.strictObject({
+  tool: ToolContractSchema.extend({ policy: ToolPolicySchema.optional() }),
+});
+export type RegisterToolRequest = z.input<typeof RegisterToolRequestSchema>;
+
+export const ToolViewSchema = ToolContractSchema.extend({
+  policy: ToolPolicySchema,
+  contractHash: z.string(),
+  builtin: z.boolean(),
+});
+export type ToolView = z.infer<typeof ToolViewSchema>;
+
+export const ListToolsResponseSchema = z.object({ tools: z.array(ToolViewSchema), toolsetHash: z.string() });
+export type ListToolsResponse = z.infer<typeof ListToolsResponseSchema>;
+
+/** Submit a tool call. `wait` (ms, or true for the default) returns the settled result when it comes in time. */
+export const SubmitDispatchRequestSchema = z.strictObject({
+  runId: Token,
+  callId: z.string().min(1).max(256),
+  agent: AgentRefSchema,
+  tool: ToolNameSchema,
+  input: z.unknown().refine((v) => v !== undefined, 'input is required'),
+  isolation: IsolationSchema.default('none'),
+  profile: z.string().min(1).max(128).optional(),
+  taint: TaintSchema.optional(),
+  /** The dispatch this call retries after a model-retry error (bounded to 2 per call chain). */
+  retryOf: Token.optional(),
+  wait: z.union([z.boolean(), z.number().int().min(0).max(300_000)]).optional(),
+});
+export type SubmitDispatchRequest = z.input<typeof SubmitDispatchRequestSchema>;
+
+export const DispatchStateSchema = z.enum(['requested', 'decided', 'suspended', 'running', 'settled']);
+export type DispatchState = z.infer<typeof DispatchStateSchema>;
+
+/** The settled outcome as the caller (and the model) sees it. */
+export const DispatchOutcomeSchema = z.object({
+  outcome: z.enum(['ok', 'error', 'denied']),
+  result: z.unknown().optional(),
+  error: WireErrorSchema.optional(),
+});
+export type DispatchOutcome = z.infer<typeof DispatchOutcomeSchema>;
+
+export const SubmitDispatchResponseSchema = z.object({
+  dispatchId: z.string(),
+  /** `accepted`: newly journaled; `replayed`: this exact call was journaled before. */
+  status: z.enum(['accepted', 'replayed']),
+  state: DispatchStateSchema,
+  settled: DispatchOutcomeSchema.optional(),
+});
+export type SubmitDispatchResponse = z.infer<typeof SubmitDispatchResponseSchema>;
+
+export const GetDispatchRequestSchema = z.strictObject({ dispatchId: Token });
+export const GetRunRequestSchema = z.strictObject({ runId: Token });
+
+export const PutPolicyRequestSchema = z.strictObject({
+  /** The policy document (validated against the permissions library's schema). */
+  document: z.record(z.string(), z.unknown()),
+  /** Optimistic concurrency: the revision this edit was based on. */
+  expectedRevision: z.number().int().min(0).optional(),
+});
+export type PutPolicyRequest = z.input<typeof PutPolicyRequestSchema>;
+
+export const EvaluatePolicyRequestSchema = z.strictObject({
+  tool: ToolNameSchema,
+  input: z.unknown(),
+  agent: AgentRefSchema.default({ agentType: 'dry-run' }),
+  profile: z.string().min(1).max(128).optional(),
+  isolation: IsolationSchema.default('none'),
+  taint: TaintSchema.optional(),
+});
+export type EvaluatePolicyRequest = z.input<typeof EvaluatePolicyRequestSchema>;
+
+export const ListApprovalsRequestSchema = z.strictObject({
+  runId: Token.optional(),
+  tool: ToolNameSchema.optional(),
+  /** Only approvals pending for at least this long. */
+  minAgeMs: z.number().int().min(0).optional(),
+  status: z.enum(['pending', 'allowed', 'denied']).optional(),
+  limit: z.number().int().min(1).max(1000).default(100),
+});
+export type ListApprovalsRequest = z.input<typeof ListApprovalsRequestSchema>;
+
+/**
+ * Resolve an approval. `decision` is deliberately loose on the wire: it normalises to an
+ * ApprovalDecision and fails closed — anything but an explicit allow is a deny.
+ */
+export const ResolveApprovalRequestSchema = z.strictObject({
+  key: z.string().regex(/^[0-9a-f]{64}$/, 'approval keys are sha256 hex'),
+  decision: z.unknown(),
+  reason: z.string().max(2048).optional(),
+  /** When given, must equal the digest of the input that was asked for. */
+  inputDigest: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  /** Which parked dispatch, when one key parks several (the same call in two runs). */
+  dispatchId: Token.optional(),
+});
+export type ResolveApprovalRequest = z.input<typeof ResolveApprovalRequestSchema>;
+
+/** Normalises any resolution value; fails closed. */
+export function normaliseApprovalDecision(value: unknown): 'allow' | 'deny' {
+  if (value === 'allow') return 'allow';
+  if (typeof value === 'object' && value !== null && (value as { decision?: unknown }).decision === 'allow') {
+    return 'allow';
+  }
+  return 'deny';
+}
+
+/** The NATS reply envelope. */
+export const ApiReplySchema = z.union([
+  z.object({ ok: z.literal(true), data: z.unknown() }),
+  z.object({ ok: z.literal(false), error: WireErrorSchema }),
+]);
+export type ApiReply<T = unknown> = { ok: true; data: T } | { ok: false; error: z.infer<typeof WireErrorSchema> };
+
+/** Bearer-token scopes. */
+export const ScopeSchema = z.enum(['dispatch', 'approve', 'admin']);
+export type Scope = z.infer<typeof ScopeSchema>;
