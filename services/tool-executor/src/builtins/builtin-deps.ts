@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import type { ToolContext } from '@toolgate/contracts';
+import type { ExecutionPolicy } from './execution-policy';
+
+/** A domain rule callback's answer for one host. Anything but `'allow'` refuses the connection. */
+export type DomainVerdict = 'allow' | 'deny';
+
+/**
+ * Decides whether http_fetch may connect to `host` (lower-case, no port, IPv6 without brackets,
+ * no trailing dot). Called before every connection, redirects included. A throw or rejection is a
+ * deny: the check fails closed.
+ */
+export type CheckDomain = (host: string) => DomainVerdict | Promise<DomainVerdict>;
+
+/** What every builtin needs at run time; built once by `createBuiltinTools`. */
+export interface BuiltinDeps {
+  /** The policy one dispatch runs under. Called on every call, so it must be cheap (no I/O). */
+  policyFor(ctx: ToolContext): ExecutionPolicy;
+  checkDomain: CheckDomain;
+  /** The environment `buildEnv` filters; the executor's `process.env` unless a test injects one. */
+  hostEnv: NodeJS.ProcessEnv;
+}
+
+/** A path argument: bounded, and without a NUL byte (the OS would refuse it anyway). */
+export const PathArg = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => !p.includes('\0'), { message: 'must not contain a NUL byte' });

@@ -1,0 +1,79 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { tool } from '@toolgate/tools';
+import { PathArg, type BuiltinDeps } from './builtin-deps';
+import { pathError, resolveForRead } from './execution-policy';
+
+const ListDirParams = z.object({
+  path: PathArg.default('.').describe('Directory to list, relative to the working directory or absolute.'),
+  maxEntries: z.number().int().min(1).optional().describe('Cap on entries; the policy cap still applies.'),
+});
+
+/** One directory entry. Symlinks are reported as such and never followed. */
+export interface DirEntry {
+  name: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+  /** Size in bytes, for regular files. */
+  size?: number;
+}
+
+/** What list_dir returns. */
+export interface ListDirResult {
+  path: string;
+  entries: DirEntry[];
+  /** More entries exist than were returned. */
+  truncated: boolean;
+}
+
+/** `list_dir`: the entries of one directory under the read scopes, sorted by name, bounded. */
+export function createListDirTool(deps: BuiltinDeps) {
+  return tool({
+    name: 'list_dir',
+    description:
+      'List the entries of a directory under the allowed read paths (name, type, size for files), ' +
+      'sorted by name. Symlinks are listed, not followed. Bounded; `truncated` says when entries were left out.',
+    parameters: ListDirParams,
+    risk: 'read',
+    async execute(args, ctx): Promise<ListDirResult> {
+      const policy = deps.policyFor(ctx);
+      const real = await resolveForRead(policy, policy.cwd, args.path);
+      const cap = Math.min(args.maxEntries ?? policy.list.maxEntries, policy.list.maxEntries);
+      let dir: Awaited<ReturnType<typeof fs.opendir>>;
+      try {
+        dir = await fs.opendir(real);
+      } catch (err) {
+        throw pathError(args.path, err);
+      }
+      const entries: DirEntry[] = [];
+      let truncated = false;
+      try {
+        // Iterate instead of readdir(): a huge directory costs at most `cap` entries of memory.
+        for await (const d of dir) {
+          if (entries.length >= cap) {
+            truncated = true;
+            break;
+          }
+          const type: DirEntry['type'] = d.isSymbolicLink()
+            ? 'symlink'
+            : d.isDirectory()
+              ? 'dir'
+              : d.isFile()
+                ? 'file'
+                : 'other';
+          const entry: DirEntry = { name: d.name, type };
+          if (type === 'file') {
+            const st = await fs.lstat(path.join(real, d.name)).catch(() => undefined);
+            if (st) entry.size = st.size;
+          }
+          entries.push(entry);
+        }
+      } finally {
+        // Breaking out of for-await closes the Dir already; closing twice throws ERR_DIR_CLOSED.
+        await dir.close().catch(() => undefined);
+      }
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      return { path: args.path, entries, truncated };
+    },
+  });
+}

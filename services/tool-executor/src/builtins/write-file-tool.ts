@@ -1,0 +1,87 @@
+import fs, { type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { tool } from '@toolgate/tools';
+import { PathArg, type BuiltinDeps } from './builtin-deps';
+import { NOFOLLOW, pathError, resolveForWrite } from './execution-policy';
+
+const WriteFileParams = z.object({
+  path: PathArg.describe('File to write, relative to the working directory or absolute.'),
+  content: z.string().describe('UTF-8 text to write.'),
+  mode: z
+    .enum(['overwrite', 'append', 'create'])
+    .default('overwrite')
+    .describe('overwrite (default), append, or create (fails if the file exists).'),
+  createDirs: z.boolean().default(true).describe('Create missing parent directories (inside the write scope).'),
+});
+
+/** What write_file returns. */
+export interface WriteFileResult {
+  path: string;
+  bytesWritten: number;
+  /** The file did not exist before this call. */
+  created: boolean;
+}
+
+/** `write_file`: writes UTF-8 text to a file under the write scopes. */
+export function createWriteFileTool(deps: BuiltinDeps) {
+  return tool({
+    name: 'write_file',
+    description:
+      'Write UTF-8 text to a file under the allowed write paths: overwrite (default), append, or create ' +
+      '(refuses an existing file). Missing parent directories are created unless createDirs is false.',
+    parameters: WriteFileParams,
+    risk: 'write',
+    async execute(args, ctx): Promise<WriteFileResult> {
+      const policy = deps.policyFor(ctx);
+      const bytes = Buffer.byteLength(args.content);
+      if (bytes > policy.maxWriteBytes) {
+        throw new ToolgateError(
+          ErrorCode.ToolFailed,
+          `${args.path}: content is ${bytes} bytes, over the ${policy.maxWriteBytes}-byte limit`,
+          { details: { path: args.path, bytes, limit: policy.maxWriteBytes } },
+        );
+      }
+      // Resolution happens before any directory is created, so a symlinked parent pointing outside
+      // the scope is refused without leaving a trace there.
+      const real = await resolveForWrite(policy, policy.cwd, args.path);
+      if (args.createDirs) {
+        try {
+          await fs.mkdir(path.dirname(real), { recursive: true });
+        } catch (err) {
+          throw pathError(args.path, err);
+        }
+      }
+      const created = !(await exists(real));
+      const flags =
+        fs.constants.O_WRONLY |
+        fs.constants.O_CREAT |
+        NOFOLLOW |
+        (args.mode === 'append' ? fs.constants.O_APPEND : 0) |
+        (args.mode === 'overwrite' ? fs.constants.O_TRUNC : 0) |
+        (args.mode === 'create' ? fs.constants.O_EXCL : 0);
+      let handle: FileHandle;
+      try {
+        handle = await fs.open(real, flags, 0o644);
+      } catch (err) {
+        throw pathError(args.path, err);
+      }
+      try {
+        await handle.writeFile(args.content, 'utf8');
+      } finally {
+        await handle.close();
+      }
+      return { path: args.path, bytesWritten: bytes, created };
+    },
+  });
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await fs.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
