@@ -129,6 +129,15 @@ export function createSubjects(prefix: string): Subjects {
     assertSubjectToken(kind, value);
     return value;
   };
+  // Operations and roles come from closed sets; a value outside them (an unchecked cast, a string
+  // from the wire) must not become a subject, even when it is token-shaped or, for operations,
+  // dot-separated tokens.
+  const known = <T extends string>(kind: string, allowed: Record<string, T>, value: T): T => {
+    if (!Object.values(allowed).includes(value)) {
+      throw new ConfigError(`unknown ${kind} ${JSON.stringify(value)}`, { details: { field: kind } });
+    }
+    return value;
+  };
   return Object.freeze({
     prefix: p,
     journal: Object.freeze({
@@ -146,11 +155,12 @@ export function createSubjects(prefix: string): Subjects {
     deadLetter: Object.freeze({
       stream: `${p}_deadletter`,
       all: `${p}.deadletter.>`,
-      forRole: (role: ConsumerRole) => `${p}.deadletter.${tok('role', role)}`,
+      forRole: (role: ConsumerRole) => `${p}.deadletter.${known('role', ConsumerRole, role)}`,
     }),
-    consumer: (role: ConsumerRole) => `${p}_${tok('role', role)}`,
-    api: (operation: ApiOperation) => `${p}.api.${operation}`,
-    query: (operation: QueryOperation) => `${p}.query.${operation}`,
+    consumer: (role: ConsumerRole) => `${p}_${known('role', ConsumerRole, role)}`,
+    api: (operation: ApiOperation) => `${p}.api.${known('operation', ApiOperation, operation)}`,
+    query: (operation: QueryOperation) =>
+      `${p}.query.${known('operation', QueryOperation, operation)}`,
     approvals: (tenant: string, event: 'pending' | 'resolved' | '*') =>
       `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : tok('event', event)}`,
     hook: (tenant: string, name: string) => `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,
@@ -158,7 +168,8 @@ export function createSubjects(prefix: string): Subjects {
       const subject = `${p}.tools.${tok('tenant', tenant)}.${tok('tool name', toolName)}`;
       return { subject, queue: subject };
     },
-    worktree: (operation: WorktreeOperation) => `${p}.worktree.${tok('operation', operation)}`,
+    worktree: (operation: WorktreeOperation) =>
+      `${p}.worktree.${known('operation', WorktreeOperation, operation)}`,
     toolsBucket: `${p}_tools`,
     policyBucket: `${p}_policy`,
     artifactsBucket: `${p}_artifacts`,

@@ -1,0 +1,242 @@
+import { canonicalJson } from './canonical-json';
+import {
+  JOURNAL_EVENT_TYPES,
+  JOURNAL_SCHEMA_VERSION,
+  journalEvent,
+  type JournalEventType,
+  type NewJournalEvent,
+  ONCE_PER_DISPATCH,
+  parseJournalEvent,
+} from './events';
+import { createSubjects, isSubjectToken } from './subjects';
+
+const sha = (c: string) => c.repeat(64);
+const envelope = {
+  tenant: 'acme',
+  runId: 'run_1',
+  dispatchId: 'd0123456789abcdef0123456789abcdef01234567',
+  at: '2025-01-02T03:04:05.678Z',
+  causationId: null,
+};
+const tool = {
+  name: 'search_issues',
+  contractHash: sha('c'),
+  risk: 'read' as const,
+  needsApproval: false,
+  executor: 'inprocess' as const,
+};
+const agent = { agentType: 'operator', label: 'release' };
+
+/** One valid event of every type, as a publisher builds it. */
+const samples: { [T in JournalEventType]: NewJournalEvent<T> } = {
+  requested: {
+    ...envelope,
+    id: 'e-requested',
+    type: 'requested',
+    callId: 'call_1',
+    tool,
+    input: { query: 'flaky', limit: 3 },
+    agent,
+    isolation: 'none',
+    submittedBy: 'user:alice',
+  },
+  decided: {
+    ...envelope,
+    id: 'e-decided',
+    type: 'decided',
+    causationId: 'e-requested',
+    verdict: 'allow',
+    decidedBy: 'default',
+    policyRevision: 3,
+    inputDigest: sha('1'),
+    input: { query: 'flaky', limit: 3 },
+    tool,
+    agent,
+    isolation: { kind: 'worktree', ref: 'main' },
+  },
+  suspended: {
+    ...envelope,
+    id: 'e-suspended',
+    type: 'suspended',
+    approvalKey: sha('2'),
+    inputDigest: sha('1'),
+    policyRevision: 3,
+    tool: { ...tool, needsApproval: true },
+    input: { query: 'flaky' },
+    agent,
+    isolation: 'readonly',
+    decidedBy: 'ask-rule',
+    rule: { toolName: 'search_issues' },
+    submittedBy: 'user:alice',
+    expiresAt: '2025-01-02T04:04:05+01:00',
+    onTimeout: 'deny',
+  },
+  resolved: {
+    ...envelope,
+    id: 'e-resolved',
+    type: 'resolved',
+    approvalKey: sha('2'),
+    inputDigest: sha('1'),
+    policyRevision: 3,
+    decision: 'allow',
+    by: 'user:bob',
+    source: 'human',
+  },
+  started: {
+    ...envelope,
+    id: 'e-started',
+    type: 'started',
+    attempt: 1,
+    toolName: 'search_issues',
+    executor: 'subprocess',
+    cwd: '/srv/work',
+  },
+  settled: {
+    ...envelope,
+    id: 'e-settled',
+    type: 'settled',
+    toolName: 'search_issues',
+    outcome: 'error',
+    error: { code: 'timeout', message: 'tool ran past 30000 ms' },
+    durationMs: 30000.5,
+    attempt: 1,
+  },
+  'worktree-acquired': {
+    ...envelope,
+    id: 'e-wt-acq',
+    type: 'worktree-acquired',
+    worktreeId: 'wt_1',
+    agentKey: 'agent-key',
+    repo: '/srv/repo',
+    baseRef: 'main',
+    baseCommit: '0123456789abcdef0123456789abcdef01234567',
+    path: '/srv/worktrees/wt_1',
+    branch: 'toolgate/wt_1',
+  },
+  'worktree-collected': {
+    ...envelope,
+    id: 'e-wt-col',
+    type: 'worktree-collected',
+    worktreeId: 'wt_1',
+    artifact: {
+      kind: 'patch',
+      ref: 'patches/wt_1.patch',
+      files: [
+        { path: 'a.txt', status: 'modified', binary: false },
+        { path: 'b.txt', status: 'renamed', from: 'old.txt', binary: false },
+      ],
+      baseCommit: '0123456789abcdef0123456789abcdef01234567',
+      bytes: 120,
+      sha256: sha('e'),
+    },
+  },
+  'worktree-retained': {
+    ...envelope,
+    id: 'e-wt-ret',
+    type: 'worktree-retained',
+    worktreeId: 'wt_1',
+    reason: 'agent failed; kept for inspection',
+  },
+  'worktree-dropped': {
+    ...envelope,
+    id: 'e-wt-drop',
+    type: 'worktree-dropped',
+    worktreeId: 'wt_1',
+    reason: 'pin-cap',
+  },
+  'worktree-disposed': {
+    ...envelope,
+    id: 'e-wt-disp',
+    type: 'worktree-disposed',
+    worktreeId: 'wt_1',
+  },
+  'worktree-restarted': {
+    ...envelope,
+    id: 'e-wt-rst',
+    type: 'worktree-restarted',
+    worktreeId: 'wt_2',
+    agentKey: 'agent-key',
+    droppedWorktreeId: 'wt_1',
+    reason: 'retained tree was dropped',
+  },
+};
+
+describe('journal events', () => {
+  it('lists every event type, and the ones the broker allows once per dispatch', () => {
+    expect([...JOURNAL_EVENT_TYPES].sort()).toEqual(Object.keys(samples).sort());
+    expect([...ONCE_PER_DISPATCH].sort()).toEqual(
+      ['decided', 'requested', 'resolved', 'settled', 'suspended'].sort(),
+    );
+    expect(ONCE_PER_DISPATCH.has('started')).toBe(false); // one per attempt
+    for (const type of ONCE_PER_DISPATCH) expect(JOURNAL_EVENT_TYPES).toContain(type);
+    // An event type is the last token of its subject.
+    for (const type of JOURNAL_EVENT_TYPES) expect(isSubjectToken(type)).toBe(true);
+  });
+
+  it.each(Object.entries(samples))('%s: builds, completes the envelope and parses back', (type, sample) => {
+    const event = journalEvent(sample as NewJournalEvent);
+    expect(event.type).toBe(type);
+    expect(event.schemaVersion).toBe(JOURNAL_SCHEMA_VERSION);
+    expect(event).toMatchObject(sample);
+    // What a consumer reads off the wire parses to the same event.
+    const wire = JSON.parse(canonicalJson(event)) as unknown;
+    expect(parseJournalEvent(wire)).toEqual(event);
+    // ...and it has a subject under the journal grammar.
+    const subjects = createSubjects('tg');
+    expect(subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type)).toBe(
+      `tg.journal.acme.run_1.${event.dispatchId}.${type}`,
+    );
+  });
+
+  it('fills in defaults a publisher may leave out', () => {
+    const requested = journalEvent(samples.requested);
+    expect(requested.retryDepth).toBe(0);
+    expect(journalEvent(samples.decided).advisory).toEqual([]);
+    expect(journalEvent(samples.suspended).separationOfDuties).toBe(false);
+  });
+
+  it.each<[string, Record<string, unknown>]>([
+    ['an unknown type', { ...samples.started, type: 'exploded' }],
+    ['a missing envelope field', { ...samples.requested, tenant: undefined }],
+    ['a tenant that is not a subject token', { ...samples.requested, tenant: 'a.b' }],
+    ['a run id with a wildcard', { ...samples.requested, runId: '*' }],
+    ['a dispatch id with a space', { ...samples.requested, dispatchId: 'd 1' }],
+    ['a time that is not ISO 8601', { ...samples.requested, at: 'yesterday' }],
+    ['a time without an offset', { ...samples.requested, at: '2025-01-02T03:04:05' }],
+    ['an unknown field (events are strict)', { ...samples.started, surprise: true }],
+    ['a field of another event type', { ...samples.started, verdict: 'allow' }],
+    ['an illegal tool name', { ...samples.started, toolName: 'a.b' }],
+    ['a contract hash that is not sha256 hex', { ...samples.requested, tool: { ...tool, contractHash: 'C'.repeat(64) } }],
+    ['an unknown error code', { ...samples.settled, error: { code: 'oops', message: 'x' } }],
+    ['an unknown verdict', { ...samples.decided, verdict: 'maybe' }],
+    ['attempt 0 on started', { ...samples.started, attempt: 0 }],
+    ['a negative duration', { ...samples.settled, durationMs: -1 }],
+  ])('refuses %s', (_what, malformed) => {
+    expect(() => journalEvent(malformed as unknown as NewJournalEvent)).toThrow();
+    expect(parseJournalEvent({ ...malformed, schemaVersion: JOURNAL_SCHEMA_VERSION })).toBeNull();
+  });
+
+  it('parseJournalEvent returns null on garbage, never throws', () => {
+    const valid = journalEvent(samples.settled);
+    const garbage: unknown[] = [
+      null,
+      undefined,
+      42,
+      'settled',
+      JSON.stringify(valid),
+      [],
+      [valid],
+      {},
+      { type: 'requested' },
+      { ...valid, schemaVersion: 2 },
+      { ...valid, schemaVersion: undefined },
+      Object.assign(Object.create({ type: 'settled' }) as object, { id: 'x' }),
+    ];
+    for (const g of garbage) expect(parseJournalEvent(g)).toBeNull();
+  });
+
+  it('takes schemaVersion from the library, not from the publisher', () => {
+    const event = journalEvent({ ...samples.started, schemaVersion: 99 } as NewJournalEvent);
+    expect(event.schemaVersion).toBe(JOURNAL_SCHEMA_VERSION);
+  });
+});
