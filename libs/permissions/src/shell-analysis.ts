@@ -1,0 +1,185 @@
+import { lexShell, isDotfilePath, SHELL_LIMITS, type ShellWord } from './shell-lexer';
+import {
+  basename,
+  CODE_EVALUATORS,
+  commandString,
+  ENVIRONMENT_CHANGERS,
+  SHELL_KEYWORDS,
+  sensitiveTokensOf,
+  WRAPPERS,
+} from './shell-programs';
+
+/** A pattern literal may match this word. */
+export const MATCH_LITERAL = 1;
+/** A `*` in an allow pattern may stand for this word. */
+export const MATCH_ONE = 2;
+/** A trailing `**` in an allow pattern may cover this word. */
+export const MATCH_REST = 4;
+
+/** One segment of a command, ready for matching. */
+export interface AnalysedSegment {
+  /** Every word in order, redirections and leading assignments included: what allow patterns see. */
+  readonly words: readonly ShellWord[];
+  /** Per word, which allow-pattern tokens may match it ({@link MATCH_LITERAL} | ...). */
+  readonly allowMask: Uint8Array;
+  /**
+   * The argvs deny and ask patterns are tried against: the words as written, the command without
+   * redirections and assignments, its basename form, every program a wrapper runs and every
+   * command inside a `sh -c` string.
+   */
+  readonly candidates: readonly (readonly string[])[];
+  /** Why the segment cannot be matched (it always asks); undefined when it can. */
+  readonly unmatchable: string | undefined;
+}
+
+const NON_PRINTABLE_ASCII = /[^\x21-\x7e]/;
+const MAX_CANDIDATES = 256;
+const FD_DUPLICATION = /^[0-9]*[<>]&(?:[0-9]+|-)$/;
+const NO_CANDIDATES: readonly (readonly string[])[] = [];
+
+/**
+ * Lexes and analyses a command. Never throws; problems become unmatchable segments.
+ * @param depth nesting depth of `sh -c` strings (0 for the command itself)
+ */
+export function analyseShellCommand(command: string, depth = 0): AnalysedSegment[] {
+  if (depth > SHELL_LIMITS.maxNesting) {
+    return [unmatchableSegment([], 'commands nested too deeply to analyse')];
+  }
+  const lexed = lexShell(command);
+  const out: AnalysedSegment[] = new Array(lexed.length);
+  let changedBy: string | undefined;
+  for (let s = 0; s < lexed.length; s++) {
+    const seg = lexed[s]!;
+    if (seg.unmatchable !== undefined) {
+      out[s] = unmatchableSegment(seg.words, seg.unmatchable);
+      continue;
+    }
+    const analysed = analyseSegment(seg.words, depth);
+    if (changedBy !== undefined && analysed.segment.unmatchable === undefined) {
+      out[s] = unmatchableSegment(seg.words, `an earlier segment changes the shell's state (${changedBy})`);
+    } else {
+      out[s] = analysed.segment;
+    }
+    if (changedBy === undefined && analysed.changes !== undefined) changedBy = analysed.changes;
+  }
+  return out;
+}
+
+function unmatchableSegment(words: readonly ShellWord[], reason: string): AnalysedSegment {
+  return { words, allowMask: new Uint8Array(words.length), candidates: NO_CANDIDATES, unmatchable: reason };
+}
+
+function analyseSegment(
+  words: readonly ShellWord[],
+  depth: number,
+): { segment: AnalysedSegment; changes: string | undefined } {
+  const mask = new Uint8Array(words.length);
+  const full: string[] = new Array(words.length);
+  const core: string[] = [];
+  let programIndex = -1;
+  let assignments = 0;
+  for (let k = 0; k < words.length; k++) {
+    const w = words[k]!;
+    full[k] = w.text;
+    if (w.redirect || w.redirectTarget) continue;
+    if (programIndex < 0) {
+      if (w.assignment) {
+        assignments++;
+        continue;
+      }
+      programIndex = k;
+    }
+    core.push(w.text);
+  }
+
+  if (programIndex < 0) {
+    // Only assignments and redirections: `X=1`, `> file`.
+    fillMask(words, mask, programIndex, undefined);
+    const segment: AnalysedSegment = { words, allowMask: mask, candidates: [full], unmatchable: undefined };
+    return { segment, changes: assignments > 0 ? 'variable assignment' : undefined };
+  }
+
+  const programWord = words[programIndex]!;
+  const program = programWord.text;
+  let reason: string | undefined;
+  if (programWord.dynamic || programWord.glob) reason = 'the program name is not a literal';
+  else if (program.length === 0) reason = 'empty program name';
+  else if (NON_PRINTABLE_ASCII.test(program)) reason = 'the program name contains non-ASCII or invisible characters';
+  else if (SHELL_KEYWORDS.has(program)) reason = `shell keyword or compound command '${program}'`;
+  if (reason !== undefined) return { segment: unmatchableSegment(words, reason), changes: undefined };
+
+  const base = basename(program);
+  fillMask(words, mask, programIndex, base);
+
+  const candidates: (readonly string[])[] = core.length !== full.length ? [full] : [];
+  const state = { changes: undefined as string | undefined };
+  reason = addProgramCandidates(core, candidates, depth, state);
+  if (reason === undefined && WRAPPERS.has(base)) {
+    for (let j = 1; j < core.length && candidates.length < MAX_CANDIDATES; j++) {
+      const first = core[j]!;
+      if (first.length === 0 || first.charCodeAt(0) === 45) continue;
+      reason = addProgramCandidates(core.slice(j), candidates, depth, state);
+      if (reason !== undefined) break;
+    }
+    if (candidates.length >= MAX_CANDIDATES) reason = 'too many wrapped commands to analyse';
+  }
+  if (reason !== undefined) return { segment: unmatchableSegment(words, reason), changes: state.changes };
+  return { segment: { words, allowMask: mask, candidates, unmatchable: undefined }, changes: state.changes };
+}
+
+/** Adds `argv` (and its basename form, and any `sh -c` string's commands) to `out`. */
+function addProgramCandidates(
+  argv: readonly string[],
+  out: (readonly string[])[],
+  depth: number,
+  state: { changes: string | undefined },
+): string | undefined {
+  const program = argv[0]!;
+  const base = basename(program);
+  out.push(argv);
+  if (base !== program) out.push([base, ...argv.slice(1)]);
+  if (CODE_EVALUATORS.has(base)) return `'${base}' runs a string as shell code`;
+  if (
+    state.changes === undefined &&
+    (ENVIRONMENT_CHANGERS.has(base) || (base === 'printf' && argv.includes('-v')))
+  ) {
+    state.changes = base;
+  }
+  const inner = commandString(base, argv);
+  if (inner === null) return `'${base}' runs a command that cannot be located`;
+  if (inner !== undefined) {
+    const nested = analyseShellCommand(inner, depth + 1);
+    for (const seg of nested) {
+      if (seg.unmatchable !== undefined) return `inside '${base}': ${seg.unmatchable}`;
+      for (const c of seg.candidates) {
+        if (out.length >= MAX_CANDIDATES) return 'too many wrapped commands to analyse';
+        out.push(c);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Decides, per word, which allow-pattern tokens may stand for it. */
+function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: number, base: string | undefined): void {
+  const sensitive = base === undefined ? undefined : sensitiveTokensOf(base);
+  for (let k = 0; k < words.length; k++) {
+    const w = words[k]!;
+    const literal = !w.dynamic && !w.glob ? MATCH_LITERAL : 0;
+    if (w.redirect) {
+      // Descriptor duplications (`2>&1`, `>&2`, `2>&-`) touch no file: a trailing `**` covers them.
+      mask[k] = FD_DUPLICATION.test(w.text) ? MATCH_LITERAL | MATCH_REST : literal;
+    } else if (w.redirectTarget) {
+      // A wildcard never stands for a dotfile target: `echo ** > *` does not allow `> ~/.bashrc`.
+      mask[k] = isDotfilePath(w.text) ? literal : literal | (literal ? MATCH_ONE : 0) | MATCH_REST;
+    } else if (programIndex < 0 || k <= programIndex) {
+      // Leading assignments and the program itself are only ever matched literally.
+      mask[k] = literal;
+    } else if (sensitive !== undefined && sensitive(w.text)) {
+      mask[k] = literal;
+    } else {
+      // Unquoted expansions and globs may become any number of words: only `**` covers them.
+      mask[k] = literal ? MATCH_LITERAL | MATCH_ONE | MATCH_REST : MATCH_REST;
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import { ConfigError } from '@toolgate/contracts';
+import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
+import { compileShellPattern, matchesStrictly, segmentMatchesAny, type ShellPattern } from './shell-pattern';
+
+/** The three pattern tables of {@link matchShellCommand}. */
+export interface ShellPatternTables {
+  readonly allow?: readonly string[];
+  readonly ask?: readonly string[];
+  readonly deny?: readonly string[];
+}
+
+export type ShellVerdict = 'allow' | 'ask' | 'deny';
+
+/** How one segment was decided. */
+export interface ShellSegmentDecision {
+  /** The segment's words as lexed (after quote removal). */
+  readonly argv: readonly string[];
+  readonly verdict: ShellVerdict;
+  /** The pattern that decided it, if one did. */
+  readonly pattern?: string;
+  /** Why: the matched table, or why the segment is unmatchable. */
+  readonly reason: string;
+}
+
+/** The verdict with a per-segment account, for dry runs and CLIs. */
+export interface ShellDecision {
+  readonly verdict: ShellVerdict;
+  readonly segments: readonly ShellSegmentDecision[];
+}
+
+/** A compiled set of tables; calling it matches a command. */
+export interface ShellMatcher {
+  (command: string): ShellVerdict;
+  explain(command: string): ShellDecision;
+}
+
+const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
+
+/**
+ * Compiles the tables once for repeated matching.
+ * @throws ConfigError on an invalid pattern
+ */
+export function compileShellMatcher(tables: ShellPatternTables): ShellMatcher {
+  const allow = compileList(tables.allow, 'allow');
+  const ask = compileList(tables.ask, 'ask');
+  const deny = compileList(tables.deny, 'deny');
+  const match = (command: string): ShellVerdict => decide(command, allow, ask, deny);
+  return Object.assign(match, { explain: (command: string) => explain(command, allow, ask, deny) });
+}
+
+const cache = new Map<string, ShellPattern>();
+const CACHE_LIMIT = 4_096;
+
+function cachedPattern(source: string): ShellPattern {
+  let p = cache.get(source);
+  if (p === undefined) {
+    p = compileShellPattern(source);
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    cache.set(source, p);
+  }
+  return p;
+}
+
+function compileList(list: readonly string[] | undefined, table: string): ShellPattern[] {
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw new ConfigError(`shell ${table} patterns must be an array of strings`);
+  return list.map(cachedPattern);
+}
+
+/**
+ * Matches a shell command against allow/ask/deny pattern tables (sync). Each segment is denied if
+ * a deny pattern matches it (or a program it runs), else asks if an ask pattern does, else is
+ * allowed if an allow pattern matches its whole argv, else asks; unmatchable segments always ask.
+ * The verdict is the strictest across segments. Patterns are compiled once and cached.
+ * @throws ConfigError on an invalid pattern
+ */
+export function matchShellCommand(command: string, tables: ShellPatternTables): ShellVerdict {
+  return decide(
+    command,
+    compileList(tables.allow, 'allow'),
+    compileList(tables.ask, 'ask'),
+    compileList(tables.deny, 'deny'),
+  );
+}
+
+/** Like {@link matchShellCommand}, with a per-segment account of the decision. */
+export function explainShellCommand(command: string, tables: ShellPatternTables): ShellDecision {
+  return explain(
+    command,
+    compileList(tables.allow, 'allow'),
+    compileList(tables.ask, 'ask'),
+    compileList(tables.deny, 'deny'),
+  );
+}
+
+function decide(command: string, allow: ShellPattern[], ask: ShellPattern[], deny: ShellPattern[]): ShellVerdict {
+  if (typeof command !== 'string') return 'ask';
+  const segments = analyseShellCommand(command);
+  if (segments.length === 0) return 'ask';
+  let verdict: ShellVerdict = 'allow';
+  for (let s = 0; s < segments.length; s++) {
+    const v = decideSegment(segments[s]!, allow, ask, deny).verdict;
+    if (v === 'deny') return 'deny';
+    if (v === 'ask') verdict = 'ask';
+  }
+  return verdict;
+}
+
+function explain(command: string, allow: ShellPattern[], ask: ShellPattern[], deny: ShellPattern[]): ShellDecision {
+  if (typeof command !== 'string') {
+    return { verdict: 'ask', segments: [{ argv: [], verdict: 'ask', reason: 'the command is not a string' }] };
+  }
+  const segments = analyseShellCommand(command).map((seg) => decideSegment(seg, allow, ask, deny));
+  if (segments.length === 0) {
+    return { verdict: 'ask', segments: [{ argv: [], verdict: 'ask', reason: 'the command is empty' }] };
+  }
+  let verdict: ShellVerdict = 'allow';
+  for (const s of segments) if (RANK[s.verdict] > RANK[verdict]) verdict = s.verdict;
+  return { verdict, segments };
+}
+
+function decideSegment(
+  segment: AnalysedSegment,
+  allow: ShellPattern[],
+  ask: ShellPattern[],
+  deny: ShellPattern[],
+): ShellSegmentDecision {
+  const argv = segment.words.map((w) => w.text);
+  if (segment.unmatchable !== undefined) {
+    return { argv, verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
+  }
+  const denied = segmentMatchesAny(deny, segment);
+  if (denied !== undefined) return { argv, verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
+  const asked = segmentMatchesAny(ask, segment);
+  if (asked !== undefined) return { argv, verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
+  for (let p = 0; p < allow.length; p++) {
+    const pattern = allow[p]!;
+    if (matchesStrictly(pattern, segment)) {
+      return { argv, verdict: 'allow', pattern: pattern.source, reason: 'matches an allow pattern' };
+    }
+  }
+  return { argv, verdict: 'ask', reason: 'matches no allow pattern' };
+}
