@@ -1,0 +1,96 @@
+import { mkdir } from 'node:fs/promises';
+import { PGlite } from '@electric-sql/pglite';
+import { CompiledQuery, Kysely, PostgresDialect, type Dialect } from 'kysely';
+import pg from 'pg';
+import { ConfigError } from '@toolgate/contracts';
+import type { Database } from './database';
+import { migrateToLatest } from './migrate-to-latest';
+import { PGliteDialect } from './pglite-dialect';
+
+/** Where the projection lives. */
+export interface CreateDbOptions {
+  /** A PostgreSQL connection string; when absent an embedded PGlite database is used. */
+  url?: string;
+  /** The schema the tables live in (search path and migrations); default: the server's default. */
+  schema?: string;
+  /** The PGlite data directory (created if missing); required when `url` is absent. */
+  pglitePath?: string;
+  /** Run migrations before returning (default true: start-up is where they belong). */
+  migrate?: boolean;
+  /** Pool size for PostgreSQL (default 10). */
+  poolMax?: number;
+}
+
+/** A kysely handle plus what it was opened with. `db.destroy()` ends the pool or closes PGlite. */
+export interface JournalDb {
+  db: Kysely<Database>;
+  kind: 'postgres' | 'pglite';
+  schema: string | undefined;
+}
+
+const SCHEMA_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** PostgreSQL's int8 OID; node-postgres returns int8 as a string, PGlite as a number. */
+const INT8_OID = 20;
+
+/**
+ * Opens the journal database: PostgreSQL through a `pg` pool when `url` is given, otherwise an
+ * embedded PGlite database on disk at `pglitePath`. Either way the session's `search_path` is the
+ * schema, and (unless `migrate: false`) migrations have run under the migrator's lock.
+ */
+export async function createDb(options: CreateDbOptions): Promise<JournalDb> {
+  const { url, schema, pglitePath, migrate = true, poolMax = 10 } = options;
+  if (schema !== undefined && !SCHEMA_PATTERN.test(schema)) {
+    throw new ConfigError(
+      `journal schema must be a plain SQL identifier, got ${JSON.stringify(schema)}`,
+      {
+        details: { field: 'schema' },
+      },
+    );
+  }
+  let dialect: Dialect;
+  let kind: JournalDb['kind'];
+  if (url !== undefined && url !== '') {
+    kind = 'postgres';
+    dialect = new PostgresDialect({
+      pool: new pg.Pool({
+        connectionString: url,
+        max: poolMax,
+        // The schema must exist before a session can use it; `create schema` below runs on the
+        // same search path, which is harmless when the schema does not exist yet.
+        ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
+        // Stream sequences are int8; they stay far below 2^53, and every reader wants a number.
+        types: {
+          getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+            oid === INT8_OID
+              ? (value: string) => Number(value)
+              : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+        },
+      }),
+    });
+  } else {
+    if (pglitePath === undefined || pglitePath === '') {
+      throw new ConfigError('journal database: give a PostgreSQL url or a PGlite data directory', {
+        details: { field: 'pglitePath' },
+      });
+    }
+    kind = 'pglite';
+    await mkdir(pglitePath, { recursive: true });
+    dialect = new PGliteDialect({
+      database: () => PGlite.create(pglitePath),
+      onOpen: async (connection) => {
+        if (schema === undefined) return;
+        await connection.executeQuery(CompiledQuery.raw(`create schema if not exists "${schema}"`));
+        await connection.executeQuery(CompiledQuery.raw(`set search_path to "${schema}"`));
+      },
+    });
+  }
+  const db = new Kysely<Database>({ dialect });
+  try {
+    if (migrate) await migrateToLatest(db, schema === undefined ? {} : { schema });
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return { db, kind, schema };
+}

@@ -1,0 +1,447 @@
+import type {
+  AgentRef,
+  DecidedBy,
+  ExecutorKind,
+  Isolation,
+  JournalEvent,
+  PatchArtifact,
+  Taint,
+  ToolRef,
+  Verdict,
+  WireError,
+} from '@toolgate/contracts';
+import { sql } from 'kysely';
+import type { Db } from '../db/database';
+import { fromJsonb, toIso, toJsonb } from '../db/jsonb';
+import type { ApprovalRow } from '../db/tables/approvals-table';
+import type { DispatchRow } from '../db/tables/dispatches-table';
+import type { WorktreeRow } from '../db/tables/worktrees-table';
+import type { ApprovalState } from './approval-fold';
+import type { DispatchState, DispatchStatus } from './dispatch-fold';
+import type { WorktreeState, WorktreeStatus } from './worktree-fold';
+
+/**
+ * Loads and saves the projection's rows: the thin adapter between the pure folds and kysely. Every
+ * function takes a `Kysely` or a `Transaction`, and none of them decides anything.
+ */
+
+/** Where a stored row came from: the stream bookkeeping kept next to the folded state. */
+export interface RowMeta {
+  lastSeq: number;
+  eventCount: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// audit_log
+
+/** Records an event at its stream sequence; false when that sequence is already recorded. */
+export async function insertAuditEntry(
+  db: Db,
+  entry: { event: JournalEvent; seq: number; stream: string },
+): Promise<boolean> {
+  const { event, seq, stream } = entry;
+  const inserted = await db
+    .insertInto('audit_log')
+    .values({
+      stream,
+      seq,
+      event_id: event.id,
+      type: event.type,
+      tenant: event.tenant,
+      run_id: event.runId,
+      dispatch_id: event.dispatchId,
+      at: event.at,
+      event: toJsonb(event)!,
+    })
+    .onConflict((oc) => oc.columns(['stream', 'seq']).doNothing())
+    .returning('seq')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/**
+ * Serialises writers of one projection key (a dispatch or a worktree) until the transaction ends.
+ * A row lock cannot do this on its own: the first event of a key has no row to lock yet.
+ */
+export async function lockProjectionKey(db: Db, tenant: string, key: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`toolgate.journal/${tenant}/${key}`}, 0))`.execute(
+    db,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// dispatches
+
+export function dispatchFromRow(row: DispatchRow): DispatchState {
+  return {
+    tenant: row.tenant,
+    runId: row.run_id,
+    dispatchId: row.dispatch_id,
+    status: row.status as DispatchStatus,
+    callId: row.call_id,
+    toolName: row.tool_name,
+    tool: row.tool as ToolRef | null,
+    input: fromJsonb(row.input),
+    effectiveInput: fromJsonb(row.effective_input),
+    agent: row.agent as AgentRef | null,
+    isolation: row.isolation as Isolation | null,
+    profile: row.profile,
+    taint: row.taint as Taint | null,
+    submittedBy: row.submitted_by,
+    retryOf: row.retry_of,
+    retryDepth: row.retry_depth,
+    verdict: row.verdict as Verdict | null,
+    decidedBy: row.decided_by as DecidedBy | null,
+    rule: fromJsonb(row.rule),
+    reason: row.reason,
+    policyRevision: row.policy_revision,
+    inputDigest: row.input_digest,
+    approvalKey: row.approval_key,
+    expiresAt: toIso(row.expires_at),
+    decision: row.decision as DispatchState['decision'],
+    resolvedBy: row.resolved_by,
+    resolutionSource: row.resolution_source as DispatchState['resolutionSource'],
+    resolutionReason: row.resolution_reason,
+    attempt: row.attempt,
+    executor: row.executor as ExecutorKind | null,
+    cwd: row.cwd,
+    outcome: row.outcome as DispatchState['outcome'],
+    result: fromJsonb(row.result),
+    error: row.error as WireError | null,
+    durationMs: row.duration_ms,
+    requestedAt: toIso(row.requested_at),
+    decidedAt: toIso(row.decided_at),
+    suspendedAt: toIso(row.suspended_at),
+    resolvedAt: toIso(row.resolved_at),
+    startedAt: toIso(row.started_at),
+    settledAt: toIso(row.settled_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+function dispatchValues(state: DispatchState, meta: RowMeta) {
+  return {
+    tenant: state.tenant,
+    dispatch_id: state.dispatchId,
+    run_id: state.runId,
+    status: state.status,
+    call_id: state.callId,
+    tool_name: state.toolName,
+    tool: toJsonb(state.tool ?? undefined),
+    input: toJsonb(state.input),
+    effective_input: toJsonb(state.effectiveInput),
+    agent: toJsonb(state.agent ?? undefined),
+    isolation: toJsonb(state.isolation ?? undefined),
+    profile: state.profile,
+    taint: state.taint,
+    submitted_by: state.submittedBy,
+    retry_of: state.retryOf,
+    retry_depth: state.retryDepth,
+    verdict: state.verdict,
+    decided_by: state.decidedBy,
+    rule: toJsonb(state.rule),
+    reason: state.reason,
+    policy_revision: state.policyRevision,
+    input_digest: state.inputDigest,
+    approval_key: state.approvalKey,
+    expires_at: state.expiresAt,
+    decision: state.decision,
+    resolved_by: state.resolvedBy,
+    resolution_source: state.resolutionSource,
+    resolution_reason: state.resolutionReason,
+    attempt: state.attempt,
+    executor: state.executor,
+    cwd: state.cwd,
+    outcome: state.outcome,
+    result: toJsonb(state.result),
+    error: toJsonb(state.error ?? undefined),
+    duration_ms: state.durationMs,
+    requested_at: state.requestedAt,
+    decided_at: state.decidedAt,
+    suspended_at: state.suspendedAt,
+    resolved_at: state.resolvedAt,
+    started_at: state.startedAt,
+    settled_at: state.settledAt,
+    updated_at: state.updatedAt,
+    last_seq: meta.lastSeq,
+    event_count: meta.eventCount,
+  };
+}
+
+/** The stored dispatch, locked for update when inside a transaction. */
+export async function loadDispatchForUpdate(
+  db: Db,
+  tenant: string,
+  dispatchId: string,
+): Promise<{ state: DispatchState; meta: RowMeta } | undefined> {
+  const row = await db
+    .selectFrom('dispatches')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('dispatch_id', '=', dispatchId)
+    .forUpdate()
+    .executeTakeFirst();
+  return (
+    row && {
+      state: dispatchFromRow(row),
+      meta: { lastSeq: row.last_seq, eventCount: row.event_count },
+    }
+  );
+}
+
+export async function saveDispatch(
+  db: Db,
+  state: DispatchState,
+  meta: RowMeta,
+  exists: boolean,
+): Promise<void> {
+  const values = dispatchValues(state, meta);
+  if (!exists) {
+    await db.insertInto('dispatches').values(values).execute();
+    return;
+  }
+  await db
+    .updateTable('dispatches')
+    .set(values)
+    .where('tenant', '=', state.tenant)
+    .where('dispatch_id', '=', state.dispatchId)
+    .execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+// approvals
+
+export function approvalFromRow(row: ApprovalRow): ApprovalState {
+  return {
+    tenant: row.tenant,
+    runId: row.run_id,
+    dispatchId: row.dispatch_id,
+    approvalKey: row.approval_key,
+    inputDigest: row.input_digest,
+    policyRevision: row.policy_revision,
+    status: row.status as ApprovalState['status'],
+    toolName: row.tool_name,
+    tool: row.tool as ToolRef | null,
+    input: fromJsonb(row.input),
+    agent: row.agent as AgentRef | null,
+    isolation: row.isolation as Isolation | null,
+    profile: row.profile,
+    decidedBy: row.decided_by as DecidedBy | null,
+    rule: fromJsonb(row.rule),
+    submittedBy: row.submitted_by,
+    onTimeout: row.on_timeout as ApprovalState['onTimeout'],
+    separationOfDuties: row.separation_of_duties,
+    suspendedAt: toIso(row.suspended_at),
+    expiresAt: toIso(row.expires_at),
+    decision: row.decision as ApprovalState['decision'],
+    reason: row.reason,
+    resolvedBy: row.resolved_by,
+    source: row.source as ApprovalState['source'],
+    resolvedAt: toIso(row.resolved_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+function approvalValues(state: ApprovalState, lastSeq: number) {
+  return {
+    tenant: state.tenant,
+    dispatch_id: state.dispatchId,
+    run_id: state.runId,
+    approval_key: state.approvalKey,
+    input_digest: state.inputDigest,
+    policy_revision: state.policyRevision,
+    status: state.status,
+    tool_name: state.toolName,
+    tool: toJsonb(state.tool ?? undefined),
+    input: toJsonb(state.input),
+    agent: toJsonb(state.agent ?? undefined),
+    isolation: toJsonb(state.isolation ?? undefined),
+    profile: state.profile,
+    decided_by: state.decidedBy,
+    rule: toJsonb(state.rule),
+    submitted_by: state.submittedBy,
+    on_timeout: state.onTimeout,
+    separation_of_duties: state.separationOfDuties,
+    suspended_at: state.suspendedAt,
+    expires_at: state.expiresAt,
+    decision: state.decision,
+    reason: state.reason,
+    resolved_by: state.resolvedBy,
+    source: state.source,
+    resolved_at: state.resolvedAt,
+    updated_at: state.updatedAt,
+    last_seq: lastSeq,
+  };
+}
+
+export async function loadApprovalForUpdate(
+  db: Db,
+  tenant: string,
+  dispatchId: string,
+): Promise<{ state: ApprovalState; lastSeq: number } | undefined> {
+  const row = await db
+    .selectFrom('approvals')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('dispatch_id', '=', dispatchId)
+    .forUpdate()
+    .executeTakeFirst();
+  return row && { state: approvalFromRow(row), lastSeq: row.last_seq };
+}
+
+export async function saveApproval(
+  db: Db,
+  state: ApprovalState,
+  lastSeq: number,
+  exists: boolean,
+): Promise<void> {
+  const values = approvalValues(state, lastSeq);
+  if (!exists) {
+    await db.insertInto('approvals').values(values).execute();
+    return;
+  }
+  await db
+    .updateTable('approvals')
+    .set(values)
+    .where('tenant', '=', state.tenant)
+    .where('dispatch_id', '=', state.dispatchId)
+    .execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+// worktrees and artifacts
+
+export function worktreeFromRow(row: WorktreeRow): WorktreeState {
+  return {
+    tenant: row.tenant,
+    worktreeId: row.worktree_id,
+    runId: row.run_id,
+    status: row.status as WorktreeStatus,
+    agentKey: row.agent_key,
+    repo: row.repo,
+    baseRef: row.base_ref,
+    baseCommit: row.base_commit,
+    path: row.path,
+    branch: row.branch,
+    reason: row.reason,
+    restartedFrom: row.restarted_from,
+    acquiredAt: toIso(row.acquired_at),
+    collectedAt: toIso(row.collected_at),
+    retainedAt: toIso(row.retained_at),
+    droppedAt: toIso(row.dropped_at),
+    disposedAt: toIso(row.disposed_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export async function loadWorktreeForUpdate(
+  db: Db,
+  tenant: string,
+  worktreeId: string,
+): Promise<{ state: WorktreeState; lastSeq: number } | undefined> {
+  const row = await db
+    .selectFrom('worktrees')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('worktree_id', '=', worktreeId)
+    .forUpdate()
+    .executeTakeFirst();
+  return row && { state: worktreeFromRow(row), lastSeq: row.last_seq };
+}
+
+export async function saveWorktree(
+  db: Db,
+  state: WorktreeState,
+  lastSeq: number,
+  exists: boolean,
+): Promise<void> {
+  const values = {
+    tenant: state.tenant,
+    worktree_id: state.worktreeId,
+    run_id: state.runId,
+    status: state.status,
+    agent_key: state.agentKey,
+    repo: state.repo,
+    base_ref: state.baseRef,
+    base_commit: state.baseCommit,
+    path: state.path,
+    branch: state.branch,
+    reason: state.reason,
+    restarted_from: state.restartedFrom,
+    acquired_at: state.acquiredAt,
+    collected_at: state.collectedAt,
+    retained_at: state.retainedAt,
+    dropped_at: state.droppedAt,
+    disposed_at: state.disposedAt,
+    updated_at: state.updatedAt,
+    last_seq: lastSeq,
+  };
+  if (!exists) {
+    await db.insertInto('worktrees').values(values).execute();
+    return;
+  }
+  await db
+    .updateTable('worktrees')
+    .set(values)
+    .where('tenant', '=', state.tenant)
+    .where('worktree_id', '=', state.worktreeId)
+    .execute();
+}
+
+/** Indexes a collected patch. The same artifact collected again (same ref) is kept once. */
+export async function insertArtifact(
+  db: Db,
+  input: {
+    tenant: string;
+    runId: string;
+    worktreeId: string;
+    artifact: PatchArtifact;
+    at: string;
+    seq: number;
+  },
+): Promise<void> {
+  const { artifact } = input;
+  await db
+    .insertInto('artifacts')
+    .values({
+      tenant: input.tenant,
+      ref: artifact.ref,
+      worktree_id: input.worktreeId,
+      run_id: input.runId,
+      kind: artifact.kind,
+      base_commit: artifact.baseCommit,
+      bytes: artifact.bytes,
+      sha256: artifact.sha256,
+      files: toJsonb(artifact.files)!,
+      created_at: input.at,
+      seq: input.seq,
+    })
+    .onConflict((oc) => oc.columns(['tenant', 'ref']).doNothing())
+    .execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+// runs
+
+/** Counts an event into its run. Order-insensitive (least/greatest), so no lock is needed. */
+export async function touchRun(db: Db, event: JournalEvent, seq: number): Promise<void> {
+  await db
+    .insertInto('runs')
+    .values({
+      tenant: event.tenant,
+      run_id: event.runId,
+      first_at: event.at,
+      last_at: event.at,
+      event_count: 1,
+      last_seq: seq,
+    })
+    .onConflict((oc) =>
+      oc.columns(['tenant', 'run_id']).doUpdateSet((eb) => ({
+        first_at: eb.fn<string>('least', [eb.ref('runs.first_at'), eb.ref('excluded.first_at')]),
+        last_at: eb.fn<string>('greatest', [eb.ref('runs.last_at'), eb.ref('excluded.last_at')]),
+        event_count: eb(eb.ref('runs.event_count'), '+', 1),
+        last_seq: eb.fn<number>('greatest', [eb.ref('runs.last_seq'), eb.ref('excluded.last_seq')]),
+      })),
+    )
+    .execute();
+}

@@ -1,0 +1,71 @@
+import { parseJournalEvent, type JournalEvent } from '@toolgate/contracts';
+import type { Db } from '../db/database';
+import type { DispatchState } from '../projection/dispatch-fold';
+import { dispatchFromRow } from '../projection/projection-repository';
+
+/** A dispatch as the read side serves it: its folded state plus where in the stream it stands. */
+export interface DispatchView extends DispatchState {
+  lastSeq: number;
+  eventCount: number;
+}
+
+/** One recorded event with its stream position. */
+export interface RecordedEvent {
+  stream: string;
+  seq: number;
+  event: JournalEvent;
+}
+
+/** A dispatch with its whole history, oldest event first. */
+export interface DispatchWithHistory {
+  dispatch: DispatchView;
+  events: RecordedEvent[];
+}
+
+/**
+ * One dispatch of one tenant with every event recorded for it, in stream order; undefined when the
+ * tenant has no such dispatch (another tenant's dispatch of the same id is not visible).
+ */
+export async function getDispatch(
+  db: Db,
+  tenant: string,
+  dispatchId: string,
+): Promise<DispatchWithHistory | undefined> {
+  const row = await db
+    .selectFrom('dispatches')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('dispatch_id', '=', dispatchId)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const history = await db
+    .selectFrom('audit_log')
+    .select(['stream', 'seq', 'event'])
+    .where('tenant', '=', tenant)
+    .where('dispatch_id', '=', dispatchId)
+    .orderBy('seq')
+    .execute();
+  const events: RecordedEvent[] = [];
+  for (const entry of history) {
+    // Only events that parsed were ever recorded; a row that no longer parses means the schema
+    // moved on without a migration, which is worth failing loudly over rather than hiding.
+    const event = parseJournalEvent(entry.event);
+    if (event === null)
+      throw new Error(`audit_log ${entry.stream}#${entry.seq} no longer parses as a journal event`);
+    events.push({ stream: entry.stream, seq: entry.seq, event });
+  }
+  return {
+    dispatch: { ...dispatchFromRow(row), lastSeq: row.last_seq, eventCount: row.event_count },
+    events,
+  };
+}
+
+/** The highest stream sequence applied from `stream` (0 when none): where a catch-up starts. */
+export async function lastAppliedSeq(db: Db, stream: string): Promise<number> {
+  const row = await db
+    .selectFrom('audit_log')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('stream', '=', stream)
+    .executeTakeFirst();
+  return row?.seq == null ? 0 : Number(row.seq);
+}

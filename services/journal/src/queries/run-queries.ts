@@ -1,0 +1,109 @@
+import type { Db } from '../db/database';
+import { toIso } from '../db/jsonb';
+import type { DispatchStatus } from '../projection/dispatch-fold';
+import { runStatus, type RunStatus } from '../projection/run-status';
+import { approvalFromRow } from '../projection/projection-repository';
+
+/** One dispatch of a run, summarised. */
+export interface RunDispatchSummary {
+  dispatchId: string;
+  callId: string | null;
+  toolName: string | null;
+  status: DispatchStatus;
+  verdict: string | null;
+  outcome: string | null;
+  approvalKey: string | null;
+  requestedAt: string | null;
+  settledAt: string | null;
+}
+
+/** An open approval of a run: what a person needs to decide it. */
+export interface PendingApproval {
+  key: string;
+  dispatchId: string;
+  tool: string | null;
+  input: unknown;
+  rule: unknown;
+  since: string | null;
+  expires: string | null;
+}
+
+export interface RunView {
+  tenant: string;
+  runId: string;
+  status: RunStatus;
+  dispatches: RunDispatchSummary[];
+  pending: PendingApproval[];
+  firstAt: string | null;
+  lastAt: string | null;
+}
+
+/** A run of one tenant: its derived status, its dispatches and its open approvals. */
+export async function getRun(db: Db, tenant: string, runId: string): Promise<RunView> {
+  const [run, dispatches, approvals] = await Promise.all([
+    db
+      .selectFrom('runs')
+      .selectAll()
+      .where('tenant', '=', tenant)
+      .where('run_id', '=', runId)
+      .executeTakeFirst(),
+    db
+      .selectFrom('dispatches')
+      .select([
+        'dispatch_id',
+        'call_id',
+        'tool_name',
+        'status',
+        'verdict',
+        'outcome',
+        'approval_key',
+        'requested_at',
+        'settled_at',
+      ])
+      .where('tenant', '=', tenant)
+      .where('run_id', '=', runId)
+      .orderBy('requested_at', 'asc')
+      .orderBy('dispatch_id')
+      .execute(),
+    db
+      .selectFrom('approvals')
+      .selectAll()
+      .where('tenant', '=', tenant)
+      .where('run_id', '=', runId)
+      .where('status', '=', 'pending')
+      .orderBy('suspended_at')
+      .orderBy('dispatch_id')
+      .execute(),
+  ]);
+  const summaries: RunDispatchSummary[] = dispatches.map((d) => ({
+    dispatchId: d.dispatch_id,
+    callId: d.call_id,
+    toolName: d.tool_name,
+    status: d.status as DispatchStatus,
+    verdict: d.verdict,
+    outcome: d.outcome,
+    approvalKey: d.approval_key,
+    requestedAt: toIso(d.requested_at),
+    settledAt: toIso(d.settled_at),
+  }));
+  return {
+    tenant,
+    runId,
+    status: runStatus(
+      summaries.map((d) => d.status),
+      run !== undefined,
+    ),
+    dispatches: summaries,
+    pending: approvals.map(approvalFromRow).map((a) => ({
+      key: a.approvalKey,
+      dispatchId: a.dispatchId,
+      tool: a.toolName,
+      input: a.input,
+      rule: a.rule,
+      since: a.suspendedAt,
+      expires: a.expiresAt,
+    })),
+    firstAt: run ? toIso(run.first_at) : null,
+    lastAt: run ? toIso(run.last_at) : null,
+  };
+}
