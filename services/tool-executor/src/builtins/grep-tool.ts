@@ -13,9 +13,12 @@ const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', '.hg', '.svn']);
 /** A matching line is returned up to this many characters. */
 const MAX_LINE_CHARS = 500;
 
+// No `u` flag: unicode mode rejects escapes such as `\-` that grep-style patterns use freely.
+const flagsFor = (ignoreCase: boolean): string => (ignoreCase ? 'i' : '');
+
 const isRegExp = (pattern: string, ignoreCase: boolean): boolean => {
   try {
-    new RegExp(pattern, ignoreCase ? 'iu' : 'u');
+    new RegExp(pattern, flagsFor(ignoreCase));
     return true;
   } catch {
     return false;
@@ -24,7 +27,7 @@ const isRegExp = (pattern: string, ignoreCase: boolean): boolean => {
 
 const GrepParams = z
   .object({
-    pattern: z.string().min(1).max(1000).describe('A JavaScript regular expression (unicode mode), matched per line.'),
+    pattern: z.string().min(1).max(1000).describe('A JavaScript regular expression, matched against each line.'),
     path: PathArg.default('.').describe('Directory (searched recursively) or file, relative to the working directory.'),
     ignoreCase: z.boolean().default(false),
     maxResults: z.number().int().min(1).optional().describe('Cap on matches; the policy cap still applies.'),
@@ -72,7 +75,7 @@ export function createGrepTool(deps: BuiltinDeps) {
       const policy = deps.policyFor(ctx);
       const root = await resolveForRead(policy, policy.cwd, args.path);
       const maxMatches = Math.min(args.maxResults ?? policy.grep.maxMatches, policy.grep.maxMatches);
-      const matcher = new RegexWorker(args.pattern, args.ignoreCase ? 'iu' : 'u');
+      const matcher = new RegexWorker(args.pattern, flagsFor(args.ignoreCase));
       const deadline = setTimeout(
         () =>
           matcher.fail(
