@@ -1,0 +1,127 @@
+import { sql } from 'kysely';
+import {
+  dispatchFixture,
+  sequenced,
+  worktreeFixture,
+} from '../../test/fixtures/journal-events.fixture';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { applyEvent } from './apply-event';
+
+describe('applyEvent (PostgreSQL)', () => {
+  let t: JournalTestDb;
+  beforeEach(async () => {
+    t = await useJournalDb('apply');
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  const d = dispatchFixture({ dispatchId: 'd1' });
+
+  it('applies an event once per stream sequence: the second delivery is a duplicate', async () => {
+    const [entry] = sequenced([d.requested(0)]);
+    expect(await applyEvent(t.db, entry!)).toBe('applied');
+    expect(await applyEvent(t.db, entry!)).toBe('duplicate');
+
+    const audit = await t.db.selectFrom('audit_log').selectAll().execute();
+    expect(audit).toHaveLength(1);
+    const row = await t.db.selectFrom('dispatches').selectAll().executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'requested', event_count: 1, last_seq: 1 });
+    const run = await t.db.selectFrom('runs').selectAll().executeTakeFirstOrThrow();
+    expect(run.event_count).toBe(1);
+  });
+
+  it('concurrent deliveries of one sequence apply it exactly once', async () => {
+    const [entry] = sequenced([d.requested(0)]);
+    const outcomes = await Promise.all(Array.from({ length: 6 }, () => applyEvent(t.db, entry!)));
+    expect(outcomes.filter((o) => o === 'applied')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(5);
+    const row = await t.db.selectFrom('dispatches').select('event_count').executeTakeFirstOrThrow();
+    expect(row.event_count).toBe(1);
+  });
+
+  it('concurrent events of one dispatch are all folded in (none lost to a race)', async () => {
+    const entries = sequenced([
+      d.requested(0),
+      d.decided(1, 'allow'),
+      d.started(2),
+      d.settled(3, 'ok'),
+    ]);
+    await Promise.all(entries.map((entry) => applyEvent(t.db, entry)));
+    const row = await t.db.selectFrom('dispatches').selectAll().executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      status: 'settled',
+      call_id: 'call-d1',
+      verdict: 'allow',
+      attempt: 1,
+      outcome: 'ok',
+      event_count: 4,
+      last_seq: 4,
+    });
+  });
+
+  it('the audit row and the projection commit together: a rolled-back apply is applied again', async () => {
+    const [entry] = sequenced([d.requested(0)]);
+    await expect(
+      t.db.transaction().execute(async (trx) => {
+        expect(await applyEvent(trx, entry!)).toBe('applied');
+        throw new Error('crash before commit');
+      }),
+    ).rejects.toThrow('crash before commit');
+    expect(await t.db.selectFrom('audit_log').selectAll().execute()).toHaveLength(0);
+    expect(await t.db.selectFrom('dispatches').selectAll().execute()).toHaveLength(0);
+    expect(await applyEvent(t.db, entry!)).toBe('applied');
+  });
+
+  it('stores the event and the fold: JSON columns round-trip and timestamps are instants', async () => {
+    const input = { path: '/etc/hosts', lines: [1, 2, 3], nested: { flag: true } };
+    const e = dispatchFixture({ dispatchId: 'd2', input });
+    for (const entry of sequenced([e.requested(0), e.decided(1, 'ask'), e.suspended(1, 60)])) {
+      await applyEvent(t.db, entry);
+    }
+    const row = await t.db.selectFrom('dispatches').selectAll().executeTakeFirstOrThrow();
+    expect(row.input).toEqual(input);
+    expect(row.effective_input).toEqual(input);
+    expect(row.rule).toEqual({ tool: 'read_file' });
+    expect(row.expires_at?.toISOString()).toBe('2026-01-01T00:01:00.000Z');
+    const approval = await t.db.selectFrom('approvals').selectAll().executeTakeFirstOrThrow();
+    expect(approval).toMatchObject({
+      status: 'pending',
+      approval_key: e.approvalKey,
+      input,
+      tool_name: 'read_file',
+    });
+    const audit = await t.db
+      .selectFrom('audit_log')
+      .select(['seq', 'type', 'event'])
+      .orderBy('seq')
+      .execute();
+    expect(audit.map((a) => a.type)).toEqual(['requested', 'decided', 'suspended']);
+    expect(audit[0]!.event).toMatchObject({ type: 'requested', input });
+  });
+
+  it('folds worktree events into worktrees and artifacts', async () => {
+    const w = worktreeFixture({ worktreeId: 'wt1' });
+    const entries = sequenced([w.acquired(0), w.collected(5), w.collected(5), w.disposed(6)]);
+    for (const entry of entries) await applyEvent(t.db, entry);
+    const tree = await t.db.selectFrom('worktrees').selectAll().executeTakeFirstOrThrow();
+    expect(tree).toMatchObject({
+      worktree_id: 'wt1',
+      status: 'disposed',
+      repo: '/srv/repo',
+      last_seq: 4,
+    });
+    const artifacts = await t.db.selectFrom('artifacts').selectAll().execute();
+    expect(artifacts).toHaveLength(1);
+    expect(artifacts[0]).toMatchObject({ ref: 'patch-wt1', kind: 'patch', bytes: 120, seq: 2 });
+    expect(artifacts[0]!.files).toEqual([{ path: 'src/a.ts', status: 'modified', binary: false }]);
+  });
+
+  it('lands in the test schema, not the default one', async () => {
+    const { rows } = await sql<{ table_schema: string }>`
+      select distinct table_schema from information_schema.tables where table_name = 'dispatches' and table_schema = ${t.schema}`.execute(
+      t.db,
+    );
+    expect(rows).toEqual([{ table_schema: t.schema }]);
+  });
+});
