@@ -305,3 +305,89 @@ export function parseJournalEvent(value: unknown): JournalEvent | null {
   const parsed = JournalEventSchema.safeParse(value);
   return parsed.success ? parsed.data : null;
 }
+
+/*
+ * Worktree service requests (request/reply on `subjects.worktree(op)`). Sent by the tool-executor
+ * for `{ kind: 'worktree' }` dispatches, answered by the worktree service; core NATS, so a caller
+ * that gets no reply retries — every operation is idempotent (acquire per agent key, collect per
+ * content, dispose per tree). Replies are `{ ok: true, ... }` or `{ ok: false, error: WireError }`.
+ */
+
+const CausationId = z.string().max(256).nullable().optional();
+
+/** Acquire the worktree of an agent spawn (the same one again if it exists). */
+export const WorktreeAcquireRequestSchema = z.strictObject({
+  tenant: Token,
+  runId: Token,
+  /** The agent spawn's key: one tree per key within a tenant's run. */
+  agentKey: z.string().min(1).max(256),
+  /** Absolute path inside the host repository's working tree; the service's configured repository when absent. */
+  repo: z.string().min(1).max(4096).optional(),
+  /** Commit-ish to branch from; HEAD when absent. */
+  ref: z.string().min(1).max(256).optional(),
+  causationId: CausationId,
+});
+export type WorktreeAcquireRequest = z.input<typeof WorktreeAcquireRequestSchema>;
+
+/** Collect a tree's changes against its base commit as a stored patch artifact. */
+export const WorktreeCollectRequestSchema = z.strictObject({ worktreeId: Token, causationId: CausationId });
+export type WorktreeCollectRequest = z.input<typeof WorktreeCollectRequestSchema>;
+
+/** Dispose of a tree; a failed agent's tree is retained when `keepOnError` says so. */
+export const WorktreeDisposeRequestSchema = z.strictObject({
+  worktreeId: Token,
+  outcome: z.enum(['ok', 'error']),
+  keepOnError: z.boolean().optional(),
+  reason: z.string().max(2048).optional(),
+  causationId: CausationId,
+});
+export type WorktreeDisposeRequest = z.input<typeof WorktreeDisposeRequestSchema>;
+
+/** A worktree as the service reports it. `path` is where the executor pins `ctx.cwd`. */
+export const WorktreeViewSchema = z.object({
+  worktreeId: Token,
+  tenant: Token,
+  runId: Token,
+  agentKey: z.string(),
+  generation: z.number().int().min(0),
+  repo: z.string(),
+  baseRef: z.string(),
+  baseCommit: z.string(),
+  path: z.string(),
+  branch: z.string(),
+  state: z.enum(['creating', 'active', 'retained', 'disposing', 'disposed', 'dropped']),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  retainedAt: z.string().optional(),
+  droppedReason: z.enum(['pin-cap', 'stale', 'missing']).optional(),
+  lastArtifact: PatchArtifactSchema.optional(),
+});
+export type WorktreeView = z.infer<typeof WorktreeViewSchema>;
+
+const WorktreeErrorReplySchema = z.strictObject({ ok: z.literal(false), error: WireErrorSchema });
+
+/** `restarted` is set when the spawn's previous tree was dropped: the agent must start over. */
+export const WorktreeAcquireReplySchema = z.union([
+  z.strictObject({
+    ok: z.literal(true),
+    /** The tree's path (`worktree.path`), where the executor pins `ctx.cwd`. */
+    path: z.string(),
+    worktree: WorktreeViewSchema,
+    created: z.boolean(),
+    restarted: z.strictObject({ droppedWorktreeId: Token, reason: z.string() }).optional(),
+  }),
+  WorktreeErrorReplySchema,
+]);
+export type WorktreeAcquireReply = z.infer<typeof WorktreeAcquireReplySchema>;
+
+export const WorktreeCollectReplySchema = z.union([
+  z.strictObject({ ok: z.literal(true), artifact: PatchArtifactSchema }),
+  WorktreeErrorReplySchema,
+]);
+export type WorktreeCollectReply = z.infer<typeof WorktreeCollectReplySchema>;
+
+export const WorktreeDisposeReplySchema = z.union([
+  z.strictObject({ ok: z.literal(true), worktree: WorktreeViewSchema }),
+  WorktreeErrorReplySchema,
+]);
+export type WorktreeDisposeReply = z.infer<typeof WorktreeDisposeReplySchema>;

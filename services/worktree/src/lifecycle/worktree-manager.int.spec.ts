@@ -1,6 +1,6 @@
 import { mkdir, readFile, rename, rm, symlink, writeFile, stat, chmod } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorCode, hasErrorCode, parseJournalEvent } from '@toolgate/contracts';
+import { ErrorCode, parseJournalEvent } from '@toolgate/contracts';
 import { resolveInside } from '@toolgate/worktree-guard';
 import {
   MemoryArtifacts,

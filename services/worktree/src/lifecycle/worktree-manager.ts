@@ -7,7 +7,11 @@ import {
   isSubjectToken,
   journalEvent,
   type PatchArtifact,
+  type WorktreeAcquireRequest,
+  type WorktreeCollectRequest,
+  type WorktreeDisposeRequest,
   type WorktreeEvent,
+  type WorktreeView,
 } from '@toolgate/contracts';
 import { assertWorktreeGitFile, isInside } from '@toolgate/worktree-guard';
 import {
@@ -35,61 +39,19 @@ export interface WorktreeManagerOptions {
   artifacts: ArtifactPort;
   /** Retained trees kept at most; past it the oldest retained tree is dropped. Default 4. */
   pinCap?: number;
+  /** The host repository an acquire without `repo` branches from. */
+  defaultRepo?: string;
   /** Whether a dispose with outcome `error` retains the tree when the request does not say. Default false. */
   keepOnError?: boolean;
   now?: Clock;
 }
 
-/** Acquire a tree for an agent spawn. */
-export interface AcquireCommand {
-  tenant: string;
-  runId: string;
-  /** The agent spawn's key: one tree per key (per tenant and run). */
-  agentKey: string;
-  /** Absolute path inside the host repository's working tree. */
-  repo: string;
-  /** Commit-ish to branch from; HEAD when absent. */
-  ref?: string;
-  causationId?: string | null;
-}
-
+/** Acquire a tree for an agent spawn: the wire request, defined once in contracts. */
+export type AcquireCommand = WorktreeAcquireRequest;
 /** Collect what a tree changed. */
-export interface CollectCommand {
-  worktreeId: string;
-  causationId?: string | null;
-}
-
-/** Dispose of a tree after its agent finished. */
-export interface DisposeCommand {
-  worktreeId: string;
-  /** How the agent ended; only `error` can retain the tree. */
-  outcome: 'ok' | 'error';
-  /** Retain the tree of a failed agent for inspection; defaults to the manager's option. */
-  keepOnError?: boolean;
-  /** Why it failed, recorded on the retained event. */
-  reason?: string;
-  causationId?: string | null;
-}
-
-/** A worktree as callers see it. */
-export interface WorktreeView {
-  worktreeId: string;
-  tenant: string;
-  runId: string;
-  agentKey: string;
-  generation: number;
-  repo: string;
-  baseRef: string;
-  baseCommit: string;
-  path: string;
-  branch: string;
-  state: WorktreeState;
-  createdAt: string;
-  updatedAt: string;
-  retainedAt?: string;
-  droppedReason?: 'pin-cap' | 'stale' | 'missing';
-  lastArtifact?: PatchArtifact;
-}
+export type CollectCommand = WorktreeCollectRequest;
+/** Dispose of a tree after its agent finished; only outcome `error` can retain it. */
+export type DisposeCommand = WorktreeDisposeRequest;
 
 /** What {@link WorktreeManager.acquire} answers. */
 export interface AcquireResult {
@@ -135,6 +97,7 @@ export class WorktreeManager {
   private readonly artifacts: ArtifactPort;
   private readonly pinCap: number;
   private readonly keepOnErrorDefault: boolean;
+  private readonly defaultRepo: string | undefined;
   private readonly now: Clock;
   private readonly configuredRoot: string;
   private root = '';
@@ -161,6 +124,7 @@ export class WorktreeManager {
     this.artifacts = options.artifacts;
     this.pinCap = pinCap;
     this.keepOnErrorDefault = options.keepOnError ?? false;
+    this.defaultRepo = options.defaultRepo;
     this.now = options.now ?? (() => new Date());
   }
 
@@ -297,7 +261,13 @@ export class WorktreeManager {
         previous = this.records.get(current.worktreeId);
       }
 
-      const location = await locateRepository(command.repo);
+      const repo = command.repo ?? this.defaultRepo;
+      if (repo === undefined) {
+        throw new ConfigError('the acquire names no repository and the service has no default one', {
+          details: { field: 'repo' },
+        });
+      }
+      const location = await locateRepository(repo);
       if (isInside(location.toplevel, this.root)) {
         throw new ConfigError(`the worktree root ${this.root} is inside the repository ${location.toplevel}`, {
           details: { root: this.root, repo: location.toplevel },

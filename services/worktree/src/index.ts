@@ -1,0 +1,20 @@
+/**
+ * The worktree service: isolated git worktrees per agent spawn, changes collected as patch
+ * artifacts (never applied), retained trees within a pin cap, crash recovery on start.
+ */
+export {
+  WorktreeManager,
+  DEFAULT_PIN_CAP,
+  type WorktreeManagerOptions,
+  type AcquireCommand,
+  type AcquireResult,
+  type CollectCommand,
+  type DisposeCommand,
+  type RecoveryReport,
+} from './lifecycle/worktree-manager';
+export type { ArtifactPort, JournalPort, Clock } from './lifecycle/ports';
+export { collectPatch, type CollectedPatch } from './lifecycle/patch-collector';
+export { createObjectStoreArtifacts, type ObjectStoreArtifactsOptions } from './nats/object-store-artifacts';
+export { journalPortOf } from './nats/journal-port';
+export { serveWorktreeRequests, type WorktreeRequestOptions, type WorktreeRequestServer } from './nats/worktree-request-handlers';
+export { startWorktreeService, type WorktreeServiceOptions, type RunningWorktreeService } from './worktree.service';

@@ -1,0 +1,19 @@
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Subjects } from '@toolgate/contracts';
+import { JournalPublisher } from '@toolgate/bus';
+import type { JournalPort } from '../lifecycle/ports';
+
+/**
+ * The lifecycle's journal port over the shared {@link JournalPublisher}: each event goes to
+ * `<prefix>.journal.<tenant>.<runId>.<worktreeId>.<type>` with `Nats-Msg-Id` = its id and the
+ * caller's trace context. Worktree events are not once-per-dispatch, so a retried transition is
+ * deduplicated by id within the stream's window rather than refused.
+ */
+export function journalPortOf(js: JetStreamClient, subjects: Subjects): JournalPort {
+  const publisher = new JournalPublisher(js, subjects);
+  return {
+    async append(event) {
+      await publisher.append(event);
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Objm } from '@nats-io/obj';
+import { parseJournalEvent, type WorktreeOperation } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { bytes, makeRepo, removeDir, tempDir } from '../test/git-fixture';
+import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
+
+let tn: TestNats;
+let base: string;
+let repo: string;
+let service: RunningWorktreeService;
+
+beforeAll(async () => {
+  tn = await useTestNats('worktree');
+  base = await tempDir('svc');
+  repo = path.join(base, 'repo');
+  await mkdir(repo);
+  await makeRepo(repo);
+  service = await startWorktreeService({
+    nc: tn.nc,
+    subjects: tn.subjects,
+    root: path.join(base, 'worktrees'),
+    repo,
+    allowedRepos: [repo],
+    storage: 'memory',
+    onInternalError: () => undefined,
+  });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await tn?.cleanup();
+  if (base) await removeDir(base);
+});
+
+async function request(op: WorktreeOperation, body: unknown): Promise<Record<string, unknown>> {
+  const reply = await tn.nc.request(tn.subjects.worktree(op), new TextEncoder().encode(JSON.stringify(body)), {
+    timeout: 20_000,
+  });
+  return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>;
+}
+
+async function lastJournaled(worktreeId: string, type: string) {
+  const msg = await tn.jsm.direct.getMessage(tn.subjects.journal.stream, {
+    last_by_subj: tn.subjects.journal.event('acme', 'run-9', worktreeId, type),
+  });
+  return msg ? parseJournalEvent(JSON.parse(new TextDecoder().decode(msg.data))) : null;
+}
+
+describe('worktree service over NATS', () => {
+  it('acquires, collects into the object store and disposes, journaling to the stream', async () => {
+    const acquire = { tenant: 'acme', runId: 'run-9', agentKey: 'coder:fix-test' };
+    const first = await request('acquire', acquire);
+    expect(first).toMatchObject({ ok: true, created: true, worktree: { state: 'active', repo } });
+    const worktree = first.worktree as { worktreeId: string; path: string };
+    // The executor pins ctx.cwd at the top-level path.
+    expect(first.path).toBe(worktree.path);
+    expect(await request('acquire', acquire)).toMatchObject({ ok: true, created: false, path: worktree.path });
+
+    await writeFile(path.join(worktree.path, 'README.md'), '# changed\n');
+    await writeFile(path.join(worktree.path, 'blob.bin'), bytes(7, 2048));
+    const collected = await request('collect', { worktreeId: worktree.worktreeId });
+    expect(collected.ok).toBe(true);
+    const artifact = collected.artifact as { ref: string; sha256: string; bytes: number; files: unknown[] };
+    expect(artifact.files).toEqual([
+      { path: 'README.md', status: 'modified', binary: false },
+      { path: 'blob.bin', status: 'untracked', binary: true },
+    ]);
+    const store = await new Objm(tn.nc).open(tn.subjects.artifactsBucket);
+    const blob = await store.getBlob(artifact.ref);
+    expect(blob).not.toBeNull();
+    expect(blob!.byteLength).toBe(artifact.bytes);
+    expect(createHash('sha256').update(blob!).digest('hex')).toBe(artifact.sha256);
+
+    const disposed = await request('dispose', { worktreeId: worktree.worktreeId, outcome: 'ok' });
+    expect(disposed).toMatchObject({ ok: true, worktree: { state: 'disposed' } });
+
+    expect(await lastJournaled(worktree.worktreeId, 'worktree-acquired')).toMatchObject({
+      type: 'worktree-acquired',
+      agentKey: 'coder:fix-test',
+      path: worktree.path,
+    });
+    expect(await lastJournaled(worktree.worktreeId, 'worktree-collected')).toMatchObject({
+      artifact: { ref: artifact.ref, sha256: artifact.sha256 },
+    });
+    expect(await lastJournaled(worktree.worktreeId, 'worktree-disposed')).toMatchObject({ type: 'worktree-disposed' });
+  });
+
+  it('answers bad requests with typed errors', async () => {
+    expect(await request('acquire', { tenant: 'acme' })).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+    expect(
+      await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', ref: 'no-such-ref' }),
+    ).toMatchObject({ ok: false, error: { code: 'config' } });
+    expect(
+      await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', repo: base }),
+    ).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    expect(await request('collect', { worktreeId: 'wt_nope_g0' })).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    expect(await request('dispose', { worktreeId: 'wt_nope_g0', outcome: 'maybe' })).toMatchObject({
+      ok: false,
+      error: { code: 'invalid-request' },
+    });
+    const raw = await tn.nc.request(tn.subjects.worktree('collect'), new TextEncoder().encode('{not json'), { timeout: 5000 });
+    expect(JSON.parse(new TextDecoder().decode(raw.data))).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+  });
+});
