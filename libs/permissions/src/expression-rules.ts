@@ -1,0 +1,103 @@
+import type { Environment as CelEnvironment, ParseResult } from '@marcbachmann/cel-js' with { 'resolution-mode': 'import' };
+import { ConfigError } from '@toolgate/contracts';
+
+// cel-js is ESM-only; Node >= 20.19 loads it through require(), and jest compiles it to CommonJS.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const cel = require('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js', { with: { 'resolution-mode': 'import' } });
+
+/** The variables an expression sees. */
+export interface ExpressionContext {
+  /** The tool name. */
+  readonly tool: string;
+  /** The effective risk class (after overrides), `'undeclared'` when none. */
+  readonly risk: string;
+  /** The post-hook input, with integral numbers as CEL ints. */
+  readonly input: unknown;
+  /** The calling agent (`agentType`, `label`); empty when unknown. */
+  readonly agent: Record<string, unknown>;
+  /** The dispatch's taint level, `'public'` when none. */
+  readonly taint: string;
+  /** The call's target (the fetch host, or the context's target), `''` when none. */
+  readonly target: string;
+}
+
+/** A compiled boolean CEL expression. */
+export interface CompiledExpression {
+  readonly source: string;
+  /** Evaluates; `{ value }` for a boolean, `{ error }` for anything else (error or non-boolean). */
+  evaluate(context: ExpressionContext): { value: boolean; error?: undefined } | { value?: undefined; error: string };
+}
+
+let environment: CelEnvironment | undefined;
+
+function env(): CelEnvironment {
+  if (environment === undefined) {
+    environment = new cel.Environment({ limits: { maxAstNodes: 2_048, maxDepth: 32 } })
+      .registerVariable('tool', 'string')
+      .registerVariable('risk', 'string')
+      .registerVariable('input', 'dyn')
+      .registerVariable('agent', 'map')
+      .registerVariable('taint', 'string')
+      .registerVariable('target', 'string');
+  }
+  return environment;
+}
+
+/**
+ * Parses and type-checks a CEL expression at compile time.
+ * @throws ConfigError when it does not parse, does not type-check, or cannot be a boolean
+ */
+export function compileExpression(source: string, what: string): CompiledExpression {
+  let parsed: ParseResult;
+  try {
+    parsed = env().parse(source);
+  } catch (err) {
+    throw new ConfigError(`${what}: the expression does not parse: ${firstLine(err)}`, { details: { expression: source } });
+  }
+  const checked = parsed.check();
+  if (!checked.valid) {
+    throw new ConfigError(`${what}: the expression does not type-check: ${firstLine(checked.error)}`, {
+      details: { expression: source },
+    });
+  }
+  if (checked.type !== 'bool' && checked.type !== 'dyn') {
+    throw new ConfigError(`${what}: the expression is of type ${checked.type}, not bool`, { details: { expression: source } });
+  }
+  return {
+    source,
+    evaluate(context) {
+      let value: unknown;
+      try {
+        value = parsed(context as unknown as Record<string, unknown>);
+      } catch (err) {
+        return { error: firstLine(err) };
+      }
+      return typeof value === 'boolean' ? { value } : { error: `the expression yielded ${describe(value)}, not a boolean` };
+    },
+  };
+}
+
+/**
+ * Converts a JSON-like value for CEL: integral numbers become ints (so `input.n + 1` works),
+ * `undefined` members are dropped. Bounded; deeper structure is cut off (and then errors in CEL).
+ */
+export function toCelValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? BigInt(value) : value;
+  if (depth > 32 || typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map((v) => toCelValue(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = toCelValue(v, depth + 1);
+  return out;
+}
+
+function firstLine(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split('\n')[0] ?? message;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'bigint') return `int ${value}`;
+  if (typeof value === 'object') return Array.isArray(value) ? 'a list' : 'a map';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}

@@ -1,0 +1,378 @@
+import type { DecidedBy, Risk, Verdict } from '@toolgate/contracts';
+import { fetchTargetHost, hostsMentioned, matchHost } from './domain-match';
+import { toCelValue, type ExpressionContext } from './expression-rules';
+import { isPermissionChain, RISK_BIT, type PermissionChain, type RuleEntry, type TableRuleEntry } from './permission-chain';
+import type { OnTimeout, RiskClass } from './policy-document';
+import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
+import { segmentMatchesAny } from './shell-pattern';
+import { taintGateCloses } from './taint-gate';
+import {
+  FETCH_TOOL_NAME,
+  SHELL_TOOL_NAME,
+  type AdvisoryMatch,
+  type EvaluationContext,
+  type HookContext,
+  type MatchedRule,
+  type PermissionDecision,
+  type PermissionDiagnostic,
+  type PermissionTool,
+} from './permission-types';
+
+const NO = 0;
+const MATCH = 1;
+/** The rule may match but the call cannot be analysed far enough to tell: never weaker than ask. */
+const UNKNOWN = 2;
+type Match = typeof NO | typeof MATCH | typeof UNKNOWN;
+
+const READONLY_MASK = RISK_BIT.write | RISK_BIT.destructive;
+const READONLY_RULE: MatchedRule = Object.freeze({
+  source: 'isolation:readonly',
+  kind: 'isolation',
+  layer: 'deny',
+  risk: ['write', 'destructive'],
+});
+const NO_ADVISORY: readonly AdvisoryMatch[] = Object.freeze([]);
+const NO_DIAGNOSTICS: readonly PermissionDiagnostic[] = Object.freeze([]);
+const EMPTY_CONTEXT: EvaluationContext = Object.freeze({});
+
+/** Per-call state: lazily computed views of the (post-hook) input. */
+class CallState {
+  shell: AnalysedSegment[] | undefined = undefined;
+  fetchHostDone = false;
+  fetchHost: string | undefined = undefined;
+  cel: ExpressionContext | undefined = undefined;
+  diagnostics: PermissionDiagnostic[] | undefined = undefined;
+
+  constructor(
+    readonly toolName: string,
+    readonly riskClass: RiskClass,
+    readonly riskBit: number,
+    public input: unknown,
+    readonly context: EvaluationContext,
+  ) {}
+
+  shellSegments(): AnalysedSegment[] | undefined {
+    if (this.shell === undefined) {
+      const command = typeof this.input === 'object' && this.input !== null ? (this.input as { command?: unknown }).command : undefined;
+      if (typeof command !== 'string') return undefined;
+      this.shell = analyseShellCommand(command);
+    }
+    return this.shell;
+  }
+
+  host(): string | undefined {
+    if (!this.fetchHostDone) {
+      this.fetchHost = this.toolName === FETCH_TOOL_NAME ? fetchTargetHost(this.input) : undefined;
+      this.fetchHostDone = true;
+    }
+    return this.fetchHost;
+  }
+
+  target(): string | undefined {
+    if (this.toolName === FETCH_TOOL_NAME) return this.host();
+    if (this.context.target !== undefined) return this.context.target;
+    const t = typeof this.input === 'object' && this.input !== null ? (this.input as { target?: unknown }).target : undefined;
+    return typeof t === 'string' ? t : undefined;
+  }
+
+  expressionContext(): ExpressionContext {
+    if (this.cel === undefined) {
+      const agent = this.context.agent;
+      this.cel = {
+        tool: this.toolName,
+        risk: this.riskClass,
+        input: toCelValue(this.input),
+        agent: agent === undefined ? {} : agent.label === undefined ? { agentType: agent.agentType } : { agentType: agent.agentType, label: agent.label },
+        taint: this.context.taint ?? 'public',
+        target: this.target() ?? '',
+      };
+    }
+    return this.cel;
+  }
+
+  report(d: PermissionDiagnostic): void {
+    (this.diagnostics ??= []).push(d);
+  }
+
+  /** Forgets views of the input after a hook or canUseTool substituted it. */
+  substitute(input: unknown): void {
+    this.input = input;
+    this.shell = undefined;
+    this.fetchHostDone = false;
+    this.cel = undefined;
+  }
+}
+
+/**
+ * Evaluates a call against a chain without executing anything: hooks (registration order), deny
+ * layer (rules, expressions, readonly isolation, taint gate), ask layer, canUseTool, terminal
+ * default. The first decisive verdict wins.
+ */
+export async function evaluatePermission(
+  chain: PermissionChain,
+  tool: PermissionTool,
+  input: unknown,
+  context: EvaluationContext = EMPTY_CONTEXT,
+): Promise<PermissionDecision> {
+  if (!isPermissionChain(chain)) throw new TypeError('evaluatePermission: not a compiled permission chain');
+  const effectiveRisk: Risk | undefined = chain.riskOverrides.get(tool.name) ?? tool.risk;
+  const riskClass: RiskClass = effectiveRisk ?? 'undeclared';
+  const state = new CallState(tool.name, riskClass, RISK_BIT[riskClass] ?? RISK_BIT.undeclared, input, context);
+
+  // 1. Hooks.
+  let hookContext: HookContext | undefined;
+  const hooks = chain.hooks;
+  if (hooks.length > 0 || chain.canUseTool !== undefined) hookContext = makeHookContext(chain, tool, effectiveRisk, state);
+  for (let h = 0; h < hooks.length; h++) {
+    const hook = hooks[h]!;
+    let result: unknown;
+    try {
+      result = hook.run(tool.name, state.input, hookContext!);
+      if (isThenable(result)) result = await withDeadline(result, hook.timeoutMs);
+    } catch (err) {
+      return decision(chain, state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`);
+    }
+    if (result === undefined) continue;
+    if (result === 'allow' || result === 'deny' || result === 'ask') {
+      return decision(chain, state, result, 'hook', hook.description, result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`);
+    }
+    if (isModifiedInput(result)) {
+      state.substitute(result.modifiedInput);
+      continue;
+    }
+    return decision(chain, state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`);
+  }
+
+  // 2. Deny layer.
+  if (chain.readonly || context.isolation === 'readonly') {
+    if ((state.riskBit & READONLY_MASK) !== 0) {
+      return decision(chain, state, 'deny', 'deny-rule', READONLY_RULE, `readonly isolation denies ${riskClass} tools`);
+    }
+  }
+  let uncertain: RuleEntry | undefined;
+  let uncertainWhy = '';
+  const deny = chain.deny;
+  for (let r = 0; r < deny.length; r++) {
+    const entry = deny[r]!;
+    const m = matchEntry(entry, state);
+    if (m === MATCH) return decision(chain, state, 'deny', 'deny-rule', entry.description, entry.reason);
+    if (m === UNKNOWN && uncertain === undefined) {
+      uncertain = entry;
+      uncertainWhy = uncertainReason(entry, state);
+    }
+  }
+  const isEgress = riskClass === 'network' || tool.name === FETCH_TOOL_NAME || chain.taint.egressTools.has(tool.name);
+  if (context.taint !== undefined && isEgress) {
+    const diagnostics: PermissionDiagnostic[] = [];
+    const closes = taintGateCloses(
+      chain.taint,
+      {
+        tool: tool.name,
+        isEgress,
+        taint: context.taint,
+        clearance: tool.clearance,
+        target: state.target(),
+        fetchHost: state.host(),
+        expressionContext: () => state.expressionContext(),
+      },
+      diagnostics,
+    );
+    for (const d of diagnostics) state.report(d);
+    if (closes) {
+      const clearance = tool.clearance ?? 'public';
+      return decision(
+        chain,
+        state,
+        'deny',
+        'deny-rule',
+        { source: 'taint-gate', kind: 'taint-gate', taint: context.taint, clearance, target: state.target() ?? null },
+        `the call carries ${context.taint} data and ${tool.name} is cleared for ${clearance} data only`,
+      );
+    }
+  }
+  if (uncertain !== undefined) {
+    return decision(chain, state, 'ask', 'deny-rule', uncertain.description, uncertainWhy, uncertain.timeoutMs, 'deny');
+  }
+
+  // 3. Ask layer.
+  const ask = chain.ask;
+  for (let r = 0; r < ask.length; r++) {
+    const entry = ask[r]!;
+    const m = matchEntry(entry, state);
+    if (m === MATCH) return decision(chain, state, 'ask', 'ask-rule', entry.description, entry.reason, entry.timeoutMs, entry.onTimeout);
+    if (m === UNKNOWN) {
+      return decision(chain, state, 'ask', 'ask-rule', entry.description, uncertainReason(entry, state), entry.timeoutMs, 'deny');
+    }
+  }
+
+  // 4. canUseTool.
+  const can = chain.canUseTool;
+  if (can !== undefined) {
+    let result: unknown;
+    try {
+      result = can.run(tool.name, state.input, hookContext!);
+      if (isThenable(result)) result = await withDeadline(result, can.timeoutMs);
+    } catch (err) {
+      return decision(chain, state, 'deny', 'canUseTool', can.description, `canUseTool failed, so the call is denied: ${errorText(err)}`);
+    }
+    if (result === 'allow') return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
+    if (result === 'deny') return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool denied the call');
+    if (result === 'ask') return decision(chain, state, 'ask', 'canUseTool', can.description, 'canUseTool asked for approval');
+    if (isModifiedInput(result)) state.substitute(result.modifiedInput);
+    else if (result !== undefined) {
+      return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool returned an invalid verdict, so the call is denied');
+    }
+  }
+
+  // 5. Terminal default.
+  if (tool.needsApproval === true) {
+    return decision(chain, state, 'ask', 'default', undefined, `${tool.name} requires approval`);
+  }
+  return decision(chain, state, 'allow', 'default', undefined, undefined);
+}
+
+function matchEntry(entry: RuleEntry, state: CallState): Match {
+  if (entry.kind === 'expression') {
+    const r = entry.expr.evaluate(state.expressionContext());
+    if (r.error !== undefined) {
+      state.report({ kind: 'expression-error', rule: entry.description, message: r.error });
+      return UNKNOWN;
+    }
+    return r.value ? MATCH : NO;
+  }
+  return matchTableRule(entry, state);
+}
+
+function matchTableRule(rule: TableRuleEntry, state: CallState): Match {
+  if (rule.tools !== undefined && !rule.tools.has(state.toolName)) return NO;
+  if (rule.riskMask !== 0 && (rule.riskMask & state.riskBit) === 0) return NO;
+  let result: Match = MATCH;
+  if (rule.argv !== undefined) {
+    if (state.toolName !== SHELL_TOOL_NAME) return NO;
+    const segments = state.shellSegments();
+    if (segments === undefined) return UNKNOWN;
+    result = NO;
+    for (let s = 0; s < segments.length; s++) {
+      const seg = segments[s]!;
+      if (seg.unmatchable !== undefined) result = UNKNOWN;
+      else if (segmentMatchesAny(rule.argv, seg) !== undefined) return MATCH;
+    }
+    if (result === NO) return NO;
+  }
+  if (rule.hosts !== undefined) {
+    // Enforced for the fetch tool only; for every other tool a domain rule is advisory.
+    if (state.toolName !== FETCH_TOOL_NAME) return NO;
+    const host = state.host();
+    if (host === undefined) return UNKNOWN;
+    if (matchHost(rule.hosts, host) === undefined) return NO;
+  }
+  return result;
+}
+
+function uncertainReason(entry: RuleEntry, state: CallState): string {
+  if (entry.kind === 'expression') {
+    return `the policy expression ${entry.expr.source} could not be evaluated, so the call needs approval`;
+  }
+  if (entry.argv !== undefined) {
+    const seg = state.shellSegments()?.find((s) => s.unmatchable !== undefined);
+    const why = seg?.unmatchable ?? 'the command is missing';
+    return `the command cannot be checked against the policy (${why}), so it needs approval`;
+  }
+  return 'the target host cannot be determined, so the call needs approval';
+}
+
+function decision(
+  chain: PermissionChain,
+  state: CallState,
+  verdict: Verdict,
+  decidedBy: DecidedBy,
+  rule: MatchedRule | undefined,
+  reason: string | undefined,
+  timeoutMs?: number,
+  onTimeout?: OnTimeout,
+): PermissionDecision {
+  const out: {
+    -readonly [K in keyof PermissionDecision]: PermissionDecision[K];
+  } = {
+    verdict,
+    decidedBy,
+    input: state.input,
+    advisory: chain.domainRules.length > 0 && state.toolName !== FETCH_TOOL_NAME ? advisoryMatches(chain, state) : NO_ADVISORY,
+    risk: state.riskClass,
+    diagnostics: state.diagnostics ?? NO_DIAGNOSTICS,
+  };
+  if (rule !== undefined) out.rule = rule;
+  if (reason !== undefined) out.reason = reason;
+  if (verdict === 'ask') {
+    out.approval = { timeoutMs: timeoutMs ?? chain.approval.timeoutMs, onTimeout: onTimeout ?? chain.approval.onTimeout };
+  }
+  return out;
+}
+
+function advisoryMatches(chain: PermissionChain, state: CallState): readonly AdvisoryMatch[] {
+  let hosts: string[] | undefined;
+  const out: AdvisoryMatch[] = [];
+  for (const { layer, rule } of chain.domainRules) {
+    if (rule.tools !== undefined && !rule.tools.has(state.toolName)) continue;
+    if (rule.riskMask !== 0 && (rule.riskMask & state.riskBit) === 0) continue;
+    hosts ??= hostsMentioned(state.input);
+    for (const host of hosts) {
+      if (rule.hosts !== undefined && matchHost(rule.hosts, host) !== undefined) out.push({ layer, host, rule: rule.description });
+    }
+  }
+  return out.length > 0 ? out : NO_ADVISORY;
+}
+
+function makeHookContext(chain: PermissionChain, tool: PermissionTool, risk: Risk | undefined, state: CallState): HookContext {
+  const c = state.context;
+  return {
+    agent: c.agent,
+    taint: c.taint,
+    isolation: c.isolation,
+    target: c.target,
+    profile: c.profile ?? chain.profile,
+    tool: { name: tool.name, risk, needsApproval: tool.needsApproval === true, clearance: tool.clearance },
+  };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+function isModifiedInput(value: unknown): value is { modifiedInput: unknown } {
+  return typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, 'modifiedInput');
+}
+
+/** Raised when a hook or canUseTool misses its deadline. */
+export class HookTimeoutError extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms`);
+    this.name = 'HookTimeoutError';
+  }
+}
+
+function withDeadline<T>(promise: PromiseLike<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new HookTimeoutError(timeoutMs)), timeoutMs);
+    timer.unref?.();
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
+  });
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message.split('\n')[0] || err.name;
+  return typeof err === 'string' ? err : 'a non-error value was thrown';
+}
