@@ -1,0 +1,276 @@
+import type { JournalEvent } from '@toolgate/contracts';
+import { at, dispatchFixture, sequenced, T0 } from '../../test/fixtures/journal-events.fixture';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { applyEvent } from '../projection/apply-event';
+import {
+  dueApprovals,
+  getApproval,
+  getApprovalForDispatch,
+  listApprovals,
+} from './approval-queries';
+import { getDispatch } from './dispatch-queries';
+import { getRun } from './run-queries';
+
+/**
+ * One journal, two tenants. acme/run-1: d1 allowed and settled, d2 parked on read_file (asked at
+ * t=10, expires t=100), d3 parked on shell (asked at t=50, expires t=1000). acme/run-2: d4 settled
+ * denied. acme/run-3: d5 parked, d6 started. acme/run-4: d7 asked, resolved (allow), not yet run.
+ * globex reuses run-1 and the dispatch id d1, parked.
+ */
+const acme1 = dispatchFixture({ dispatchId: 'd1' });
+const acme2 = dispatchFixture({ dispatchId: 'd2' });
+const acme3 = dispatchFixture({
+  dispatchId: 'd3',
+  toolName: 'shell',
+  input: { cmd: 'rm -rf build' },
+});
+const acme4 = dispatchFixture({ dispatchId: 'd4', runId: 'run-2', toolName: 'write_file' });
+const acme5 = dispatchFixture({ dispatchId: 'd5', runId: 'run-3' });
+const acme6 = dispatchFixture({ dispatchId: 'd6', runId: 'run-3' });
+const acme7 = dispatchFixture({ dispatchId: 'd7', runId: 'run-4', toolName: 'http_fetch' });
+const globex1 = dispatchFixture({
+  tenant: 'globex',
+  dispatchId: 'd1',
+  input: { path: '/globex/secret' },
+});
+
+const journal: JournalEvent[] = [
+  acme1.requested(0),
+  acme2.requested(1),
+  acme1.decided(2, 'allow'),
+  acme2.decided(10, 'ask'),
+  acme2.suspended(10, 100),
+  acme1.started(11),
+  globex1.requested(12),
+  acme1.settled(13, 'ok', { result: { text: 'hello' } }),
+  acme3.requested(40),
+  acme3.decided(50, 'ask'),
+  acme3.suspended(50, 1000),
+  globex1.decided(60, 'ask'),
+  globex1.suspended(60, 90),
+  acme4.requested(70),
+  acme4.decided(71, 'deny', 'no writes'),
+  acme4.settled(71, 'denied'),
+  acme5.requested(80),
+  acme5.decided(80, 'ask'),
+  acme5.suspended(80, 5000),
+  acme6.requested(81),
+  acme6.decided(81, 'allow'),
+  acme6.started(82),
+  acme7.requested(85),
+  acme7.decided(85, 'ask'),
+  acme7.suspended(85, 200),
+  acme7.resolved(90, 'allow'),
+];
+
+describe('read-side queries (PostgreSQL)', () => {
+  let t: JournalTestDb;
+  beforeAll(async () => {
+    t = await useJournalDb('queries');
+    for (const entry of sequenced(journal)) await applyEvent(t.db, entry);
+  });
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  describe('getDispatch', () => {
+    it('returns the folded row and its whole history in stream order', async () => {
+      const found = await getDispatch(t.db, 'acme', 'd1');
+      expect(found?.dispatch).toMatchObject({
+        tenant: 'acme',
+        dispatchId: 'd1',
+        status: 'settled',
+        outcome: 'ok',
+        result: { text: 'hello' },
+        eventCount: 4,
+        lastSeq: 8,
+      });
+      expect(found?.events.map((e) => [e.seq, e.event.type])).toEqual([
+        [1, 'requested'],
+        [3, 'decided'],
+        [6, 'started'],
+        [8, 'settled'],
+      ]);
+      expect(found?.events[0]?.event).toEqual(acme1.requested(0));
+    });
+
+    it("never shows another tenant's dispatch of the same id", async () => {
+      const globex = await getDispatch(t.db, 'globex', 'd1');
+      expect(globex?.dispatch).toMatchObject({
+        tenant: 'globex',
+        status: 'suspended',
+        input: { path: '/globex/secret' },
+      });
+      expect(globex?.events.every((e) => e.event.tenant === 'globex')).toBe(true);
+      expect(globex?.events).toHaveLength(3);
+      expect(await getDispatch(t.db, 'globex', 'd2')).toBeUndefined();
+      expect(await getDispatch(t.db, 'initech', 'd1')).toBeUndefined();
+    });
+  });
+
+  describe('getRun', () => {
+    it('a run whose in-flight dispatches are all parked is suspended and lists every open approval', async () => {
+      const run = await getRun(t.db, 'acme', 'run-1');
+      expect(run.status).toBe('suspended');
+      expect(run.dispatches.map((d) => [d.dispatchId, d.status])).toEqual([
+        ['d1', 'settled'],
+        ['d2', 'suspended'],
+        ['d3', 'suspended'],
+      ]);
+      expect(run.pending).toEqual([
+        {
+          key: acme2.approvalKey,
+          dispatchId: 'd2',
+          tool: 'read_file',
+          input: acme2.input,
+          rule: { tool: 'read_file' },
+          since: at(10),
+          expires: at(100),
+        },
+        {
+          key: acme3.approvalKey,
+          dispatchId: 'd3',
+          tool: 'shell',
+          input: { cmd: 'rm -rf build' },
+          rule: { tool: 'shell' },
+          since: at(50),
+          expires: at(1000),
+        },
+      ]);
+    });
+
+    it('settled when every dispatch settled; running while any in-flight one is not parked', async () => {
+      expect((await getRun(t.db, 'acme', 'run-2')).status).toBe('settled');
+      const running = await getRun(t.db, 'acme', 'run-3');
+      expect(running.status).toBe('running');
+      expect(running.pending.map((p) => p.dispatchId)).toEqual(['d5']);
+    });
+
+    it('unknown for a run the tenant does not have', async () => {
+      expect(await getRun(t.db, 'acme', 'run-404')).toMatchObject({
+        status: 'unknown',
+        dispatches: [],
+        pending: [],
+      });
+      expect((await getRun(t.db, 'initech', 'run-1')).status).toBe('unknown');
+    });
+
+    it("sees only the tenant's own dispatches in a run id another tenant also uses", async () => {
+      const globex = await getRun(t.db, 'globex', 'run-1');
+      expect(globex.dispatches.map((d) => d.dispatchId)).toEqual(['d1']);
+      expect(globex.pending.map((p) => p.key)).toEqual([globex1.approvalKey]);
+      expect(globex.status).toBe('suspended');
+    });
+  });
+
+  describe('listApprovals', () => {
+    const now = new Date(T0 + 100_000);
+    const ids = (list: { tenant: string; dispatchId: string }[]) =>
+      list.map((a) => `${a.tenant}/${a.dispatchId}`);
+
+    it("lists the tenant's pending approvals, oldest first, and no one else's", async () => {
+      expect(ids(await listApprovals(t.db, { tenant: 'acme' }, now))).toEqual([
+        'acme/d2',
+        'acme/d3',
+        'acme/d5',
+      ]);
+      expect(ids(await listApprovals(t.db, { tenant: 'globex' }, now))).toEqual(['globex/d1']);
+      expect(await listApprovals(t.db, { tenant: 'initech' }, now)).toEqual([]);
+    });
+
+    it('filters by run, tool and age', async () => {
+      expect(ids(await listApprovals(t.db, { tenant: 'acme', runId: 'run-3' }, now))).toEqual([
+        'acme/d5',
+      ]);
+      expect(ids(await listApprovals(t.db, { tenant: 'acme', tool: 'shell' }, now))).toEqual([
+        'acme/d3',
+      ]);
+      expect(ids(await listApprovals(t.db, { tenant: 'acme', tool: 'http_fetch' }, now))).toEqual(
+        [],
+      );
+      // now = t+100 s: d2 was asked 90 s ago, d3 50 s ago, d5 20 s ago.
+      const olderThan30s = await listApprovals(t.db, { tenant: 'acme', minAgeMs: 30_000 }, now);
+      expect(ids(olderThan30s)).toEqual(['acme/d2', 'acme/d3']);
+      const olderThan60s = await listApprovals(
+        t.db,
+        { tenant: 'acme', minAgeMs: 60_000, runId: 'run-1' },
+        now,
+      );
+      expect(ids(olderThan60s)).toEqual(['acme/d2']);
+    });
+
+    it('filters by status: a resolved approval is no longer pending', async () => {
+      expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'resolved' }, now))).toEqual([
+        'acme/d7',
+      ]);
+      expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'all' }, now))).toEqual([
+        'acme/d2',
+        'acme/d3',
+        'acme/d5',
+        'acme/d7',
+      ]);
+      expect(await listApprovals(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
+      const run = await getRun(t.db, 'acme', 'run-4');
+      expect(run).toMatchObject({ status: 'running', pending: [] });
+      expect(run.dispatches).toMatchObject([{ dispatchId: 'd7', status: 'resolved' }]);
+      expect(await getApproval(t.db, 'acme', acme7.approvalKey)).toMatchObject({
+        status: 'resolved',
+        decision: 'allow',
+        resolvedBy: 'bob',
+        source: 'human',
+        resolvedAt: at(90),
+      });
+    });
+  });
+
+  describe('getApproval', () => {
+    it('finds an approval by key within the tenant only', async () => {
+      expect(await getApproval(t.db, 'acme', acme3.approvalKey)).toMatchObject({
+        tenant: 'acme',
+        dispatchId: 'd3',
+        status: 'pending',
+        toolName: 'shell',
+        input: { cmd: 'rm -rf build' },
+        expiresAt: at(1000),
+        onTimeout: 'deny',
+        submittedBy: 'alice',
+      });
+      expect(await getApproval(t.db, 'globex', acme3.approvalKey)).toBeUndefined();
+      expect(await getApproval(t.db, 'acme', globex1.approvalKey)).toBeUndefined();
+      expect(await getApprovalForDispatch(t.db, 'acme', 'd2')).toMatchObject({
+        approvalKey: acme2.approvalKey,
+      });
+      expect(await getApprovalForDispatch(t.db, 'globex', 'd2')).toBeUndefined();
+    });
+  });
+
+  describe('dueApprovals', () => {
+    it('returns pending approvals whose expiry has passed, soonest first, across tenants', async () => {
+      const due = await dueApprovals(t.db, new Date(Date.parse(at(100))), 10);
+      expect(due).toEqual([
+        {
+          tenant: 'globex',
+          runId: 'run-1',
+          dispatchId: 'd1',
+          approvalKey: globex1.approvalKey,
+          inputDigest: globex1.inputDigest,
+          policyRevision: 3,
+          toolName: 'read_file',
+          onTimeout: 'deny',
+          expiresAt: at(90),
+        },
+        expect.objectContaining({ tenant: 'acme', dispatchId: 'd2', expiresAt: at(100) }),
+      ]);
+      expect(await dueApprovals(t.db, new Date(Date.parse(at(89))), 10)).toEqual([]);
+      expect(await dueApprovals(t.db, new Date(Date.parse(at(10_000))), 2)).toHaveLength(2);
+      // d7 expired at t=200 but was resolved: never due. d5 (t=5000) is.
+      const all = await dueApprovals(t.db, new Date(Date.parse(at(10_000))), 100);
+      expect(all.map((a) => `${a.tenant}/${a.dispatchId}`)).toEqual([
+        'globex/d1',
+        'acme/d2',
+        'acme/d3',
+        'acme/d5',
+      ]);
+    });
+  });
+});
