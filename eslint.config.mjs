@@ -1,23 +1,75 @@
 // @ts-check
 import js from '@eslint/js';
+import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
+/**
+ * Module boundaries (STYLE: "services never import each other; enforce the boundaries with Nx
+ * tags"). Tags live in each project's package.json under `nx.tags`.
+ *
+ * - type:contracts — what crosses a process boundary; depends on nothing of ours.
+ * - type:lib       — shared libraries; contracts and other libs.
+ * - type:testing   — test helpers; contracts and libs.
+ * - type:service   — one deployable; contracts and libs, never another service.
+ * - type:test      — system tests; anything.
+ *
+ * Test helpers (type:testing) are for tests: only spec files of libs and services may import them.
+ */
+const productionConstraints = [
+  { sourceTag: 'type:contracts', onlyDependOnLibsWithTags: [] },
+  { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
+  { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
+  { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
+  { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['*'] },
+];
+const specConstraints = productionConstraints.map((c) =>
+  c.sourceTag === 'type:lib' || c.sourceTag === 'type:service'
+    ? { ...c, onlyDependOnLibsWithTags: [...c.onlyDependOnLibsWithTags, 'type:testing'] }
+    : c,
+);
+const boundaries = (depConstraints) => [
+  'error',
+  { enforceBuildableLibDependency: false, allow: [], depConstraints },
+];
+const specFiles = ['**/*.spec.ts', '**/*.int.spec.ts', '**/test/**/*.ts'];
+
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '**/.nx/**', '**/coverage/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/node_modules/**',
+      '**/.nx/**',
+      '**/coverage/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    plugins: { '@nx': nx },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       // Libraries expose src/index.ts only: no deep imports into a sibling package.
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['@toolgate/*/*'], message: 'Import a package by its public entry.' }] },
+        {
+          patterns: [
+            { group: ['@toolgate/*/*'], message: 'Import a package by its public entry.' },
+          ],
+        },
       ],
+      '@nx/enforce-module-boundaries': boundaries(productionConstraints),
     },
   },
   {
-    files: ['**/*.spec.ts', '**/*.int.spec.ts'],
-    rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
+    files: specFiles,
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      '@nx/enforce-module-boundaries': boundaries(specConstraints),
+    },
   },
 );

@@ -26,7 +26,10 @@ export const ToolViewSchema = ToolContractSchema.extend({
 });
 export type ToolView = z.infer<typeof ToolViewSchema>;
 
-export const ListToolsResponseSchema = z.object({ tools: z.array(ToolViewSchema), toolsetHash: z.string() });
+export const ListToolsResponseSchema = z.object({
+  tools: z.array(ToolViewSchema),
+  toolsetHash: z.string(),
+});
 export type ListToolsResponse = z.infer<typeof ListToolsResponseSchema>;
 
 /** Submit a tool call. `wait` (ms, or true for the default) returns the settled result when it comes in time. */
@@ -45,7 +48,13 @@ export const SubmitDispatchRequestSchema = z.strictObject({
 });
 export type SubmitDispatchRequest = z.input<typeof SubmitDispatchRequestSchema>;
 
-export const DispatchStateSchema = z.enum(['requested', 'decided', 'suspended', 'running', 'settled']);
+export const DispatchStateSchema = z.enum([
+  'requested',
+  'decided',
+  'suspended',
+  'running',
+  'settled',
+]);
 export type DispatchState = z.infer<typeof DispatchStateSchema>;
 
 /** The settled outcome as the caller (and the model) sees it. */
@@ -105,7 +114,10 @@ export const ResolveApprovalRequestSchema = z.strictObject({
   decision: z.unknown(),
   reason: z.string().max(2048).optional(),
   /** When given, must equal the digest of the input that was asked for. */
-  inputDigest: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  inputDigest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
   /** Which parked dispatch, when one key parks several (the same call in two runs). */
   dispatchId: Token.optional(),
 });
@@ -114,7 +126,11 @@ export type ResolveApprovalRequest = z.input<typeof ResolveApprovalRequestSchema
 /** Normalises any resolution value; fails closed. */
 export function normaliseApprovalDecision(value: unknown): 'allow' | 'deny' {
   if (value === 'allow') return 'allow';
-  if (typeof value === 'object' && value !== null && (value as { decision?: unknown }).decision === 'allow') {
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { decision?: unknown }).decision === 'allow'
+  ) {
     return 'allow';
   }
   return 'deny';
@@ -125,7 +141,8 @@ export const ApiReplySchema = z.union([
   z.object({ ok: z.literal(true), data: z.unknown() }),
   z.object({ ok: z.literal(false), error: WireErrorSchema }),
 ]);
-export type ApiReply<T = unknown> = { ok: true; data: T } | { ok: false; error: z.infer<typeof WireErrorSchema> };
+export type ApiReply<T = unknown> =
+  { ok: true; data: T } | { ok: false; error: z.infer<typeof WireErrorSchema> };
 
 /** Bearer-token scopes. */
 export const ScopeSchema = z.enum(['dispatch', 'approve', 'admin']);

@@ -1,10 +1,5 @@
 import fc from 'fast-check';
-import {
-  canonicalDigest,
-  canonicalJson,
-  isJsonValue,
-  sha256Hex,
-} from './canonical-json';
+import { canonicalDigest, canonicalJson, isJsonValue, sha256Hex } from './canonical-json';
 import { ErrorCode, hasErrorCode, NonSerializableValueError } from './errors';
 import { deepShuffleKeys } from '../test/support/shuffle';
 

@@ -235,11 +235,15 @@ describe('toolsetHash', () => {
 
   it('finds duplicates however the toolset is ordered, even identical contracts', () => {
     fc.assert(
-      fc.property(toolsetArb.filter((s) => s.length > 0), fc.nat(), (set, pick) => {
-        const dup = set[pick % set.length]!;
-        expect(() => toolsetHash([...set, dup])).toThrow(ConfigError);
-        expect(() => assertUniqueToolNames([dup, ...set])).toThrow(dup.name);
-      }),
+      fc.property(
+        toolsetArb.filter((s) => s.length > 0),
+        fc.nat(),
+        (set, pick) => {
+          const dup = set[pick % set.length]!;
+          expect(() => toolsetHash([...set, dup])).toThrow(ConfigError);
+          expect(() => assertUniqueToolNames([dup, ...set])).toThrow(dup.name);
+        },
+      ),
     );
     expect(() => assertUniqueToolNames([{ name: 'a' }, { name: 'b' }])).not.toThrow();
   });

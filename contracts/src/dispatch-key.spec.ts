@@ -96,7 +96,9 @@ describe('inputDigest and approvalKey', () => {
   });
 
   it('bind an approval to the tool name as well as the input', () => {
-    expect(approvalKey('write_file', { path: 'a' })).not.toBe(approvalKey('read_file', { path: 'a' }));
+    expect(approvalKey('write_file', { path: 'a' })).not.toBe(
+      approvalKey('read_file', { path: 'a' }),
+    );
     expect(approvalKey('write_file', { path: 'a' })).toMatch(/^[0-9a-f]{64}$/);
     expect(inputDigest({ path: 'a' })).toMatch(/^[0-9a-f]{64}$/);
   });

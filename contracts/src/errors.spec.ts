@@ -111,7 +111,10 @@ describe('unknown errors', () => {
     ['undefined', undefined],
     ['an object with an unknown code', { code: 'ECONNREFUSED', message: 'hunter2' }],
     ['an object with a known code but no message', { code: 'denied' }],
-    ['an object whose details are not an object', { code: 'denied', message: 'hunter2', details: 'x' }],
+    [
+      'an object whose details are not an object',
+      { code: 'denied', message: 'hunter2', details: 'x' },
+    ],
   ])('%s becomes internal without leaking anything', (_what, thrown) => {
     const wire = toWireError(thrown);
     expect(wire).toEqual({ code: 'internal', message: 'internal error' });

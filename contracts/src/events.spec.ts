@@ -173,20 +173,23 @@ describe('journal events', () => {
     for (const type of JOURNAL_EVENT_TYPES) expect(isSubjectToken(type)).toBe(true);
   });
 
-  it.each(Object.entries(samples))('%s: builds, completes the envelope and parses back', (type, sample) => {
-    const event = journalEvent(sample as NewJournalEvent);
-    expect(event.type).toBe(type);
-    expect(event.schemaVersion).toBe(JOURNAL_SCHEMA_VERSION);
-    expect(event).toMatchObject(sample);
-    // What a consumer reads off the wire parses to the same event.
-    const wire = JSON.parse(canonicalJson(event)) as unknown;
-    expect(parseJournalEvent(wire)).toEqual(event);
-    // ...and it has a subject under the journal grammar.
-    const subjects = createSubjects('tg');
-    expect(subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type)).toBe(
-      `tg.journal.acme.run_1.${event.dispatchId}.${type}`,
-    );
-  });
+  it.each(Object.entries(samples))(
+    '%s: builds, completes the envelope and parses back',
+    (type, sample) => {
+      const event = journalEvent(sample as NewJournalEvent);
+      expect(event.type).toBe(type);
+      expect(event.schemaVersion).toBe(JOURNAL_SCHEMA_VERSION);
+      expect(event).toMatchObject(sample);
+      // What a consumer reads off the wire parses to the same event.
+      const wire = JSON.parse(canonicalJson(event)) as unknown;
+      expect(parseJournalEvent(wire)).toEqual(event);
+      // ...and it has a subject under the journal grammar.
+      const subjects = createSubjects('tg');
+      expect(subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type)).toBe(
+        `tg.journal.acme.run_1.${event.dispatchId}.${type}`,
+      );
+    },
+  );
 
   it('fills in defaults a publisher may leave out', () => {
     const requested = journalEvent(samples.requested);
@@ -206,7 +209,10 @@ describe('journal events', () => {
     ['an unknown field (events are strict)', { ...samples.started, surprise: true }],
     ['a field of another event type', { ...samples.started, verdict: 'allow' }],
     ['an illegal tool name', { ...samples.started, toolName: 'a.b' }],
-    ['a contract hash that is not sha256 hex', { ...samples.requested, tool: { ...tool, contractHash: 'C'.repeat(64) } }],
+    [
+      'a contract hash that is not sha256 hex',
+      { ...samples.requested, tool: { ...tool, contractHash: 'C'.repeat(64) } },
+    ],
     ['an unknown error code', { ...samples.settled, error: { code: 'oops', message: 'x' } }],
     ['an unknown verdict', { ...samples.decided, verdict: 'maybe' }],
     ['attempt 0 on started', { ...samples.started, attempt: 0 }],

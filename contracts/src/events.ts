@@ -291,13 +291,19 @@ export const ONCE_PER_DISPATCH: ReadonlySet<JournalEventType> = new Set<JournalE
 ]);
 
 /** An event as a publisher builds it: the envelope's constants are filled in by {@link journalEvent}. */
-export type NewJournalEvent<T extends JournalEventType = JournalEventType> = T extends JournalEventType
-  ? Omit<z.input<(typeof JournalEventSchema)['options'][number]> & { type: T }, 'schemaVersion'>
-  : never;
+export type NewJournalEvent<T extends JournalEventType = JournalEventType> =
+  T extends JournalEventType
+    ? Omit<z.input<(typeof JournalEventSchema)['options'][number]> & { type: T }, 'schemaVersion'>
+    : never;
 
 /** Validates and completes an event before it is published. Throws on a malformed event. */
-export function journalEvent<T extends JournalEventType>(event: NewJournalEvent<T>): JournalEventOf<T> {
-  return JournalEventSchema.parse({ ...event, schemaVersion: JOURNAL_SCHEMA_VERSION }) as JournalEventOf<T>;
+export function journalEvent<T extends JournalEventType>(
+  event: NewJournalEvent<T>,
+): JournalEventOf<T> {
+  return JournalEventSchema.parse({
+    ...event,
+    schemaVersion: JOURNAL_SCHEMA_VERSION,
+  }) as JournalEventOf<T>;
 }
 
 /** Parses an event read from the stream; returns null (never throws) when it is not one. */
@@ -330,7 +336,10 @@ export const WorktreeAcquireRequestSchema = z.strictObject({
 export type WorktreeAcquireRequest = z.input<typeof WorktreeAcquireRequestSchema>;
 
 /** Collect a tree's changes against its base commit as a stored patch artifact. */
-export const WorktreeCollectRequestSchema = z.strictObject({ worktreeId: Token, causationId: CausationId });
+export const WorktreeCollectRequestSchema = z.strictObject({
+  worktreeId: Token,
+  causationId: CausationId,
+});
 export type WorktreeCollectRequest = z.input<typeof WorktreeCollectRequestSchema>;
 
 /** Dispose of a tree; a failed agent's tree is retained when `keepOnError` says so. */

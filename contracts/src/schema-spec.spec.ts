@@ -246,9 +246,7 @@ describe('compileSchema: form 3, a bare JSON Schema literal', () => {
       await compiled.validate({ query: '', limit: 1.5, tags: ['ok', 3], extra: 1 }),
     );
     const paths = issues.map((i) => i.path);
-    expect(paths).toEqual(
-      expect.arrayContaining([['query'], ['limit'], ['tags', 1], ['extra']]),
-    );
+    expect(paths).toEqual(expect.arrayContaining([['query'], ['limit'], ['tags', 1], ['extra']]));
     expect(issuesOf(await compiled.validate({}))).toEqual([
       { path: ['query'], message: "must have required property 'query'" },
     ]);
@@ -304,14 +302,33 @@ describe('compileSchema: form 3, a bare JSON Schema literal', () => {
   });
 
   it.each<[string, unknown]>([
-    ['a remote $ref', { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json' } } }],
-    ['a relative $ref to another document', { type: 'object', properties: { a: { $ref: 'other.json#/x' } } }],
+    [
+      'a remote $ref',
+      { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json' } } },
+    ],
+    [
+      'a relative $ref to another document',
+      { type: 'object', properties: { a: { $ref: 'other.json#/x' } } },
+    ],
     ['a $ref that is not a string', { type: 'object', properties: { a: { $ref: 1 } } }],
-    ['a $dynamicRef', { type: 'object', $defs: { n: { $dynamicAnchor: 'n' } }, properties: { a: { $dynamicRef: '#n' } } }],
+    [
+      'a $dynamicRef',
+      {
+        type: 'object',
+        $defs: { n: { $dynamicAnchor: 'n' } },
+        properties: { a: { $dynamicRef: '#n' } },
+      },
+    ],
     ['a $dynamicAnchor', { type: 'object', $dynamicAnchor: 'meta' }],
     ['a $recursiveRef', { type: 'object', properties: { a: { $recursiveRef: '#' } } }],
-    ['a nested $id', { type: 'object', properties: { a: { $id: 'https://x.example/a', type: 'string' } } }],
-    ['an unknown keyword (ajv strict)', { type: 'object', properties: { a: { type: 'string', colour: 'red' } } }],
+    [
+      'a nested $id',
+      { type: 'object', properties: { a: { $id: 'https://x.example/a', type: 'string' } } },
+    ],
+    [
+      'an unknown keyword (ajv strict)',
+      { type: 'object', properties: { a: { type: 'string', colour: 'red' } } },
+    ],
     ['an unknown keyword at the root', { type: 'object', foo: 1 }],
     ['an invalid type name', { type: 'object', properties: { a: { type: 'text' } } }],
     ['a non-object root type', { type: 'string' }],
@@ -333,7 +350,10 @@ describe('compileSchema: form 3, a bare JSON Schema literal', () => {
     ['a string', 'object'],
     ['a number', 1],
     ['a class instance', new Map()],
-    ['a pair with an unexpected extra key', { jsonSchema: { type: 'object' }, validate: () => true, x: 1 }],
+    [
+      'a pair with an unexpected extra key',
+      { jsonSchema: { type: 'object' }, validate: () => true, x: 1 },
+    ],
   ])('refuses %s, which is none of the three forms', (_what, spec) => {
     configError(() => compileSchema(spec as JsonSchema));
   });
@@ -355,9 +375,12 @@ describe('validation never throws', () => {
 
   it.each(specs)('%s: any input yields a value or well-formed issues', async (_form, compiled) => {
     await fc.assert(
-      fc.asyncProperty(fc.anything({ withBigInt: true, withMap: true, withDate: true }), async (input) => {
-        expectWellFormed(await compiled.validate(input));
-      }),
+      fc.asyncProperty(
+        fc.anything({ withBigInt: true, withMap: true, withDate: true }),
+        async (input) => {
+          expectWellFormed(await compiled.validate(input));
+        },
+      ),
     );
     for (const odd of [undefined, null, Symbol('s'), () => 1, 10n, NaN]) {
       expectWellFormed(await compiled.validate(odd));

@@ -14,9 +14,7 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
-    readonly validate: (
-      value: unknown,
-    ) => StandardResult<Output> | Promise<StandardResult<Output>>;
+    readonly validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
     readonly jsonSchema?: {
       readonly input: (options: { target: string }) => Record<string, unknown>;
     };
@@ -50,9 +48,7 @@ export type Out<S> =
       ? T
       : unknown;
 
-export type ValidationResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; issues: ValidationIssue[] };
+export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
 
 /** A schema checked at definition time: its JSON Schema projection and a validator. */
 export interface CompiledSchema<T = unknown> {
@@ -83,18 +79,26 @@ const compiled = new Map<string, ValidateFunction>();
  * the supported draft 2020-12 subset (remote or dynamic `$ref`, unknown keywords, a non-object
  * root), or anything that is none of the three forms.
  */
-export function compileSchema<S extends SchemaSpec>(spec: S, label = 'parameters'): CompiledSchema<Out<S>> {
+export function compileSchema<S extends SchemaSpec>(
+  spec: S,
+  label = 'parameters',
+): CompiledSchema<Out<S>> {
   if (isStandardSchema(spec)) return compileStandard(spec, label) as CompiledSchema<Out<S>>;
   if (isPair(spec)) return compilePair(spec, label) as CompiledSchema<Out<S>>;
   if (isPlainObject(spec)) return compileLiteral(spec, label) as CompiledSchema<Out<S>>;
-  throw new ConfigError(`${label}: expected a Standard Schema, a { jsonSchema, validate } pair or a JSON Schema object`);
+  throw new ConfigError(
+    `${label}: expected a Standard Schema, a { jsonSchema, validate } pair or a JSON Schema object`,
+  );
 }
 
 /**
  * Compiles a bare JSON Schema into an ajv validator, enforcing the supported subset. Used for
  * the literal form and, server-side, for every registered contract (only JSON crosses the bus).
  */
-export function compileJsonSchema(schema: JsonSchema, label = 'parameters'): (input: unknown) => ValidationIssue[] {
+export function compileJsonSchema(
+  schema: JsonSchema,
+  label = 'parameters',
+): (input: unknown) => ValidationIssue[] {
   assertSupportedSubset(schema, label);
   const key = canonicalDigest(schema);
   let validate = compiled.get(key);
@@ -102,7 +106,10 @@ export function compileJsonSchema(schema: JsonSchema, label = 'parameters'): (in
     try {
       validate = ajv.compile(stripSchemaUri(schema));
     } catch (cause) {
-      throw new ConfigError(`${label}: schema is outside the supported draft 2020-12 subset: ${(cause as Error).message}`, { cause });
+      throw new ConfigError(
+        `${label}: schema is outside the supported draft 2020-12 subset: ${(cause as Error).message}`,
+        { cause },
+      );
     }
     compiled.set(key, validate);
   }
@@ -122,7 +129,10 @@ function compileStandard(spec: StandardSchemaV1, label: string): CompiledSchema 
   try {
     jsonSchema = std.jsonSchema.input({ target: 'draft-2020-12' });
   } catch (cause) {
-    throw new ConfigError(`${label}: the ${std.vendor} schema cannot be projected to JSON Schema: ${(cause as Error).message}`, { cause });
+    throw new ConfigError(
+      `${label}: the ${std.vendor} schema cannot be projected to JSON Schema: ${(cause as Error).message}`,
+      { cause },
+    );
   }
   compileJsonSchema(jsonSchema, label);
   return {
@@ -134,7 +144,15 @@ function compileStandard(spec: StandardSchemaV1, label: string): CompiledSchema 
         if (result.issues) return { ok: false, issues: result.issues.map(standardIssue) };
         return { ok: true, value: result.value };
       } catch (cause) {
-        return { ok: false, issues: [{ path: [], message: `validator failed: ${(cause as Error)?.message ?? String(cause)}` }] };
+        return {
+          ok: false,
+          issues: [
+            {
+              path: [],
+              message: `validator failed: ${(cause as Error)?.message ?? String(cause)}`,
+            },
+          ],
+        };
       }
     },
   };
@@ -152,9 +170,22 @@ function compilePair(spec: JsonSchemaPair<unknown>, label: string): CompiledSche
         if (Array.isArray(verdict) && verdict.length === 0) return { ok: true, value: input };
         if (Array.isArray(verdict)) return { ok: false, issues: verdict };
         const issues = structural(input);
-        return { ok: false, issues: issues.length ? issues : [{ path: [], message: 'rejected by the validate function' }] };
+        return {
+          ok: false,
+          issues: issues.length
+            ? issues
+            : [{ path: [], message: 'rejected by the validate function' }],
+        };
       } catch (cause) {
-        return { ok: false, issues: [{ path: [], message: `validator failed: ${(cause as Error)?.message ?? String(cause)}` }] };
+        return {
+          ok: false,
+          issues: [
+            {
+              path: [],
+              message: `validator failed: ${(cause as Error)?.message ?? String(cause)}`,
+            },
+          ],
+        };
       }
     },
   };
@@ -179,7 +210,9 @@ function assertSupportedSubset(schema: JsonSchema, label: string): void {
   }
   const dialect = schema.$schema;
   if (dialect !== undefined && dialect !== DRAFT_2020_12 && dialect !== `${DRAFT_2020_12}#`) {
-    throw new ConfigError(`${label}: only JSON Schema draft 2020-12 is supported, got ${String(dialect)}`);
+    throw new ConfigError(
+      `${label}: only JSON Schema draft 2020-12 is supported, got ${String(dialect)}`,
+    );
   }
   walk(schema, (node, path) => {
     if ('$dynamicRef' in node || '$dynamicAnchor' in node || '$recursiveRef' in node) {
@@ -187,7 +220,9 @@ function assertSupportedSubset(schema: JsonSchema, label: string): void {
     }
     const ref = node.$ref;
     if (ref !== undefined && (typeof ref !== 'string' || !ref.startsWith('#'))) {
-      throw new ConfigError(`${label}: only local $ref ("#...") is supported, got ${JSON.stringify(ref)} at ${path}`);
+      throw new ConfigError(
+        `${label}: only local $ref ("#...") is supported, got ${JSON.stringify(ref)} at ${path}`,
+      );
     }
     if (path !== '#' && typeof node.$id === 'string') {
       throw new ConfigError(`${label}: nested $id is not supported (at ${path})`);
@@ -213,7 +248,11 @@ const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set([
   'dependentSchemas',
 ]);
 
-function walk(node: unknown, visit: (node: Record<string, unknown>, path: string) => void, path = '#'): void {
+function walk(
+  node: unknown,
+  visit: (node: Record<string, unknown>, path: string) => void,
+  path = '#',
+): void {
   if (Array.isArray(node)) {
     node.forEach((item, i) => walk(item, visit, `${path}/${i}`));
     return;
@@ -242,7 +281,8 @@ function ajvIssue(e: ErrorObject): ValidationIssue {
     .slice(1)
     .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
     .map((seg) => (/^\d+$/.test(seg) ? Number(seg) : seg));
-  if (e.keyword === 'required') path.push(String((e.params as { missingProperty: string }).missingProperty));
+  if (e.keyword === 'required')
+    path.push(String((e.params as { missingProperty: string }).missingProperty));
   if (e.keyword === 'additionalProperties') {
     path.push(String((e.params as { additionalProperty: string }).additionalProperty));
   }

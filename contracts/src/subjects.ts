@@ -134,7 +134,9 @@ export function createSubjects(prefix: string): Subjects {
   // dot-separated tokens.
   const known = <T extends string>(kind: string, allowed: Record<string, T>, value: T): T => {
     if (!Object.values(allowed).includes(value)) {
-      throw new ConfigError(`unknown ${kind} ${JSON.stringify(value)}`, { details: { field: kind } });
+      throw new ConfigError(`unknown ${kind} ${JSON.stringify(value)}`, {
+        details: { field: kind },
+      });
     }
     return value;
   };
@@ -163,7 +165,8 @@ export function createSubjects(prefix: string): Subjects {
       `${p}.query.${known('operation', QueryOperation, operation)}`,
     approvals: (tenant: string, event: 'pending' | 'resolved' | '*') =>
       `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : tok('event', event)}`,
-    hook: (tenant: string, name: string) => `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,
+    hook: (tenant: string, name: string) =>
+      `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,
     remoteTool: (tenant: string, toolName: string) => {
       const subject = `${p}.tools.${tok('tenant', tenant)}.${tok('tool name', toolName)}`;
       return { subject, queue: subject };

@@ -12,7 +12,13 @@ export const RiskSchema = z.enum(['read', 'write', 'network', 'execute', 'destru
 export type Risk = z.infer<typeof RiskSchema>;
 
 /** Where `execute` runs. */
-export const ExecutorKindSchema = z.enum(['inprocess', 'subprocess', 'remote', 'script', 'container']);
+export const ExecutorKindSchema = z.enum([
+  'inprocess',
+  'subprocess',
+  'remote',
+  'script',
+  'container',
+]);
 export type ExecutorKind = z.infer<typeof ExecutorKindSchema>;
 
 /** A JSON Schema object (checked for the supported subset by `compileJsonSchema`). */

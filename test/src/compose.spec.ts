@@ -44,7 +44,15 @@ const SERVICE_KEYS = new Set([
   'ulimits',
   'profiles',
 ]);
-const HEALTHCHECK_KEYS = new Set(['test', 'interval', 'timeout', 'retries', 'start_period', 'start_interval', 'disable']);
+const HEALTHCHECK_KEYS = new Set([
+  'test',
+  'interval',
+  'timeout',
+  'retries',
+  'start_period',
+  'start_interval',
+  'disable',
+]);
 const DURATION = /^(\d+(\.\d+)?(us|ms|s|m|h))+$/;
 const PORT = /^((\d{1,3}\.){3}\d{1,3}:)?\d{1,5}(-\d{1,5})?:\d{1,5}(-\d{1,5})?(\/(tcp|udp))?$/;
 
@@ -60,16 +68,23 @@ describe('docker-compose.yml', () => {
     for (const key of Object.keys(compose)) {
       expect(TOP_LEVEL.has(key) || key.startsWith('x-')).toBe(true);
     }
-    expect(Object.keys(compose.services).sort()).toEqual(expect.arrayContaining(['nats', 'postgres']));
+    expect(Object.keys(compose.services).sort()).toEqual(
+      expect.arrayContaining(['nats', 'postgres']),
+    );
   });
 
   it('gives every service a pinned image, valid ports, a healthcheck and only known keys', () => {
     for (const [name, service] of Object.entries(compose.services)) {
       for (const key of Object.keys(service)) {
-        expect([name, key, SERVICE_KEYS.has(key) || key.startsWith('x-')]).toEqual([name, key, true]);
+        expect([name, key, SERVICE_KEYS.has(key) || key.startsWith('x-')]).toEqual([
+          name,
+          key,
+          true,
+        ]);
       }
       expect(typeof service.image === 'string' || typeof service.build === 'object').toBe(true);
-      if (typeof service.image === 'string') expect(service.image).toMatch(/^[a-z0-9./_-]+:[\w.-]+$/);
+      if (typeof service.image === 'string')
+        expect(service.image).toMatch(/^[a-z0-9./_-]+:[\w.-]+$/);
 
       const ports = (service.ports ?? []) as unknown[];
       expect(Array.isArray(ports)).toBe(true);
@@ -128,7 +143,9 @@ describe('docker-compose.yml', () => {
     const store = args[args.findIndex((a) => a === '-sd' || a === '--store_dir') + 1];
     expect(store).toMatch(/^\//);
     const mounts = (nats.volumes as string[]).map((m) => m.split(':'));
-    expect(mounts.some(([source, target]) => target === store && !/^[./~]/.test(source!))).toBe(true);
+    expect(mounts.some(([source, target]) => target === store && !/^[./~]/.test(source!))).toBe(
+      true,
+    );
     expect(args[args.findIndex((a) => a === '-m' || a === '--http_port') + 1]).toBe('8222');
     const ports = (nats.ports as string[]).map((p) => p.split(':').slice(-1)[0]);
     expect(ports).toEqual(expect.arrayContaining(['4222', '8222']));
@@ -140,9 +157,9 @@ describe('docker-compose.yml', () => {
     expect(String(pg.image)).toMatch(/^postgres:16(\.|-|$)/);
     expect((pg.environment as Record<string, string>).POSTGRES_DB).toBe('toolgate');
     expect((pg.ports as string[]).some((p) => p.endsWith(':5432'))).toBe(true);
-    expect((pg.volumes as string[]).some((m) => m.split(':')[1] === '/var/lib/postgresql/data')).toBe(
-      true,
-    );
+    expect(
+      (pg.volumes as string[]).some((m) => m.split(':')[1] === '/var/lib/postgresql/data'),
+    ).toBe(true);
     expect((pg.healthcheck as { test: string[] }).test.join(' ')).toContain('pg_isready');
   });
 

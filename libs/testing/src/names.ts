@@ -10,6 +10,9 @@ export const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127
  * digits and `_` only, so it is valid as a subject token, a stream prefix and a SQL identifier.
  */
 export function uniqueName(label: string): string {
-  const clean = label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 12);
+  const clean = label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .slice(0, 12);
   return `t_${clean}_${randomBytes(4).toString('hex')}`;
 }
