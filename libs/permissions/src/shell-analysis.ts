@@ -34,6 +34,7 @@ export interface AnalysedSegment {
 
 const NON_PRINTABLE_ASCII = /[^\x21-\x7e]/;
 const MAX_CANDIDATES = 256;
+const NETWORK_PSEUDO_FILE = /^\/dev\/(?:tcp|udp)\//;
 const FD_DUPLICATION = /^[0-9]*[<>]&(?:[0-9]+|-)$/;
 const NO_CANDIDATES: readonly (readonly string[])[] = [];
 
@@ -166,12 +167,16 @@ function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: n
   for (let k = 0; k < words.length; k++) {
     const w = words[k]!;
     const literal = !w.dynamic && !w.glob ? MATCH_LITERAL : 0;
+    // One word for sure: a literal, or a double-quoted expansion (`"$FILE"`).
+    const one = !w.splits && !w.glob ? MATCH_ONE : 0;
     if (w.redirect) {
       // Descriptor duplications (`2>&1`, `>&2`, `2>&-`) touch no file: a trailing `**` covers them.
       mask[k] = FD_DUPLICATION.test(w.text) ? MATCH_LITERAL | MATCH_REST : literal;
     } else if (w.redirectTarget) {
       // A wildcard never stands for a dotfile target: `echo ** > *` does not allow `> ~/.bashrc`.
-      mask[k] = isDotfilePath(w.text) ? literal : literal | (literal ? MATCH_ONE : 0) | MATCH_REST;
+      // Nor for bash's network pseudo-files (`> /dev/tcp/host/port` sends data off the machine).
+      mask[k] =
+        isDotfilePath(w.text) || NETWORK_PSEUDO_FILE.test(w.text) ? literal : literal | (literal ? one : 0) | MATCH_REST;
     } else if (programIndex < 0 || k <= programIndex) {
       // Leading assignments and the program itself are only ever matched literally.
       mask[k] = literal;
@@ -179,7 +184,7 @@ function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: n
       mask[k] = literal;
     } else {
       // Unquoted expansions and globs may become any number of words: only `**` covers them.
-      mask[k] = literal ? MATCH_LITERAL | MATCH_ONE | MATCH_REST : MATCH_REST;
+      mask[k] = literal | one | MATCH_REST;
     }
   }
 }

@@ -16,6 +16,11 @@ export interface ShellWord {
   readonly redirectTarget: boolean;
   /** Contains an unquoted or double-quoted parameter expansion (`$X`, `${X}`, `"$@"`). */
   readonly dynamic: boolean;
+  /**
+   * Contains an expansion that may become zero or several words: unquoted `$X`, or `"$@"`. A
+   * double-quoted `"$X"` is dynamic but stays one word.
+   */
+  readonly splits: boolean;
   /** Contains an unquoted glob (`*`, `?`, `[...]`) or brace expansion (`{a,b}`, `{1..3}`). */
   readonly glob: boolean;
   /** `NAME=value` (or `NAME+=value`) with the name and `=` unquoted: a variable assignment. */
@@ -124,6 +129,7 @@ class Lexer {
   private text = '';
   private inWord = false;
   private dynamic = false;
+  private splits = false;
   private glob = false;
   /** Length of `text` when the first quoted or escaped character was appended (-1: none). */
   private firstQuoted = -1;
@@ -158,6 +164,7 @@ class Lexer {
         redirect: false,
         redirectTarget: this.expectTarget,
         dynamic: this.dynamic,
+        splits: this.splits,
         glob: this.glob,
         assignment,
       });
@@ -166,6 +173,7 @@ class Lexer {
     this.text = '';
     this.inWord = false;
     this.dynamic = false;
+    this.splits = false;
     this.glob = false;
     this.firstQuoted = -1;
     this.braceAt = -1;
@@ -199,7 +207,7 @@ class Lexer {
   private pushRedirect(op: string): void {
     this.endWord();
     if (this.expectTarget) this.flag('redirection without a target');
-    this.words.push({ text: op, redirect: true, redirectTarget: false, dynamic: false, glob: false, assignment: false });
+    this.words.push({ text: op, redirect: true, redirectTarget: false, dynamic: false, splits: false, glob: false, assignment: false });
     this.expectTarget = true;
   }
 
@@ -264,6 +272,7 @@ class Lexer {
         this.text += src.slice(this.i, end < 0 ? n : end + 1);
         this.inWord = true;
         this.dynamic = true;
+        this.splits = true;
         this.i = end < 0 ? n : end + 1;
         if (end < 0) this.flag('unbalanced backtick');
       } else if (c === DOLLAR) {
@@ -419,6 +428,7 @@ class Lexer {
       const end = findClosing(src, start + 1, LPAREN, RPAREN);
       this.text += src.slice(start, end);
       this.dynamic = true;
+      if (!inDouble) this.splits = true;
       this.i = end;
       return;
     }
@@ -427,6 +437,7 @@ class Lexer {
       const end = findClosing(src, start + 1, LBRACKET, RBRACKET);
       this.text += src.slice(start, end);
       this.dynamic = true;
+      if (!inDouble) this.splits = true;
       this.i = end;
       return;
     }
@@ -437,6 +448,7 @@ class Lexer {
       else if (!SIMPLE_PARAMETER.test(body)) this.flag('parameter expansion with operators');
       this.text += src.slice(start, end);
       this.dynamic = true;
+      if (!inDouble || body === '@') this.splits = true;
       this.i = end;
       return;
     }
@@ -459,6 +471,7 @@ class Lexer {
       while (j < n && isNameChar(src.charCodeAt(j))) j++;
       this.text += src.slice(start, j);
       this.dynamic = true;
+      if (!inDouble) this.splits = true;
       this.i = j;
       return;
     }
@@ -466,6 +479,7 @@ class Lexer {
         next === DOLLAR || next === BANG || next === 45) {
       this.text += src.slice(start, start + 2);
       this.dynamic = true;
+      if (!inDouble || next === 64) this.splits = true;
       this.i = start + 2;
       return;
     }
@@ -484,6 +498,7 @@ class Lexer {
         this.text = '';
         this.inWord = false;
         this.dynamic = false;
+        this.splits = false;
         this.glob = false;
       } else if (/^\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(this.text)) {
         this.flag('named file descriptor redirection');
@@ -532,6 +547,7 @@ class Lexer {
             redirect: true,
             redirectTarget: false,
             dynamic: false,
+            splits: false,
             glob: false,
             assignment: false,
           });
