@@ -13,7 +13,7 @@ export interface ExpressionContext {
   readonly risk: string;
   /** The post-hook input, with integral numbers as CEL ints. */
   readonly input: unknown;
-  /** The calling agent (`agentType`, `label`); empty when unknown. */
+  /** The calling agent (`agentType`, `label`); empty strings when unknown. */
   readonly agent: Record<string, unknown>;
   /** The dispatch's taint level, `'public'` when none. */
   readonly taint: string;

@@ -82,7 +82,7 @@ class CallState {
         tool: this.toolName,
         risk: this.riskClass,
         input: toCelValue(this.input),
-        agent: agent === undefined ? {} : agent.label === undefined ? { agentType: agent.agentType } : { agentType: agent.agentType, label: agent.label },
+        agent: { agentType: agent?.agentType ?? '', label: agent?.label ?? '' },
         taint: this.context.taint ?? 'public',
         target: this.target() ?? '',
       };
