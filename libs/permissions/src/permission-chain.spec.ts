@@ -201,7 +201,7 @@ describe('expression rules (CEL)', () => {
       expressions: [
         { id: 'big', when: 'tool == "transfer" && input.amount > 1000', effect: 'deny', reason: 'too large' },
         { when: 'agent.agentType == "intern" && risk != "read"', effect: 'ask' },
-        { when: 'input.n + 1 == 3', effect: 'ask' },
+        { when: 'has(input.n) && input.n + 1 == 3', effect: 'ask' },
       ],
     });
     expect(await evaluatePermission(chain, { name: 'transfer', risk: 'write' }, { amount: 5000 })).toMatchObject({
