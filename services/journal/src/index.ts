@@ -77,3 +77,7 @@ export {
   type RebuildResult,
 } from './rebuild/rebuild-projection';
 export { compareProjections, type ProjectionDifference } from './rebuild/compare-projections';
+
+export { startJournal } from './journal.service';
+export { loadJournalConfig, type JournalConfig } from './config';
+export { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';

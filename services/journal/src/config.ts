@@ -1,0 +1,40 @@
+import { z } from 'zod';
+
+const Env = z.object({
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  TOOLGATE_PREFIX: z.string().default('toolgate'),
+  JOURNAL_PORT: z.coerce.number().int().min(0).max(65535).default(8083),
+  /** PostgreSQL; when unset an embedded PGlite database on disk is used. */
+  DATABASE_URL: z.string().optional(),
+  JOURNAL_SCHEMA: z.string().optional(),
+  JOURNAL_PGLITE_PATH: z.string().default('.toolgate/journal-pglite'),
+  /** How often the approval timeout sweeper looks for expired approvals. */
+  JOURNAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
+  JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
+});
+
+export type JournalConfig = Readonly<{
+  natsUrl: string;
+  prefix: string;
+  port: number;
+  databaseUrl?: string;
+  schema?: string;
+  pglitePath: string;
+  sweepIntervalMs: number;
+  maxDeliver: number;
+}>;
+
+/** Parses the environment once; defaults live only here. */
+export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
+  const e = Env.parse(env);
+  return Object.freeze({
+    natsUrl: e.NATS_URL,
+    prefix: e.TOOLGATE_PREFIX,
+    port: e.JOURNAL_PORT,
+    ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
+    ...(e.JOURNAL_SCHEMA ? { schema: e.JOURNAL_SCHEMA } : {}),
+    pglitePath: e.JOURNAL_PGLITE_PATH,
+    sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
+    maxDeliver: e.JOURNAL_MAX_DELIVER,
+  });
+}

@@ -1,0 +1,68 @@
+import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
+import { bootstrapService, Readiness, type RunningService } from '@toolgate/service-kit';
+import { sql } from 'kysely';
+import { JournalModule } from './app.module';
+import type { JournalConfig } from './config';
+import { createDb } from './db/create-db';
+import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
+import { serveQueries } from './service/query-responder';
+
+/**
+ * Starts the journal: migrations (under the migrator's lock), the projection consumer on every
+ * journal event, the read queries, and the approval timeout sweeper.
+ */
+export async function startJournal(options: {
+  config: JournalConfig;
+  streams?: JournalStreamOptions;
+  logger?: false;
+  now?: () => Date;
+}): Promise<RunningService & { sweeper: ApprovalTimeoutSweeper }> {
+  const { config } = options;
+  const now = options.now ?? (() => new Date());
+  const handle = await createDb({
+    ...(config.databaseUrl ? { url: config.databaseUrl } : { pglitePath: config.pglitePath }),
+    ...(config.schema ? { schema: config.schema } : {}),
+  });
+  const service = await bootstrapService({
+    name: 'journal',
+    natsUrl: config.natsUrl,
+    prefix: config.prefix,
+    port: config.port,
+    ...(options.streams ? { streams: options.streams } : {}),
+    ...(options.logger === false ? { logger: false } : {}),
+    module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
+    transport: {
+      role: 'journal',
+      // One at a time: events of a dispatch are folded in stream order.
+      handlers: { '*': { concurrency: 1, maxDeliver: config.maxDeliver } },
+    },
+  });
+  service.app.get(Readiness).add({
+    name: 'database',
+    check: async () => {
+      await sql`select 1`.execute(handle.db);
+      return true;
+    },
+  });
+  const subscriptions = serveQueries(service.nc, service.subjects, handle.db);
+  const sweeper = new ApprovalTimeoutSweeper(
+    handle.db,
+    service.nc,
+    service.subjects,
+    service.app.get(JournalPublisher),
+    now,
+    (err) => console.error(`journal: sweeper: ${(err as Error)?.message ?? err}`),
+  );
+  sweeper.start(config.sweepIntervalMs);
+  const stop = service.stop;
+  return {
+    ...service,
+    sweeper,
+    async stop() {
+      await sweeper.stop();
+      for (const sub of subscriptions) sub.unsubscribe();
+      await stop();
+      await handle.db.destroy();
+    },
+  };
+}
