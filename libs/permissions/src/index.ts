@@ -69,3 +69,4 @@ export {
   type PermissionTool,
   type ProfilePermissions,
 } from './permission-types';
+export { checkFetchHost, type FetchHostVerdict } from './fetch-host-check';

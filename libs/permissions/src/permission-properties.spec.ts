@@ -1,0 +1,112 @@
+import fc from 'fast-check';
+import {
+  compilePermissionChain,
+  evaluatePermission,
+  matchShellCommand,
+  type PermissionRule,
+  type RiskClass,
+  type ShellVerdict,
+} from './index';
+
+const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
+
+const programs = ['npm', 'git', 'ls', 'rm', 'echo', 'cat', 'grep', 'sudo', 'bash', 'python'];
+const args = ['test', 'run', 'build', '-rf', '/', 'push', '--force', '-c', 'x', '"a b"', "'c;d'", '$HOME', '"$X"', '*', '2>&1', '> out', '-la'];
+const simpleCommand = fc
+  .tuple(fc.constantFrom(...programs), fc.array(fc.constantFrom(...args), { maxLength: 4 }))
+  .map(([p, a]) => [p, ...a].join(' '));
+const patternTables = fc.record({
+  allow: fc.array(fc.constantFrom('npm test', 'npm run *', 'git **', 'ls **', 'echo *', 'echo **', 'cat *', 'bash **', 'python **', 'rm *'), { maxLength: 5 }),
+  ask: fc.array(fc.constantFrom('git push **', 'npm run build', 'cat **'), { maxLength: 2 }),
+  deny: fc.array(fc.constantFrom('rm **', 'git push --force **', 'sudo **'), { maxLength: 2 }),
+});
+
+describe('shell matching properties', () => {
+  it('no command containing substitution, process substitution or a here-doc is ever allow', () => {
+    const construct = fc.constantFrom('$(id)', '`id`', '"$(id)"', '<(id)', '>(id)', '$((1+1))', "<<EOF\nid\nEOF", '<<-X\nid\nX', 'x$(id)y');
+    fc.assert(
+      fc.property(simpleCommand, construct, simpleCommand, fc.constantFrom(' ', '; ', ' && ', ' | '), patternTables, (a, c, b, sep, tables) => {
+        const permissive = { ...tables, allow: [...tables.allow, ...programs.map((p) => `${p} **`)] };
+        expect(matchShellCommand(`${a} ${c}${sep}${b}`, permissive)).not.toBe('allow');
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("the verdict of 'a; b' is the strictest of a and b", () => {
+    fc.assert(
+      fc.property(simpleCommand, simpleCommand, patternTables, (a, b, tables) => {
+        const va = matchShellCommand(a, tables);
+        const vb = matchShellCommand(b, tables);
+        const both = matchShellCommand(`${a}; ${b}`, tables);
+        expect(RANK[both]).toBe(Math.max(RANK[va], RANK[vb]));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('adding a deny pattern never weakens a verdict', () => {
+    fc.assert(
+      fc.property(simpleCommand, patternTables, fc.constantFrom('rm **', 'npm **', 'git push', 'echo *', 'ls -la', 'cat **'), (cmd, tables, extra) => {
+        const before = matchShellCommand(cmd, tables);
+        const after = matchShellCommand(cmd, { ...tables, deny: [...tables.deny, extra] });
+        expect(RANK[after]).toBeGreaterThanOrEqual(RANK[before]);
+        if (before === 'deny') expect(after).toBe('deny');
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+const risks: RiskClass[] = ['read', 'write', 'network', 'execute', 'destructive', 'undeclared'];
+const toolNames = ['shell', 'http_fetch', 'deploy', 'read_file', 'mcp__x'];
+const rule: fc.Arbitrary<PermissionRule> = fc
+  .record(
+    {
+      tool: fc.constantFrom(...toolNames),
+      risk: fc.subarray(risks, { minLength: 1 }),
+      argv: fc.constantFrom('rm **', 'git push *', 'npm test'),
+      domains: fc.constantFrom(['evil.example'], ['*.corp.example']),
+    },
+    { requiredKeys: [] },
+  )
+  .filter((r) => Object.keys(r).length > 0)
+  .map((r) => (r.argv !== undefined && r.tool !== undefined ? { ...r, tool: 'shell' } : r));
+const tool = fc.record({
+  name: fc.constantFrom(...toolNames),
+  risk: fc.option(fc.constantFrom('read', 'write', 'network', 'execute', 'destructive') as fc.Arbitrary<'read'>, { nil: undefined }),
+  needsApproval: fc.boolean(),
+});
+const input = fc.record({
+  command: fc.constantFrom('rm -rf /', 'git push origin', 'npm test', 'echo $(id)', 'ls; rm x'),
+  url: fc.constantFrom('https://evil.example/x', 'https://a.corp.example', 'nope'),
+});
+const layer = fc.record({ deny: fc.array(rule, { maxLength: 4 }), ask: fc.array(rule, { maxLength: 4 }) });
+const preset = fc.option(fc.constantFrom('strict', 'standard', 'open') as fc.Arbitrary<'open'>, { nil: undefined });
+
+describe('chain properties', () => {
+  it('no rule set yields allow through a rule', async () => {
+    await fc.assert(
+      fc.asyncProperty(layer, layer, preset, tool, input, async (engine, profile, p, t, i) => {
+        const chain = compilePermissionChain(engine, p === undefined ? profile : { ...profile, preset: p });
+        const d = await evaluatePermission(chain, t, i);
+        if (d.verdict === 'allow') expect(d.decidedBy).toBe('default');
+        if (d.decidedBy === 'deny-rule' || d.decidedBy === 'ask-rule') expect(d.verdict).not.toBe('allow');
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('adding a deny rule never turns a deny into anything weaker (nor weakens any verdict)', async () => {
+    await fc.assert(
+      fc.asyncProperty(layer, preset, rule, tool, input, async (engine, p, extra, t, i) => {
+        const profile = p === undefined ? {} : { preset: p };
+        const before = await evaluatePermission(compilePermissionChain(engine, profile), t, i);
+        const after = await evaluatePermission(compilePermissionChain({ ...engine, deny: [...engine.deny, extra] }, profile), t, i);
+        expect(RANK[after.verdict]).toBeGreaterThanOrEqual(RANK[before.verdict]);
+        if (before.verdict === 'deny') expect(after.verdict).toBe('deny');
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
