@@ -17,4 +17,5 @@ export { collectPatch, type CollectedPatch } from './lifecycle/patch-collector';
 export { createObjectStoreArtifacts, type ObjectStoreArtifactsOptions } from './nats/object-store-artifacts';
 export { journalPortOf } from './nats/journal-port';
 export { serveWorktreeRequests, type WorktreeRequestOptions, type WorktreeRequestServer } from './nats/worktree-request-handlers';
+export { loadWorktreeConfig, type WorktreeConfig } from './config';
 export { startWorktreeService, type WorktreeServiceOptions, type RunningWorktreeService } from './worktree.service';
