@@ -100,7 +100,7 @@ export const ListApprovalsRequestSchema = z.strictObject({
   tool: ToolNameSchema.optional(),
   /** Only approvals pending for at least this long. */
   minAgeMs: z.number().int().min(0).optional(),
-  status: z.enum(['pending', 'allowed', 'denied']).optional(),
+  status: z.enum(['pending', 'resolved', 'all']).optional(),
   limit: z.number().int().min(1).max(1000).default(100),
 });
 export type ListApprovalsRequest = z.input<typeof ListApprovalsRequestSchema>;

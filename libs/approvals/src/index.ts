@@ -1,0 +1,2 @@
+export { decideResolution, type ResolutionCommand } from './resolution-decider';
+export { publishResolution } from './resolution-publisher';

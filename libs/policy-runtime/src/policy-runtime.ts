@@ -1,0 +1,119 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, ToolgateError, type AgentRef, type Isolation, type Subjects, type Taint, type ToolRef } from '@toolgate/contracts';
+import {
+  checkFetchHost,
+  compilePolicyDocument,
+  DEFAULT_HOOK_TIMEOUT_MS,
+  evaluatePermission,
+  type CompiledPolicy,
+  type LayerClosures,
+  type PermissionChain,
+  type PermissionDecision,
+} from '@toolgate/permissions';
+import type { PolicyStore } from '@toolgate/registry';
+import { remoteCanUseTool, remoteHook } from './remote-closures';
+import { separationOfDuties, StoredPolicySchema, type RemoteLayer, type StoredPolicy } from './stored-policy';
+
+/** The facts of one call that the chain decides on. */
+export interface CallFacts {
+  tool: Pick<ToolRef, 'name' | 'risk' | 'needsApproval' | 'clearance'>;
+  input: unknown;
+  agent: AgentRef;
+  isolation: Isolation;
+  profile?: string | undefined;
+  taint?: Taint | undefined;
+}
+
+/** A decision and the policy revision it was reached under. */
+export interface RevisionedDecision {
+  decision: PermissionDecision;
+  revision: number;
+  /** Whether the submitter is barred from approving this call (for asks). */
+  separationOfDuties: boolean;
+}
+
+interface CompiledRevision {
+  revision: number;
+  policy: StoredPolicy;
+  compiled: CompiledPolicy;
+}
+
+/**
+ * Decides calls against a tenant's stored policy: compiles the tenant's policy once per revision
+ * (with its remote hooks adapted into closures), so a policy change takes effect on the next call
+ * without a restart, and the revision is recorded with every decision.
+ */
+export class PolicyRuntime {
+  private readonly byTenant = new Map<string, CompiledRevision>();
+
+  constructor(
+    private readonly store: PolicyStore,
+    private readonly nc: NatsConnection,
+    private readonly subjects: Subjects,
+  ) {}
+
+  /** The chain for a tenant and profile at the current revision. Unknown profiles throw (callers fail closed). */
+  chainFor(tenant: string, profile: string | undefined): { chain: PermissionChain; revision: number; separationOfDuties: boolean } {
+    const current = this.compiled(tenant);
+    return {
+      chain: current.compiled.chainFor(profile),
+      revision: current.revision,
+      separationOfDuties: separationOfDuties(current.policy, profile),
+    };
+  }
+
+  async decide(tenant: string, call: CallFacts): Promise<RevisionedDecision> {
+    const { chain, revision, separationOfDuties: sod } = this.chainFor(tenant, call.profile);
+    const decision = await evaluatePermission(chain, call.tool, call.input, {
+      agent: call.agent,
+      isolation: call.isolation,
+      ...(call.taint ? { taint: call.taint } : {}),
+      ...(call.profile ? { profile: call.profile } : {}),
+    });
+    return { decision, revision, separationOfDuties: sod };
+  }
+
+  /**
+   * Whether the fetch tool may connect to `host` for a tenant's call under `profile` (checked before
+   * every connection). Anything that goes wrong denies.
+   */
+  checkFetchHost(tenant: string, profile: string | undefined, host: string): 'allow' | 'deny' {
+    try {
+      return checkFetchHost(this.chainFor(tenant, profile).chain, host).verdict;
+    } catch {
+      return 'deny';
+    }
+  }
+
+  private compiled(tenant: string): CompiledRevision {
+    const { revision, document } = this.store.get(tenant);
+    const cached = this.byTenant.get(tenant);
+    if (cached?.revision === revision) return cached;
+    const parsed = StoredPolicySchema.safeParse(document);
+    if (!parsed.success) {
+      // Stored documents were validated when put; one that no longer parses denies everything.
+      throw new ToolgateError(ErrorCode.Config, 'the stored policy does not parse; every call is denied until it is fixed');
+    }
+    const policy = parsed.data;
+    const { remote, approvals: _approvals, ...doc } = policy;
+    const engineTimeout = doc.engine.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
+    const profiles: Record<string, LayerClosures> = {};
+    for (const [name, layer] of Object.entries(remote?.profiles ?? {})) {
+      profiles[name] = this.closures(tenant, layer, doc.profiles[name]?.hookTimeoutMs ?? engineTimeout);
+    }
+    const compiled = compilePolicyDocument(doc, {
+      ...(remote?.engine ? { engine: this.closures(tenant, remote.engine, engineTimeout) } : {}),
+      profiles,
+    });
+    const entry = { revision, policy, compiled };
+    this.byTenant.set(tenant, entry);
+    return entry;
+  }
+
+  private closures(tenant: string, layer: RemoteLayer, timeoutMs: number): LayerClosures {
+    return {
+      ...(layer.hooks ? { hooks: layer.hooks.map((h) => remoteHook(this.nc, this.subjects, tenant, h, timeoutMs)) } : {}),
+      ...(layer.canUseTool ? { canUseTool: remoteCanUseTool(this.nc, this.subjects, tenant, layer.canUseTool, timeoutMs) } : {}),
+    };
+  }
+}

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { ConfigError, SUBJECT_TOKEN_PATTERN } from '@toolgate/contracts';
+import { parsePolicyDocument, PolicyDocumentSchema, type PolicyDocument } from '@toolgate/permissions';
+
+/** A hook (or canUseTool) served by a team's service on `subjects.hook(tenant, name)`. */
+const RemoteClosureSchema = z.strictObject({
+  name: z.string().regex(SUBJECT_TOKEN_PATTERN, 'remote hook names are subject tokens ([A-Za-z0-9_-])'),
+  /** Deadline for the answer; a late or missing answer denies. Default: the layer's hookTimeoutMs. */
+  timeoutMs: z.number().int().positive().max(600_000).optional(),
+});
+export type RemoteClosure = z.infer<typeof RemoteClosureSchema>;
+
+const RemoteLayerSchema = z.strictObject({
+  hooks: z.array(RemoteClosureSchema).max(64).optional(),
+  canUseTool: RemoteClosureSchema.optional(),
+});
+export type RemoteLayer = z.infer<typeof RemoteLayerSchema>;
+
+/**
+ * The policy document as stored by the gateway: the permissions library's serialisable policy
+ * plus remote hooks and canUseTool per layer — closures cannot cross a process boundary, so a team
+ * names a service that answers on the bus instead.
+ */
+export const StoredPolicySchema = PolicyDocumentSchema.extend({
+  /** Approval settings: separation of duties (the submitter cannot approve its own call). */
+  approvals: z
+    .strictObject({
+      separationOfDuties: z.boolean().optional(),
+      profiles: z.record(z.string(), z.strictObject({ separationOfDuties: z.boolean().optional() })).optional(),
+    })
+    .optional(),
+  remote: z
+    .strictObject({
+      engine: RemoteLayerSchema.optional(),
+      profiles: z.record(z.string(), RemoteLayerSchema).optional(),
+    })
+    .optional(),
+});
+export type StoredPolicy = z.output<typeof StoredPolicySchema>;
+
+/**
+ * Validates a policy document completely — schema, rules, patterns, CEL expressions, presets — by
+ * compiling every layer once, so a bad policy is refused when it is put, never at first dispatch.
+ */
+export function validateStoredPolicy(document: unknown): StoredPolicy {
+  const parsed = StoredPolicySchema.safeParse(document);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    throw new ConfigError(`policy: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
+      details: { issues },
+    });
+  }
+  const policy = parsed.data;
+  for (const name of Object.keys(policy.remote?.profiles ?? {})) {
+    if (!(name in policy.profiles)) throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
+  }
+  const { remote: _remote, approvals: _approvals, ...permissions } = policy;
+  parsePolicyDocument(permissions);
+  return policy;
+}
+
+export type { PolicyDocument };
+
+/** Whether separation of duties applies to a profile's approvals (the profile's setting wins). */
+export function separationOfDuties(policy: StoredPolicy, profile: string | undefined): boolean {
+  const own = profile === undefined ? undefined : policy.approvals?.profiles?.[profile]?.separationOfDuties;
+  return own ?? policy.approvals?.separationOfDuties ?? false;
+}

@@ -1,0 +1,59 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { assertSubjectToken, ErrorCode, ToolgateError, type Subjects } from '@toolgate/contracts';
+import { KvCache } from './kv-cache';
+
+/** A tenant's policy document at a revision (the KV revision it was written at). */
+export interface PolicyAtRevision {
+  revision: number;
+  document: Record<string, unknown>;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Per-tenant permission policies, revisioned and hot-reloaded: the gateway writes, the evaluator
+ * reads from its in-memory mirror and records the revision each dispatch was decided under.
+ * Revision 0 means "no policy stored": the chain is then the empty one (allow, ask on needsApproval).
+ */
+export class PolicyStore {
+  private constructor(private readonly cache: KvCache<Record<string, unknown>>) {}
+
+  static async open(nc: NatsConnection, subjects: Subjects): Promise<PolicyStore> {
+    const cache = await KvCache.open<Record<string, unknown>>(nc, subjects.policyBucket, (raw) =>
+      typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null,
+    );
+    return new PolicyStore(cache);
+  }
+
+  get(tenant: string): PolicyAtRevision {
+    const entry = this.cache.get(tenant);
+    return entry ? { revision: entry.revision, document: entry.value } : { revision: 0, document: {} };
+  }
+
+  /**
+   * Stores a (validated) document. With `expectedRevision`, fails with `conflict` unless the
+   * current revision is that one (0: none stored yet).
+   */
+  async put(tenant: string, document: Record<string, unknown>, expectedRevision?: number): Promise<number> {
+    assertSubjectToken('tenant', tenant);
+    const body = encoder.encode(JSON.stringify(document));
+    let revision: number;
+    try {
+      if (expectedRevision === undefined) revision = await this.cache.kv.put(tenant, body);
+      else if (expectedRevision === 0) revision = await this.cache.kv.create(tenant, body);
+      else revision = await this.cache.kv.update(tenant, body, expectedRevision);
+    } catch (cause) {
+      if (expectedRevision === undefined) throw cause;
+      throw new ToolgateError(ErrorCode.Conflict, `policy changed since revision ${expectedRevision}`, {
+        details: { expectedRevision, currentRevision: this.get(tenant).revision },
+        cause,
+      });
+    }
+    await this.cache.waitFor(tenant, revision);
+    return revision;
+  }
+
+  stop(): void {
+    this.cache.stop();
+  }
+}

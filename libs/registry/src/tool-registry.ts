@@ -1,0 +1,117 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  assertSubjectToken,
+  compileJsonSchema,
+  ConfigError,
+  contractHash,
+  ErrorCode,
+  RegisteredToolSchema,
+  ToolgateError,
+  toolsetHash,
+  type ExecutorKind,
+  type RegisteredTool,
+  type Subjects,
+  type ToolView,
+} from '@toolgate/contracts';
+import { KvCache } from './kv-cache';
+
+const BUILTIN = '_builtin';
+const SERVED = '_served';
+
+interface StoredTool extends RegisteredTool {
+  contractHash: string;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The tool registry: tenants' registered contracts and the builtins the executor serves, in a KV
+ * bucket mirrored in memory. Keys: `<tenant>.<tool>` for a tenant's tools, `_builtin.<tool>` for
+ * builtins, `_served.<executor>` for the executors some tool-executor replica serves.
+ */
+export class ToolRegistry {
+  private constructor(private readonly cache: KvCache<StoredTool | { served: true }>) {}
+
+  static async open(nc: NatsConnection, subjects: Subjects): Promise<ToolRegistry> {
+    const cache = await KvCache.open<StoredTool | { served: true }>(nc, subjects.toolsBucket, (raw) => {
+      if (typeof raw === 'object' && raw !== null && (raw as { served?: unknown }).served === true) return { served: true };
+      const parsed = RegisteredToolSchema.extend({ contractHash: RegisteredToolSchema.shape.name }).safeParse(raw);
+      if (!parsed.success) return null;
+      return { ...parsed.data, contractHash: contractHash(parsed.data) };
+    });
+    return new ToolRegistry(cache);
+  }
+
+  /** Announces builtins and the executors this process serves (the tool-executor calls this). */
+  async announce(builtins: RegisteredTool[], executors: ExecutorKind[]): Promise<void> {
+    for (const tool of builtins) {
+      const stored = { ...tool, contractHash: contractHash(tool) };
+      const current = this.cache.get(`${BUILTIN}.${tool.name}`);
+      if (current && 'contractHash' in current.value && current.value.contractHash === stored.contractHash) continue;
+      const rev = await this.cache.kv.put(`${BUILTIN}.${tool.name}`, encoder.encode(JSON.stringify(stored)));
+      await this.cache.waitFor(`${BUILTIN}.${tool.name}`, rev);
+    }
+    for (const executor of executors) {
+      if (this.cache.get(`${SERVED}.${executor}`)) continue;
+      const rev = await this.cache.kv.put(`${SERVED}.${executor}`, encoder.encode(JSON.stringify({ served: true })));
+      await this.cache.waitFor(`${SERVED}.${executor}`, rev);
+    }
+  }
+
+  /**
+   * Registers (or replaces) a tenant's tool. Throws a ConfigError for a schema outside the supported
+   * subset, a name taken by a builtin, or an executor nothing serves (`executor-unregistered`).
+   */
+  async register(tenant: string, tool: RegisteredTool): Promise<ToolView> {
+    assertSubjectToken('tenant', tenant);
+    compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
+    if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
+      throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, { details: { tool: tool.name } });
+    }
+    const executor = tool.policy.executor;
+    if (executor === 'inprocess' || !this.cache.get(`${SERVED}.${executor}`)) {
+      throw new ToolgateError(
+        ErrorCode.ExecutorUnregistered,
+        executor === 'inprocess'
+          ? `in-process tools are Toolgate's builtins; serve ${tool.name} from your own worker with executor "remote"`
+          : `no tool-executor serves the "${executor}" executor`,
+        { details: { tool: tool.name, executor } },
+      );
+    }
+    const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
+    const key = `${tenant}.${tool.name}`;
+    const rev = await this.cache.kv.put(key, encoder.encode(JSON.stringify(stored)));
+    await this.cache.waitFor(key, rev);
+    return view(stored, false);
+  }
+
+  /** The tool a tenant's dispatch names: its own registration, else a builtin. */
+  resolve(tenant: string, name: string): ToolView | undefined {
+    const own = this.cache.get(`${tenant}.${name}`)?.value;
+    if (own && 'contractHash' in own) return view(own, false);
+    const builtin = this.cache.get(`${BUILTIN}.${name}`)?.value;
+    if (builtin && 'contractHash' in builtin) return view(builtin, true);
+    return undefined;
+  }
+
+  /** Every tool a tenant can call, and the toolsetHash over their contracts. */
+  list(tenant: string): { tools: ToolView[]; toolsetHash: string } {
+    const byName = new Map<string, ToolView>();
+    for (const [, entry] of this.cache.list(`${BUILTIN}.`)) {
+      if ('contractHash' in entry.value) byName.set(entry.value.name, view(entry.value, true));
+    }
+    for (const [, entry] of this.cache.list(`${tenant}.`)) {
+      if ('contractHash' in entry.value) byName.set(entry.value.name, view(entry.value, false));
+    }
+    const tools = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    return { tools, toolsetHash: toolsetHash(tools.map(({ name, description, parameters, version }) => ({ name, description, parameters, ...(version === undefined ? {} : { version }) }))) };
+  }
+
+  stop(): void {
+    this.cache.stop();
+  }
+}
+
+function view(tool: StoredTool, builtin: boolean): ToolView {
+  return { ...tool, builtin };
+}

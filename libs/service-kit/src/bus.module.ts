@@ -1,0 +1,40 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Subjects } from '@toolgate/contracts';
+import { JournalPublisher } from '@toolgate/bus';
+import { HealthController, Readiness } from './health';
+
+/** Injection tokens for what every service shares. */
+export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
+export const SUBJECTS = Symbol('SUBJECTS');
+
+/**
+ * Provides the service's NATS connection, its subjects, the journal publisher and health.
+ * The connection is opened by the service's bootstrap (it must exist before the transport starts)
+ * and drained by it on shutdown.
+ */
+@Global()
+@Module({})
+export class BusModule {
+  static forRoot(nc: NatsConnection, subjects: Subjects): DynamicModule {
+    return {
+      module: BusModule,
+      controllers: [HealthController],
+      providers: [
+        { provide: NATS_CONNECTION, useValue: nc },
+        { provide: SUBJECTS, useValue: subjects },
+        { provide: JournalPublisher, useFactory: () => new JournalPublisher(jetstream(nc), subjects) },
+        {
+          provide: Readiness,
+          useFactory: () => {
+            const readiness = new Readiness();
+            readiness.add({ name: 'nats', check: () => !nc.isClosed() && !nc.isDraining() });
+            return readiness;
+          },
+        },
+      ],
+      exports: [NATS_CONNECTION, SUBJECTS, JournalPublisher, Readiness],
+    };
+  }
+}

@@ -1,0 +1,92 @@
+import 'reflect-metadata';
+import { Logger, type INestApplication, type LoggerService } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
+import type { PoisonReport } from '@toolgate/bus';
+import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
+import { Readiness } from './health';
+import type { JournalStreamOptions } from '@toolgate/bus';
+
+export interface ServiceBootstrapOptions {
+  /** Service name: the NATS connection name and the log context. */
+  name: string;
+  natsUrl: string;
+  prefix: string;
+  /** HTTP port for health (and the gateway's API); 0 picks a free one. */
+  port: number;
+  host?: string;
+  /** Builds the root module once the connection exists. */
+  module(nc: NatsConnection, subjects: Subjects): unknown;
+  /** The JetStream transport, when the service consumes journal events. */
+  transport?: {
+    role: ConsumerRole;
+    handlers?: Record<string, JetStreamHandlerOptions>;
+    onPoison?(app: INestApplication, report: PoisonReport): Promise<void>;
+  };
+  streams?: JournalStreamOptions;
+  logger?: LoggerService | false;
+  /** Adjusts the application before it listens (filters, body limits). */
+  configure?(app: INestApplication): void;
+}
+
+export interface RunningService {
+  name: string;
+  app: INestApplication;
+  nc: NatsConnection;
+  subjects: Subjects;
+  /** The HTTP address the service listens on. */
+  url: string;
+  /** Graceful shutdown: fail readiness, stop pulling, finish in-flight work, close HTTP, drain NATS. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts one service: NATS connection, Nest application with health endpoints, the JetStream
+ * transport for its handlers, and HTTP. The same function runs a service in its own process and
+ * all five in one.
+ */
+export async function bootstrapService(options: ServiceBootstrapOptions): Promise<RunningService> {
+  const subjects = createSubjects(options.prefix);
+  const nc = await connect({ servers: options.natsUrl, name: `toolgate-${options.name}`, maxReconnectAttempts: -1 });
+  const app = await NestFactory.create(options.module(nc, subjects) as never, {
+    logger: options.logger ?? new Logger(options.name),
+    abortOnError: false,
+  });
+  options.configure?.(app);
+  if (options.transport) {
+    const transport = options.transport;
+    app.connectMicroservice(
+      {
+        strategy: new JetStreamServer({
+          nc,
+          subjects,
+          role: transport.role,
+          ...(options.streams ? { streams: options.streams } : {}),
+          ...(transport.handlers ? { handlers: transport.handlers } : {}),
+          ...(transport.onPoison ? { onPoison: (report) => transport.onPoison!(app, report) } : {}),
+        }),
+      },
+      { inheritAppConfig: true },
+    );
+    await app.startAllMicroservices();
+  }
+  await app.listen(options.port, options.host ?? '0.0.0.0');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  let stopping: Promise<void> | undefined;
+  return {
+    name: options.name,
+    app,
+    nc,
+    subjects,
+    url,
+    stop() {
+      stopping ??= (async () => {
+        app.get(Readiness).drain();
+        await app.close(); // closes the transport (waits for in-flight handlers), then HTTP
+        if (!nc.isClosed()) await nc.drain();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import {
+  ApiOperation,
+  ErrorCode,
+  GetDispatchRequestSchema,
+  GetRunRequestSchema,
+  ListApprovalsRequestSchema,
+  PutPolicyRequestSchema,
+  RegisterToolRequestSchema,
+  RegisteredToolSchema,
+  ToolgateError,
+  type ListToolsResponse,
+  type ToolView,
+} from '@toolgate/contracts';
+import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
+import { TokenAuth, type Principal } from '../auth/token-auth';
+import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
+import type { ApprovalResolver } from '../approvals/approval-resolver';
+import type { PolicyGate } from '../policy/policy-gate';
+import type { JournalQueries } from './journal-queries';
+import { parseRequest } from './parse-request';
+
+/** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
+type Operation = { scope: 'dispatch' | 'approve' | 'admin'; run(principal: Principal, body: unknown): Promise<unknown> };
+
+/**
+ * Every gateway operation, independent of the edge that carries it. Each one authorises the
+ * principal, validates its body and throws typed errors; the HTTP controller and the NATS responder
+ * only translate.
+ */
+export class GatewayApi {
+  readonly operations: Readonly<Record<ApiOperation, Operation>>;
+
+  constructor(
+    readonly auth: TokenAuth,
+    private readonly registry: ToolRegistry,
+    private readonly policies: PolicyStore,
+    private readonly policyGate: PolicyGate,
+    private readonly submitter: DispatchSubmitter,
+    private readonly approvals: ApprovalResolver,
+    private readonly queries: JournalQueries,
+  ) {
+    this.operations = {
+      [ApiOperation.RegisterTool]: { scope: 'admin', run: (p, b) => this.registerTool(p, b) },
+      [ApiOperation.ListTools]: { scope: 'dispatch', run: async (p) => this.listTools(p) },
+      [ApiOperation.SubmitDispatch]: { scope: 'dispatch', run: (p, b) => this.submitter.submit(p, b) },
+      [ApiOperation.GetDispatch]: {
+        scope: 'dispatch',
+        run: (p, b) => this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
+      },
+      [ApiOperation.GetRun]: {
+        scope: 'dispatch',
+        run: (p, b) => this.queries.ask('run.get', p.tenant, parseRequest(GetRunRequestSchema, b)),
+      },
+      [ApiOperation.PutPolicy]: { scope: 'admin', run: (p, b) => this.putPolicy(p, b) },
+      [ApiOperation.GetPolicy]: { scope: 'dispatch', run: async (p) => this.policies.get(p.tenant) },
+      [ApiOperation.EvaluatePolicy]: { scope: 'dispatch', run: (p, b) => this.policyGate.evaluate(p.tenant, b) },
+      [ApiOperation.ListApprovals]: {
+        scope: 'approve',
+        run: (p, b) => this.queries.ask('approvals.list', p.tenant, parseRequest(ListApprovalsRequestSchema, b)),
+      },
+      [ApiOperation.ResolveApproval]: { scope: 'approve', run: (p, b) => this.approvals.resolve(p, b) },
+    };
+  }
+
+  /** Authenticates, authorises and runs one operation. */
+  async call(operation: ApiOperation, authorization: string | undefined, body: unknown): Promise<unknown> {
+    const op = this.operations[operation];
+    if (!op) throw new ToolgateError(ErrorCode.NotFound, `unknown operation ${String(operation)}`);
+    const principal = this.auth.authenticate(authorization);
+    TokenAuth.require(principal, op.scope);
+    return op.run(principal, body);
+  }
+
+  private async registerTool(principal: Principal, body: unknown): Promise<ToolView & { toolsetHash: string }> {
+    const req = parseRequest(RegisterToolRequestSchema, body);
+    const tool = parseRequest(RegisteredToolSchema, { ...req.tool, policy: req.tool.policy ?? {} });
+    const view = await this.registry.register(principal.tenant, tool);
+    return { ...view, toolsetHash: this.registry.list(principal.tenant).toolsetHash };
+  }
+
+  private listTools(principal: Principal): ListToolsResponse {
+    return this.registry.list(principal.tenant);
+  }
+
+  private async putPolicy(principal: Principal, body: unknown): Promise<{ revision: number }> {
+    const req = parseRequest(PutPolicyRequestSchema, body);
+    const document = this.policyGate.validate(req.document);
+    const revision = await this.policies.put(principal.tenant, document, req.expectedRevision);
+    return { revision };
+  }
+}

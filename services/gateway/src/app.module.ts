@@ -1,0 +1,52 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Subjects } from '@toolgate/contracts';
+import { JournalPublisher } from '@toolgate/bus';
+import { PolicyRuntime } from '@toolgate/policy-runtime';
+import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
+import { BusModule } from '@toolgate/service-kit';
+import { GatewayApi } from './api/gateway-api';
+import { JournalQueries } from './api/journal-queries';
+import { ApprovalResolver } from './approvals/approval-resolver';
+import { TokenAuth } from './auth/token-auth';
+import type { GatewayConfig } from './config';
+import { DispatchSubmitter } from './dispatch/dispatch-submitter';
+import { ApprovalEventsController } from './http/approval-events.controller';
+import { GatewayController } from './http/gateway.controller';
+import { PolicyGate } from './policy/policy-gate';
+
+@Module({})
+export class GatewayModule {
+  static forRoot(
+    nc: NatsConnection,
+    subjects: Subjects,
+    config: GatewayConfig,
+    registry: ToolRegistry,
+    policies: PolicyStore,
+  ): DynamicModule {
+    return {
+      module: GatewayModule,
+      imports: [BusModule.forRoot(nc, subjects)],
+      controllers: [GatewayController, ApprovalEventsController],
+      providers: [
+        {
+          provide: GatewayApi,
+          inject: [JournalPublisher],
+          useFactory: (publisher: JournalPublisher) => {
+            const now = () => new Date();
+            const queries = new JournalQueries(nc, subjects, config.requestTimeoutMs);
+            return new GatewayApi(
+              new TokenAuth(config.tokens),
+              registry,
+              policies,
+              new PolicyGate(new PolicyRuntime(policies, nc, subjects), registry),
+              new DispatchSubmitter(nc, subjects, publisher, registry, { waitDefaultMs: config.waitDefaultMs, now }),
+              new ApprovalResolver(nc, subjects, publisher, queries, now),
+              queries,
+            );
+          },
+        },
+      ],
+    };
+  }
+}

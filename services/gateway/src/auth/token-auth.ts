@@ -1,0 +1,44 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ErrorCode, ToolgateError, type Scope } from '@toolgate/contracts';
+import type { TokenGrant } from '../config';
+
+/** Who is calling: resolved from a bearer token. */
+export interface Principal {
+  tenant: string;
+  identity: string;
+  scopes: ReadonlySet<Scope>;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * Verifies bearer tokens against the configured grants. Tokens are compared as sha256 digests in
+ * constant time, and no error message ever contains a token.
+ */
+export class TokenAuth {
+  private readonly grants: { digest: Buffer; principal: Principal }[];
+
+  constructor(grants: readonly TokenGrant[]) {
+    this.grants = grants.map((g) => ({
+      digest: g.tokenSha256 ? Buffer.from(g.tokenSha256, 'hex') : sha256(g.token!),
+      principal: { tenant: g.tenant, identity: g.identity, scopes: new Set(g.scopes) },
+    }));
+  }
+
+  /** Resolves an `Authorization` header value (`Bearer <token>`). */
+  authenticate(authorization: string | undefined | null): Principal {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) throw new ToolgateError(ErrorCode.Unauthorized, 'missing bearer token');
+    const digest = sha256(match[1]!);
+    let found: Principal | undefined;
+    for (const g of this.grants) if (timingSafeEqual(g.digest, digest)) found = g.principal;
+    if (!found) throw new ToolgateError(ErrorCode.Unauthorized, 'invalid bearer token');
+    return found;
+  }
+
+  /** Throws `forbidden` unless the principal holds `scope` (admin holds every scope). */
+  static require(principal: Principal, scope: Scope): void {
+    if (principal.scopes.has(scope) || principal.scopes.has('admin')) return;
+    throw new ToolgateError(ErrorCode.Forbidden, `this token lacks the "${scope}" scope`, { details: { scope } });
+  }
+}

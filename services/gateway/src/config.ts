@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { ScopeSchema } from '@toolgate/contracts';
+
+/** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
+export const TokenGrantSchema = z
+  .strictObject({
+    /** The token itself, or (preferred in production) its sha256 hex digest. */
+    token: z.string().min(16).optional(),
+    tokenSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    tenant: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/),
+    scopes: z.array(ScopeSchema).min(1),
+    identity: z.string().min(1).max(256),
+  })
+  .refine((g) => Boolean(g.token) !== Boolean(g.tokenSha256), 'give exactly one of token or tokenSha256');
+export type TokenGrant = z.infer<typeof TokenGrantSchema>;
+
+const Env = z.object({
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  TOOLGATE_PREFIX: z.string().default('toolgate'),
+  GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  GATEWAY_HOST: z.string().default('0.0.0.0'),
+  /** JSON array of token grants; or a path to a file holding it in TOOLGATE_TOKENS_FILE. */
+  TOOLGATE_TOKENS: z.string().optional(),
+  TOOLGATE_TOKENS_FILE: z.string().optional(),
+  /** Default and maximum time `wait` blocks for a settled result. */
+  GATEWAY_WAIT_DEFAULT_MS: z.coerce.number().int().min(0).default(30_000),
+  GATEWAY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+});
+
+export interface GatewayConfig {
+  natsUrl: string;
+  prefix: string;
+  port: number;
+  host: string;
+  tokens: TokenGrant[];
+  waitDefaultMs: number;
+  requestTimeoutMs: number;
+}
+
+/** Parses the environment once; defaults live only here. Token values never appear in errors. */
+export function loadGatewayConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => string): Readonly<GatewayConfig> {
+  const e = Env.parse(env);
+  const raw = e.TOOLGATE_TOKENS ?? (e.TOOLGATE_TOKENS_FILE ? readFile(e.TOOLGATE_TOKENS_FILE) : undefined);
+  let tokens: TokenGrant[] = [];
+  if (raw !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new Error('TOOLGATE_TOKENS is not valid JSON');
+    }
+    const parsed = z.array(TokenGrantSchema).safeParse(json);
+    if (!parsed.success) {
+      // Only paths and messages: never the values, which are secrets.
+      const where = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+      throw new Error(`TOOLGATE_TOKENS is invalid: ${where}`);
+    }
+    tokens = parsed.data;
+  }
+  return Object.freeze({
+    natsUrl: e.NATS_URL,
+    prefix: e.TOOLGATE_PREFIX,
+    port: e.GATEWAY_PORT,
+    host: e.GATEWAY_HOST,
+    tokens,
+    waitDefaultMs: e.GATEWAY_WAIT_DEFAULT_MS,
+    requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_MS,
+  });
+}

@@ -1,0 +1,48 @@
+import type { JournalStreamOptions } from '@toolgate/bus';
+import { PolicyStore, ToolRegistry } from '@toolgate/registry';
+import { bootstrapService, type RunningService } from '@toolgate/service-kit';
+import { connect } from '@nats-io/transport-node';
+import { createSubjects } from '@toolgate/contracts';
+import { GatewayApi } from './api/gateway-api';
+import { serveNatsApi } from './api/nats-api.responder';
+import { GatewayModule } from './app.module';
+import type { GatewayConfig } from './config';
+import { HttpErrorFilter } from './http/error.filter';
+
+/** Starts the gateway: HTTP API, the same operations over NATS request/reply, tool registry and policies. */
+export async function startGateway(options: {
+  config: GatewayConfig;
+  streams?: JournalStreamOptions;
+  logger?: false;
+}): Promise<RunningService> {
+  const { config } = options;
+  const kvConnection = await connect({ servers: config.natsUrl, name: 'toolgate-gateway-kv' });
+  const subjects = createSubjects(config.prefix);
+  const registry = await ToolRegistry.open(kvConnection, subjects);
+  const policies = await PolicyStore.open(kvConnection, subjects);
+  const service = await bootstrapService({
+    name: 'gateway',
+    natsUrl: config.natsUrl,
+    prefix: config.prefix,
+    port: config.port,
+    host: config.host,
+    ...(options.streams ? { streams: options.streams } : {}),
+    ...(options.logger === false ? { logger: false } : {}),
+    module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),
+    configure: (app) => {
+      app.useGlobalFilters(new HttpErrorFilter());
+    },
+  });
+  const subscriptions = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
+  const stop = service.stop;
+  return {
+    ...service,
+    async stop() {
+      for (const sub of subscriptions) sub.unsubscribe();
+      await stop();
+      registry.stop();
+      policies.stop();
+      await kvConnection.drain();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import { EvaluatePolicyRequestSchema, ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { validateStoredPolicy, type PolicyRuntime } from '@toolgate/policy-runtime';
+import type { ToolRegistry } from '@toolgate/registry';
+import { parseRequest } from '../api/parse-request';
+
+/**
+ * The gateway's policy edge: validates documents before they are stored (a bad rule is refused at
+ * put time, never at first dispatch) and dry-runs the chain for a hypothetical call.
+ */
+export class PolicyGate {
+  constructor(
+    private readonly runtime: PolicyRuntime,
+    private readonly registry: ToolRegistry,
+  ) {}
+
+  validate(document: Record<string, unknown>): Record<string, unknown> {
+    validateStoredPolicy(document);
+    return document;
+  }
+
+  async evaluate(tenant: string, body: unknown) {
+    const req = parseRequest(EvaluatePolicyRequestSchema, body);
+    const tool = this.registry.resolve(tenant, req.tool);
+    if (!tool) throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, { details: { tool: req.tool } });
+    const { decision, revision } = await this.runtime.decide(tenant, {
+      tool: { name: tool.name, risk: tool.policy.risk, needsApproval: tool.policy.needsApproval, clearance: tool.policy.clearance },
+      input: req.input,
+      agent: req.agent,
+      isolation: req.isolation,
+      profile: req.profile,
+      taint: req.taint,
+    });
+    return { ...decision, policyRevision: revision };
+  }
+}

@@ -1,0 +1,120 @@
+import {
+  approvalKey,
+  ErrorCode,
+  inputDigest,
+  journalEvent,
+  type DecidedEvent,
+  type JournalEvent,
+  type RequestedEvent,
+} from '@toolgate/contracts';
+import type { PermissionDecision } from '@toolgate/permissions';
+
+/** The policy's answer for one requested call, with what it was decided under. */
+export interface ChainAnswer {
+  decision: Pick<PermissionDecision, 'verdict' | 'decidedBy' | 'rule' | 'reason' | 'input' | 'advisory' | 'approval'>;
+  revision: number;
+  separationOfDuties: boolean;
+}
+
+const DEFAULT_APPROVAL = { timeoutMs: 86_400_000, onTimeout: 'deny' as const };
+
+/** The `decided` event for a requested call (pure: time comes in). */
+export function decidedFor(requested: RequestedEvent, answer: ChainAnswer, at: Date): DecidedEvent {
+  const { decision } = answer;
+  return journalEvent({
+    type: 'decided',
+    id: `${requested.dispatchId}:decided`,
+    tenant: requested.tenant,
+    runId: requested.runId,
+    dispatchId: requested.dispatchId,
+    at: at.toISOString(),
+    causationId: requested.id,
+    verdict: decision.verdict,
+    decidedBy: decision.decidedBy,
+    ...(decision.rule !== undefined ? { rule: decision.rule } : {}),
+    ...(decision.reason ? { reason: decision.reason.slice(0, 2048) } : {}),
+    policyRevision: answer.revision,
+    inputDigest: inputDigest(decision.input),
+    input: decision.input ?? null,
+    advisory: [...decision.advisory],
+    tool: requested.tool,
+    agent: requested.agent,
+    isolation: requested.isolation,
+    ...(requested.profile ? { profile: requested.profile } : {}),
+  });
+}
+
+/**
+ * What follows a decision (pure): a deny settles the dispatch with the policy reason (what the
+ * model sees); an ask parks it with its approval key, expiry and timeout decision; an allow needs
+ * nothing more from the evaluator (the executor acts on `decided`).
+ */
+export function followUpsFor(
+  requested: RequestedEvent,
+  decided: DecidedEvent,
+  answer: Pick<ChainAnswer, 'separationOfDuties'> & { approval?: { timeoutMs: number; onTimeout: 'allow' | 'deny' } | undefined },
+  at: Date,
+): JournalEvent[] {
+  const base = {
+    tenant: decided.tenant,
+    runId: decided.runId,
+    dispatchId: decided.dispatchId,
+    at: at.toISOString(),
+    causationId: decided.id,
+  };
+  if (decided.verdict === 'deny') {
+    return [
+      journalEvent({
+        ...base,
+        type: 'settled',
+        id: `${decided.dispatchId}:settled`,
+        toolName: decided.tool.name,
+        outcome: 'denied',
+        error: {
+          code: ErrorCode.Denied,
+          message: decided.reason ?? `${decided.tool.name} was denied by policy (${decided.decidedBy})`,
+          details: { decidedBy: decided.decidedBy, policyRevision: decided.policyRevision },
+        },
+        durationMs: 0,
+        attempt: 0,
+        verdict: 'deny',
+        decidedBy: decided.decidedBy,
+        ...(decided.rule !== undefined ? { rule: decided.rule } : {}),
+      }),
+    ];
+  }
+  if (decided.verdict === 'ask') {
+    const approval = answer.approval ?? DEFAULT_APPROVAL;
+    return [
+      journalEvent({
+        ...base,
+        type: 'suspended',
+        id: `${decided.dispatchId}:suspended`,
+        approvalKey: approvalKey(decided.tool.name, decided.input),
+        inputDigest: decided.inputDigest,
+        policyRevision: decided.policyRevision,
+        tool: decided.tool,
+        input: decided.input,
+        agent: decided.agent,
+        isolation: decided.isolation,
+        ...(decided.profile ? { profile: decided.profile } : {}),
+        decidedBy: decided.decidedBy,
+        ...(decided.rule !== undefined ? { rule: decided.rule } : {}),
+        submittedBy: requested.submittedBy,
+        expiresAt: new Date(Date.parse(decided.at) + approval.timeoutMs).toISOString(),
+        onTimeout: approval.onTimeout,
+        separationOfDuties: answer.separationOfDuties,
+      }),
+    ];
+  }
+  return [];
+}
+
+/** A chain that failed to evaluate (bad stored policy, unknown profile): fail closed. */
+export function failClosedAnswer(input: unknown, reason: string): ChainAnswer {
+  return {
+    decision: { verdict: 'deny', decidedBy: 'default', reason, input, advisory: [] },
+    revision: 0,
+    separationOfDuties: false,
+  };
+}

@@ -1,0 +1,2 @@
+export { startPermissionEvaluator } from './permission-evaluator.service';
+export { loadEvaluatorConfig, type EvaluatorConfig } from './config';

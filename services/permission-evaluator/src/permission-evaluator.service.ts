@@ -1,0 +1,48 @@
+import { connect } from '@nats-io/transport-node';
+import { createSubjects } from '@toolgate/contracts';
+import type { JournalStreamOptions } from '@toolgate/bus';
+import { PolicyRuntime } from '@toolgate/policy-runtime';
+import { PolicyStore } from '@toolgate/registry';
+import { bootstrapService, settlePoisonedDispatch, type RunningService } from '@toolgate/service-kit';
+import { PermissionEvaluatorModule } from './app.module';
+import type { EvaluatorConfig } from './config';
+
+/** Starts the permission-evaluator: the tenant policies (hot-reloaded) and its consumer on `requested`. */
+export async function startPermissionEvaluator(options: {
+  config: EvaluatorConfig;
+  streams?: JournalStreamOptions;
+  logger?: false;
+}): Promise<RunningService> {
+  const { config } = options;
+  // The policy mirror has its own connection: it must be up before the consumer starts deciding.
+  const kvConnection = await connect({ servers: config.natsUrl, name: 'toolgate-permission-evaluator-kv' });
+  const subjects = createSubjects(config.prefix);
+  const store = await PolicyStore.open(kvConnection, subjects);
+  let runtime: PolicyRuntime | undefined;
+  const service = await bootstrapService({
+    name: 'permission-evaluator',
+    natsUrl: config.natsUrl,
+    prefix: config.prefix,
+    port: config.port,
+    ...(options.streams ? { streams: options.streams } : {}),
+    ...(options.logger === false ? { logger: false } : {}),
+    module: (nc, s) => {
+      runtime = new PolicyRuntime(store, nc, s);
+      return PermissionEvaluatorModule.forRoot(nc, s, runtime);
+    },
+    transport: {
+      role: 'evaluator',
+      handlers: { requested: { concurrency: config.concurrency, maxDeliver: config.maxDeliver } },
+      onPoison: (app, report) => settlePoisonedDispatch(kvConnection, subjects, report),
+    },
+  });
+  const stop = service.stop;
+  return {
+    ...service,
+    async stop() {
+      await stop();
+      store.stop();
+      await kvConnection.drain();
+    },
+  };
+}

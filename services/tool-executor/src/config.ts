@@ -1,0 +1,57 @@
+import { z } from 'zod';
+
+const list = z
+  .string()
+  .optional()
+  .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined));
+
+const Env = z.object({
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  TOOLGATE_PREFIX: z.string().default('toolgate'),
+  EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
+  /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
+  EXECUTOR_CWD: z.string().default(process.cwd()),
+  EXECUTOR_READ_PATHS: list,
+  EXECUTOR_WRITE_PATHS: list,
+  /** Host environment variables a shell tool may see (comma-separated); default: a safe list. */
+  EXECUTOR_ENV_ALLOWLIST: list,
+  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  EXECUTOR_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
+  EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
+  EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
+  EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+});
+
+export type ExecutorConfig = Readonly<{
+  natsUrl: string;
+  prefix: string;
+  port: number;
+  cwd: string;
+  readPaths?: string[];
+  writePaths?: string[];
+  envAllowlist?: string[];
+  concurrency: number;
+  defaultTimeoutMs: number;
+  ackWaitMs: number;
+  maxDeliver: number;
+  worktreeTimeoutMs: number;
+}>;
+
+/** Parses the environment once; defaults live only here. */
+export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
+  const e = Env.parse(env);
+  return Object.freeze({
+    natsUrl: e.NATS_URL,
+    prefix: e.TOOLGATE_PREFIX,
+    port: e.EXECUTOR_PORT,
+    cwd: e.EXECUTOR_CWD,
+    ...(e.EXECUTOR_READ_PATHS ? { readPaths: e.EXECUTOR_READ_PATHS } : {}),
+    ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
+    ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),
+    concurrency: e.EXECUTOR_CONCURRENCY,
+    defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,
+    ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
+    maxDeliver: e.EXECUTOR_MAX_DELIVER,
+    worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+  });
+}

@@ -1,0 +1,70 @@
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, isWireError, type AgentRef, type Isolation, type Subjects, type WireError } from '@toolgate/contracts';
+import type { ToolRunOutcome } from '@toolgate/tools';
+import { injectTraceContext } from '@toolgate/telemetry';
+
+/**
+ * The request a remote tool worker receives on `subjects.remoteTool(tenant, tool)` (queue group =
+ * subject, so replicas of a worker share the load). The worker validates `input` against its own
+ * schema, runs the tool and replies with a {@link ToolRunOutcome}. The SDK's `serveTool` does this.
+ */
+export interface RemoteToolRequest {
+  dispatchId: string;
+  tenant: string;
+  runId: string;
+  toolName: string;
+  contractHash: string;
+  input: unknown;
+  agent: AgentRef;
+  isolation: Isolation;
+  cwd?: string;
+  /** Milliseconds the worker has before the executor gives up on it. */
+  deadlineMs: number;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Runs a tool on a team's worker over NATS request/reply. Never throws: failures are outcomes. */
+export async function runRemoteTool(
+  nc: NatsConnection,
+  subjects: Subjects,
+  request: RemoteToolRequest,
+): Promise<ToolRunOutcome> {
+  const { subject } = subjects.remoteTool(request.tenant, request.toolName);
+  try {
+    const reply = await nc.request(subject, encoder.encode(JSON.stringify(request)), {
+      timeout: request.deadlineMs,
+      headers: injectTraceContext(natsHeaders()),
+    });
+    return parseOutcome(reply.data);
+  } catch (err) {
+    const code = (err as { code?: string; name?: string })?.name;
+    if (code === 'NoRespondersError' || /no responders/i.test((err as Error)?.message ?? '')) {
+      return failure(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`);
+    }
+    if (code === 'TimeoutError' || /timeout/i.test((err as Error)?.message ?? '')) {
+      return failure(ErrorCode.Timeout, `${request.toolName} did not answer within ${request.deadlineMs} ms`);
+    }
+    return failure(ErrorCode.Unavailable, `remote call to ${request.toolName} failed`);
+  }
+}
+
+function parseOutcome(data: Uint8Array): ToolRunOutcome {
+  let value: unknown;
+  try {
+    value = JSON.parse(decoder.decode(data));
+  } catch {
+    return failure(ErrorCode.NonSerializableResult, 'the worker replied with something that is not JSON');
+  }
+  if (typeof value === 'object' && value !== null) {
+    const v = value as { ok?: unknown; result?: unknown; error?: unknown };
+    if (v.ok === true) return { ok: true, result: v.result ?? null };
+    if (v.ok === false && isWireError(v.error)) return { ok: false, error: v.error };
+  }
+  return failure(ErrorCode.Internal, 'the worker replied with a malformed outcome');
+}
+
+function failure(code: WireError['code'], message: string): ToolRunOutcome {
+  return { ok: false, error: { code, message } };
+}

@@ -1,0 +1,24 @@
+import { connect } from '@nats-io/transport-node';
+import { createSubjects } from '@toolgate/contracts';
+import { PolicyRuntime } from '@toolgate/policy-runtime';
+import { PolicyStore } from '@toolgate/registry';
+import { runUntilSignalled } from '@toolgate/service-kit';
+import { loadExecutorConfig } from './config';
+import { startToolExecutor } from './tool-executor.service';
+
+void runUntilSignalled('tool-executor', async () => {
+  const config = loadExecutorConfig(process.env);
+  const nc = await connect({ servers: config.natsUrl, name: 'toolgate-tool-executor-policy' });
+  const subjects = createSubjects(config.prefix);
+  const runtime = new PolicyRuntime(await PolicyStore.open(nc, subjects), nc, subjects);
+  const service = await startToolExecutor({
+    config,
+    checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+  });
+  return {
+    async stop() {
+      await service.stop();
+      await nc.drain();
+    },
+  };
+});

@@ -1,0 +1,69 @@
+import { ExecutionPolicySchema } from './builtins/execution-policy';
+import { createBuiltinTools, parseExecutionPolicy, SAFE_ENV_VARS, type CheckDomain } from './builtins';
+import { bootstrapService, type RunningService } from '@toolgate/service-kit';
+import { ToolRegistry } from '@toolgate/registry';
+import type { PendingCall } from './execution/pending-call';
+import { callScope } from './execution/call-scope';
+import { ToolExecutorModule } from './app.module';
+import type { ExecutorConfig } from './config';
+import type { JournalStreamOptions } from '@toolgate/bus';
+
+export interface ToolExecutorOptions {
+  config: ExecutorConfig;
+  /**
+   * Whether http_fetch may connect to `host` for this call: the domain rules of the call's tenant
+   * and profile. Fails closed: a throw is a deny.
+   */
+  checkDomain(call: PendingCall, host: string): Promise<'allow' | 'deny'> | 'allow' | 'deny';
+  streams?: JournalStreamOptions;
+  logger?: false;
+}
+
+/** Starts the tool-executor: builtins, remote executor, and its consumers on `decided` and `resolved`. */
+export async function startToolExecutor(options: ToolExecutorOptions): Promise<RunningService> {
+  const { config } = options;
+  const policy = parseExecutionPolicy(
+    ExecutionPolicySchema.parse({
+      cwd: config.cwd,
+      ...(config.readPaths ? { readPaths: config.readPaths } : {}),
+      ...(config.writePaths ? { writePaths: config.writePaths } : {}),
+      env: { mode: 'allowlist', names: config.envAllowlist ?? [...SAFE_ENV_VARS] },
+    }),
+  );
+  const checkDomain: CheckDomain = (host) => {
+    const call = callScope.getStore();
+    if (!call) return 'deny';
+    return options.checkDomain(call, host);
+  };
+  const builtins = createBuiltinTools({ policy, checkDomain });
+  let registry: ToolRegistry | undefined;
+  const service = await bootstrapService({
+    name: 'tool-executor',
+    natsUrl: config.natsUrl,
+    prefix: config.prefix,
+    port: config.port,
+    ...(options.streams ? { streams: options.streams } : {}),
+    ...(options.logger === false ? { logger: false } : {}),
+    module: (nc, subjects) => ToolExecutorModule.forRoot(nc, subjects, config, builtins),
+    transport: {
+      role: 'executor',
+      handlers: {
+        decided: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
+        resolved: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
+      },
+    },
+  });
+  registry = await ToolRegistry.open(service.nc, service.subjects);
+  await registry.announce(
+    builtins.map((b) => ({ ...b.contract, policy: b.policy })),
+    ['inprocess', 'remote'],
+  );
+  const stop = service.stop;
+  return {
+    ...service,
+    async stop() {
+      registry?.stop();
+      await stop();
+    },
+  };
+}
