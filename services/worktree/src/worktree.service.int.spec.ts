@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Objm } from '@nats-io/obj';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { parseJournalEvent, type WorktreeOperation } from '@toolgate/contracts';
+import { setupTelemetry, type Telemetry } from '@toolgate/telemetry';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import { bytes, makeRepo, removeDir, tempDir } from '../test/git-fixture';
 import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
@@ -11,8 +13,11 @@ let tn: TestNats;
 let base: string;
 let repo: string;
 let service: RunningWorktreeService;
+let telemetry: Telemetry;
+const spans = new InMemorySpanExporter();
 
 beforeAll(async () => {
+  telemetry = setupTelemetry({ serviceName: 'worktree-test', exporter: spans, simple: true });
   tn = await useTestNats('worktree');
   base = await tempDir('svc');
   repo = path.join(base, 'repo');
@@ -32,6 +37,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await tn?.cleanup();
+  await telemetry?.shutdown();
   if (base) await removeDir(base);
 });
 
@@ -86,6 +92,16 @@ describe('worktree service over NATS', () => {
       artifact: { ref: artifact.ref, sha256: artifact.sha256 },
     });
     expect(await lastJournaled(worktree.worktreeId, 'worktree-disposed')).toMatchObject({ type: 'worktree-disposed' });
+
+    // Each request ran in a consumer span carrying the worktree id and its outcome.
+    await telemetry.forceFlush();
+    const acquireSpans = spans.getFinishedSpans().filter((s) => s.name === `process ${tn.subjects.worktree('acquire')}`);
+    expect(acquireSpans.length).toBeGreaterThanOrEqual(2);
+    expect(acquireSpans[0]!.attributes).toMatchObject({
+      'toolgate.dispatch_id': worktree.worktreeId,
+      'toolgate.tenant': 'acme',
+      'toolgate.outcome': 'ok',
+    });
   });
 
   it('answers bad requests with typed errors', async () => {
@@ -93,6 +109,8 @@ describe('worktree service over NATS', () => {
     expect(
       await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', ref: 'no-such-ref' }),
     ).toMatchObject({ ok: false, error: { code: 'config' } });
+    await telemetry.forceFlush();
+    expect(spans.getFinishedSpans().some((s) => s.attributes['toolgate.error_code'] === 'config')).toBe(true);
     expect(
       await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', repo: base }),
     ).toMatchObject({ ok: false, error: { code: 'forbidden' } });

@@ -237,8 +237,11 @@ export class WorktreeManager {
       const latestId = this.latestBySlot.get(slot);
       let previous = latestId === undefined ? undefined : this.records.get(latestId);
       if (previous && LIVE.has(previous.state)) {
-        const current: WorktreeRecord = previous;
-        const reused = await this.treeQueue.run(current.worktreeId, async () => {
+        const treeId = previous.worktreeId;
+        const reused = await this.treeQueue.run(treeId, async () => {
+          // Re-read under the tree's lock: a dispose may have ended it while this acquire waited.
+          const current = this.records.get(treeId);
+          if (!current || !LIVE.has(current.state)) return null;
           const health = await this.treeHealth(current);
           if (health !== 'ok') {
             await this.drop(current, health);
@@ -258,7 +261,7 @@ export class WorktreeManager {
           return current;
         });
         if (reused) return { worktree: toView(reused), created: false };
-        previous = this.records.get(current.worktreeId);
+        previous = this.records.get(treeId);
       }
 
       const repo = command.repo ?? this.defaultRepo;
