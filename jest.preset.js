@@ -24,6 +24,10 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   moduleNameMapper: {
     '^@toolgate/contracts$': path.join(root, 'contracts/src/index.ts'),
+    '^@toolgate/(gateway|permission-evaluator|tool-executor|journal|worktree|all-in-one)$': path.join(
+      root,
+      'services/$1/src/index.ts',
+    ),
     '^@toolgate/([a-z-]+)$': path.join(root, 'libs/$1/src/index.ts'),
   },
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],

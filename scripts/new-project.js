@@ -72,6 +72,12 @@ write('jest.config.js', `module.exports = { ...require('${up}/jest.preset.js'), 
 function pathsFor(rel) {
   return {
     '@toolgate/contracts': [`${rel}/contracts/src/index.ts`],
+    ...Object.fromEntries(
+      ['gateway', 'permission-evaluator', 'tool-executor', 'journal', 'worktree', 'all-in-one'].map((s) => [
+        `@toolgate/${s}`,
+        [`${rel}/services/${s}/src/index.ts`],
+      ]),
+    ),
     '@toolgate/*': [`${rel}/libs/*/src/index.ts`],
   };
 }

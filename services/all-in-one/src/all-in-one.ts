@@ -1,0 +1,113 @@
+import { readFileSync } from 'node:fs';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createSubjects } from '@toolgate/contracts';
+import type { JournalStreamOptions } from '@toolgate/bus';
+import { loadGatewayConfig, startGateway, type GatewayConfig, type TokenGrant } from '@toolgate/gateway';
+import { loadJournalConfig, startJournal, type JournalConfig } from '@toolgate/journal';
+import { loadEvaluatorConfig, startPermissionEvaluator, type EvaluatorConfig } from '@toolgate/permission-evaluator';
+import { PolicyRuntime } from '@toolgate/policy-runtime';
+import { PolicyStore } from '@toolgate/registry';
+import type { RunningService } from '@toolgate/service-kit';
+import { loadExecutorConfig, startToolExecutor, type ExecutorConfig } from '@toolgate/tool-executor';
+import { startWorktreeService, type RunningWorktreeService } from '@toolgate/worktree';
+
+/**
+ * The development token used when `TOOLGATE_TOKENS` is not set (laptop only; the README shows it).
+ * It is not a secret: it exists so the walk-through can be pasted.
+ */
+export const DEV_TOKEN_GRANT: TokenGrant = {
+  token: 'dev-admin-token-change-me',
+  tenant: 'dev',
+  scopes: ['admin', 'dispatch', 'approve'],
+  identity: 'dev',
+};
+
+export interface AllInOneOptions {
+  gateway: GatewayConfig;
+  evaluator: EvaluatorConfig;
+  executor: ExecutorConfig;
+  journal: JournalConfig;
+  worktree: { root: string; repo?: string; pinCap?: number };
+  streams?: JournalStreamOptions;
+  logger?: false;
+}
+
+/** Every service of Toolgate, running in this process. */
+export interface AllInOne {
+  gateway: RunningService;
+  evaluator: RunningService;
+  executor: RunningService;
+  journal: RunningService & { sweeper: { sweep(): Promise<number> } };
+  worktree: RunningWorktreeService;
+  /** Stops every service gracefully, gateway first so no new work comes in. */
+  stop(): Promise<void>;
+}
+
+/** Reads every service's configuration from one environment, with the laptop defaults. */
+export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
+  const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
+  const tokens = gateway.tokens.length ? gateway.tokens : [DEV_TOKEN_GRANT];
+  return {
+    gateway: { ...gateway, tokens },
+    evaluator: loadEvaluatorConfig(env),
+    executor: loadExecutorConfig(env),
+    journal: loadJournalConfig(env),
+    worktree: { root: env.WORKTREE_ROOT ?? '.toolgate/worktrees', ...(env.WORKTREE_REPO ? { repo: env.WORKTREE_REPO } : {}) },
+  };
+}
+
+/**
+ * Starts all five services in one Node process: the journal first (so nothing published is missed
+ * by the projection — its consumer is durable anyway), then the evaluator, executor and worktree
+ * service, and the gateway last, when everything behind it is ready.
+ */
+export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne> {
+  const common = { ...(options.streams ? { streams: options.streams } : {}), ...(options.logger === false ? { logger: false as const } : {}) };
+  const started: { stop(): Promise<void> }[] = [];
+  try {
+    const journal = await startJournal({ config: options.journal, ...common });
+    started.push(journal);
+    const evaluator = await startPermissionEvaluator({ config: options.evaluator, ...common });
+    started.push(evaluator);
+    const policyConnection: NatsConnection = await connect({ servers: options.executor.natsUrl, name: 'toolgate-executor-policy' });
+    started.push({ stop: () => policyConnection.drain() });
+    const subjects = createSubjects(options.executor.prefix);
+    const runtime = new PolicyRuntime(await PolicyStore.open(policyConnection, subjects), policyConnection, subjects);
+    const executor = await startToolExecutor({
+      config: options.executor,
+      checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+      ...common,
+    });
+    started.push(executor);
+    const worktreeConnection = await connect({ servers: options.executor.natsUrl, name: 'toolgate-worktree' });
+    const worktree = await startWorktreeService({
+      nc: worktreeConnection,
+      subjects,
+      root: options.worktree.root,
+      ...(options.worktree.repo ? { repo: options.worktree.repo } : {}),
+      ...(options.worktree.pinCap ? { pinCap: options.worktree.pinCap } : {}),
+      ...(options.streams?.storage ? { storage: options.streams.storage } : {}),
+    });
+    started.push({
+      stop: async () => {
+        await worktree.stop();
+        await worktreeConnection.drain();
+      },
+    });
+    const gateway = await startGateway({ config: options.gateway, ...common });
+    started.push(gateway);
+    return {
+      gateway,
+      evaluator,
+      executor,
+      journal,
+      worktree,
+      async stop() {
+        for (const s of started.reverse()) await s.stop();
+      },
+    };
+  } catch (err) {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,1 @@
+export { startAllInOne, loadAllInOneOptions, DEV_TOKEN_GRANT, type AllInOne, type AllInOneOptions } from './all-in-one';

@@ -1,0 +1,139 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { eventually } from '@toolgate/testing';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+const agent = { agentType: 'coder', label: 'e2e' };
+let callSeq = 0;
+const call = (tool: string, input: unknown, extra: Record<string, unknown> = {}) => ({
+  runId: 'run-1',
+  callId: `call-${++callSeq}`,
+  agent,
+  tool,
+  input,
+  wait: 10_000,
+  ...extra,
+});
+
+describe('dispatch pipeline end to end (gateway → evaluator → executor → journal)', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack('pipeline');
+    await writeFile(path.join(stack.workdir, 'hello.txt'), 'hello, toolgate\n');
+  });
+  afterAll(() => stack.stop());
+
+  it('lists the builtins with a toolset hash', async () => {
+    const res = await stack.http('GET', '/v1/tools', TOKENS.acmeAgent);
+    expect(res.status).toBe(200);
+    expect(res.body.tools.map((t: { name: string }) => t.name)).toEqual(
+      expect.arrayContaining(['read_file', 'list_dir', 'grep', 'write_file', 'shell', 'http_fetch']),
+    );
+    expect(res.body.toolsetHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('allows, executes and settles a call, and serves its history', async () => {
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 'hello.txt' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'accepted', state: 'settled', settled: { outcome: 'ok' } });
+    expect(JSON.stringify(res.body.settled.result)).toContain('hello, toolgate');
+    const history = await eventually(async () => {
+      const h = await stack.http('GET', `/v1/dispatches/${res.body.dispatchId}`, TOKENS.acmeAgent);
+      return h.status === 200 && h.body.events.length >= 4 ? h.body : undefined;
+    });
+    expect(history.events.map((e: { event: { type: string } }) => e.event.type)).toEqual(['requested', 'decided', 'started', 'settled']);
+  });
+
+  it('denies by policy and the reason reaches the caller', async () => {
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { deny: [{ tool: 'write_file', reason: 'writes are frozen today' }] } },
+    });
+    expect(put.status).toBe(200);
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('write_file', { path: 'x.txt', content: 'x' }));
+    expect(res.body.settled).toMatchObject({ outcome: 'denied', error: { code: 'denied', message: expect.stringContaining('writes are frozen today') } });
+  });
+
+  it('parks an ask and reports the run as suspended with the open approval', async () => {
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'shell' }] } } });
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('shell', { command: 'echo hi' }, { runId: 'run-ask' }));
+    expect(res.status).toBe(202);
+    expect(res.body.state).toBe('suspended');
+    const run = await eventually(async () => {
+      const r = await stack.http('GET', '/v1/runs/run-ask', TOKENS.acmeAgent);
+      return r.body?.status === 'suspended' ? r.body : undefined;
+    });
+    expect(run.pending).toHaveLength(1);
+    expect(run.pending[0]).toMatchObject({ tool: 'shell' });
+  });
+
+  it('settles invalid arguments as an error tool result naming the issues', async () => {
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 42 }));
+    expect(res.body.settled).toMatchObject({ outcome: 'error', error: { code: 'invalid-arguments' } });
+    expect(res.body.settled.error.details.issues[0].path).toEqual(['path']);
+  });
+
+  it('refuses an unknown tool with a typed error and journals nothing', async () => {
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('no_such_tool', {}));
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe('unknown-tool');
+    const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, { subjects_filter: '>' });
+    expect(Object.keys(info.state.subjects ?? {}).some((s) => s.includes('no_such_tool'))).toBe(false);
+  });
+
+  it('refuses malformed requests and bad tokens with typed errors', async () => {
+    expect((await stack.http('POST', '/v1/dispatches', undefined, call('read_file', {}))).body.error.code).toBe('unauthorized');
+    expect((await stack.http('POST', '/v1/dispatches', 'wrong-token-wrong-token', call('read_file', {}))).body.error.code).toBe('unauthorized');
+    const bad = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId: 'a.b', tool: 'read_file' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('invalid-request');
+    const notJson = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, '{not json');
+    expect(notJson.status).toBe(400);
+    expect(notJson.body.error.code).toBe('invalid-request');
+    const forbidden = await stack.http('PUT', '/v1/policy', TOKENS.acmeAgent, { document: {} });
+    expect(forbidden.status).toBe(403);
+    expect(forbidden.body.error.code).toBe('forbidden');
+  });
+
+  it('runs a remote tool on a worker, replays the same call without running it again, and re-keys on a contract change', async () => {
+    let runs = 0;
+    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'greet');
+    const worker = stack.nats.nc.subscribe(subject, {
+      queue,
+      callback: (_err, msg) => {
+        runs++;
+        const req = JSON.parse(new TextDecoder().decode(msg.data));
+        msg.respond(JSON.stringify({ ok: true, result: { greeting: `hello ${req.input.name}` } }));
+      },
+    });
+    const tool = {
+      name: 'greet',
+      description: 'Greets someone.',
+      parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      policy: { executor: 'remote', risk: 'read' },
+    };
+    expect((await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, { tool })).status).toBe(201);
+    const first = call('greet', { name: 'ada' });
+    const a = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
+    expect(a.body).toMatchObject({ status: 'accepted', settled: { outcome: 'ok', result: { greeting: 'hello ada' } } });
+    const b = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
+    expect(b.body).toMatchObject({ status: 'replayed', dispatchId: a.body.dispatchId, settled: { result: { greeting: 'hello ada' } } });
+    expect(runs).toBe(1);
+
+    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, { tool: { ...tool, description: 'Greets someone warmly.' } });
+    const c = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
+    expect(c.body.status).toBe('accepted');
+    expect(c.body.dispatchId).not.toBe(a.body.dispatchId);
+    expect(runs).toBe(2);
+    worker.unsubscribe();
+  });
+
+  it('keeps tenants apart', async () => {
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 'hello.txt' }));
+    const other = await stack.http('GET', `/v1/dispatches/${res.body.dispatchId}`, TOKENS.globexAdmin);
+    expect(other.status).toBe(404);
+    const tools = await stack.http('GET', '/v1/tools', TOKENS.globexAdmin);
+    expect(tools.body.tools.map((t: { name: string }) => t.name)).not.toContain('greet');
+  });
+});
