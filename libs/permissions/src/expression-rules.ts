@@ -21,11 +21,20 @@ export interface ExpressionContext {
   readonly target: string;
 }
 
+/** The cheap string variables, for guards. */
+export type ExpressionFacts = Pick<ExpressionContext, 'tool' | 'risk' | 'taint' | 'target'>;
+
 /** A compiled boolean CEL expression. */
 export interface CompiledExpression {
   readonly source: string;
-  /** Evaluates; `{ value }` for a boolean, `{ error }` for anything else (error or non-boolean). */
-  evaluate(context: ExpressionContext): { value: boolean; error?: undefined } | { value?: undefined; error: string };
+  /**
+   * Evaluates; `{ value }` for a boolean, `{ error }` for anything else (error or non-boolean).
+   * `context` is called only when the expression's guards (`tool == "x" && ...`) do not decide.
+   */
+  evaluate(
+    facts: ExpressionFacts,
+    context: () => ExpressionContext,
+  ): { value: boolean; error?: undefined } | { value?: undefined; error: string };
 }
 
 let environment: CelEnvironment | undefined;
@@ -63,18 +72,52 @@ export function compileExpression(source: string, what: string): CompiledExpress
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
     throw new ConfigError(`${what}: the expression is of type ${checked.type}, not bool`, { details: { expression: source } });
   }
+  const guards = equalityGuards(parsed.ast);
   return {
     source,
-    evaluate(context) {
+    evaluate(facts, context) {
+      // `tool == "x" && ...` is false whenever tool != "x" (CEL's && is false if any side is false,
+      // even when the other errors), so the guard decides without running the interpreter.
+      for (let g = 0; g < guards.length; g++) {
+        const guard = guards[g]!;
+        if (facts[guard.variable] !== guard.value) return { value: false };
+      }
       let value: unknown;
       try {
-        value = parsed(context as unknown as Record<string, unknown>);
+        value = parsed(context() as unknown as Record<string, unknown>);
       } catch (err) {
         return { error: firstLine(err) };
       }
       return typeof value === 'boolean' ? { value } : { error: `the expression yielded ${describe(value)}, not a boolean` };
     },
   };
+}
+
+interface Guard {
+  readonly variable: 'tool' | 'risk' | 'taint' | 'target';
+  readonly value: string;
+}
+
+/** Top-level conjuncts of the form `var == "literal"` over the string variables. */
+function equalityGuards(ast: ParseResult['ast']): Guard[] {
+  const guards: Guard[] = [];
+  const visit = (node: ParseResult['ast']): void => {
+    if (node.op === '&&') {
+      const [l, r] = node.args as [ParseResult['ast'], ParseResult['ast']];
+      visit(l);
+      visit(r);
+    } else if (node.op === '==') {
+      const [l, r] = node.args as [ParseResult['ast'], ParseResult['ast']];
+      const id = l.op === 'id' ? l : r.op === 'id' ? r : undefined;
+      const lit = l.op === 'value' ? l : r.op === 'value' ? r : undefined;
+      if (id !== undefined && lit !== undefined && typeof lit.args === 'string') {
+        const name = id.args as string;
+        if (name === 'tool' || name === 'risk' || name === 'taint' || name === 'target') guards.push({ variable: name, value: lit.args });
+      }
+    }
+  };
+  visit(ast);
+  return guards;
 }
 
 /**

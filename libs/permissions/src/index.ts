@@ -5,7 +5,8 @@ export {
   type CompileChainOptions,
   type PermissionChain,
 } from './permission-chain';
-export { evaluatePermission, HookTimeoutError } from './permission-evaluator';
+export { evaluatePermission } from './permission-evaluator';
+export { HookTimeoutError } from './hook-deadline';
 export { compilePermissionPreset, PRESET_TABLE, type CompiledPreset } from './preset-compiler';
 export {
   compileShellMatcher,

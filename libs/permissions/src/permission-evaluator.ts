@@ -1,11 +1,12 @@
 import type { DecidedBy, Risk, Verdict } from '@toolgate/contracts';
 import { fetchTargetHost, hostsMentioned, matchHost } from './domain-match';
-import { toCelValue, type ExpressionContext } from './expression-rules';
+import { toCelValue, type ExpressionContext, type ExpressionFacts } from './expression-rules';
 import { isPermissionChain, RISK_BIT, type PermissionChain, type RuleEntry, type TableRuleEntry } from './permission-chain';
 import type { OnTimeout, RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
 import { taintGateCloses } from './taint-gate';
+import { withDeadline } from './hook-deadline';
 import {
   FETCH_TOOL_NAME,
   SHELL_TOOL_NAME,
@@ -41,6 +42,8 @@ class CallState {
   fetchHostDone = false;
   fetchHost: string | undefined = undefined;
   cel: ExpressionContext | undefined = undefined;
+  celFacts: ExpressionFacts | undefined = undefined;
+  readonly contextThunk = (): ExpressionContext => this.expressionContext();
   diagnostics: PermissionDiagnostic[] | undefined = undefined;
 
   constructor(
@@ -75,16 +78,26 @@ class CallState {
     return typeof t === 'string' ? t : undefined;
   }
 
+  facts(): ExpressionFacts {
+    return (this.celFacts ??= {
+      tool: this.toolName,
+      risk: this.riskClass,
+      taint: this.context.taint ?? 'public',
+      target: this.target() ?? '',
+    });
+  }
+
   expressionContext(): ExpressionContext {
     if (this.cel === undefined) {
       const agent = this.context.agent;
+      const facts = this.facts();
       this.cel = {
-        tool: this.toolName,
-        risk: this.riskClass,
+        tool: facts.tool,
+        risk: facts.risk,
         input: toCelValue(this.input),
         agent: { agentType: agent?.agentType ?? '', label: agent?.label ?? '' },
-        taint: this.context.taint ?? 'public',
-        target: this.target() ?? '',
+        taint: facts.taint,
+        target: facts.target,
       };
     }
     return this.cel;
@@ -100,6 +113,7 @@ class CallState {
     this.shell = undefined;
     this.fetchHostDone = false;
     this.cel = undefined;
+    this.celFacts = undefined;
   }
 }
 
@@ -173,7 +187,8 @@ export async function evaluatePermission(
         clearance: tool.clearance,
         target: state.target(),
         fetchHost: state.host(),
-        expressionContext: () => state.expressionContext(),
+        facts: () => state.facts(),
+        expressionContext: state.contextThunk,
       },
       diagnostics,
     );
@@ -233,7 +248,7 @@ export async function evaluatePermission(
 
 function matchEntry(entry: RuleEntry, state: CallState): Match {
   if (entry.kind === 'expression') {
-    const r = entry.expr.evaluate(state.expressionContext());
+    const r = entry.expr.evaluate(state.facts(), state.contextThunk);
     if (r.error !== undefined) {
       state.report({ kind: 'expression-error', rule: entry.description, message: r.error });
       return UNKNOWN;
@@ -345,31 +360,6 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 function isModifiedInput(value: unknown): value is { modifiedInput: unknown } {
   return typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, 'modifiedInput');
-}
-
-/** Raised when a hook or canUseTool misses its deadline. */
-export class HookTimeoutError extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`no answer within ${timeoutMs} ms`);
-    this.name = 'HookTimeoutError';
-  }
-}
-
-function withDeadline<T>(promise: PromiseLike<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new HookTimeoutError(timeoutMs)), timeoutMs);
-    timer.unref?.();
-    promise.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
 }
 
 function errorText(err: unknown): string {

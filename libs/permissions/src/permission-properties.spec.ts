@@ -66,7 +66,7 @@ const rule: fc.Arbitrary<PermissionRule> = fc
       tool: fc.constantFrom(...toolNames),
       risk: fc.subarray(risks, { minLength: 1 }),
       argv: fc.constantFrom('rm **', 'git push *', 'npm test'),
-      domains: fc.constantFrom(['evil.example'], ['*.corp.example']),
+      domains: fc.constantFrom('evil.example', '*.corp.example').map((d) => [d]),
     },
     { requiredKeys: [] },
   )

@@ -129,13 +129,26 @@ export type SensitiveToken = (token: string) => boolean;
 const NEVER: SensitiveToken = () => false;
 const ALWAYS: SensitiveToken = () => true;
 
-/** The sensitivity predicate for `program` (a basename). */
+const sensitivityCache = new Map<string, SensitiveToken>();
+
+/** The sensitivity predicate for `program` (a basename); cached per program name. */
 export function sensitiveTokensOf(program: string): SensitiveToken {
-  if (ALL_ARGUMENTS_ARE_CODE.test(program)) return ALWAYS;
-  for (const [prog, opt] of INLINE_CODE_OPTIONS) {
-    if (prog.test(program)) return (t) => opt.test(t);
+  let predicate = sensitivityCache.get(program);
+  if (predicate === undefined) {
+    predicate = NEVER;
+    if (ALL_ARGUMENTS_ARE_CODE.test(program)) predicate = ALWAYS;
+    else {
+      for (const [prog, opt] of INLINE_CODE_OPTIONS) {
+        if (prog.test(program)) {
+          predicate = (t) => opt.test(t);
+          break;
+        }
+      }
+    }
+    if (sensitivityCache.size >= 1_024) sensitivityCache.clear();
+    sensitivityCache.set(program, predicate);
   }
-  return NEVER;
+  return predicate;
 }
 
 /** The last path component of a program word (`/usr/bin/rm` → `rm`). */

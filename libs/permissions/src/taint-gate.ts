@@ -1,5 +1,5 @@
 import type { Taint } from '@toolgate/contracts';
-import { compileExpression, type CompiledExpression, type ExpressionContext } from './expression-rules';
+import { compileExpression, type CompiledExpression, type ExpressionContext, type ExpressionFacts } from './expression-rules';
 import { compileHostPattern, matchHost, type HostPattern } from './domain-match';
 import type { TaintPolicy } from './policy-document';
 import type { MatchedRule, PermissionDiagnostic } from './permission-types';
@@ -54,6 +54,7 @@ export interface TaintQuery {
   readonly clearance: Taint | undefined;
   readonly target: string | undefined;
   readonly fetchHost: string | undefined;
+  facts(): ExpressionFacts;
   expressionContext(): ExpressionContext;
 }
 
@@ -76,7 +77,7 @@ export function taintGateCloses(gate: TaintGate, q: TaintQuery, diagnostics: Per
     }
   }
   for (const x of gate.exceptions) {
-    const r = x.expr.evaluate(q.expressionContext());
+    const r = x.expr.evaluate(q.facts(), q.expressionContext);
     if (r.error !== undefined) diagnostics.push({ kind: 'taint-exception-error', rule: x.description, message: r.error });
     else if (r.value) return false;
   }
