@@ -1,7 +1,8 @@
-import { realpath, rm, stat } from 'node:fs/promises';
+import { readFile, realpath, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { ConfigError } from '@toolgate/contracts';
+import { parseGitDirPointer } from '@toolgate/worktree-guard';
 
 /**
  * Configuration every git the service runs gets: no fsmonitor daemon (it would outlive a removed
@@ -110,10 +111,14 @@ export async function addWorktree(repo: string, treePath: string, branch: string
   await gitAt(repo).raw(['worktree', 'add', '--quiet', '-B', branch, treePath, commit]);
 }
 
-/** The tree's own git directory (`<commonDir>/worktrees/<name>`), as a real path. */
+/**
+ * The tree's own git directory (`<commonDir>/worktrees/<name>`), as a real path, read from the
+ * `.git` file `git worktree add` just wrote (no git process: this is on every acquire's path).
+ */
 export async function worktreeGitDir(treePath: string): Promise<string> {
-  const out = await gitAt(treePath).raw(['rev-parse', '--absolute-git-dir']);
-  return realpath(out.trim());
+  const pointer = parseGitDirPointer(await readFile(path.join(treePath, '.git'), 'utf8'));
+  if (pointer === null) throw new Error(`${treePath}/.git has no gitdir line`);
+  return realpath(path.resolve(treePath, pointer));
 }
 
 /**

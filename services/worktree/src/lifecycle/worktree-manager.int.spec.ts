@@ -353,6 +353,32 @@ describe('crash recovery', () => {
     expect(retried.worktree.worktreeId).toBe(wt2.worktreeId);
     expect(retried.restarted).toBeUndefined();
   });
+  it('re-journals a transition whose event a failed append kept from the journal', async () => {
+    // A journal that is down for the first disposed event, as a broker outage would be.
+    let refuse = true;
+    const flaky = new MemoryJournal();
+    const outage = {
+      append: async (event: Parameters<MemoryJournal['append']>[0]) => {
+        if (event.type === 'worktree-disposed' && refuse) {
+          refuse = false;
+          throw new Error('journal unavailable');
+        }
+        await flaky.append(event);
+      },
+    };
+    const first = await WorktreeManager.open({ root, journal: outage, artifacts, now: steppingClock() });
+    const { worktree: wt } = await first.manager.acquire(spawn('flaky'));
+    await expect(first.manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).rejects.toThrow('journal unavailable');
+    // The tree is gone on disk even though the journal never heard of it.
+    await expect(stat(wt.path)).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(flaky.types(wt.worktreeId)).toEqual(['worktree-acquired']);
+
+    // The process dies; on start the disposal is journaled after all.
+    const journal2 = new MemoryJournal();
+    await WorktreeManager.open({ root, journal: journal2, artifacts, now: steppingClock() });
+    expect(journal2.types(wt.worktreeId)).toEqual(['worktree-disposed']);
+    expect(journal2.events[0]!.id).toBe(`${wt.worktreeId}:disposed`);
+  });
 });
 
 describe('safety', () => {

@@ -17,6 +17,7 @@ import { assertWorktreeGitFile, isInside } from '@toolgate/worktree-guard';
 import {
   addWorktree,
   locateRepository,
+  type RepositoryLocation,
   pruneWorktrees,
   removeWorktree,
   resolveCommit,
@@ -110,6 +111,8 @@ export class WorktreeManager {
   private readonly treeQueue = new KeyedSerialQueue();
   private readonly repoQueue = new KeyedSerialQueue();
   private readonly pinQueue = new KeyedSerialQueue();
+  /** Repository locations by the path acquires named; a repository does not move under a running service. */
+  private readonly locations = new Map<string, RepositoryLocation>();
 
   constructor(options: WorktreeManagerOptions) {
     if (!path.isAbsolute(options.root)) {
@@ -270,7 +273,8 @@ export class WorktreeManager {
           details: { field: 'repo' },
         });
       }
-      const location = await locateRepository(repo);
+      const location = this.locations.get(repo) ?? (await locateRepository(repo));
+      this.locations.set(repo, location);
       if (isInside(location.toplevel, this.root)) {
         throw new ConfigError(`the worktree root ${this.root} is inside the repository ${location.toplevel}`, {
           details: { root: this.root, repo: location.toplevel },
