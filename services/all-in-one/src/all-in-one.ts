@@ -9,7 +9,8 @@ import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
 import type { RunningService } from '@toolgate/service-kit';
 import { loadExecutorConfig, startToolExecutor, type ExecutorConfig } from '@toolgate/tool-executor';
-import { startWorktreeService, type RunningWorktreeService } from '@toolgate/worktree';
+import { loadWorktreeConfig, startWorktree, type WorktreeConfig } from '@toolgate/worktree';
+import path from 'node:path';
 
 /**
  * The development token used when `TOOLGATE_TOKENS` is not set (laptop only; the README shows it).
@@ -27,7 +28,7 @@ export interface AllInOneOptions {
   evaluator: EvaluatorConfig;
   executor: ExecutorConfig;
   journal: JournalConfig;
-  worktree: { root: string; repo?: string; pinCap?: number };
+  worktree: WorktreeConfig;
   streams?: JournalStreamOptions;
   logger?: false;
 }
@@ -38,7 +39,7 @@ export interface AllInOne {
   evaluator: RunningService;
   executor: RunningService;
   journal: RunningService & { sweeper: { sweep(): Promise<number> } };
-  worktree: RunningWorktreeService;
+  worktree: RunningService;
   /** Stops every service gracefully, gateway first so no new work comes in. */
   stop(): Promise<void>;
 }
@@ -52,7 +53,12 @@ export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
     evaluator: loadEvaluatorConfig(env),
     executor: loadExecutorConfig(env),
     journal: loadJournalConfig(env),
-    worktree: { root: env.WORKTREE_ROOT ?? '.toolgate/worktrees', ...(env.WORKTREE_REPO ? { repo: env.WORKTREE_REPO } : {}) },
+    // On a laptop the executor's pinned directory is also the repository agents get worktrees of.
+    worktree: loadWorktreeConfig({
+      WORKTREE_ROOT: path.resolve('.toolgate/worktrees'),
+      WORKTREE_REPO: path.resolve(env.EXECUTOR_CWD ?? process.cwd()),
+      ...env,
+    }),
   };
 }
 
@@ -79,21 +85,8 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       ...common,
     });
     started.push(executor);
-    const worktreeConnection = await connect({ servers: options.executor.natsUrl, name: 'toolgate-worktree' });
-    const worktree = await startWorktreeService({
-      nc: worktreeConnection,
-      subjects,
-      root: options.worktree.root,
-      ...(options.worktree.repo ? { repo: options.worktree.repo } : {}),
-      ...(options.worktree.pinCap ? { pinCap: options.worktree.pinCap } : {}),
-      ...(options.streams?.storage ? { storage: options.streams.storage } : {}),
-    });
-    started.push({
-      stop: async () => {
-        await worktree.stop();
-        await worktreeConnection.drain();
-      },
-    });
+    const worktree = await startWorktree({ config: options.worktree, ...common });
+    started.push(worktree);
     const gateway = await startGateway({ config: options.gateway, ...common });
     started.push(gateway);
     return {

@@ -11,6 +11,7 @@ const list = z
 const Env = z.object({
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   TOOLGATE_PREFIX: z.string().default('toolgate'),
+  WORKTREE_PORT: z.coerce.number().int().min(0).max(65535).default(8084),
   /** The volume trees and their records live on; must be outside every host repository. */
   WORKTREE_ROOT: z.string().default(path.join(os.tmpdir(), 'toolgate-worktrees')),
   /** The host repository an acquire without `repo` branches from. */
@@ -28,6 +29,7 @@ const Env = z.object({
 export type WorktreeConfig = Readonly<{
   natsUrl: string;
   prefix: string;
+  port: number;
   root: string;
   repo?: string;
   allowedRepos?: string[];
@@ -52,6 +54,7 @@ export function loadWorktreeConfig(env: NodeJS.ProcessEnv): WorktreeConfig {
   return Object.freeze({
     natsUrl: e.NATS_URL,
     prefix: e.TOOLGATE_PREFIX,
+    port: e.WORKTREE_PORT,
     root: e.WORKTREE_ROOT,
     ...(e.WORKTREE_REPO ? { repo: e.WORKTREE_REPO } : {}),
     ...(allowedRepos ? { allowedRepos } : {}),

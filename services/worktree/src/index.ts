@@ -19,3 +19,4 @@ export { journalPortOf } from './nats/journal-port';
 export { serveWorktreeRequests, type WorktreeRequestOptions, type WorktreeRequestServer } from './nats/worktree-request-handlers';
 export { loadWorktreeConfig, type WorktreeConfig } from './config';
 export { startWorktreeService, type WorktreeServiceOptions, type RunningWorktreeService } from './worktree.service';
+export { startWorktree } from './worktree.app';

@@ -51,7 +51,8 @@ export async function startTestStack(label: string, overrides: Partial<Record<st
     EXECUTOR_CWD: workdir,
     EXECUTOR_ACK_WAIT_MS: '2000',
     TOOLGATE_TOKENS: JSON.stringify(grants),
-    WORKTREE_ROOT: path.join(workdir, '.worktrees'),
+    WORKTREE_ROOT: `${workdir}-worktrees`,
+    WORKTREE_PORT: '0',
     ...overrides,
   };
   const options = { ...loadAllInOneOptions(env as NodeJS.ProcessEnv), logger: false as const };
@@ -85,6 +86,7 @@ export async function startTestStack(label: string, overrides: Partial<Record<st
       await nats.cleanup();
       await schema.cleanup();
       await rm(workdir, { recursive: true, force: true });
+      await rm(`${workdir}-worktrees`, { recursive: true, force: true });
     },
   };
   return stack;

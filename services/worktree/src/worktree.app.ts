@@ -1,0 +1,53 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { Subjects } from '@toolgate/contracts';
+import type { JournalStreamOptions } from '@toolgate/bus';
+import { bootstrapService, BusModule, type RunningService } from '@toolgate/service-kit';
+import type { WorktreeConfig } from './config';
+import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
+
+@Module({})
+class WorktreeModule {
+  static forRoot(nc: NatsConnection, subjects: Subjects): DynamicModule {
+    return { module: WorktreeModule, imports: [BusModule.forRoot(nc, subjects)] };
+  }
+}
+
+/**
+ * The worktree service as a process: health endpoints (Nest), then the framework-free lifecycle
+ * and its request handlers on the same connection. Stops answering before the connection drains.
+ */
+export async function startWorktree(options: {
+  config: WorktreeConfig;
+  streams?: JournalStreamOptions;
+  logger?: false;
+}): Promise<RunningService & { worktree: RunningWorktreeService }> {
+  const { config } = options;
+  const service = await bootstrapService({
+    name: 'worktree',
+    natsUrl: config.natsUrl,
+    prefix: config.prefix,
+    port: config.port,
+    ...(options.logger === false ? { logger: false } : {}),
+    module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
+  });
+  const worktree = await startWorktreeService({
+    nc: service.nc,
+    subjects: service.subjects,
+    root: config.root,
+    pinCap: config.pinCap,
+    keepOnError: config.keepOnError,
+    ...(config.repo ? { repo: config.repo } : {}),
+    ...(config.allowedRepos ? { allowedRepos: config.allowedRepos } : {}),
+    ...(options.streams?.storage ? { storage: options.streams.storage } : {}),
+  });
+  const stop = service.stop;
+  return {
+    ...service,
+    worktree,
+    async stop() {
+      await worktree.stop();
+      await stop();
+    },
+  };
+}
