@@ -57,7 +57,15 @@ export interface JournalConsumerOptions {
   onPoison?(report: PoisonReport): Promise<void>;
   /** Errors the loop itself hit (logged by the caller). */
   onError?(err: unknown): void;
+  /**
+   * Called once per settled message with how it was settled and how long it took (metrics).
+   * `eventType` is `unknown` for a payload that is not a journal event. Must not throw.
+   */
+  onProcessed?(role: ConsumerRole, eventType: string, outcome: ProcessedOutcome, seconds: number): void;
 }
+
+/** How a message was settled: acked, nak-ed for redelivery, or dead-lettered (and terminated). */
+export type ProcessedOutcome = 'ack' | 'nak' | 'dead-letter';
 
 export interface RunningConsumer {
   /** Stops pulling, waits for in-flight handlers to finish and settle their messages. */
@@ -112,6 +120,14 @@ export function runJournalConsumer(options: JournalConsumerOptions): RunningCons
 }
 
 async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<void> {
+  const startedAt = performance.now();
+  const settled = (eventType: string, outcome: ProcessedOutcome) => {
+    try {
+      options.onProcessed?.(options.role, eventType, outcome, (performance.now() - startedAt) / 1000);
+    } catch {
+      // A metrics hook must never turn an acked message into a nak.
+    }
+  };
   const deliveryCount = msg.info.deliveryCount;
   const lastAttempt = deliveryCount >= options.maxDeliver;
   let event: JournalEvent | null = null;
@@ -125,6 +141,7 @@ async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<
       code: ErrorCode.PoisonMessage,
       message: 'message is not a journal event',
     });
+    settled('unknown', 'dead-letter');
     return;
   }
   const parsed = event;
@@ -148,6 +165,7 @@ async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<
           msg,
         });
         msg.ack();
+        settled(parsed.type, 'ack');
       } catch (err) {
         const wire = toWireError(err);
         span.setAttribute(Attr.ErrorCode, wire.code);
@@ -157,8 +175,10 @@ async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<
             message: `gave up after ${deliveryCount} deliveries: ${wire.message}`,
             details: { cause: wire.code },
           });
+          settled(parsed.type, 'dead-letter');
         } else {
           msg.nak(backoffFor(options.backoffMs, deliveryCount));
+          settled(parsed.type, 'nak');
         }
         throw err;
       }

@@ -4,13 +4,15 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
 import { HealthController, Readiness } from './health';
+import { Metrics, MetricsController, metricsFor } from './metrics';
 
 /** Injection tokens for what every service shares. */
 export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
 export const SUBJECTS = Symbol('SUBJECTS');
 
 /**
- * Provides the service's NATS connection, its subjects, the journal publisher and health.
+ * Provides the service's NATS connection, its subjects, the journal publisher, health and metrics
+ * (`/metrics`; the registry is the one the service's JetStream transport records into).
  * The connection is opened by the service's bootstrap (it must exist before the transport starts)
  * and drained by it on shutdown.
  */
@@ -20,10 +22,11 @@ export class BusModule {
   static forRoot(nc: NatsConnection, subjects: Subjects): DynamicModule {
     return {
       module: BusModule,
-      controllers: [HealthController],
+      controllers: [HealthController, MetricsController],
       providers: [
         { provide: NATS_CONNECTION, useValue: nc },
         { provide: SUBJECTS, useValue: subjects },
+        { provide: Metrics, useValue: metricsFor(nc) },
         { provide: JournalPublisher, useFactory: () => new JournalPublisher(jetstream(nc), subjects) },
         {
           provide: Readiness,
@@ -34,7 +37,7 @@ export class BusModule {
           },
         },
       ],
-      exports: [NATS_CONNECTION, SUBJECTS, JournalPublisher, Readiness],
+      exports: [NATS_CONNECTION, SUBJECTS, JournalPublisher, Readiness, Metrics],
     };
   }
 }

@@ -4,3 +4,11 @@ export { BusModule, NATS_CONNECTION, SUBJECTS } from './bus.module';
 export { bootstrapService, type ServiceBootstrapOptions, type RunningService } from './service-bootstrap';
 export { settlePoisonedDispatch } from './poison-settlement';
 export { runUntilSignalled } from './run-until-signalled';
+export {
+  Metrics,
+  MetricsController,
+  MetricName,
+  metricsFor,
+  type ProcessedOutcome,
+  type ApprovalsPendingSource,
+} from './metrics';

@@ -2,6 +2,7 @@ import { Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { lastValueFrom } from 'rxjs';
+import { metricsFor } from './metrics';
 import type { ConsumerRole, JournalEvent, Subjects } from '@toolgate/contracts';
 import {
   consumerName,
@@ -31,6 +32,8 @@ export interface JetStreamServerOptions {
   /** Per event type (the `@EventPattern` value); `'*'` subscribes to every journal event. */
   handlers?: Record<string, JetStreamHandlerOptions>;
   onPoison?(report: PoisonReport): Promise<void>;
+  /** How often each consumer's lag is read from the broker for `/metrics` (default 15 s). */
+  lagPollMs?: number;
 }
 
 /** What a handler receives as its second argument (`@Ctx()`). */
@@ -54,6 +57,8 @@ const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs'>> & { backoff
 export class JetStreamServer extends Server implements CustomTransportStrategy {
   private readonly running: RunningConsumer[] = [];
   private js: JetStreamClient | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private polledConsumers: string[] = [];
 
   constructor(private readonly options: JetStreamServerOptions) {
     super();
@@ -63,6 +68,8 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
     try {
       const { nc, subjects, role } = this.options;
       const jsm = await jetstreamManager(nc);
+      const metrics = metricsFor(nc);
+      const consumers: string[] = [];
       await ensureJournalStreams(jsm, subjects, this.options.streams);
       this.js = jetstream(nc);
       for (const [pattern, handler] of this.messageHandlers) {
@@ -75,11 +82,13 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           maxDeliver: settings.maxDeliver,
           maxAckPending: settings.maxAckPending,
         });
+        const name = consumerName(subjects, { role, eventType });
+        consumers.push(name);
         const consumer = runJournalConsumer({
           js: this.js,
           subjects,
           role,
-          consumer: consumerName(subjects, { role, eventType }),
+          consumer: name,
           maxDeliver: settings.maxDeliver,
           backoffMs: settings.backoffMs,
           concurrency: settings.concurrency,
@@ -89,10 +98,27 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           },
           ...(this.options.onPoison ? { onPoison: this.options.onPoison } : {}),
           onError: (err) => this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
+          onProcessed: (r, type, outcome, seconds) => metrics.recordProcessed(r, type, outcome, seconds),
         });
         this.running.push(consumer);
         await consumer.ready;
       }
+      // Lag is the broker's number, the same for every replica; polling it here (not per scrape)
+      // bounds the JetStream API load to one request per consumer per interval per replica.
+      const pollLag = async () => {
+        for (const name of consumers) {
+          try {
+            const info = await jsm.consumers.info(subjects.journal.stream, name);
+            metrics.setConsumerLag(name, info.num_pending, info.num_ack_pending);
+          } catch {
+            // Broker unreachable or consumer gone: keep the last value; readiness reports NATS.
+          }
+        }
+      };
+      await pollLag();
+      this.lagTimer = setInterval(() => void pollLag(), this.options.lagPollMs ?? 15_000);
+      this.lagTimer.unref();
+      this.polledConsumers = consumers;
       callback();
     } catch (err) {
       callback(err);
@@ -101,6 +127,8 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
 
   /** Stops pulling and waits for in-flight handlers; the connection is drained by its owner. */
   async close(): Promise<void> {
+    clearInterval(this.lagTimer);
+    for (const name of this.polledConsumers.splice(0)) metricsFor(this.options.nc).forgetConsumer(name);
     await Promise.all(this.running.splice(0).map((c) => c.stop()));
   }
 

@@ -1,5 +1,5 @@
 import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
-import { bootstrapService, Readiness, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, Metrics, Readiness, type RunningService } from '@toolgate/service-kit';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
@@ -44,6 +44,20 @@ export async function startJournal(options: {
       return true;
     },
   });
+  // Pending approvals are read from the projection at scrape time: it is the journal's own state,
+  // so the gauge is exact after a restart, unlike a counter kept in memory.
+  service.app.get(Metrics).collectApprovalsPending(
+    async () => {
+      const rows = await handle.db
+        .selectFrom('approvals')
+        .select(['tenant', (eb) => eb.fn.countAll<string>().as('count')])
+        .where('status', '=', 'pending')
+        .groupBy('tenant')
+        .execute();
+      return rows.map((r) => ({ tenant: r.tenant, count: Number(r.count) }));
+    },
+    (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
+  );
   const subscriptions = serveQueries(service.nc, service.subjects, handle.db);
   const sweeper = new ApprovalTimeoutSweeper(
     handle.db,
