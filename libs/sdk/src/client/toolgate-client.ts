@@ -1,0 +1,211 @@
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  ApiOperation,
+  assertSubjectToken,
+  ConfigError,
+  createSubjects,
+  parseJournalEvent,
+  type AgentRef,
+  type Isolation,
+  type JournalEvent,
+  type ListToolsResponse,
+  type Subjects,
+  type SubmitDispatchResponse,
+  type Taint,
+  type ToolView,
+} from '@toolgate/contracts';
+import type { ToolDef } from '@toolgate/tools';
+import { DispatchHandleImpl, type DispatchHandle, type ResolveApprovalResult, type ResolveExternalOptions } from '../dispatch/dispatch-handle';
+import { serveTool, type ServedTool, type ServeToolOptions } from '../serve/serve-tool';
+import { ApiCaller } from './api-caller';
+import type { ApprovalFilter, ApprovalView } from './approval-view';
+
+const decoder = new TextDecoder();
+
+export interface ClientOptions {
+  /** NATS server URL(s); ignored when `nc` is given. Default `nats://127.0.0.1:4222`. */
+  servers?: string | string[];
+  /** An existing connection to share; the client then leaves it open on `close()`. */
+  nc?: NatsConnection;
+  /** The deployment's subject prefix (`TOOLGATE_PREFIX`). Default `toolgate`. */
+  prefix?: string;
+  /** Bearer token; sent in the `Authorization` header of every API request, never logged. */
+  token: string;
+  /** The token's tenant: names the journal and tool subjects this client follows and serves. */
+  tenant: string;
+  /** How long an API request may take. Default 10 s. */
+  requestTimeoutMs?: number;
+}
+
+/** A tool call, as `client.dispatch()` takes it. */
+export interface DispatchRequest<I> {
+  runId: string;
+  callId: string;
+  agent: AgentRef;
+  input: I;
+  isolation?: Isolation;
+  profile?: string;
+  taint?: Taint;
+  /** The dispatch this call retries after a `model-retry` error. */
+  retryOf?: string;
+}
+
+/** What `registerTool` answers: the stored tool and the tenant's new toolset hash. */
+export type RegisteredToolView = ToolView & { toolsetHash: string };
+
+/** A connected Toolgate client. Every failed call rejects with a `ToolgateError`: check `err.code`. */
+export interface ToolgateClient {
+  readonly tenant: string;
+  readonly subjects: Subjects;
+  /** Registers a ToolDef's contract and policy as a remote tool (served by `serveTool`). Needs `admin`. */
+  registerTool(def: ToolDef): Promise<RegisteredToolView>;
+  listTools(): Promise<ListToolsResponse>;
+  /** Submits a call; with a typed ToolDef, `input` and the result are typed from its schema. */
+  dispatch<I, R>(request: DispatchRequest<I> & { tool: ToolDef<I, R> }): Promise<DispatchHandle<R>>;
+  dispatch(request: DispatchRequest<unknown> & { tool: string }): Promise<DispatchHandle<unknown>>;
+  /** A dispatch with its whole event history. */
+  getDispatch(dispatchId: string): Promise<unknown>;
+  /** A run's status, dispatches and open approvals. */
+  getRun(runId: string): Promise<unknown>;
+  /** Serves a remote tool on its queue group until `stop()`. */
+  serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
+  readonly approvals: {
+    list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
+    resolve(key: string, options: ResolveExternalOptions & { dispatchId?: string; inputDigest?: string }): Promise<ResolveApprovalResult>;
+  };
+  /** Stops served tools (draining their in-flight calls), abandons open handles, closes the connection it opened. */
+  close(): Promise<void>;
+}
+
+/** Connects to NATS (or adopts `nc`) and returns a client for one tenant's token. */
+export async function createClient(options: ClientOptions): Promise<ToolgateClient> {
+  if (typeof options.token !== 'string' || options.token.length === 0) {
+    throw new ConfigError('createClient: a bearer token is required');
+  }
+  assertSubjectToken('tenant', options.tenant);
+  const subjects = createSubjects(options.prefix ?? 'toolgate');
+  const owned = !options.nc;
+  const nc = options.nc ?? (await connect({ servers: options.servers ?? 'nats://127.0.0.1:4222', name: `toolgate-sdk-${options.tenant}` }));
+  return new Client(nc, owned, subjects, options.tenant, new ApiCaller(nc, subjects, options.token, options.requestTimeoutMs ?? 10_000));
+}
+
+class Client implements ToolgateClient {
+  private readonly handles = new Set<DispatchHandleImpl<unknown>>();
+  private readonly served = new Set<ServedTool>();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly ownsConnection: boolean,
+    readonly subjects: Subjects,
+    readonly tenant: string,
+    private readonly api: ApiCaller,
+  ) {}
+
+  readonly approvals = {
+    list: (filter: ApprovalFilter = {}) => this.api.call<ApprovalView[]>(ApiOperation.ListApprovals, filter),
+    resolve: (key: string, options: ResolveExternalOptions & { dispatchId?: string; inputDigest?: string }) =>
+      this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
+  };
+
+  registerTool(def: ToolDef): Promise<RegisteredToolView> {
+    return this.api.call(ApiOperation.RegisterTool, {
+      tool: { ...def.contract, policy: { ...def.policy, executor: 'remote' } },
+    });
+  }
+
+  listTools(): Promise<ListToolsResponse> {
+    return this.api.call(ApiOperation.ListTools);
+  }
+
+  getDispatch(dispatchId: string): Promise<unknown> {
+    return this.api.call(ApiOperation.GetDispatch, { dispatchId });
+  }
+
+  getRun(runId: string): Promise<unknown> {
+    return this.api.call(ApiOperation.GetRun, { runId });
+  }
+
+  dispatch<I, R>(request: DispatchRequest<I> & { tool: ToolDef<I, R> }): Promise<DispatchHandle<R>>;
+  dispatch(request: DispatchRequest<unknown> & { tool: string }): Promise<DispatchHandle<unknown>>;
+  async dispatch(request: DispatchRequest<unknown> & { tool: string | ToolDef }): Promise<DispatchHandle<unknown>> {
+    const { tool, ...call } = request;
+    const toolName = typeof tool === 'string' ? tool : tool.contract.name;
+    const risk = typeof tool === 'string' ? undefined : tool.policy.risk;
+    // Subscribe to the run BEFORE submitting: the dispatch id is only known from the reply, and a
+    // fast pipeline can settle before the reply reaches us. Events are buffered until then. The
+    // SUB reaches the server before the request on this same connection, so nothing is missed.
+    const buffered: JournalEvent[] = [];
+    let sink: ((e: JournalEvent) => void) | undefined;
+    const sub: Subscription = this.nc.subscribe(this.subjects.journal.forRun(this.tenant, call.runId), {
+      callback: (err, msg) => {
+        if (err) return;
+        const event = parse(msg.data);
+        if (!event) return;
+        if (sink) sink(event);
+        else buffered.push(event);
+      },
+    });
+    let reply: SubmitDispatchResponse;
+    try {
+      reply = await this.api.call<SubmitDispatchResponse>(ApiOperation.SubmitDispatch, { ...call, tool: toolName });
+    } catch (err) {
+      sub.unsubscribe();
+      throw err;
+    }
+    const handle: DispatchHandleImpl<unknown> = new DispatchHandleImpl(
+      reply.dispatchId,
+      call.runId,
+      reply.status,
+      { callId: call.callId, ...(risk ? { risk } : {}) },
+      (key, options) => this.approvals.resolve(key, options),
+      () => {
+        sub.unsubscribe();
+        this.handles.delete(handle);
+      },
+    );
+    this.handles.add(handle);
+    for (const e of buffered.splice(0)) handle.feed(e);
+    sink = (e) => handle.feed(e);
+    if (reply.status === 'replayed') {
+      // The call's earlier events were published before we subscribed: read them from the
+      // recorded history so a replay still surfaces its events (best effort: the projection may lag).
+      const history = await this.getDispatch(reply.dispatchId).catch(() => undefined);
+      for (const e of recordedEvents(history)) handle.feed(e);
+    }
+    if (reply.settled) handle.finish(reply.settled);
+    return handle;
+  }
+
+  serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool {
+    const served = serveTool(this.nc, this.subjects, this.tenant, def, options);
+    this.served.add(served);
+    return {
+      subject: served.subject,
+      stop: async () => {
+        this.served.delete(served);
+        await served.stop();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.served].map((s) => s.stop()));
+    this.served.clear();
+    for (const h of [...this.handles]) h.abandon('the client closed before the dispatch settled');
+    if (this.ownsConnection) await this.nc.drain();
+  }
+}
+
+function parse(data: Uint8Array): JournalEvent | null {
+  try {
+    return parseJournalEvent(JSON.parse(decoder.decode(data)));
+  } catch {
+    return null;
+  }
+}
+
+function recordedEvents(history: unknown): JournalEvent[] {
+  const events = (history as { events?: { event?: unknown }[] } | undefined)?.events;
+  if (!Array.isArray(events)) return [];
+  return events.map((e) => parseJournalEvent(e?.event)).filter((e): e is JournalEvent => e !== null);
+}

@@ -1,0 +1,123 @@
+import { randomBytes } from 'node:crypto';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { ErrorCode, type Subjects, type ToolLogLevel, type WireError } from '@toolgate/contracts';
+import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
+import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
+import { RemoteToolRequestSchema } from './remote-tool-request';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** One `ctx.log()` call of a served tool, with the call it belongs to. */
+export interface ToolLogEntry {
+  level: ToolLogLevel;
+  message: string;
+  data?: Record<string, unknown>;
+  toolName: string;
+  dispatchId: string;
+  runId: string;
+}
+
+export interface ServeToolOptions {
+  /** Where `ctx.log()` goes; dropped when absent (it never writes journal entries). */
+  log?: (entry: ToolLogEntry) => void;
+  /** `ctx.cwd` when the request names none (default: this process's cwd). */
+  cwd?: string;
+}
+
+/** A running worker. `stop()` takes no new calls and resolves once the in-flight ones replied. */
+export interface ServedTool {
+  readonly subject: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Serves a remote tool on its queue group, so several workers share the calls. Each request is
+ * parsed, its input validated with the def's own schema (a failure is an `invalid-arguments`
+ * outcome, never a crash), and the tool run under an AbortSignal that fires at the request's
+ * deadline. Every way a call can end is replied as a `ToolRunOutcome`.
+ */
+export function serveTool(
+  nc: NatsConnection,
+  subjects: Subjects,
+  tenant: string,
+  def: ToolDef,
+  options: ServeToolOptions = {},
+): ServedTool {
+  const { subject, queue } = subjects.remoteTool(tenant, def.contract.name);
+  const inflight = new Set<Promise<void>>();
+  const sub: Subscription = nc.subscribe(subject, {
+    queue,
+    callback: (err, msg) => {
+      if (err) return;
+      const p = handle(msg).finally(() => inflight.delete(p));
+      inflight.add(p);
+    },
+  });
+
+  async function handle(msg: Msg): Promise<void> {
+    const outcome = await consumerSpan(subject, msg.headers, { [Attr.Tool]: def.contract.name }, async (span) =>
+      answer(msg.data, span.spanContext().spanId),
+    );
+    if (msg.reply) msg.respond(encoder.encode(JSON.stringify(outcome)));
+  }
+
+  async function answer(data: Uint8Array, spanId: string): Promise<ToolRunOutcome> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(decoder.decode(data));
+    } catch {
+      return failure({ code: ErrorCode.InvalidRequest, message: 'the request is not JSON' });
+    }
+    const parsed = RemoteToolRequestSchema.safeParse(raw);
+    if (!parsed.success) {
+      return failure({ code: ErrorCode.InvalidRequest, message: `malformed remote tool request: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
+    }
+    const req = parsed.data;
+    annotate({ [Attr.DispatchId]: req.dispatchId, [Attr.Tenant]: req.tenant });
+    // The dispatch was keyed and decided under a contract; running a different one (an old worker
+    // after a contract change, or the reverse) would record a result the contract never promised.
+    if (req.contractHash !== def.contractHash) {
+      return failure({
+        code: ErrorCode.ExecutorUnregistered,
+        message: `this worker serves a different contract of ${def.contract.name}`,
+        details: { expected: req.contractHash, served: def.contractHash },
+      });
+    }
+    return runTool(
+      def,
+      req.input,
+      {
+        runId: req.runId,
+        dispatchId: req.dispatchId,
+        spanId: /^0+$/.test(spanId) ? randomBytes(8).toString('hex') : spanId,
+        agent: req.agent,
+        cwd: req.cwd ?? options.cwd ?? process.cwd(),
+        isolation: req.isolation,
+        log: (level, message, data) =>
+          options.log?.({
+            level,
+            message,
+            ...(data ? { data } : {}),
+            toolName: def.contract.name,
+            dispatchId: req.dispatchId,
+            runId: req.runId,
+          }),
+      },
+      // The executor stops waiting at the deadline: the signal fires then, so the tool can stop too.
+      { timeoutMs: req.deadlineMs },
+    );
+  }
+
+  return {
+    subject,
+    async stop() {
+      await sub.drain();
+      await Promise.allSettled([...inflight]);
+    },
+  };
+}
+
+function failure(error: WireError): ToolRunOutcome {
+  return { ok: false, error };
+}
