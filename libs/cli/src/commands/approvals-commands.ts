@@ -45,7 +45,7 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
       if (!(STATUSES as readonly string[]).includes(opts.status)) {
         throw new UsageError(`--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(opts.status)}`);
       }
-      const rows = await ctx.gateway().get<ApprovalRow[]>('/v1/approvals', {
+      const { approvals: rows } = await ctx.gateway().get<{ approvals: ApprovalRow[] }>('/v1/approvals', {
         runId: opts.run,
         tool: opts.tool,
         minAgeMs: opts.minAge === undefined ? undefined : parseDuration('--min-age', opts.minAge),
@@ -116,7 +116,7 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
  * and picks the key; one key can park several dispatches (the same call in two runs).
  */
 async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalRow[]> {
-  const rows = await ctx.gateway().get<ApprovalRow[]>('/v1/approvals', { status: 'all', limit: 1000 });
+  const { approvals: rows } = await ctx.gateway().get<{ approvals: ApprovalRow[] }>('/v1/approvals', { status: 'all', limit: 1000 });
   const matches = rows.filter((a) => a.approvalKey === key);
   if (matches.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));

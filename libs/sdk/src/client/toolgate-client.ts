@@ -4,6 +4,8 @@ import {
   assertSubjectToken,
   ConfigError,
   createSubjects,
+  ErrorCode,
+  hasErrorCode,
   parseJournalEvent,
   type AgentRef,
   type Isolation,
@@ -102,7 +104,8 @@ class Client implements ToolgateClient {
   ) {}
 
   readonly approvals = {
-    list: (filter: ApprovalFilter = {}) => this.api.call<ApprovalView[]>(ApiOperation.ListApprovals, filter),
+    list: async (filter: ApprovalFilter = {}) =>
+      (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter)).approvals,
     resolve: (key: string, options: ResolveExternalOptions & { dispatchId?: string; inputDigest?: string }) =>
       this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
   };
@@ -157,7 +160,7 @@ class Client implements ToolgateClient {
       call.runId,
       reply.status,
       { callId: call.callId, ...(risk ? { risk } : {}) },
-      (key, options) => this.approvals.resolve(key, options),
+      (key, options) => resolveWhenListed(() => this.approvals.resolve(key, options)),
       () => {
         sub.unsubscribe();
         this.handles.delete(handle);
@@ -193,6 +196,24 @@ class Client implements ToolgateClient {
     this.served.clear();
     for (const h of [...this.handles]) h.abandon('the client closed before the dispatch settled');
     if (this.ownsConnection) await this.nc.drain();
+  }
+}
+
+/**
+ * The gateway finds an approval through the journal's projection, which can trail the live
+ * `suspended` event a handle has just surfaced; resolving at once would then say `not-found` for an
+ * approval that exists. The handle saw it parked, so a short, bounded retry on `not-found` is
+ * sound; any other answer (including `already-resolved`) returns at once.
+ */
+async function resolveWhenListed<T>(attempt: () => Promise<T>, budgetMs = 5_000): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!hasErrorCode(err, ErrorCode.NotFound) || Date.now() + delay > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, delay));
   }
 }
 

@@ -95,6 +95,13 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     if (event.dispatchId !== this.dispatchId || this.seenIds.has(event.id)) return;
     this.seenIds.add(event.id);
     if (this.done) return;
+    if (event.type === 'decided') {
+      this.call.decision = {
+        verdict: event.verdict,
+        decidedBy: event.decidedBy,
+        ...(event.rule !== undefined ? { rule: event.rule } : {}),
+      };
+    }
     const mapped = toDispatchEvent(event, this.call);
     if (mapped) this.emit(mapped);
     if (event.type === 'settled') this.finish(outcomeOfSettled(event));

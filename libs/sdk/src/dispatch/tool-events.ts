@@ -53,6 +53,11 @@ export type DispatchEvent = DispatchEvents[DispatchEventName];
 export interface CallFacts {
   callId: string;
   risk?: Risk;
+  /**
+   * The verdict from the dispatch's `decided` event. The executor's `settled` does not repeat it
+   * for calls it ran, so the handle carries it over to complete `tool:end`'s audit fields.
+   */
+  decision?: { verdict: 'allow' | 'deny' | 'ask'; decidedBy: string; rule?: unknown };
 }
 
 /**
@@ -76,9 +81,7 @@ export function toDispatchEvent(event: JournalEvent, call: CallFacts): DispatchE
         outcome: event.outcome,
         durationMs: event.durationMs,
         ...(event.outcome === 'error' && event.error ? { errorCode: event.error.code } : {}),
-        ...(event.verdict ? { verdict: event.verdict } : {}),
-        ...(event.decidedBy ? { decidedBy: event.decidedBy } : {}),
-        ...(event.rule !== undefined ? { rule: event.rule } : {}),
+        ...auditFields(event, call.decision),
       };
     case 'suspended':
       return {
@@ -94,6 +97,18 @@ export function toDispatchEvent(event: JournalEvent, call: CallFacts): DispatchE
     default:
       return undefined;
   }
+}
+
+/** The settled event's own audit fields, completed from the `decided` verdict where it has none. */
+function auditFields(event: SettledEvent, decision: CallFacts['decision']): Pick<ToolEndEvent, 'verdict' | 'decidedBy' | 'rule'> {
+  const verdict = event.verdict ?? decision?.verdict;
+  const decidedBy = event.decidedBy ?? decision?.decidedBy;
+  const rule = event.rule !== undefined ? event.rule : decision?.rule;
+  return {
+    ...(verdict ? { verdict } : {}),
+    ...(decidedBy ? { decidedBy } : {}),
+    ...(rule !== undefined ? { rule } : {}),
+  };
 }
 
 /** What the caller (and the model) sees of a settled dispatch. */
