@@ -138,7 +138,7 @@ class Client implements ToolgateClient {
     // fast pipeline can settle before the reply reaches us. Events are buffered until then. The
     // SUB reaches the server before the request on this same connection, so nothing is missed.
     const buffered: JournalEvent[] = [];
-    let sink: ((e: JournalEvent) => void) | undefined;
+    let sink: ((e: JournalEvent) => void) | undefined = undefined;
     const sub: Subscription = this.nc.subscribe(this.subjects.journal.forRun(this.tenant, call.runId), {
       callback: (err, msg) => {
         if (err) return;
