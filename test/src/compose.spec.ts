@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 
@@ -161,6 +161,103 @@ describe('docker-compose.yml', () => {
       (pg.volumes as string[]).some((m) => m.split(':')[1] === '/var/lib/postgresql/data'),
     ).toBe(true);
     expect((pg.healthcheck as { test: string[] }).test.join(' ')).toContain('pg_isready');
+  });
+
+  const TOOLGATE = ['gateway', 'permission-evaluator', 'tool-executor', 'journal', 'worktree'];
+  const PORT_VAR: Record<string, string> = {
+    gateway: 'GATEWAY_PORT',
+    'permission-evaluator': 'EVALUATOR_PORT',
+    'tool-executor': 'EXECUTOR_PORT',
+    journal: 'JOURNAL_PORT',
+    worktree: 'WORKTREE_PORT',
+  };
+  const depsOf = (service: Service): Record<string, { condition?: string }> => {
+    const deps = service.depends_on;
+    if (Array.isArray(deps)) return Object.fromEntries(deps.map((d: string) => [d, {}]));
+    return (deps ?? {}) as Record<string, { condition?: string }>;
+  };
+
+  it('runs the five services from the one Dockerfile image, each with its command, port, NATS and health', () => {
+    const images = new Set<string>();
+    for (const name of TOOLGATE) {
+      const service = compose.services[name];
+      expect([name, service !== undefined]).toEqual([name, true]);
+      expect((service!.build as { dockerfile?: string }).dockerfile).toBe('Dockerfile');
+      images.add(String(service!.image));
+      expect(service!.command).toEqual(['node', `services/${name}/dist/main.js`]);
+      const env = service!.environment as Record<string, string>;
+      expect(env.NATS_URL).toBe('nats://nats:4222');
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
+      const port = env[PORT_VAR[name]!];
+      expect([name, (service!.ports as string[]).some((p) => p.endsWith(`:${port}:${port}`))]).toEqual([name, true]);
+      expect((service!.healthcheck as { test: string[] }).test).toEqual(['CMD', 'node', 'deploy/docker/healthcheck.js']);
+      expect(depsOf(service!).nats?.condition).toBe('service_healthy');
+    }
+    expect(images.size).toBe(1);
+    expect(depsOf(compose.services.journal!).postgres?.condition).toBe('service_healthy');
+    expect((compose.services.journal!.environment as Record<string, string>).DATABASE_URL).toMatch(/@postgres:5432\//);
+  });
+
+  it('has a dependency graph without cycles, waiting on health where a healthcheck exists', () => {
+    const visiting = new Set<string>();
+    const done = new Set<string>();
+    const visit = (name: string, trail: string[]): void => {
+      if (done.has(name)) return;
+      if (visiting.has(name)) throw new Error(`dependency cycle: ${[...trail, name].join(' → ')}`);
+      visiting.add(name);
+      for (const dep of Object.keys(depsOf(compose.services[name]!))) visit(dep, [...trail, name]);
+      visiting.delete(name);
+      done.add(name);
+    };
+    for (const name of Object.keys(compose.services)) visit(name, []);
+    expect(done.size).toBe(Object.keys(compose.services).length);
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const [dep, spec] of Object.entries(depsOf(service))) {
+        expect([name, dep, ['service_healthy', 'service_started', 'service_completed_successfully']]).toEqual([
+          name,
+          dep,
+          expect.arrayContaining([spec.condition]),
+        ]);
+      }
+    }
+  });
+
+  it('wires the observability stack: collector → Tempo, Prometheus scraping every service, Grafana', () => {
+    for (const name of ['otel-collector', 'tempo', 'prometheus', 'grafana']) {
+      expect([name, compose.services[name] !== undefined]).toEqual([name, true]);
+    }
+    const collector = parse(readFileSync(join(__dirname, '..', '..', 'deploy/otel-collector.yaml'), 'utf8'));
+    expect(collector.exporters['otlp/tempo'].endpoint).toBe('tempo:4317');
+    expect(collector.service.pipelines.traces.exporters).toContain('otlp/tempo');
+    const prometheus = parse(readFileSync(join(__dirname, '..', '..', 'deploy/prometheus.yml'), 'utf8'));
+    const targets: string[] = prometheus.scrape_configs
+      .flatMap((job: { static_configs?: { targets: string[] }[] }) => job.static_configs ?? [])
+      .flatMap((c: { targets: string[] }) => c.targets);
+    for (const name of TOOLGATE) {
+      const port = (compose.services[name]!.environment as Record<string, string>)[PORT_VAR[name]!];
+      expect(targets).toContain(`${name}:${port}`);
+    }
+  });
+
+  it('mounts only config files and directories that exist in the repository', () => {
+    const binds: string[] = [];
+    for (const [name, service] of Object.entries(compose.services)) {
+      const targets = new Set<string>();
+      for (const mount of (service.volumes ?? []) as string[]) {
+        const [source, target] = mount.split(':');
+        if (source!.startsWith('./')) binds.push(source!);
+        targets.add(target!);
+      }
+      // A config file named on the command line must be one of the service's mounts.
+      for (const arg of (Array.isArray(service.command) ? service.command : []) as string[]) {
+        const m = /^-?-config(?:\.file)?=(.+)$/.exec(arg);
+        if (m) expect([name, m[1], targets.has(m[1]!)]).toEqual([name, m[1], true]);
+      }
+    }
+    expect(binds.length).toBeGreaterThanOrEqual(5);
+    for (const source of binds) expect([source, existsSync(join(__dirname, '..', '..', source))]).toEqual([source, true]);
+    const build = compose.services.gateway!.build as { context: string; dockerfile: string };
+    expect(existsSync(join(__dirname, '..', '..', build.context, build.dockerfile))).toBe(true);
   });
 
   // Registered only where the plugin exists (not on this CI machine): the structural checks above
