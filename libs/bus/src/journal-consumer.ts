@@ -1,5 +1,5 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import type { Consumer, ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import {
   ErrorCode,
   parseJournalEvent,
@@ -12,6 +12,8 @@ import {
 import { Attr, consumerSpan } from '@toolgate/telemetry';
 
 const decoder = new TextDecoder();
+/** How long one pull waits for messages; also the longest a stop waits for the current pull. */
+const FETCH_EXPIRES_MS = 1000;
 const encoder = new TextEncoder();
 
 /** What a handler sees besides the event. */
@@ -83,25 +85,29 @@ export interface RunningConsumer {
 export function runJournalConsumer(options: JournalConsumerOptions): RunningConsumer {
   const concurrency = Math.max(1, options.concurrency ?? 1);
   const inFlight = new Set<Promise<void>>();
-  let messages: ConsumerMessages | undefined;
   let stopping = false;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
+  // Pull in batches rather than with `consume()`: closing a consume drops the messages it has
+  // buffered, which then wait out their ack deadline before anyone sees them again. A batch is
+  // drained to its end instead — processed, or nak'd at once when stopping — so a graceful stop
+  // hands every pulled message back immediately. Stopping waits at most one batch expiry.
   const loop = (async () => {
     const consumer: Consumer = await options.js.consumers.get(options.subjects.journal.stream, options.consumer);
-    messages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
     markReady();
-    for await (const msg of messages) {
-      if (stopping) {
-        // Pulled after stop was asked for: hand it back at once for another replica.
-        msg.nak();
-        continue;
+    while (!stopping) {
+      const batch = await consumer.fetch({ max_messages: Math.max(concurrency * 2, 16), expires: FETCH_EXPIRES_MS });
+      for await (const msg of batch) {
+        if (stopping) {
+          msg.nak();
+          continue;
+        }
+        const task = processOne(options, msg).catch((err) => options.onError?.(err));
+        inFlight.add(task);
+        void task.finally(() => inFlight.delete(task));
+        while (inFlight.size >= concurrency) await Promise.race(inFlight);
       }
-      const task = processOne(options, msg).catch((err) => options.onError?.(err));
-      inFlight.add(task);
-      void task.finally(() => inFlight.delete(task));
-      while (inFlight.size >= concurrency) await Promise.race(inFlight);
     }
   })().catch((err) => {
     markReady();
@@ -112,7 +118,6 @@ export function runJournalConsumer(options: JournalConsumerOptions): RunningCons
     ready,
     async stop() {
       stopping = true;
-      await messages?.close().catch(() => undefined);
       await loop;
       await Promise.allSettled([...inFlight]);
     },

@@ -1,7 +1,9 @@
+import type { INestApplication } from '@nestjs/common';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JournalPublisher, type PoisonReport } from '@toolgate/bus';
 import { ErrorCode, journalEvent, type Subjects } from '@toolgate/contracts';
+import { NATS_CONNECTION, SUBJECTS } from './bus.module';
 
 /**
  * Settles the dispatch of a dead-lettered event as an error (`poison-message`), so the caller gets
@@ -10,19 +12,24 @@ import { ErrorCode, journalEvent, type Subjects } from '@toolgate/contracts';
  */
 export async function settlePoisonedDispatch(nc: NatsConnection, subjects: Subjects, report: PoisonReport): Promise<void> {
   const event = report.event;
-  if (!event || event.type.startsWith('worktree-')) return;
-  const toolName = 'tool' in event && event.tool ? event.tool.name : 'toolName' in event ? event.toolName : undefined;
-  if (!toolName) return;
+  // A payload that is not an event still names its dispatch in its subject:
+  // <prefix>.journal.<tenant>.<runId>.<dispatchId>.<type>
+  const tokens = report.subject.split('.');
+  const where = event ?? { tenant: tokens[2], runId: tokens[3], dispatchId: tokens[4], type: tokens[5], id: null };
+  if (!where.tenant || !where.runId || !where.dispatchId || !where.type || where.type.startsWith('worktree-')) return;
+  const toolName =
+    (event && 'tool' in event && event.tool ? event.tool.name : event && 'toolName' in event ? event.toolName : undefined) ??
+    'unknown';
   const publisher = new JournalPublisher(jetstream(nc), subjects);
   await publisher.append(
     journalEvent({
       type: 'settled',
-      id: `${event.dispatchId}:settled`,
-      tenant: event.tenant,
-      runId: event.runId,
-      dispatchId: event.dispatchId,
+      id: `${where.dispatchId}:settled`,
+      tenant: where.tenant,
+      runId: where.runId,
+      dispatchId: where.dispatchId,
       at: new Date().toISOString(),
-      causationId: event.id,
+      causationId: where.id,
       toolName,
       outcome: 'error',
       error: { code: ErrorCode.PoisonMessage, message: report.error.message, details: { consumer: report.consumer, seq: report.seq } },
@@ -30,4 +37,9 @@ export async function settlePoisonedDispatch(nc: NatsConnection, subjects: Subje
       attempt: report.deliveryCount,
     }),
   );
+}
+
+/** {@link settlePoisonedDispatch} on the service's own connection (a transport `onPoison` hook). */
+export function settlePoisoned(app: INestApplication, report: PoisonReport): Promise<void> {
+  return settlePoisonedDispatch(app.get(NATS_CONNECTION), app.get(SUBJECTS), report);
 }

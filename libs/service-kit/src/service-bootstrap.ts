@@ -90,3 +90,9 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
     },
   };
 }
+
+/** Wraps a stop function so calling it again (a restart after a failed stop, a test's afterAll) is harmless. */
+export function stopOnce(stop: () => Promise<void>): () => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  return () => (stopping ??= stop());
+}

@@ -7,7 +7,7 @@ import { loadJournalConfig, startJournal, type JournalConfig } from '@toolgate/j
 import { loadEvaluatorConfig, startPermissionEvaluator, type EvaluatorConfig } from '@toolgate/permission-evaluator';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import type { RunningService } from '@toolgate/service-kit';
+import { stopOnce, type RunningService } from '@toolgate/service-kit';
 import { loadExecutorConfig, startToolExecutor, type ExecutorConfig } from '@toolgate/tool-executor';
 import { loadWorktreeConfig, startWorktree, type WorktreeConfig } from '@toolgate/worktree';
 import path from 'node:path';
@@ -89,16 +89,19 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     started.push(worktree);
     const gateway = await startGateway({ config: options.gateway, ...common });
     started.push(gateway);
-    return {
+    const all: AllInOne = {
       gateway,
       evaluator,
       executor,
       journal,
       worktree,
-      async stop() {
-        for (const s of started.reverse()) await s.stop();
-      },
+      // Reads the fields at stop time: a test may have replaced a service (a simulated crash).
+      stop: stopOnce(async () => {
+        for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal]) await s.stop();
+        await policyConnection.drain();
+      }),
     };
+    return all;
   } catch (err) {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
     throw err;

@@ -1,6 +1,6 @@
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyStore, ToolRegistry } from '@toolgate/registry';
-import { bootstrapService, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, type RunningService } from '@toolgate/service-kit';
 import { connect } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
@@ -37,12 +37,12 @@ export async function startGateway(options: {
   const stop = service.stop;
   return {
     ...service,
-    async stop() {
+    stop: stopOnce(async () => {
       for (const sub of subscriptions) sub.unsubscribe();
       await stop();
       registry.stop();
       policies.stop();
       await kvConnection.drain();
-    },
+    }),
   };
 }

@@ -1,5 +1,5 @@
 import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
-import { bootstrapService, Metrics, Readiness, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, Metrics, Readiness, type RunningService } from '@toolgate/service-kit';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
@@ -72,11 +72,11 @@ export async function startJournal(options: {
   return {
     ...service,
     sweeper,
-    async stop() {
+    stop: stopOnce(async () => {
       await sweeper.stop();
       for (const sub of subscriptions) sub.unsubscribe();
       await stop();
       await handle.db.destroy();
-    },
+    }),
   };
 }

@@ -3,7 +3,7 @@ import { createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { bootstrapService, settlePoisonedDispatch, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, settlePoisoned, type RunningService } from '@toolgate/service-kit';
 import { PermissionEvaluatorModule } from './app.module';
 import type { EvaluatorConfig } from './config';
 
@@ -33,16 +33,16 @@ export async function startPermissionEvaluator(options: {
     transport: {
       role: 'evaluator',
       handlers: { requested: { concurrency: config.concurrency, maxDeliver: config.maxDeliver } },
-      onPoison: (app, report) => settlePoisonedDispatch(kvConnection, subjects, report),
+      onPoison: settlePoisoned,
     },
   });
   const stop = service.stop;
   return {
     ...service,
-    async stop() {
+    stop: stopOnce(async () => {
       await stop();
       store.stop();
       await kvConnection.drain();
-    },
+    }),
   };
 }

@@ -1,6 +1,6 @@
 import { ExecutionPolicySchema } from './builtins/execution-policy';
 import { createBuiltinTools, parseExecutionPolicy, SAFE_ENV_VARS, type CheckDomain } from './builtins';
-import { bootstrapService, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, settlePoisoned, type RunningService } from '@toolgate/service-kit';
 import { ToolRegistry } from '@toolgate/registry';
 import type { PendingCall } from './execution/pending-call';
 import { callScope } from './execution/call-scope';
@@ -51,6 +51,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
         decided: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
         resolved: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
       },
+      onPoison: settlePoisoned,
     },
   });
   registry = await ToolRegistry.open(service.nc, service.subjects);
@@ -61,9 +62,9 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   const stop = service.stop;
   return {
     ...service,
-    async stop() {
+    stop: stopOnce(async () => {
       registry?.stop();
       await stop();
-    },
+    }),
   };
 }

@@ -2,7 +2,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
-import { bootstrapService, BusModule, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, BusModule, type RunningService } from '@toolgate/service-kit';
 import type { WorktreeConfig } from './config';
 import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
 
@@ -45,9 +45,9 @@ export async function startWorktree(options: {
   return {
     ...service,
     worktree,
-    async stop() {
+    stop: stopOnce(async () => {
       await worktree.stop();
       await stop();
-    },
+    }),
   };
 }

@@ -8,10 +8,13 @@ import {
   RegisterToolRequestSchema,
   RegisteredToolSchema,
   ToolgateError,
+  toWireError,
   type ListToolsResponse,
   type ToolView,
 } from '@toolgate/contracts';
+import { context, propagation, SpanKind } from '@opentelemetry/api';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
+import { Attr, inSpan } from '@toolgate/telemetry';
 import { TokenAuth, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
@@ -62,13 +65,31 @@ export class GatewayApi {
     };
   }
 
-  /** Authenticates, authorises and runs one operation. */
-  async call(operation: ApiOperation, authorization: string | undefined, body: unknown): Promise<unknown> {
+  /**
+   * Authenticates, authorises and runs one operation inside a SERVER span, continuing the caller's
+   * trace when `carrier` holds a W3C `traceparent` (HTTP headers); over NATS the responder's
+   * consumer span is already the parent.
+   */
+  async call(
+    operation: ApiOperation,
+    authorization: string | undefined,
+    body: unknown,
+    carrier?: Record<string, string | string[] | undefined>,
+  ): Promise<unknown> {
     const op = this.operations[operation];
     if (!op) throw new ToolgateError(ErrorCode.NotFound, `unknown operation ${String(operation)}`);
-    const principal = this.auth.authenticate(authorization);
-    TokenAuth.require(principal, op.scope);
-    return op.run(principal, body);
+    const parent = carrier ? propagation.extract(context.active(), carrier) : context.active();
+    return inSpan(`gateway ${operation}`, { kind: SpanKind.SERVER, parent }, async (span) => {
+      try {
+        const principal = this.auth.authenticate(authorization);
+        span.setAttribute(Attr.Tenant, principal.tenant);
+        TokenAuth.require(principal, op.scope);
+        return await op.run(principal, body);
+      } catch (err) {
+        span.setAttribute(Attr.ErrorCode, toWireError(err).code);
+        throw err;
+      }
+    });
   }
 
   private async registerTool(principal: Principal, body: unknown): Promise<ToolView & { toolsetHash: string }> {

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Put, Query, Res } from '@nestjs/common';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Response } from 'express';
 import { ApiOperation, ErrorCode, ToolgateError, type SubmitDispatchResponse } from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
@@ -16,64 +17,64 @@ export class GatewayController {
 
   @Post('tools')
   @HttpCode(201)
-  registerTool(@Headers('authorization') auth: string | undefined, @Body() body: unknown) {
-    return this.api.call(ApiOperation.RegisterTool, auth, body);
+  registerTool(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
+    return this.api.call(ApiOperation.RegisterTool, h.authorization, body, h);
   }
 
   @Get('tools')
-  listTools(@Headers('authorization') auth: string | undefined) {
-    return this.api.call(ApiOperation.ListTools, auth, {});
+  listTools(@Headers() h: IncomingHttpHeaders) {
+    return this.api.call(ApiOperation.ListTools, h.authorization, {}, h);
   }
 
   @Post('dispatches')
   async submit(
-    @Headers('authorization') auth: string | undefined,
+    @Headers() h: IncomingHttpHeaders,
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SubmitDispatchResponse> {
-    const result = (await this.api.call(ApiOperation.SubmitDispatch, auth, body)) as SubmitDispatchResponse;
+    const result = (await this.api.call(ApiOperation.SubmitDispatch, h.authorization, body, h)) as SubmitDispatchResponse;
     res.status(result.state === 'settled' ? 200 : 202);
     return result;
   }
 
   @Get('dispatches/:dispatchId')
-  getDispatch(@Headers('authorization') auth: string | undefined, @Param('dispatchId') dispatchId: string) {
-    return this.api.call(ApiOperation.GetDispatch, auth, { dispatchId });
+  getDispatch(@Headers() h: IncomingHttpHeaders, @Param('dispatchId') dispatchId: string) {
+    return this.api.call(ApiOperation.GetDispatch, h.authorization, { dispatchId }, h);
   }
 
   @Get('runs/:runId')
-  getRun(@Headers('authorization') auth: string | undefined, @Param('runId') runId: string) {
-    return this.api.call(ApiOperation.GetRun, auth, { runId });
+  getRun(@Headers() h: IncomingHttpHeaders, @Param('runId') runId: string) {
+    return this.api.call(ApiOperation.GetRun, h.authorization, { runId }, h);
   }
 
   @Put('policy')
-  putPolicy(@Headers('authorization') auth: string | undefined, @Body() body: unknown) {
-    return this.api.call(ApiOperation.PutPolicy, auth, body);
+  putPolicy(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
+    return this.api.call(ApiOperation.PutPolicy, h.authorization, body, h);
   }
 
   @Get('policy')
-  getPolicy(@Headers('authorization') auth: string | undefined) {
-    return this.api.call(ApiOperation.GetPolicy, auth, {});
+  getPolicy(@Headers() h: IncomingHttpHeaders) {
+    return this.api.call(ApiOperation.GetPolicy, h.authorization, {}, h);
   }
 
   @Post('policy/evaluate')
   @HttpCode(200)
-  evaluate(@Headers('authorization') auth: string | undefined, @Body() body: unknown) {
-    return this.api.call(ApiOperation.EvaluatePolicy, auth, body);
+  evaluate(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
+    return this.api.call(ApiOperation.EvaluatePolicy, h.authorization, body, h);
   }
 
   @Get('approvals')
-  listApprovals(@Headers('authorization') auth: string | undefined, @Query() query: Record<string, unknown>) {
-    return this.api.call(ApiOperation.ListApprovals, auth, queryToBody(query));
+  listApprovals(@Headers() h: IncomingHttpHeaders, @Query() query: Record<string, unknown>) {
+    return this.api.call(ApiOperation.ListApprovals, h.authorization, queryToBody(query), h);
   }
 
   @Post('approvals/:key/resolve')
   @HttpCode(200)
-  resolve(@Headers('authorization') auth: string | undefined, @Param('key') key: string, @Body() body: unknown) {
+  resolve(@Headers() h: IncomingHttpHeaders, @Param('key') key: string, @Body() body: unknown) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new ToolgateError(ErrorCode.InvalidRequest, 'expected a JSON object body');
     }
-    return this.api.call(ApiOperation.ResolveApproval, auth, { ...body, key });
+    return this.api.call(ApiOperation.ResolveApproval, h.authorization, { ...body, key }, h);
   }
 }
 
