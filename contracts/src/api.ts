@@ -120,6 +120,8 @@ export const ResolveApprovalRequestSchema = z.strictObject({
     .optional(),
   /** Which parked dispatch, when one key parks several (the same call in two runs). */
   dispatchId: Token.optional(),
+  /** The dispatch's run: with `dispatchId`, the parked call is read straight from the journal. */
+  runId: Token.optional(),
 });
 export type ResolveApprovalRequest = z.input<typeof ResolveApprovalRequestSchema>;
 

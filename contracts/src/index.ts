@@ -8,3 +8,4 @@ export * from './events';
 export * from './dispatch-key';
 export * from './tool-context';
 export * from './api';
+export * from './remote-tool';

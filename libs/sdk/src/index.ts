@@ -38,5 +38,5 @@ export {
   type ToolEndEvent,
   type ToolStartEvent,
 } from './dispatch/tool-events';
-export { RemoteToolRequestSchema, type RemoteToolRequest } from './serve/remote-tool-request';
+export { RemoteToolRequestSchema, type RemoteToolRequest } from '@toolgate/contracts';
 export type { ServedTool, ServeToolOptions, ToolLogEntry } from './serve/serve-tool';

@@ -4,8 +4,6 @@ import {
   assertSubjectToken,
   ConfigError,
   createSubjects,
-  ErrorCode,
-  hasErrorCode,
   parseJournalEvent,
   type AgentRef,
   type Isolation,
@@ -73,7 +71,7 @@ export interface ToolgateClient {
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
   readonly approvals: {
     list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
-    resolve(key: string, options: ResolveExternalOptions & { dispatchId?: string; inputDigest?: string }): Promise<ResolveApprovalResult>;
+    resolve(key: string, options: ResolveExternalOptions & { dispatchId?: string; runId?: string; inputDigest?: string }): Promise<ResolveApprovalResult>;
   };
   /** Stops served tools (draining their in-flight calls), abandons open handles, closes the connection it opened. */
   close(): Promise<void>;
@@ -106,7 +104,7 @@ class Client implements ToolgateClient {
   readonly approvals = {
     list: async (filter: ApprovalFilter = {}) =>
       (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter)).approvals,
-    resolve: (key: string, options: ResolveExternalOptions & { dispatchId?: string; inputDigest?: string }) =>
+    resolve: (key: string, options: ResolveExternalOptions & { dispatchId?: string; runId?: string; inputDigest?: string }) =>
       this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
   };
 
@@ -160,7 +158,9 @@ class Client implements ToolgateClient {
       call.runId,
       reply.status,
       { callId: call.callId, ...(risk ? { risk } : {}) },
-      (key, options) => resolveWhenListed(() => this.approvals.resolve(key, options)),
+      // Naming the dispatch and its run lets the gateway read the parked call from the journal
+      // stream itself, so a resolution right after `approval:pending` never races the projection.
+      (key, options) => this.approvals.resolve(key, { ...options, runId: call.runId }),
       () => {
         sub.unsubscribe();
         this.handles.delete(handle);
@@ -199,23 +199,6 @@ class Client implements ToolgateClient {
   }
 }
 
-/**
- * The gateway finds an approval through the journal's projection, which can trail the live
- * `suspended` event a handle has just surfaced; resolving at once would then say `not-found` for an
- * approval that exists. The handle saw it parked, so a short, bounded retry on `not-found` is
- * sound; any other answer (including `already-resolved`) returns at once.
- */
-async function resolveWhenListed<T>(attempt: () => Promise<T>, budgetMs = 5_000): Promise<T> {
-  const deadline = Date.now() + budgetMs;
-  for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
-    try {
-      return await attempt();
-    } catch (err) {
-      if (!hasErrorCode(err, ErrorCode.NotFound) || Date.now() + delay > deadline) throw err;
-    }
-    await new Promise((r) => setTimeout(r, delay));
-  }
-}
 
 function parse(data: Uint8Array): JournalEvent | null {
   try {

@@ -3,7 +3,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import { ErrorCode, type Subjects, type ToolLogLevel, type WireError } from '@toolgate/contracts';
 import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
 import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
-import { RemoteToolRequestSchema } from './remote-tool-request';
+import { RemoteToolRequestSchema } from '@toolgate/contracts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

@@ -13,11 +13,13 @@ import type { Principal } from '../auth/token-auth';
 import type { JournalQueries } from '../api/journal-queries';
 import { parseRequest } from '../api/parse-request';
 
+/** How long a resolution by key waits for the projection to show a just-parked call. */
+const LOCATE_GRACE_MS = 2000;
+
 /** Where a pending approval lives, as the journal's projection knows it. */
 interface ApprovalLocation {
   dispatchId: string;
   runId: string;
-  status: 'pending' | 'resolved';
 }
 
 /**
@@ -36,10 +38,12 @@ export class ApprovalResolver {
 
   async resolve(principal: Principal, body: unknown): Promise<{ resolved: ResolvedEvent }> {
     const req = parseRequest(ResolveApprovalRequestSchema, body);
-    const location = await this.queries.ask<ApprovalLocation | null>('approvals.get', principal.tenant, {
-      key: req.key,
-      ...(req.dispatchId ? { dispatchId: req.dispatchId } : {}),
-    });
+    // With the dispatch named, the journal stream (the source of truth) is read directly; by key
+    // alone the projection knows where it is parked, and may lag the suspension by a moment.
+    const location =
+      req.dispatchId && req.runId
+        ? { dispatchId: req.dispatchId, runId: req.runId }
+        : await this.locate(principal.tenant, req.key, req.dispatchId);
     if (!location) {
       throw new ToolgateError(ErrorCode.NotFound, 'no such approval', { details: { key: req.key } });
     }
@@ -56,5 +60,18 @@ export class ApprovalResolver {
       attemptId: randomUUID(),
     });
     return { resolved: await publishResolution(this.publisher, this.nc, this.subjects, resolved) };
+  }
+
+  /** Finds a parked call by key, giving the projection a moment to fold a fresh suspension. */
+  private async locate(tenant: string, key: string, dispatchId: string | undefined): Promise<ApprovalLocation | null> {
+    const deadline = Date.now() + LOCATE_GRACE_MS;
+    for (;;) {
+      const found = await this.queries.ask<ApprovalLocation | null>('approvals.get', tenant, {
+        key,
+        ...(dispatchId ? { dispatchId } : {}),
+      });
+      if (found || Date.now() > deadline) return found;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 }

@@ -13,6 +13,9 @@ export interface PendingCall {
   profile?: string;
   /** The event that authorised the run (decided or resolved). */
   causationId: string;
+  /** The chain's audit facts, carried into `settled` so a reader of the outcome alone has them. */
+  decidedBy: DecidedEvent['decidedBy'];
+  rule?: unknown;
 }
 
 /** The executor's decision for one delivered event (pure: no I/O). */
@@ -36,6 +39,8 @@ export function decideOnDecided(event: DecidedEvent): ExecutorCommand {
       isolation: event.isolation,
       ...(event.profile ? { profile: event.profile } : {}),
       causationId: event.id,
+      decidedBy: event.decidedBy,
+      ...(event.rule !== undefined ? { rule: event.rule } : {}),
     },
   };
 }
@@ -56,6 +61,8 @@ export function decideOnResolved(resolved: ResolvedEvent, suspended: SuspendedEv
     isolation: suspended.isolation,
     ...(suspended.profile ? { profile: suspended.profile } : {}),
     causationId: resolved.id,
+    decidedBy: suspended.decidedBy,
+    ...(suspended.rule !== undefined ? { rule: suspended.rule } : {}),
   };
   if (resolved.inputDigest !== suspended.inputDigest || resolved.approvalKey !== suspended.approvalKey) {
     return { kind: 'settle-denied', call, reason: 'the resolution does not match the call that was asked for' };

@@ -1,26 +1,8 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, isWireError, type AgentRef, type Isolation, type Subjects, type WireError } from '@toolgate/contracts';
+import { ErrorCode, isWireError, type RemoteToolRequest, type Subjects, type WireError } from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { injectTraceContext } from '@toolgate/telemetry';
 
-/**
- * The request a remote tool worker receives on `subjects.remoteTool(tenant, tool)` (queue group =
- * subject, so replicas of a worker share the load). The worker validates `input` against its own
- * schema, runs the tool and replies with a {@link ToolRunOutcome}. The SDK's `serveTool` does this.
- */
-export interface RemoteToolRequest {
-  dispatchId: string;
-  tenant: string;
-  runId: string;
-  toolName: string;
-  contractHash: string;
-  input: unknown;
-  agent: AgentRef;
-  isolation: Isolation;
-  cwd?: string;
-  /** Milliseconds the worker has before the executor gives up on it. */
-  deadlineMs: number;
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

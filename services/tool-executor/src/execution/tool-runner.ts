@@ -180,7 +180,9 @@ export class ToolRunner {
         ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
         durationMs,
         attempt,
-        ...(denied ? { verdict: 'deny' as const } : {}),
+        verdict: denied ? 'deny' : 'allow',
+        decidedBy: call.decidedBy,
+        ...(call.rule !== undefined ? { rule: call.rule } : {}),
       }),
     );
   }
