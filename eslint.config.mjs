@@ -11,6 +11,7 @@ import tseslint from 'typescript-eslint';
  * - type:lib       — shared libraries; contracts and other libs.
  * - type:testing   — test helpers; contracts and libs.
  * - type:service   — one deployable; contracts and libs, never another service.
+ * - type:launcher  — the all-in-one process: it starts every service, so it may import them.
  * - type:test      — system tests; anything.
  *
  * Test helpers (type:testing) are for tests: only spec files of libs and services may import them.
@@ -20,6 +21,10 @@ const productionConstraints = [
   { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
   { sourceTag: 'type:testing', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
   { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:contracts', 'type:lib'] },
+  {
+    sourceTag: 'type:launcher',
+    onlyDependOnLibsWithTags: ['type:contracts', 'type:lib', 'type:service'],
+  },
   { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['*'] },
 ];
 const specConstraints = productionConstraints.map((c) =>
@@ -31,7 +36,7 @@ const boundaries = (depConstraints) => [
   'error',
   { enforceBuildableLibDependency: false, allow: [], depConstraints },
 ];
-const specFiles = ['**/*.spec.ts', '**/*.int.spec.ts', '**/test/**/*.ts'];
+const specFiles = ['**/*.spec.ts', '**/*.int.spec.ts', '**/test/**/*.ts', 'test/src/**/*.ts'];
 
 export default tseslint.config(
   {
@@ -69,6 +74,8 @@ export default tseslint.config(
     files: specFiles,
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',
+      // Tests read JSON bodies off the wire; typing every response shape adds nothing there.
+      '@typescript-eslint/no-explicit-any': 'off',
       '@nx/enforce-module-boundaries': boundaries(specConstraints),
     },
   },

@@ -12,3 +12,4 @@ export {
   type ProcessedOutcome,
   type ApprovalsPendingSource,
 } from './metrics';
+export { NatsEnvShape, natsSettings, connectNats, type NatsSettings } from './nats-settings';

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { Logger, type INestApplication, type LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectNats, type NatsSettings } from './nats-settings';
 import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
 import type { PoisonReport } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
@@ -11,7 +12,7 @@ import type { JournalStreamOptions } from '@toolgate/bus';
 export interface ServiceBootstrapOptions {
   /** Service name: the NATS connection name and the log context. */
   name: string;
-  natsUrl: string;
+  nats: NatsSettings;
   prefix: string;
   /** HTTP port for health (and the gateway's API); 0 picks a free one. */
   port: number;
@@ -48,7 +49,8 @@ export interface RunningService {
  */
 export async function bootstrapService(options: ServiceBootstrapOptions): Promise<RunningService> {
   const subjects = createSubjects(options.prefix);
-  const nc = await connect({ servers: options.natsUrl, name: `toolgate-${options.name}`, maxReconnectAttempts: -1 });
+  const nc = await connectNats(options.nats, `toolgate-${options.name}`);
+  const streams = options.streams ?? { replicas: options.nats.streamReplicas };
   const app = await NestFactory.create(options.module(nc, subjects) as never, {
     logger: options.logger ?? new Logger(options.name),
     abortOnError: false,
@@ -62,7 +64,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
           nc,
           subjects,
           role: transport.role,
-          ...(options.streams ? { streams: options.streams } : {}),
+          streams,
           ...(transport.handlers ? { handlers: transport.handlers } : {}),
           ...(transport.onPoison ? { onPoison: (report) => transport.onPoison!(app, report) } : {}),
         }),

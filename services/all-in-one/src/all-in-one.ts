@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { loadGatewayConfig, startGateway, type GatewayConfig, type TokenGrant } from '@toolgate/gateway';
@@ -7,7 +7,7 @@ import { loadJournalConfig, startJournal, type JournalConfig } from '@toolgate/j
 import { loadEvaluatorConfig, startPermissionEvaluator, type EvaluatorConfig } from '@toolgate/permission-evaluator';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { stopOnce, type RunningService } from '@toolgate/service-kit';
+import { stopOnce, type RunningService, connectNats } from '@toolgate/service-kit';
 import { loadExecutorConfig, startToolExecutor, type ExecutorConfig } from '@toolgate/tool-executor';
 import { loadWorktreeConfig, startWorktree, type WorktreeConfig } from '@toolgate/worktree';
 import path from 'node:path';
@@ -75,7 +75,7 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     started.push(journal);
     const evaluator = await startPermissionEvaluator({ config: options.evaluator, ...common });
     started.push(evaluator);
-    const policyConnection: NatsConnection = await connect({ servers: options.executor.natsUrl, name: 'toolgate-executor-policy' });
+    const policyConnection: NatsConnection = await connectNats(options.executor, 'toolgate-executor-policy');
     started.push({ stop: () => policyConnection.drain() });
     const subjects = createSubjects(options.executor.prefix);
     const runtime = new PolicyRuntime(await PolicyStore.open(policyConnection, subjects), policyConnection, subjects);

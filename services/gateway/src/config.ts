@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 import { ScopeSchema } from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
@@ -15,7 +16,7 @@ export const TokenGrantSchema = z
 export type TokenGrant = z.infer<typeof TokenGrantSchema>;
 
 const Env = z.object({
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   GATEWAY_HOST: z.string().default('0.0.0.0'),
@@ -27,8 +28,7 @@ const Env = z.object({
   GATEWAY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
 });
 
-export interface GatewayConfig {
-  natsUrl: string;
+export interface GatewayConfig extends NatsSettings {
   prefix: string;
   port: number;
   host: string;
@@ -58,7 +58,7 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv, readFile: (path: strin
     tokens = parsed.data;
   }
   return Object.freeze({
-    natsUrl: e.NATS_URL,
+    ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.GATEWAY_PORT,
     host: e.GATEWAY_HOST,

@@ -1,7 +1,6 @@
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyStore, ToolRegistry } from '@toolgate/registry';
-import { bootstrapService, stopOnce, type RunningService } from '@toolgate/service-kit';
-import { connect } from '@nats-io/transport-node';
+import { bootstrapService, stopOnce, type RunningService, connectNats } from '@toolgate/service-kit';
 import { createSubjects } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
@@ -16,13 +15,13 @@ export async function startGateway(options: {
   logger?: false;
 }): Promise<RunningService> {
   const { config } = options;
-  const kvConnection = await connect({ servers: config.natsUrl, name: 'toolgate-gateway-kv' });
+  const kvConnection = await connectNats(config, 'toolgate-gateway-kv');
   const subjects = createSubjects(config.prefix);
   const registry = await ToolRegistry.open(kvConnection, subjects);
   const policies = await PolicyStore.open(kvConnection, subjects);
   const service = await bootstrapService({
     name: 'gateway',
-    natsUrl: config.natsUrl,
+    nats: config,
     prefix: config.prefix,
     port: config.port,
     host: config.host,

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 
 const Env = z.object({
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   JOURNAL_PORT: z.coerce.number().int().min(0).max(65535).default(8083),
   /** PostgreSQL; when unset an embedded PGlite database on disk is used. */
@@ -13,8 +14,7 @@ const Env = z.object({
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
 });
 
-export type JournalConfig = Readonly<{
-  natsUrl: string;
+export type JournalConfig = NatsSettings & Readonly<{
   prefix: string;
   port: number;
   databaseUrl?: string;
@@ -28,7 +28,7 @@ export type JournalConfig = Readonly<{
 export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
   const e = Env.parse(env);
   return Object.freeze({
-    natsUrl: e.NATS_URL,
+    ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.JOURNAL_PORT,
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),

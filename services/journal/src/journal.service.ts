@@ -25,7 +25,7 @@ export async function startJournal(options: {
   });
   const service = await bootstrapService({
     name: 'journal',
-    natsUrl: config.natsUrl,
+    nats: config,
     prefix: config.prefix,
     port: config.port,
     ...(options.streams ? { streams: options.streams } : {}),

@@ -1,20 +1,21 @@
 import { z } from 'zod';
+import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 
 const Env = z.object({
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   EVALUATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
   EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
 });
 
-export type EvaluatorConfig = Readonly<{ natsUrl: string; prefix: string; port: number; concurrency: number; maxDeliver: number }>;
+export type EvaluatorConfig = NatsSettings & Readonly<{ prefix: string; port: number; concurrency: number; maxDeliver: number }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
   const e = Env.parse(env);
   return Object.freeze({
-    natsUrl: e.NATS_URL,
+    ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.EVALUATOR_PORT,
     concurrency: e.EVALUATOR_CONCURRENCY,

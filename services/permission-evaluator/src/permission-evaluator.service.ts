@@ -1,9 +1,8 @@
-import { connect } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { bootstrapService, stopOnce, settlePoisoned, type RunningService } from '@toolgate/service-kit';
+import { bootstrapService, stopOnce, settlePoisoned, type RunningService, connectNats } from '@toolgate/service-kit';
 import { PermissionEvaluatorModule } from './app.module';
 import type { EvaluatorConfig } from './config';
 
@@ -15,13 +14,13 @@ export async function startPermissionEvaluator(options: {
 }): Promise<RunningService> {
   const { config } = options;
   // The policy mirror has its own connection: it must be up before the consumer starts deciding.
-  const kvConnection = await connect({ servers: config.natsUrl, name: 'toolgate-permission-evaluator-kv' });
+  const kvConnection = await connectNats(config, 'toolgate-permission-evaluator-kv');
   const subjects = createSubjects(config.prefix);
   const store = await PolicyStore.open(kvConnection, subjects);
   let runtime: PolicyRuntime | undefined;
   const service = await bootstrapService({
     name: 'permission-evaluator',
-    natsUrl: config.natsUrl,
+    nats: config,
     prefix: config.prefix,
     port: config.port,
     ...(options.streams ? { streams: options.streams } : {}),

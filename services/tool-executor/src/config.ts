@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 
 const list = z
   .string()
@@ -6,7 +7,7 @@ const list = z
   .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined));
 
 const Env = z.object({
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
   /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
@@ -22,8 +23,7 @@ const Env = z.object({
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
 });
 
-export type ExecutorConfig = Readonly<{
-  natsUrl: string;
+export type ExecutorConfig = NatsSettings & Readonly<{
   prefix: string;
   port: number;
   cwd: string;
@@ -41,7 +41,7 @@ export type ExecutorConfig = Readonly<{
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   const e = Env.parse(env);
   return Object.freeze({
-    natsUrl: e.NATS_URL,
+    ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.EXECUTOR_PORT,
     cwd: e.EXECUTOR_CWD,

@@ -1,14 +1,13 @@
-import { connect } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { runUntilSignalled } from '@toolgate/service-kit';
+import { runUntilSignalled, connectNats } from '@toolgate/service-kit';
 import { loadExecutorConfig } from './config';
 import { startToolExecutor } from './tool-executor.service';
 
 void runUntilSignalled('tool-executor', async () => {
   const config = loadExecutorConfig(process.env);
-  const nc = await connect({ servers: config.natsUrl, name: 'toolgate-tool-executor-policy' });
+  const nc = await connectNats(config, 'toolgate-tool-executor-policy');
   const subjects = createSubjects(config.prefix);
   const runtime = new PolicyRuntime(await PolicyStore.open(nc, subjects), nc, subjects);
   const service = await startToolExecutor({

@@ -36,10 +36,9 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     return options.checkDomain(call, host);
   };
   const builtins = createBuiltinTools({ policy, checkDomain });
-  let registry: ToolRegistry | undefined;
   const service = await bootstrapService({
     name: 'tool-executor',
-    natsUrl: config.natsUrl,
+    nats: config,
     prefix: config.prefix,
     port: config.port,
     ...(options.streams ? { streams: options.streams } : {}),
@@ -54,7 +53,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       onPoison: settlePoisoned,
     },
   });
-  registry = await ToolRegistry.open(service.nc, service.subjects);
+  const registry = await ToolRegistry.open(service.nc, service.subjects);
   await registry.announce(
     builtins.map((b) => ({ ...b.contract, policy: b.policy })),
     ['inprocess', 'remote'],
@@ -63,7 +62,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   return {
     ...service,
     stop: stopOnce(async () => {
-      registry?.stop();
+      registry.stop();
       await stop();
     }),
   };

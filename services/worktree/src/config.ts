@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 import { ConfigError } from '@toolgate/contracts';
 
 const list = z
@@ -9,7 +10,7 @@ const list = z
   .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined));
 
 const Env = z.object({
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   WORKTREE_PORT: z.coerce.number().int().min(0).max(65535).default(8084),
   /** The volume trees and their records live on; must be outside every host repository. */
@@ -26,8 +27,7 @@ const Env = z.object({
 });
 
 /** The worktree service's configuration. */
-export type WorktreeConfig = Readonly<{
-  natsUrl: string;
+export type WorktreeConfig = NatsSettings & Readonly<{
   prefix: string;
   port: number;
   root: string;
@@ -52,7 +52,7 @@ export function loadWorktreeConfig(env: NodeJS.ProcessEnv): WorktreeConfig {
   }
   const allowedRepos = e.WORKTREE_ALLOWED_REPOS ?? (e.WORKTREE_REPO ? [e.WORKTREE_REPO] : undefined);
   return Object.freeze({
-    natsUrl: e.NATS_URL,
+    ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.WORKTREE_PORT,
     root: e.WORKTREE_ROOT,

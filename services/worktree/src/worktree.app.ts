@@ -25,7 +25,7 @@ export async function startWorktree(options: {
   const { config } = options;
   const service = await bootstrapService({
     name: 'worktree',
-    natsUrl: config.natsUrl,
+    nats: config,
     prefix: config.prefix,
     port: config.port,
     ...(options.logger === false ? { logger: false } : {}),

@@ -12,7 +12,6 @@ const root = path.join(__dirname, '..', '..', '..');
 const dirs = ['deploy/k8s', 'deploy/nats'];
 
 // Parsed manifests come in many shapes; the assertions below are the type checks.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Obj = Record<string, any>;
 interface Doc {
   file: string;
