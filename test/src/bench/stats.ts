@@ -1,0 +1,41 @@
+import { performance } from 'node:perf_hooks';
+
+/** Nearest-rank percentile (p in 0..100) of a non-empty sample. */
+export function percentile(values: readonly number[], p: number): number {
+  if (!values.length) throw new Error('percentile of an empty sample');
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(rank, sorted.length) - 1] as number;
+}
+
+/** Rounds to `digits` decimals (2 by default). */
+export function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/** Elapsed milliseconds since `t0` (a `performance.now()` reading). */
+export function since(t0: number): number {
+  return performance.now() - t0;
+}
+
+/** Rejects after `ms` with a message naming what was awaited. */
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Runs `task(i)` for i in [0, count) with at most `window` in flight. */
+export async function pool(count: number, window: number, task: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(window, count) }, async () => {
+    while (next < count) {
+      const i = next++;
+      await task(i);
+    }
+  });
+  await Promise.all(lanes);
+}
