@@ -8,9 +8,11 @@ export class HookTimeoutError extends Error {
   }
 }
 
-interface Pending {
+/** A pending deadline: `expire` runs once, when it is due and nobody settled it first. */
+export interface Deadline {
   readonly due: number;
-  readonly reject: (err: Error) => void;
+  readonly expire: (err: HookTimeoutError) => void;
+  readonly queue: DeadlineQueue;
   done: boolean;
 }
 
@@ -20,20 +22,20 @@ interface Pending {
  * a chain with an async hook). Settled entries leave the head eagerly, so the queue stays short.
  */
 class DeadlineQueue {
-  private readonly queue: Pending[] = [];
+  private readonly queue: Deadline[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | undefined = undefined;
 
   constructor(private readonly timeoutMs: number) {}
 
-  add(reject: (err: Error) => void): Pending {
-    const entry: Pending = { due: performance.now() + this.timeoutMs, reject, done: false };
+  add(expire: (err: HookTimeoutError) => void): Deadline {
+    const entry: Deadline = { due: performance.now() + this.timeoutMs, expire, queue: this, done: false };
     this.queue.push(entry);
     if (this.timer === undefined) this.arm(this.timeoutMs);
     return entry;
   }
 
-  settle(entry: Pending): void {
+  settle(entry: Deadline): void {
     entry.done = true;
     this.drain();
   }
@@ -64,7 +66,7 @@ class DeadlineQueue {
       if (!entry.done) {
         if (entry.due > now) break;
         entry.done = true;
-        entry.reject(new HookTimeoutError(this.timeoutMs));
+        entry.expire(new HookTimeoutError(this.timeoutMs));
       }
       this.head++;
     }
@@ -75,23 +77,38 @@ class DeadlineQueue {
 
 const queues = new Map<number, DeadlineQueue>();
 
-/** Resolves with `promise`, or rejects with {@link HookTimeoutError} after `timeoutMs`. */
-export function withDeadline<T>(promise: PromiseLike<T>, timeoutMs: number): Promise<T> {
+function queueFor(timeoutMs: number): DeadlineQueue {
   let queue = queues.get(timeoutMs);
   if (queue === undefined) queues.set(timeoutMs, (queue = new DeadlineQueue(timeoutMs)));
-  const q = queue;
+  return queue;
+}
+
+/**
+ * Starts a deadline: `expire` is called with a {@link HookTimeoutError} after `timeoutMs` unless
+ * {@link settleDeadline} comes first. Lower level than {@link withDeadline}: the evaluator uses it
+ * to race a hook's promise without wrapping it in a promise of its own.
+ */
+export function startDeadline(timeoutMs: number, expire: (err: HookTimeoutError) => void): Deadline {
+  return queueFor(timeoutMs).add(expire);
+}
+
+/** Stops a deadline; false when it had already expired (or was settled), so the answer is late. */
+export function settleDeadline(deadline: Deadline): boolean {
+  if (deadline.done) return false;
+  deadline.queue.settle(deadline);
+  return true;
+}
+
+/** Resolves with `promise`, or rejects with {@link HookTimeoutError} after `timeoutMs`. */
+export function withDeadline<T>(promise: PromiseLike<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const entry = q.add(reject);
+    const entry = startDeadline(timeoutMs, reject);
     promise.then(
       (v) => {
-        if (entry.done) return;
-        q.settle(entry);
-        resolve(v);
+        if (settleDeadline(entry)) resolve(v);
       },
       (e: unknown) => {
-        if (entry.done) return;
-        q.settle(entry);
-        reject(e);
+        if (settleDeadline(entry)) reject(e);
       },
     );
   });

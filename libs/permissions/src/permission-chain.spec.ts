@@ -89,6 +89,59 @@ describe('hooks', () => {
   });
 });
 
+describe('hooks: synchronous and asynchronous steps interleaved', () => {
+  it('runs sync and async hooks in order, passing substituted input through, then an async canUseTool', async () => {
+    const seen: string[] = [];
+    const chain = compilePermissionChain({
+      hooks: [
+        (_n, i) => void seen.push(`sync1:${JSON.stringify(i)}`),
+        async (_n, i) => (seen.push(`async2:${JSON.stringify(i)}`), { modifiedInput: { step: 2 } }),
+        (_n, i) => (seen.push(`sync3:${JSON.stringify(i)}`), { modifiedInput: { step: 3 } }),
+        async (_n, i) => void seen.push(`async4:${JSON.stringify(i)}`),
+      ],
+      canUseTool: async (_n, i) => (seen.push(`can:${JSON.stringify(i)}`), { modifiedInput: { step: 5 } }),
+    });
+    const d = await evaluatePermission(chain, { name: 't', needsApproval: true }, { step: 0 });
+    expect(seen).toEqual(['sync1:{"step":0}', 'async2:{"step":0}', 'sync3:{"step":2}', 'async4:{"step":3}', 'can:{"step":3}']);
+    expect(d).toMatchObject({ verdict: 'ask', decidedBy: 'default', input: { step: 5 } });
+  });
+
+  it('an async hook decides before the rules; a later hook is not run', async () => {
+    let later = false;
+    const chain = compilePermissionChain({ hooks: [async () => 'ask', () => void (later = true)], deny: [{ tool: 't' }] });
+    expect(await evaluatePermission(chain, { name: 't' }, {})).toMatchObject({ verdict: 'ask', decidedBy: 'hook', rule: { index: 0 } });
+    expect(later).toBe(false);
+  });
+
+  it('a thenable whose then() throws, or that yields another thenable, is handled like await would', async () => {
+    const throwing = compilePermissionChain({
+      hooks: [{ name: 'odd', run: () => ({ then: () => { throw new Error('then broke'); } }) as unknown as Promise<undefined> }],
+    });
+    const d = await evaluatePermission(throwing, { name: 't' }, {});
+    expect(d).toMatchObject({ verdict: 'deny', decidedBy: 'hook', rule: { name: 'odd' } });
+    expect(d.reason).toContain('then broke');
+    const nested = compilePermissionChain({
+      hooks: [() => ({ then: (ok: (v: unknown) => void) => ok(Promise.resolve('deny')) }) as unknown as Promise<undefined>],
+    });
+    expect(await evaluatePermission(nested, { name: 't' }, {})).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
+  });
+
+  it('an answer after the deadline is ignored (the call stays denied)', async () => {
+    let answer: ((v: 'allow') => void) | undefined;
+    const chain = compilePermissionChain({ hooks: [{ timeoutMs: 5, run: () => new Promise<'allow'>((r) => (answer = r)) }] });
+    const d = await evaluatePermission(chain, { name: 't' }, {});
+    answer!('allow');
+    await new Promise((r) => setImmediate(r));
+    expect(d).toMatchObject({ verdict: 'deny', decidedBy: 'hook', reason: expect.stringContaining('5 ms') });
+  });
+
+  it('rejects (never throws synchronously) when given something that is not a chain', async () => {
+    let p: Promise<unknown> | undefined;
+    expect(() => (p = evaluatePermission({} as never, { name: 't' }, {}))).not.toThrow();
+    await expect(p).rejects.toThrow(TypeError);
+  });
+});
+
 describe('canUseTool', () => {
   it('the profile slot wins over the engine slot', async () => {
     const chain = compilePermissionChain({ canUseTool: () => 'deny' }, { canUseTool: () => 'allow' });

@@ -6,7 +6,7 @@ import type { OnTimeout, RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
 import { taintGateCloses } from './taint-gate';
-import { withDeadline } from './hook-deadline';
+import { settleDeadline, startDeadline } from './hook-deadline';
 import {
   FETCH_TOOL_NAME,
   SHELL_TOOL_NAME,
@@ -117,46 +117,180 @@ class CallState {
   }
 }
 
+/** Evaluation is waiting on canUseTool rather than on a hook. */
+const CAN_USE_TOOL = -1;
+
+/**
+ * One evaluation in flight. The chain runs synchronously until a hook or canUseTool returns a
+ * promise; only then does the call pay for a promise of its own (see {@link evaluatePermission}).
+ */
+class Evaluation {
+  hookContext: HookContext | undefined = undefined;
+  /** The hook awaited (its index), or {@link CAN_USE_TOOL}. */
+  waitingOn = 0;
+  pending: PromiseLike<unknown> | undefined = undefined;
+  resolve: ((d: PermissionDecision) => void) | undefined = undefined;
+  reject: ((err: unknown) => void) | undefined = undefined;
+
+  constructor(
+    readonly chain: PermissionChain,
+    readonly tool: PermissionTool,
+    readonly state: CallState,
+  ) {}
+}
+
 /**
  * Evaluates a call against a chain without executing anything: hooks (registration order), deny
  * layer (rules, expressions, readonly isolation, taint gate), ask layer, canUseTool, terminal
  * default. The first decisive verdict wins.
+ *
+ * Not an `async` function on purpose: most hooks answer synchronously, and a chain of awaits (one
+ * per layer, plus a promise wrapping each hook's promise for its deadline) cost more than the rules
+ * themselves. The layers run synchronously; when a hook or canUseTool returns a promise, one
+ * promise for the whole call is created and the chain resumes from the next hook when it settles
+ * (or fails closed when its deadline passes first). Any unexpected throw still rejects.
  */
-export async function evaluatePermission(
+export function evaluatePermission(
   chain: PermissionChain,
   tool: PermissionTool,
   input: unknown,
   context: EvaluationContext = EMPTY_CONTEXT,
 ): Promise<PermissionDecision> {
-  if (!isPermissionChain(chain)) throw new TypeError('evaluatePermission: not a compiled permission chain');
-  const effectiveRisk: Risk | undefined = chain.riskOverrides.get(tool.name) ?? tool.risk;
-  const riskClass: RiskClass = effectiveRisk ?? 'undeclared';
-  const state = new CallState(tool.name, riskClass, RISK_BIT[riskClass] ?? RISK_BIT.undeclared, input, context);
+  let ev: Evaluation;
+  let d: PermissionDecision | undefined;
+  try {
+    if (!isPermissionChain(chain)) throw new TypeError('evaluatePermission: not a compiled permission chain');
+    const effectiveRisk: Risk | undefined = chain.riskOverrides.get(tool.name) ?? tool.risk;
+    const riskClass: RiskClass = effectiveRisk ?? 'undeclared';
+    const state = new CallState(tool.name, riskClass, RISK_BIT[riskClass] ?? RISK_BIT.undeclared, input, context);
+    ev = new Evaluation(chain, tool, state);
+    if (chain.hooks.length > 0 || chain.canUseTool !== undefined) ev.hookContext = makeHookContext(chain, tool, effectiveRisk, state);
+    d = runHooks(ev, 0);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  if (d !== undefined) return Promise.resolve(d);
+  return new Promise<PermissionDecision>((resolve, reject) => {
+    ev.resolve = resolve;
+    ev.reject = reject;
+    awaitPending(ev);
+  });
+}
 
-  // 1. Hooks.
-  let hookContext: HookContext | undefined;
-  const hooks = chain.hooks;
-  if (hooks.length > 0 || chain.canUseTool !== undefined) hookContext = makeHookContext(chain, tool, effectiveRisk, state);
-  for (let h = 0; h < hooks.length; h++) {
+/** Runs hooks from `from`, then the rest of the chain; undefined when a promise is pending. */
+function runHooks(ev: Evaluation, from: number): PermissionDecision | undefined {
+  const hooks = ev.chain.hooks;
+  const state = ev.state;
+  for (let h = from; h < hooks.length; h++) {
     const hook = hooks[h]!;
     let result: unknown;
     try {
-      result = hook.run(tool.name, state.input, hookContext!);
-      if (isThenable(result)) result = await withDeadline(result, hook.timeoutMs);
+      result = hook.run(ev.tool.name, state.input, ev.hookContext!);
+      if (isThenable(result)) {
+        ev.waitingOn = h;
+        ev.pending = result;
+        return undefined;
+      }
     } catch (err) {
-      return decision(chain, state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`);
+      return hookFailed(ev, h, err);
     }
-    if (result === undefined) continue;
-    if (result === 'allow' || result === 'deny' || result === 'ask') {
-      return decision(chain, state, result, 'hook', hook.description, result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`);
-    }
-    if (isModifiedInput(result)) {
-      state.substitute(result.modifiedInput);
-      continue;
-    }
-    return decision(chain, state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`);
+    const d = hookResult(ev, h, result);
+    if (d !== CONTINUE) return d;
   }
+  return runRules(ev);
+}
 
+/** Sentinel: the hook passed, go on. */
+const CONTINUE: PermissionDecision = Object.freeze({}) as PermissionDecision;
+
+function hookFailed(ev: Evaluation, h: number, err: unknown): PermissionDecision {
+  const hook = ev.chain.hooks[h]!;
+  return decision(ev.chain, ev.state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`);
+}
+
+function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecision {
+  if (result === undefined) return CONTINUE;
+  const hook = ev.chain.hooks[h]!;
+  if (result === 'allow' || result === 'deny' || result === 'ask') {
+    return decision(ev.chain, ev.state, result, 'hook', hook.description, result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`);
+  }
+  if (isModifiedInput(result)) {
+    ev.state.substitute(result.modifiedInput);
+    return CONTINUE;
+  }
+  return decision(ev.chain, ev.state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`);
+}
+
+function canFailed(ev: Evaluation, err: unknown): PermissionDecision {
+  return decision(ev.chain, ev.state, 'deny', 'canUseTool', ev.chain.canUseTool!.description, `canUseTool failed, so the call is denied: ${errorText(err)}`);
+}
+
+/** Races the pending promise against its deadline, then resumes the chain. */
+function awaitPending(ev: Evaluation): void {
+  const pending = ev.pending!;
+  ev.pending = undefined;
+  const waitingOn = ev.waitingOn;
+  const timeoutMs = waitingOn === CAN_USE_TOOL ? ev.chain.canUseTool!.timeoutMs : ev.chain.hooks[waitingOn]!.timeoutMs;
+  const deadline = startDeadline(timeoutMs, (err) => finish(ev, failed(ev, waitingOn, err)));
+  try {
+    pending.then(
+      (value) => {
+        if (settleDeadline(deadline)) resumeWith(ev, waitingOn, value);
+      },
+      (err: unknown) => {
+        if (settleDeadline(deadline)) finish(ev, failed(ev, waitingOn, err));
+      },
+    );
+  } catch (err) {
+    // A thenable whose then() throws fails like a rejected promise.
+    if (settleDeadline(deadline)) finish(ev, failed(ev, waitingOn, err));
+  }
+}
+
+function failed(ev: Evaluation, waitingOn: number, err: unknown): PermissionDecision {
+  return waitingOn === CAN_USE_TOOL ? canFailed(ev, err) : hookFailed(ev, waitingOn, err);
+}
+
+/** Continues after a pending hook or canUseTool answered `value`. */
+function resumeWith(ev: Evaluation, waitingOn: number, value: unknown): void {
+  let d: PermissionDecision | undefined;
+  try {
+    if (isThenable(value)) {
+      // A foreign thenable fulfilled with another thenable: follow it like `await` would (the
+      // deadline already stopped, as it did when this was awaited).
+      Promise.resolve(value).then(
+        (v) => resumeWith(ev, waitingOn, v),
+        (err: unknown) => finish(ev, failed(ev, waitingOn, err)),
+      );
+      return;
+    }
+  } catch (err) {
+    finish(ev, failed(ev, waitingOn, err));
+    return;
+  }
+  try {
+    if (waitingOn === CAN_USE_TOOL) d = canResult(ev, value);
+    else {
+      d = hookResult(ev, waitingOn, value);
+      if (d === CONTINUE) d = runHooks(ev, waitingOn + 1);
+    }
+  } catch (err) {
+    ev.reject!(err);
+    return;
+  }
+  if (d === undefined) awaitPending(ev);
+  else finish(ev, d);
+}
+
+function finish(ev: Evaluation, d: PermissionDecision): void {
+  ev.resolve!(d);
+}
+
+/** Layers 2–5: deny, ask, canUseTool, default. Undefined when canUseTool's promise is pending. */
+function runRules(ev: Evaluation): PermissionDecision | undefined {
+  const { chain, tool, state } = ev;
+  const context = state.context;
+  const riskClass = state.riskClass;
   // 2. Deny layer.
   if (chain.readonly || context.isolation === 'readonly') {
     if ((state.riskBit & READONLY_MASK) !== 0) {
@@ -225,21 +359,36 @@ export async function evaluatePermission(
   if (can !== undefined) {
     let result: unknown;
     try {
-      result = can.run(tool.name, state.input, hookContext!);
-      if (isThenable(result)) result = await withDeadline(result, can.timeoutMs);
+      result = can.run(tool.name, state.input, ev.hookContext!);
+      if (isThenable(result)) {
+        ev.waitingOn = CAN_USE_TOOL;
+        ev.pending = result;
+        return undefined;
+      }
     } catch (err) {
-      return decision(chain, state, 'deny', 'canUseTool', can.description, `canUseTool failed, so the call is denied: ${errorText(err)}`);
+      return canFailed(ev, err);
     }
-    if (result === 'allow') return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
-    if (result === 'deny') return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool denied the call');
-    if (result === 'ask') return decision(chain, state, 'ask', 'canUseTool', can.description, 'canUseTool asked for approval');
-    if (isModifiedInput(result)) state.substitute(result.modifiedInput);
-    else if (result !== undefined) {
-      return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool returned an invalid verdict, so the call is denied');
-    }
+    return canResult(ev, result);
   }
+  return terminal(ev);
+}
 
-  // 5. Terminal default.
+function canResult(ev: Evaluation, result: unknown): PermissionDecision {
+  const { chain, state } = ev;
+  const can = chain.canUseTool!;
+  if (result === 'allow') return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
+  if (result === 'deny') return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool denied the call');
+  if (result === 'ask') return decision(chain, state, 'ask', 'canUseTool', can.description, 'canUseTool asked for approval');
+  if (isModifiedInput(result)) state.substitute(result.modifiedInput);
+  else if (result !== undefined) {
+    return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool returned an invalid verdict, so the call is denied');
+  }
+  return terminal(ev);
+}
+
+/** 5. The terminal default. */
+function terminal(ev: Evaluation): PermissionDecision {
+  const { chain, tool, state } = ev;
   if (tool.needsApproval === true) {
     return decision(chain, state, 'ask', 'default', undefined, `${tool.name} requires approval`);
   }
