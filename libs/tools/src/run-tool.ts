@@ -59,6 +59,8 @@ export async function runTool(
     );
   }
   try {
+    // Already cancelled: never start a tool whose outcome will be recorded as cancelled.
+    if (controller.signal.aborted) return await stopped;
     const ran = (async (): Promise<ToolRunOutcome> => {
       const value = await def.execute(validated.value, { ...ctx, signal: controller.signal });
       return serialisable(def.contract.name, value);
