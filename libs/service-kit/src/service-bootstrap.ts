@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Logger, type INestApplication, type LoggerService } from '@nestjs/common';
+import type { INestApplication, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsSettings } from './nats-settings';
@@ -52,7 +52,8 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
   const nc = await connectNats(options.nats, `toolgate-${options.name}`);
   const streams = options.streams ?? { replicas: options.nats.streamReplicas };
   const app = await NestFactory.create(options.module(nc, subjects) as never, {
-    logger: options.logger ?? new Logger(options.name),
+    // Nest's route-mapping chatter is noise in production logs; warnings and errors are kept.
+    logger: options.logger ?? ['error', 'warn'],
     abortOnError: false,
   });
   options.configure?.(app);
