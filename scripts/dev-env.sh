@@ -67,7 +67,7 @@ if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then
   fi
   if ! port_open "$pg_host" "$pg_port"; then
     if ! is_local "$pg_host" || ! command -v pg_ctlcluster >/dev/null; then
-      say "PostgreSQL at $pg_host:$pg_port does not answer; start it or set DATABASE_URL"
+      say "PostgreSQL at $pg_host:$pg_port does not answer: install it (Debian: apt-get install postgresql) and start it, or set DATABASE_URL"
       exit 1
     fi
     say "starting PostgreSQL"
