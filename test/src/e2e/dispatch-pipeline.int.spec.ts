@@ -136,4 +136,34 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     const tools = await stack.http('GET', '/v1/tools', TOKENS.globexAdmin);
     expect(tools.body.tools.map((t: { name: string }) => t.name)).not.toContain('greet');
   });
+
+  it('refuses to register a tool whose executor nothing serves', async () => {
+    const res = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: { name: 'sandboxed', description: 'Runs in a container.', parameters: { type: 'object' }, policy: { executor: 'container' } },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('executor-unregistered');
+  });
+
+  it('bounds model retries to two per call chain', async () => {
+    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'picky');
+    const worker = stack.nats.nc.subscribe(subject, {
+      queue,
+      callback: (_err, msg) =>
+        msg.respond(JSON.stringify({ ok: false, error: { code: 'model-retry', message: 'use plain keywords' } })),
+    });
+    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: { name: 'picky', description: 'Asks for another try.', parameters: { type: 'object', properties: { q: { type: 'string' } } }, policy: { executor: 'remote' } },
+    });
+    let previous: string | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('picky', { q: `try ${attempt}` }, previous ? { retryOf: previous } : {}));
+      expect(res.body.settled).toMatchObject({ outcome: 'error', error: { code: 'model-retry', message: 'use plain keywords' } });
+      previous = res.body.dispatchId;
+    }
+    const exhausted = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('picky', { q: 'try 3' }, { retryOf: previous }));
+    expect(exhausted.status).toBe(422);
+    expect(exhausted.body.error).toMatchObject({ code: 'model-retry', details: { depth: 3 } });
+    worker.unsubscribe();
+  });
 });
