@@ -32,13 +32,13 @@ const encoder = new TextEncoder();
 export class ToolRegistry {
   private constructor(private readonly cache: KvCache<StoredTool | { served: true }>) {}
 
-  static async open(nc: NatsConnection, subjects: Subjects): Promise<ToolRegistry> {
+  static async open(nc: NatsConnection, subjects: Subjects, options: { replicas?: number } = {}): Promise<ToolRegistry> {
     const cache = await KvCache.open<StoredTool | { served: true }>(nc, subjects.toolsBucket, (raw) => {
       if (typeof raw === 'object' && raw !== null && (raw as { served?: unknown }).served === true) return { served: true };
       const parsed = RegisteredToolSchema.extend({ contractHash: RegisteredToolSchema.shape.name }).safeParse(raw);
       if (!parsed.success) return null;
       return { ...parsed.data, contractHash: contractHash(parsed.data) };
-    });
+    }, options);
     return new ToolRegistry(cache);
   }
 
@@ -64,6 +64,11 @@ export class ToolRegistry {
    */
   async register(tenant: string, tool: RegisteredTool): Promise<ToolView> {
     assertSubjectToken('tenant', tenant);
+    // The reserved key prefixes are not tenants: writing under them would plant a builtin every
+    // tenant resolves, or mark an executor as served.
+    if (tenant === BUILTIN || tenant === SERVED) {
+      throw new ConfigError(`${tenant} is a reserved name, not a tenant`, { details: { field: 'tenant' } });
+    }
     compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
     if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
       throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, { details: { tool: tool.name } });
