@@ -1,0 +1,52 @@
+import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import { KvCache } from './kv-cache';
+
+describe('KvCache on a real KV bucket', () => {
+  let t: TestNats;
+  beforeAll(async () => {
+    t = await useTestNats('kvcache');
+  });
+  afterAll(() => t?.cleanup());
+
+  it('is ready on an empty bucket, then mirrors puts, deletes and unparseable values', async () => {
+    const cache = await KvCache.open<{ n: number }>(t.nc, `${t.prefix}_cache`, (raw) =>
+      typeof (raw as { n?: unknown })?.n === 'number' ? (raw as { n: number }) : null,
+    );
+    try {
+      expect(cache.list()).toEqual([]);
+      const rev = await cache.kv.put('a.one', JSON.stringify({ n: 1 }));
+      await cache.waitFor('a.one', rev);
+      expect(cache.get('a.one')).toEqual({ value: { n: 1 }, revision: rev });
+
+      await cache.kv.put('b.two', JSON.stringify({ n: 'two' }));
+      await cache.kv.put('a.three', 'not json');
+      const last = await cache.kv.put('a.four', JSON.stringify({ n: 4 }));
+      await cache.waitFor('a.four', last);
+      expect(cache.get('b.two')).toBeUndefined();
+      expect(cache.get('a.three')).toBeUndefined();
+      expect(cache.list('a.').map(([key]) => key).sort()).toEqual(['a.four', 'a.one']);
+
+      await cache.kv.delete('a.one');
+      await eventually(() => (cache.get('a.one') === undefined ? true : undefined), { what: 'the delete' });
+    } finally {
+      cache.stop();
+    }
+  });
+
+  it('is ready with the current values of a bucket that has some', async () => {
+    const bucket = `${t.prefix}_filled`;
+    const writer = await KvCache.open<number>(t.nc, bucket, (raw) => (typeof raw === 'number' ? raw : null));
+    await writer.kv.put('x', '1');
+    await writer.kv.put('y', '2');
+    writer.stop();
+    const cache = await KvCache.open<number>(t.nc, bucket, (raw) => (typeof raw === 'number' ? raw : null));
+    try {
+      expect(cache.list().map(([key, { value }]) => [key, value])).toEqual([
+        ['x', 1],
+        ['y', 2],
+      ]);
+    } finally {
+      cache.stop();
+    }
+  });
+});

@@ -1,0 +1,145 @@
+import { ConfigError, ErrorCode, ToolgateError, type RegisteredTool } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { ToolRegistry } from './tool-registry';
+
+const readFile: RegisteredTool = {
+  name: 'read_file',
+  description: 'Reads a file in the working directory.',
+  parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  policy: { risk: 'read', needsApproval: false, executor: 'inprocess' },
+};
+
+function remoteTool(name: string, overrides: Partial<RegisteredTool> = {}): RegisteredTool {
+  return {
+    name,
+    description: `The ${name} tool.`,
+    parameters: { type: 'object', properties: { q: { type: 'string' } } },
+    policy: { needsApproval: false, executor: 'remote' },
+    ...overrides,
+  };
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ToolgateError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ToolgateError);
+  return err as ToolgateError;
+}
+
+describe('ToolRegistry on a real KV bucket', () => {
+  let t: TestNats;
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    t = await useTestNats('registry');
+    registry = await ToolRegistry.open(t.nc, t.subjects);
+    await registry.announce([readFile], ['inprocess', 'remote']);
+  });
+  afterAll(async () => {
+    registry?.stop();
+    await t?.cleanup();
+  });
+
+  it('announced builtins resolve for every tenant, marked builtin', () => {
+    for (const tenant of ['acme', 'globex']) {
+      expect(registry.resolve(tenant, 'read_file')).toMatchObject({
+        name: 'read_file',
+        builtin: true,
+        contractHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
+    }
+    expect(registry.list('acme').tools.map((tool) => tool.name)).toContain('read_file');
+  });
+
+  it('announcing the same builtins again is a no-op', async () => {
+    const before = registry.list('acme').toolsetHash;
+    await registry.announce([readFile], ['inprocess', 'remote']);
+    expect(registry.list('acme').toolsetHash).toBe(before);
+  });
+
+  it('a registered tool resolves and is listed for its tenant only', async () => {
+    const view = await registry.register('acme', remoteTool('search_issues'));
+    expect(view).toMatchObject({ name: 'search_issues', builtin: false, policy: { executor: 'remote' } });
+    expect(registry.resolve('acme', 'search_issues')).toEqual(view);
+    expect(registry.list('acme').tools.map((tool) => tool.name)).toEqual(['read_file', 'search_issues']);
+
+    expect(registry.resolve('globex', 'search_issues')).toBeUndefined();
+    expect(registry.list('globex').tools.map((tool) => tool.name)).toEqual(['read_file']);
+  });
+
+  it('a tenant whose name extends another tenant name does not see its tools', async () => {
+    await registry.register('acme', remoteTool('acme_only'));
+    expect(registry.resolve('acme2', 'acme_only')).toBeUndefined();
+    expect(registry.list('acme2').tools.map((tool) => tool.name)).not.toContain('acme_only');
+  });
+
+  it('a builtin name cannot be registered', async () => {
+    const err = await refusal(registry.register('acme', { ...remoteTool('read_file') }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.details).toEqual({ tool: 'read_file' });
+    expect(registry.resolve('acme', 'read_file')?.builtin).toBe(true);
+  });
+
+  it('refuses an inprocess tool with executor-unregistered', async () => {
+    const err = await refusal(
+      registry.register('acme', remoteTool('local_thing', { policy: { needsApproval: false, executor: 'inprocess' } })),
+    );
+    expect(err.code).toBe(ErrorCode.ExecutorUnregistered);
+    expect(err.message).toContain('remote');
+    expect(registry.resolve('acme', 'local_thing')).toBeUndefined();
+  });
+
+  it('refuses a tool whose executor no tool-executor serves with executor-unregistered', async () => {
+    const err = await refusal(
+      registry.register('acme', remoteTool('boxed', { policy: { needsApproval: false, executor: 'container' } })),
+    );
+    expect(err.code).toBe(ErrorCode.ExecutorUnregistered);
+    expect(err.details).toEqual({ tool: 'boxed', executor: 'container' });
+  });
+
+  it('an executor announced later becomes registrable', async () => {
+    const boxed = remoteTool('scripted', { policy: { needsApproval: false, executor: 'script' } });
+    expect((await refusal(registry.register('acme', boxed))).code).toBe(ErrorCode.ExecutorUnregistered);
+    await registry.announce([], ['script']);
+    expect((await registry.register('acme', boxed)).policy.executor).toBe('script');
+  });
+
+  it('refuses a schema outside the supported subset with a ConfigError', async () => {
+    const err = await refusal(
+      registry.register('acme', remoteTool('bad_schema', { parameters: { type: 'object', frobnicate: true } })),
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(registry.resolve('acme', 'bad_schema')).toBeUndefined();
+  });
+
+  it('refuses the reserved tenants, which would otherwise plant builtins or served executors', async () => {
+    for (const tenant of ['_builtin', '_served']) {
+      expect((await refusal(registry.register(tenant, remoteTool('planted')))).code).toBe(ErrorCode.Config);
+    }
+    expect(registry.resolve('globex', 'planted')).toBeUndefined();
+  });
+
+  it('toolsetHash changes with a description and not with a policy', async () => {
+    await registry.register('hashco', remoteTool('lookup'));
+    const base = registry.list('hashco').toolsetHash;
+
+    await registry.register('hashco', remoteTool('lookup', { policy: { needsApproval: true, executor: 'remote', risk: 'network', timeoutMs: 10 } }));
+    expect(registry.resolve('hashco', 'lookup')?.policy.needsApproval).toBe(true);
+    expect(registry.list('hashco').toolsetHash).toBe(base);
+
+    await registry.register('hashco', remoteTool('lookup', { description: 'Looks things up, carefully.' }));
+    expect(registry.list('hashco').toolsetHash).not.toBe(base);
+  });
+
+  it('a second registry on the same bucket sees registrations', async () => {
+    const other = await ToolRegistry.open(t.nc, t.subjects);
+    try {
+      expect(other.resolve('acme', 'search_issues')?.name).toBe('search_issues');
+      expect(other.list('acme').toolsetHash).toBe(registry.list('acme').toolsetHash);
+    } finally {
+      other.stop();
+    }
+  });
+});
