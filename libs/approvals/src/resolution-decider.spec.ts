@@ -18,7 +18,12 @@ function suspended(overrides: Partial<SuspendedEvent> = {}): SuspendedEvent {
     approvalKey: KEY,
     inputDigest: DIGEST,
     policyRevision: 7,
-    tool: { name: 'delete_branch', contractHash: 'c'.repeat(64), needsApproval: true, executor: 'inprocess' },
+    tool: {
+      name: 'delete_branch',
+      contractHash: 'c'.repeat(64),
+      needsApproval: true,
+      executor: 'inprocess',
+    },
     input: { branch: 'main' },
     agent: { agentType: 'operator' },
     isolation: 'none',
@@ -99,9 +104,9 @@ describe('decideResolution: given a parked call, when a resolution arrives, then
   });
 
   it('a deny carries its reason, and no reason stays absent', () => {
-    expect(decideResolution(suspended(), command({ decision: 'deny', reason: 'not on main' })).reason).toBe(
-      'not on main',
-    );
+    expect(
+      decideResolution(suspended(), command({ decision: 'deny', reason: 'not on main' })).reason,
+    ).toBe('not on main');
     expect('reason' in decideResolution(suspended(), command({ decision: 'deny' }))).toBe(false);
   });
 
@@ -109,21 +114,26 @@ describe('decideResolution: given a parked call, when a resolution arrives, then
     ['deny', 'allow'],
     ['allow', 'deny'],
     ['allow', 'garbage'],
-  ])('a timeout applies onTimeout=%s whatever decision it was given (%s)', (onTimeout, decision) => {
-    const resolved = decideResolution(
-      suspended({ onTimeout }),
-      command({ decision, by: 'system:timeout', source: 'timeout' }),
-    );
-    expect(resolved).toMatchObject({
-      decision: onTimeout,
-      by: 'system:timeout',
-      source: 'timeout',
-      reason: `approval timed out; ${onTimeout} applied by policy`,
-    });
-  });
+  ])(
+    'a timeout applies onTimeout=%s whatever decision it was given (%s)',
+    (onTimeout, decision) => {
+      const resolved = decideResolution(
+        suspended({ onTimeout }),
+        command({ decision, by: 'system:timeout', source: 'timeout' }),
+      );
+      expect(resolved).toMatchObject({
+        decision: onTimeout,
+        by: 'system:timeout',
+        source: 'timeout',
+        reason: `approval timed out; ${onTimeout} applied by policy`,
+      });
+    },
+  );
 
   it('a resolution whose input digest differs is an approval-mismatch', () => {
-    const err = refusal(() => decideResolution(suspended(), command({ inputDigest: 'e'.repeat(64) })));
+    const err = refusal(() =>
+      decideResolution(suspended(), command({ inputDigest: 'e'.repeat(64) })),
+    );
     expect(err.code).toBe(ErrorCode.ApprovalMismatch);
     expect(err.details).toMatchObject({ dispatchId: 'd1', expected: DIGEST });
   });
@@ -133,7 +143,9 @@ describe('decideResolution: given a parked call, when a resolution arrives, then
   });
 
   it('a resolution naming another approval key is an approval-mismatch', () => {
-    const err = refusal(() => decideResolution(suspended(), command({ approvalKey: 'f'.repeat(64) })));
+    const err = refusal(() =>
+      decideResolution(suspended(), command({ approvalKey: 'f'.repeat(64) })),
+    );
     expect(err.code).toBe(ErrorCode.ApprovalMismatch);
   });
 
@@ -146,7 +158,9 @@ describe('decideResolution: given a parked call, when a resolution arrives, then
     });
 
     it('the submitter is forbidden from denying too', () => {
-      const err = refusal(() => decideResolution(sod(), command({ by: 'user:alice', decision: 'deny' })));
+      const err = refusal(() =>
+        decideResolution(sod(), command({ by: 'user:alice', decision: 'deny' })),
+      );
       expect(err.code).toBe(ErrorCode.Forbidden);
     });
 

@@ -28,7 +28,12 @@ function suspended(dispatchId: string): SuspendedEvent {
     approvalKey: KEY,
     inputDigest: DIGEST,
     policyRevision: 1,
-    tool: { name: 'delete_branch', contractHash: 'c'.repeat(64), needsApproval: true, executor: 'inprocess' },
+    tool: {
+      name: 'delete_branch',
+      contractHash: 'c'.repeat(64),
+      needsApproval: true,
+      executor: 'inprocess',
+    },
     input: { branch: 'main' },
     agent: { agentType: 'operator' },
     isolation: 'none',
@@ -40,7 +45,12 @@ function suspended(dispatchId: string): SuspendedEvent {
   });
 }
 
-function resolution(dispatchId: string, decision: string, by: string, attemptId: string): ResolvedEvent {
+function resolution(
+  dispatchId: string,
+  decision: string,
+  by: string,
+  attemptId: string,
+): ResolvedEvent {
   return decideResolution(suspended(dispatchId), {
     decision,
     by,

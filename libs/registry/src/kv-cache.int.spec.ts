@@ -24,10 +24,17 @@ describe('KvCache on a real KV bucket', () => {
       await cache.waitFor('a.four', last);
       expect(cache.get('b.two')).toBeUndefined();
       expect(cache.get('a.three')).toBeUndefined();
-      expect(cache.list('a.').map(([key]) => key).sort()).toEqual(['a.four', 'a.one']);
+      expect(
+        cache
+          .list('a.')
+          .map(([key]) => key)
+          .sort(),
+      ).toEqual(['a.four', 'a.one']);
 
       await cache.kv.delete('a.one');
-      await eventually(() => (cache.get('a.one') === undefined ? true : undefined), { what: 'the delete' });
+      await eventually(() => (cache.get('a.one') === undefined ? true : undefined), {
+        what: 'the delete',
+      });
     } finally {
       cache.stop();
     }
@@ -35,11 +42,15 @@ describe('KvCache on a real KV bucket', () => {
 
   it('is ready with the current values of a bucket that has some', async () => {
     const bucket = `${t.prefix}_filled`;
-    const writer = await KvCache.open<number>(t.nc, bucket, (raw) => (typeof raw === 'number' ? raw : null));
+    const writer = await KvCache.open<number>(t.nc, bucket, (raw) =>
+      typeof raw === 'number' ? raw : null,
+    );
     await writer.kv.put('x', '1');
     await writer.kv.put('y', '2');
     writer.stop();
-    const cache = await KvCache.open<number>(t.nc, bucket, (raw) => (typeof raw === 'number' ? raw : null));
+    const cache = await KvCache.open<number>(t.nc, bucket, (raw) =>
+      typeof raw === 'number' ? raw : null,
+    );
     try {
       expect(cache.list().map(([key, { value }]) => [key, value])).toEqual([
         ['x', 1],

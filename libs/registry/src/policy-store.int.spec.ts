@@ -58,9 +58,12 @@ describe('PolicyStore on a real KV bucket', () => {
     try {
       expect(reader.get('acme').document).toEqual({ rules: { deny: ['Bash(rm:*)'] } });
       const revision = await store.put('acme', { rules: { deny: [] } });
-      const seen = await eventually(() => (reader.get('acme').revision === revision ? reader.get('acme') : undefined), {
-        what: 'the reader to see the new revision',
-      });
+      const seen = await eventually(
+        () => (reader.get('acme').revision === revision ? reader.get('acme') : undefined),
+        {
+          what: 'the reader to see the new revision',
+        },
+      );
       expect(seen.document).toEqual({ rules: { deny: [] } });
     } finally {
       reader.stop();

@@ -61,9 +61,16 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('a registered tool resolves and is listed for its tenant only', async () => {
     const view = await registry.register('acme', remoteTool('search_issues'));
-    expect(view).toMatchObject({ name: 'search_issues', builtin: false, policy: { executor: 'remote' } });
+    expect(view).toMatchObject({
+      name: 'search_issues',
+      builtin: false,
+      policy: { executor: 'remote' },
+    });
     expect(registry.resolve('acme', 'search_issues')).toEqual(view);
-    expect(registry.list('acme').tools.map((tool) => tool.name)).toEqual(['read_file', 'search_issues']);
+    expect(registry.list('acme').tools.map((tool) => tool.name)).toEqual([
+      'read_file',
+      'search_issues',
+    ]);
 
     expect(registry.resolve('globex', 'search_issues')).toBeUndefined();
     expect(registry.list('globex').tools.map((tool) => tool.name)).toEqual(['read_file']);
@@ -84,7 +91,10 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('refuses an inprocess tool with executor-unregistered', async () => {
     const err = await refusal(
-      registry.register('acme', remoteTool('local_thing', { policy: { needsApproval: false, executor: 'inprocess' } })),
+      registry.register(
+        'acme',
+        remoteTool('local_thing', { policy: { needsApproval: false, executor: 'inprocess' } }),
+      ),
     );
     expect(err.code).toBe(ErrorCode.ExecutorUnregistered);
     expect(err.message).toContain('remote');
@@ -93,7 +103,10 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('refuses a tool whose executor no tool-executor serves with executor-unregistered', async () => {
     const err = await refusal(
-      registry.register('acme', remoteTool('boxed', { policy: { needsApproval: false, executor: 'container' } })),
+      registry.register(
+        'acme',
+        remoteTool('boxed', { policy: { needsApproval: false, executor: 'container' } }),
+      ),
     );
     expect(err.code).toBe(ErrorCode.ExecutorUnregistered);
     expect(err.details).toEqual({ tool: 'boxed', executor: 'container' });
@@ -101,14 +114,19 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('an executor announced later becomes registrable', async () => {
     const boxed = remoteTool('scripted', { policy: { needsApproval: false, executor: 'script' } });
-    expect((await refusal(registry.register('acme', boxed))).code).toBe(ErrorCode.ExecutorUnregistered);
+    expect((await refusal(registry.register('acme', boxed))).code).toBe(
+      ErrorCode.ExecutorUnregistered,
+    );
     await registry.announce([], ['script']);
     expect((await registry.register('acme', boxed)).policy.executor).toBe('script');
   });
 
   it('refuses a schema outside the supported subset with a ConfigError', async () => {
     const err = await refusal(
-      registry.register('acme', remoteTool('bad_schema', { parameters: { type: 'object', frobnicate: true } })),
+      registry.register(
+        'acme',
+        remoteTool('bad_schema', { parameters: { type: 'object', frobnicate: true } }),
+      ),
     );
     expect(err).toBeInstanceOf(ConfigError);
     expect(registry.resolve('acme', 'bad_schema')).toBeUndefined();
@@ -116,7 +134,9 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('refuses the reserved tenants, which would otherwise plant builtins or served executors', async () => {
     for (const tenant of ['_builtin', '_served']) {
-      expect((await refusal(registry.register(tenant, remoteTool('planted')))).code).toBe(ErrorCode.Config);
+      expect((await refusal(registry.register(tenant, remoteTool('planted')))).code).toBe(
+        ErrorCode.Config,
+      );
     }
     expect(registry.resolve('globex', 'planted')).toBeUndefined();
   });
@@ -125,11 +145,19 @@ describe('ToolRegistry on a real KV bucket', () => {
     await registry.register('hashco', remoteTool('lookup'));
     const base = registry.list('hashco').toolsetHash;
 
-    await registry.register('hashco', remoteTool('lookup', { policy: { needsApproval: true, executor: 'remote', risk: 'network', timeoutMs: 10 } }));
+    await registry.register(
+      'hashco',
+      remoteTool('lookup', {
+        policy: { needsApproval: true, executor: 'remote', risk: 'network', timeoutMs: 10 },
+      }),
+    );
     expect(registry.resolve('hashco', 'lookup')?.policy.needsApproval).toBe(true);
     expect(registry.list('hashco').toolsetHash).toBe(base);
 
-    await registry.register('hashco', remoteTool('lookup', { description: 'Looks things up, carefully.' }));
+    await registry.register(
+      'hashco',
+      remoteTool('lookup', { description: 'Looks things up, carefully.' }),
+    );
     expect(registry.list('hashco').toolsetHash).not.toBe(base);
   });
 

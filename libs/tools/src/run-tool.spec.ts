@@ -13,7 +13,10 @@ const ctx: Omit<ToolContext, 'signal'> = {
   log: () => undefined,
 };
 
-function echo<R>(execute: (input: { n: number }, ctx: ToolContext) => Promise<R> | R, timeoutMs?: number) {
+function echo<R>(
+  execute: (input: { n: number }, ctx: ToolContext) => Promise<R> | R,
+  timeoutMs?: number,
+) {
   return tool({
     name: 'echo',
     description: 'Echoes its input.',
@@ -32,7 +35,11 @@ function untilAborted(signal: AbortSignal): Promise<never> {
 
 describe('runTool', () => {
   it('runs execute with the validated input and returns its result', async () => {
-    const outcome = await runTool(echo(({ n }) => ({ doubled: n * 2 })), { n: 21 }, ctx);
+    const outcome = await runTool(
+      echo(({ n }) => ({ doubled: n * 2 })),
+      { n: 21 },
+      ctx,
+    );
     expect(outcome).toEqual({ ok: true, result: { doubled: 42 } });
   });
 
@@ -143,7 +150,13 @@ describe('runTool', () => {
   });
 
   it('returns null for undefined', async () => {
-    expect(await runTool(echo(() => undefined), { n: 1 }, ctx)).toEqual({ ok: true, result: null });
+    expect(
+      await runTool(
+        echo(() => undefined),
+        { n: 1 },
+        ctx,
+      ),
+    ).toEqual({ ok: true, result: null });
   });
 
   it('times out a tool that outlives its deadline, and fires the signal the tool was given', async () => {
@@ -223,7 +236,10 @@ describe('runTool', () => {
       { n: 1 },
       { ...ctx, signal: caller.signal },
     );
-    expect(outcome).toEqual({ ok: false, error: { code: ErrorCode.Timeout, message: 'run deadline' } });
+    expect(outcome).toEqual({
+      ok: false,
+      error: { code: ErrorCode.Timeout, message: 'run deadline' },
+    });
   });
 
   it('aborts the tool signal once the run is over, and detaches from the caller signal', async () => {
