@@ -18,9 +18,10 @@ const encoder = new TextEncoder();
 export class PolicyStore {
   private constructor(private readonly cache: KvCache<Record<string, unknown>>) {}
 
-  static async open(nc: NatsConnection, subjects: Subjects): Promise<PolicyStore> {
+  static async open(nc: NatsConnection, subjects: Subjects, options: { replicas?: number } = {}): Promise<PolicyStore> {
     const cache = await KvCache.open<Record<string, unknown>>(nc, subjects.policyBucket, (raw) =>
       typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null,
+      options,
     );
     return new PolicyStore(cache);
   }

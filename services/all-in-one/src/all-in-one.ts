@@ -78,7 +78,7 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     const policyConnection: NatsConnection = await connectNats(options.executor, 'toolgate-executor-policy');
     started.push({ stop: () => policyConnection.drain() });
     const subjects = createSubjects(options.executor.prefix);
-    const runtime = new PolicyRuntime(await PolicyStore.open(policyConnection, subjects), policyConnection, subjects);
+    const runtime = new PolicyRuntime(await PolicyStore.open(policyConnection, subjects, { replicas: options.executor.streamReplicas }), policyConnection, subjects);
     const executor = await startToolExecutor({
       config: options.executor,
       checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),

@@ -17,8 +17,8 @@ export async function startGateway(options: {
   const { config } = options;
   const kvConnection = await connectNats(config, 'toolgate-gateway-kv');
   const subjects = createSubjects(config.prefix);
-  const registry = await ToolRegistry.open(kvConnection, subjects);
-  const policies = await PolicyStore.open(kvConnection, subjects);
+  const registry = await ToolRegistry.open(kvConnection, subjects, { replicas: config.streamReplicas });
+  const policies = await PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas });
   const service = await bootstrapService({
     name: 'gateway',
     nats: config,

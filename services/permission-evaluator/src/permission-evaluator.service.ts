@@ -16,7 +16,7 @@ export async function startPermissionEvaluator(options: {
   // The policy mirror has its own connection: it must be up before the consumer starts deciding.
   const kvConnection = await connectNats(config, 'toolgate-permission-evaluator-kv');
   const subjects = createSubjects(config.prefix);
-  const store = await PolicyStore.open(kvConnection, subjects);
+  const store = await PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas });
   let runtime: PolicyRuntime | undefined;
   const service = await bootstrapService({
     name: 'permission-evaluator',

@@ -53,7 +53,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       onPoison: settlePoisoned,
     },
   });
-  const registry = await ToolRegistry.open(service.nc, service.subjects);
+  const registry = await ToolRegistry.open(service.nc, service.subjects, { replicas: config.streamReplicas });
   await registry.announce(
     builtins.map((b) => ({ ...b.contract, policy: b.policy })),
     ['inprocess', 'remote'],

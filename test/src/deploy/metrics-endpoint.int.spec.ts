@@ -88,9 +88,11 @@ describe('GET /metrics on every service (real NATS and PostgreSQL)', () => {
 
     const journal = await eventually(async () => {
       const samples = (await scrape(stack.all.journal.url)).samples;
-      const settled = find(samples, MetricName.MessagesProcessed, { role: 'journal', event: 'settled', outcome: 'ack' });
-      return settled[0]?.value === 1 ? samples : undefined;
+      // The journal folds in stream order: the parked call's `suspended` is the last event of the two.
+      const suspended = find(samples, MetricName.MessagesProcessed, { role: 'journal', event: 'suspended', outcome: 'ack' });
+      return suspended[0]?.value === 1 ? samples : undefined;
     });
+    expect(find(journal, MetricName.MessagesProcessed, { role: 'journal', event: 'settled', outcome: 'ack' })[0]!.value).toBe(1);
     expect(find(journal, MetricName.MessagesProcessed, { role: 'journal', event: 'requested', outcome: 'ack' })[0]!.value).toBe(2);
   });
 
