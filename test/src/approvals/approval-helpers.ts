@@ -92,10 +92,15 @@ export async function park(
     throw new Error(`expected a parked call, got ${res.status} ${JSON.stringify(res.body)}`);
   }
   const dispatchId = res.body.dispatchId as string;
+  let last: unknown;
   const approval = await eventually(async () => {
     const list = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
+    last = list;
     return (list.body?.approvals as ApprovalView[] | undefined)?.find((a) => a.dispatchId === dispatchId);
-  }, { timeoutMs: 20_000, what: `approval of ${dispatchId} listed` });
+  }, { timeoutMs: 20_000, what: `approval of ${dispatchId} listed` }).catch(async (err: Error) => {
+    const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
+    throw new Error(`${err.message}; last listing ${JSON.stringify(last)}; dispatch ${JSON.stringify(d)}`);
+  });
   return { dispatchId, runId, callId, input, body, approval };
 }
 

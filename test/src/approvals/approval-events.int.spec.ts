@@ -1,0 +1,134 @@
+import { eventually } from '@toolgate/testing';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { countingTool, park, resolve, settled, type CountingTool } from './approval-helpers';
+
+interface SseEvent {
+  event: string;
+  data: any;
+}
+
+/** Reads a server-sent-events stream with `fetch` into a list, until closed. */
+async function openEvents(stack: TestStack, token: string): Promise<{ events: SseEvent[]; comments: string[]; close(): Promise<void> }> {
+  const abort = new AbortController();
+  const res = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    signal: abort.signal,
+  });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/event-stream');
+  const events: SseEvent[] = [];
+  const comments: string[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const reading = (async () => {
+    let buffer = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const lines = block.split('\n');
+          for (const c of lines.filter((l) => l.startsWith(':'))) comments.push(c.slice(1).trim());
+          const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length);
+          const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice('data: '.length)).join('\n');
+          if (event) events.push({ event, data: JSON.parse(data) });
+        }
+      }
+    } catch (err) {
+      if ((err as Error).name !== 'AbortError') throw err;
+    }
+  })();
+  await eventually(() => (comments.includes('connected') ? true : undefined), { what: 'stream connected' });
+  return {
+    events,
+    comments,
+    async close() {
+      abort.abort();
+      await reading;
+    },
+  };
+}
+
+describe('approvals: the server-sent-events stream', () => {
+  let stack: TestStack;
+  let gated: CountingTool;
+
+  beforeAll(async () => {
+    stack = await startTestStack('approvals-sse');
+    gated = await countingTool(stack, 'gated');
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } } });
+    expect(put.status).toBe(200);
+  });
+  afterAll(async () => {
+    gated?.stop();
+    await stack.stop();
+  });
+
+  it("delivers approval:pending then approval:resolved to the tenant's approvers, and nothing to another tenant", async () => {
+    const acme = await openEvents(stack, TOKENS.acmeApprover);
+    const globex = await openEvents(stack, TOKENS.globexAdmin);
+    try {
+      const parked = await park(stack, 'gated');
+      const pending = await eventually(
+        () => acme.events.find((e) => e.event === 'approval:pending' && e.data.dispatchId === parked.dispatchId),
+        { timeoutMs: 20_000, what: 'approval:pending on the stream' },
+      );
+      expect(pending.data).toMatchObject({
+        type: 'suspended',
+        tenant: 'acme',
+        runId: parked.runId,
+        approvalKey: parked.approval.approvalKey,
+        tool: expect.objectContaining({ name: 'gated' }),
+        input: parked.input,
+        expiresAt: parked.approval.expiresAt,
+      });
+
+      expect((await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'seen on the dashboard' })).status).toBe(200);
+      const resolved = await eventually(
+        () => acme.events.find((e) => e.event === 'approval:resolved' && e.data.dispatchId === parked.dispatchId),
+        { timeoutMs: 20_000, what: 'approval:resolved on the stream' },
+      );
+      expect(resolved.data).toMatchObject({
+        type: 'resolved',
+        tenant: 'acme',
+        approvalKey: parked.approval.approvalKey,
+        decision: 'allow',
+        reason: 'seen on the dashboard',
+        by: 'acme-approver',
+        source: 'human',
+      });
+      const ours = acme.events.filter((e) => e.data.dispatchId === parked.dispatchId).map((e) => e.event);
+      expect(ours).toEqual(['approval:pending', 'approval:resolved']);
+      await settled(stack, parked.dispatchId);
+
+      // A globex event on globex's stream proves that stream is live; acme's never reach it.
+      const { subject, queue } = stack.nats.subjects.remoteTool('globex', 'gated');
+      const globexWorker = stack.nats.nc.subscribe(subject, { queue, callback: (_e, m) => m.respond(JSON.stringify({ ok: true, result: null })) });
+      try {
+        expect((await stack.http('POST', '/v1/tools', TOKENS.globexAdmin, {
+          tool: { name: 'gated', description: 'globex copy', parameters: { type: 'object', properties: {} }, policy: { executor: 'remote' } },
+        })).status).toBe(201);
+        expect((await stack.http('PUT', '/v1/policy', TOKENS.globexAdmin, { document: { engine: { ask: [{ tool: 'gated' }] } } })).status).toBe(200);
+        const g = await stack.http('POST', '/v1/dispatches', TOKENS.globexAdmin, {
+          runId: 'globex-run', callId: 'g1', agent: { agentType: 'coder' }, tool: 'gated', input: {}, wait: 10_000,
+        });
+        expect(g.body.state).toBe('suspended');
+        await eventually(
+          () => globex.events.find((e) => e.event === 'approval:pending' && e.data.dispatchId === g.body.dispatchId),
+          { timeoutMs: 20_000, what: "globex's own approval:pending" },
+        );
+        expect(globex.events.filter((e) => e.data.tenant !== 'globex')).toEqual([]);
+        expect(acme.events.filter((e) => e.data.tenant !== 'acme')).toEqual([]);
+      } finally {
+        globexWorker.unsubscribe();
+      }
+    } finally {
+      await acme.close();
+      await globex.close();
+    }
+  });
+});
