@@ -1,0 +1,105 @@
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags } from '@opentelemetry/api';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { headers } from '@nats-io/transport-node';
+import { injectTraceContext } from './nats-header-propagation';
+import { annotate, Attr, consumerSpan, inSpan, producerSpan } from './spans';
+import { setupTelemetry, type Telemetry } from './telemetry-setup';
+
+describe('spans, read from an in-memory exporter', () => {
+  const exporter = new InMemorySpanExporter();
+  let telemetry: Telemetry;
+
+  beforeAll(() => {
+    telemetry = setupTelemetry({ serviceName: 'telemetry-spec', exporter, simple: true });
+  });
+  afterEach(() => exporter.reset());
+  afterAll(async () => {
+    await telemetry.shutdown();
+  });
+
+  const finished = (name: string) => {
+    const spans = exporter.getFinishedSpans().filter((s) => s.name === name);
+    expect(spans).toHaveLength(1);
+    return spans[0]!;
+  };
+
+  it('inSpan returns the result, ends the span and makes it the active one inside', async () => {
+    const result = await inSpan('work', { attributes: { a: 1 } }, async (span) => {
+      expect(trace.getActiveSpan()).toBe(span);
+      annotate({ [Attr.Tool]: 'read_file', skipped: undefined });
+      return 42;
+    });
+    expect(result).toBe(42);
+    const span = finished('work');
+    expect(span.kind).toBe(SpanKind.INTERNAL);
+    expect(span.attributes).toEqual({ a: 1, [Attr.Tool]: 'read_file' });
+    expect(span.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('inSpan records a thrown error as an exception event, sets status ERROR and rethrows', async () => {
+    const boom = new Error('disk full');
+    await expect(inSpan('failing', {}, () => Promise.reject(boom))).rejects.toBe(boom);
+    const span = finished('failing');
+    expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'disk full' });
+    expect(span.events).toEqual([
+      expect.objectContaining({
+        name: 'exception',
+        attributes: expect.objectContaining({
+          'exception.message': 'disk full',
+          'exception.type': 'Error',
+        }),
+      }),
+    ]);
+  });
+
+  it('consumerSpan continues the trace carried in the message headers', async () => {
+    const parent = {
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.SAMPLED,
+    };
+    const h = injectTraceContext(headers(), trace.setSpanContext(ROOT_CONTEXT, parent));
+    await consumerSpan(
+      'toolgate.journal.requested',
+      h,
+      { [Attr.DispatchId]: 'd1' },
+      async () => undefined,
+    );
+    const span = finished('process toolgate.journal.requested');
+    expect(span.kind).toBe(SpanKind.CONSUMER);
+    expect(span.spanContext().traceId).toBe(parent.traceId);
+    expect(span.parentSpanContext?.spanId).toBe(parent.spanId);
+    expect(span.attributes).toEqual({
+      [Attr.MessagingSystem]: 'nats',
+      [Attr.MessagingOperation]: 'process',
+      [Attr.MessagingDestination]: 'toolgate.journal.requested',
+      [Attr.DispatchId]: 'd1',
+    });
+  });
+
+  it('a producer span inside a consumer span propagates one trace to the next hop', async () => {
+    let outgoing = headers();
+    await producerSpan('toolgate.journal.decided', {}, async () => {
+      outgoing = injectTraceContext(headers());
+    });
+    const send = finished('send toolgate.journal.decided');
+    expect(send.kind).toBe(SpanKind.PRODUCER);
+    expect(send.attributes[Attr.MessagingOperation]).toBe('send');
+
+    await consumerSpan('toolgate.journal.decided', outgoing, {}, async () => undefined);
+    const process = finished('process toolgate.journal.decided');
+    expect(process.spanContext().traceId).toBe(send.spanContext().traceId);
+    expect(process.parentSpanContext?.spanId).toBe(send.spanContext().spanId);
+  });
+
+  it('consumerSpan without trace headers starts a new root trace and records failures too', async () => {
+    await expect(
+      consumerSpan('toolgate.journal.settled', undefined, {}, () =>
+        Promise.reject(new Error('poison')),
+      ),
+    ).rejects.toThrow('poison');
+    const span = finished('process toolgate.journal.settled');
+    expect(span.parentSpanContext).toBeUndefined();
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
