@@ -107,7 +107,7 @@ describe('approvals: the server-sent-events stream', () => {
 
       // A globex event on globex's stream proves that stream is live; acme's never reach it.
       const { subject, queue } = stack.nats.subjects.remoteTool('globex', 'gated');
-      const globexWorker = stack.nats.nc.subscribe(subject, { queue, callback: (_e, m) => m.respond(JSON.stringify({ ok: true, result: null })) });
+      const globexWorker = stack.nats.nc.subscribe(subject, { queue, callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: null })) });
       try {
         expect((await stack.http('POST', '/v1/tools', TOKENS.globexAdmin, {
           tool: { name: 'gated', description: 'globex copy', parameters: { type: 'object', properties: {} }, policy: { executor: 'remote' } },

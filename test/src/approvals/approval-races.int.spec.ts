@@ -149,7 +149,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     expect(anonymous.body.error.code).toBe('unauthorized');
     const events = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, { headers: { authorization: `Bearer ${TOKENS.acmeAgent}` } });
     expect(events.status).toBe(403);
-    expect((await events.json()).error.code).toBe('forbidden');
+    expect(((await events.json()) as { error: { code: string } }).error.code).toBe('forbidden');
     expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
     expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny' })).status).toBe(200);
