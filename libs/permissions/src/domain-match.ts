@@ -72,34 +72,49 @@ const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,15}:\/\/[^\s'"<>`)]+/gi;
 const HOST_KEYS: ReadonlySet<string> = new Set(['host', 'hostname', 'domain', 'server']);
 const SCAN_LIMIT = 256;
 
+/** Scan state of {@link hostsMentioned}: the Set is only created once a host turns up. */
+interface HostScan {
+  budget: number;
+  hosts: Set<string> | undefined;
+}
+
+const NO_HOSTS: readonly string[] = Object.freeze([]);
+
 /**
  * Best-effort hosts named anywhere in an arbitrary tool's input (URLs in strings, `host`-like
  * keys), for advisory domain matches. Bounded in depth and size; never decisive.
+ *
+ * Runs for nearly every evaluation of a chain with domain rules, and nearly every input names no
+ * host: so a plain recursive walk (no closure, no entry pairs) and no Set until a host is found.
  */
-export function hostsMentioned(input: unknown): string[] {
-  const hosts = new Set<string>();
-  let budget = SCAN_LIMIT;
-  const visit = (value: unknown, key: string | undefined, depth: number): void => {
-    if (budget-- <= 0 || depth > 6) return;
-    if (typeof value === 'string') {
-      if (key !== undefined && HOST_KEYS.has(key)) {
-        const h = normaliseHost(value);
-        if (h) hosts.add(h);
-      }
-      if (value.includes('://')) {
-        for (const m of value.matchAll(URL_IN_TEXT)) {
-          const h = fetchTargetHost({ url: m[0] }) ?? safeHost(m[0]);
-          if (h) hosts.add(h);
-        }
-      }
-    } else if (Array.isArray(value)) {
-      for (const v of value) visit(v, undefined, depth + 1);
-    } else if (typeof value === 'object' && value !== null) {
-      for (const [k, v] of Object.entries(value)) visit(v, k, depth + 1);
+export function hostsMentioned(input: unknown): readonly string[] {
+  const scan: HostScan = { budget: SCAN_LIMIT, hosts: undefined };
+  scanForHosts(input, undefined, 0, scan);
+  return scan.hosts === undefined ? NO_HOSTS : [...scan.hosts];
+}
+
+function scanForHosts(value: unknown, key: string | undefined, depth: number, scan: HostScan): void {
+  if (scan.budget-- <= 0 || depth > 6) return;
+  if (typeof value === 'string') {
+    if (key !== undefined && HOST_KEYS.has(key)) {
+      const h = normaliseHost(value);
+      if (h) (scan.hosts ??= new Set()).add(h);
     }
-  };
-  visit(input, undefined, 0);
-  return [...hosts];
+    if (value.includes('://')) {
+      for (const m of value.matchAll(URL_IN_TEXT)) {
+        const h = fetchTargetHost({ url: m[0] }) ?? safeHost(m[0]);
+        if (h) (scan.hosts ??= new Set()).add(h);
+      }
+    }
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) scanForHosts(value[i], undefined, depth + 1, scan);
+  } else if (typeof value === 'object' && value !== null) {
+    const keys = Object.keys(value);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      scanForHosts((value as Record<string, unknown>)[k], k, depth + 1, scan);
+    }
+  }
 }
 
 function safeHost(url: string): string | undefined {

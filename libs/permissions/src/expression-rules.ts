@@ -24,18 +24,31 @@ export interface ExpressionContext {
 /** The cheap string variables, for guards. */
 export type ExpressionFacts = Pick<ExpressionContext, 'tool' | 'risk' | 'taint' | 'target'>;
 
+/** Where an expression gets its full context from, built only when the guards do not decide. */
+export interface ExpressionContextSource {
+  expressionContext(): ExpressionContext;
+}
+
+export type ExpressionResult = { readonly value: boolean; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
+
 /** A compiled boolean CEL expression. */
 export interface CompiledExpression {
   readonly source: string;
   /**
-   * Evaluates; `{ value }` for a boolean, `{ error }` for anything else (error or non-boolean).
-   * `context` is called only when the expression's guards (`tool == "x" && ...`) do not decide.
+   * Top-level `variable == "literal"` conjuncts: when one does not hold, the expression is false
+   * without running (so a chain can leave it out for tools and risks it can never match).
    */
-  evaluate(
-    facts: ExpressionFacts,
-    context: () => ExpressionContext,
-  ): { value: boolean; error?: undefined } | { value?: undefined; error: string };
+  readonly guards: readonly ExpressionGuard[];
+  /**
+   * Evaluates; `{ value }` for a boolean, `{ error }` for anything else (error or non-boolean).
+   * `context.expressionContext()` is called only when the guards (`tool == "x" && ...`) do not decide.
+   */
+  evaluate(facts: ExpressionFacts, context: ExpressionContextSource): ExpressionResult;
 }
+
+// Shared results: evaluation runs for most calls, and a boolean needs no object of its own.
+const FALSE: ExpressionResult = Object.freeze({ value: false });
+const TRUE: ExpressionResult = Object.freeze({ value: true });
 
 let environment: CelEnvironment | undefined;
 
@@ -75,32 +88,33 @@ export function compileExpression(source: string, what: string): CompiledExpress
   const guards = equalityGuards(parsed.ast);
   return {
     source,
+    guards,
     evaluate(facts, context) {
       // `tool == "x" && ...` is false whenever tool != "x" (CEL's && is false if any side is false,
       // even when the other errors), so the guard decides without running the interpreter.
       for (let g = 0; g < guards.length; g++) {
         const guard = guards[g]!;
-        if (facts[guard.variable] !== guard.value) return { value: false };
+        if (facts[guard.variable] !== guard.value) return FALSE;
       }
       let value: unknown;
       try {
-        value = parsed(context() as unknown as Record<string, unknown>);
+        value = parsed(context.expressionContext() as unknown as Record<string, unknown>);
       } catch (err) {
         return { error: firstLine(err) };
       }
-      return typeof value === 'boolean' ? { value } : { error: `the expression yielded ${describe(value)}, not a boolean` };
+      return typeof value === 'boolean' ? (value ? TRUE : FALSE) : { error: `the expression yielded ${describe(value)}, not a boolean` };
     },
   };
 }
 
-interface Guard {
+export interface ExpressionGuard {
   readonly variable: 'tool' | 'risk' | 'taint' | 'target';
   readonly value: string;
 }
 
 /** Top-level conjuncts of the form `var == "literal"` over the string variables. */
-function equalityGuards(ast: ParseResult['ast']): Guard[] {
-  const guards: Guard[] = [];
+function equalityGuards(ast: ParseResult['ast']): ExpressionGuard[] {
+  const guards: ExpressionGuard[] = [];
   const visit = (node: ParseResult['ast']): void => {
     if (node.op === '&&') {
       const [l, r] = node.args as [ParseResult['ast'], ParseResult['ast']];

@@ -108,7 +108,7 @@ describe('hooks: synchronous and asynchronous steps interleaved', () => {
 
   it('an async hook decides before the rules; a later hook is not run', async () => {
     let later = false;
-    const chain = compilePermissionChain({ hooks: [async () => 'ask', () => void (later = true)], deny: [{ tool: 't' }] });
+    const chain = compilePermissionChain({ hooks: [async () => 'ask' as const, () => void (later = true)], deny: [{ tool: 't' }] });
     expect(await evaluatePermission(chain, { name: 't' }, {})).toMatchObject({ verdict: 'ask', decidedBy: 'hook', rule: { index: 0 } });
     expect(later).toBe(false);
   });

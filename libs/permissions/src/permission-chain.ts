@@ -96,7 +96,18 @@ export interface PermissionChain {
   readonly domainRules: readonly { readonly layer: 'deny' | 'ask'; readonly rule: TableRuleEntry }[];
   /** The profile name given at compile time (reported to hooks). */
   readonly profile: string | undefined;
+  /** Per tool name and risk, the rules that can match it (filled lazily by the evaluator). */
+  readonly ruleViews: RuleViewCache;
 }
+
+/** The deny and ask rules that can match one tool name with one risk class, in chain order. */
+export interface RuleView {
+  readonly deny: readonly RuleEntry[];
+  readonly ask: readonly RuleEntry[];
+}
+
+/** Tool name → rule views indexed by risk-class bit position. Bounded by the evaluator. */
+export type RuleViewCache = Map<string, (RuleView | undefined)[]>;
 
 /** Options for {@link compilePermissionChain}. */
 export interface CompileChainOptions {
@@ -168,6 +179,7 @@ export function compilePermissionChain(
     },
     domainRules,
     profile: options.profileName ?? options.parent?.profile,
+    ruleViews: new Map(),
   });
 }
 

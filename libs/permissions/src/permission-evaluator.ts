@@ -1,7 +1,7 @@
 import type { DecidedBy, Risk, Verdict } from '@toolgate/contracts';
 import { fetchTargetHost, hostsMentioned, matchHost } from './domain-match';
 import { toCelValue, type ExpressionContext, type ExpressionFacts } from './expression-rules';
-import { isPermissionChain, RISK_BIT, type PermissionChain, type RuleEntry, type TableRuleEntry } from './permission-chain';
+import { isPermissionChain, RISK_BIT, type PermissionChain, type RuleEntry, type RuleView, type TableRuleEntry } from './permission-chain';
 import type { OnTimeout, RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
@@ -43,7 +43,6 @@ class CallState {
   fetchHost: string | undefined = undefined;
   cel: ExpressionContext | undefined = undefined;
   celFacts: ExpressionFacts | undefined = undefined;
-  readonly contextThunk = (): ExpressionContext => this.expressionContext();
   diagnostics: PermissionDiagnostic[] | undefined = undefined;
 
   constructor(
@@ -297,9 +296,10 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
       return decision(chain, state, 'deny', 'deny-rule', READONLY_RULE, `readonly isolation denies ${riskClass} tools`);
     }
   }
+  const view = ruleView(chain, state.toolName, riskClass, state.riskBit);
   let uncertain: RuleEntry | undefined;
   let uncertainWhy = '';
-  const deny = chain.deny;
+  const deny = view.deny;
   for (let r = 0; r < deny.length; r++) {
     const entry = deny[r]!;
     const m = matchEntry(entry, state);
@@ -322,7 +322,7 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
         target: state.target(),
         fetchHost: state.host(),
         facts: () => state.facts(),
-        expressionContext: state.contextThunk,
+        expressionContext: () => state.expressionContext(),
       },
       diagnostics,
     );
@@ -344,7 +344,7 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   }
 
   // 3. Ask layer.
-  const ask = chain.ask;
+  const ask = view.ask;
   for (let r = 0; r < ask.length; r++) {
     const entry = ask[r]!;
     const m = matchEntry(entry, state);
@@ -395,9 +395,71 @@ function terminal(ev: Evaluation): PermissionDecision {
   return decision(chain, state, 'allow', 'default', undefined, undefined);
 }
 
+/** Risk class → slot in a chain's rule-view cache. */
+const RISK_SLOT: ReadonlyMap<string, number> = new Map(['read', 'write', 'network', 'execute', 'destructive', 'undeclared'].map((r, i) => [r, i]));
+const RULE_VIEW_TOOL_LIMIT = 1_024;
+
+/**
+ * The chain's deny and ask rules that can match this tool name and risk class, in chain order.
+ * A realistic chain has dozens of rules of which a handful name a given tool; filtering once per
+ * (tool, risk) instead of walking every rule on every call. Only rules that are certain not to
+ * match (their tool, risk, argv-or-domain target, or a `tool ==` / `risk ==` guard of an
+ * expression rules them out) are left out, so the first match is the same as over the full lists.
+ */
+function ruleView(chain: PermissionChain, toolName: string, riskClass: string, riskBit: number): RuleView {
+  const slot = RISK_SLOT.get(riskClass);
+  if (slot === undefined) return { deny: chain.deny, ask: chain.ask };
+  const cache = chain.ruleViews;
+  let views = cache.get(toolName);
+  if (views === undefined) {
+    if (cache.size >= RULE_VIEW_TOOL_LIMIT) cache.clear();
+    views = [undefined, undefined, undefined, undefined, undefined, undefined];
+    cache.set(toolName, views);
+  }
+  let view = views[slot];
+  if (view === undefined) {
+    const canMatch = (e: RuleEntry): boolean => ruleMayMatch(e, toolName, riskClass, riskBit);
+    view = views[slot] = { deny: chain.deny.filter(canMatch), ask: chain.ask.filter(canMatch) };
+  }
+  return view;
+}
+
+/** False only when `entry` cannot match any call of this tool name and risk class (exported for tests). */
+export function ruleMayMatch(entry: RuleEntry, toolName: string, riskClass: string, riskBit: number): boolean {
+  if (entry.kind === 'expression') {
+    for (const g of entry.expr.guards) {
+      if (g.variable === 'tool' && g.value !== toolName) return false;
+      if (g.variable === 'risk' && g.value !== riskClass) return false;
+    }
+    return true;
+  }
+  if (entry.tools !== undefined && !entry.tools.has(toolName)) return false;
+  if (entry.riskMask !== 0 && (entry.riskMask & riskBit) === 0) return false;
+  // Same order as matchTableRule: argv rules match the shell tool only (and decide on argv first),
+  // domain rules are enforced for the fetch tool only.
+  if (entry.argv !== undefined) return toolName === SHELL_TOOL_NAME;
+  if (entry.hosts !== undefined) return toolName === FETCH_TOOL_NAME;
+  return true;
+}
+
+/**
+ * One rule against one call, outside any chain: whether it matches and what it reports. For tests
+ * that check the rule index against the rules themselves.
+ */
+export function matchRuleAlone(
+  entry: RuleEntry,
+  toolName: string,
+  riskClass: RiskClass,
+  input: unknown,
+): { match: 'no' | 'match' | 'unknown'; diagnostics: number } {
+  const state = new CallState(toolName, riskClass, RISK_BIT[riskClass], input, EMPTY_CONTEXT);
+  const m = matchEntry(entry, state);
+  return { match: m === MATCH ? 'match' : m === UNKNOWN ? 'unknown' : 'no', diagnostics: state.diagnostics?.length ?? 0 };
+}
+
 function matchEntry(entry: RuleEntry, state: CallState): Match {
   if (entry.kind === 'expression') {
-    const r = entry.expr.evaluate(state.facts(), state.contextThunk);
+    const r = entry.expr.evaluate(state.facts(), state);
     if (r.error !== undefined) {
       state.report({ kind: 'expression-error', rule: entry.description, message: r.error });
       return UNKNOWN;
@@ -474,7 +536,7 @@ function decision(
 }
 
 function advisoryMatches(chain: PermissionChain, state: CallState): readonly AdvisoryMatch[] {
-  let hosts: string[] | undefined;
+  let hosts: readonly string[] | undefined;
   const out: AdvisoryMatch[] = [];
   for (const { layer, rule } of chain.domainRules) {
     if (rule.tools !== undefined && !rule.tools.has(state.toolName)) continue;

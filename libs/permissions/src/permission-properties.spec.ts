@@ -7,6 +7,8 @@ import {
   type RiskClass,
   type ShellVerdict,
 } from './index';
+import { RISK_BIT } from './permission-chain';
+import { matchRuleAlone, ruleMayMatch } from './permission-evaluator';
 
 const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
 
@@ -108,5 +110,37 @@ describe('chain properties', () => {
       }),
       { numRuns: 400 },
     );
+  });
+});
+
+describe('rule index', () => {
+  const expression = fc.constantFrom(
+    'tool == "deploy" && input.n > 1',
+    'risk == "write"',
+    'tool == "shell" && risk == "execute"',
+    'risk == "read" && tool == "read_file"',
+    'tool == "shell" || risk == "read"',
+    'input.n > 1',
+    'tool == "deploy" && input.missing.deep == 1',
+  );
+  const anyRule = fc.oneof(
+    rule.map((r) => ({ table: r })),
+    expression.map((when) => ({ when })),
+  );
+
+  it('a rule left out of a tool\'s rule view never matches, asks or reports for that tool', () => {
+    let leftOut = 0;
+    fc.assert(
+      fc.property(anyRule, tool, input, fc.integer({ min: 0, max: 3 }), (r, t, i, n) => {
+        const layer = 'table' in r ? { deny: [r.table] } : { expressions: [{ when: r.when, effect: 'deny' as const }] };
+        const entry = compilePermissionChain(layer).deny[0]!;
+        const riskClass = t.risk ?? 'undeclared';
+        if (ruleMayMatch(entry, t.name, riskClass, RISK_BIT[riskClass])) return;
+        leftOut++;
+        expect(matchRuleAlone(entry, t.name, riskClass, { ...i, n })).toEqual({ match: 'no', diagnostics: 0 });
+      }),
+      { numRuns: 2000 },
+    );
+    expect(leftOut).toBeGreaterThan(100);
   });
 });

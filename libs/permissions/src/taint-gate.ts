@@ -77,7 +77,7 @@ export function taintGateCloses(gate: TaintGate, q: TaintQuery, diagnostics: Per
     }
   }
   for (const x of gate.exceptions) {
-    const r = x.expr.evaluate(q.facts(), q.expressionContext);
+    const r = x.expr.evaluate(q.facts(), q);
     if (r.error !== undefined) diagnostics.push({ kind: 'taint-exception-error', rule: x.description, message: r.error });
     else if (r.value) return false;
   }
