@@ -73,17 +73,25 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
     [{ name: 'list_files', risk: 'read' }, { dir: '.' }],
     [{ name: 'transfer', risk: 'write' }, { amount: 50 }],
   ];
-  const decisions = opts.quick ? 60_000 : 400_000;
-  for (let i = 0; i < 5_000; i++) {
-    const [tool, input] = calls[i % calls.length]!;
-    await evaluatePermission(chain, tool, input);
-  }
-  let t0 = performance.now();
-  for (let i = 0; i < decisions; i++) {
+  // Measured as the median of several rounds, each a single-threaded loop awaiting one decision at
+  // a time (the hook's promise is a real one: an async function). The warm-up runs the same calls
+  // with the same (per-call) context as the measured loop, so the loop starts on optimised code.
+  const decisions = opts.quick ? 50_000 : 200_000;
+  const rounds = opts.quick ? 3 : 5;
+  for (let i = 0; i < 20_000; i++) {
     const [tool, input] = calls[i % calls.length]!;
     await evaluatePermission(chain, tool, input, { agent: { agentType: 'coder' } });
   }
-  const decisionsPerSec = Math.round(decisions / ((performance.now() - t0) / 1000));
+  const decisionRates: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const t0 = performance.now();
+    for (let i = 0; i < decisions; i++) {
+      const [tool, input] = calls[i % calls.length]!;
+      await evaluatePermission(chain, tool, input, { agent: { agentType: 'coder' } });
+    }
+    decisionRates.push(decisions / ((performance.now() - t0) / 1000));
+  }
+  const decisionsPerSec = Math.round(median(decisionRates));
 
   const tables: ShellPatternTables = {
     allow: ['npm test **', 'npm run *', 'git status', 'git diff **', 'git log **', 'ls **', 'cat *', 'grep **', 'node *', 'tsc **'],
@@ -102,12 +110,22 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
     'sudo apt-get install -y jq',
     'tsc -p tsconfig.json --noEmit 2>&1 | head -50',
   ];
-  const matches = opts.quick ? 100_000 : 600_000;
+  const matches = opts.quick ? 50_000 : 200_000;
   let sink = 0;
-  for (let i = 0; i < 10_000; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
-  t0 = performance.now();
-  for (let i = 0; i < matches; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
-  const shellMatchesPerSec = Math.round(matches / ((performance.now() - t0) / 1000));
+  for (let i = 0; i < 20_000; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
+  const matchRates: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const t0 = performance.now();
+    for (let i = 0; i < matches; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
+    matchRates.push(matches / ((performance.now() - t0) / 1000));
+  }
+  const shellMatchesPerSec = Math.round(median(matchRates));
   if (sink < 0) throw new Error('unreachable');
   return { decisionsPerSec, shellMatchesPerSec };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
