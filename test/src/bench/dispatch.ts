@@ -34,7 +34,13 @@ export interface DispatchResult {
   submitWindow: number;
   journalAvgEventBytes: number;
   projectionPendingAtLastSettle: number;
-  projectionCatchUpMs: number;
+  projectionCaughtUp: boolean;
+  /** Events folded per second while draining the backlog left at the last settlement. */
+  projectionEventsPerSec?: number;
+  /** Present when the projection drained: ms from the last `settled` until its consumer had acked everything. */
+  projectionCatchUpMs?: number;
+  /** Present when it did not drain within the wait: events still behind. */
+  projectionBacklog?: number;
   projectionVerified: boolean;
   deadLettered: number;
 }
@@ -231,15 +237,45 @@ function expectOk(reply: SubmitReply): void {
   }
 }
 
+/** Every durable consumer on the journal stream with its backlog (for the projection and for diagnosis). */
+async function consumerStates(nats: TestNats): Promise<{ name: string; pending: number; ackPending: number; delivered: number }[]> {
+  const states = [];
+  for await (const ci of nats.jsm.consumers.list(nats.subjects.journal.stream)) {
+    states.push({ name: ci.name, pending: ci.num_pending, ackPending: ci.num_ack_pending, delivered: ci.delivered.stream_seq });
+  }
+  return states;
+}
+
+const describeStates = (states: Awaited<ReturnType<typeof consumerStates>>) =>
+  states.map((c) => `${c.name}: ${c.pending} pending, ${c.ackPending} unacked, delivered up to seq ${c.delivered}`).join('; ');
+
 /** Sum of pending and unacked messages over the journal service's consumers. */
 async function projectionBacklog(nats: TestNats): Promise<number> {
-  const stream = nats.subjects.journal.stream;
   const mine = nats.subjects.consumer('journal');
-  let backlog = 0;
-  for await (const ci of nats.jsm.consumers.list(stream)) {
-    if (ci.name === mine || ci.name.startsWith(`${mine}-`)) backlog += ci.num_pending + ci.num_ack_pending;
+  return (await consumerStates(nats))
+    .filter((c) => c.name === mine || c.name.startsWith(`${mine}-`))
+    .reduce((sum, c) => sum + c.pending + c.ackPending, 0);
+}
+
+/**
+ * Waits for `done`, failing with every consumer's backlog when no dispatch settles for `stallMs`
+ * (a consumer loop that stopped pulling would otherwise look like a slow machine).
+ */
+async function untilSettled(done: Promise<void>, watch: JournalWatch, nats: TestNats, what: string, stallMs = 20_000): Promise<void> {
+  let finished = false;
+  void done.then(() => (finished = true));
+  let lastCount = -1;
+  let lastChange = Date.now();
+  while (!finished) {
+    await Promise.race([done, new Promise((r) => setTimeout(r, 250))]);
+    const count = [...watch.settledByRun.values()].reduce((a, b) => a + b, 0);
+    if (count !== lastCount) {
+      lastCount = count;
+      lastChange = Date.now();
+    } else if (!finished && Date.now() - lastChange > stallMs) {
+      throw new Error(`stalled waiting for ${what}: nothing settled for ${stallMs / 1000} s; consumers: ${describeStates(await consumerStates(nats))}`);
+    }
   }
-  return backlog;
 }
 
 async function journalCounts(nats: TestNats): Promise<{ messages: number; bytes: number }> {
@@ -294,7 +330,7 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
   }
 
   // Throughput: many concurrent submissions without wait, until every one has settled.
-  const dispatches = opts.quick ? 1500 : 10_000;
+  const dispatches = opts.quick ? 1000 : 10_000;
   const before = await journalCounts(nats);
   const allSettled = watch.runSettled('tput', dispatches);
   let lastId = '';
@@ -304,22 +340,28 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     if (reply.status !== 'accepted') throw new Error(`throughput submission not accepted: ${JSON.stringify(reply)}`);
     lastId = reply.dispatchId;
   });
-  await withTimeout(allSettled, 300_000, `${dispatches} dispatches to settle`);
+  await untilSettled(allSettled, watch, nats, `${dispatches} dispatches to settle`);
   const tputMs = watch.lastSettledAt - t0;
   if (watch.failure) throw new Error(watch.failure);
   const pendingAtLastSettle = await projectionBacklog(nats);
   const after = await journalCounts(nats);
   const appended = after.messages - before.messages;
 
-  // The projection keeping up: how long after the last settlement its consumers are drained.
-  let catchUpMs = since(watch.lastSettledAt);
-  if (pendingAtLastSettle > 0) {
-    const deadline = Date.now() + 120_000;
-    while ((await projectionBacklog(nats)) > 0) {
-      if (Date.now() > deadline) throw new Error('the journal projection did not catch up within 120 s');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    catchUpMs = since(watch.lastSettledAt);
+  // The projection keeping up: how long after the last settlement its consumers are drained. It is
+  // an extra, not a goal of BENCH.md: when it does not drain in time the bench says so and goes on.
+  let catchUpMs: number | undefined = pendingAtLastSettle > 0 ? undefined : since(watch.lastSettledAt);
+  let backlog = pendingAtLastSettle;
+  const waitStart = performance.now();
+  const deadline = Date.now() + (opts.quick ? 5_000 : 90_000);
+  while (catchUpMs === undefined && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+    backlog = await projectionBacklog(nats);
+    if (backlog === 0) catchUpMs = since(watch.lastSettledAt);
+  }
+  // Events the projection folded per second while the bench waited for it (nothing else was running).
+  const foldedPerSec = (pendingAtLastSettle - backlog) / (since(waitStart) / 1000);
+  if (catchUpMs === undefined) {
+    process.stderr.write(`bench: WARNING the journal projection did not drain (${backlog} events behind); consumers: ${describeStates(await consumerStates(nats))}\n`);
   }
   const last = await stack
     .api<{ events: { event: { type: string } }[] }>(ApiOperation.GetDispatch, { dispatchId: lastId })
@@ -341,7 +383,9 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     submitWindow: SUBMIT_WINDOW,
     journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
     projectionPendingAtLastSettle: pendingAtLastSettle,
-    projectionCatchUpMs: round(catchUpMs),
+    projectionCaughtUp: catchUpMs !== undefined,
+    ...(pendingAtLastSettle > 0 ? { projectionEventsPerSec: Math.round(foldedPerSec) } : {}),
+    ...(catchUpMs !== undefined ? { projectionCatchUpMs: round(catchUpMs) } : { projectionBacklog: backlog }),
     projectionVerified: last?.events.length === 4,
     deadLettered,
   };
@@ -352,7 +396,7 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
  * one at a time (allow, naming dispatch and run) over the NATS API. The figure is the time from
  * sending the resolve request to seeing the dispatch's `settled` event.
  */
-export async function benchApprovals(stack: BenchStack, opts: { quick: boolean }): Promise<ApprovalsResult> {
+export async function benchApprovals(stack: BenchStack, nats: TestNats, opts: { quick: boolean }): Promise<ApprovalsResult> {
   const { watch } = stack;
   const warm = 10;
   const samples = opts.quick ? 50 : 300;
@@ -362,7 +406,9 @@ export async function benchApprovals(stack: BenchStack, opts: { quick: boolean }
     const reply = await stack.api<SubmitReply>(ApiOperation.SubmitDispatch, { runId, callId: `a${i}`, agent, tool: ASK_TOOL, input: { i } });
     if (reply.status !== 'accepted') throw new Error(`approval dispatch not accepted: ${JSON.stringify(reply)}`);
   });
-  await withTimeout(watch.runSuspended(runId, total), 60_000, `${total} dispatches to be suspended`);
+  await withTimeout(watch.runSuspended(runId, total), 60_000, `${total} dispatches to be suspended`).catch(async (err: Error) => {
+    throw new Error(`${err.message}; consumers: ${describeStates(await consumerStates(nats))}`);
+  });
   if (watch.settledByRun.get(runId)) throw new Error('an ask dispatch settled before it was resolved: the ask policy was not applied');
 
   const parked = [...watch.suspended.entries()].filter(([, s]) => s.runId === runId);

@@ -85,7 +85,7 @@ async function main(): Promise<Report> {
   const dispatch = await section('dispatch', () => benchDispatch(stack, nats, { quick }));
   const bound = report.baseline.jetstreamAsyncPublishPerSec / dispatch.journalAppendsPerDispatch;
   report.dispatch = { ...dispatch, throughputVsBound: round(dispatch.throughputPerSec / bound, 3) };
-  report.approvals = await section('approvals', () => benchApprovals(stack, { quick }));
+  report.approvals = await section('approvals', () => benchApprovals(stack, nats, { quick }));
   // CPU-bound sections run with the stack stopped, so its background work does not share the cores.
   await stopStack();
 
@@ -116,7 +116,11 @@ function print(report: Report): void {
         [`throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`, `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`],
         ['journal appends per dispatch', d.journalAppendsPerDispatch],
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
-        ['projection backlog at last settle / drained after', `${d.projectionPendingAtLastSettle} msgs / ${d.projectionCatchUpMs} ms`],
+        [
+          'projection backlog at last settle / drained after',
+          `${d.projectionPendingAtLastSettle} events / ${d.projectionCaughtUp ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
+        ],
+        ['projection fold rate while draining', d.projectionEventsPerSec === undefined ? 'n/a (no backlog)' : `${d.projectionEventsPerSec} events/s`],
         ['dead-lettered', d.deadLettered],
       ]),
     );
