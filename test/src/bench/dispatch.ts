@@ -231,9 +231,9 @@ interface SubmitReply {
   settled?: { outcome: string; error?: { code: string; message: string } };
 }
 
-function expectOk(reply: SubmitReply): void {
+async function expectOk(reply: SubmitReply, nats: TestNats): Promise<void> {
   if (reply.status !== 'accepted' || reply.state !== 'settled' || reply.settled?.outcome !== 'ok') {
-    throw new Error(`dispatch did not settle ok: ${JSON.stringify(reply)}`);
+    throw new Error(`dispatch did not settle ok: ${JSON.stringify(reply)}; consumers: ${describeStates(await consumerStates(nats))}`);
   }
 }
 
@@ -301,7 +301,7 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     });
 
   // Warm-up: JIT, connections, the evaluator's compiled chain, the journal's prepared statements.
-  for (let i = 0; i < 50; i++) expectOk(await submit('warmup', 10_000));
+  for (let i = 0; i < 50; i++) await expectOk(await submit('warmup', 10_000), nats);
 
   // Latency at light load: one dispatch at a time over the NATS API, waiting for its outcome.
   const latencySamples = opts.quick ? 200 : 1000;
@@ -310,7 +310,7 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     const t = performance.now();
     const reply = await submit('latency', 10_000);
     latencies.push(since(t));
-    expectOk(reply);
+    await expectOk(reply, nats);
   }
 
   // The same over HTTP, for comparison (the bus is the product; HTTP is the other edge).
@@ -326,7 +326,7 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     });
     const reply = (await res.json()) as SubmitReply;
     if (i >= 0) httpTimes.push(since(t));
-    expectOk(reply);
+    await expectOk(reply, nats);
   }
 
   // Throughput: many concurrent submissions without wait, until every one has settled.
