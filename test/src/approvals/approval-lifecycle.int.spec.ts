@@ -1,4 +1,5 @@
-import { approvalKey, inputDigest } from '@toolgate/contracts';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { ApiOperation, approvalKey, inputDigest } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
@@ -192,6 +193,47 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     expect(gated.runsOf(parked.input.n)).toBe(1);
     const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
     expect(list.body.approvals).toEqual([]);
+  });
+
+  it('replays a parked call as the same parked dispatch, without a second suspension or notification', async () => {
+    const parked = await park(stack, 'gated');
+    const pending: string[] = [];
+    const sub = stack.nats.nc.subscribe(stack.nats.subjects.approvals('acme', 'pending'), {
+      callback: (_err, msg) => void pending.push((JSON.parse(new TextDecoder().decode(msg.data)) as { dispatchId: string }).dispatchId),
+    });
+    try {
+      await stack.nats.nc.flush();
+      const replay = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, parked.body);
+      expect(replay.body).toMatchObject({ dispatchId: parked.dispatchId, status: 'replayed', state: 'suspended' });
+      // A call that does park, after the replay, shows the subscription is live when it arrives.
+      const later = await park(stack, 'gated');
+      await eventually(() => (pending.includes(later.dispatchId) ? true : undefined), { what: 'pending notification of a new ask' });
+      expect(pending).not.toContain(parked.dispatchId);
+      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).suspended).toBe(1);
+      const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
+      expect(list.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([parked.dispatchId]);
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it('resolves over NATS request/reply with the same scope check and first-closing-wins answer', async () => {
+    const parked = await park(stack, 'gated');
+    const ask = async (token: string, body: unknown) => {
+      const h = natsHeaders();
+      h.set('Authorization', `Bearer ${token}`);
+      const reply = await stack.nats.nc.request(stack.nats.subjects.api(ApiOperation.ResolveApproval), JSON.stringify(body), { headers: h, timeout: 10_000 });
+      return JSON.parse(new TextDecoder().decode(reply.data)) as { ok: boolean; data?: any; error?: { code: string; details?: any } };
+    };
+    const body = { key: parked.approval.approvalKey, decision: 'allow', reason: 'over the bus' };
+    const refused = await ask(TOKENS.acmeAgent, body);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'forbidden' } });
+    const won = await ask(TOKENS.acmeApprover, body);
+    expect(won).toMatchObject({ ok: true, data: { resolved: { decision: 'allow', by: 'acme-approver', source: 'human', reason: 'over the bus' } } });
+    const lost = await ask(TOKENS.acmeAdmin, { ...body, decision: 'deny', dispatchId: parked.dispatchId, runId: parked.runId });
+    expect(lost).toMatchObject({ ok: false, error: { code: 'already-resolved', details: { decision: 'allow', by: 'acme-approver' } } });
+    expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
+    expect(gated.runsOf(parked.input.n)).toBe(1);
   });
 
   it('reports a run suspended only when all its in-flight dispatches are parked, with every open approval', async () => {
