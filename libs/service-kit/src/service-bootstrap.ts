@@ -57,11 +57,12 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
     abortOnError: false,
   });
   options.configure?.(app);
+  let server: JetStreamServer | undefined;
   if (options.transport) {
     const transport = options.transport;
     app.connectMicroservice(
       {
-        strategy: new JetStreamServer({
+        strategy: server = new JetStreamServer({
           nc,
           subjects,
           role: transport.role,
@@ -86,7 +87,10 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
     stop() {
       stopping ??= (async () => {
         app.get(Readiness).drain();
-        await app.close(); // closes the transport (waits for in-flight handlers), then HTTP
+        // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
+        // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
+        await server?.close();
+        await app.close();
         if (!nc.isClosed()) await nc.drain();
       })();
       return stopping;
