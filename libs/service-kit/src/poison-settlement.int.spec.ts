@@ -1,0 +1,69 @@
+import { jetstream } from '@nats-io/jetstream';
+import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
+import { ConsumerRole, ErrorCode } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { settlePoisonedDispatch } from './poison-settlement';
+
+describe('settlePoisonedDispatch on a real stream', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+
+  beforeAll(async () => {
+    t = await useTestNats('poison');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+  });
+  afterAll(() => t?.cleanup());
+
+  const report = (subject: string, message = 'payload is not an event') => ({
+    role: ConsumerRole.Executor,
+    consumer: 'c1',
+    subject,
+    seq: 17,
+    deliveryCount: 5,
+    event: null,
+    error: { code: ErrorCode.InvalidRequest, message },
+  });
+
+  it('settles a dispatch named only by the subject of an unparseable payload', async () => {
+    await settlePoisonedDispatch(
+      t.nc,
+      t.subjects,
+      report(t.subjects.journal.event('acme', 'run9', 'd9', 'decided')),
+    );
+    const settled = await publisher.last('acme', 'run9', 'd9', 'settled');
+    expect(settled?.event).toMatchObject({
+      type: 'settled',
+      id: 'd9:settled',
+      tenant: 'acme',
+      runId: 'run9',
+      dispatchId: 'd9',
+      causationId: null,
+      toolName: 'unknown',
+      outcome: 'error',
+      error: {
+        code: ErrorCode.PoisonMessage,
+        message: 'payload is not an event',
+        details: { consumer: 'c1', seq: 17 },
+      },
+      attempt: 5,
+    });
+  });
+
+  it('leaves a dispatch that is already settled as it is', async () => {
+    const subject = t.subjects.journal.event('acme', 'run9', 'd10', 'requested');
+    await settlePoisonedDispatch(t.nc, t.subjects, report(subject, 'first'));
+    await settlePoisonedDispatch(t.nc, t.subjects, report(subject, 'second'));
+    const settled = await publisher.last('acme', 'run9', 'd10', 'settled');
+    expect(settled?.event).toMatchObject({ error: { message: 'first' } });
+  });
+
+  it('does not settle worktree events (their key is a worktree, not a dispatch)', async () => {
+    await settlePoisonedDispatch(
+      t.nc,
+      t.subjects,
+      report(t.subjects.journal.event('acme', 'run9', 'wt1', 'worktree-acquired')),
+    );
+    expect(await publisher.last('acme', 'run9', 'wt1', 'settled')).toBeNull();
+  });
+});
