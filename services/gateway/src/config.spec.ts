@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import { loadGatewayConfig } from './config';
+
+const TOKEN = 'super-secret-token-value-0123456789';
+const noFile = (path: string): string => {
+  throw new Error(`unexpected read of ${path}`);
+};
+
+function errorOf(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('loadGatewayConfig', () => {
+  it('applies the defaults and has no tokens when none are configured', () => {
+    const config = loadGatewayConfig({}, noFile);
+    expect(config).toEqual({
+      natsUrl: 'nats://127.0.0.1:4222',
+      streamReplicas: 1,
+      prefix: 'toolgate',
+      port: 8080,
+      host: '0.0.0.0',
+      tokens: [],
+      waitDefaultMs: 30_000,
+      requestTimeoutMs: 5_000,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('parses TOOLGATE_TOKENS grants', () => {
+    const grants = [
+      { token: TOKEN, tenant: 'acme', identity: 'user:alice', scopes: ['dispatch', 'approve'] },
+      {
+        tokenSha256: createHash('sha256').update(TOKEN).digest('hex'),
+        tenant: 'globex',
+        identity: 'svc:ci',
+        scopes: ['admin'],
+      },
+    ];
+    const config = loadGatewayConfig(
+      { TOOLGATE_TOKENS: JSON.stringify(grants), GATEWAY_PORT: '9090' },
+      noFile,
+    );
+    expect(config.tokens).toEqual(grants);
+    expect(config.port).toBe(9090);
+  });
+
+  it('reads the grants from TOOLGATE_TOKENS_FILE when TOOLGATE_TOKENS is unset', () => {
+    const grants = [{ token: TOKEN, tenant: 'acme', identity: 'user:alice', scopes: ['dispatch'] }];
+    const read: string[] = [];
+    const config = loadGatewayConfig(
+      { TOOLGATE_TOKENS_FILE: '/run/secrets/tokens.json' },
+      (path) => {
+        read.push(path);
+        return JSON.stringify(grants);
+      },
+    );
+    expect(read).toEqual(['/run/secrets/tokens.json']);
+    expect(config.tokens).toEqual(grants);
+  });
+
+  it('refuses TOOLGATE_TOKENS that is not JSON without echoing the value', () => {
+    const err = errorOf(() =>
+      loadGatewayConfig({ TOOLGATE_TOKENS: `[{"token": "${TOKEN}", "tenant": "acme",` }, noFile),
+    );
+    expect(err.message).toBe('TOOLGATE_TOKENS is not valid JSON');
+    expect(err.message).not.toContain(TOKEN);
+    expect(err.cause).toBeUndefined();
+  });
+
+  it.each([
+    [
+      'a token that is too short',
+      [{ token: 'short-secret', tenant: 'acme', identity: 'u', scopes: ['dispatch'] }],
+      'short-secret',
+    ],
+    [
+      'an unknown scope',
+      [{ token: TOKEN, tenant: 'acme', identity: 'u', scopes: ['root'] }],
+      TOKEN,
+    ],
+    [
+      'a bad tenant',
+      [{ token: TOKEN, tenant: 'acme corp', identity: 'u', scopes: ['dispatch'] }],
+      TOKEN,
+    ],
+    [
+      'both token and tokenSha256',
+      [
+        {
+          token: TOKEN,
+          tokenSha256: 'a'.repeat(64),
+          tenant: 'acme',
+          identity: 'u',
+          scopes: ['dispatch'],
+        },
+      ],
+      TOKEN,
+    ],
+    [
+      'an uppercase digest',
+      [
+        {
+          tokenSha256: 'ABCDEF'.repeat(10) + 'ABCD',
+          tenant: 'acme',
+          identity: 'u',
+          scopes: ['dispatch'],
+        },
+      ],
+      'ABCDEFABCDEF',
+    ],
+    [
+      'a misspelt field',
+      [{ tokn: TOKEN, tenant: 'acme', identity: 'u', scopes: ['dispatch'] }],
+      TOKEN,
+    ],
+  ])('refuses grants with %s, naming where without the secret', (_what, grants, secret) => {
+    const err = errorOf(() =>
+      loadGatewayConfig({ TOOLGATE_TOKENS: JSON.stringify(grants) }, noFile),
+    );
+    expect(err.message).toMatch(/^TOOLGATE_TOKENS is invalid: /);
+    expect(err.message).not.toContain(secret);
+  });
+});
