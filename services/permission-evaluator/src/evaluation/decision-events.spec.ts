@@ -103,7 +103,7 @@ describe('decidedFor', () => {
       }),
     );
     expect(decided.reason).toHaveLength(2048);
-    expect(decided.rule).toEqual({ id: 'r1' });
+    expect(decided.rule).toEqual({ source: 'engine', kind: 'deny', id: 'r1' });
   });
 
   it('an undefined post-hook input is recorded as null with the digest of null', () => {
