@@ -47,7 +47,9 @@ export interface AllInOne {
 /** Reads every service's configuration from one environment, with the laptop defaults. */
 export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
   const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
-  const tokens = gateway.tokens.length ? gateway.tokens : [DEV_TOKEN_GRANT];
+  // Only when no tokens are configured at all: an explicitly empty list must not enable the
+  // well-known development token.
+  const tokens = env.TOOLGATE_TOKENS === undefined && env.TOOLGATE_TOKENS_FILE === undefined ? [DEV_TOKEN_GRANT] : gateway.tokens;
   return {
     gateway: { ...gateway, tokens },
     evaluator: loadEvaluatorConfig(env),
