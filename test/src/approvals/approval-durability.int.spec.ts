@@ -12,7 +12,7 @@ describe('approvals survive stopped services', () => {
     gated = await countingTool(stack, 'gated');
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } } });
     expect(put.status).toBe(200);
-  });
+  }, 60_000);
   afterAll(async () => {
     gated?.stop();
     await stack.stop();
@@ -44,7 +44,7 @@ describe('approvals survive stopped services', () => {
     } finally {
       if (!restarted) stack.all.executor = await startToolExecutor({ config: stack.options.executor, checkDomain: () => 'deny', logger: false });
     }
-  });
+  }, 120_000);
 
   it('keeps a parked call listed and resolvable across a restart of the whole stack', async () => {
     const parked = await park(stack, 'gated');
@@ -65,7 +65,7 @@ describe('approvals survive stopped services', () => {
     expect(view.dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
     expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({ suspended: 1, resolved: 1, settled: 1 });
-  }, 60_000);
+  }, 120_000);
 
   it('replays a call settled before a restart without suspending it again', async () => {
     const parked = await park(stack, 'gated');
@@ -80,5 +80,5 @@ describe('approvals survive stopped services', () => {
       requested: 1, decided: 1, suspended: 1, resolved: 1, settled: 1,
     });
     expect(gated.runsOf(parked.input.n)).toBe(0);
-  }, 60_000);
+  }, 120_000);
 });
