@@ -10,6 +10,8 @@ export { JournalPublisher, type AppendResult, type StoredEvent } from './journal
 export {
   runJournalConsumer,
   jsonBody,
+  type BatchEntry,
+  type BatchHandling,
   type DeliveryContext,
   type JournalConsumerOptions,
   type PoisonReport,

@@ -110,4 +110,101 @@ describe('journal bus on a real JetStream server', () => {
     expect(consumerInfo.num_pending).toBe(0);
     expect(consumerInfo.num_redelivered).toBe(0);
   });
+
+  it('keeps pulling while a slow handler works through a batch longer than the pull expiry', async () => {
+    const js = jetstream(t.nc);
+    const spec = { role: 'evaluator' as const, eventType: 'requested', maxDeliver: 3, ackWaitMs: 30_000 };
+    await ensureConsumer(t.jsm, t.subjects, spec);
+    const seen: string[] = [];
+    const running = runJournalConsumer({
+      js,
+      subjects: t.subjects,
+      role: 'evaluator',
+      consumer: consumerName(t.subjects, spec),
+      maxDeliver: 3,
+      async handle(event) {
+        await new Promise((resolve) => setTimeout(resolve, 120));
+        seen.push(event.dispatchId);
+      },
+    });
+    await running.ready;
+    for (let i = 0; i < 25; i++) await publisher.append(requested(`slow${i}`));
+    // 25 × 120 ms is well past the 1 s pull expiry and its heartbeat window.
+    try {
+      await eventually(() => (seen.filter((d) => d.startsWith('slow')).length === 25 ? true : undefined), {
+        timeoutMs: 20_000,
+        what: 'every slow event handled',
+      });
+    } finally {
+      await running.stop();
+    }
+    expect(seen.filter((d) => d.startsWith('slow'))).toEqual(Array.from({ length: 25 }, (_, i) => `slow${i}`));
+  });
+
+  it('hands runs of events to a batch handler in stream order and isolates a failing event', async () => {
+    const js = jetstream(t.nc);
+    const spec = { role: 'journal' as const, eventType: 'decided', maxDeliver: 2, ackWaitMs: 30_000 };
+    await ensureConsumer(t.jsm, t.subjects, spec);
+    const applied: number[] = [];
+    const batchSizes: number[] = [];
+    const poisoned: PoisonReport[] = [];
+    const decided = (d: string) =>
+      journalEvent({
+        type: 'decided',
+        id: `${d}:decided`,
+        tenant: 'acme',
+        runId: 'run1',
+        dispatchId: d,
+        at: '2026-11-30T00:00:00.000Z',
+        causationId: null,
+        verdict: 'allow',
+        decidedBy: 'default',
+        policyRevision: 0,
+        inputDigest: HASH,
+        input: {},
+        tool: { name: 'noop', contractHash: HASH, needsApproval: false, executor: 'inprocess' },
+        agent: { agentType: 'tester' },
+        isolation: 'none',
+      });
+    for (let i = 0; i < 60; i++) await publisher.append(decided(i === 30 ? 'bad' : `b${i}`));
+    const apply = (dispatchId: string, seq: number) => {
+      if (dispatchId === 'bad') throw new Error('cannot fold');
+      applied.push(seq);
+    };
+    const running = runJournalConsumer({
+      js,
+      subjects: t.subjects,
+      role: 'journal',
+      consumer: consumerName(t.subjects, spec),
+      maxDeliver: 2,
+      async handle(event, delivery) {
+        apply(event.dispatchId, delivery.seq);
+      },
+      batch: {
+        maxBatch: 32,
+        async handleBatch(entries) {
+          batchSizes.push(entries.length);
+          // All or nothing, like a transaction.
+          if (entries.some((e) => e.event.dispatchId === 'bad')) throw new Error('cannot fold');
+          for (const e of entries) apply(e.event.dispatchId, e.seq);
+        },
+      },
+      async onPoison(report) {
+        poisoned.push(report);
+      },
+    });
+    try {
+      await eventually(() => (applied.length === 59 && poisoned.length === 1 ? true : undefined), {
+        timeoutMs: 20_000,
+        what: '59 applied and one dead-lettered',
+      });
+    } finally {
+      await running.stop();
+    }
+    // Stream order: apart from the fallback after the failed batch, sequences only grow.
+    const outOfOrder = applied.filter((seq, i) => i > 0 && seq < applied[i - 1]!);
+    expect(outOfOrder).toEqual([]);
+    expect(Math.max(...batchSizes)).toBeGreaterThan(1);
+    expect(poisoned[0]!.event?.dispatchId).toBe('bad');
+  });
 });

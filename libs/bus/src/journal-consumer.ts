@@ -12,8 +12,6 @@ import {
 import { Attr, consumerSpan } from '@toolgate/telemetry';
 
 const decoder = new TextDecoder();
-/** How long one pull waits for messages; also the longest a stop waits for the current pull. */
-const FETCH_EXPIRES_MS = 1000;
 const encoder = new TextEncoder();
 
 /** What a handler sees besides the event. */
@@ -76,37 +74,99 @@ export interface RunningConsumer {
   readonly ready: Promise<void>;
 }
 
+/** One event of a batch, with its stream position. */
+export interface BatchEntry {
+  event: JournalEvent;
+  seq: number;
+  stream: string;
+}
+
+/** Batch handling: the consumer's events applied several at a time (in stream order). */
+export interface BatchHandling {
+  /** Most events per call. */
+  maxBatch: number;
+  /** Applies all or none of the batch; throwing falls back to one event at a time through `handle`. */
+  handleBatch(entries: BatchEntry[]): Promise<void>;
+}
+
+/** How long one pull waits for messages; also the longest a stop waits for the current pull. */
+const FETCH_EXPIRES_MS = 1000;
+/** Pause after a failed pull (broker restarting, connection reconnecting) before the next one. */
+const PULL_RETRY_MS = 250;
+
 /**
  * Runs a durable pull consumer: each message is parsed as a journal event and handed to `handle`,
  * then settled explicitly — ack on success, nak with backoff on failure, and on the last delivery
  * (or a payload that is not an event) a copy goes to the dead-letter stream, `onPoison` runs and the
- * message is terminated, so a poison message never loops.
+ * message is terminated, so a poison message never loops. With `batch`, runs of queued events are
+ * handed over together (one transaction for the journal's projection) when load allows.
  */
-export function runJournalConsumer(options: JournalConsumerOptions): RunningConsumer {
-  const concurrency = Math.max(1, options.concurrency ?? 1);
-  const inFlight = new Set<Promise<void>>();
+export function runJournalConsumer(options: JournalConsumerOptions & { batch?: BatchHandling }): RunningConsumer {
+  const concurrency = options.batch ? 1 : Math.max(1, options.concurrency ?? 1);
+  const fetchSize = Math.max(concurrency * 2, options.batch?.maxBatch ?? 0, 16);
+  const queue: JsMsg[] = [];
+  const idleWorkers: (() => void)[] = [];
+  let busy = 0;
   let stopping = false;
+  let fetcherWaiting: (() => void) | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
-  // Pull in batches rather than with `consume()`: closing a consume drops the messages it has
-  // buffered, which then wait out their ack deadline before anyone sees them again. A batch is
-  // drained to its end instead — processed, or nak'd at once when stopping — so a graceful stop
-  // hands every pulled message back immediately. Stopping waits at most one batch expiry.
+  const wakeOneWorker = () => idleWorkers.shift()?.();
+  const wakeFetcher = () => {
+    const wake = fetcherWaiting;
+    fetcherWaiting = undefined;
+    wake?.();
+  };
+
+  // Workers take from a local queue that the pull loop fills without waiting for them, so a slow
+  // handler never stalls the pull's iterator (nats.js fails a pull whose heartbeats go unread). The
+  // next pull starts only once the queue is empty and a worker is free, which bounds what is held.
+  const work = async (): Promise<void> => {
+    for (;;) {
+      const taken = options.batch ? queue.splice(0, options.batch.maxBatch) : queue.splice(0, 1);
+      if (!taken.length) {
+        if (stopping) return;
+        wakeFetcher();
+        await new Promise<void>((resolve) => idleWorkers.push(resolve));
+        continue;
+      }
+      busy++;
+      try {
+        if (options.batch && taken.length > 1) await processBatch(options, options.batch, taken);
+        else await processOne(options, taken[0]!);
+      } catch (err) {
+        options.onError?.(err);
+      } finally {
+        busy--;
+      }
+    }
+  };
+  const workers: Promise<void>[] = [];
+
   const loop = (async () => {
     const consumer: Consumer = await options.js.consumers.get(options.subjects.journal.stream, options.consumer);
+    for (let i = 0; i < concurrency; i++) workers.push(work());
     markReady();
     while (!stopping) {
-      const batch = await consumer.fetch({ max_messages: Math.max(concurrency * 2, 16), expires: FETCH_EXPIRES_MS });
-      for await (const msg of batch) {
-        if (stopping) {
-          msg.nak();
-          continue;
+      try {
+        const batch = await consumer.fetch({ max_messages: fetchSize, expires: FETCH_EXPIRES_MS });
+        for await (const msg of batch) {
+          if (stopping) {
+            // Pulled after stop was asked for: hand it back at once for another replica.
+            msg.nak();
+            continue;
+          }
+          queue.push(msg);
+          wakeOneWorker();
         }
-        const task = processOne(options, msg).catch((err) => options.onError?.(err));
-        inFlight.add(task);
-        void task.finally(() => inFlight.delete(task));
-        while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      } catch (err) {
+        if (stopping) break;
+        options.onError?.(err);
+        await new Promise((resolve) => setTimeout(resolve, PULL_RETRY_MS));
+      }
+      while (!stopping && (queue.length > 0 || busy >= concurrency)) {
+        await new Promise<void>((resolve) => (fetcherWaiting = resolve));
       }
     }
   })().catch((err) => {
@@ -118,10 +178,71 @@ export function runJournalConsumer(options: JournalConsumerOptions): RunningCons
     ready,
     async stop() {
       stopping = true;
+      wakeFetcher();
       await loop;
-      await Promise.allSettled([...inFlight]);
+      // Messages already queued are still processed (they were pulled; handing them back would
+      // only make another replica wait for them); idle workers are woken to see the stop.
+      while (idleWorkers.length) wakeOneWorker();
+      await Promise.allSettled(workers);
     },
   };
+}
+
+/**
+ * Applies a run of events in one call. Each message keeps its own consumer span (in its own trace);
+ * a failure of the whole batch falls back to one message at a time, so only the bad one is nak'd
+ * or dead-lettered.
+ */
+async function processBatch(options: JournalConsumerOptions, batch: BatchHandling, msgs: JsMsg[]): Promise<void> {
+  const parsed: { msg: JsMsg; entry: BatchEntry }[] = [];
+  const unparsed: JsMsg[] = [];
+  for (const msg of msgs) {
+    let event: JournalEvent | null = null;
+    try {
+      event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
+    } catch {
+      event = null;
+    }
+    if (event) parsed.push({ msg, entry: { event, seq: msg.seq, stream: msg.info.stream } });
+    else unparsed.push(msg);
+  }
+  if (!parsed.length) {
+    for (const msg of unparsed) await processOne(options, msg);
+    return;
+  }
+  const startedAt = performance.now();
+  const applied = batch.handleBatch(parsed.map((p) => p.entry));
+  const spans = parsed.map(({ msg, entry }) =>
+    consumerSpan(
+      msg.subject,
+      msg.headers,
+      {
+        [Attr.MessagingConsumerGroup]: options.consumer,
+        [Attr.MessageId]: entry.event.id,
+        [Attr.Tenant]: entry.event.tenant,
+        [Attr.RunId]: entry.event.runId,
+        [Attr.DispatchId]: entry.event.dispatchId,
+      },
+      () => applied,
+    ),
+  );
+  try {
+    await Promise.all(spans);
+  } catch {
+    // One bad event fails the whole transaction: retry one at a time so only it is nak'd.
+    for (const msg of msgs) await processOne(options, msg);
+    return;
+  }
+  const seconds = (performance.now() - startedAt) / 1000 / Math.max(1, parsed.length);
+  for (const { msg, entry } of parsed) {
+    msg.ack();
+    try {
+      options.onProcessed?.(options.role, entry.event.type, 'ack', seconds);
+    } catch {
+      // A metrics hook must never turn an acked message into a nak.
+    }
+  }
+  for (const msg of unparsed) await processOne(options, msg);
 }
 
 async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<void> {

@@ -9,6 +9,7 @@ import {
   ensureConsumer,
   ensureJournalStreams,
   runJournalConsumer,
+  type BatchEntry,
   type DeliveryContext,
   type JournalStreamOptions,
   type PoisonReport,
@@ -18,6 +19,11 @@ import {
 /** Delivery settings for one `@EventPattern(<event type>)` handler. */
 export interface JetStreamHandlerOptions {
   concurrency?: number;
+  /**
+   * Hand the handler runs of up to this many events at once (in stream order, one at a time):
+   * its payload is then always a `BatchEntry[]`, a single event being a batch of one.
+   */
+  batch?: number;
   ackWaitMs?: number;
   maxDeliver?: number;
   backoffMs?: number[];
@@ -39,7 +45,7 @@ export interface JetStreamServerOptions {
 /** What a handler receives as its second argument (`@Ctx()`). */
 export type JetStreamEventContext = DeliveryContext;
 
-const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs'>> & { backoffMs: number[] } = {
+const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch'>> & { backoffMs: number[] } = {
   concurrency: 1,
   ackWaitMs: 30_000,
   maxDeliver: 5,
@@ -93,9 +99,20 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           backoffMs: settings.backoffMs,
           concurrency: settings.concurrency,
           handle: async (event: JournalEvent, delivery: DeliveryContext) => {
-            const result = this.transformToObservable(await handler(event, delivery));
+            const payload = settings.batch ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }] : event;
+            const result = this.transformToObservable(await handler(payload, delivery));
             await lastValueFrom(result, { defaultValue: undefined });
           },
+          ...(settings.batch
+            ? {
+                batch: {
+                  maxBatch: settings.batch,
+                  handleBatch: async (entries: BatchEntry[]) => {
+                    await lastValueFrom(this.transformToObservable(await handler(entries)), { defaultValue: undefined });
+                  },
+                },
+              }
+            : {}),
           ...(this.options.onPoison ? { onPoison: this.options.onPoison } : {}),
           onError: (err) => this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
           onProcessed: (r, type, outcome, seconds) => metrics.recordProcessed(r, type, outcome, seconds),

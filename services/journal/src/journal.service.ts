@@ -34,7 +34,7 @@ export async function startJournal(options: {
     transport: {
       role: 'journal',
       // One at a time: events of a dispatch are folded in stream order.
-      handlers: { '*': { concurrency: 1, maxDeliver: config.maxDeliver } },
+      handlers: { '*': { concurrency: 1, batch: 128, maxDeliver: config.maxDeliver } },
     },
   });
   service.app.get(Readiness).add({

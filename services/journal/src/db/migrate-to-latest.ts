@@ -26,7 +26,14 @@ export async function migrateToLatest(
     migrationLockTableName: MIGRATION_LOCK_TABLE,
     ...(schema === undefined ? {} : { migrationTableSchema: schema }),
   });
-  const { error, results = [] } = await migrator.migrateToLatest();
+  let { error, results = [] } = await migrator.migrateToLatest();
+  // Kysely's migrator introspects every schema of the database (pg_get_serial_sequence over all of
+  // them); another schema dropped during that scan fails it with "schema ... does not exist"
+  // (kysely-org/kysely#1419). That failure is about someone else's schema: try again.
+  for (let attempt = 1; attempt < 5 && error !== undefined && isForeignSchemaRace(error, schema); attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    ({ error, results = [] } = await migrator.migrateToLatest());
+  }
   if (error !== undefined) {
     throw new ToolgateError(
       ErrorCode.Unavailable,
@@ -38,4 +45,10 @@ export async function migrateToLatest(
     );
   }
   return results;
+}
+
+function isForeignSchemaRace(error: unknown, own: string | undefined): boolean {
+  const message = error instanceof Error ? error.message : String(error);
+  const match = /schema "([^"]+)" does not exist/.exec(message);
+  return match !== null && match[1] !== own;
 }
