@@ -12,7 +12,12 @@ import {
 } from '@toolgate/contracts';
 import { Attr, annotate, inSpan } from '@toolgate/telemetry';
 import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
-import { decideOnDecided, decideOnResolved, type ExecutorCommand, type PendingCall } from './pending-call';
+import {
+  decideOnDecided,
+  decideOnResolved,
+  type ExecutorCommand,
+  type PendingCall,
+} from './pending-call';
 import { runRemoteTool } from './remote-executor';
 import { callScope } from './call-scope';
 
@@ -48,18 +53,43 @@ export class ToolRunner {
   }
 
   async onResolved(event: ResolvedEvent, delivery: DeliveryContext): Promise<void> {
-    const suspended = await this.options.publisher.last(event.tenant, event.runId, event.dispatchId, 'suspended');
+    const suspended = await this.options.publisher.last(
+      event.tenant,
+      event.runId,
+      event.dispatchId,
+      'suspended',
+    );
     await this.execute(decideOnResolved(event, suspended?.event ?? null), delivery);
   }
 
   private async execute(command: ExecutorCommand, delivery: DeliveryContext): Promise<void> {
     if (command.kind === 'ignore') return;
     const { call } = command;
-    annotate({ [Attr.DispatchId]: call.dispatchId, [Attr.Tool]: call.tool.name, [Attr.Executor]: call.tool.executor });
-    // Already settled (by us before a crash, or by a deny): never run the tool again.
-    if (await this.options.publisher.last(call.tenant, call.runId, call.dispatchId, 'settled')) return;
+    annotate({
+      [Attr.DispatchId]: call.dispatchId,
+      [Attr.Tool]: call.tool.name,
+      [Attr.Executor]: call.tool.executor,
+    });
+    // Already settled (by us before a crash, or by a deny): never run the tool again. A first
+    // delivery of an allow decision cannot find one (decided happens once, and only the executor
+    // settles an allowed call), so the read is spent only on redeliveries and resolutions.
+    const mayBeSettled =
+      delivery.deliveryCount > 1 ||
+      command.kind === 'settle-denied' ||
+      call.causationId.includes(':resolved:');
+    if (
+      mayBeSettled &&
+      (await this.options.publisher.last(call.tenant, call.runId, call.dispatchId, 'settled'))
+    )
+      return;
     if (command.kind === 'settle-denied') {
-      await this.settle(call, delivery.deliveryCount, { ok: false, error: { code: ErrorCode.Denied, message: command.reason } }, 0, true);
+      await this.settle(
+        call,
+        delivery.deliveryCount,
+        { ok: false, error: { code: ErrorCode.Denied, message: command.reason } },
+        0,
+        true,
+      );
       return;
     }
     const started = Date.now();
@@ -90,9 +120,17 @@ export class ToolRunner {
       cwd = await this.options.resolveCwd(call);
     } catch (err) {
       const e = err as { code?: string; message?: string };
-      return { ok: false, error: { code: ErrorCode.Unavailable, message: `isolation unavailable: ${e.message ?? 'unknown'}` } };
+      return {
+        ok: false,
+        error: {
+          code: ErrorCode.Unavailable,
+          message: `isolation unavailable: ${e.message ?? 'unknown'}`,
+        },
+      };
     }
-    await publisher.append(
+    // `started` is journaled while the tool runs (its ack is awaited before `settled`, so the stream
+    // order holds): one broker round trip less on every call's path.
+    const startedAck = publisher.append(
       journalEvent({
         type: 'started',
         id: `${call.dispatchId}:started:${delivery.deliveryCount}`,
@@ -107,6 +145,8 @@ export class ToolRunner {
         cwd,
       }),
     );
+    // Observed now so a failure is never an unhandled rejection; it is rethrown by the await below.
+    startedAck.catch(() => undefined);
     const timeoutMs = call.tool.timeoutMs ?? this.options.defaultTimeoutMs;
     const heartbeat = setInterval(() => delivery.working(), this.options.heartbeatMs);
     try {
@@ -114,9 +154,17 @@ export class ToolRunner {
         case 'inprocess': {
           const def = this.options.builtins.get(call.tool.name);
           if (!def) {
-            return { ok: false, error: { code: ErrorCode.UnknownTool, message: `no in-process tool named ${call.tool.name}` } };
+            return {
+              ok: false,
+              error: {
+                code: ErrorCode.UnknownTool,
+                message: `no in-process tool named ${call.tool.name}`,
+              },
+            };
           }
-          return await callScope.run(call, () => runTool(def, call.input, this.context(call, cwd), { timeoutMs }));
+          return await callScope.run(call, () =>
+            runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
+          );
         }
         case 'remote':
           return await runRemoteTool(this.options.nc, this.options.subjects, {
@@ -134,11 +182,15 @@ export class ToolRunner {
         default:
           return {
             ok: false,
-            error: { code: ErrorCode.ExecutorUnregistered, message: `the ${call.tool.executor} executor is not served here` },
+            error: {
+              code: ErrorCode.ExecutorUnregistered,
+              message: `the ${call.tool.executor} executor is not served here`,
+            },
           };
       }
     } finally {
       clearInterval(heartbeat);
+      await startedAck;
     }
   }
 
