@@ -189,13 +189,22 @@ describe('docker-compose.yml', () => {
       expect(env.NATS_URL).toBe('nats://nats:4222');
       expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
       const port = env[PORT_VAR[name]!];
-      expect([name, (service!.ports as string[]).some((p) => p.endsWith(`:${port}:${port}`))]).toEqual([name, true]);
-      expect((service!.healthcheck as { test: string[] }).test).toEqual(['CMD', 'node', 'deploy/docker/healthcheck.js']);
+      expect([
+        name,
+        (service!.ports as string[]).some((p) => p.endsWith(`:${port}:${port}`)),
+      ]).toEqual([name, true]);
+      expect((service!.healthcheck as { test: string[] }).test).toEqual([
+        'CMD',
+        'node',
+        'deploy/docker/healthcheck.js',
+      ]);
       expect(depsOf(service!).nats?.condition).toBe('service_healthy');
     }
     expect(images.size).toBe(1);
     expect(depsOf(compose.services.journal!).postgres?.condition).toBe('service_healthy');
-    expect((compose.services.journal!.environment as Record<string, string>).DATABASE_URL).toMatch(/@postgres:5432\//);
+    expect((compose.services.journal!.environment as Record<string, string>).DATABASE_URL).toMatch(
+      /@postgres:5432\//,
+    );
   });
 
   it('has a dependency graph without cycles, waiting on health where a healthcheck exists', () => {
@@ -213,11 +222,11 @@ describe('docker-compose.yml', () => {
     expect(done.size).toBe(Object.keys(compose.services).length);
     for (const [name, service] of Object.entries(compose.services)) {
       for (const [dep, spec] of Object.entries(depsOf(service))) {
-        expect([name, dep, ['service_healthy', 'service_started', 'service_completed_successfully']]).toEqual([
+        expect([
           name,
           dep,
-          expect.arrayContaining([spec.condition]),
-        ]);
+          ['service_healthy', 'service_started', 'service_completed_successfully'],
+        ]).toEqual([name, dep, expect.arrayContaining([spec.condition])]);
       }
     }
   });
@@ -226,10 +235,14 @@ describe('docker-compose.yml', () => {
     for (const name of ['otel-collector', 'tempo', 'prometheus', 'grafana']) {
       expect([name, compose.services[name] !== undefined]).toEqual([name, true]);
     }
-    const collector = parse(readFileSync(join(__dirname, '..', '..', 'deploy/otel-collector.yaml'), 'utf8'));
+    const collector = parse(
+      readFileSync(join(__dirname, '..', '..', 'deploy/otel-collector.yaml'), 'utf8'),
+    );
     expect(collector.exporters['otlp/tempo'].endpoint).toBe('tempo:4317');
     expect(collector.service.pipelines.traces.exporters).toContain('otlp/tempo');
-    const prometheus = parse(readFileSync(join(__dirname, '..', '..', 'deploy/prometheus.yml'), 'utf8'));
+    const prometheus = parse(
+      readFileSync(join(__dirname, '..', '..', 'deploy/prometheus.yml'), 'utf8'),
+    );
     const targets: string[] = prometheus.scrape_configs
       .flatMap((job: { static_configs?: { targets: string[] }[] }) => job.static_configs ?? [])
       .flatMap((c: { targets: string[] }) => c.targets);
@@ -255,7 +268,8 @@ describe('docker-compose.yml', () => {
       }
     }
     expect(binds.length).toBeGreaterThanOrEqual(5);
-    for (const source of binds) expect([source, existsSync(join(__dirname, '..', '..', source))]).toEqual([source, true]);
+    for (const source of binds)
+      expect([source, existsSync(join(__dirname, '..', '..', source))]).toEqual([source, true]);
     const build = compose.services.gateway!.build as { context: string; dockerfile: string };
     expect(existsSync(join(__dirname, '..', '..', build.context, build.dockerfile))).toBe(true);
   });

@@ -30,26 +30,50 @@ export interface ResolutionCommand {
  * call (approval-mismatch) or, under separation of duties, comes from the identity that submitted
  * the call (forbidden). A timeout applies the suspension's `onTimeout`, whatever value it was given.
  */
-export function decideResolution(suspended: SuspendedEvent, command: ResolutionCommand): ResolvedEvent {
+export function decideResolution(
+  suspended: SuspendedEvent,
+  command: ResolutionCommand,
+): ResolvedEvent {
   if (command.approvalKey !== suspended.approvalKey) {
-    throw new ToolgateError(ErrorCode.ApprovalMismatch, 'the approval key does not match the parked call', {
-      details: { dispatchId: suspended.dispatchId },
-    });
+    throw new ToolgateError(
+      ErrorCode.ApprovalMismatch,
+      'the approval key does not match the parked call',
+      {
+        details: { dispatchId: suspended.dispatchId },
+      },
+    );
   }
   if (command.inputDigest !== undefined && command.inputDigest !== suspended.inputDigest) {
-    throw new ToolgateError(ErrorCode.ApprovalMismatch, 'the input digest does not match the call that was asked for', {
-      details: { dispatchId: suspended.dispatchId, expected: suspended.inputDigest },
-    });
+    throw new ToolgateError(
+      ErrorCode.ApprovalMismatch,
+      'the input digest does not match the call that was asked for',
+      {
+        details: { dispatchId: suspended.dispatchId, expected: suspended.inputDigest },
+      },
+    );
   }
-  if (command.source === 'human' && suspended.separationOfDuties && command.by === suspended.submittedBy) {
-    throw new ToolgateError(ErrorCode.Forbidden, 'separation of duties: the submitter of a call cannot approve it', {
-      details: { dispatchId: suspended.dispatchId },
-    });
+  if (
+    command.source === 'human' &&
+    suspended.separationOfDuties &&
+    command.by === suspended.submittedBy
+  ) {
+    throw new ToolgateError(
+      ErrorCode.Forbidden,
+      'separation of duties: the submitter of a call cannot approve it',
+      {
+        details: { dispatchId: suspended.dispatchId },
+      },
+    );
   }
-  const decision = command.source === 'timeout' ? suspended.onTimeout : normaliseApprovalDecision(command.decision);
+  const decision =
+    command.source === 'timeout'
+      ? suspended.onTimeout
+      : normaliseApprovalDecision(command.decision);
   const reason =
     command.reason ??
-    (command.source === 'timeout' ? `approval timed out; ${suspended.onTimeout} applied by policy` : undefined);
+    (command.source === 'timeout'
+      ? `approval timed out; ${suspended.onTimeout} applied by policy`
+      : undefined);
   return journalEvent({
     type: 'resolved',
     id: `${suspended.dispatchId}:resolved:${command.attemptId}`,

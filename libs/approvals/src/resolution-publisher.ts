@@ -17,19 +17,31 @@ export async function publishResolution(
 ): Promise<ResolvedEvent> {
   const result = await publisher.append(resolved);
   if (!result.appended) {
-    const winner = await publisher.last(resolved.tenant, resolved.runId, resolved.dispatchId, 'resolved');
-    throw new ToolgateError(ErrorCode.AlreadyResolved, `already resolved: ${winner?.event.decision ?? 'unknown'}`, {
-      details: winner
-        ? {
-            decision: winner.event.decision,
-            by: winner.event.by,
-            source: winner.event.source,
-            at: winner.event.at,
-            dispatchId: resolved.dispatchId,
-          }
-        : { dispatchId: resolved.dispatchId },
-    });
+    const winner = await publisher.last(
+      resolved.tenant,
+      resolved.runId,
+      resolved.dispatchId,
+      'resolved',
+    );
+    throw new ToolgateError(
+      ErrorCode.AlreadyResolved,
+      `already resolved: ${winner?.event.decision ?? 'unknown'}`,
+      {
+        details: winner
+          ? {
+              decision: winner.event.decision,
+              by: winner.event.by,
+              source: winner.event.source,
+              at: winner.event.at,
+              dispatchId: resolved.dispatchId,
+            }
+          : { dispatchId: resolved.dispatchId },
+      },
+    );
   }
-  nc.publish(subjects.approvals(resolved.tenant, 'resolved'), encoder.encode(JSON.stringify(resolved)));
+  nc.publish(
+    subjects.approvals(resolved.tenant, 'resolved'),
+    encoder.encode(JSON.stringify(resolved)),
+  );
   return resolved;
 }

@@ -64,7 +64,12 @@ describe('journal bus on a real JetStream server', () => {
 
   it('acks handled events, redelivers failures and dead-letters a poison message once', async () => {
     const js = jetstream(t.nc);
-    const spec = { role: 'executor' as const, eventType: 'requested', maxDeliver: 3, ackWaitMs: 5000 };
+    const spec = {
+      role: 'executor' as const,
+      eventType: 'requested',
+      maxDeliver: 3,
+      ackWaitMs: 5000,
+    };
     await ensureConsumer(t.jsm, t.subjects, spec);
     await ensureConsumer(t.jsm, t.subjects, spec); // idempotent
     const seen: string[] = [];
@@ -80,7 +85,8 @@ describe('journal bus on a real JetStream server', () => {
       async handle(event, delivery) {
         attempts.set(event.dispatchId, delivery.deliveryCount);
         if (event.dispatchId.startsWith('poison')) throw new Error('cannot handle');
-        if (event.dispatchId === 'flaky' && delivery.deliveryCount === 1) throw new Error('transient');
+        if (event.dispatchId === 'flaky' && delivery.deliveryCount === 1)
+          throw new Error('transient');
         seen.push(event.dispatchId);
       },
       async onPoison(report) {
@@ -93,27 +99,42 @@ describe('journal bus on a real JetStream server', () => {
     await publisher.append(requested('poison1'));
     await js.publish(t.subjects.journal.event('acme', 'run1', 'garbage', 'requested'), 'not json');
 
-    await eventually(() => (poisoned.length === 2 && seen.includes('flaky') ? true : undefined), { what: 'poison + retry' });
+    await eventually(() => (poisoned.length === 2 && seen.includes('flaky') ? true : undefined), {
+      what: 'poison + retry',
+    });
     expect(attempts.get('flaky')).toBe(2);
     expect(attempts.get('poison1')).toBe(3);
-    expect(poisoned.map((p) => p.event?.dispatchId ?? null).sort()).toEqual([null, 'poison1'].sort());
+    expect(poisoned.map((p) => p.event?.dispatchId ?? null).sort()).toEqual(
+      [null, 'poison1'].sort(),
+    );
     expect(poisoned.every((p) => p.error.code === 'poison-message')).toBe(true);
     await running.stop();
 
     const info = await t.jsm.streams.info(t.subjects.deadLetter.stream);
     expect(info.state.messages).toBe(2);
     // Acks are applied by the server asynchronously; wait for it to settle, then nothing is left.
-    const consumerInfo = await eventually(async () => {
-      const ci = await t.jsm.consumers.info(t.subjects.journal.stream, consumerName(t.subjects, spec));
-      return ci.num_ack_pending === 0 ? ci : undefined;
-    }, { what: 'acks applied' });
+    const consumerInfo = await eventually(
+      async () => {
+        const ci = await t.jsm.consumers.info(
+          t.subjects.journal.stream,
+          consumerName(t.subjects, spec),
+        );
+        return ci.num_ack_pending === 0 ? ci : undefined;
+      },
+      { what: 'acks applied' },
+    );
     expect(consumerInfo.num_pending).toBe(0);
     expect(consumerInfo.num_redelivered).toBe(0);
   });
 
   it('keeps pulling while a slow handler works through a batch longer than the pull expiry', async () => {
     const js = jetstream(t.nc);
-    const spec = { role: 'evaluator' as const, eventType: 'requested', maxDeliver: 3, ackWaitMs: 30_000 };
+    const spec = {
+      role: 'evaluator' as const,
+      eventType: 'requested',
+      maxDeliver: 3,
+      ackWaitMs: 30_000,
+    };
     await ensureConsumer(t.jsm, t.subjects, spec);
     const seen: string[] = [];
     const running = runJournalConsumer({
@@ -131,19 +152,29 @@ describe('journal bus on a real JetStream server', () => {
     for (let i = 0; i < 25; i++) await publisher.append(requested(`slow${i}`));
     // 25 × 120 ms is well past the 1 s pull expiry and its heartbeat window.
     try {
-      await eventually(() => (seen.filter((d) => d.startsWith('slow')).length === 25 ? true : undefined), {
-        timeoutMs: 20_000,
-        what: 'every slow event handled',
-      });
+      await eventually(
+        () => (seen.filter((d) => d.startsWith('slow')).length === 25 ? true : undefined),
+        {
+          timeoutMs: 20_000,
+          what: 'every slow event handled',
+        },
+      );
     } finally {
       await running.stop();
     }
-    expect(seen.filter((d) => d.startsWith('slow'))).toEqual(Array.from({ length: 25 }, (_, i) => `slow${i}`));
+    expect(seen.filter((d) => d.startsWith('slow'))).toEqual(
+      Array.from({ length: 25 }, (_, i) => `slow${i}`),
+    );
   });
 
   it('hands runs of events to a batch handler in stream order and isolates a failing event', async () => {
     const js = jetstream(t.nc);
-    const spec = { role: 'journal' as const, eventType: 'decided', maxDeliver: 2, ackWaitMs: 30_000 };
+    const spec = {
+      role: 'journal' as const,
+      eventType: 'decided',
+      maxDeliver: 2,
+      ackWaitMs: 30_000,
+    };
     await ensureConsumer(t.jsm, t.subjects, spec);
     const applied: number[] = [];
     const batchSizes: number[] = [];

@@ -61,7 +61,12 @@ export interface JournalConsumerOptions {
    * Called once per settled message with how it was settled and how long it took (metrics).
    * `eventType` is `unknown` for a payload that is not a journal event. Must not throw.
    */
-  onProcessed?(role: ConsumerRole, eventType: string, outcome: ProcessedOutcome, seconds: number): void;
+  onProcessed?(
+    role: ConsumerRole,
+    eventType: string,
+    outcome: ProcessedOutcome,
+    seconds: number,
+  ): void;
 }
 
 /** How a message was settled: acked, nak-ed for redelivery, or dead-lettered (and terminated). */
@@ -101,7 +106,9 @@ const PULL_RETRY_MS = 250;
  * message is terminated, so a poison message never loops. With `batch`, runs of queued events are
  * handed over together (one transaction for the journal's projection) when load allows.
  */
-export function runJournalConsumer(options: JournalConsumerOptions & { batch?: BatchHandling }): RunningConsumer {
+export function runJournalConsumer(
+  options: JournalConsumerOptions & { batch?: BatchHandling },
+): RunningConsumer {
   const concurrency = options.batch ? 1 : Math.max(1, options.concurrency ?? 1);
   const fetchSize = Math.max(concurrency * 2, options.batch?.maxBatch ?? 0, 16);
   const queue: JsMsg[] = [];
@@ -145,7 +152,10 @@ export function runJournalConsumer(options: JournalConsumerOptions & { batch?: B
   const workers: Promise<void>[] = [];
 
   const loop = (async () => {
-    const consumer: Consumer = await options.js.consumers.get(options.subjects.journal.stream, options.consumer);
+    const consumer: Consumer = await options.js.consumers.get(
+      options.subjects.journal.stream,
+      options.consumer,
+    );
     for (let i = 0; i < concurrency; i++) workers.push(work());
     markReady();
     while (!stopping) {
@@ -193,7 +203,11 @@ export function runJournalConsumer(options: JournalConsumerOptions & { batch?: B
  * a failure of the whole batch falls back to one message at a time, so only the bad one is nak'd
  * or dead-lettered.
  */
-async function processBatch(options: JournalConsumerOptions, batch: BatchHandling, msgs: JsMsg[]): Promise<void> {
+async function processBatch(
+  options: JournalConsumerOptions,
+  batch: BatchHandling,
+  msgs: JsMsg[],
+): Promise<void> {
   const parsed: { msg: JsMsg; entry: BatchEntry }[] = [];
   const unparsed: JsMsg[] = [];
   for (const msg of msgs) {
@@ -249,7 +263,12 @@ async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<
   const startedAt = performance.now();
   const settled = (eventType: string, outcome: ProcessedOutcome) => {
     try {
-      options.onProcessed?.(options.role, eventType, outcome, (performance.now() - startedAt) / 1000);
+      options.onProcessed?.(
+        options.role,
+        eventType,
+        outcome,
+        (performance.now() - startedAt) / 1000,
+      );
     } catch {
       // A metrics hook must never turn an acked message into a nak.
     }

@@ -1,4 +1,11 @@
-import { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import type { ConsumerRole, Subjects } from '@toolgate/contracts';
 import { isJsApiError, JsApiCode } from './nats-errors';
 
@@ -42,7 +49,10 @@ export async function ensureJournalStreams(
   });
 }
 
-async function upsertStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+async function upsertStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
   try {
     await jsm.streams.add(config);
   } catch (err) {
@@ -65,8 +75,13 @@ export interface ConsumerSpec {
 }
 
 /** The durable consumer name for a spec (one per role and filter: nats-server 2.9 filters on one subject). */
-export function consumerName(subjects: Subjects, spec: Pick<ConsumerSpec, 'role' | 'eventType'>): string {
-  return spec.eventType === '*' ? subjects.consumer(spec.role) : `${subjects.consumer(spec.role)}-${spec.eventType}`;
+export function consumerName(
+  subjects: Subjects,
+  spec: Pick<ConsumerSpec, 'role' | 'eventType'>,
+): string {
+  return spec.eventType === '*'
+    ? subjects.consumer(spec.role)
+    : `${subjects.consumer(spec.role)}-${spec.eventType}`;
 }
 
 /**
@@ -75,14 +90,19 @@ export function consumerName(subjects: Subjects, spec: Pick<ConsumerSpec, 'role'
  * would redeliver slow successes too. Failure backoff is the consumer loop's `nak(delay)`; crash
  * recovery is `ack_wait`.
  */
-export async function ensureConsumer(jsm: JetStreamManager, subjects: Subjects, spec: ConsumerSpec): Promise<string> {
+export async function ensureConsumer(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  spec: ConsumerSpec,
+): Promise<string> {
   const name = consumerName(subjects, spec);
   const maxDeliver = spec.maxDeliver ?? 5;
   const config = {
     durable_name: name,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    filter_subject: spec.eventType === '*' ? subjects.journal.all : subjects.journal.ofType(spec.eventType),
+    filter_subject:
+      spec.eventType === '*' ? subjects.journal.all : subjects.journal.ofType(spec.eventType),
     ack_wait: ms(spec.ackWaitMs ?? 30_000),
     max_deliver: maxDeliver,
     max_ack_pending: spec.maxAckPending ?? 1000,

@@ -51,7 +51,11 @@ export class JournalPublisher {
     const subject = this.subjectOf(event);
     return producerSpan(
       subject,
-      { [Attr.MessageId]: event.id, [Attr.DispatchId]: event.dispatchId, [Attr.Tenant]: event.tenant },
+      {
+        [Attr.MessageId]: event.id,
+        [Attr.DispatchId]: event.dispatchId,
+        [Attr.Tenant]: event.tenant,
+      },
       async () => {
         const headers = injectTraceContext(extraHeaders ?? natsHeaders());
         try {

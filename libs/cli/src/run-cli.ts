@@ -44,15 +44,20 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   let token: string | undefined;
   // Belt and braces: nothing the CLI prints should contain the token, and this makes sure of it
   // even if an error message from somewhere echoes it.
-  const redact = (text: string) => (token && token.length >= 6 ? text.split(token).join('***') : text);
+  const redact = (text: string) =>
+    token && token.length >= 6 ? text.split(token).join('***') : text;
   const out = (text: string) => void io.stdout.write(redact(text));
   const err = (text: string) => void io.stderr.write(redact(text));
   let failed = false;
 
   const program = new Command('toolgate')
-    .description('Toolgate command line: approvals, tools, dispatches and policy over the gateway HTTP API.')
+    .description(
+      'Toolgate command line: approvals, tools, dispatches and policy over the gateway HTTP API.',
+    )
     .addOption(new Option('--url <url>', 'gateway URL (env TOOLGATE_URL)'))
-    .addOption(new Option('--token <token>', 'bearer token (env TOOLGATE_TOKEN); prefer the env variable'))
+    .addOption(
+      new Option('--token <token>', 'bearer token (env TOOLGATE_TOKEN); prefer the env variable'),
+    )
     .exitOverride()
     .showHelpAfterError(false)
     .configureOutput({ writeOut: out, writeErr: err });
@@ -75,7 +80,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerToolsCommands(program, ctx);
   registerDispatchCommand(program, ctx);
   registerPolicyCommands(program, ctx);
-  for (const cmd of allCommands(program)) cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });
+  for (const cmd of allCommands(program))
+    cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });
 
   // Known as soon as argv is parsed, so even a usage error that echoes it is redacted.
   token = flagValue(argv, '--token') ?? io.env.TOOLGATE_TOKEN;
@@ -91,7 +97,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       err(`error: ${e.message}\n`);
       return ExitCode.Usage;
     }
-    if (e instanceof ToolgateError || (isErrorCode((e as { code?: unknown })?.code) && typeof (e as Error).message === 'string')) {
+    if (
+      e instanceof ToolgateError ||
+      (isErrorCode((e as { code?: unknown })?.code) && typeof (e as Error).message === 'string')
+    ) {
       const te = e as ToolgateError;
       err(`${te.code}: ${te.message}\n`);
       return ExitCode.Failed;

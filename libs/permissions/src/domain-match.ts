@@ -29,9 +29,12 @@ export function compileHostPattern(source: string): HostPattern {
   const name = wildcard ? source.slice(2) : source;
   const host = /[/:@?#\s*]/.test(name) ? undefined : normaliseHost(name);
   if (host === undefined || host.length === 0) {
-    throw new ConfigError(`invalid domain pattern ${JSON.stringify(source)}: use host, *.host or *`, {
-      details: { domain: source },
-    });
+    throw new ConfigError(
+      `invalid domain pattern ${JSON.stringify(source)}: use host, *.host or *`,
+      {
+        details: { domain: source },
+      },
+    );
   }
   return wildcard
     ? { source, exact: undefined, suffix: `.${host}`, any: false }
@@ -93,7 +96,12 @@ export function hostsMentioned(input: unknown): readonly string[] {
   return scan.hosts === undefined ? NO_HOSTS : [...scan.hosts];
 }
 
-function scanForHosts(value: unknown, key: string | undefined, depth: number, scan: HostScan): void {
+function scanForHosts(
+  value: unknown,
+  key: string | undefined,
+  depth: number,
+  scan: HostScan,
+): void {
   if (scan.budget-- <= 0 || depth > 6) return;
   if (typeof value === 'string') {
     if (key !== undefined && HOST_KEYS.has(key)) {

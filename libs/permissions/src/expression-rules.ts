@@ -1,9 +1,13 @@
-import type { Environment as CelEnvironment, ParseResult } from '@marcbachmann/cel-js' with { 'resolution-mode': 'import' };
+import type { Environment as CelEnvironment, ParseResult } from '@marcbachmann/cel-js' with {
+  'resolution-mode': 'import',
+};
 import { ConfigError } from '@toolgate/contracts';
 
 // cel-js is ESM-only; Node >= 20.19 loads it through require(), and jest compiles it to CommonJS.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const cel = require('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js', { with: { 'resolution-mode': 'import' } });
+const cel = require('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js', {
+  with: { 'resolution-mode': 'import' },
+});
 
 /** The variables an expression sees. */
 export interface ExpressionContext {
@@ -29,7 +33,9 @@ export interface ExpressionContextSource {
   expressionContext(): ExpressionContext;
 }
 
-export type ExpressionResult = { readonly value: boolean; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
+export type ExpressionResult =
+  | { readonly value: boolean; readonly error?: undefined }
+  | { readonly value?: undefined; readonly error: string };
 
 /** A compiled boolean CEL expression. */
 export interface CompiledExpression {
@@ -74,16 +80,23 @@ export function compileExpression(source: string, what: string): CompiledExpress
   try {
     parsed = env().parse(source);
   } catch (err) {
-    throw new ConfigError(`${what}: the expression does not parse: ${firstLine(err)}`, { details: { expression: source } });
-  }
-  const checked = parsed.check();
-  if (!checked.valid) {
-    throw new ConfigError(`${what}: the expression does not type-check: ${firstLine(checked.error)}`, {
+    throw new ConfigError(`${what}: the expression does not parse: ${firstLine(err)}`, {
       details: { expression: source },
     });
   }
+  const checked = parsed.check();
+  if (!checked.valid) {
+    throw new ConfigError(
+      `${what}: the expression does not type-check: ${firstLine(checked.error)}`,
+      {
+        details: { expression: source },
+      },
+    );
+  }
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
-    throw new ConfigError(`${what}: the expression is of type ${checked.type}, not bool`, { details: { expression: source } });
+    throw new ConfigError(`${what}: the expression is of type ${checked.type}, not bool`, {
+      details: { expression: source },
+    });
   }
   const guards = equalityGuards(parsed.ast);
   return {
@@ -102,7 +115,11 @@ export function compileExpression(source: string, what: string): CompiledExpress
       } catch (err) {
         return { error: firstLine(err) };
       }
-      return typeof value === 'boolean' ? (value ? TRUE : FALSE) : { error: `the expression yielded ${describe(value)}, not a boolean` };
+      return typeof value === 'boolean'
+        ? value
+          ? TRUE
+          : FALSE
+        : { error: `the expression yielded ${describe(value)}, not a boolean` };
     },
   };
 }
@@ -126,7 +143,8 @@ function equalityGuards(ast: ParseResult['ast']): ExpressionGuard[] {
       const lit = l.op === 'value' ? l : r.op === 'value' ? r : undefined;
       if (id !== undefined && lit !== undefined && typeof lit.args === 'string') {
         const name = id.args as string;
-        if (name === 'tool' || name === 'risk' || name === 'taint' || name === 'target') guards.push({ variable: name, value: lit.args });
+        if (name === 'tool' || name === 'risk' || name === 'taint' || name === 'target')
+          guards.push({ variable: name, value: lit.args });
       }
     }
   };
@@ -143,7 +161,8 @@ export function toCelValue(value: unknown, depth = 0): unknown {
   if (depth > 32 || typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) return value.map((v) => toCelValue(v, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = toCelValue(v, depth + 1);
+  for (const [k, v] of Object.entries(value))
+    if (v !== undefined) out[k] = toCelValue(v, depth + 1);
   return out;
 }
 

@@ -4,7 +4,8 @@ import { RISK_BIT, type PermissionChain } from './permission-chain';
 import { FETCH_TOOL_NAME, type MatchedRule } from './permission-types';
 
 /** Whether the fetch tool may connect to a host, and the rule that says no. */
-export type FetchHostVerdict = { verdict: 'allow' } | { verdict: 'deny'; rule: MatchedRule; reason: string };
+export type FetchHostVerdict =
+  { verdict: 'allow' } | { verdict: 'deny'; rule: MatchedRule; reason: string };
 
 /**
  * The connect-time half of domain rules: called by the first-party fetch tool before every
@@ -12,7 +13,11 @@ export type FetchHostVerdict = { verdict: 'allow' } | { verdict: 'deny'; rule: M
  * applies to the fetch tool refuses the connection — an ask cannot be put to a person mid-request,
  * so it fails closed. The chain's other layers already decided the call itself.
  */
-export function checkFetchHost(chain: PermissionChain, host: string, declaredRisk: Risk | undefined = 'network'): FetchHostVerdict {
+export function checkFetchHost(
+  chain: PermissionChain,
+  host: string,
+  declaredRisk: Risk | undefined = 'network',
+): FetchHostVerdict {
   const risk = chain.riskOverrides.get(FETCH_TOOL_NAME) ?? declaredRisk;
   const bit = RISK_BIT[risk ?? 'undeclared'];
   for (const { rule } of chain.domainRules) {

@@ -29,7 +29,12 @@ class DeadlineQueue {
   constructor(private readonly timeoutMs: number) {}
 
   add(expire: (err: HookTimeoutError) => void): Deadline {
-    const entry: Deadline = { due: performance.now() + this.timeoutMs, expire, queue: this, done: false };
+    const entry: Deadline = {
+      due: performance.now() + this.timeoutMs,
+      expire,
+      queue: this,
+      done: false,
+    };
     this.queue.push(entry);
     if (this.timer === undefined) this.arm(this.timeoutMs);
     return entry;
@@ -88,7 +93,10 @@ function queueFor(timeoutMs: number): DeadlineQueue {
  * {@link settleDeadline} comes first. Lower level than {@link withDeadline}: the evaluator uses it
  * to race a hook's promise without wrapping it in a promise of its own.
  */
-export function startDeadline(timeoutMs: number, expire: (err: HookTimeoutError) => void): Deadline {
+export function startDeadline(
+  timeoutMs: number,
+  expire: (err: HookTimeoutError) => void,
+): Deadline {
   return queueFor(timeoutMs).add(expire);
 }
 

@@ -21,7 +21,12 @@ export {
 export { compileShellPattern, type ShellPattern } from './shell-pattern';
 export { SHELL_LIMITS } from './shell-lexer';
 export { TAINT_RANK } from './taint-gate';
-export { compilePolicyDocument, parsePolicyDocument, type CompiledPolicy, type PolicyClosures } from './policy-compiler';
+export {
+  compilePolicyDocument,
+  parsePolicyDocument,
+  type CompiledPolicy,
+  type PolicyClosures,
+} from './policy-compiler';
 export {
   DEFAULT_APPROVAL_TIMEOUT_MS,
   DEFAULT_HOOK_TIMEOUT_MS,

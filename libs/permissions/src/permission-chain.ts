@@ -93,7 +93,10 @@ export interface PermissionChain {
   readonly taint: TaintGate;
   readonly approval: { readonly timeoutMs: number; readonly onTimeout: OnTimeout };
   /** Rules with domains, for advisory matching on tools other than the fetch tool. */
-  readonly domainRules: readonly { readonly layer: 'deny' | 'ask'; readonly rule: TableRuleEntry }[];
+  readonly domainRules: readonly {
+    readonly layer: 'deny' | 'ask';
+    readonly rule: TableRuleEntry;
+  }[];
   /** The profile name given at compile time (reported to hooks). */
   readonly profile: string | undefined;
   /** Per tool name and risk, the rules that can match it (filled lazily by the evaluator). */
@@ -124,7 +127,11 @@ export interface CompileChainOptions {
 
 /** Whether `value` is a chain built by {@link compilePermissionChain}. */
 export function isPermissionChain(value: unknown): value is PermissionChain {
-  return typeof value === 'object' && value !== null && (value as { [chainBrand]?: unknown })[chainBrand] === true;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [chainBrand]?: unknown })[chainBrand] === true
+  );
 }
 
 /**
@@ -138,11 +145,16 @@ export function compilePermissionChain(
   profileLayer?: ProfilePermissions,
   options: CompileChainOptions = {},
 ): PermissionChain {
-  const profileSource = options.profileName === undefined ? 'profile' : `profile:${options.profileName}`;
-  const profile = profileLayer === undefined ? undefined : parseLayer(ProfileLayerSchema, profileLayer, profileSource);
+  const profileSource =
+    options.profileName === undefined ? 'profile' : `profile:${options.profileName}`;
+  const profile =
+    profileLayer === undefined
+      ? undefined
+      : parseLayer(ProfileLayerSchema, profileLayer, profileSource);
   let builder: Builder;
   if (profile?.json.inheritPermissions === true && options.parent !== undefined) {
-    if (!isPermissionChain(options.parent)) throw new ConfigError('options.parent is not a compiled permission chain');
+    if (!isPermissionChain(options.parent))
+      throw new ConfigError('options.parent is not a compiled permission chain');
     builder = fromChain(options.parent);
   } else {
     builder = emptyBuilder();
@@ -161,8 +173,12 @@ export function compilePermissionChain(
     if (profile.json.isolation === 'readonly') builder.readonly = true;
   }
   const domainRules: { layer: 'deny' | 'ask'; rule: TableRuleEntry }[] = [];
-  for (const [layer, entries] of [['deny', builder.deny], ['ask', builder.ask]] as const) {
-    for (const e of entries) if (e.kind === 'rule' && e.hosts !== undefined) domainRules.push({ layer, rule: e });
+  for (const [layer, entries] of [
+    ['deny', builder.deny],
+    ['ask', builder.ask],
+  ] as const) {
+    for (const e of entries)
+      if (e.kind === 'rule' && e.hosts !== undefined) domainRules.push({ layer, rule: e });
   }
   return Object.freeze({
     [chainBrand]: true as const,
@@ -254,35 +270,54 @@ function parseLayer<S extends typeof EngineLayerSchema | typeof ProfileLayerSche
   layer: PermissionConfig | ProfilePermissions,
   source: string,
 ): ParsedLayer<z.output<S>> {
-  if (typeof layer !== 'object' || layer === null) throw new ConfigError(`${source} permissions must be an object`);
+  if (typeof layer !== 'object' || layer === null)
+    throw new ConfigError(`${source} permissions must be an object`);
   const { hooks, canUseTool, ...json } = layer as PermissionConfig;
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
     throw new ConfigError(
       `invalid ${source} permissions: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
       { details: { source, issues } },
     );
   }
-  if (hooks !== undefined && !Array.isArray(hooks)) throw new ConfigError(`${source} hooks must be an array`);
+  if (hooks !== undefined && !Array.isArray(hooks))
+    throw new ConfigError(`${source} hooks must be an array`);
   for (const [i, h] of (hooks ?? []).entries()) {
-    if (typeof h !== 'function' && (typeof h !== 'object' || h === null || typeof (h as NamedHook).run !== 'function')) {
+    if (
+      typeof h !== 'function' &&
+      (typeof h !== 'object' || h === null || typeof (h as NamedHook).run !== 'function')
+    ) {
       throw new ConfigError(`${source} hook #${i} is neither a function nor { run }`);
     }
   }
-  if (canUseTool !== undefined && typeof canUseTool !== 'function') throw new ConfigError(`${source} canUseTool must be a function`);
+  if (canUseTool !== undefined && typeof canUseTool !== 'function')
+    throw new ConfigError(`${source} canUseTool must be a function`);
   return { json: parsed.data as z.output<S>, closures: { hooks, canUseTool } };
 }
 
-function addLayer(builder: Builder, layer: ParsedLayer<z.output<typeof EngineLayerSchema>>, source: string): void {
+function addLayer(
+  builder: Builder,
+  layer: ParsedLayer<z.output<typeof EngineLayerSchema>>,
+  source: string,
+): void {
   const json = layer.json;
   const hookTimeoutMs = json.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
   (layer.closures.hooks ?? []).forEach((h, index) => {
     const spec: NamedHook = typeof h === 'function' ? { run: h } : h;
     const name = spec.name ?? (typeof h === 'function' && h.name ? h.name : `${source}#${index}`);
     const timeoutMs = spec.timeoutMs ?? hookTimeoutMs;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new ConfigError(`hook ${name}: timeoutMs must be positive`);
-    builder.hooks.push({ description: { source, kind: 'hook', index, name }, name, timeoutMs, run: spec.run });
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new ConfigError(`hook ${name}: timeoutMs must be positive`);
+    builder.hooks.push({
+      description: { source, kind: 'hook', index, name },
+      name,
+      timeoutMs,
+      run: spec.run,
+    });
   });
   if (layer.closures.canUseTool !== undefined) {
     builder.canUseTool = {
@@ -297,7 +332,8 @@ function addLayer(builder: Builder, layer: ParsedLayer<z.output<typeof EngineLay
     const entry = compileExpressionRule(r, source, i);
     (r.effect === 'deny' ? builder.deny : builder.ask).push(entry);
   });
-  for (const [tool, risk] of Object.entries(json.riskOverrides ?? {})) builder.riskOverrides.set(tool, risk);
+  for (const [tool, risk] of Object.entries(json.riskOverrides ?? {}))
+    builder.riskOverrides.set(tool, risk);
   builder.taint = extendTaintGate(builder.taint, json.taint, source);
   if (json.approvalTimeoutMs !== undefined) builder.approvalTimeoutMs = json.approvalTimeoutMs;
   if (json.onTimeout !== undefined) builder.onTimeout = json.onTimeout;
@@ -306,12 +342,22 @@ function addLayer(builder: Builder, layer: ParsedLayer<z.output<typeof EngineLay
 const toArray = <T>(v: T | readonly T[] | undefined): readonly T[] | undefined =>
   v === undefined ? undefined : Array.isArray(v) ? (v as readonly T[]) : [v as T];
 
-function compileRule(rule: PermissionRule, layer: 'deny' | 'ask', source: string, index: number): TableRuleEntry {
+function compileRule(
+  rule: PermissionRule,
+  layer: 'deny' | 'ask',
+  source: string,
+  index: number,
+): TableRuleEntry {
   const what = `${source} ${layer} rule ${rule.id ?? `#${index}`}`;
   const tools = toArray(rule.tool);
   const risks = toArray(rule.risk);
   const argv = toArray(rule.argv);
-  if (tools === undefined && risks === undefined && argv === undefined && rule.domains === undefined) {
+  if (
+    tools === undefined &&
+    risks === undefined &&
+    argv === undefined &&
+    rule.domains === undefined
+  ) {
     throw new ConfigError(`${what}: a rule needs at least one of tool, risk, argv, domains`);
   }
   if (argv !== undefined && tools !== undefined && !tools.includes(SHELL_TOOL_NAME)) {
@@ -320,14 +366,18 @@ function compileRule(rule: PermissionRule, layer: 'deny' | 'ask', source: string
   let riskMask = 0;
   for (const r of risks ?? []) {
     const bit = RISK_BIT[r];
-    if (bit === undefined) throw new ConfigError(`${what}: unknown risk class ${JSON.stringify(r)}`);
+    if (bit === undefined)
+      throw new ConfigError(`${what}: unknown risk class ${JSON.stringify(r)}`);
     riskMask |= bit;
   }
   const patterns = argv?.map((p) => {
     try {
       return compileShellPattern(p);
     } catch (err) {
-      throw new ConfigError(`${what}: ${(err as Error).message}`, { cause: err, details: { pattern: p } });
+      throw new ConfigError(`${what}: ${(err as Error).message}`, {
+        cause: err,
+        details: { pattern: p },
+      });
     }
   });
   const hosts = rule.domains?.map((d) => compileHostPattern(d));
@@ -336,7 +386,10 @@ function compileRule(rule: PermissionRule, layer: 'deny' | 'ask', source: string
     kind: 'rule',
     description,
     reason: rule.reason ?? describeRule(layer, source, tools, risks, argv, rule.domains),
-    tools: tools === undefined ? undefined : new Set(argv !== undefined ? tools.filter((t) => t === SHELL_TOOL_NAME) : tools),
+    tools:
+      tools === undefined
+        ? undefined
+        : new Set(argv !== undefined ? tools.filter((t) => t === SHELL_TOOL_NAME) : tools),
     riskMask,
     argv: patterns,
     hosts,
@@ -345,12 +398,18 @@ function compileRule(rule: PermissionRule, layer: 'deny' | 'ask', source: string
   };
 }
 
-function compileExpressionRule(rule: ExpressionRule, source: string, index: number): ExpressionRuleEntry {
+function compileExpressionRule(
+  rule: ExpressionRule,
+  source: string,
+  index: number,
+): ExpressionRuleEntry {
   const what = `${source} expression rule ${rule.id ?? `#${index}`}`;
   return {
     kind: 'expression',
     description: { source, kind: 'expression', layer: rule.effect, index, ...rule },
-    reason: rule.reason ?? `${source} expression rule ${rule.id ?? `#${index}`} (${rule.when}) ${rule.effect === 'deny' ? 'denies' : 'asks before'} this call`,
+    reason:
+      rule.reason ??
+      `${source} expression rule ${rule.id ?? `#${index}`} (${rule.when}) ${rule.effect === 'deny' ? 'denies' : 'asks before'} this call`,
     expr: compileExpression(rule.when, what),
     timeoutMs: rule.approvalTimeoutMs,
     onTimeout: rule.onTimeout,
@@ -373,4 +432,3 @@ function describeRule(
   const verb = layer === 'deny' ? 'denies' : 'asks before';
   return `the ${source} policy ${verb} calls matching ${parts.join(', ')}`;
 }
-

@@ -1,7 +1,14 @@
 import type { DecidedBy, Risk, Verdict } from '@toolgate/contracts';
 import { fetchTargetHost, hostsMentioned, matchHost } from './domain-match';
 import { toCelValue, type ExpressionContext, type ExpressionFacts } from './expression-rules';
-import { isPermissionChain, RISK_BIT, type PermissionChain, type RuleEntry, type RuleView, type TableRuleEntry } from './permission-chain';
+import {
+  isPermissionChain,
+  RISK_BIT,
+  type PermissionChain,
+  type RuleEntry,
+  type RuleView,
+  type TableRuleEntry,
+} from './permission-chain';
 import type { OnTimeout, RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
@@ -55,7 +62,10 @@ class CallState {
 
   shellSegments(): AnalysedSegment[] | undefined {
     if (this.shell === undefined) {
-      const command = typeof this.input === 'object' && this.input !== null ? (this.input as { command?: unknown }).command : undefined;
+      const command =
+        typeof this.input === 'object' && this.input !== null
+          ? (this.input as { command?: unknown }).command
+          : undefined;
       if (typeof command !== 'string') return undefined;
       this.shell = analyseShellCommand(command);
     }
@@ -73,7 +83,10 @@ class CallState {
   target(): string | undefined {
     if (this.toolName === FETCH_TOOL_NAME) return this.host();
     if (this.context.target !== undefined) return this.context.target;
-    const t = typeof this.input === 'object' && this.input !== null ? (this.input as { target?: unknown }).target : undefined;
+    const t =
+      typeof this.input === 'object' && this.input !== null
+        ? (this.input as { target?: unknown }).target
+        : undefined;
     return typeof t === 'string' ? t : undefined;
   }
 
@@ -158,12 +171,20 @@ export function evaluatePermission(
   let ev: Evaluation;
   let d: PermissionDecision | undefined;
   try {
-    if (!isPermissionChain(chain)) throw new TypeError('evaluatePermission: not a compiled permission chain');
+    if (!isPermissionChain(chain))
+      throw new TypeError('evaluatePermission: not a compiled permission chain');
     const effectiveRisk: Risk | undefined = chain.riskOverrides.get(tool.name) ?? tool.risk;
     const riskClass: RiskClass = effectiveRisk ?? 'undeclared';
-    const state = new CallState(tool.name, riskClass, RISK_BIT[riskClass] ?? RISK_BIT.undeclared, input, context);
+    const state = new CallState(
+      tool.name,
+      riskClass,
+      RISK_BIT[riskClass] ?? RISK_BIT.undeclared,
+      input,
+      context,
+    );
     ev = new Evaluation(chain, tool, state);
-    if (chain.hooks.length > 0 || chain.canUseTool !== undefined) ev.hookContext = makeHookContext(chain, tool, effectiveRisk, state);
+    if (chain.hooks.length > 0 || chain.canUseTool !== undefined)
+      ev.hookContext = makeHookContext(chain, tool, effectiveRisk, state);
     d = runHooks(ev, 0);
   } catch (err) {
     return Promise.reject(err);
@@ -204,24 +225,52 @@ const CONTINUE: PermissionDecision = Object.freeze({}) as PermissionDecision;
 
 function hookFailed(ev: Evaluation, h: number, err: unknown): PermissionDecision {
   const hook = ev.chain.hooks[h]!;
-  return decision(ev.chain, ev.state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`);
+  return decision(
+    ev.chain,
+    ev.state,
+    'deny',
+    'hook',
+    hook.description,
+    `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`,
+  );
 }
 
 function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecision {
   if (result === undefined) return CONTINUE;
   const hook = ev.chain.hooks[h]!;
   if (result === 'allow' || result === 'deny' || result === 'ask') {
-    return decision(ev.chain, ev.state, result, 'hook', hook.description, result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`);
+    return decision(
+      ev.chain,
+      ev.state,
+      result,
+      'hook',
+      hook.description,
+      result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`,
+    );
   }
   if (isModifiedInput(result)) {
     ev.state.substitute(result.modifiedInput);
     return CONTINUE;
   }
-  return decision(ev.chain, ev.state, 'deny', 'hook', hook.description, `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`);
+  return decision(
+    ev.chain,
+    ev.state,
+    'deny',
+    'hook',
+    hook.description,
+    `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`,
+  );
 }
 
 function canFailed(ev: Evaluation, err: unknown): PermissionDecision {
-  return decision(ev.chain, ev.state, 'deny', 'canUseTool', ev.chain.canUseTool!.description, `canUseTool failed, so the call is denied: ${errorText(err)}`);
+  return decision(
+    ev.chain,
+    ev.state,
+    'deny',
+    'canUseTool',
+    ev.chain.canUseTool!.description,
+    `canUseTool failed, so the call is denied: ${errorText(err)}`,
+  );
 }
 
 /** Races the pending promise against its deadline, then resumes the chain. */
@@ -229,7 +278,10 @@ function awaitPending(ev: Evaluation): void {
   const pending = ev.pending!;
   ev.pending = undefined;
   const waitingOn = ev.waitingOn;
-  const timeoutMs = waitingOn === CAN_USE_TOOL ? ev.chain.canUseTool!.timeoutMs : ev.chain.hooks[waitingOn]!.timeoutMs;
+  const timeoutMs =
+    waitingOn === CAN_USE_TOOL
+      ? ev.chain.canUseTool!.timeoutMs
+      : ev.chain.hooks[waitingOn]!.timeoutMs;
   const deadline = startDeadline(timeoutMs, (err) => finish(ev, failed(ev, waitingOn, err)));
   try {
     pending.then(
@@ -293,7 +345,14 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   // 2. Deny layer.
   if (chain.readonly || context.isolation === 'readonly') {
     if ((state.riskBit & READONLY_MASK) !== 0) {
-      return decision(chain, state, 'deny', 'deny-rule', READONLY_RULE, `readonly isolation denies ${riskClass} tools`);
+      return decision(
+        chain,
+        state,
+        'deny',
+        'deny-rule',
+        READONLY_RULE,
+        `readonly isolation denies ${riskClass} tools`,
+      );
     }
   }
   const view = ruleView(chain, state.toolName, riskClass, state.riskBit);
@@ -303,13 +362,17 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   for (let r = 0; r < deny.length; r++) {
     const entry = deny[r]!;
     const m = matchEntry(entry, state);
-    if (m === MATCH) return decision(chain, state, 'deny', 'deny-rule', entry.description, entry.reason);
+    if (m === MATCH)
+      return decision(chain, state, 'deny', 'deny-rule', entry.description, entry.reason);
     if (m === UNKNOWN && uncertain === undefined) {
       uncertain = entry;
       uncertainWhy = uncertainReason(entry, state);
     }
   }
-  const isEgress = riskClass === 'network' || tool.name === FETCH_TOOL_NAME || chain.taint.egressTools.has(tool.name);
+  const isEgress =
+    riskClass === 'network' ||
+    tool.name === FETCH_TOOL_NAME ||
+    chain.taint.egressTools.has(tool.name);
   if (context.taint !== undefined && isEgress) {
     const diagnostics: PermissionDiagnostic[] = [];
     const closes = taintGateCloses(
@@ -334,13 +397,28 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
         state,
         'deny',
         'deny-rule',
-        { source: 'taint-gate', kind: 'taint-gate', taint: context.taint, clearance, target: state.target() ?? null },
+        {
+          source: 'taint-gate',
+          kind: 'taint-gate',
+          taint: context.taint,
+          clearance,
+          target: state.target() ?? null,
+        },
         `the call carries ${context.taint} data and ${tool.name} is cleared for ${clearance} data only`,
       );
     }
   }
   if (uncertain !== undefined) {
-    return decision(chain, state, 'ask', 'deny-rule', uncertain.description, uncertainWhy, uncertain.timeoutMs, 'deny');
+    return decision(
+      chain,
+      state,
+      'ask',
+      'deny-rule',
+      uncertain.description,
+      uncertainWhy,
+      uncertain.timeoutMs,
+      'deny',
+    );
   }
 
   // 3. Ask layer.
@@ -348,9 +426,28 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   for (let r = 0; r < ask.length; r++) {
     const entry = ask[r]!;
     const m = matchEntry(entry, state);
-    if (m === MATCH) return decision(chain, state, 'ask', 'ask-rule', entry.description, entry.reason, entry.timeoutMs, entry.onTimeout);
+    if (m === MATCH)
+      return decision(
+        chain,
+        state,
+        'ask',
+        'ask-rule',
+        entry.description,
+        entry.reason,
+        entry.timeoutMs,
+        entry.onTimeout,
+      );
     if (m === UNKNOWN) {
-      return decision(chain, state, 'ask', 'ask-rule', entry.description, uncertainReason(entry, state), entry.timeoutMs, 'deny');
+      return decision(
+        chain,
+        state,
+        'ask',
+        'ask-rule',
+        entry.description,
+        uncertainReason(entry, state),
+        entry.timeoutMs,
+        'deny',
+      );
     }
   }
 
@@ -376,12 +473,36 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
 function canResult(ev: Evaluation, result: unknown): PermissionDecision {
   const { chain, state } = ev;
   const can = chain.canUseTool!;
-  if (result === 'allow') return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
-  if (result === 'deny') return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool denied the call');
-  if (result === 'ask') return decision(chain, state, 'ask', 'canUseTool', can.description, 'canUseTool asked for approval');
+  if (result === 'allow')
+    return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
+  if (result === 'deny')
+    return decision(
+      chain,
+      state,
+      'deny',
+      'canUseTool',
+      can.description,
+      'canUseTool denied the call',
+    );
+  if (result === 'ask')
+    return decision(
+      chain,
+      state,
+      'ask',
+      'canUseTool',
+      can.description,
+      'canUseTool asked for approval',
+    );
   if (isModifiedInput(result)) state.substitute(result.modifiedInput);
   else if (result !== undefined) {
-    return decision(chain, state, 'deny', 'canUseTool', can.description, 'canUseTool returned an invalid verdict, so the call is denied');
+    return decision(
+      chain,
+      state,
+      'deny',
+      'canUseTool',
+      can.description,
+      'canUseTool returned an invalid verdict, so the call is denied',
+    );
   }
   return terminal(ev);
 }
@@ -396,7 +517,9 @@ function terminal(ev: Evaluation): PermissionDecision {
 }
 
 /** Risk class → slot in a chain's rule-view cache. */
-const RISK_SLOT: ReadonlyMap<string, number> = new Map(['read', 'write', 'network', 'execute', 'destructive', 'undeclared'].map((r, i) => [r, i]));
+const RISK_SLOT: ReadonlyMap<string, number> = new Map(
+  ['read', 'write', 'network', 'execute', 'destructive', 'undeclared'].map((r, i) => [r, i]),
+);
 const RULE_VIEW_TOOL_LIMIT = 1_024;
 
 /**
@@ -406,7 +529,12 @@ const RULE_VIEW_TOOL_LIMIT = 1_024;
  * match (their tool, risk, argv-or-domain target, or a `tool ==` / `risk ==` guard of an
  * expression rules them out) are left out, so the first match is the same as over the full lists.
  */
-function ruleView(chain: PermissionChain, toolName: string, riskClass: string, riskBit: number): RuleView {
+function ruleView(
+  chain: PermissionChain,
+  toolName: string,
+  riskClass: string,
+  riskBit: number,
+): RuleView {
   const slot = RISK_SLOT.get(riskClass);
   if (slot === undefined) return { deny: chain.deny, ask: chain.ask };
   const cache = chain.ruleViews;
@@ -425,7 +553,12 @@ function ruleView(chain: PermissionChain, toolName: string, riskClass: string, r
 }
 
 /** False only when `entry` cannot match any call of this tool name and risk class (exported for tests). */
-export function ruleMayMatch(entry: RuleEntry, toolName: string, riskClass: string, riskBit: number): boolean {
+export function ruleMayMatch(
+  entry: RuleEntry,
+  toolName: string,
+  riskClass: string,
+  riskBit: number,
+): boolean {
   if (entry.kind === 'expression') {
     for (const g of entry.expr.guards) {
       if (g.variable === 'tool' && g.value !== toolName) return false;
@@ -454,7 +587,10 @@ export function matchRuleAlone(
 ): { match: 'no' | 'match' | 'unknown'; diagnostics: number } {
   const state = new CallState(toolName, riskClass, RISK_BIT[riskClass], input, EMPTY_CONTEXT);
   const m = matchEntry(entry, state);
-  return { match: m === MATCH ? 'match' : m === UNKNOWN ? 'unknown' : 'no', diagnostics: state.diagnostics?.length ?? 0 };
+  return {
+    match: m === MATCH ? 'match' : m === UNKNOWN ? 'unknown' : 'no',
+    diagnostics: state.diagnostics?.length ?? 0,
+  };
 }
 
 function matchEntry(entry: RuleEntry, state: CallState): Match {
@@ -523,14 +659,20 @@ function decision(
     verdict,
     decidedBy,
     input: state.input,
-    advisory: chain.domainRules.length > 0 && state.toolName !== FETCH_TOOL_NAME ? advisoryMatches(chain, state) : NO_ADVISORY,
+    advisory:
+      chain.domainRules.length > 0 && state.toolName !== FETCH_TOOL_NAME
+        ? advisoryMatches(chain, state)
+        : NO_ADVISORY,
     risk: state.riskClass,
     diagnostics: state.diagnostics ?? NO_DIAGNOSTICS,
   };
   if (rule !== undefined) out.rule = rule;
   if (reason !== undefined) out.reason = reason;
   if (verdict === 'ask') {
-    out.approval = { timeoutMs: timeoutMs ?? chain.approval.timeoutMs, onTimeout: onTimeout ?? chain.approval.onTimeout };
+    out.approval = {
+      timeoutMs: timeoutMs ?? chain.approval.timeoutMs,
+      onTimeout: onTimeout ?? chain.approval.onTimeout,
+    };
   }
   return out;
 }
@@ -543,13 +685,19 @@ function advisoryMatches(chain: PermissionChain, state: CallState): readonly Adv
     if (rule.riskMask !== 0 && (rule.riskMask & state.riskBit) === 0) continue;
     hosts ??= hostsMentioned(state.input);
     for (const host of hosts) {
-      if (rule.hosts !== undefined && matchHost(rule.hosts, host) !== undefined) out.push({ layer, host, rule: rule.description });
+      if (rule.hosts !== undefined && matchHost(rule.hosts, host) !== undefined)
+        out.push({ layer, host, rule: rule.description });
     }
   }
   return out.length > 0 ? out : NO_ADVISORY;
 }
 
-function makeHookContext(chain: PermissionChain, tool: PermissionTool, risk: Risk | undefined, state: CallState): HookContext {
+function makeHookContext(
+  chain: PermissionChain,
+  tool: PermissionTool,
+  risk: Risk | undefined,
+  state: CallState,
+): HookContext {
   const c = state.context;
   return {
     agent: c.agent,
@@ -557,7 +705,12 @@ function makeHookContext(chain: PermissionChain, tool: PermissionTool, risk: Ris
     isolation: c.isolation,
     target: c.target,
     profile: c.profile ?? chain.profile,
-    tool: { name: tool.name, risk, needsApproval: tool.needsApproval === true, clearance: tool.clearance },
+    tool: {
+      name: tool.name,
+      risk,
+      needsApproval: tool.needsApproval === true,
+      clearance: tool.clearance,
+    },
   };
 }
 
@@ -570,7 +723,11 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 }
 
 function isModifiedInput(value: unknown): value is { modifiedInput: unknown } {
-  return typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, 'modifiedInput');
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Object.prototype.hasOwnProperty.call(value, 'modifiedInput')
+  );
 }
 
 function errorText(err: unknown): string {

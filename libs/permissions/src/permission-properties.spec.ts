@@ -13,24 +13,76 @@ import { matchRuleAlone, ruleMayMatch } from './permission-evaluator';
 const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
 
 const programs = ['npm', 'git', 'ls', 'rm', 'echo', 'cat', 'grep', 'sudo', 'bash', 'python'];
-const args = ['test', 'run', 'build', '-rf', '/', 'push', '--force', '-c', 'x', '"a b"', "'c;d'", '$HOME', '"$X"', '*', '2>&1', '> out', '-la'];
+const args = [
+  'test',
+  'run',
+  'build',
+  '-rf',
+  '/',
+  'push',
+  '--force',
+  '-c',
+  'x',
+  '"a b"',
+  "'c;d'",
+  '$HOME',
+  '"$X"',
+  '*',
+  '2>&1',
+  '> out',
+  '-la',
+];
 const simpleCommand = fc
   .tuple(fc.constantFrom(...programs), fc.array(fc.constantFrom(...args), { maxLength: 4 }))
   .map(([p, a]) => [p, ...a].join(' '));
 const patternTables = fc.record({
-  allow: fc.array(fc.constantFrom('npm test', 'npm run *', 'git **', 'ls **', 'echo *', 'echo **', 'cat *', 'bash **', 'python **', 'rm *'), { maxLength: 5 }),
+  allow: fc.array(
+    fc.constantFrom(
+      'npm test',
+      'npm run *',
+      'git **',
+      'ls **',
+      'echo *',
+      'echo **',
+      'cat *',
+      'bash **',
+      'python **',
+      'rm *',
+    ),
+    { maxLength: 5 },
+  ),
   ask: fc.array(fc.constantFrom('git push **', 'npm run build', 'cat **'), { maxLength: 2 }),
   deny: fc.array(fc.constantFrom('rm **', 'git push --force **', 'sudo **'), { maxLength: 2 }),
 });
 
 describe('shell matching properties', () => {
   it('no command containing substitution, process substitution or a here-doc is ever allow', () => {
-    const construct = fc.constantFrom('$(id)', '`id`', '"$(id)"', '<(id)', '>(id)', '$((1+1))', "<<EOF\nid\nEOF", '<<-X\nid\nX', 'x$(id)y');
+    const construct = fc.constantFrom(
+      '$(id)',
+      '`id`',
+      '"$(id)"',
+      '<(id)',
+      '>(id)',
+      '$((1+1))',
+      '<<EOF\nid\nEOF',
+      '<<-X\nid\nX',
+      'x$(id)y',
+    );
     fc.assert(
-      fc.property(simpleCommand, construct, simpleCommand, fc.constantFrom(' ', '; ', ' && ', ' | '), patternTables, (a, c, b, sep, tables) => {
-        const permissive = { ...tables, allow: [...tables.allow, ...programs.map((p) => `${p} **`)] };
-        expect(matchShellCommand(`${a} ${c}${sep}${b}`, permissive)).not.toBe('allow');
-      }),
+      fc.property(
+        simpleCommand,
+        construct,
+        simpleCommand,
+        fc.constantFrom(' ', '; ', ' && ', ' | '),
+        patternTables,
+        (a, c, b, sep, tables) => {
+          const permissive = {
+            ...tables,
+            allow: [...tables.allow, ...programs.map((p) => `${p} **`)],
+          };
+          expect(matchShellCommand(`${a} ${c}${sep}${b}`, permissive)).not.toBe('allow');
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -49,12 +101,17 @@ describe('shell matching properties', () => {
 
   it('adding a deny pattern never weakens a verdict', () => {
     fc.assert(
-      fc.property(simpleCommand, patternTables, fc.constantFrom('rm **', 'npm **', 'git push', 'echo *', 'ls -la', 'cat **'), (cmd, tables, extra) => {
-        const before = matchShellCommand(cmd, tables);
-        const after = matchShellCommand(cmd, { ...tables, deny: [...tables.deny, extra] });
-        expect(RANK[after]).toBeGreaterThanOrEqual(RANK[before]);
-        if (before === 'deny') expect(after).toBe('deny');
-      }),
+      fc.property(
+        simpleCommand,
+        patternTables,
+        fc.constantFrom('rm **', 'npm **', 'git push', 'echo *', 'ls -la', 'cat **'),
+        (cmd, tables, extra) => {
+          const before = matchShellCommand(cmd, tables);
+          const after = matchShellCommand(cmd, { ...tables, deny: [...tables.deny, extra] });
+          expect(RANK[after]).toBeGreaterThanOrEqual(RANK[before]);
+          if (before === 'deny') expect(after).toBe('deny');
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -76,24 +133,36 @@ const rule: fc.Arbitrary<PermissionRule> = fc
   .map((r) => (r.argv !== undefined && r.tool !== undefined ? { ...r, tool: 'shell' } : r));
 const tool = fc.record({
   name: fc.constantFrom(...toolNames),
-  risk: fc.option(fc.constantFrom('read', 'write', 'network', 'execute', 'destructive') as fc.Arbitrary<'read'>, { nil: undefined }),
+  risk: fc.option(
+    fc.constantFrom('read', 'write', 'network', 'execute', 'destructive') as fc.Arbitrary<'read'>,
+    { nil: undefined },
+  ),
   needsApproval: fc.boolean(),
 });
 const input = fc.record({
   command: fc.constantFrom('rm -rf /', 'git push origin', 'npm test', 'echo $(id)', 'ls; rm x'),
   url: fc.constantFrom('https://evil.example/x', 'https://a.corp.example', 'nope'),
 });
-const layer = fc.record({ deny: fc.array(rule, { maxLength: 4 }), ask: fc.array(rule, { maxLength: 4 }) });
-const preset = fc.option(fc.constantFrom('strict', 'standard', 'open') as fc.Arbitrary<'open'>, { nil: undefined });
+const layer = fc.record({
+  deny: fc.array(rule, { maxLength: 4 }),
+  ask: fc.array(rule, { maxLength: 4 }),
+});
+const preset = fc.option(fc.constantFrom('strict', 'standard', 'open') as fc.Arbitrary<'open'>, {
+  nil: undefined,
+});
 
 describe('chain properties', () => {
   it('no rule set yields allow through a rule', async () => {
     await fc.assert(
       fc.asyncProperty(layer, layer, preset, tool, input, async (engine, profile, p, t, i) => {
-        const chain = compilePermissionChain(engine, p === undefined ? profile : { ...profile, preset: p });
+        const chain = compilePermissionChain(
+          engine,
+          p === undefined ? profile : { ...profile, preset: p },
+        );
         const d = await evaluatePermission(chain, t, i);
         if (d.verdict === 'allow') expect(d.decidedBy).toBe('default');
-        if (d.decidedBy === 'deny-rule' || d.decidedBy === 'ask-rule') expect(d.verdict).not.toBe('allow');
+        if (d.decidedBy === 'deny-rule' || d.decidedBy === 'ask-rule')
+          expect(d.verdict).not.toBe('allow');
       }),
       { numRuns: 400 },
     );
@@ -104,7 +173,11 @@ describe('chain properties', () => {
       fc.asyncProperty(layer, preset, rule, tool, input, async (engine, p, extra, t, i) => {
         const profile = p === undefined ? {} : { preset: p };
         const before = await evaluatePermission(compilePermissionChain(engine, profile), t, i);
-        const after = await evaluatePermission(compilePermissionChain({ ...engine, deny: [...engine.deny, extra] }, profile), t, i);
+        const after = await evaluatePermission(
+          compilePermissionChain({ ...engine, deny: [...engine.deny, extra] }, profile),
+          t,
+          i,
+        );
         expect(RANK[after.verdict]).toBeGreaterThanOrEqual(RANK[before.verdict]);
         if (before.verdict === 'deny') expect(after.verdict).toBe('deny');
       }),
@@ -128,16 +201,22 @@ describe('rule index', () => {
     expression.map((when) => ({ when })),
   );
 
-  it('a rule left out of a tool\'s rule view never matches, asks or reports for that tool', () => {
+  it("a rule left out of a tool's rule view never matches, asks or reports for that tool", () => {
     let leftOut = 0;
     fc.assert(
       fc.property(anyRule, tool, input, fc.integer({ min: 0, max: 3 }), (r, t, i, n) => {
-        const layer = 'table' in r ? { deny: [r.table] } : { expressions: [{ when: r.when, effect: 'deny' as const }] };
+        const layer =
+          'table' in r
+            ? { deny: [r.table] }
+            : { expressions: [{ when: r.when, effect: 'deny' as const }] };
         const entry = compilePermissionChain(layer).deny[0]!;
         const riskClass = t.risk ?? 'undeclared';
         if (ruleMayMatch(entry, t.name, riskClass, RISK_BIT[riskClass])) return;
         leftOut++;
-        expect(matchRuleAlone(entry, t.name, riskClass, { ...i, n })).toEqual({ match: 'no', diagnostics: 0 });
+        expect(matchRuleAlone(entry, t.name, riskClass, { ...i, n })).toEqual({
+          match: 'no',
+          diagnostics: 0,
+        });
       }),
       { numRuns: 2000 },
     );

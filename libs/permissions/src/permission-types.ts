@@ -55,7 +55,11 @@ export type HookResult = Verdict | ModifiedInput | undefined | void;
  * A hook: decisive with 'allow' | 'deny' | 'ask', substitutes with `{ modifiedInput }`, passes with
  * undefined. Sync or async; throwing or missing its deadline denies.
  */
-export type PermissionHook = (toolName: string, input: unknown, ctx: HookContext) => HookResult | PromiseLike<HookResult>;
+export type PermissionHook = (
+  toolName: string,
+  input: unknown,
+  ctx: HookContext,
+) => HookResult | PromiseLike<HookResult>;
 
 /** A hook with a name (for audit) and its own deadline. */
 export interface NamedHook {
@@ -70,7 +74,11 @@ export type CanUseToolResult = 'allow' | 'deny' | ModifiedInput | undefined | vo
  * The single programmatic override: 'allow' (decisive, even for needsApproval tools), 'deny', or
  * `{ modifiedInput }`. Throwing or missing the deadline denies.
  */
-export type CanUseTool = (toolName: string, input: unknown, ctx: HookContext) => CanUseToolResult | PromiseLike<CanUseToolResult>;
+export type CanUseTool = (
+  toolName: string,
+  input: unknown,
+  ctx: HookContext,
+) => CanUseToolResult | PromiseLike<CanUseToolResult>;
 
 /** Closures a layer may carry besides its serialisable part. */
 export interface LayerClosures {

@@ -11,7 +11,10 @@ import type { LayerClosures } from './permission-types';
 export function parsePolicyDocument(value: unknown): PolicyDocument {
   const parsed = PolicyDocumentSchema.safeParse(value);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
     throw new ConfigError(
       `invalid policy document: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
       { details: { issues } },
@@ -41,17 +44,26 @@ export interface CompiledPolicy {
 }
 
 /** Compiles a (parsed) policy document with optional closures. @throws ConfigError */
-export function compilePolicyDocument(document: PolicyDocument, closures: PolicyClosures = {}): CompiledPolicy {
+export function compilePolicyDocument(
+  document: PolicyDocument,
+  closures: PolicyClosures = {},
+): CompiledPolicy {
   const engineLayer = { ...document.engine, ...closures.engine };
   const engine = compilePermissionChain(engineLayer);
   const chains = new Map<string, PermissionChain>();
   const profileLayer = (name: string) => {
     const layer = document.profiles[name];
-    if (layer === undefined) throw new ConfigError(`unknown permission profile ${JSON.stringify(name)}`, { details: { profile: name } });
+    if (layer === undefined)
+      throw new ConfigError(`unknown permission profile ${JSON.stringify(name)}`, {
+        details: { profile: name },
+      });
     return { ...layer, ...closures.profiles?.[name] };
   };
   for (const name of Object.keys(document.profiles)) {
-    chains.set(name, compilePermissionChain(engineLayer, profileLayer(name), { profileName: name }));
+    chains.set(
+      name,
+      compilePermissionChain(engineLayer, profileLayer(name), { profileName: name }),
+    );
   }
   const inherited = new WeakMap<PermissionChain, Map<string, PermissionChain>>();
   return {
@@ -61,12 +73,16 @@ export function compilePolicyDocument(document: PolicyDocument, closures: Policy
       if (profile === undefined) return engine;
       const own = chains.get(profile);
       if (own === undefined) profileLayer(profile);
-      if (parent === undefined || document.profiles[profile]?.inheritPermissions !== true) return own!;
+      if (parent === undefined || document.profiles[profile]?.inheritPermissions !== true)
+        return own!;
       let byName = inherited.get(parent);
       if (byName === undefined) inherited.set(parent, (byName = new Map()));
       let chain = byName.get(profile);
       if (chain === undefined) {
-        chain = compilePermissionChain(engineLayer, profileLayer(profile), { profileName: profile, parent });
+        chain = compilePermissionChain(engineLayer, profileLayer(profile), {
+          profileName: profile,
+          parent,
+        });
         byName.set(profile, chain);
       }
       return chain;

@@ -8,7 +8,14 @@ import { z } from 'zod';
  */
 
 /** A declared risk class, or `'undeclared'` for tools without one. */
-export const RiskClassSchema = z.enum(['read', 'write', 'network', 'execute', 'destructive', 'undeclared']);
+export const RiskClassSchema = z.enum([
+  'read',
+  'write',
+  'network',
+  'execute',
+  'destructive',
+  'undeclared',
+]);
 export type RiskClass = z.infer<typeof RiskClassSchema>;
 
 export const PresetNameSchema = z.enum(['strict', 'standard', 'open']);
@@ -23,7 +30,11 @@ export const DEFAULT_APPROVAL_TIMEOUT_MS = DAY_MS;
 /** The default hook and canUseTool deadline. */
 export const DEFAULT_HOOK_TIMEOUT_MS = 5_000;
 
-const ApprovalTimeoutMsSchema = z.number().int().positive().max(30 * DAY_MS);
+const ApprovalTimeoutMsSchema = z
+  .number()
+  .int()
+  .positive()
+  .max(30 * DAY_MS);
 const HookTimeoutMsSchema = z.number().int().positive().max(600_000);
 
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(256)]);
@@ -54,9 +65,16 @@ export const PermissionRuleSchema = z
     /** For ask: the decision applied when nobody resolves it in time. */
     onTimeout: OnTimeoutSchema.optional(),
   })
-  .refine((r) => r.tool !== undefined || r.risk !== undefined || r.argv !== undefined || r.domains !== undefined, {
-    message: 'a rule needs at least one of tool, risk, argv, domains',
-  });
+  .refine(
+    (r) =>
+      r.tool !== undefined ||
+      r.risk !== undefined ||
+      r.argv !== undefined ||
+      r.domains !== undefined,
+    {
+      message: 'a rule needs at least one of tool, risk, argv, domains',
+    },
+  );
 export type PermissionRule = z.input<typeof PermissionRuleSchema>;
 
 /** A CEL expression over `{ tool, risk, input, agent, taint, target }` that denies or asks when true. */
@@ -127,7 +145,9 @@ export const ProfileLayerSchema = z.strictObject({
 });
 export type ProfileLayer = z.input<typeof ProfileLayerSchema>;
 
-const ProfileNameSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'profile names are 1-128 characters of [A-Za-z0-9_.-]');
+const ProfileNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.-]{1,128}$/, 'profile names are 1-128 characters of [A-Za-z0-9_.-]');
 
 /** A whole policy: the engine layer plus named profiles. */
 export const PolicyDocumentSchema = z.strictObject({

@@ -1,16 +1,49 @@
 import { ConfigError } from '@toolgate/contracts';
-import { PresetNameSchema, type PermissionRule, type PresetName, type RiskClass } from './policy-document';
+import {
+  PresetNameSchema,
+  type PermissionRule,
+  type PresetName,
+  type RiskClass,
+} from './policy-document';
 
 type Cell = 'allow' | 'ask' | 'deny';
 
 /** The reference's preset table: declared risk → verdict per preset. */
 export const PRESET_TABLE: Readonly<Record<PresetName, Readonly<Record<RiskClass, Cell>>>> = {
-  strict: { read: 'allow', write: 'ask', network: 'ask', execute: 'ask', destructive: 'deny', undeclared: 'ask' },
-  standard: { read: 'allow', write: 'allow', network: 'ask', execute: 'ask', destructive: 'ask', undeclared: 'ask' },
-  open: { read: 'allow', write: 'allow', network: 'allow', execute: 'allow', destructive: 'allow', undeclared: 'allow' },
+  strict: {
+    read: 'allow',
+    write: 'ask',
+    network: 'ask',
+    execute: 'ask',
+    destructive: 'deny',
+    undeclared: 'ask',
+  },
+  standard: {
+    read: 'allow',
+    write: 'allow',
+    network: 'ask',
+    execute: 'ask',
+    destructive: 'ask',
+    undeclared: 'ask',
+  },
+  open: {
+    read: 'allow',
+    write: 'allow',
+    network: 'allow',
+    execute: 'allow',
+    destructive: 'allow',
+    undeclared: 'allow',
+  },
 };
 
-const RISK_ORDER: readonly RiskClass[] = ['read', 'write', 'network', 'execute', 'destructive', 'undeclared'];
+const RISK_ORDER: readonly RiskClass[] = [
+  'read',
+  'write',
+  'network',
+  'execute',
+  'destructive',
+  'undeclared',
+];
 
 /** The deny and ask rules a preset compiles to. */
 export interface CompiledPreset {
@@ -35,11 +68,29 @@ export function compilePermissionPreset(preset: PresetName): CompiledPreset {
   const deny = byCell('deny');
   const ask = byCell('ask');
   return {
-    deny: deny.length ? [{ id: `preset:${preset}:deny`, risk: deny, reason: `the ${preset} preset denies ${list(deny)} tools` }] : [],
-    ask: ask.length ? [{ id: `preset:${preset}:ask`, risk: ask, reason: `the ${preset} preset asks before ${list(ask)} tools` }] : [],
+    deny: deny.length
+      ? [
+          {
+            id: `preset:${preset}:deny`,
+            risk: deny,
+            reason: `the ${preset} preset denies ${list(deny)} tools`,
+          },
+        ]
+      : [],
+    ask: ask.length
+      ? [
+          {
+            id: `preset:${preset}:ask`,
+            risk: ask,
+            reason: `the ${preset} preset asks before ${list(ask)} tools`,
+          },
+        ]
+      : [],
   };
 }
 
 function list(risks: readonly RiskClass[]): string {
-  return risks.length === 1 ? risks[0]! : `${risks.slice(0, -1).join(', ')} and ${risks[risks.length - 1]}`;
+  return risks.length === 1
+    ? risks[0]!
+    : `${risks.slice(0, -1).join(', ')} and ${risks[risks.length - 1]}`;
 }

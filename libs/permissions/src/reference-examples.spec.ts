@@ -35,12 +35,20 @@ describe('the engine example (defaults.permissions and the operator profile)', (
 
   it('the hook has no verdict for https and the chain falls through (standard asks on network)', async () => {
     const d = await evaluatePermission(chain, httpFetch, { url: 'https://example.com' });
-    expect(d).toMatchObject({ verdict: 'ask', decidedBy: 'ask-rule', rule: { source: 'preset:standard' } });
+    expect(d).toMatchObject({
+      verdict: 'ask',
+      decidedBy: 'ask-rule',
+      rule: { source: 'preset:standard' },
+    });
   });
 
   it('destructive tools are denied by the engine rule', async () => {
     const d = await evaluatePermission(chain, { name: 'drop_table', risk: 'destructive' }, {});
-    expect(d).toMatchObject({ verdict: 'deny', decidedBy: 'deny-rule', rule: { source: 'engine', risk: 'destructive' } });
+    expect(d).toMatchObject({
+      verdict: 'deny',
+      decidedBy: 'deny-rule',
+      rule: { source: 'engine', risk: 'destructive' },
+    });
   });
 
   it('deploy_service and send_email ask by name; undeclared risk asks', async () => {
@@ -56,7 +64,10 @@ describe('the engine example (defaults.permissions and the operator profile)', (
   });
 
   it('searchIssues (read) is allowed by the terminal default', async () => {
-    expect(await evaluatePermission(chain, searchIssues, { q: 'bug' })).toMatchObject({ verdict: 'allow', decidedBy: 'default' });
+    expect(await evaluatePermission(chain, searchIssues, { q: 'bug' })).toMatchObject({
+      verdict: 'allow',
+      decidedBy: 'default',
+    });
   });
 });
 
@@ -72,26 +83,39 @@ describe('canUseTool example', () => {
   const chain = compilePermissionChain(permissions);
 
   it('an explicit allow overrides the needsApproval ask default', async () => {
-    expect(await evaluatePermission(chain, deployService, { service: 'docs-preview' })).toMatchObject({
+    expect(
+      await evaluatePermission(chain, deployService, { service: 'docs-preview' }),
+    ).toMatchObject({
       verdict: 'allow',
       decidedBy: 'canUseTool',
     });
   });
 
   it('denies other services', async () => {
-    expect(await evaluatePermission(chain, deployService, { service: 'api' })).toMatchObject({ verdict: 'deny', decidedBy: 'canUseTool' });
+    expect(await evaluatePermission(chain, deployService, { service: 'api' })).toMatchObject({
+      verdict: 'deny',
+      decidedBy: 'canUseTool',
+    });
   });
 
   it('allows every other tool', async () => {
-    expect(await evaluatePermission(chain, { name: 'other', needsApproval: true }, {})).toMatchObject({ verdict: 'allow' });
+    expect(
+      await evaluatePermission(chain, { name: 'other', needsApproval: true }, {}),
+    ).toMatchObject({ verdict: 'allow' });
   });
 });
 
 describe('terminal default', () => {
   it('is allow, unless the tool declares needsApproval: true, in which case the verdict is ask', async () => {
     const chain = compilePermissionChain();
-    expect(await evaluatePermission(chain, { name: 't' }, {})).toMatchObject({ verdict: 'allow', decidedBy: 'default' });
-    expect(await evaluatePermission(chain, { name: 't', needsApproval: true }, {})).toMatchObject({ verdict: 'ask', decidedBy: 'default' });
+    expect(await evaluatePermission(chain, { name: 't' }, {})).toMatchObject({
+      verdict: 'allow',
+      decidedBy: 'default',
+    });
+    expect(await evaluatePermission(chain, { name: 't', needsApproval: true }, {})).toMatchObject({
+      verdict: 'ask',
+      decidedBy: 'default',
+    });
   });
 });
 
@@ -113,7 +137,8 @@ describe('presets: the reference table exactly', () => {
         const tool = risk === 'undeclared' ? { name: 't' } : { name: 't', risk: risk as 'read' };
         const d = await evaluatePermission(chain, tool, {});
         expect(d.verdict).toBe(cells[i]);
-        if (cells[i] !== 'allow') expect(d.decidedBy).toBe(cells[i] === 'deny' ? 'deny-rule' : 'ask-rule');
+        if (cells[i] !== 'allow')
+          expect(d.decidedBy).toBe(cells[i] === 'deny' ? 'deny-rule' : 'ask-rule');
       });
     });
   }
@@ -125,14 +150,25 @@ describe('presets: the reference table exactly', () => {
   it('a needsApproval: true tool still asks under every preset', async () => {
     for (const preset of presets) {
       const chain = compilePermissionChain({}, { preset });
-      const d = await evaluatePermission(chain, { name: 't', risk: 'read', needsApproval: true }, {});
+      const d = await evaluatePermission(
+        chain,
+        { name: 't', risk: 'read', needsApproval: true },
+        {},
+      );
       expect(d.verdict).toBe('ask');
     }
   });
 
   it('preset rules are appended after your own rules in the same layers', () => {
-    const chain = compilePermissionChain({ ask: [{ tool: 'a' }] }, { ask: [{ tool: 'b' }], preset: 'strict' });
-    expect(chain.ask.map((r) => r.description.source)).toEqual(['engine', 'profile', 'preset:strict']);
+    const chain = compilePermissionChain(
+      { ask: [{ tool: 'a' }] },
+      { ask: [{ tool: 'b' }], preset: 'strict' },
+    );
+    expect(chain.ask.map((r) => r.description.source)).toEqual([
+      'engine',
+      'profile',
+      'preset:strict',
+    ]);
     expect(chain.deny.map((r) => r.description.source)).toEqual(['preset:strict']);
   });
 });
@@ -160,8 +196,14 @@ describe('shell command matching examples', () => {
   it("argv patterns appear in the chain as { tool: 'shell', argv: 'rm **' }", async () => {
     const chain = compilePermissionChain({ deny: [{ tool: 'shell', argv: 'rm **' }] });
     const shell = { name: 'shell', risk: 'execute' as const };
-    expect(await evaluatePermission(chain, shell, { command: 'rm -rf /' })).toMatchObject({ verdict: 'deny', decidedBy: 'deny-rule' });
-    expect(await evaluatePermission(chain, shell, { command: 'ls -la' })).toMatchObject({ verdict: 'allow', decidedBy: 'default' });
+    expect(await evaluatePermission(chain, shell, { command: 'rm -rf /' })).toMatchObject({
+      verdict: 'deny',
+      decidedBy: 'deny-rule',
+    });
+    expect(await evaluatePermission(chain, shell, { command: 'ls -la' })).toMatchObject({
+      verdict: 'allow',
+      decidedBy: 'default',
+    });
   });
 });
 
@@ -186,27 +228,50 @@ describe('dry-run evaluation example', () => {
 
 describe('subagent inheritance', () => {
   const engine: PermissionConfig = { deny: [{ risk: 'destructive' }] };
-  const parent = compilePermissionChain(engine, { deny: [{ tool: 'send_email' }] }, { profileName: 'orchestrator' });
+  const parent = compilePermissionChain(
+    engine,
+    { deny: [{ tool: 'send_email' }] },
+    { profileName: 'orchestrator' },
+  );
 
   it('is never implicit: without inheritPermissions a child gets its own profile plus the engine layer', async () => {
-    const child = compilePermissionChain(engine, { preset: 'open' }, { parent, profileName: 'worker' });
-    expect(await evaluatePermission(child, { name: 'send_email', risk: 'network' }, {})).toMatchObject({ verdict: 'allow' });
-    expect(await evaluatePermission(child, { name: 'rm', risk: 'destructive' }, {})).toMatchObject({ verdict: 'deny' });
+    const child = compilePermissionChain(
+      engine,
+      { preset: 'open' },
+      { parent, profileName: 'worker' },
+    );
+    expect(
+      await evaluatePermission(child, { name: 'send_email', risk: 'network' }, {}),
+    ).toMatchObject({ verdict: 'allow' });
+    expect(await evaluatePermission(child, { name: 'rm', risk: 'destructive' }, {})).toMatchObject({
+      verdict: 'deny',
+    });
   });
 
   it('inheritPermissions: true takes the parent chain, then the profile', async () => {
-    const child = compilePermissionChain(engine, { inheritPermissions: true, ask: [{ tool: 'x' }] }, { parent, profileName: 'worker' });
-    expect(await evaluatePermission(child, { name: 'send_email', risk: 'network' }, {})).toMatchObject({
+    const child = compilePermissionChain(
+      engine,
+      { inheritPermissions: true, ask: [{ tool: 'x' }] },
+      { parent, profileName: 'worker' },
+    );
+    expect(
+      await evaluatePermission(child, { name: 'send_email', risk: 'network' }, {}),
+    ).toMatchObject({
       verdict: 'deny',
       rule: { source: 'profile:orchestrator' },
     });
-    expect(await evaluatePermission(child, { name: 'x', risk: 'read' }, {})).toMatchObject({ verdict: 'ask', rule: { source: 'profile:worker' } });
+    expect(await evaluatePermission(child, { name: 'x', risk: 'read' }, {})).toMatchObject({
+      verdict: 'ask',
+      rule: { source: 'profile:worker' },
+    });
     // The engine layer is not added twice.
     expect(child.deny.filter((r) => r.description.source === 'engine')).toHaveLength(1);
   });
 
   it('defaults to false', async () => {
     const child = compilePermissionChain(engine, {}, { parent });
-    expect(await evaluatePermission(child, { name: 'send_email' }, {})).toMatchObject({ verdict: 'allow' });
+    expect(await evaluatePermission(child, { name: 'send_email' }, {})).toMatchObject({
+      verdict: 'allow',
+    });
   });
 });

@@ -57,7 +57,10 @@ export function analyseShellCommand(command: string, depth = 0): AnalysedSegment
     }
     const analysed = analyseSegment(seg.words, depth);
     if (changedBy !== undefined && analysed.segment.unmatchable === undefined) {
-      out[s] = unmatchableSegment(seg.words, `an earlier segment changes the shell's state (${changedBy})`);
+      out[s] = unmatchableSegment(
+        seg.words,
+        `an earlier segment changes the shell's state (${changedBy})`,
+      );
     } else {
       out[s] = analysed.segment;
     }
@@ -67,7 +70,12 @@ export function analyseShellCommand(command: string, depth = 0): AnalysedSegment
 }
 
 function unmatchableSegment(words: readonly ShellWord[], reason: string): AnalysedSegment {
-  return { words, allowMask: new Uint8Array(words.length), candidates: NO_CANDIDATES, unmatchable: reason };
+  return {
+    words,
+    allowMask: new Uint8Array(words.length),
+    candidates: NO_CANDIDATES,
+    unmatchable: reason,
+  };
 }
 
 function analyseSegment(
@@ -96,7 +104,12 @@ function analyseSegment(
   if (programIndex < 0) {
     // Only assignments and redirections: `X=1`, `> file`.
     fillMask(words, mask, programIndex, undefined);
-    const segment: AnalysedSegment = { words, allowMask: mask, candidates: [full], unmatchable: undefined };
+    const segment: AnalysedSegment = {
+      words,
+      allowMask: mask,
+      candidates: [full],
+      unmatchable: undefined,
+    };
     return { segment, changes: assignments > 0 ? 'variable assignment' : undefined };
   }
 
@@ -105,9 +118,11 @@ function analyseSegment(
   let reason: string | undefined;
   if (programWord.dynamic || programWord.glob) reason = 'the program name is not a literal';
   else if (program.length === 0) reason = 'empty program name';
-  else if (NON_PRINTABLE_ASCII.test(program)) reason = 'the program name contains non-ASCII or invisible characters';
+  else if (NON_PRINTABLE_ASCII.test(program))
+    reason = 'the program name contains non-ASCII or invisible characters';
   else if (SHELL_KEYWORDS.has(program)) reason = `shell keyword or compound command '${program}'`;
-  if (reason !== undefined) return { segment: unmatchableSegment(words, reason), changes: undefined };
+  if (reason !== undefined)
+    return { segment: unmatchableSegment(words, reason), changes: undefined };
 
   const base = basename(program);
   fillMask(words, mask, programIndex, base);
@@ -124,8 +139,12 @@ function analyseSegment(
     }
     if (candidates.length >= MAX_CANDIDATES) reason = 'too many wrapped commands to analyse';
   }
-  if (reason !== undefined) return { segment: unmatchableSegment(words, reason), changes: state.changes };
-  return { segment: { words, allowMask: mask, candidates, unmatchable: undefined }, changes: state.changes };
+  if (reason !== undefined)
+    return { segment: unmatchableSegment(words, reason), changes: state.changes };
+  return {
+    segment: { words, allowMask: mask, candidates, unmatchable: undefined },
+    changes: state.changes,
+  };
 }
 
 /** Adds `argv` (and its basename form, and any `sh -c` string's commands) to `out`. */
@@ -162,7 +181,12 @@ function addProgramCandidates(
 }
 
 /** Decides, per word, which allow-pattern tokens may stand for it. */
-function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: number, base: string | undefined): void {
+function fillMask(
+  words: readonly ShellWord[],
+  mask: Uint8Array,
+  programIndex: number,
+  base: string | undefined,
+): void {
   const sensitive = base === undefined ? undefined : sensitiveTokensOf(base);
   for (let k = 0; k < words.length; k++) {
     const w = words[k]!;
@@ -176,7 +200,9 @@ function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: n
       // A wildcard never stands for a dotfile target: `echo ** > *` does not allow `> ~/.bashrc`.
       // Nor for bash's network pseudo-files (`> /dev/tcp/host/port` sends data off the machine).
       mask[k] =
-        isDotfilePath(w.text) || NETWORK_PSEUDO_FILE.test(w.text) ? literal : literal | (literal ? one : 0) | MATCH_REST;
+        isDotfilePath(w.text) || NETWORK_PSEUDO_FILE.test(w.text)
+          ? literal
+          : literal | (literal ? one : 0) | MATCH_REST;
     } else if (programIndex < 0 || k <= programIndex) {
       // Leading assignments and the program itself are only ever matched literally.
       mask[k] = literal;

@@ -79,10 +79,23 @@ const DEL = 127;
  * approving a command cannot see them, and the shell does not treat them as separators.
  */
 const INVISIBLE_RANGES: ReadonlyArray<readonly [number, number]> = [
-  [0x0080, 0x00a0], [0x00ad, 0x00ad], [0x034f, 0x034f], [0x061c, 0x061c], [0x115f, 0x1160],
-  [0x17b4, 0x17b5], [0x180b, 0x180f], [0x2000, 0x200f], [0x2028, 0x202f], [0x205f, 0x206f],
-  [0x2800, 0x2800], [0x3000, 0x3000], [0x3164, 0x3164], [0xfe00, 0xfe0f], [0xfeff, 0xfeff],
-  [0xffa0, 0xffa0], [0xfff0, 0xfffb],
+  [0x0080, 0x00a0],
+  [0x00ad, 0x00ad],
+  [0x034f, 0x034f],
+  [0x061c, 0x061c],
+  [0x115f, 0x1160],
+  [0x17b4, 0x17b5],
+  [0x180b, 0x180f],
+  [0x2000, 0x200f],
+  [0x2028, 0x202f],
+  [0x205f, 0x206f],
+  [0x2800, 0x2800],
+  [0x3000, 0x3000],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xfff0, 0xfffb],
   // High surrogate of the tag characters (U+E0000..U+E007F).
   [0xdb40, 0xdb40],
 ];
@@ -113,7 +126,9 @@ function isDigit(c: number): boolean {
  */
 export function lexShell(src: string): LexedSegment[] {
   if (src.length > SHELL_LIMITS.maxCommandLength) {
-    return [{ words: [], unmatchable: `command longer than ${SHELL_LIMITS.maxCommandLength} characters` }];
+    return [
+      { words: [], unmatchable: `command longer than ${SHELL_LIMITS.maxCommandLength} characters` },
+    ];
   }
   const lexer = new Lexer(src);
   lexer.run();
@@ -156,7 +171,8 @@ class Lexer {
     if (m !== null && (this.firstQuoted < 0 || m[0].length <= this.firstQuoted)) assignment = true;
     // Quoted text that looks like shell code may be evaluated later by the program (array
     // subscripts in `printf -v`, `read`, `declare`, `[[ -eq ]]`, `trap`, ...): never match it.
-    if (text.includes('$(') || text.includes('`')) this.flag('text that contains command substitution');
+    if (text.includes('$(') || text.includes('`'))
+      this.flag('text that contains command substitution');
     if (this.words.length >= SHELL_LIMITS.maxWords) this.flag('too many words to analyse');
     else {
       this.words.push({
@@ -188,7 +204,10 @@ class Lexer {
       if (this.segments.length >= SHELL_LIMITS.maxSegments) {
         const last = this.segments[this.segments.length - 1];
         if (last !== undefined && last.unmatchable === undefined) {
-          this.segments[this.segments.length - 1] = { words: last.words, unmatchable: 'too many segments to analyse' };
+          this.segments[this.segments.length - 1] = {
+            words: last.words,
+            unmatchable: 'too many segments to analyse',
+          };
         }
       } else {
         this.segments.push({ words: this.words, unmatchable: this.bad });
@@ -207,7 +226,15 @@ class Lexer {
   private pushRedirect(op: string): void {
     this.endWord();
     if (this.expectTarget) this.flag('redirection without a target');
-    this.words.push({ text: op, redirect: true, redirectTarget: false, dynamic: false, splits: false, glob: false, assignment: false });
+    this.words.push({
+      text: op,
+      redirect: true,
+      redirectTarget: false,
+      dynamic: false,
+      splits: false,
+      glob: false,
+      assignment: false,
+    });
     this.expectTarget = true;
   }
 
@@ -298,9 +325,22 @@ class Lexer {
     for (; i < n; i++) {
       const c = src.charCodeAt(i);
       if (
-        c === SPACE || c === TAB || c === LF || c === CR || c === SEMI || c === AMP || c === PIPE ||
-        c === LPAREN || c === RPAREN || c === LT || c === GT || c === SQUOTE || c === DQUOTE ||
-        c === BACKSLASH || c === BACKTICK || c === DOLLAR
+        c === SPACE ||
+        c === TAB ||
+        c === LF ||
+        c === CR ||
+        c === SEMI ||
+        c === AMP ||
+        c === PIPE ||
+        c === LPAREN ||
+        c === RPAREN ||
+        c === LT ||
+        c === GT ||
+        c === SQUOTE ||
+        c === DQUOTE ||
+        c === BACKSLASH ||
+        c === BACKTICK ||
+        c === DOLLAR
       ) {
         break;
       }
@@ -336,7 +376,10 @@ class Lexer {
       // A line continuation. Between words it is whitespace; inside a word it joins two pieces of
       // text into one token that no reviewer sees as such.
       const after = src.charCodeAt(this.i + 2);
-      if (this.inWord || !(Number.isNaN(after) || after === SPACE || after === TAB || after === LF)) {
+      if (
+        this.inWord ||
+        !(Number.isNaN(after) || after === SPACE || after === TAB || after === LF)
+      ) {
         this.flag('line continuation inside a word');
       }
       this.i += 2;
@@ -424,7 +467,9 @@ class Lexer {
     const next = src.charCodeAt(start + 1);
     this.inWord = true;
     if (next === LPAREN) {
-      this.flag(src.charCodeAt(start + 2) === LPAREN ? 'arithmetic expansion' : 'command substitution');
+      this.flag(
+        src.charCodeAt(start + 2) === LPAREN ? 'arithmetic expansion' : 'command substitution',
+      );
       const end = findClosing(src, start + 1, LPAREN, RPAREN);
       this.text += src.slice(start, end);
       this.dynamic = true;
@@ -475,8 +520,16 @@ class Lexer {
       this.i = j;
       return;
     }
-    if (isDigit(next) || next === 64 || next === STAR || next === HASH || next === QUESTION ||
-        next === DOLLAR || next === BANG || next === 45) {
+    if (
+      isDigit(next) ||
+      next === 64 ||
+      next === STAR ||
+      next === HASH ||
+      next === QUESTION ||
+      next === DOLLAR ||
+      next === BANG ||
+      next === 45
+    ) {
       this.text += src.slice(start, start + 2);
       this.dynamic = true;
       if (!inDouble || next === 64) this.splits = true;
@@ -539,8 +592,19 @@ class Lexer {
       if (j === this.i && src.charCodeAt(j) === 45) j++;
       if (j > this.i) {
         const ch = src.charCodeAt(j);
-        if (Number.isNaN(ch) || ch === SPACE || ch === TAB || ch === LF || ch === CR || ch === SEMI ||
-            ch === AMP || ch === PIPE || ch === LT || ch === GT || ch === RPAREN) {
+        if (
+          Number.isNaN(ch) ||
+          ch === SPACE ||
+          ch === TAB ||
+          ch === LF ||
+          ch === CR ||
+          ch === SEMI ||
+          ch === AMP ||
+          ch === PIPE ||
+          ch === LT ||
+          ch === GT ||
+          ch === RPAREN
+        ) {
           this.endWord();
           this.words.push({
             text: prefix + op + src.slice(this.i, j),

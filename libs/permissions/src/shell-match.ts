@@ -1,6 +1,11 @@
 import { ConfigError } from '@toolgate/contracts';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
-import { compileShellPattern, matchesStrictly, segmentMatchesAny, type ShellPattern } from './shell-pattern';
+import {
+  compileShellPattern,
+  matchesStrictly,
+  segmentMatchesAny,
+  type ShellPattern,
+} from './shell-pattern';
 
 /** The three pattern tables of {@link matchShellCommand}. */
 export interface ShellPatternTables {
@@ -63,7 +68,8 @@ function cachedPattern(source: string): ShellPattern {
 
 function compileList(list: readonly string[] | undefined, table: string): ShellPattern[] {
   if (list === undefined) return [];
-  if (!Array.isArray(list)) throw new ConfigError(`shell ${table} patterns must be an array of strings`);
+  if (!Array.isArray(list))
+    throw new ConfigError(`shell ${table} patterns must be an array of strings`);
   return list.map(cachedPattern);
 }
 
@@ -93,7 +99,12 @@ export function explainShellCommand(command: string, tables: ShellPatternTables)
   );
 }
 
-function decide(command: string, allow: ShellPattern[], ask: ShellPattern[], deny: ShellPattern[]): ShellVerdict {
+function decide(
+  command: string,
+  allow: ShellPattern[],
+  ask: ShellPattern[],
+  deny: ShellPattern[],
+): ShellVerdict {
   if (typeof command !== 'string') return 'ask';
   const segments = analyseShellCommand(command);
   if (segments.length === 0) return 'ask';
@@ -106,13 +117,24 @@ function decide(command: string, allow: ShellPattern[], ask: ShellPattern[], den
   return verdict;
 }
 
-function explain(command: string, allow: ShellPattern[], ask: ShellPattern[], deny: ShellPattern[]): ShellDecision {
+function explain(
+  command: string,
+  allow: ShellPattern[],
+  ask: ShellPattern[],
+  deny: ShellPattern[],
+): ShellDecision {
   if (typeof command !== 'string') {
-    return { verdict: 'ask', segments: [{ argv: [], verdict: 'ask', reason: 'the command is not a string' }] };
+    return {
+      verdict: 'ask',
+      segments: [{ argv: [], verdict: 'ask', reason: 'the command is not a string' }],
+    };
   }
   const segments = analyseShellCommand(command).map((seg) => decideSegment(seg, allow, ask, deny));
   if (segments.length === 0) {
-    return { verdict: 'ask', segments: [{ argv: [], verdict: 'ask', reason: 'the command is empty' }] };
+    return {
+      verdict: 'ask',
+      segments: [{ argv: [], verdict: 'ask', reason: 'the command is empty' }],
+    };
   }
   let verdict: ShellVerdict = 'allow';
   for (const s of segments) if (RANK[s.verdict] > RANK[verdict]) verdict = s.verdict;
@@ -130,13 +152,20 @@ function decideSegment(
     return { argv, verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
   }
   const denied = segmentMatchesAny(deny, segment);
-  if (denied !== undefined) return { argv, verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
+  if (denied !== undefined)
+    return { argv, verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
   const asked = segmentMatchesAny(ask, segment);
-  if (asked !== undefined) return { argv, verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
+  if (asked !== undefined)
+    return { argv, verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
   for (let p = 0; p < allow.length; p++) {
     const pattern = allow[p]!;
     if (matchesStrictly(pattern, segment)) {
-      return { argv, verdict: 'allow', pattern: pattern.source, reason: 'matches an allow pattern' };
+      return {
+        argv,
+        verdict: 'allow',
+        pattern: pattern.source,
+        reason: 'matches an allow pattern',
+      };
     }
   }
   return { argv, verdict: 'ask', reason: 'matches no allow pattern' };

@@ -24,11 +24,18 @@ export interface ShellPattern {
  */
 export function compileShellPattern(source: string): ShellPattern {
   const fail = (why: string): never => {
-    throw new ConfigError(`invalid shell pattern ${JSON.stringify(source)}: ${why}`, { details: { pattern: source } });
+    throw new ConfigError(`invalid shell pattern ${JSON.stringify(source)}: ${why}`, {
+      details: { pattern: source },
+    });
   };
   if (typeof source !== 'string') fail('a pattern is a string');
   const segments = lexShell(source);
-  if (segments.length !== 1) fail(segments.length === 0 ? 'the pattern is empty' : 'a pattern is one simple command, without separators');
+  if (segments.length !== 1)
+    fail(
+      segments.length === 0
+        ? 'the pattern is empty'
+        : 'a pattern is one simple command, without separators',
+    );
   const seg = segments[0]!;
   if (seg.unmatchable !== undefined) fail(seg.unmatchable);
   const tokens: PatternToken[] = [];
@@ -40,7 +47,10 @@ export function compileShellPattern(source: string): ShellPattern {
     if (w.glob) {
       if (w.text === '*') tokens.push({ kind: 'one' });
       else if (w.text === '**') rest = true;
-      else fail(`'${w.text}': wildcards are whole tokens ('*' or '**'); quote the token to match it literally`);
+      else
+        fail(
+          `'${w.text}': wildcards are whole tokens ('*' or '**'); quote the token to match it literally`,
+        );
     } else {
       tokens.push({ kind: 'literal', text: w.text, redirect: w.redirect });
     }
@@ -89,7 +99,10 @@ export function matchesLoosely(pattern: ShellPattern, argv: readonly string[]): 
 }
 
 /** Whether any candidate of `segment` matches any of `patterns` loosely. */
-export function segmentMatchesAny(patterns: readonly ShellPattern[], segment: AnalysedSegment): ShellPattern | undefined {
+export function segmentMatchesAny(
+  patterns: readonly ShellPattern[],
+  segment: AnalysedSegment,
+): ShellPattern | undefined {
   const candidates = segment.candidates;
   for (let p = 0; p < patterns.length; p++) {
     const pattern = patterns[p]!;

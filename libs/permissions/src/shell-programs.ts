@@ -7,20 +7,64 @@
 
 /** Reserved words and compound-command openers: a segment starting with one is not a simple command. */
 export const SHELL_KEYWORDS: ReadonlySet<string> = new Set([
-  'if', 'then', 'else', 'elif', 'fi', 'for', 'while', 'until', 'do', 'done', 'case', 'esac',
-  'select', 'function', 'in', '{', '}', '[[', ']]', '((', '!', 'coproc',
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'for',
+  'while',
+  'until',
+  'do',
+  'done',
+  'case',
+  'esac',
+  'select',
+  'function',
+  'in',
+  '{',
+  '}',
+  '[[',
+  ']]',
+  '((',
+  '!',
+  'coproc',
 ]);
 
 /** Programs that evaluate a string as shell code (or arithmetic) at some later point. */
-export const CODE_EVALUATORS: ReadonlySet<string> = new Set(['eval', 'trap', 'let', 'fc', 'bind', 'complete', 'compgen']);
+export const CODE_EVALUATORS: ReadonlySet<string> = new Set([
+  'eval',
+  'trap',
+  'let',
+  'fc',
+  'bind',
+  'complete',
+  'compgen',
+]);
 
 /**
  * Builtins that change the shell's own state (variables, functions, aliases, options), so the
  * segments after them no longer mean what they say: `export PATH=/tmp/evil; ls`.
  */
 export const ENVIRONMENT_CHANGERS: ReadonlySet<string> = new Set([
-  'export', 'declare', 'typeset', 'local', 'readonly', 'alias', 'unalias', 'set', 'shopt', 'enable',
-  'hash', 'source', '.', 'read', 'mapfile', 'readarray', 'getopts', 'unset',
+  'export',
+  'declare',
+  'typeset',
+  'local',
+  'readonly',
+  'alias',
+  'unalias',
+  'set',
+  'shopt',
+  'enable',
+  'hash',
+  'source',
+  '.',
+  'read',
+  'mapfile',
+  'readarray',
+  'getopts',
+  'unset',
 ]);
 
 /**
@@ -29,17 +73,87 @@ export const ENVIRONMENT_CHANGERS: ReadonlySet<string> = new Set([
  * inner program never covers the wrapper, because allow patterns see the whole argv.
  */
 export const WRAPPERS: ReadonlySet<string> = new Set([
-  'env', 'command', 'builtin', 'exec', 'nice', 'nohup', 'time', 'timeout', 'stdbuf', 'xargs', 'sudo',
-  'doas', 'su', 'runuser', 'pkexec', 'setsid', 'ionice', 'chrt', 'taskset', 'numactl', 'flock',
-  'chroot', 'unshare', 'nsenter', 'strace', 'ltrace', 'valgrind', 'unbuffer', 'firejail', 'bwrap',
-  'systemd-run', 'caffeinate', 'watch', 'script', 'entr', 'parallel', 'find', 'busybox', 'toybox',
-  'proxychains', 'proxychains4', 'torsocks', 'catchsegv', 'faketime', 'fakeroot', 'cpulimit',
-  'prlimit', 'sg', 'newgrp', 'npx', 'pnpx', 'bunx', 'uvx', 'pipx', 'dbus-launch', 'xvfb-run',
-  'ssh', 'scl', 'with-contenv', 's6-setuidgid', 'setpriv', 'chpst', 'daemonize', 'start-stop-daemon',
+  'env',
+  'command',
+  'builtin',
+  'exec',
+  'nice',
+  'nohup',
+  'time',
+  'timeout',
+  'stdbuf',
+  'xargs',
+  'sudo',
+  'doas',
+  'su',
+  'runuser',
+  'pkexec',
+  'setsid',
+  'ionice',
+  'chrt',
+  'taskset',
+  'numactl',
+  'flock',
+  'chroot',
+  'unshare',
+  'nsenter',
+  'strace',
+  'ltrace',
+  'valgrind',
+  'unbuffer',
+  'firejail',
+  'bwrap',
+  'systemd-run',
+  'caffeinate',
+  'watch',
+  'script',
+  'entr',
+  'parallel',
+  'find',
+  'busybox',
+  'toybox',
+  'proxychains',
+  'proxychains4',
+  'torsocks',
+  'catchsegv',
+  'faketime',
+  'fakeroot',
+  'cpulimit',
+  'prlimit',
+  'sg',
+  'newgrp',
+  'npx',
+  'pnpx',
+  'bunx',
+  'uvx',
+  'pipx',
+  'dbus-launch',
+  'xvfb-run',
+  'ssh',
+  'scl',
+  'with-contenv',
+  's6-setuidgid',
+  'setpriv',
+  'chpst',
+  'daemonize',
+  'start-stop-daemon',
 ]);
 
 /** Shells: `-c STRING` runs STRING as a command, which is analysed like the outer one. */
-const SHELLS: ReadonlySet<string> = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'mksh', 'ash', 'fish', 'csh', 'tcsh', 'yash', 'rbash']);
+const SHELLS: ReadonlySet<string> = new Set([
+  'sh',
+  'bash',
+  'zsh',
+  'dash',
+  'ksh',
+  'mksh',
+  'ash',
+  'fish',
+  'csh',
+  'tcsh',
+  'yash',
+  'rbash',
+]);
 
 const SHELL_COMMAND_OPTION = /^-[A-Za-z]*c[A-Za-z]*$/;
 
@@ -99,15 +213,30 @@ export function commandString(program: string, argv: readonly string[]): string 
  */
 const INLINE_CODE_OPTIONS: ReadonlyArray<readonly [RegExp, RegExp]> = [
   [/^(?:python[0-9.]*|pypy[0-9.]*)$/, /^-[A-Za-z]*c|^--command/],
-  [/^(?:node|nodejs|bun|deno|tsx|ts-node)$/, /^(?:-[A-Za-z]*[ep]|--eval|--print|-r$|--require|--import|--loader|--experimental-loader|eval$)/],
+  [
+    /^(?:node|nodejs|bun|deno|tsx|ts-node)$/,
+    /^(?:-[A-Za-z]*[ep]|--eval|--print|-r$|--require|--import|--loader|--experimental-loader|eval$)/,
+  ],
   [/^perl[0-9.]*$/, /^-[A-Za-z]*[eEMm]|^-[A-Za-z]*x/],
   [/^(?:ruby|irb|jruby)$/, /^-[A-Za-z]*[erI]/],
   [/^php[0-9.]*$/, /^-[A-Za-z]*[rRBEFd]/],
-  [/^(?:lua|luajit|Rscript|R|osascript|tclsh|wish|julia|groovy|scala|kotlin|elixir|erl|swift|pwsh|powershell)$/, /^-|^--/],
-  [/^(?:sh|bash|zsh|dash|ksh|mksh|ash|fish|csh|tcsh|yash|rbash)$/, /^-[A-Za-z]*c|^--command|^--init-file|^--rcfile|^-[A-Za-z]*O/],
+  [
+    /^(?:lua|luajit|Rscript|R|osascript|tclsh|wish|julia|groovy|scala|kotlin|elixir|erl|swift|pwsh|powershell)$/,
+    /^-|^--/,
+  ],
+  [
+    /^(?:sh|bash|zsh|dash|ksh|mksh|ash|fish|csh|tcsh|yash|rbash)$/,
+    /^-[A-Za-z]*c|^--command|^--init-file|^--rcfile|^-[A-Za-z]*O/,
+  ],
   [/^(?:find|gfind)$/, /^-(?:exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/],
-  [/^git$/, /^(?:-c|--config-env|--exec-path|--upload-pack|--receive-pack|-u$|--exec|--git-dir|--work-tree|--namespace|--super-prefix)/],
-  [/^(?:tar|gtar|bsdtar)$/, /^(?:--checkpoint-action|--to-command|--use-compress-program|--info-script|--new-volume-script|--rsh-command|-I$|-F$|-[A-Za-z]*[IF]$)/],
+  [
+    /^git$/,
+    /^(?:-c|--config-env|--exec-path|--upload-pack|--receive-pack|-u$|--exec|--git-dir|--work-tree|--namespace|--super-prefix)/,
+  ],
+  [
+    /^(?:tar|gtar|bsdtar)$/,
+    /^(?:--checkpoint-action|--to-command|--use-compress-program|--info-script|--new-volume-script|--rsh-command|-I$|-F$|-[A-Za-z]*[IF]$)/,
+  ],
   [/^rsync$/, /^(?:-e$|--rsh|--rsync-path|-[A-Za-z]*e$)/],
   [/^(?:ssh|scp|sftp)$/, /^(?:-o|-F|-S|-J|-W|-L|-R|-D|ProxyCommand)/],
   [/^(?:zip|unzip)$/, /^(?:-TT|--unzip-command|-T$)/],
@@ -115,13 +244,23 @@ const INLINE_CODE_OPTIONS: ReadonlyArray<readonly [RegExp, RegExp]> = [
   [/^(?:make|gmake)$/, /^(?:--eval|-E$|SHELL=|-f$|--file|--makefile|-C$|--directory)/],
   [/^(?:less|more|man)$/, /^(?:-P|--prompt|-p$|--pager|-H$|--html)/],
   [/^(?:sed|gsed)$/, /^(?:-i|--in-place|-f$|--file|-[A-Za-z]*[if])/],
-  [/^(?:curl|wget)$/, /^(?:-o$|-O$|--output|-K$|--config|--upload-file|-T$|-d$|--data|-F$|--form|-x$|--proxy|-e$|--execute|--post-file|--post-data|-[A-Za-z]*[oOKT]$)/],
-  [/^(?:npm|pnpm|yarn)$/, /^(?:exec$|x$|dlx$|-c$|--call|--node-options|--script-shell|--userconfig|--prefix)/],
-  [/^(?:docker|podman|kubectl)$/, /^(?:-H$|--host|--privileged|-v$|--volume|--mount|--pid|--network|--cap-add|--security-opt|--device|-u$|--user|--entrypoint|exec$|run$)/],
+  [
+    /^(?:curl|wget)$/,
+    /^(?:-o$|-O$|--output|-K$|--config|--upload-file|-T$|-d$|--data|-F$|--form|-x$|--proxy|-e$|--execute|--post-file|--post-data|-[A-Za-z]*[oOKT]$)/,
+  ],
+  [
+    /^(?:npm|pnpm|yarn)$/,
+    /^(?:exec$|x$|dlx$|-c$|--call|--node-options|--script-shell|--userconfig|--prefix)/,
+  ],
+  [
+    /^(?:docker|podman|kubectl)$/,
+    /^(?:-H$|--host|--privileged|-v$|--volume|--mount|--pid|--network|--cap-add|--security-opt|--device|-u$|--user|--entrypoint|exec$|run$)/,
+  ],
 ];
 
 /** Programs whose every argument is code (awk programs call `system()`); wildcards never match them. */
-const ALL_ARGUMENTS_ARE_CODE = /^(?:awk|gawk|mawk|nawk|busybox|dc|bc|jq|yq|expect|gdb|sqlite3|psql|mysql)$/;
+const ALL_ARGUMENTS_ARE_CODE =
+  /^(?:awk|gawk|mawk|nawk|busybox|dc|bc|jq|yq|expect|gdb|sqlite3|psql|mysql)$/;
 
 /** A predicate telling which argument tokens of `program` no wildcard may stand for. */
 export type SensitiveToken = (token: string) => boolean;

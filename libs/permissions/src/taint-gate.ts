@@ -1,5 +1,10 @@
 import type { Taint } from '@toolgate/contracts';
-import { compileExpression, type CompiledExpression, type ExpressionContext, type ExpressionFacts } from './expression-rules';
+import {
+  compileExpression,
+  type CompiledExpression,
+  type ExpressionContext,
+  type ExpressionFacts,
+} from './expression-rules';
 import { compileHostPattern, matchHost, type HostPattern } from './domain-match';
 import type { TaintPolicy } from './policy-document';
 import type { MatchedRule, PermissionDiagnostic } from './permission-types';
@@ -26,22 +31,34 @@ export interface TaintGate {
   readonly exceptions: readonly CompiledException[];
 }
 
-export const EMPTY_TAINT_GATE: TaintGate = { egressTools: new Set(), allowlist: [], exceptions: [] };
+export const EMPTY_TAINT_GATE: TaintGate = {
+  egressTools: new Set(),
+  allowlist: [],
+  exceptions: [],
+};
 
 /** Adds a layer's taint policy to a gate. @throws ConfigError on a bad expression or host pattern */
-export function extendTaintGate(gate: TaintGate, policy: TaintPolicy | undefined, source: string): TaintGate {
+export function extendTaintGate(
+  gate: TaintGate,
+  policy: TaintPolicy | undefined,
+  source: string,
+): TaintGate {
   if (policy === undefined) return gate;
   const egressTools = new Set(gate.egressTools);
   for (const t of policy.egressTools ?? []) egressTools.add(t);
   const allowlist = [...gate.allowlist];
   for (const e of policy.allowlist ?? []) {
-    const host = e.target !== undefined && e.target.startsWith('*') ? compileHostPattern(e.target) : undefined;
+    const host =
+      e.target !== undefined && e.target.startsWith('*') ? compileHostPattern(e.target) : undefined;
     allowlist.push({ tool: e.tool, target: e.target, host, rank: TAINT_RANK[e.taint] });
   }
   const exceptions = [...gate.exceptions];
   (policy.exceptions ?? []).forEach((x, index) => {
     const description: MatchedRule = { source, kind: 'taint-exception', index, ...x };
-    exceptions.push({ description, expr: compileExpression(x.when, `${source} taint exception ${x.id ?? index}`) });
+    exceptions.push({
+      description,
+      expr: compileExpression(x.when, `${source} taint exception ${x.id ?? index}`),
+    });
   });
   return { egressTools, allowlist, exceptions };
 }
@@ -63,7 +80,11 @@ export interface TaintQuery {
  * allowlist entry and no exception expression letting it through. Exception errors keep the gate
  * closed and are reported.
  */
-export function taintGateCloses(gate: TaintGate, q: TaintQuery, diagnostics: PermissionDiagnostic[]): boolean {
+export function taintGateCloses(
+  gate: TaintGate,
+  q: TaintQuery,
+  diagnostics: PermissionDiagnostic[],
+): boolean {
   if (q.taint === undefined || !q.isEgress) return false;
   const taintRank = TAINT_RANK[q.taint];
   if (TAINT_RANK[q.clearance ?? 'public'] >= taintRank) return false;
@@ -78,7 +99,8 @@ export function taintGateCloses(gate: TaintGate, q: TaintQuery, diagnostics: Per
   }
   for (const x of gate.exceptions) {
     const r = x.expr.evaluate(q.facts(), q);
-    if (r.error !== undefined) diagnostics.push({ kind: 'taint-exception-error', rule: x.description, message: r.error });
+    if (r.error !== undefined)
+      diagnostics.push({ kind: 'taint-exception-error', rule: x.description, message: r.error });
     else if (r.value) return false;
   }
   return true;

@@ -1,3 +1,9 @@
-export { StoredPolicySchema, validateStoredPolicy, type StoredPolicy, type RemoteClosure, type RemoteLayer } from './stored-policy';
+export {
+  StoredPolicySchema,
+  validateStoredPolicy,
+  type StoredPolicy,
+  type RemoteClosure,
+  type RemoteLayer,
+} from './stored-policy';
 export { remoteHook, remoteCanUseTool, type RemoteHookRequest } from './remote-closures';
 export { PolicyRuntime, type CallFacts, type RevisionedDecision } from './policy-runtime';

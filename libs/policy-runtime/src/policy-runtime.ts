@@ -1,5 +1,13 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, ToolgateError, type AgentRef, type Isolation, type Subjects, type Taint, type ToolRef } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  ToolgateError,
+  type AgentRef,
+  type Isolation,
+  type Subjects,
+  type Taint,
+  type ToolRef,
+} from '@toolgate/contracts';
 import {
   checkFetchHost,
   compilePolicyDocument,
@@ -12,7 +20,12 @@ import {
 } from '@toolgate/permissions';
 import type { PolicyStore } from '@toolgate/registry';
 import { remoteCanUseTool, remoteHook } from './remote-closures';
-import { separationOfDuties, StoredPolicySchema, type RemoteLayer, type StoredPolicy } from './stored-policy';
+import {
+  separationOfDuties,
+  StoredPolicySchema,
+  type RemoteLayer,
+  type StoredPolicy,
+} from './stored-policy';
 
 /** The facts of one call that the chain decides on. */
 export interface CallFacts {
@@ -53,7 +66,10 @@ export class PolicyRuntime {
   ) {}
 
   /** The chain for a tenant and profile at the current revision. Unknown profiles throw (callers fail closed). */
-  chainFor(tenant: string, profile: string | undefined): { chain: PermissionChain; revision: number; separationOfDuties: boolean } {
+  chainFor(
+    tenant: string,
+    profile: string | undefined,
+  ): { chain: PermissionChain; revision: number; separationOfDuties: boolean } {
     const current = this.compiled(tenant);
     return {
       chain: current.compiled.chainFor(profile),
@@ -92,14 +108,21 @@ export class PolicyRuntime {
     const parsed = StoredPolicySchema.safeParse(document);
     if (!parsed.success) {
       // Stored documents were validated when put; one that no longer parses denies everything.
-      throw new ToolgateError(ErrorCode.Config, 'the stored policy does not parse; every call is denied until it is fixed');
+      throw new ToolgateError(
+        ErrorCode.Config,
+        'the stored policy does not parse; every call is denied until it is fixed',
+      );
     }
     const policy = parsed.data;
     const { remote, approvals: _approvals, ...doc } = policy;
     const engineTimeout = doc.engine.hookTimeoutMs ?? DEFAULT_HOOK_TIMEOUT_MS;
     const profiles: Record<string, LayerClosures> = {};
     for (const [name, layer] of Object.entries(remote?.profiles ?? {})) {
-      profiles[name] = this.closures(tenant, layer, doc.profiles[name]?.hookTimeoutMs ?? engineTimeout);
+      profiles[name] = this.closures(
+        tenant,
+        layer,
+        doc.profiles[name]?.hookTimeoutMs ?? engineTimeout,
+      );
     }
     const compiled = compilePolicyDocument(doc, {
       ...(remote?.engine ? { engine: this.closures(tenant, remote.engine, engineTimeout) } : {}),
@@ -112,8 +135,22 @@ export class PolicyRuntime {
 
   private closures(tenant: string, layer: RemoteLayer, timeoutMs: number): LayerClosures {
     return {
-      ...(layer.hooks ? { hooks: layer.hooks.map((h) => remoteHook(this.nc, this.subjects, tenant, h, timeoutMs)) } : {}),
-      ...(layer.canUseTool ? { canUseTool: remoteCanUseTool(this.nc, this.subjects, tenant, layer.canUseTool, timeoutMs) } : {}),
+      ...(layer.hooks
+        ? {
+            hooks: layer.hooks.map((h) => remoteHook(this.nc, this.subjects, tenant, h, timeoutMs)),
+          }
+        : {}),
+      ...(layer.canUseTool
+        ? {
+            canUseTool: remoteCanUseTool(
+              this.nc,
+              this.subjects,
+              tenant,
+              layer.canUseTool,
+              timeoutMs,
+            ),
+          }
+        : {}),
     };
   }
 }

@@ -1,10 +1,16 @@
 import { z } from 'zod';
 import { ConfigError, SUBJECT_TOKEN_PATTERN } from '@toolgate/contracts';
-import { parsePolicyDocument, PolicyDocumentSchema, type PolicyDocument } from '@toolgate/permissions';
+import {
+  parsePolicyDocument,
+  PolicyDocumentSchema,
+  type PolicyDocument,
+} from '@toolgate/permissions';
 
 /** A hook (or canUseTool) served by a team's service on `subjects.hook(tenant, name)`. */
 const RemoteClosureSchema = z.strictObject({
-  name: z.string().regex(SUBJECT_TOKEN_PATTERN, 'remote hook names are subject tokens ([A-Za-z0-9_-])'),
+  name: z
+    .string()
+    .regex(SUBJECT_TOKEN_PATTERN, 'remote hook names are subject tokens ([A-Za-z0-9_-])'),
   /** Deadline for the answer; a late or missing answer denies. Default: the layer's hookTimeoutMs. */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
 });
@@ -26,7 +32,9 @@ export const StoredPolicySchema = PolicyDocumentSchema.extend({
   approvals: z
     .strictObject({
       separationOfDuties: z.boolean().optional(),
-      profiles: z.record(z.string(), z.strictObject({ separationOfDuties: z.boolean().optional() })).optional(),
+      profiles: z
+        .record(z.string(), z.strictObject({ separationOfDuties: z.boolean().optional() }))
+        .optional(),
     })
     .optional(),
   remote: z
@@ -45,14 +53,21 @@ export type StoredPolicy = z.output<typeof StoredPolicySchema>;
 export function validateStoredPolicy(document: unknown): StoredPolicy {
   const parsed = StoredPolicySchema.safeParse(document);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
-    throw new ConfigError(`policy: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
-      details: { issues },
-    });
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
+    throw new ConfigError(
+      `policy: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      {
+        details: { issues },
+      },
+    );
   }
   const policy = parsed.data;
   for (const name of Object.keys(policy.remote?.profiles ?? {})) {
-    if (!(name in policy.profiles)) throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
+    if (!(name in policy.profiles))
+      throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
   }
   const { remote: _remote, approvals: _approvals, ...permissions } = policy;
   parsePolicyDocument(permissions);
@@ -63,6 +78,7 @@ export type { PolicyDocument };
 
 /** Whether separation of duties applies to a profile's approvals (the profile's setting wins). */
 export function separationOfDuties(policy: StoredPolicy, profile: string | undefined): boolean {
-  const own = profile === undefined ? undefined : policy.approvals?.profiles?.[profile]?.separationOfDuties;
+  const own =
+    profile === undefined ? undefined : policy.approvals?.profiles?.[profile]?.separationOfDuties;
   return own ?? policy.approvals?.separationOfDuties ?? false;
 }

@@ -30,7 +30,10 @@ export class KvCache<T> {
     parse: (raw: unknown) => T | null,
     options: { history?: number; replicas?: number } = {},
   ): Promise<KvCache<T>> {
-    const kv = await new Kvm(nc).create(bucket, { history: options.history ?? 5, replicas: options.replicas ?? 1 });
+    const kv = await new Kvm(nc).create(bucket, {
+      history: options.history ?? 5,
+      replicas: options.replicas ?? 1,
+    });
     const cache = new KvCache<T>(kv, parse);
     await cache.start();
     return cache;

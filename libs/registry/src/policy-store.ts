@@ -18,9 +18,18 @@ const encoder = new TextEncoder();
 export class PolicyStore {
   private constructor(private readonly cache: KvCache<Record<string, unknown>>) {}
 
-  static async open(nc: NatsConnection, subjects: Subjects, options: { replicas?: number } = {}): Promise<PolicyStore> {
-    const cache = await KvCache.open<Record<string, unknown>>(nc, subjects.policyBucket, (raw) =>
-      typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null,
+  static async open(
+    nc: NatsConnection,
+    subjects: Subjects,
+    options: { replicas?: number } = {},
+  ): Promise<PolicyStore> {
+    const cache = await KvCache.open<Record<string, unknown>>(
+      nc,
+      subjects.policyBucket,
+      (raw) =>
+        typeof raw === 'object' && raw !== null && !Array.isArray(raw)
+          ? (raw as Record<string, unknown>)
+          : null,
       options,
     );
     return new PolicyStore(cache);
@@ -28,14 +37,20 @@ export class PolicyStore {
 
   get(tenant: string): PolicyAtRevision {
     const entry = this.cache.get(tenant);
-    return entry ? { revision: entry.revision, document: entry.value } : { revision: 0, document: {} };
+    return entry
+      ? { revision: entry.revision, document: entry.value }
+      : { revision: 0, document: {} };
   }
 
   /**
    * Stores a (validated) document. With `expectedRevision`, fails with `conflict` unless the
    * current revision is that one (0: none stored yet).
    */
-  async put(tenant: string, document: Record<string, unknown>, expectedRevision?: number): Promise<number> {
+  async put(
+    tenant: string,
+    document: Record<string, unknown>,
+    expectedRevision?: number,
+  ): Promise<number> {
     assertSubjectToken('tenant', tenant);
     const body = encoder.encode(JSON.stringify(document));
     let revision: number;
@@ -45,10 +60,14 @@ export class PolicyStore {
       else revision = await this.cache.kv.update(tenant, body, expectedRevision);
     } catch (cause) {
       if (expectedRevision === undefined) throw cause;
-      throw new ToolgateError(ErrorCode.Conflict, `policy changed since revision ${expectedRevision}`, {
-        details: { expectedRevision, currentRevision: this.get(tenant).revision },
-        cause,
-      });
+      throw new ToolgateError(
+        ErrorCode.Conflict,
+        `policy changed since revision ${expectedRevision}`,
+        {
+          details: { expectedRevision, currentRevision: this.get(tenant).revision },
+          cause,
+        },
+      );
     }
     await this.cache.waitFor(tenant, revision);
     return revision;

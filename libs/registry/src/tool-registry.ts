@@ -32,13 +32,29 @@ const encoder = new TextEncoder();
 export class ToolRegistry {
   private constructor(private readonly cache: KvCache<StoredTool | { served: true }>) {}
 
-  static async open(nc: NatsConnection, subjects: Subjects, options: { replicas?: number } = {}): Promise<ToolRegistry> {
-    const cache = await KvCache.open<StoredTool | { served: true }>(nc, subjects.toolsBucket, (raw) => {
-      if (typeof raw === 'object' && raw !== null && (raw as { served?: unknown }).served === true) return { served: true };
-      const parsed = RegisteredToolSchema.extend({ contractHash: RegisteredToolSchema.shape.name }).safeParse(raw);
-      if (!parsed.success) return null;
-      return { ...parsed.data, contractHash: contractHash(parsed.data) };
-    }, options);
+  static async open(
+    nc: NatsConnection,
+    subjects: Subjects,
+    options: { replicas?: number } = {},
+  ): Promise<ToolRegistry> {
+    const cache = await KvCache.open<StoredTool | { served: true }>(
+      nc,
+      subjects.toolsBucket,
+      (raw) => {
+        if (
+          typeof raw === 'object' &&
+          raw !== null &&
+          (raw as { served?: unknown }).served === true
+        )
+          return { served: true };
+        const parsed = RegisteredToolSchema.extend({
+          contractHash: RegisteredToolSchema.shape.name,
+        }).safeParse(raw);
+        if (!parsed.success) return null;
+        return { ...parsed.data, contractHash: contractHash(parsed.data) };
+      },
+      options,
+    );
     return new ToolRegistry(cache);
   }
 
@@ -47,13 +63,24 @@ export class ToolRegistry {
     for (const tool of builtins) {
       const stored = { ...tool, contractHash: contractHash(tool) };
       const current = this.cache.get(`${BUILTIN}.${tool.name}`);
-      if (current && 'contractHash' in current.value && current.value.contractHash === stored.contractHash) continue;
-      const rev = await this.cache.kv.put(`${BUILTIN}.${tool.name}`, encoder.encode(JSON.stringify(stored)));
+      if (
+        current &&
+        'contractHash' in current.value &&
+        current.value.contractHash === stored.contractHash
+      )
+        continue;
+      const rev = await this.cache.kv.put(
+        `${BUILTIN}.${tool.name}`,
+        encoder.encode(JSON.stringify(stored)),
+      );
       await this.cache.waitFor(`${BUILTIN}.${tool.name}`, rev);
     }
     for (const executor of executors) {
       if (this.cache.get(`${SERVED}.${executor}`)) continue;
-      const rev = await this.cache.kv.put(`${SERVED}.${executor}`, encoder.encode(JSON.stringify({ served: true })));
+      const rev = await this.cache.kv.put(
+        `${SERVED}.${executor}`,
+        encoder.encode(JSON.stringify({ served: true })),
+      );
       await this.cache.waitFor(`${SERVED}.${executor}`, rev);
     }
   }
@@ -67,11 +94,15 @@ export class ToolRegistry {
     // The reserved key prefixes are not tenants: writing under them would plant a builtin every
     // tenant resolves, or mark an executor as served.
     if (tenant === BUILTIN || tenant === SERVED) {
-      throw new ConfigError(`${tenant} is a reserved name, not a tenant`, { details: { field: 'tenant' } });
+      throw new ConfigError(`${tenant} is a reserved name, not a tenant`, {
+        details: { field: 'tenant' },
+      });
     }
     compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
     if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
-      throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, { details: { tool: tool.name } });
+      throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, {
+        details: { tool: tool.name },
+      });
     }
     const executor = tool.policy.executor;
     if (executor === 'inprocess' || !this.cache.get(`${SERVED}.${executor}`)) {
@@ -109,7 +140,17 @@ export class ToolRegistry {
       if ('contractHash' in entry.value) byName.set(entry.value.name, view(entry.value, false));
     }
     const tools = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
-    return { tools, toolsetHash: toolsetHash(tools.map(({ name, description, parameters, version }) => ({ name, description, parameters, ...(version === undefined ? {} : { version }) }))) };
+    return {
+      tools,
+      toolsetHash: toolsetHash(
+        tools.map(({ name, description, parameters, version }) => ({
+          name,
+          description,
+          parameters,
+          ...(version === undefined ? {} : { version }),
+        })),
+      ),
+    };
   }
 
   stop(): void {

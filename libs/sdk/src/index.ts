@@ -1,4 +1,10 @@
-export { tool, runTool, type ToolDef, type ToolDefinition, type ToolRunOutcome } from '@toolgate/tools';
+export {
+  tool,
+  runTool,
+  type ToolDef,
+  type ToolDefinition,
+  type ToolRunOutcome,
+} from '@toolgate/tools';
 export {
   ModelRetry,
   ToolgateError,

@@ -27,7 +27,10 @@ export class BusModule {
         { provide: NATS_CONNECTION, useValue: nc },
         { provide: SUBJECTS, useValue: subjects },
         { provide: Metrics, useValue: metricsFor(nc) },
-        { provide: JournalPublisher, useFactory: () => new JournalPublisher(jetstream(nc), subjects) },
+        {
+          provide: JournalPublisher,
+          useFactory: () => new JournalPublisher(jetstream(nc), subjects),
+        },
         {
           provide: Readiness,
           useFactory: () => {

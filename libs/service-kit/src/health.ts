@@ -1,4 +1,12 @@
-import { Controller, Get, HttpCode, HttpException, HttpStatus, Inject, Injectable } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  HttpCode,
+  HttpException,
+  HttpStatus,
+  Inject,
+  Injectable,
+} from '@nestjs/common';
 
 /** A named readiness probe; `check` resolves true when the dependency is usable. */
 export interface ReadinessCheck {

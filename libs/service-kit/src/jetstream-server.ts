@@ -45,7 +45,9 @@ export interface JetStreamServerOptions {
 /** What a handler receives as its second argument (`@Ctx()`). */
 export type JetStreamEventContext = DeliveryContext;
 
-const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch'>> & { backoffMs: number[] } = {
+const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch'>> & {
+  backoffMs: number[];
+} = {
   concurrency: 1,
   ackWaitMs: 30_000,
   maxDeliver: 5,
@@ -99,7 +101,9 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           backoffMs: settings.backoffMs,
           concurrency: settings.concurrency,
           handle: async (event: JournalEvent, delivery: DeliveryContext) => {
-            const payload = settings.batch ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }] : event;
+            const payload = settings.batch
+              ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }]
+              : event;
             const result = this.transformToObservable(await handler(payload, delivery));
             await lastValueFrom(result, { defaultValue: undefined });
           },
@@ -108,14 +112,18 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
                 batch: {
                   maxBatch: settings.batch,
                   handleBatch: async (entries: BatchEntry[]) => {
-                    await lastValueFrom(this.transformToObservable(await handler(entries)), { defaultValue: undefined });
+                    await lastValueFrom(this.transformToObservable(await handler(entries)), {
+                      defaultValue: undefined,
+                    });
                   },
                 },
               }
             : {}),
           ...(this.options.onPoison ? { onPoison: this.options.onPoison } : {}),
-          onError: (err) => this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
-          onProcessed: (r, type, outcome, seconds) => metrics.recordProcessed(r, type, outcome, seconds),
+          onError: (err) =>
+            this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
+          onProcessed: (r, type, outcome, seconds) =>
+            metrics.recordProcessed(r, type, outcome, seconds),
         });
         this.running.push(consumer);
         await consumer.ready;
@@ -145,7 +153,8 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
   /** Stops pulling and waits for in-flight handlers; the connection is drained by its owner. */
   async close(): Promise<void> {
     clearInterval(this.lagTimer);
-    for (const name of this.polledConsumers.splice(0)) metricsFor(this.options.nc).forgetConsumer(name);
+    for (const name of this.polledConsumers.splice(0))
+      metricsFor(this.options.nc).forgetConsumer(name);
     await Promise.all(this.running.splice(0).map((c) => c.stop()));
   }
 

@@ -28,7 +28,9 @@ export type ApprovalsPendingSource = () => Promise<readonly { tenant: string; co
 
 // Buckets from 1 ms to 30 s: a no-op dispatch step is ~1 ms, a shell tool or a remote hook can take
 // seconds, and ack wait (30 s by default) bounds everything that is not redelivered.
-const PROCESSING_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const PROCESSING_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
 
 /**
  * One service's Prometheus registry: default process metrics plus Toolgate's own. Each service has

@@ -38,7 +38,11 @@ export function natsSettings(e: {
 }
 
 /** Connects with the service's settings; reconnects forever (the broker may roll). */
-export function connectNats(settings: NatsSettings, name: string, extra: Partial<ConnectionOptions> = {}): Promise<NatsConnection> {
+export function connectNats(
+  settings: NatsSettings,
+  name: string,
+  extra: Partial<ConnectionOptions> = {},
+): Promise<NatsConnection> {
   return connect({
     servers: settings.natsUrl.split(',').map((s) => s.trim()),
     name,

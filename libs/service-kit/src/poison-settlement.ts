@@ -10,16 +10,36 @@ import { NATS_CONNECTION, SUBJECTS } from './bus.module';
  * an answer instead of waiting forever and the message never loops. A dispatch that is already
  * settled stays as it is (the settlement is once per dispatch at the broker).
  */
-export async function settlePoisonedDispatch(nc: NatsConnection, subjects: Subjects, report: PoisonReport): Promise<void> {
+export async function settlePoisonedDispatch(
+  nc: NatsConnection,
+  subjects: Subjects,
+  report: PoisonReport,
+): Promise<void> {
   const event = report.event;
   // A payload that is not an event still names its dispatch in its subject:
   // <prefix>.journal.<tenant>.<runId>.<dispatchId>.<type>
   const tokens = report.subject.split('.');
-  const where = event ?? { tenant: tokens[2], runId: tokens[3], dispatchId: tokens[4], type: tokens[5], id: null };
-  if (!where.tenant || !where.runId || !where.dispatchId || !where.type || where.type.startsWith('worktree-')) return;
+  const where = event ?? {
+    tenant: tokens[2],
+    runId: tokens[3],
+    dispatchId: tokens[4],
+    type: tokens[5],
+    id: null,
+  };
+  if (
+    !where.tenant ||
+    !where.runId ||
+    !where.dispatchId ||
+    !where.type ||
+    where.type.startsWith('worktree-')
+  )
+    return;
   const toolName =
-    (event && 'tool' in event && event.tool ? event.tool.name : event && 'toolName' in event ? event.toolName : undefined) ??
-    'unknown';
+    (event && 'tool' in event && event.tool
+      ? event.tool.name
+      : event && 'toolName' in event
+        ? event.toolName
+        : undefined) ?? 'unknown';
   const publisher = new JournalPublisher(jetstream(nc), subjects);
   await publisher.append(
     journalEvent({
@@ -32,7 +52,11 @@ export async function settlePoisonedDispatch(nc: NatsConnection, subjects: Subje
       causationId: where.id,
       toolName,
       outcome: 'error',
-      error: { code: ErrorCode.PoisonMessage, message: report.error.message, details: { consumer: report.consumer, seq: report.seq } },
+      error: {
+        code: ErrorCode.PoisonMessage,
+        message: report.error.message,
+        details: { consumer: report.consumer, seq: report.seq },
+      },
       durationMs: 0,
       attempt: report.deliveryCount,
     }),

@@ -4,7 +4,10 @@ import { setupTelemetry } from '@toolgate/telemetry';
  * A service process's main: telemetry, start, and a graceful stop on SIGTERM/SIGINT (fail readiness,
  * stop pulling, finish in-flight work, drain). A second signal exits at once.
  */
-export async function runUntilSignalled(name: string, start: () => Promise<{ stop(): Promise<void> }>): Promise<void> {
+export async function runUntilSignalled(
+  name: string,
+  start: () => Promise<{ stop(): Promise<void> }>,
+): Promise<void> {
   const telemetry = setupTelemetry({ serviceName: `toolgate-${name}` });
   let service: { stop(): Promise<void> };
   try {

@@ -62,14 +62,14 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
     const transport = options.transport;
     app.connectMicroservice(
       {
-        strategy: server = new JetStreamServer({
+        strategy: (server = new JetStreamServer({
           nc,
           subjects,
           role: transport.role,
           streams,
           ...(transport.handlers ? { handlers: transport.handlers } : {}),
           ...(transport.onPoison ? { onPoison: (report) => transport.onPoison!(app, report) } : {}),
-        }),
+        })),
       },
       { inheritAppConfig: true },
     );

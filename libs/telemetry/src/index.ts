@@ -1,3 +1,8 @@
-export { natsHeaderGetter, natsHeaderSetter, injectTraceContext, extractTraceContext } from './nats-header-propagation';
+export {
+  natsHeaderGetter,
+  natsHeaderSetter,
+  injectTraceContext,
+  extractTraceContext,
+} from './nats-header-propagation';
 export { Attr, tracer, inSpan, consumerSpan, producerSpan, annotate } from './spans';
 export { setupTelemetry, type Telemetry, type TelemetryOptions } from './telemetry-setup';

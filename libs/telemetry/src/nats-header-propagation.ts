@@ -1,4 +1,10 @@
-import { context, propagation, type Context, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  type Context,
+  type TextMapGetter,
+  type TextMapSetter,
+} from '@opentelemetry/api';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 
 /** Reads W3C trace context (`traceparent`, `tracestate`) from NATS message headers. */
@@ -17,12 +23,18 @@ export const natsHeaderSetter: TextMapSetter<MsgHdrs> = {
 };
 
 /** Injects the active (or given) context into `headers`, creating them when absent. */
-export function injectTraceContext(headers: MsgHdrs = natsHeaders(), ctx: Context = context.active()): MsgHdrs {
+export function injectTraceContext(
+  headers: MsgHdrs = natsHeaders(),
+  ctx: Context = context.active(),
+): MsgHdrs {
   propagation.inject(ctx, headers, natsHeaderSetter);
   return headers;
 }
 
 /** The context carried by a message's headers, on top of the current one. */
-export function extractTraceContext(headers: MsgHdrs | undefined, base: Context = context.active()): Context {
+export function extractTraceContext(
+  headers: MsgHdrs | undefined,
+  base: Context = context.active(),
+): Context {
   return propagation.extract(base, headers, natsHeaderGetter);
 }

@@ -1,4 +1,12 @@
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { extractTraceContext } from './nats-header-propagation';
 
@@ -40,7 +48,11 @@ export async function inSpan<T>(
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   const parent = options.parent ?? context.active();
-  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes ?? {} }, parent);
+  const span = tracer().startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes ?? {} },
+    parent,
+  );
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
@@ -76,7 +88,11 @@ export function consumerSpan<T>(
 }
 
 /** A PRODUCER span around a publish (`send <destination>`). */
-export function producerSpan<T>(destination: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+export function producerSpan<T>(
+  destination: string,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   return inSpan(
     `send ${destination}`,
     {
@@ -96,5 +112,6 @@ export function producerSpan<T>(destination: string, attributes: Attributes, fn:
 export function annotate(attributes: Record<string, string | number | boolean | undefined>): void {
   const span = trace.getActiveSpan();
   if (!span) return;
-  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) span.setAttribute(key, value);
+  for (const [key, value] of Object.entries(attributes))
+    if (value !== undefined) span.setAttribute(key, value);
 }

@@ -33,7 +33,10 @@ export function setupTelemetry(options: TelemetryOptions): Telemetry {
   if (installed) return wrap(installed.provider);
   const processors: SpanProcessor[] = [];
   const exporter = options.exporter ?? otlpFromEnv();
-  if (exporter) processors.push(options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter));
+  if (exporter)
+    processors.push(
+      options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
+    );
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName }),
     spanProcessors: processors,
@@ -55,9 +58,12 @@ function wrap(provider: NodeTracerProvider): Telemetry {
 }
 
 function otlpFromEnv(): SpanExporter | undefined {
-  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT && !process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT && !process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+    return undefined;
   // Loaded lazily: the exporter pulls in protobuf machinery nobody needs without an endpoint.
+  type OtlpModule = typeof import('@opentelemetry/exporter-trace-otlp-http');
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { OTLPTraceExporter } = require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http');
+  const otlp = require('@opentelemetry/exporter-trace-otlp-http') as OtlpModule;
+  const { OTLPTraceExporter } = otlp;
   return new OTLPTraceExporter();
 }

@@ -10,9 +10,7 @@ import {
 import type { ToolDef } from './tool-definition';
 
 /** The outcome of one tool run, as it is journaled. */
-export type ToolRunOutcome =
-  | { ok: true; result: unknown }
-  | { ok: false; error: WireError };
+export type ToolRunOutcome = { ok: true; result: unknown } | { ok: false; error: WireError };
 
 const MAX_TOOL_ERROR_MESSAGE = 2000;
 
@@ -30,7 +28,10 @@ export async function runTool(
 ): Promise<ToolRunOutcome> {
   const validated = await def.schema.validate(rawInput);
   if (!validated.ok) {
-    return { ok: false, error: new InvalidArgumentsError(def.contract.name, validated.issues).toWire() };
+    return {
+      ok: false,
+      error: new InvalidArgumentsError(def.contract.name, validated.issues).toWire(),
+    };
   }
   const timeoutMs = options.timeoutMs ?? def.policy.timeoutMs;
   const controller = new AbortController();
@@ -42,9 +43,10 @@ export async function runTool(
     const settle = () =>
       resolve({
         ok: false,
-        error: controller.signal.reason instanceof ToolgateError
-          ? controller.signal.reason.toWire()
-          : { code: ErrorCode.Cancelled, message: `${def.contract.name} was cancelled` },
+        error:
+          controller.signal.reason instanceof ToolgateError
+            ? controller.signal.reason.toWire()
+            : { code: ErrorCode.Cancelled, message: `${def.contract.name} was cancelled` },
       });
     if (controller.signal.aborted) settle();
     else controller.signal.addEventListener('abort', settle, { once: true });
@@ -53,7 +55,10 @@ export async function runTool(
     timer = setTimeout(
       () =>
         controller.abort(
-          new ToolgateError(ErrorCode.Timeout, `${def.contract.name} did not finish within ${timeoutMs} ms`),
+          new ToolgateError(
+            ErrorCode.Timeout,
+            `${def.contract.name} did not finish within ${timeoutMs} ms`,
+          ),
         ),
       timeoutMs,
     );
@@ -64,12 +69,16 @@ export async function runTool(
     const ran = (async (): Promise<ToolRunOutcome> => {
       const value = await def.execute(validated.value, { ...ctx, signal: controller.signal });
       return serialisable(def.contract.name, value);
-    })().catch((err: unknown) => ({ ok: false as const, error: toolError(def.contract.name, err) }));
+    })().catch((err: unknown) => ({
+      ok: false as const,
+      error: toolError(def.contract.name, err),
+    }));
     return await Promise.race([ran, stopped]);
   } finally {
     if (timer) clearTimeout(timer);
     ctx.signal?.removeEventListener('abort', onAbort);
-    if (!controller.signal.aborted) controller.abort(new ToolgateError(ErrorCode.Cancelled, 'finished'));
+    if (!controller.signal.aborted)
+      controller.abort(new ToolgateError(ErrorCode.Cancelled, 'finished'));
   }
 }
 

@@ -50,24 +50,33 @@ export interface ToolDef<I = unknown, R = unknown> {
  * schema outside the supported subset, a bad policy field.
  */
 export function tool<S extends SchemaSpec, R>(def: ToolDefinition<S, R>): ToolDef<Out<S>, R> {
-  if (typeof def !== 'object' || def === null) throw new ConfigError('tool(): expected a definition object');
+  if (typeof def !== 'object' || def === null)
+    throw new ConfigError('tool(): expected a definition object');
   if (typeof def.execute !== 'function') {
     throw new ConfigError(`tool ${String(def.name)}: execute must be a function`);
   }
   const schema = compileSchema(def.parameters, `tool ${String(def.name)} parameters`);
-  const contract = parseOrConfigError(ToolContractSchema, {
-    name: def.name,
-    description: def.description,
-    parameters: schema.jsonSchema,
-    ...(def.version === undefined ? {} : { version: def.version }),
-  }, `tool ${String(def.name)}`);
-  const policy = parseOrConfigError(ToolPolicySchema, {
-    risk: def.risk,
-    needsApproval: def.needsApproval,
-    executor: def.executor,
-    clearance: def.clearance,
-    timeoutMs: def.timeoutMs,
-  }, `tool ${contract.name} policy`);
+  const contract = parseOrConfigError(
+    ToolContractSchema,
+    {
+      name: def.name,
+      description: def.description,
+      parameters: schema.jsonSchema,
+      ...(def.version === undefined ? {} : { version: def.version }),
+    },
+    `tool ${String(def.name)}`,
+  );
+  const policy = parseOrConfigError(
+    ToolPolicySchema,
+    {
+      risk: def.risk,
+      needsApproval: def.needsApproval,
+      executor: def.executor,
+      clearance: def.clearance,
+      timeoutMs: def.timeoutMs,
+    },
+    `tool ${contract.name} policy`,
+  );
   return Object.freeze({
     contract,
     policy,
@@ -78,7 +87,13 @@ export function tool<S extends SchemaSpec, R>(def: ToolDefinition<S, R>): ToolDe
 }
 
 function parseOrConfigError<T>(
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } },
+  schema: {
+    safeParse(
+      v: unknown,
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+  },
   value: unknown,
   label: string,
 ): T {

@@ -2,7 +2,12 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { ErrorCode, hasErrorCode } from '@toolgate/contracts';
-import { assertWorktreeGitFile, isInside, parseGitDirPointer, resolveInside } from './resolve-inside';
+import {
+  assertWorktreeGitFile,
+  isInside,
+  parseGitDirPointer,
+  resolveInside,
+} from './resolve-inside';
 
 let base: string;
 let tree: string;
@@ -35,7 +40,9 @@ async function refusal(candidate: string): Promise<string> {
 describe('resolveInside', () => {
   it('resolves existing and not-yet-existing paths inside the tree', async () => {
     expect(await resolveInside(tree, 'src/a.ts')).toBe(path.join(tree, 'src', 'a.ts'));
-    expect(await resolveInside(tree, './src//deep/new/file.txt')).toBe(path.join(tree, 'src', 'deep', 'new', 'file.txt'));
+    expect(await resolveInside(tree, './src//deep/new/file.txt')).toBe(
+      path.join(tree, 'src', 'deep', 'new', 'file.txt'),
+    );
     expect(await resolveInside(tree, '.')).toBe(tree);
   });
 
@@ -53,7 +60,9 @@ describe('resolveInside', () => {
   });
 
   it('allows git metadata when asked to', async () => {
-    expect(await resolveInside(tree, '.git/x', { allowGitMetadata: true })).toBe(path.join(tree, '.git', 'x'));
+    expect(await resolveInside(tree, '.git/x', { allowGitMetadata: true })).toBe(
+      path.join(tree, '.git', 'x'),
+    );
   });
 
   it('refuses symlinks planted by the agent that leave the tree', async () => {
@@ -70,7 +79,9 @@ describe('resolveInside', () => {
 
   it('follows symlinks that stay inside the tree', async () => {
     await symlink('deep', path.join(tree, 'src', 'alias'));
-    expect(await resolveInside(tree, 'src/alias/x.ts')).toBe(path.join(tree, 'src', 'deep', 'x.ts'));
+    expect(await resolveInside(tree, 'src/alias/x.ts')).toBe(
+      path.join(tree, 'src', 'deep', 'x.ts'),
+    );
   });
 
   it('resolves a worktree root that is itself reached through a symlink', async () => {
@@ -88,14 +99,20 @@ describe('assertWorktreeGitFile', () => {
     await expect(assertWorktreeGitFile(tree, gitDir)).resolves.toBeUndefined();
 
     await writeFile(path.join(tree, '.git'), `gitdir: ${outside}\n`);
-    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({ code: 'path-outside-scope' });
+    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({
+      code: 'path-outside-scope',
+    });
 
     await rm(path.join(tree, '.git'));
     await symlink(gitDir, path.join(tree, '.git'));
-    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({ code: 'path-outside-scope' });
+    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({
+      code: 'path-outside-scope',
+    });
 
     await rm(path.join(tree, '.git'));
-    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({ code: 'path-outside-scope' });
+    await expect(assertWorktreeGitFile(tree, gitDir)).rejects.toMatchObject({
+      code: 'path-outside-scope',
+    });
   });
 
   it('parses gitdir pointers', () => {

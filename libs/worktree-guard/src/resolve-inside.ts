@@ -24,7 +24,9 @@ export interface ResolveInsideOptions {
 }
 
 function refuse(candidate: string, reason: RefusalReason, message: string): ToolgateError {
-  return new ToolgateError(ErrorCode.PathOutsideScope, message, { details: { path: candidate, reason } });
+  return new ToolgateError(ErrorCode.PathOutsideScope, message, {
+    details: { path: candidate, reason },
+  });
 }
 
 /** Whether `p` is `root` or below it. Both must be absolute and normalised; purely lexical. */
@@ -51,7 +53,11 @@ export async function resolveInside(
   options: ResolveInsideOptions = {},
 ): Promise<string> {
   if (!path.isAbsolute(worktreeRoot)) {
-    throw refuse(candidate, 'root-not-absolute', `worktree root must be absolute, got ${worktreeRoot}`);
+    throw refuse(
+      candidate,
+      'root-not-absolute',
+      `worktree root must be absolute, got ${worktreeRoot}`,
+    );
   }
   if (typeof candidate !== 'string' || candidate.length === 0) {
     throw refuse(String(candidate), 'empty', 'path must be a non-empty string');
@@ -90,12 +96,20 @@ export async function resolveInside(
       } catch (err) {
         if (isNotFound(err)) {
           const link = await readlink(next).catch(() => '?');
-          throw refuse(candidate, 'dangling-symlink', `path ${candidate} goes through a dangling symlink (-> ${link})`);
+          throw refuse(
+            candidate,
+            'dangling-symlink',
+            `path ${candidate} goes through a dangling symlink (-> ${link})`,
+          );
         }
         throw err;
       }
       if (!isInside(realRoot, target)) {
-        throw refuse(candidate, 'symlink-escape', `path ${candidate} leaves the worktree through a symlink`);
+        throw refuse(
+          candidate,
+          'symlink-escape',
+          `path ${candidate} leaves the worktree through a symlink`,
+        );
       }
       current = target;
     } else {
@@ -112,7 +126,10 @@ export async function resolveInside(
  * make the service run git against a repository the host never offered. Throws a
  * `path-outside-scope` error when it does not.
  */
-export async function assertWorktreeGitFile(worktreeRoot: string, expectedGitDir: string): Promise<void> {
+export async function assertWorktreeGitFile(
+  worktreeRoot: string,
+  expectedGitDir: string,
+): Promise<void> {
   const gitFile = path.join(worktreeRoot, '.git');
   let stats;
   try {
@@ -126,7 +143,8 @@ export async function assertWorktreeGitFile(worktreeRoot: string, expectedGitDir
   }
   const text = await readFile(gitFile, 'utf8');
   const pointer = parseGitDirPointer(text);
-  if (pointer === null) throw refuse('.git', 'git-file', 'the worktree .git file has no gitdir line');
+  if (pointer === null)
+    throw refuse('.git', 'git-file', 'the worktree .git file has no gitdir line');
   const target = path.resolve(worktreeRoot, pointer);
   const [realTarget, realExpected] = await Promise.all([
     realpath(target).catch(() => null),

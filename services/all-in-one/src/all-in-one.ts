@@ -2,13 +2,26 @@ import { readFileSync } from 'node:fs';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
-import { loadGatewayConfig, startGateway, type GatewayConfig, type TokenGrant } from '@toolgate/gateway';
+import {
+  loadGatewayConfig,
+  startGateway,
+  type GatewayConfig,
+  type TokenGrant,
+} from '@toolgate/gateway';
 import { loadJournalConfig, startJournal, type JournalConfig } from '@toolgate/journal';
-import { loadEvaluatorConfig, startPermissionEvaluator, type EvaluatorConfig } from '@toolgate/permission-evaluator';
+import {
+  loadEvaluatorConfig,
+  startPermissionEvaluator,
+  type EvaluatorConfig,
+} from '@toolgate/permission-evaluator';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
 import { stopOnce, type RunningService, connectNats } from '@toolgate/service-kit';
-import { loadExecutorConfig, startToolExecutor, type ExecutorConfig } from '@toolgate/tool-executor';
+import {
+  loadExecutorConfig,
+  startToolExecutor,
+  type ExecutorConfig,
+} from '@toolgate/tool-executor';
 import { loadWorktreeConfig, startWorktree, type WorktreeConfig } from '@toolgate/worktree';
 import path from 'node:path';
 
@@ -49,7 +62,10 @@ export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
   const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
   // Only when no tokens are configured at all: an explicitly empty list must not enable the
   // well-known development token.
-  const tokens = env.TOOLGATE_TOKENS === undefined && env.TOOLGATE_TOKENS_FILE === undefined ? [DEV_TOKEN_GRANT] : gateway.tokens;
+  const tokens =
+    env.TOOLGATE_TOKENS === undefined && env.TOOLGATE_TOKENS_FILE === undefined
+      ? [DEV_TOKEN_GRANT]
+      : gateway.tokens;
   return {
     gateway: { ...gateway, tokens },
     evaluator: loadEvaluatorConfig(env),
@@ -70,17 +86,29 @@ export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
  * service, and the gateway last, when everything behind it is ready.
  */
 export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne> {
-  const common = { ...(options.streams ? { streams: options.streams } : {}), ...(options.logger === false ? { logger: false as const } : {}) };
+  const common = {
+    ...(options.streams ? { streams: options.streams } : {}),
+    ...(options.logger === false ? { logger: false as const } : {}),
+  };
   const started: { stop(): Promise<void> }[] = [];
   try {
     const journal = await startJournal({ config: options.journal, ...common });
     started.push(journal);
     const evaluator = await startPermissionEvaluator({ config: options.evaluator, ...common });
     started.push(evaluator);
-    const policyConnection: NatsConnection = await connectNats(options.executor, 'toolgate-executor-policy');
+    const policyConnection: NatsConnection = await connectNats(
+      options.executor,
+      'toolgate-executor-policy',
+    );
     started.push({ stop: () => policyConnection.drain() });
     const subjects = createSubjects(options.executor.prefix);
-    const runtime = new PolicyRuntime(await PolicyStore.open(policyConnection, subjects, { replicas: options.executor.streamReplicas }), policyConnection, subjects);
+    const runtime = new PolicyRuntime(
+      await PolicyStore.open(policyConnection, subjects, {
+        replicas: options.executor.streamReplicas,
+      }),
+      policyConnection,
+      subjects,
+    );
     const executor = await startToolExecutor({
       config: options.executor,
       checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
@@ -99,7 +127,8 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       worktree,
       // Reads the fields at stop time: a test may have replaced a service (a simulated crash).
       stop: stopOnce(async () => {
-        for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal]) await s.stop();
+        for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])
+          await s.stop();
         await policyConnection.drain();
       }),
     };

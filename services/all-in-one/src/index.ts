@@ -1,1 +1,7 @@
-export { startAllInOne, loadAllInOneOptions, DEV_TOKEN_GRANT, type AllInOne, type AllInOneOptions } from './all-in-one';
+export {
+  startAllInOne,
+  loadAllInOneOptions,
+  DEV_TOKEN_GRANT,
+  type AllInOne,
+  type AllInOneOptions,
+} from './all-in-one';

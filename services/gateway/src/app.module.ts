@@ -40,7 +40,10 @@ export class GatewayModule {
               registry,
               policies,
               new PolicyGate(new PolicyRuntime(policies, nc, subjects), registry),
-              new DispatchSubmitter(nc, subjects, publisher, registry, { waitDefaultMs: config.waitDefaultMs, now }),
+              new DispatchSubmitter(nc, subjects, publisher, registry, {
+                waitDefaultMs: config.waitDefaultMs,
+                now,
+              }),
               new ApprovalResolver(nc, subjects, publisher, queries, now),
               queries,
             );

@@ -7,12 +7,18 @@ export const TokenGrantSchema = z
   .strictObject({
     /** The token itself, or (preferred in production) its sha256 hex digest. */
     token: z.string().min(16).optional(),
-    tokenSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    tokenSha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
     tenant: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/),
     scopes: z.array(ScopeSchema).min(1),
     identity: z.string().min(1).max(256),
   })
-  .refine((g) => Boolean(g.token) !== Boolean(g.tokenSha256), 'give exactly one of token or tokenSha256');
+  .refine(
+    (g) => Boolean(g.token) !== Boolean(g.tokenSha256),
+    'give exactly one of token or tokenSha256',
+  );
 export type TokenGrant = z.infer<typeof TokenGrantSchema>;
 
 const Env = z.object({
@@ -38,9 +44,13 @@ export interface GatewayConfig extends NatsSettings {
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
-export function loadGatewayConfig(env: NodeJS.ProcessEnv, readFile: (path: string) => string): Readonly<GatewayConfig> {
+export function loadGatewayConfig(
+  env: NodeJS.ProcessEnv,
+  readFile: (path: string) => string,
+): Readonly<GatewayConfig> {
   const e = Env.parse(env);
-  const raw = e.TOOLGATE_TOKENS ?? (e.TOOLGATE_TOKENS_FILE ? readFile(e.TOOLGATE_TOKENS_FILE) : undefined);
+  const raw =
+    e.TOOLGATE_TOKENS ?? (e.TOOLGATE_TOKENS_FILE ? readFile(e.TOOLGATE_TOKENS_FILE) : undefined);
   let tokens: TokenGrant[] = [];
   if (raw !== undefined) {
     let json: unknown;

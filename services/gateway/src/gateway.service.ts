@@ -1,6 +1,11 @@
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyStore, ToolRegistry } from '@toolgate/registry';
-import { bootstrapService, stopOnce, type RunningService, connectNats } from '@toolgate/service-kit';
+import {
+  bootstrapService,
+  stopOnce,
+  type RunningService,
+  connectNats,
+} from '@toolgate/service-kit';
 import { createSubjects } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
@@ -17,8 +22,12 @@ export async function startGateway(options: {
   const { config } = options;
   const kvConnection = await connectNats(config, 'toolgate-gateway-kv');
   const subjects = createSubjects(config.prefix);
-  const registry = await ToolRegistry.open(kvConnection, subjects, { replicas: config.streamReplicas });
-  const policies = await PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas });
+  const registry = await ToolRegistry.open(kvConnection, subjects, {
+    replicas: config.streamReplicas,
+  });
+  const policies = await PolicyStore.open(kvConnection, subjects, {
+    replicas: config.streamReplicas,
+  });
   const service = await bootstrapService({
     name: 'gateway',
     nats: config,

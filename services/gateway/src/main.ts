@@ -3,4 +3,6 @@ import { runUntilSignalled } from '@toolgate/service-kit';
 import { loadGatewayConfig } from './config';
 import { startGateway } from './gateway.service';
 
-void runUntilSignalled('gateway', () => startGateway({ config: loadGatewayConfig(process.env, (p) => readFileSync(p, 'utf8')) }));
+void runUntilSignalled('gateway', () =>
+  startGateway({ config: loadGatewayConfig(process.env, (p) => readFileSync(p, 'utf8')) }),
+);

@@ -14,15 +14,16 @@ const Env = z.object({
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
 });
 
-export type JournalConfig = NatsSettings & Readonly<{
-  prefix: string;
-  port: number;
-  databaseUrl?: string;
-  schema?: string;
-  pglitePath: string;
-  sweepIntervalMs: number;
-  maxDeliver: number;
-}>;
+export type JournalConfig = NatsSettings &
+  Readonly<{
+    prefix: string;
+    port: number;
+    databaseUrl?: string;
+    schema?: string;
+    pglitePath: string;
+    sweepIntervalMs: number;
+    maxDeliver: number;
+  }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {

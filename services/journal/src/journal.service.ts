@@ -1,5 +1,11 @@
 import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
-import { bootstrapService, stopOnce, Metrics, Readiness, type RunningService } from '@toolgate/service-kit';
+import {
+  bootstrapService,
+  stopOnce,
+  Metrics,
+  Readiness,
+  type RunningService,
+} from '@toolgate/service-kit';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';

@@ -18,7 +18,8 @@ export class PermissionEvaluatorModule {
         {
           provide: Evaluator,
           inject: [JournalPublisher],
-          useFactory: (publisher: JournalPublisher) => new Evaluator(nc, subjects, publisher, runtime, () => new Date()),
+          useFactory: (publisher: JournalPublisher) =>
+            new Evaluator(nc, subjects, publisher, runtime, () => new Date()),
         },
       ],
     };

@@ -9,7 +9,8 @@ const Env = z.object({
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
 });
 
-export type EvaluatorConfig = NatsSettings & Readonly<{ prefix: string; port: number; concurrency: number; maxDeliver: number }>;
+export type EvaluatorConfig = NatsSettings &
+  Readonly<{ prefix: string; port: number; concurrency: number; maxDeliver: number }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {

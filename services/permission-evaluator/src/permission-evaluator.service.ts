@@ -2,7 +2,13 @@ import { createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { bootstrapService, stopOnce, settlePoisoned, type RunningService, connectNats } from '@toolgate/service-kit';
+import {
+  bootstrapService,
+  stopOnce,
+  settlePoisoned,
+  type RunningService,
+  connectNats,
+} from '@toolgate/service-kit';
 import { PermissionEvaluatorModule } from './app.module';
 import type { EvaluatorConfig } from './config';
 

@@ -11,7 +11,12 @@ import { worktreeCwdResolver } from './execution/worktree-cwd';
 
 @Module({})
 export class ToolExecutorModule {
-  static forRoot(nc: NatsConnection, subjects: Subjects, config: ExecutorConfig, builtins: ToolDef[]): DynamicModule {
+  static forRoot(
+    nc: NatsConnection,
+    subjects: Subjects,
+    config: ExecutorConfig,
+    builtins: ToolDef[],
+  ): DynamicModule {
     return {
       module: ToolExecutorModule,
       imports: [BusModule.forRoot(nc, subjects)],

@@ -4,7 +4,14 @@ import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service
 const list = z
   .string()
   .optional()
-  .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined));
+  .transform((v) =>
+    v
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
+  );
 
 const Env = z.object({
   ...NatsEnvShape,
@@ -23,19 +30,20 @@ const Env = z.object({
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
 });
 
-export type ExecutorConfig = NatsSettings & Readonly<{
-  prefix: string;
-  port: number;
-  cwd: string;
-  readPaths?: string[];
-  writePaths?: string[];
-  envAllowlist?: string[];
-  concurrency: number;
-  defaultTimeoutMs: number;
-  ackWaitMs: number;
-  maxDeliver: number;
-  worktreeTimeoutMs: number;
-}>;
+export type ExecutorConfig = NatsSettings &
+  Readonly<{
+    prefix: string;
+    port: number;
+    cwd: string;
+    readPaths?: string[];
+    writePaths?: string[];
+    envAllowlist?: string[];
+    concurrency: number;
+    defaultTimeoutMs: number;
+    ackWaitMs: number;
+    maxDeliver: number;
+    worktreeTimeoutMs: number;
+  }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {

@@ -9,7 +9,11 @@ void runUntilSignalled('tool-executor', async () => {
   const config = loadExecutorConfig(process.env);
   const nc = await connectNats(config, 'toolgate-tool-executor-policy');
   const subjects = createSubjects(config.prefix);
-  const runtime = new PolicyRuntime(await PolicyStore.open(nc, subjects, { replicas: config.streamReplicas }), nc, subjects);
+  const runtime = new PolicyRuntime(
+    await PolicyStore.open(nc, subjects, { replicas: config.streamReplicas }),
+    nc,
+    subjects,
+  );
   const service = await startToolExecutor({
     config,
     checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),

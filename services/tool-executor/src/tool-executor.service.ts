@@ -1,6 +1,16 @@
 import { ExecutionPolicySchema } from './builtins/execution-policy';
-import { createBuiltinTools, parseExecutionPolicy, SAFE_ENV_VARS, type CheckDomain } from './builtins';
-import { bootstrapService, stopOnce, settlePoisoned, type RunningService } from '@toolgate/service-kit';
+import {
+  createBuiltinTools,
+  parseExecutionPolicy,
+  SAFE_ENV_VARS,
+  type CheckDomain,
+} from './builtins';
+import {
+  bootstrapService,
+  stopOnce,
+  settlePoisoned,
+  type RunningService,
+} from '@toolgate/service-kit';
 import { ToolRegistry } from '@toolgate/registry';
 import type { PendingCall } from './execution/pending-call';
 import { callScope } from './execution/call-scope';
@@ -47,13 +57,23 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     transport: {
       role: 'executor',
       handlers: {
-        decided: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
-        resolved: { concurrency: config.concurrency, ackWaitMs: config.ackWaitMs, maxDeliver: config.maxDeliver },
+        decided: {
+          concurrency: config.concurrency,
+          ackWaitMs: config.ackWaitMs,
+          maxDeliver: config.maxDeliver,
+        },
+        resolved: {
+          concurrency: config.concurrency,
+          ackWaitMs: config.ackWaitMs,
+          maxDeliver: config.maxDeliver,
+        },
       },
       onPoison: settlePoisoned,
     },
   });
-  const registry = await ToolRegistry.open(service.nc, service.subjects, { replicas: config.streamReplicas });
+  const registry = await ToolRegistry.open(service.nc, service.subjects, {
+    replicas: config.streamReplicas,
+  });
   await registry.announce(
     builtins.map((b) => ({ ...b.contract, policy: b.policy })),
     ['inprocess', 'remote'],

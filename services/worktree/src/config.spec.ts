@@ -3,7 +3,13 @@ import { loadWorktreeConfig } from './config';
 describe('loadWorktreeConfig', () => {
   it('applies defaults and restricts acquires to the configured repository', () => {
     const config = loadWorktreeConfig({ WORKTREE_ROOT: '/srv/wt', WORKTREE_REPO: '/srv/repo' });
-    expect(config).toMatchObject({ root: '/srv/wt', repo: '/srv/repo', allowedRepos: ['/srv/repo'], pinCap: 4, keepOnError: false });
+    expect(config).toMatchObject({
+      root: '/srv/wt',
+      repo: '/srv/repo',
+      allowedRepos: ['/srv/repo'],
+      pinCap: 4,
+      keepOnError: false,
+    });
     expect(Object.isFrozen(config)).toBe(true);
   });
 
@@ -19,8 +25,14 @@ describe('loadWorktreeConfig', () => {
   });
 
   it('refuses bad values with a ConfigError', () => {
-    expect(() => loadWorktreeConfig({ WORKTREE_PIN_CAP: '-1' })).toThrow(expect.objectContaining({ code: 'config' }));
-    expect(() => loadWorktreeConfig({ WORKTREE_ROOT: 'relative/dir' })).toThrow(expect.objectContaining({ code: 'config' }));
-    expect(() => loadWorktreeConfig({ WORKTREE_KEEP_ON_ERROR: 'maybe' })).toThrow(expect.objectContaining({ code: 'config' }));
+    expect(() => loadWorktreeConfig({ WORKTREE_PIN_CAP: '-1' })).toThrow(
+      expect.objectContaining({ code: 'config' }),
+    );
+    expect(() => loadWorktreeConfig({ WORKTREE_ROOT: 'relative/dir' })).toThrow(
+      expect.objectContaining({ code: 'config' }),
+    );
+    expect(() => loadWorktreeConfig({ WORKTREE_KEEP_ON_ERROR: 'maybe' })).toThrow(
+      expect.objectContaining({ code: 'config' }),
+    );
   });
 });

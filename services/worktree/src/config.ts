@@ -7,7 +7,14 @@ import { ConfigError } from '@toolgate/contracts';
 const list = z
   .string()
   .optional()
-  .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined));
+  .transform((v) =>
+    v
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
+  );
 
 const Env = z.object({
   ...NatsEnvShape,
@@ -27,30 +34,44 @@ const Env = z.object({
 });
 
 /** The worktree service's configuration. */
-export type WorktreeConfig = NatsSettings & Readonly<{
-  prefix: string;
-  port: number;
-  root: string;
-  repo?: string;
-  allowedRepos?: string[];
-  pinCap: number;
-  keepOnError: boolean;
-}>;
+export type WorktreeConfig = NatsSettings &
+  Readonly<{
+    prefix: string;
+    port: number;
+    root: string;
+    repo?: string;
+    allowedRepos?: string[];
+    pinCap: number;
+    keepOnError: boolean;
+  }>;
 
 /** Parses the environment once; defaults live only here. A bad value is a ConfigError naming it. */
 export function loadWorktreeConfig(env: NodeJS.ProcessEnv): WorktreeConfig {
   const parsed = Env.safeParse(env);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw new ConfigError(`invalid worktree configuration: ${first?.path.join('.') ?? '?'}: ${first?.message ?? ''}`, {
-      details: { issues: parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
-    });
+    throw new ConfigError(
+      `invalid worktree configuration: ${first?.path.join('.') ?? '?'}: ${first?.message ?? ''}`,
+      {
+        details: {
+          issues: parsed.error.issues.map((i) => ({
+            path: i.path.map(String),
+            message: i.message,
+          })),
+        },
+      },
+    );
   }
   const e = parsed.data;
-  for (const [name, value] of [['WORKTREE_ROOT', e.WORKTREE_ROOT], ['WORKTREE_REPO', e.WORKTREE_REPO]] as const) {
-    if (value !== undefined && !path.isAbsolute(value)) throw new ConfigError(`${name} must be an absolute path`);
+  for (const [name, value] of [
+    ['WORKTREE_ROOT', e.WORKTREE_ROOT],
+    ['WORKTREE_REPO', e.WORKTREE_REPO],
+  ] as const) {
+    if (value !== undefined && !path.isAbsolute(value))
+      throw new ConfigError(`${name} must be an absolute path`);
   }
-  const allowedRepos = e.WORKTREE_ALLOWED_REPOS ?? (e.WORKTREE_REPO ? [e.WORKTREE_REPO] : undefined);
+  const allowedRepos =
+    e.WORKTREE_ALLOWED_REPOS ?? (e.WORKTREE_REPO ? [e.WORKTREE_REPO] : undefined);
   return Object.freeze({
     ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,

@@ -2,4 +2,6 @@ import { runUntilSignalled } from '@toolgate/service-kit';
 import { loadWorktreeConfig } from './config';
 import { startWorktree } from './worktree.app';
 
-void runUntilSignalled('worktree', () => startWorktree({ config: loadWorktreeConfig(process.env) }));
+void runUntilSignalled('worktree', () =>
+  startWorktree({ config: loadWorktreeConfig(process.env) }),
+);

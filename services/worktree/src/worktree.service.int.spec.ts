@@ -42,9 +42,13 @@ afterAll(async () => {
 });
 
 async function request(op: WorktreeOperation, body: unknown): Promise<Record<string, unknown>> {
-  const reply = await tn.nc.request(tn.subjects.worktree(op), new TextEncoder().encode(JSON.stringify(body)), {
-    timeout: 20_000,
-  });
+  const reply = await tn.nc.request(
+    tn.subjects.worktree(op),
+    new TextEncoder().encode(JSON.stringify(body)),
+    {
+      timeout: 20_000,
+    },
+  );
   return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>;
 }
 
@@ -63,13 +67,22 @@ describe('worktree service over NATS', () => {
     const worktree = first.worktree as { worktreeId: string; path: string };
     // The executor pins ctx.cwd at the top-level path.
     expect(first.path).toBe(worktree.path);
-    expect(await request('acquire', acquire)).toMatchObject({ ok: true, created: false, path: worktree.path });
+    expect(await request('acquire', acquire)).toMatchObject({
+      ok: true,
+      created: false,
+      path: worktree.path,
+    });
 
     await writeFile(path.join(worktree.path, 'README.md'), '# changed\n');
     await writeFile(path.join(worktree.path, 'blob.bin'), bytes(7, 2048));
     const collected = await request('collect', { worktreeId: worktree.worktreeId });
     expect(collected.ok).toBe(true);
-    const artifact = collected.artifact as { ref: string; sha256: string; bytes: number; files: unknown[] };
+    const artifact = collected.artifact as {
+      ref: string;
+      sha256: string;
+      bytes: number;
+      files: unknown[];
+    };
     expect(artifact.files).toEqual([
       { path: 'README.md', status: 'modified', binary: false },
       { path: 'blob.bin', status: 'untracked', binary: true },
@@ -91,11 +104,15 @@ describe('worktree service over NATS', () => {
     expect(await lastJournaled(worktree.worktreeId, 'worktree-collected')).toMatchObject({
       artifact: { ref: artifact.ref, sha256: artifact.sha256 },
     });
-    expect(await lastJournaled(worktree.worktreeId, 'worktree-disposed')).toMatchObject({ type: 'worktree-disposed' });
+    expect(await lastJournaled(worktree.worktreeId, 'worktree-disposed')).toMatchObject({
+      type: 'worktree-disposed',
+    });
 
     // Each request ran in a consumer span carrying the worktree id and its outcome.
     await telemetry.forceFlush();
-    const acquireSpans = spans.getFinishedSpans().filter((s) => s.name === `process ${tn.subjects.worktree('acquire')}`);
+    const acquireSpans = spans
+      .getFinishedSpans()
+      .filter((s) => s.name === `process ${tn.subjects.worktree('acquire')}`);
     expect(acquireSpans.length).toBeGreaterThanOrEqual(2);
     expect(acquireSpans[0]!.attributes).toMatchObject({
       'toolgate.dispatch_id': worktree.worktreeId,
@@ -105,21 +122,41 @@ describe('worktree service over NATS', () => {
   });
 
   it('answers bad requests with typed errors', async () => {
-    expect(await request('acquire', { tenant: 'acme' })).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+    expect(await request('acquire', { tenant: 'acme' })).toMatchObject({
+      ok: false,
+      error: { code: 'invalid-request' },
+    });
     expect(
-      await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', ref: 'no-such-ref' }),
+      await request('acquire', {
+        tenant: 'acme',
+        runId: 'run-9',
+        agentKey: 'a',
+        ref: 'no-such-ref',
+      }),
     ).toMatchObject({ ok: false, error: { code: 'config' } });
     await telemetry.forceFlush();
-    expect(spans.getFinishedSpans().some((s) => s.attributes['toolgate.error_code'] === 'config')).toBe(true);
+    expect(
+      spans.getFinishedSpans().some((s) => s.attributes['toolgate.error_code'] === 'config'),
+    ).toBe(true);
     expect(
       await request('acquire', { tenant: 'acme', runId: 'run-9', agentKey: 'a', repo: base }),
     ).toMatchObject({ ok: false, error: { code: 'forbidden' } });
-    expect(await request('collect', { worktreeId: 'wt_nope_g0' })).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    expect(await request('collect', { worktreeId: 'wt_nope_g0' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found' },
+    });
     expect(await request('dispose', { worktreeId: 'wt_nope_g0', outcome: 'maybe' })).toMatchObject({
       ok: false,
       error: { code: 'invalid-request' },
     });
-    const raw = await tn.nc.request(tn.subjects.worktree('collect'), new TextEncoder().encode('{not json'), { timeout: 5000 });
-    expect(JSON.parse(new TextDecoder().decode(raw.data))).toMatchObject({ ok: false, error: { code: 'invalid-request' } });
+    const raw = await tn.nc.request(
+      tn.subjects.worktree('collect'),
+      new TextEncoder().encode('{not json'),
+      { timeout: 5000 },
+    );
+    expect(JSON.parse(new TextDecoder().decode(raw.data))).toMatchObject({
+      ok: false,
+      error: { code: 'invalid-request' },
+    });
   });
 });

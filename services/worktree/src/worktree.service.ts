@@ -6,7 +6,10 @@ import type { ArtifactPort, Clock, JournalPort } from './lifecycle/ports';
 import { WorktreeManager, type RecoveryReport } from './lifecycle/worktree-manager';
 import { createObjectStoreArtifacts } from './nats/object-store-artifacts';
 import { journalPortOf } from './nats/journal-port';
-import { serveWorktreeRequests, type WorktreeRequestOptions } from './nats/worktree-request-handlers';
+import {
+  serveWorktreeRequests,
+  type WorktreeRequestOptions,
+} from './nats/worktree-request-handlers';
 
 /** Options of {@link startWorktreeService}. */
 export interface WorktreeServiceOptions {
@@ -45,16 +48,26 @@ export interface RunningWorktreeService {
  * bucket exist, reconciles the root with what is on disk, then answers acquire/collect/dispose
  * requests. Framework-free; a NestJS module wraps it.
  */
-export async function startWorktreeService(options: WorktreeServiceOptions): Promise<RunningWorktreeService> {
+export async function startWorktreeService(
+  options: WorktreeServiceOptions,
+): Promise<RunningWorktreeService> {
   const { nc, subjects } = options;
   let journal = options.journal;
   if (!journal) {
-    await ensureJournalStreams(await jetstreamManager(nc), subjects, options.storage ? { storage: options.storage } : {});
+    await ensureJournalStreams(
+      await jetstreamManager(nc),
+      subjects,
+      options.storage ? { storage: options.storage } : {},
+    );
     journal = journalPortOf(jetstream(nc), subjects);
   }
   const artifacts =
     options.artifacts ??
-    (await createObjectStoreArtifacts(nc, subjects.artifactsBucket, options.storage ? { storage: options.storage } : {}));
+    (await createObjectStoreArtifacts(
+      nc,
+      subjects.artifactsBucket,
+      options.storage ? { storage: options.storage } : {},
+    ));
   const { manager, recovery } = await WorktreeManager.open({
     root: options.root,
     journal,

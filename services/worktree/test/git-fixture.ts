@@ -1,6 +1,18 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  readlink,
+  realpath,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -11,16 +23,24 @@ const run = promisify(execFile);
 
 /** Identity and defaults for commits made by tests: passed with -c, never written globally. */
 const GIT_CONFIG = [
-  '-c', 'user.name=Toolgate Test',
-  '-c', 'user.email=test@toolgate.invalid',
-  '-c', 'commit.gpgsign=false',
-  '-c', 'init.defaultBranch=main',
-  '-c', 'core.autocrlf=false',
+  '-c',
+  'user.name=Toolgate Test',
+  '-c',
+  'user.email=test@toolgate.invalid',
+  '-c',
+  'commit.gpgsign=false',
+  '-c',
+  'init.defaultBranch=main',
+  '-c',
+  'core.autocrlf=false',
 ];
 
 /** Runs git in `cwd` and returns its stdout. */
 export async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', [...GIT_CONFIG, ...args], { cwd, maxBuffer: 256 * 1024 * 1024 });
+  const { stdout } = await run('git', [...GIT_CONFIG, ...args], {
+    cwd,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   return stdout;
 }
 
@@ -66,12 +86,24 @@ export async function makeRepo(
   await put(dir, 'README.md', '# fixture\n');
   await put(dir, '.gitignore', 'node_modules/\n*.log\n');
   await put(dir, 'src/index.ts', 'export const answer = 42;\n');
-  await put(dir, 'src/util.ts', 'export function add(a: number, b: number) {\n  return a + b;\n}\n');
+  await put(
+    dir,
+    'src/util.ts',
+    'export function add(a: number, b: number) {\n  return a + b;\n}\n',
+  );
   await put(dir, 'assets/logo.bin', bytes(1, 4096));
   for (let p = 0; p < packages; p++) {
-    await put(dir, `packages/pkg-${p}/package.json`, JSON.stringify({ name: `pkg-${p}`, version: '1.0.0' }) + '\n');
+    await put(
+      dir,
+      `packages/pkg-${p}/package.json`,
+      JSON.stringify({ name: `pkg-${p}`, version: '1.0.0' }) + '\n',
+    );
     for (let f = 0; f < filesPerPackage; f++) {
-      await put(dir, `packages/pkg-${p}/src/file-${f}.ts`, `export const v${p}_${f} = ${p * 1000 + f};\n`);
+      await put(
+        dir,
+        `packages/pkg-${p}/src/file-${f}.ts`,
+        `export const v${p}_${f} = ${p * 1000 + f};\n`,
+      );
     }
   }
   await git(dir, 'add', '-A');
@@ -107,7 +139,10 @@ export async function makeRepo(
  * mode bits that git keeps (executable) and content (a symlink's target). Two trees with equal
  * snapshots are equal byte for byte as git sees them.
  */
-export async function snapshotTree(root: string, ignored: (rel: string) => boolean = () => false): Promise<Map<string, string>> {
+export async function snapshotTree(
+  root: string,
+  ignored: (rel: string) => boolean = () => false,
+): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   async function walk(rel: string): Promise<void> {
     for (const name of await readdir(path.join(root, rel))) {
@@ -118,7 +153,9 @@ export async function snapshotTree(root: string, ignored: (rel: string) => boole
       if (st.isSymbolicLink()) out.set(child, `link:${await readlink(abs)}`);
       else if (st.isDirectory()) await walk(child);
       else {
-        const digest = createHash('sha256').update(await readFile(abs)).digest('hex');
+        const digest = createHash('sha256')
+          .update(await readFile(abs))
+          .digest('hex');
         out.set(child, `file:${st.mode & 0o111 ? 'x' : '-'}:${digest}`);
       }
     }

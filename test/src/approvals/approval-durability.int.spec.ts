@@ -1,7 +1,15 @@
 import { startToolExecutor } from '@toolgate/tool-executor';
 import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, journalCounts, park, resolve, settled, type ApprovalView, type CountingTool } from './approval-helpers';
+import {
+  countingTool,
+  journalCounts,
+  park,
+  resolve,
+  settled,
+  type ApprovalView,
+  type CountingTool,
+} from './approval-helpers';
 
 describe('approvals survive stopped services', () => {
   let stack: TestStack;
@@ -10,7 +18,9 @@ describe('approvals survive stopped services', () => {
   beforeAll(async () => {
     stack = await startTestStack('approvals-durable');
     gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } } });
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
+    });
     expect(put.status).toBe(200);
   }, 60_000);
   afterAll(async () => {
@@ -23,61 +33,124 @@ describe('approvals survive stopped services', () => {
     await stack.all.executor.stop();
     let restarted = false;
     try {
-      const res = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'approved during maintenance' });
+      const res = await resolve(stack, parked.approval.approvalKey, {
+        decision: 'allow',
+        reason: 'approved during maintenance',
+      });
       expect(res.status).toBe(200);
       // Nothing can run it yet: the resolution waits in the journal.
-      await eventually(async () => {
-        const d = await stack.http('GET', `/v1/dispatches/${parked.dispatchId}`, TOKENS.acmeAgent);
-        return d.body?.dispatch?.status === 'resolved' ? true : undefined;
-      }, { what: 'resolution folded while the executor is down' });
+      await eventually(
+        async () => {
+          const d = await stack.http(
+            'GET',
+            `/v1/dispatches/${parked.dispatchId}`,
+            TOKENS.acmeAgent,
+          );
+          return d.body?.dispatch?.status === 'resolved' ? true : undefined;
+        },
+        { what: 'resolution folded while the executor is down' },
+      );
       expect(gated.runsOf(parked.input.n)).toBe(0);
 
-      stack.all.executor = await startToolExecutor({ config: stack.options.executor, checkDomain: () => 'deny', logger: false });
+      stack.all.executor = await startToolExecutor({
+        config: stack.options.executor,
+        checkDomain: () => 'deny',
+        logger: false,
+      });
       restarted = true;
       const view = await settled(stack, parked.dispatchId, 30_000);
       expect(view.dispatch.outcome).toBe('ok');
       expect(view.dispatch.result).toEqual({ ran: parked.input });
       expect(gated.runsOf(parked.input.n)).toBe(1);
       expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-        requested: 1, decided: 1, suspended: 1, resolved: 1, started: 1, settled: 1,
+        requested: 1,
+        decided: 1,
+        suspended: 1,
+        resolved: 1,
+        started: 1,
+        settled: 1,
       });
     } finally {
-      if (!restarted) stack.all.executor = await startToolExecutor({ config: stack.options.executor, checkDomain: () => 'deny', logger: false });
+      if (!restarted)
+        stack.all.executor = await startToolExecutor({
+          config: stack.options.executor,
+          checkDomain: () => 'deny',
+          logger: false,
+        });
     }
   }, 120_000);
 
   it('keeps a parked call listed and resolvable across a restart of the whole stack', async () => {
     const parked = await park(stack, 'gated');
     await stack.restart();
-    const listed = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
-      return (r.body?.approvals as ApprovalView[] | undefined)?.find((a) => a.dispatchId === parked.dispatchId);
-    }, { timeoutMs: 20_000, what: 'approval listed after restart' });
-    expect(listed).toMatchObject({ status: 'pending', approvalKey: parked.approval.approvalKey, expiresAt: parked.approval.expiresAt });
+    const listed = await eventually(
+      async () => {
+        const r = await stack.http(
+          'GET',
+          `/v1/approvals?runId=${parked.runId}`,
+          TOKENS.acmeApprover,
+        );
+        return (r.body?.approvals as ApprovalView[] | undefined)?.find(
+          (a) => a.dispatchId === parked.dispatchId,
+        );
+      },
+      { timeoutMs: 20_000, what: 'approval listed after restart' },
+    );
+    expect(listed).toMatchObject({
+      status: 'pending',
+      approvalKey: parked.approval.approvalKey,
+      expiresAt: parked.approval.expiresAt,
+    });
     const run = await stack.http('GET', `/v1/runs/${parked.runId}`, TOKENS.acmeAgent);
-    expect(run.body).toMatchObject({ status: 'suspended', pending: [{ dispatchId: parked.dispatchId, key: parked.approval.approvalKey }] });
+    expect(run.body).toMatchObject({
+      status: 'suspended',
+      pending: [{ dispatchId: parked.dispatchId, key: parked.approval.approvalKey }],
+    });
     expect(gated.runsOf(parked.input.n)).toBe(0);
 
     // By key alone: the restarted gateway finds it through the projection.
-    const res = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'after the restart' });
+    const res = await resolve(stack, parked.approval.approvalKey, {
+      decision: 'allow',
+      reason: 'after the restart',
+    });
     expect(res.status).toBe(200);
     const view = await settled(stack, parked.dispatchId, 30_000);
     expect(view.dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({ suspended: 1, resolved: 1, settled: 1 });
+    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({
+      suspended: 1,
+      resolved: 1,
+      settled: 1,
+    });
   }, 120_000);
 
   it('replays a call settled before a restart without suspending it again', async () => {
     const parked = await park(stack, 'gated');
-    expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny', reason: 'no' })).status).toBe(200);
+    expect(
+      (await resolve(stack, parked.approval.approvalKey, { decision: 'deny', reason: 'no' }))
+        .status,
+    ).toBe(200);
     await settled(stack, parked.dispatchId);
     await stack.restart();
     const replay = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, parked.body);
-    expect(replay.body).toMatchObject({ dispatchId: parked.dispatchId, status: 'replayed', state: 'settled', settled: { outcome: 'denied' } });
-    const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
+    expect(replay.body).toMatchObject({
+      dispatchId: parked.dispatchId,
+      status: 'replayed',
+      state: 'settled',
+      settled: { outcome: 'denied' },
+    });
+    const list = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${parked.runId}`,
+      TOKENS.acmeApprover,
+    );
     expect(list.body.approvals).toEqual([]);
     expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1, decided: 1, suspended: 1, resolved: 1, settled: 1,
+      requested: 1,
+      decided: 1,
+      suspended: 1,
+      resolved: 1,
+      settled: 1,
     });
     expect(gated.runsOf(parked.input.n)).toBe(0);
   }, 120_000);

@@ -8,7 +8,10 @@ interface SseEvent {
 }
 
 /** Reads a server-sent-events stream with `fetch` into a list, until closed. */
-async function openEvents(stack: TestStack, token: string): Promise<{ events: SseEvent[]; comments: string[]; close(): Promise<void> }> {
+async function openEvents(
+  stack: TestStack,
+  token: string,
+): Promise<{ events: SseEvent[]; comments: string[]; close(): Promise<void> }> {
   const abort = new AbortController();
   const res = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
     headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
@@ -34,7 +37,10 @@ async function openEvents(stack: TestStack, token: string): Promise<{ events: Ss
           const lines = block.split('\n');
           for (const c of lines.filter((l) => l.startsWith(':'))) comments.push(c.slice(1).trim());
           const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length);
-          const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice('data: '.length)).join('\n');
+          const data = lines
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice('data: '.length))
+            .join('\n');
           if (event) events.push({ event, data: JSON.parse(data) });
         }
       }
@@ -42,7 +48,9 @@ async function openEvents(stack: TestStack, token: string): Promise<{ events: Ss
       if ((err as Error).name !== 'AbortError') throw err;
     }
   })();
-  await eventually(() => (comments.includes('connected') ? true : undefined), { what: 'stream connected' });
+  await eventually(() => (comments.includes('connected') ? true : undefined), {
+    what: 'stream connected',
+  });
   return {
     events,
     comments,
@@ -60,7 +68,9 @@ describe('approvals: the server-sent-events stream', () => {
   beforeAll(async () => {
     stack = await startTestStack('approvals-sse');
     gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } } });
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
+    });
     expect(put.status).toBe(200);
   });
   afterAll(async () => {
@@ -74,7 +84,10 @@ describe('approvals: the server-sent-events stream', () => {
     try {
       const parked = await park(stack, 'gated');
       const pending = await eventually(
-        () => acme.events.find((e) => e.event === 'approval:pending' && e.data.dispatchId === parked.dispatchId),
+        () =>
+          acme.events.find(
+            (e) => e.event === 'approval:pending' && e.data.dispatchId === parked.dispatchId,
+          ),
         { timeoutMs: 20_000, what: 'approval:pending on the stream' },
       );
       expect(pending.data).toMatchObject({
@@ -87,9 +100,19 @@ describe('approvals: the server-sent-events stream', () => {
         expiresAt: parked.approval.expiresAt,
       });
 
-      expect((await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'seen on the dashboard' })).status).toBe(200);
+      expect(
+        (
+          await resolve(stack, parked.approval.approvalKey, {
+            decision: 'allow',
+            reason: 'seen on the dashboard',
+          })
+        ).status,
+      ).toBe(200);
       const resolved = await eventually(
-        () => acme.events.find((e) => e.event === 'approval:resolved' && e.data.dispatchId === parked.dispatchId),
+        () =>
+          acme.events.find(
+            (e) => e.event === 'approval:resolved' && e.data.dispatchId === parked.dispatchId,
+          ),
         { timeoutMs: 20_000, what: 'approval:resolved on the stream' },
       );
       expect(resolved.data).toMatchObject({
@@ -101,24 +124,52 @@ describe('approvals: the server-sent-events stream', () => {
         by: 'acme-approver',
         source: 'human',
       });
-      const ours = acme.events.filter((e) => e.data.dispatchId === parked.dispatchId).map((e) => e.event);
+      const ours = acme.events
+        .filter((e) => e.data.dispatchId === parked.dispatchId)
+        .map((e) => e.event);
       expect(ours).toEqual(['approval:pending', 'approval:resolved']);
       await settled(stack, parked.dispatchId);
 
       // A globex event on globex's stream proves that stream is live; acme's never reach it.
       const { subject, queue } = stack.nats.subjects.remoteTool('globex', 'gated');
-      const globexWorker = stack.nats.nc.subscribe(subject, { queue, callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: null })) });
+      const globexWorker = stack.nats.nc.subscribe(subject, {
+        queue,
+        callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: null })),
+      });
       try {
-        expect((await stack.http('POST', '/v1/tools', TOKENS.globexAdmin, {
-          tool: { name: 'gated', description: 'globex copy', parameters: { type: 'object', properties: {} }, policy: { executor: 'remote' } },
-        })).status).toBe(201);
-        expect((await stack.http('PUT', '/v1/policy', TOKENS.globexAdmin, { document: { engine: { ask: [{ tool: 'gated' }] } } })).status).toBe(200);
+        expect(
+          (
+            await stack.http('POST', '/v1/tools', TOKENS.globexAdmin, {
+              tool: {
+                name: 'gated',
+                description: 'globex copy',
+                parameters: { type: 'object', properties: {} },
+                policy: { executor: 'remote' },
+              },
+            })
+          ).status,
+        ).toBe(201);
+        expect(
+          (
+            await stack.http('PUT', '/v1/policy', TOKENS.globexAdmin, {
+              document: { engine: { ask: [{ tool: 'gated' }] } },
+            })
+          ).status,
+        ).toBe(200);
         const g = await stack.http('POST', '/v1/dispatches', TOKENS.globexAdmin, {
-          runId: 'globex-run', callId: 'g1', agent: { agentType: 'coder' }, tool: 'gated', input: {}, wait: 10_000,
+          runId: 'globex-run',
+          callId: 'g1',
+          agent: { agentType: 'coder' },
+          tool: 'gated',
+          input: {},
+          wait: 10_000,
         });
         expect(g.body.state).toBe('suspended');
         await eventually(
-          () => globex.events.find((e) => e.event === 'approval:pending' && e.data.dispatchId === g.body.dispatchId),
+          () =>
+            globex.events.find(
+              (e) => e.event === 'approval:pending' && e.data.dispatchId === g.body.dispatchId,
+            ),
           { timeoutMs: 20_000, what: "globex's own approval:pending" },
         );
         expect(globex.events.filter((e) => e.data.tenant !== 'globex')).toEqual([]);

@@ -34,7 +34,8 @@ export async function countingTool(stack: TestStack, name: string): Promise<Coun
       policy: { executor: 'remote', timeoutMs: 30_000 },
     },
   });
-  if (reg.status !== 201) throw new Error(`registering ${name}: ${reg.status} ${JSON.stringify(reg.body)}`);
+  if (reg.status !== 201)
+    throw new Error(`registering ${name}: ${reg.status} ${JSON.stringify(reg.body)}`);
   return {
     name,
     calls,
@@ -82,7 +83,11 @@ export interface ApprovalView {
 export async function park(
   stack: TestStack,
   tool: string,
-  { runId = unique('run'), token = TOKENS.acmeAgent, n = unique('n') }: { runId?: string; token?: string; n?: string } = {},
+  {
+    runId = unique('run'),
+    token = TOKENS.acmeAgent,
+    n = unique('n'),
+  }: { runId?: string; token?: string; n?: string } = {},
 ): Promise<Parked> {
   const callId = unique('call');
   const input = { n };
@@ -93,24 +98,41 @@ export async function park(
   }
   const dispatchId = res.body.dispatchId as string;
   let last: unknown;
-  const approval = await eventually(async () => {
-    const list = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
-    last = list;
-    return (list.body?.approvals as ApprovalView[] | undefined)?.find((a) => a.dispatchId === dispatchId);
-  }, { timeoutMs: 20_000, what: `approval of ${dispatchId} listed` }).catch(async (err: Error) => {
+  const approval = await eventually(
+    async () => {
+      const list = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
+      last = list;
+      return (list.body?.approvals as ApprovalView[] | undefined)?.find(
+        (a) => a.dispatchId === dispatchId,
+      );
+    },
+    { timeoutMs: 20_000, what: `approval of ${dispatchId} listed` },
+  ).catch(async (err: Error) => {
     const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
-    throw new Error(`${err.message}; last listing ${JSON.stringify(last)}; dispatch ${JSON.stringify(d)}`);
+    throw new Error(
+      `${err.message}; last listing ${JSON.stringify(last)}; dispatch ${JSON.stringify(d)}`,
+    );
   });
   return { dispatchId, runId, callId, input, body, approval };
 }
 
 /** Waits for a dispatch to settle and returns its view with its history. */
-export async function settled(stack: TestStack, dispatchId: string, timeoutMs = 20_000): Promise<DispatchWithEvents> {
-  return eventually(async () => {
-    const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
-    const view = d.body as DispatchWithEvents | undefined;
-    return view?.dispatch?.status === 'settled' && view.events.some((e) => e.event.type === 'settled') ? view : undefined;
-  }, { timeoutMs, what: `dispatch ${dispatchId} settled` });
+export async function settled(
+  stack: TestStack,
+  dispatchId: string,
+  timeoutMs = 20_000,
+): Promise<DispatchWithEvents> {
+  return eventually(
+    async () => {
+      const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
+      const view = d.body as DispatchWithEvents | undefined;
+      return view?.dispatch?.status === 'settled' &&
+        view.events.some((e) => e.event.type === 'settled')
+        ? view
+        : undefined;
+    },
+    { timeoutMs, what: `dispatch ${dispatchId} settled` },
+  );
 }
 
 export interface DispatchWithEvents {
@@ -128,11 +150,18 @@ export interface DispatchWithEvents {
 }
 
 /** How many journal messages of each type the stream holds for one dispatch of a tenant. */
-export async function journalCounts(stack: TestStack, tenant: string, runId: string, dispatchId: string): Promise<Record<string, number>> {
+export async function journalCounts(
+  stack: TestStack,
+  tenant: string,
+  runId: string,
+  dispatchId: string,
+): Promise<Record<string, number>> {
   const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
     subjects_filter: stack.nats.subjects.journal.forKey(tenant, runId, dispatchId),
   });
-  return Object.fromEntries(Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]));
+  return Object.fromEntries(
+    Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
+  );
 }
 
 /** Resolves over HTTP. */

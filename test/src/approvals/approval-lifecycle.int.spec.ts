@@ -26,7 +26,11 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     other = await countingTool(stack, 'gated_other');
     free = await countingTool(stack, 'free');
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: ['gated', 'gated_other'], reason: 'a person looks first' }] } },
+      document: {
+        engine: {
+          ask: [{ id: 'gate-it', tool: ['gated', 'gated_other'], reason: 'a person looks first' }],
+        },
+      },
     });
     expect(put.status).toBe(200);
   });
@@ -53,42 +57,91 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     });
     expect(approval.rule).toMatchObject({ id: 'gate-it' });
     // Default window: 24 h from the suspension.
-    expect(Date.parse(approval.expiresAt) - Date.parse(approval.suspendedAt)).toBeGreaterThanOrEqual(86_400_000 - 5_000);
+    expect(
+      Date.parse(approval.expiresAt) - Date.parse(approval.suspendedAt),
+    ).toBeGreaterThanOrEqual(86_400_000 - 5_000);
     expect(gated.runsOf(parked.input.n)).toBe(0);
 
     const byRun = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
     expect(byRun.status).toBe(200);
-    expect(byRun.body.approvals.map((a: ApprovalView) => a.dispatchId).sort()).toEqual([parked.dispatchId, otherParked.dispatchId].sort());
-    const byTool = await stack.http('GET', `/v1/approvals?runId=${runId}&tool=gated_other`, TOKENS.acmeApprover);
-    expect(byTool.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([otherParked.dispatchId]);
-    const elsewhere = await stack.http('GET', `/v1/approvals?runId=${unique('no-such-run')}`, TOKENS.acmeApprover);
+    expect(byRun.body.approvals.map((a: ApprovalView) => a.dispatchId).sort()).toEqual(
+      [parked.dispatchId, otherParked.dispatchId].sort(),
+    );
+    const byTool = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${runId}&tool=gated_other`,
+      TOKENS.acmeApprover,
+    );
+    expect(byTool.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([
+      otherParked.dispatchId,
+    ]);
+    const elsewhere = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${unique('no-such-run')}`,
+      TOKENS.acmeApprover,
+    );
     expect(elsewhere.body.approvals).toEqual([]);
     // An hour-old filter excludes both; once they are older than a few ms, a small one includes them.
-    const old = await stack.http('GET', `/v1/approvals?runId=${runId}&minAgeMs=3600000`, TOKENS.acmeApprover);
+    const old = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${runId}&minAgeMs=3600000`,
+      TOKENS.acmeApprover,
+    );
     expect(old.body.approvals).toEqual([]);
-    const aged = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/approvals?runId=${runId}&minAgeMs=50`, TOKENS.acmeApprover);
-      return r.body.approvals.length === 2 ? r.body.approvals : undefined;
-    }, { what: 'both approvals older than 50 ms' });
+    const aged = await eventually(
+      async () => {
+        const r = await stack.http(
+          'GET',
+          `/v1/approvals?runId=${runId}&minAgeMs=50`,
+          TOKENS.acmeApprover,
+        );
+        return r.body.approvals.length === 2 ? r.body.approvals : undefined;
+      },
+      { what: 'both approvals older than 50 ms' },
+    );
     expect(aged).toHaveLength(2);
 
-    const res = await resolve(stack, approval.approvalKey, { decision: 'allow', reason: 'reviewed by ops' });
+    const res = await resolve(stack, approval.approvalKey, {
+      decision: 'allow',
+      reason: 'reviewed by ops',
+    });
     expect(res.status).toBe(200);
-    expect(res.body.resolved).toMatchObject({ type: 'resolved', decision: 'allow', by: 'acme-approver', source: 'human', reason: 'reviewed by ops' });
+    expect(res.body.resolved).toMatchObject({
+      type: 'resolved',
+      decision: 'allow',
+      by: 'acme-approver',
+      source: 'human',
+      reason: 'reviewed by ops',
+    });
 
     const view = await settled(stack, parked.dispatchId);
     expect(view.dispatch.outcome).toBe('ok');
     expect(view.dispatch.result).toEqual({ ran: parked.input });
     expect(gated.runsOf(parked.input.n)).toBe(1);
-    expect(view.events.map((e) => e.event.type)).toEqual(['requested', 'decided', 'suspended', 'resolved', 'started', 'settled']);
+    expect(view.events.map((e) => e.event.type)).toEqual([
+      'requested',
+      'decided',
+      'suspended',
+      'resolved',
+      'started',
+      'settled',
+    ]);
     expect(await journalCounts(stack, 'acme', runId, parked.dispatchId)).toEqual({
-      requested: 1, decided: 1, suspended: 1, resolved: 1, started: 1, settled: 1,
+      requested: 1,
+      decided: 1,
+      suspended: 1,
+      resolved: 1,
+      started: 1,
+      settled: 1,
     });
     // No longer pending; the other call still is.
-    const after = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
-      return r.body.approvals.length === 1 ? r.body.approvals : undefined;
-    }, { what: 'the resolved approval leaves the pending list' });
+    const after = await eventually(
+      async () => {
+        const r = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
+        return r.body.approvals.length === 1 ? r.body.approvals : undefined;
+      },
+      { what: 'the resolved approval leaves the pending list' },
+    );
     expect(after[0].dispatchId).toBe(otherParked.dispatchId);
     expect(other.runsOf(otherParked.input.n)).toBe(0);
   });
@@ -96,7 +149,10 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
   it('journals who resolved, when, why and from where', async () => {
     const parked = await park(stack, 'gated');
     const before = Date.now();
-    const res = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'ticket OPS-12' });
+    const res = await resolve(stack, parked.approval.approvalKey, {
+      decision: 'allow',
+      reason: 'ticket OPS-12',
+    });
     expect(res.status).toBe(200);
     const view = await settled(stack, parked.dispatchId);
     const resolved = view.events.find((e) => e.event.type === 'resolved')!.event;
@@ -109,26 +165,54 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       inputDigest: parked.approval.inputDigest,
     });
     expect(Date.parse(resolved.at as string)).toBeGreaterThanOrEqual(before - 1_000);
-    expect(view.dispatch).toMatchObject({ decision: 'allow', resolvedBy: 'acme-approver', resolutionSource: 'human', resolutionReason: 'ticket OPS-12' });
-    const listed = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/approvals?runId=${parked.runId}&status=resolved`, TOKENS.acmeApprover);
-      return (r.body.approvals as ApprovalView[]).find((a) => a.dispatchId === parked.dispatchId);
-    }, { what: 'the resolution in the approvals projection' });
-    expect(listed).toMatchObject({ status: 'resolved', decision: 'allow', resolvedBy: 'acme-approver', source: 'human', reason: 'ticket OPS-12' });
+    expect(view.dispatch).toMatchObject({
+      decision: 'allow',
+      resolvedBy: 'acme-approver',
+      resolutionSource: 'human',
+      resolutionReason: 'ticket OPS-12',
+    });
+    const listed = await eventually(
+      async () => {
+        const r = await stack.http(
+          'GET',
+          `/v1/approvals?runId=${parked.runId}&status=resolved`,
+          TOKENS.acmeApprover,
+        );
+        return (r.body.approvals as ApprovalView[]).find((a) => a.dispatchId === parked.dispatchId);
+      },
+      { what: 'the resolution in the approvals projection' },
+    );
+    expect(listed).toMatchObject({
+      status: 'resolved',
+      decision: 'allow',
+      resolvedBy: 'acme-approver',
+      source: 'human',
+      reason: 'ticket OPS-12',
+    });
     expect(listed.resolvedAt).toBe(resolved.at);
   });
 
   it('denies with the reason, never running the tool', async () => {
     const parked = await park(stack, 'gated');
-    const res = await resolve(stack, parked.approval.approvalKey, { decision: 'deny', reason: 'not on a Friday' });
+    const res = await resolve(stack, parked.approval.approvalKey, {
+      decision: 'deny',
+      reason: 'not on a Friday',
+    });
     expect(res.status).toBe(200);
     expect(res.body.resolved).toMatchObject({ decision: 'deny', reason: 'not on a Friday' });
     const view = await settled(stack, parked.dispatchId);
     expect(view.dispatch.outcome).toBe('denied');
-    expect(view.dispatch.error).toMatchObject({ code: 'denied', message: expect.stringContaining('not on a Friday') });
+    expect(view.dispatch.error).toMatchObject({
+      code: 'denied',
+      message: expect.stringContaining('not on a Friday'),
+    });
     expect(gated.runsOf(parked.input.n)).toBe(0);
     expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1, decided: 1, suspended: 1, resolved: 1, settled: 1,
+      requested: 1,
+      decided: 1,
+      suspended: 1,
+      resolved: 1,
+      settled: 1,
     });
   });
 
@@ -154,9 +238,15 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const res = await resolve(stack, parked.approval.approvalKey, { reason: 'forgot to say' });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid-request');
-    expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
+    expect(
+      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
+    ).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
-    const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
+    const list = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${parked.runId}`,
+      TOKENS.acmeApprover,
+    );
     expect(list.body.approvals.map((a: ApprovalView) => a.status)).toEqual(['pending']);
   });
 
@@ -168,9 +258,14 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('approval-mismatch');
-    expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
+    expect(
+      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
+    ).toBeUndefined();
     // The matching digest goes through.
-    const ok = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', inputDigest: parked.approval.inputDigest });
+    const ok = await resolve(stack, parked.approval.approvalKey, {
+      decision: 'allow',
+      inputDigest: parked.approval.inputDigest,
+    });
     expect(ok.status).toBe(200);
     expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
@@ -178,20 +273,43 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
 
   it('never re-suspends or re-runs a settled dispatch: replay, and a late resolution', async () => {
     const parked = await park(stack, 'gated');
-    expect((await resolve(stack, parked.approval.approvalKey, { decision: 'allow' })).status).toBe(200);
+    expect((await resolve(stack, parked.approval.approvalKey, { decision: 'allow' })).status).toBe(
+      200,
+    );
     await settled(stack, parked.dispatchId);
     const replay = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, parked.body);
-    expect(replay.body).toMatchObject({ dispatchId: parked.dispatchId, status: 'replayed', state: 'settled', settled: { outcome: 'ok' } });
-    const late = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', dispatchId: parked.dispatchId, runId: parked.runId });
+    expect(replay.body).toMatchObject({
+      dispatchId: parked.dispatchId,
+      status: 'replayed',
+      state: 'settled',
+      settled: { outcome: 'ok' },
+    });
+    const late = await resolve(stack, parked.approval.approvalKey, {
+      decision: 'allow',
+      dispatchId: parked.dispatchId,
+      runId: parked.runId,
+    });
     expect(late.status).toBe(409);
-    expect(late.body.error).toMatchObject({ code: 'already-resolved', details: { decision: 'allow', by: 'acme-approver' } });
+    expect(late.body.error).toMatchObject({
+      code: 'already-resolved',
+      details: { decision: 'allow', by: 'acme-approver' },
+    });
     // Give any wrongly triggered work the time to show up in the journal before counting.
     await new Promise((r) => setTimeout(r, 500));
     expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1, decided: 1, suspended: 1, resolved: 1, started: 1, settled: 1,
+      requested: 1,
+      decided: 1,
+      suspended: 1,
+      resolved: 1,
+      started: 1,
+      settled: 1,
     });
     expect(gated.runsOf(parked.input.n)).toBe(1);
-    const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
+    const list = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${parked.runId}`,
+      TOKENS.acmeApprover,
+    );
     expect(list.body.approvals).toEqual([]);
   });
 
@@ -199,19 +317,36 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const parked = await park(stack, 'gated');
     const pending: string[] = [];
     const sub = stack.nats.nc.subscribe(stack.nats.subjects.approvals('acme', 'pending'), {
-      callback: (_err, msg) => void pending.push((JSON.parse(new TextDecoder().decode(msg.data)) as { dispatchId: string }).dispatchId),
+      callback: (_err, msg) =>
+        void pending.push(
+          (JSON.parse(new TextDecoder().decode(msg.data)) as { dispatchId: string }).dispatchId,
+        ),
     });
     try {
       await stack.nats.nc.flush();
       const replay = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, parked.body);
-      expect(replay.body).toMatchObject({ dispatchId: parked.dispatchId, status: 'replayed', state: 'suspended' });
+      expect(replay.body).toMatchObject({
+        dispatchId: parked.dispatchId,
+        status: 'replayed',
+        state: 'suspended',
+      });
       // A call that does park, after the replay, shows the subscription is live when it arrives.
       const later = await park(stack, 'gated');
-      await eventually(() => (pending.includes(later.dispatchId) ? true : undefined), { what: 'pending notification of a new ask' });
+      await eventually(() => (pending.includes(later.dispatchId) ? true : undefined), {
+        what: 'pending notification of a new ask',
+      });
       expect(pending).not.toContain(parked.dispatchId);
-      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).suspended).toBe(1);
-      const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeApprover);
-      expect(list.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([parked.dispatchId]);
+      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).suspended).toBe(
+        1,
+      );
+      const list = await stack.http(
+        'GET',
+        `/v1/approvals?runId=${parked.runId}`,
+        TOKENS.acmeApprover,
+      );
+      expect(list.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([
+        parked.dispatchId,
+      ]);
     } finally {
       sub.unsubscribe();
     }
@@ -222,16 +357,42 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const ask = async (token: string, body: unknown) => {
       const h = natsHeaders();
       h.set('Authorization', `Bearer ${token}`);
-      const reply = await stack.nats.nc.request(stack.nats.subjects.api(ApiOperation.ResolveApproval), JSON.stringify(body), { headers: h, timeout: 10_000 });
-      return JSON.parse(new TextDecoder().decode(reply.data)) as { ok: boolean; data?: any; error?: { code: string; details?: any } };
+      const reply = await stack.nats.nc.request(
+        stack.nats.subjects.api(ApiOperation.ResolveApproval),
+        JSON.stringify(body),
+        { headers: h, timeout: 10_000 },
+      );
+      return JSON.parse(new TextDecoder().decode(reply.data)) as {
+        ok: boolean;
+        data?: any;
+        error?: { code: string; details?: any };
+      };
     };
     const body = { key: parked.approval.approvalKey, decision: 'allow', reason: 'over the bus' };
     const refused = await ask(TOKENS.acmeAgent, body);
     expect(refused).toMatchObject({ ok: false, error: { code: 'forbidden' } });
     const won = await ask(TOKENS.acmeApprover, body);
-    expect(won).toMatchObject({ ok: true, data: { resolved: { decision: 'allow', by: 'acme-approver', source: 'human', reason: 'over the bus' } } });
-    const lost = await ask(TOKENS.acmeAdmin, { ...body, decision: 'deny', dispatchId: parked.dispatchId, runId: parked.runId });
-    expect(lost).toMatchObject({ ok: false, error: { code: 'already-resolved', details: { decision: 'allow', by: 'acme-approver' } } });
+    expect(won).toMatchObject({
+      ok: true,
+      data: {
+        resolved: {
+          decision: 'allow',
+          by: 'acme-approver',
+          source: 'human',
+          reason: 'over the bus',
+        },
+      },
+    });
+    const lost = await ask(TOKENS.acmeAdmin, {
+      ...body,
+      decision: 'deny',
+      dispatchId: parked.dispatchId,
+      runId: parked.runId,
+    });
+    expect(lost).toMatchObject({
+      ok: false,
+      error: { code: 'already-resolved', details: { decision: 'allow', by: 'acme-approver' } },
+    });
     expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
   });
@@ -241,14 +402,24 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const a = await park(stack, 'gated', { runId });
     const b = await park(stack, 'gated_other', { runId });
     const ok = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId, callId: unique('free'), agent, tool: 'free', input: { n: unique('free') }, wait: 10_000,
+      runId,
+      callId: unique('free'),
+      agent,
+      tool: 'free',
+      input: { n: unique('free') },
+      wait: 10_000,
     });
     expect(ok.body.state).toBe('settled');
-    const run = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-      return r.body?.status === 'suspended' && r.body.pending.length === 2 ? r.body : undefined;
-    }, { timeoutMs: 20_000, what: 'run suspended with two open approvals' });
-    const pending = [...run.pending].sort((x: { dispatchId: string }, y: { dispatchId: string }) => x.dispatchId.localeCompare(y.dispatchId));
+    const run = await eventually(
+      async () => {
+        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
+        return r.body?.status === 'suspended' && r.body.pending.length === 2 ? r.body : undefined;
+      },
+      { timeoutMs: 20_000, what: 'run suspended with two open approvals' },
+    );
+    const pending = [...run.pending].sort((x: { dispatchId: string }, y: { dispatchId: string }) =>
+      x.dispatchId.localeCompare(y.dispatchId),
+    );
     const expected = [a, b]
       .sort((x, y) => x.dispatchId.localeCompare(y.dispatchId))
       .map((p) => ({
@@ -269,16 +440,22 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     // again only once the allowed call has settled.
     expect((await resolve(stack, a.approval.approvalKey, { decision: 'allow' })).status).toBe(200);
     await settled(stack, a.dispatchId);
-    const still = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-      return r.body?.status === 'suspended' && r.body.pending.length === 1 ? r.body : undefined;
-    }, { what: 'run suspended with one open approval' });
+    const still = await eventually(
+      async () => {
+        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
+        return r.body?.status === 'suspended' && r.body.pending.length === 1 ? r.body : undefined;
+      },
+      { what: 'run suspended with one open approval' },
+    );
     expect(still.pending[0].dispatchId).toBe(b.dispatchId);
     expect((await resolve(stack, b.approval.approvalKey, { decision: 'deny' })).status).toBe(200);
-    const done = await eventually(async () => {
-      const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-      return r.body?.status === 'settled' ? r.body : undefined;
-    }, { what: 'run settled' });
+    const done = await eventually(
+      async () => {
+        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
+        return r.body?.status === 'settled' ? r.body : undefined;
+      },
+      { what: 'run settled' },
+    );
     expect(done.pending).toEqual([]);
   });
 
@@ -288,29 +465,59 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'held');
     const worker = stack.nats.nc.subscribe(subject, {
       queue,
-      callback: (_err, msg) => void held.then(() => msg.respond(JSON.stringify({ ok: true, result: 'released' }))),
+      callback: (_err, msg) =>
+        void held.then(() => msg.respond(JSON.stringify({ ok: true, result: 'released' }))),
     });
     try {
-      expect((await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-        tool: { name: 'held', description: 'Answers when released.', parameters: { type: 'object', properties: {} }, policy: { executor: 'remote', timeoutMs: 60_000 } },
-      })).status).toBe(201);
+      expect(
+        (
+          await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+            tool: {
+              name: 'held',
+              description: 'Answers when released.',
+              parameters: { type: 'object', properties: {} },
+              policy: { executor: 'remote', timeoutMs: 60_000 },
+            },
+          })
+        ).status,
+      ).toBe(201);
       const runId = unique('run-mixed');
       const parked = await park(stack, 'gated', { runId });
-      const running = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId, callId: unique('held'), agent, tool: 'held', input: {} });
-      await eventually(async () => {
-        const d = await stack.http('GET', `/v1/dispatches/${running.body.dispatchId}`, TOKENS.acmeAgent);
-        return d.body?.dispatch?.status === 'started' ? true : undefined;
-      }, { what: 'held call started' });
+      const running = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId,
+        callId: unique('held'),
+        agent,
+        tool: 'held',
+        input: {},
+      });
+      await eventually(
+        async () => {
+          const d = await stack.http(
+            'GET',
+            `/v1/dispatches/${running.body.dispatchId}`,
+            TOKENS.acmeAgent,
+          );
+          return d.body?.dispatch?.status === 'started' ? true : undefined;
+        },
+        { what: 'held call started' },
+      );
       const run = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
       expect(run.body.status).toBe('running');
-      expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([parked.dispatchId]);
+      expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
+        parked.dispatchId,
+      ]);
       release();
       await settled(stack, running.body.dispatchId);
-      const after = await eventually(async () => {
-        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-        return r.body?.status === 'suspended' ? r.body : undefined;
-      }, { what: 'run suspended once the running call settled' });
-      expect(after.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([parked.dispatchId]);
+      const after = await eventually(
+        async () => {
+          const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
+          return r.body?.status === 'suspended' ? r.body : undefined;
+        },
+        { what: 'run suspended once the running call settled' },
+      );
+      expect(after.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
+        parked.dispatchId,
+      ]);
     } finally {
       release();
       worker.unsubscribe();
@@ -335,19 +542,41 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     try {
       const runId = unique('run-timeout');
       // Nobody resolves: the journal's running sweeper (every 100 ms here) applies onTimeout.
-      const d = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId, callId: 'td', agent, tool: 'timed_deny', input: { n: 'td' } });
-      const a = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId, callId: 'ta', agent, tool: 'timed_allow', input: { n: 'ta' } });
+      const d = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId,
+        callId: 'td',
+        agent,
+        tool: 'timed_deny',
+        input: { n: 'td' },
+      });
+      const a = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId,
+        callId: 'ta',
+        agent,
+        tool: 'timed_allow',
+        input: { n: 'ta' },
+      });
       const denied = await settled(stack, d.body.dispatchId, 30_000);
       const allowed = await settled(stack, a.body.dispatchId, 30_000);
 
       const deniedResolution = denied.events.find((e) => e.event.type === 'resolved')!.event;
-      expect(deniedResolution).toMatchObject({ decision: 'deny', source: 'timeout', by: 'system:timeout' });
-      expect(denied.events.find((e) => e.event.type === 'suspended')!.event).toMatchObject({ onTimeout: 'deny' });
+      expect(deniedResolution).toMatchObject({
+        decision: 'deny',
+        source: 'timeout',
+        by: 'system:timeout',
+      });
+      expect(denied.events.find((e) => e.event.type === 'suspended')!.event).toMatchObject({
+        onTimeout: 'deny',
+      });
       expect(denied.dispatch.outcome).toBe('denied');
       expect(timedDeny.calls).toHaveLength(0);
 
       const allowedResolution = allowed.events.find((e) => e.event.type === 'resolved')!.event;
-      expect(allowedResolution).toMatchObject({ decision: 'allow', source: 'timeout', by: 'system:timeout' });
+      expect(allowedResolution).toMatchObject({
+        decision: 'allow',
+        source: 'timeout',
+        by: 'system:timeout',
+      });
       expect(allowed.dispatch.outcome).toBe('ok');
       expect(timedAllow.calls).toEqual([{ n: 'ta' }]);
       for (const v of [denied, allowed]) {

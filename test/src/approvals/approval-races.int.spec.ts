@@ -1,6 +1,15 @@
 import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, journalCounts, park, resolve, settled, unique, type ApprovalView, type CountingTool } from './approval-helpers';
+import {
+  countingTool,
+  journalCounts,
+  park,
+  resolve,
+  settled,
+  unique,
+  type ApprovalView,
+  type CountingTool,
+} from './approval-helpers';
 
 describe('approvals: racing resolutions, tenants, scopes and separation of duties', () => {
   let stack: TestStack;
@@ -37,7 +46,12 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
       resolve(
         stack,
         parked.approval.approvalKey,
-        { decision: i % 2 === 0 ? 'allow' : 'deny', reason: `attempt ${i}`, dispatchId: parked.dispatchId, runId: parked.runId },
+        {
+          decision: i % 2 === 0 ? 'allow' : 'deny',
+          reason: `attempt ${i}`,
+          dispatchId: parked.dispatchId,
+          runId: parked.runId,
+        },
         i % 3 === 0 ? TOKENS.acmeAdmin : TOKENS.acmeApprover,
       ),
     );
@@ -51,14 +65,25 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
       expect(loser.status).toBe(409);
       expect(loser.body.error).toMatchObject({
         code: 'already-resolved',
-        details: { decision: won.decision, by: won.by, source: 'human', at: won.at, dispatchId: parked.dispatchId },
+        details: {
+          decision: won.decision,
+          by: won.by,
+          source: 'human',
+          at: won.at,
+          dispatchId: parked.dispatchId,
+        },
       });
     }
     const view = await settled(stack, parked.dispatchId);
     expect(view.dispatch.outcome).toBe(won.decision === 'allow' ? 'ok' : 'denied');
-    expect(view.events.filter((e) => e.event.type === 'resolved').map((e) => e.event.reason)).toEqual([won.reason]);
+    expect(
+      view.events.filter((e) => e.event.type === 'resolved').map((e) => e.event.reason),
+    ).toEqual([won.reason]);
     expect(gated.runsOf(parked.input.n)).toBe(won.decision === 'allow' ? 1 : 0);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({ resolved: 1, settled: 1 });
+    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({
+      resolved: 1,
+      settled: 1,
+    });
   });
 
   it('lets exactly one decision apply when the timeout races a person', async () => {
@@ -66,30 +91,52 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     // The person starts a little later each round, so either side can win; who does is not asserted.
     for (const delayMs of [0, 10, 30, 100]) {
       const parked = await park(stack, 'raced');
-      expect(Date.parse(parked.approval.expiresAt) - Date.parse(parked.approval.suspendedAt)).toBe(1);
+      expect(Date.parse(parked.approval.expiresAt) - Date.parse(parked.approval.suspendedAt)).toBe(
+        1,
+      );
       const [swept, person] = await Promise.all([
         stack.all.journal.sweeper.sweep(),
         new Promise((r) => setTimeout(r, delayMs)).then(() =>
-          resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'a person was quicker', dispatchId: parked.dispatchId, runId: parked.runId }),
+          resolve(stack, parked.approval.approvalKey, {
+            decision: 'allow',
+            reason: 'a person was quicker',
+            dispatchId: parked.dispatchId,
+            runId: parked.runId,
+          }),
         ),
       ]);
       const view = await settled(stack, parked.dispatchId);
-      const resolutions = view.events.filter((e) => e.event.type === 'resolved').map((e) => e.event);
+      const resolutions = view.events
+        .filter((e) => e.event.type === 'resolved')
+        .map((e) => e.event);
       expect(resolutions).toHaveLength(1);
-      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBe(1);
+      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBe(
+        1,
+      );
       const [resolution] = resolutions;
       if (person.status === 200) {
         winners.push('person');
         expect(swept).toBe(0);
-        expect(resolution).toMatchObject({ decision: 'allow', source: 'human', by: 'acme-approver' });
+        expect(resolution).toMatchObject({
+          decision: 'allow',
+          source: 'human',
+          by: 'acme-approver',
+        });
         expect(view.dispatch.outcome).toBe('ok');
         expect(raced.runsOf(parked.input.n)).toBe(1);
       } else {
         winners.push('timeout');
         expect(swept).toBe(1);
         expect(person.status).toBe(409);
-        expect(person.body.error).toMatchObject({ code: 'already-resolved', details: { decision: 'deny', source: 'timeout', by: 'system:timeout' } });
-        expect(resolution).toMatchObject({ decision: 'deny', source: 'timeout', by: 'system:timeout' });
+        expect(person.body.error).toMatchObject({
+          code: 'already-resolved',
+          details: { decision: 'deny', source: 'timeout', by: 'system:timeout' },
+        });
+        expect(resolution).toMatchObject({
+          decision: 'deny',
+          source: 'timeout',
+          by: 'system:timeout',
+        });
         expect(view.dispatch.outcome).toBe('denied');
         expect(raced.runsOf(parked.input.n)).toBe(0);
       }
@@ -110,11 +157,24 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     const parked = await park(stack, 'gated');
     const listed = await stack.http('GET', '/v1/approvals?status=all', TOKENS.globexAdmin);
     expect(listed.status).toBe(200);
-    expect((listed.body.approvals as ApprovalView[]).some((a) => a.dispatchId === parked.dispatchId || a.tenant === 'acme')).toBe(false);
-    const filtered = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.globexAdmin);
+    expect(
+      (listed.body.approvals as ApprovalView[]).some(
+        (a) => a.dispatchId === parked.dispatchId || a.tenant === 'acme',
+      ),
+    ).toBe(false);
+    const filtered = await stack.http(
+      'GET',
+      `/v1/approvals?runId=${parked.runId}`,
+      TOKENS.globexAdmin,
+    );
     expect(filtered.body.approvals).toEqual([]);
 
-    const byKey = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, TOKENS.globexAdmin);
+    const byKey = await resolve(
+      stack,
+      parked.approval.approvalKey,
+      { decision: 'allow' },
+      TOKENS.globexAdmin,
+    );
     expect(byKey.status).toBe(404);
     expect(byKey.body.error.code).toBe('not-found');
     const byDispatch = await resolve(
@@ -125,11 +185,17 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     );
     expect(byDispatch.status).toBe(404);
     expect(byDispatch.body.error.code).toBe('not-found');
-    const dispatch = await stack.http('GET', `/v1/dispatches/${parked.dispatchId}`, TOKENS.globexAdmin);
+    const dispatch = await stack.http(
+      'GET',
+      `/v1/dispatches/${parked.dispatchId}`,
+      TOKENS.globexAdmin,
+    );
     expect(dispatch.status).toBe(404);
 
     expect(await journalCounts(stack, 'globex', parked.runId, parked.dispatchId)).toEqual({});
-    expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
+    expect(
+      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
+    ).toBeUndefined();
     // Still pending for its own tenant, and resolvable there.
     const own = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' });
     expect(own.status).toBe(200);
@@ -141,47 +207,90 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     const list = await stack.http('GET', '/v1/approvals', TOKENS.acmeAgent);
     expect(list.status).toBe(403);
     expect(list.body.error.code).toBe('forbidden');
-    const res = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, TOKENS.acmeAgent);
+    const res = await resolve(
+      stack,
+      parked.approval.approvalKey,
+      { decision: 'allow' },
+      TOKENS.acmeAgent,
+    );
     expect(res.status).toBe(403);
     expect(res.body.error).toMatchObject({ code: 'forbidden', message: expect.any(String) });
     const anonymous = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, '');
     expect(anonymous.status).toBe(401);
     expect(anonymous.body.error.code).toBe('unauthorized');
-    const events = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, { headers: { authorization: `Bearer ${TOKENS.acmeAgent}` } });
+    const events = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
+      headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
+    });
     expect(events.status).toBe(403);
     expect(((await events.json()) as { error: { code: string } }).error.code).toBe('forbidden');
-    expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
+    expect(
+      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
+    ).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
-    expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny' })).status).toBe(200);
+    expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny' })).status).toBe(
+      200,
+    );
   });
 
   it('enforces separation of duties: the submitter cannot approve its own call, another approver can', async () => {
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] }, approvals: { separationOfDuties: true } },
+      document: {
+        engine: { ask: [{ id: 'gate-it', tool: 'gated' }] },
+        approvals: { separationOfDuties: true },
+      },
     });
     expect(put.status).toBe(200);
     try {
       // acme-admin may both dispatch and approve: it submits this one.
-      const parked = await park(stack, 'gated', { token: TOKENS.acmeAdmin, runId: unique('run-sod') });
+      const parked = await park(stack, 'gated', {
+        token: TOKENS.acmeAdmin,
+        runId: unique('run-sod'),
+      });
       expect(parked.approval.submittedBy).toBe('acme-admin');
-      const own = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, TOKENS.acmeAdmin);
+      const own = await resolve(
+        stack,
+        parked.approval.approvalKey,
+        { decision: 'allow' },
+        TOKENS.acmeAdmin,
+      );
       expect(own.status).toBe(403);
       expect(own.body.error.code).toBe('forbidden');
-      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBeUndefined();
-      const other = await resolve(stack, parked.approval.approvalKey, { decision: 'allow', reason: 'four eyes' }, TOKENS.acmeApprover);
+      expect(
+        (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
+      ).toBeUndefined();
+      const other = await resolve(
+        stack,
+        parked.approval.approvalKey,
+        { decision: 'allow', reason: 'four eyes' },
+        TOKENS.acmeApprover,
+      );
       expect(other.status).toBe(200);
       expect(other.body.resolved).toMatchObject({ decision: 'allow', by: 'acme-approver' });
       expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
       expect(gated.runsOf(parked.input.n)).toBe(1);
     } finally {
       await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-        document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }, { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 }] } },
+        document: {
+          engine: {
+            ask: [
+              { id: 'gate-it', tool: 'gated' },
+              { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 },
+            ],
+          },
+        },
       });
     }
     // Without separation of duties the same identity may approve what it submitted.
     const parked = await park(stack, 'gated', { token: TOKENS.acmeAdmin });
-    const own = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, TOKENS.acmeAdmin);
+    const own = await resolve(
+      stack,
+      parked.approval.approvalKey,
+      { decision: 'allow' },
+      TOKENS.acmeAdmin,
+    );
     expect(own.status).toBe(200);
-    await eventually(async () => ((await settled(stack, parked.dispatchId)).dispatch.outcome === 'ok' ? true : undefined));
+    await eventually(async () =>
+      (await settled(stack, parked.dispatchId)).dispatch.outcome === 'ok' ? true : undefined,
+    );
   });
 });

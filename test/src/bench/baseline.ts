@@ -1,5 +1,12 @@
 import { performance } from 'node:perf_hooks';
-import { AckPolicy, DeliverPolicy, jetstream, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { percentile, pool, round, since, withTimeout } from './stats';
 
@@ -97,7 +104,9 @@ export async function benchBaseline(
     await messages.close();
     const info = await jsm.consumers.info(stream, durable);
     if (info.num_ack_pending !== 0 || info.num_pending !== 0) {
-      throw new Error(`baseline consumer left ${info.num_ack_pending} unacked and ${info.num_pending} pending`);
+      throw new Error(
+        `baseline consumer left ${info.num_ack_pending} unacked and ${info.num_pending} pending`,
+      );
     }
 
     return {

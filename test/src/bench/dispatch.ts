@@ -78,7 +78,10 @@ class JournalWatch {
         if (err) return;
         const at = performance.now();
         const [, , , runId = '', dispatchId = ''] = msg.subject.split('.');
-        const event = JSON.parse(decoder.decode(msg.data)) as { outcome: string; error?: { code: string; message: string } };
+        const event = JSON.parse(decoder.decode(msg.data)) as {
+          outcome: string;
+          error?: { code: string; message: string };
+        };
         if (event.outcome !== 'ok') {
           this.failure ??= `dispatch ${dispatchId} of run ${runId} settled ${event.outcome}: ${event.error?.code} ${event.error?.message}`;
         }
@@ -128,7 +131,8 @@ class JournalWatch {
     const w = this.runWaiters.get(key);
     if (!w) return;
     const n = key.startsWith('suspended:')
-      ? [...this.suspended.values()].filter((s) => s.runId === key.slice('suspended:'.length)).length
+      ? [...this.suspended.values()].filter((s) => s.runId === key.slice('suspended:'.length))
+          .length
       : (this.settledByRun.get(key) ?? 0);
     if (n >= w.count) {
       this.runWaiters.delete(key);
@@ -168,21 +172,41 @@ export class BenchStack {
       JOURNAL_SCHEMA: schema.schema,
       EXECUTOR_CWD: workdir,
       WORKTREE_ROOT: path.join(workdir, '.worktrees'),
-      TOOLGATE_TOKENS: JSON.stringify([{ token: TOKEN, tenant: TENANT, scopes: ['admin', 'dispatch', 'approve'], identity: 'bench' }]),
+      TOOLGATE_TOKENS: JSON.stringify([
+        {
+          token: TOKEN,
+          tenant: TENANT,
+          scopes: ['admin', 'dispatch', 'approve'],
+          identity: 'bench',
+        },
+      ]),
     };
     let all: AllInOne | undefined;
     let worker: NatsConnection | undefined;
     try {
-      all = await startAllInOne({ ...loadAllInOneOptions(env as NodeJS.ProcessEnv), logger: false });
+      all = await startAllInOne({
+        ...loadAllInOneOptions(env as NodeJS.ProcessEnv),
+        logger: false,
+      });
       // A team's worker: its own connection, a queue group per tool, answering at once.
       worker = await connect({ servers: NATS_URL, name: `${nats.prefix}-bench-worker` });
       const reply = encoder.encode(JSON.stringify({ ok: true, result: null }));
       for (const name of [NOOP_TOOL, ASK_TOOL]) {
         const { subject, queue } = nats.subjects.remoteTool(TENANT, name);
-        worker.subscribe(subject, { queue, callback: (err, msg) => void (err || msg.respond(reply)) });
+        worker.subscribe(subject, {
+          queue,
+          callback: (err, msg) => void (err || msg.respond(reply)),
+        });
       }
       await worker.flush();
-      const stack = new BenchStack(all, nats.nc, nats.subjects, worker, new JournalWatch(nats.nc, nats.subjects), workdir);
+      const stack = new BenchStack(
+        all,
+        nats.nc,
+        nats.subjects,
+        worker,
+        new JournalWatch(nats.nc, nats.subjects),
+        workdir,
+      );
       for (const name of [NOOP_TOOL, ASK_TOOL]) {
         await stack.api(ApiOperation.RegisterTool, {
           tool: {
@@ -193,7 +217,9 @@ export class BenchStack {
           },
         });
       }
-      await stack.api(ApiOperation.PutPolicy, { document: { engine: { ask: [{ tool: ASK_TOOL }] } } });
+      await stack.api(ApiOperation.PutPolicy, {
+        document: { engine: { ask: [{ tool: ASK_TOOL }] } },
+      });
       return stack;
     } catch (err) {
       await worker?.close().catch(() => undefined);
@@ -207,9 +233,15 @@ export class BenchStack {
   async api<T = unknown>(operation: ApiOperation, body: unknown, timeout = 30_000): Promise<T> {
     const h = headers();
     h.set('Authorization', `Bearer ${TOKEN}`);
-    const msg = await this.nc.request(this.subjects.api(operation), encoder.encode(JSON.stringify(body)), { timeout, headers: h });
-    const reply = JSON.parse(decoder.decode(msg.data)) as { ok: true; data: T } | { ok: false; error: { code: string; message: string } };
-    if (!reply.ok) throw new Error(`${operation} failed: ${reply.error.code}: ${reply.error.message}`);
+    const msg = await this.nc.request(
+      this.subjects.api(operation),
+      encoder.encode(JSON.stringify(body)),
+      { timeout, headers: h },
+    );
+    const reply = JSON.parse(decoder.decode(msg.data)) as
+      { ok: true; data: T } | { ok: false; error: { code: string; message: string } };
+    if (!reply.ok)
+      throw new Error(`${operation} failed: ${reply.error.code}: ${reply.error.message}`);
     return reply.data;
   }
 
@@ -233,21 +265,35 @@ interface SubmitReply {
 
 async function expectOk(reply: SubmitReply, nats: TestNats): Promise<void> {
   if (reply.status !== 'accepted' || reply.state !== 'settled' || reply.settled?.outcome !== 'ok') {
-    throw new Error(`dispatch did not settle ok: ${JSON.stringify(reply)}; consumers: ${describeStates(await consumerStates(nats))}`);
+    throw new Error(
+      `dispatch did not settle ok: ${JSON.stringify(reply)}; consumers: ${describeStates(await consumerStates(nats))}`,
+    );
   }
 }
 
 /** Every durable consumer on the journal stream with its backlog (for the projection and for diagnosis). */
-async function consumerStates(nats: TestNats): Promise<{ name: string; pending: number; ackPending: number; delivered: number }[]> {
+async function consumerStates(
+  nats: TestNats,
+): Promise<{ name: string; pending: number; ackPending: number; delivered: number }[]> {
   const states = [];
   for await (const ci of nats.jsm.consumers.list(nats.subjects.journal.stream)) {
-    states.push({ name: ci.name, pending: ci.num_pending, ackPending: ci.num_ack_pending, delivered: ci.delivered.stream_seq });
+    states.push({
+      name: ci.name,
+      pending: ci.num_pending,
+      ackPending: ci.num_ack_pending,
+      delivered: ci.delivered.stream_seq,
+    });
   }
   return states;
 }
 
 const describeStates = (states: Awaited<ReturnType<typeof consumerStates>>) =>
-  states.map((c) => `${c.name}: ${c.pending} pending, ${c.ackPending} unacked, delivered up to seq ${c.delivered}`).join('; ');
+  states
+    .map(
+      (c) =>
+        `${c.name}: ${c.pending} pending, ${c.ackPending} unacked, delivered up to seq ${c.delivered}`,
+    )
+    .join('; ');
 
 /** Sum of pending and unacked messages over the journal service's consumers. */
 async function projectionBacklog(nats: TestNats): Promise<number> {
@@ -261,7 +307,13 @@ async function projectionBacklog(nats: TestNats): Promise<number> {
  * Waits for `done`, failing with every consumer's backlog when no dispatch settles for `stallMs`
  * (a consumer loop that stopped pulling would otherwise look like a slow machine).
  */
-async function untilSettled(done: Promise<void>, watch: JournalWatch, nats: TestNats, what: string, stallMs = 20_000): Promise<void> {
+async function untilSettled(
+  done: Promise<void>,
+  watch: JournalWatch,
+  nats: TestNats,
+  what: string,
+  stallMs = 20_000,
+): Promise<void> {
   let finished = false;
   void done.then(() => (finished = true));
   let lastCount = -1;
@@ -273,7 +325,9 @@ async function untilSettled(done: Promise<void>, watch: JournalWatch, nats: Test
       lastCount = count;
       lastChange = Date.now();
     } else if (!finished && Date.now() - lastChange > stallMs) {
-      throw new Error(`stalled waiting for ${what}: nothing settled for ${stallMs / 1000} s; consumers: ${describeStates(await consumerStates(nats))}`);
+      throw new Error(
+        `stalled waiting for ${what}: nothing settled for ${stallMs / 1000} s; consumers: ${describeStates(await consumerStates(nats))}`,
+      );
     }
   }
 }
@@ -287,7 +341,11 @@ async function journalCounts(nats: TestNats): Promise<{ messages: number; bytes:
  * End-to-end dispatch of a no-op remote tool (answered by an in-process NATS worker) through the
  * gateway, evaluator, executor and journal, all in this process.
  */
-export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { quick: boolean }): Promise<DispatchResult> {
+export async function benchDispatch(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { quick: boolean },
+): Promise<DispatchResult> {
   const { watch } = stack;
   let callSeq = 0;
   const submit = (runId: string, wait: number) =>
@@ -317,7 +375,14 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
   const httpSamples = opts.quick ? 100 : 300;
   const httpTimes: number[] = [];
   for (let i = -20; i < httpSamples; i++) {
-    const body = JSON.stringify({ runId: 'http', callId: `h${++callSeq}`, agent, tool: NOOP_TOOL, input: { i: callSeq }, wait: 10_000 });
+    const body = JSON.stringify({
+      runId: 'http',
+      callId: `h${++callSeq}`,
+      agent,
+      tool: NOOP_TOOL,
+      input: { i: callSeq },
+      wait: 10_000,
+    });
     const t = performance.now();
     const res = await fetch(`${stack.all.gateway.url}/v1/dispatches`, {
       method: 'POST',
@@ -337,7 +402,8 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
   const t0 = performance.now();
   await pool(dispatches, SUBMIT_WINDOW, async () => {
     const reply = await submit('tput', 0);
-    if (reply.status !== 'accepted') throw new Error(`throughput submission not accepted: ${JSON.stringify(reply)}`);
+    if (reply.status !== 'accepted')
+      throw new Error(`throughput submission not accepted: ${JSON.stringify(reply)}`);
     lastId = reply.dispatchId;
   });
   await untilSettled(allSettled, watch, nats, `${dispatches} dispatches to settle`);
@@ -349,7 +415,8 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
 
   // The projection keeping up: how long after the last settlement its consumers are drained. It is
   // an extra, not a goal of BENCH.md: when it does not drain in time the bench says so and goes on.
-  let catchUpMs: number | undefined = pendingAtLastSettle > 0 ? undefined : since(watch.lastSettledAt);
+  let catchUpMs: number | undefined =
+    pendingAtLastSettle > 0 ? undefined : since(watch.lastSettledAt);
   let backlog = pendingAtLastSettle;
   const waitStart = performance.now();
   const deadline = Date.now() + (opts.quick ? 5_000 : 90_000);
@@ -361,12 +428,17 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
   // Events the projection folded per second while the bench waited for it (nothing else was running).
   const foldedPerSec = (pendingAtLastSettle - backlog) / (since(waitStart) / 1000);
   if (catchUpMs === undefined) {
-    process.stderr.write(`bench: WARNING the journal projection did not drain (${backlog} events behind); consumers: ${describeStates(await consumerStates(nats))}\n`);
+    process.stderr.write(
+      `bench: WARNING the journal projection did not drain (${backlog} events behind); consumers: ${describeStates(await consumerStates(nats))}\n`,
+    );
   }
   const last = await stack
-    .api<{ events: { event: { type: string } }[] }>(ApiOperation.GetDispatch, { dispatchId: lastId })
+    .api<{ events: { event: { type: string } }[] }>(ApiOperation.GetDispatch, {
+      dispatchId: lastId,
+    })
     .catch(() => undefined);
-  const deadLettered = (await nats.jsm.streams.info(nats.subjects.deadLetter.stream)).state.messages;
+  const deadLettered = (await nats.jsm.streams.info(nats.subjects.deadLetter.stream)).state
+    .messages;
 
   return {
     p50Ms: round(percentile(latencies, 50)),
@@ -385,7 +457,9 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
     projectionPendingAtLastSettle: pendingAtLastSettle,
     projectionCaughtUp: catchUpMs !== undefined,
     ...(pendingAtLastSettle > 0 ? { projectionEventsPerSec: Math.round(foldedPerSec) } : {}),
-    ...(catchUpMs !== undefined ? { projectionCatchUpMs: round(catchUpMs) } : { projectionBacklog: backlog }),
+    ...(catchUpMs !== undefined
+      ? { projectionCatchUpMs: round(catchUpMs) }
+      : { projectionBacklog: backlog }),
     projectionVerified: last?.events.length === 4,
     deadLettered,
   };
@@ -396,20 +470,38 @@ export async function benchDispatch(stack: BenchStack, nats: TestNats, opts: { q
  * one at a time (allow, naming dispatch and run) over the NATS API. The figure is the time from
  * sending the resolve request to seeing the dispatch's `settled` event.
  */
-export async function benchApprovals(stack: BenchStack, nats: TestNats, opts: { quick: boolean }): Promise<ApprovalsResult> {
+export async function benchApprovals(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { quick: boolean },
+): Promise<ApprovalsResult> {
   const { watch } = stack;
   const warm = 10;
   const samples = opts.quick ? 50 : 300;
   const total = warm + samples;
   const runId = 'approvals';
   await pool(total, 64, async (i) => {
-    const reply = await stack.api<SubmitReply>(ApiOperation.SubmitDispatch, { runId, callId: `a${i}`, agent, tool: ASK_TOOL, input: { i } });
-    if (reply.status !== 'accepted') throw new Error(`approval dispatch not accepted: ${JSON.stringify(reply)}`);
+    const reply = await stack.api<SubmitReply>(ApiOperation.SubmitDispatch, {
+      runId,
+      callId: `a${i}`,
+      agent,
+      tool: ASK_TOOL,
+      input: { i },
+    });
+    if (reply.status !== 'accepted')
+      throw new Error(`approval dispatch not accepted: ${JSON.stringify(reply)}`);
   });
-  await withTimeout(watch.runSuspended(runId, total), 60_000, `${total} dispatches to be suspended`).catch(async (err: Error) => {
+  await withTimeout(
+    watch.runSuspended(runId, total),
+    60_000,
+    `${total} dispatches to be suspended`,
+  ).catch(async (err: Error) => {
     throw new Error(`${err.message}; consumers: ${describeStates(await consumerStates(nats))}`);
   });
-  if (watch.settledByRun.get(runId)) throw new Error('an ask dispatch settled before it was resolved: the ask policy was not applied');
+  if (watch.settledByRun.get(runId))
+    throw new Error(
+      'an ask dispatch settled before it was resolved: the ask policy was not applied',
+    );
 
   const parked = [...watch.suspended.entries()].filter(([, s]) => s.runId === runId);
   const settleTimes: number[] = [];
@@ -420,7 +512,11 @@ export async function benchApprovals(stack: BenchStack, nats: TestNats, opts: { 
     const replied = stack
       .api(ApiOperation.ResolveApproval, { key: approvalKey, decision: 'allow', dispatchId, runId })
       .then(() => since(t));
-    const s = await withTimeout(settled, 30_000, `dispatch ${dispatchId} to settle after its approval`);
+    const s = await withTimeout(
+      settled,
+      30_000,
+      `dispatch ${dispatchId} to settle after its approval`,
+    );
     const replyMs = await replied;
     if (s.outcome !== 'ok') throw new Error(`approved dispatch ${dispatchId} settled ${s.outcome}`);
     if (n >= warm) {

@@ -8,7 +8,13 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
-import { BenchStack, benchApprovals, benchDispatch, type ApprovalsResult, type DispatchResult } from './dispatch';
+import {
+  BenchStack,
+  benchApprovals,
+  benchDispatch,
+  type ApprovalsResult,
+  type DispatchResult,
+} from './dispatch';
 import { benchPermissions } from './permissions';
 import { round, since } from './stats';
 import { benchWorktree } from './worktree';
@@ -19,7 +25,13 @@ interface Report {
   permissions?: { decisionsPerSec: number; shellMatchesPerSec: number };
   dispatch?: DispatchResult & { throughputVsBound: number };
   approvals?: ApprovalsResult;
-  worktree?: { files: number; acquireMs: number; gitWorktreeAddMs: number; acquireVsGit: number; collectMs: number };
+  worktree?: {
+    files: number;
+    acquireMs: number;
+    gitWorktreeAddMs: number;
+    acquireVsGit: number;
+    collectMs: number;
+  };
   run?: { mode: 'quick' | 'full'; totalSeconds: number; sectionSeconds: Record<string, number> };
 }
 
@@ -40,7 +52,13 @@ async function cleanUp(): Promise<void> {
 
 function table(title: string, rows: [string, unknown][]): string {
   const width = Math.max(...rows.map(([k]) => k.length));
-  return [`${title}`, ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${typeof v === 'number' ? v.toLocaleString('en-US') : String(v)}`)].join('\n');
+  return [
+    `${title}`,
+    ...rows.map(
+      ([k, v]) =>
+        `  ${k.padEnd(width)}  ${typeof v === 'number' ? v.toLocaleString('en-US') : String(v)}`,
+    ),
+  ].join('\n');
 }
 
 async function main(): Promise<Report> {
@@ -69,7 +87,9 @@ async function main(): Promise<Report> {
     cpuModel: cpus[0]?.model.trim() ?? 'unknown',
   };
 
-  report.baseline = await section('baseline', () => benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick }));
+  report.baseline = await section('baseline', () =>
+    benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick }),
+  );
 
   const schema = await useTestSchema('bench');
   cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
@@ -91,42 +111,97 @@ async function main(): Promise<Report> {
 
   report.permissions = await section('permissions', () => benchPermissions({ quick }));
   report.worktree = await section('worktree', () => benchWorktree({ quick }));
-  report.run = { mode: quick ? 'quick' : 'full', totalSeconds: round(since(started) / 1000, 1), sectionSeconds };
+  report.run = {
+    mode: quick ? 'quick' : 'full',
+    totalSeconds: round(since(started) / 1000, 1),
+    sectionSeconds,
+  };
   return report;
 }
 
 function print(report: Report): void {
-  const { machine: m, baseline: b, dispatch: d, approvals: a, permissions: p, worktree: w } = report;
+  const {
+    machine: m,
+    baseline: b,
+    dispatch: d,
+    approvals: a,
+    permissions: p,
+    worktree: w,
+  } = report;
   const out: string[] = [];
-  if (m) out.push(table('machine', [['cpus', `${m.cpus} × ${m.cpuModel}`], ['node', m.node], ['nats-server', m.natsServer]]));
+  if (m)
+    out.push(
+      table('machine', [
+        ['cpus', `${m.cpus} × ${m.cpuModel}`],
+        ['node', m.node],
+        ['nats-server', m.natsServer],
+      ]),
+    );
   if (b) {
     out.push(
       table(`raw JetStream baseline (file storage, ${b.payloadBytes} B payloads)`, [
-        [`sync publish p50 / p99 (${b.syncSamples} awaited one by one)`, `${b.jetstreamSyncPublishP50Ms} / ${b.jetstreamSyncPublishP99Ms} ms`],
-        [`async publish (${b.asyncMessages}, window ${b.asyncWindow})`, `${b.jetstreamAsyncPublishPerSec.toLocaleString('en-US')} msg/s`],
-        ['durable pull consume + ack', `${b.jetstreamConsumeAckPerSec.toLocaleString('en-US')} msg/s`],
+        [
+          `sync publish p50 / p99 (${b.syncSamples} awaited one by one)`,
+          `${b.jetstreamSyncPublishP50Ms} / ${b.jetstreamSyncPublishP99Ms} ms`,
+        ],
+        [
+          `async publish (${b.asyncMessages}, window ${b.asyncWindow})`,
+          `${b.jetstreamAsyncPublishPerSec.toLocaleString('en-US')} msg/s`,
+        ],
+        [
+          'durable pull consume + ack',
+          `${b.jetstreamConsumeAckPerSec.toLocaleString('en-US')} msg/s`,
+        ],
       ]),
     );
   }
   if (d) {
     out.push(
       table(`dispatch: ${d.tool}, all services in one process`, [
-        [`latency over NATS p50 / p99 (${d.latencySamples} sequential)`, `${d.p50Ms} / ${d.p99Ms} ms`],
-        [`latency over HTTP p50 / p99 (${d.httpSamples} sequential)`, `${d.httpP50Ms} / ${d.httpP99Ms} ms`],
-        [`throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`, `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`],
+        [
+          `latency over NATS p50 / p99 (${d.latencySamples} sequential)`,
+          `${d.p50Ms} / ${d.p99Ms} ms`,
+        ],
+        [
+          `latency over HTTP p50 / p99 (${d.httpSamples} sequential)`,
+          `${d.httpP50Ms} / ${d.httpP99Ms} ms`,
+        ],
+        [
+          `throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`,
+          `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
+        ],
         ['journal appends per dispatch', d.journalAppendsPerDispatch],
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
         [
           'projection backlog at last settle / drained after',
           `${d.projectionPendingAtLastSettle} events / ${d.projectionCaughtUp ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
         ],
-        ['projection fold rate while draining', d.projectionEventsPerSec === undefined ? 'n/a (no backlog)' : `${d.projectionEventsPerSec} events/s`],
+        [
+          'projection fold rate while draining',
+          d.projectionEventsPerSec === undefined
+            ? 'n/a (no backlog)'
+            : `${d.projectionEventsPerSec} events/s`,
+        ],
         ['dead-lettered', d.deadLettered],
       ]),
     );
   }
-  if (a) out.push(table(`approvals (${a.samples} resolved one at a time)`, [['resolve sent → settled p50 / p99', `${a.resolveToSettleP50Ms} / ${a.resolveToSettleP99Ms} ms`]]));
-  if (p) out.push(table('permissions (one thread)', [['decisions/s', p.decisionsPerSec], ['shell matches/s', p.shellMatchesPerSec]]));
+  if (a)
+    out.push(
+      table(`approvals (${a.samples} resolved one at a time)`, [
+        [
+          'resolve sent → settled p50 / p99',
+          `${a.resolveToSettleP50Ms} / ${a.resolveToSettleP99Ms} ms`,
+        ],
+      ]),
+    );
+  if (p)
+    out.push(
+      table('permissions (one thread)', [
+        ['decisions/s', p.decisionsPerSec],
+        ['shell matches/s', p.shellMatchesPerSec],
+      ]),
+    );
   if (w) {
     out.push(
       table(`worktree (${w.files} files)`, [
@@ -155,6 +230,8 @@ main()
   })
   .catch(async (err: unknown) => {
     await cleanUp();
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exitCode = 1;
   });

@@ -12,7 +12,9 @@ import {
  * (24 rules incl. argv, domain and CEL rules, the standard preset, one async hook, the taint gate),
  * and shell commands matched per second against allow/ask/deny tables.
  */
-export async function benchPermissions(opts: { quick: boolean }): Promise<{ decisionsPerSec: number; shellMatchesPerSec: number }> {
+export async function benchPermissions(opts: {
+  quick: boolean;
+}): Promise<{ decisionsPerSec: number; shellMatchesPerSec: number }> {
   const chain = compilePermissionChain(
     {
       hooks: [
@@ -27,7 +29,10 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
       ],
       deny: [
         { risk: 'destructive' },
-        { tool: 'shell', argv: ['rm -rf **', 'git push --force **', 'sudo **', 'dd **', 'mkfs **'] },
+        {
+          tool: 'shell',
+          argv: ['rm -rf **', 'git push --force **', 'sudo **', 'dd **', 'mkfs **'],
+        },
         { domains: ['evil.example', '*.pastebin.example'] },
         { tool: ['drop_database', 'delete_bucket'] },
         { tool: 'shell', argv: ['wget **', 'nc **'] },
@@ -67,7 +72,10 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
     [{ name: 'shell', risk: 'execute' }, { command: 'git status && git diff --stat' }],
     [{ name: 'shell', risk: 'execute' }, { command: 'rm -rf build' }],
     [{ name: 'http_fetch', risk: 'network' }, { url: 'https://docs.example/api' }],
-    [{ name: 'write_file', risk: 'write' }, { path: 'a.txt', content: 'x' }],
+    [
+      { name: 'write_file', risk: 'write' },
+      { path: 'a.txt', content: 'x' },
+    ],
     [{ name: 'mcp__github__create_issue' }, { title: 'bug' }],
     [{ name: 'deploy_service', risk: 'execute', needsApproval: true }, { service: 'api' }],
     [{ name: 'list_files', risk: 'read' }, { dir: '.' }],
@@ -94,7 +102,18 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
   const decisionsPerSec = Math.round(median(decisionRates));
 
   const tables: ShellPatternTables = {
-    allow: ['npm test **', 'npm run *', 'git status', 'git diff **', 'git log **', 'ls **', 'cat *', 'grep **', 'node *', 'tsc **'],
+    allow: [
+      'npm test **',
+      'npm run *',
+      'git status',
+      'git diff **',
+      'git log **',
+      'ls **',
+      'cat *',
+      'grep **',
+      'node *',
+      'tsc **',
+    ],
     ask: ['git push **', 'npm publish **'],
     deny: ['rm -rf **', 'sudo **', 'git push --force **', 'curl **'],
   };
@@ -112,11 +131,13 @@ export async function benchPermissions(opts: { quick: boolean }): Promise<{ deci
   ];
   const matches = opts.quick ? 50_000 : 200_000;
   let sink = 0;
-  for (let i = 0; i < 20_000; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
+  for (let i = 0; i < 20_000; i++)
+    sink += matchShellCommand(commands[i % commands.length]!, tables).length;
   const matchRates: number[] = [];
   for (let round = 0; round < rounds; round++) {
     const t0 = performance.now();
-    for (let i = 0; i < matches; i++) sink += matchShellCommand(commands[i % commands.length]!, tables).length;
+    for (let i = 0; i < matches; i++)
+      sink += matchShellCommand(commands[i % commands.length]!, tables).length;
     matchRates.push(matches / ((performance.now() - t0) / 1000));
   }
   const shellMatchesPerSec = Math.round(median(matchRates));

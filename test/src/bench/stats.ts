@@ -29,7 +29,11 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): P
 }
 
 /** Runs `task(i)` for i in [0, count) with at most `window` in flight. */
-export async function pool(count: number, window: number, task: (i: number) => Promise<void>): Promise<void> {
+export async function pool(
+  count: number,
+  window: number,
+  task: (i: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lanes = Array.from({ length: Math.min(window, count) }, async () => {
     while (next < count) {

@@ -11,17 +11,29 @@ const run = promisify(execFile);
 
 /** The repository size BENCH.md reports worktree figures for. */
 const FILES = 5000;
-const GIT_IDENTITY = ['-c', 'user.name=Toolgate Bench', '-c', 'user.email=bench@toolgate.invalid', '-c', 'commit.gpgsign=false'];
+const GIT_IDENTITY = [
+  '-c',
+  'user.name=Toolgate Bench',
+  '-c',
+  'user.email=bench@toolgate.invalid',
+  '-c',
+  'commit.gpgsign=false',
+];
 
 async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', [...GIT_IDENTITY, ...args], { cwd, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('git', [...GIT_IDENTITY, ...args], {
+    cwd,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return stdout;
 }
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
@@ -35,7 +47,9 @@ async function makeRepo(dir: string, files: number): Promise<void> {
     await mkdir(sub, { recursive: true });
     const writes: Promise<void>[] = [];
     for (let f = 0; f < perDir && d * perDir + f < files; f++) {
-      writes.push(writeFile(path.join(sub, `file-${f}.ts`), `export const v${d}_${f} = ${d * perDir + f};\n`));
+      writes.push(
+        writeFile(path.join(sub, `file-${f}.ts`), `export const v${d}_${f} = ${d * perDir + f};\n`),
+      );
     }
     await Promise.all(writes);
   }
@@ -88,7 +102,12 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
       await git(repo, 'branch', '-D', `bench-${i + 1}`);
 
       t = performance.now();
-      const { worktree } = await manager.acquire({ tenant: 'bench', runId: 'run', agentKey: `agent-${i + 1}`, repo });
+      const { worktree } = await manager.acquire({
+        tenant: 'bench',
+        runId: 'run',
+        agentKey: `agent-${i + 1}`,
+        repo,
+      });
       const acquireMs = performance.now() - t;
       await manager.dispose({ worktreeId: worktree.worktreeId, outcome: 'ok' });
       if (i >= 0) {
@@ -98,15 +117,26 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
     }
 
     // Collect after a typical agent's edit: 50 modified, 10 new, 10 deleted files and a binary.
-    const { worktree } = await manager.acquire({ tenant: 'bench', runId: 'run', agentKey: 'collector', repo });
+    const { worktree } = await manager.acquire({
+      tenant: 'bench',
+      runId: 'run',
+      agentKey: 'collector',
+      repo,
+    });
     for (let f = 0; f < 50; f++) {
-      await writeFile(path.join(worktree.path, 'packages', `pkg-${f}`, 'src', 'file-1.ts'), `export const changed = ${f};\n`);
+      await writeFile(
+        path.join(worktree.path, 'packages', `pkg-${f}`, 'src', 'file-1.ts'),
+        `export const changed = ${f};\n`,
+      );
     }
     for (let f = 0; f < 10; f++) {
       await writeFile(path.join(worktree.path, `new-${f}.ts`), `export const added = ${f};\n`);
       await rm(path.join(worktree.path, 'packages', `pkg-${f}`, 'src', 'file-2.ts'));
     }
-    await writeFile(path.join(worktree.path, 'blob.bin'), Buffer.from([0, 1, 2, 3, 255, 254, 0, 9]));
+    await writeFile(
+      path.join(worktree.path, 'blob.bin'),
+      Buffer.from([0, 1, 2, 3, 255, 254, 0, 9]),
+    );
     const collectTimes: number[] = [];
     for (let i = -1; i < samples; i++) {
       const t = performance.now();

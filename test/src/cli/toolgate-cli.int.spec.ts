@@ -15,7 +15,10 @@ describe('toolgate CLI against the whole stack', () => {
   /** Everything the CLI printed in this file, to prove no token ever appears in it. */
   const printed: string[] = [];
 
-  const cli = async (argv: string[], env: Record<string, string | undefined> = {}): Promise<Run> => {
+  const cli = async (
+    argv: string[],
+    env: Record<string, string | undefined> = {},
+  ): Promise<Run> => {
     let stdout = '';
     let stderr = '';
     const code = await runCli(argv, {
@@ -33,21 +36,43 @@ describe('toolgate CLI against the whole stack', () => {
   afterAll(() => stack.stop());
 
   it('walks an approval through list, show and resolve on a parked call', async () => {
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'shell' }] } } });
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'shell' }] } },
+    });
     expect(put.status).toBe(200);
 
-    const parked = await cli(['dispatch', 'shell', '--run', 'cli-run', '--call', 'c1', '--input', '{"command":"echo from-cli"}', '--wait', '5000']);
+    const parked = await cli([
+      'dispatch',
+      'shell',
+      '--run',
+      'cli-run',
+      '--call',
+      'c1',
+      '--input',
+      '{"command":"echo from-cli"}',
+      '--wait',
+      '5000',
+    ]);
     expect(parked).toMatchObject({ code: 0, stderr: '' });
     expect(parked.stdout).toMatch(/accepted, suspended/);
     expect(parked.stdout).toContain('parked for approval');
 
     const listedJson = await eventually(async () => {
       const r = await cli(['approvals', 'list', '--run', 'cli-run', '--json']);
-      const rows = JSON.parse(r.stdout) as { approvalKey: string; toolName: string; status: string; input: unknown }[];
+      const rows = JSON.parse(r.stdout) as {
+        approvalKey: string;
+        toolName: string;
+        status: string;
+        input: unknown;
+      }[];
       return rows.length ? rows : undefined;
     });
     expect(listedJson).toHaveLength(1);
-    expect(listedJson[0]).toMatchObject({ toolName: 'shell', status: 'pending', input: { command: 'echo from-cli' } });
+    expect(listedJson[0]).toMatchObject({
+      toolName: 'shell',
+      status: 'pending',
+      input: { command: 'echo from-cli' },
+    });
     const key = listedJson[0]!.approvalKey;
 
     const table = await cli(['approvals', 'list', '--run', 'cli-run', '--tool', 'shell']);
@@ -70,29 +95,64 @@ describe('toolgate CLI against the whole stack', () => {
     expect(shown.stdout).toContain('"command": "echo from-cli"');
 
     // The approver (approve scope only) resolves it; the call then runs and settles.
-    const resolved = await cli(['approvals', 'resolve', key, '--allow', '--reason', 'looks harmless'], { TOOLGATE_TOKEN: TOKENS.acmeApprover });
+    const resolved = await cli(
+      ['approvals', 'resolve', key, '--allow', '--reason', 'looks harmless'],
+      { TOOLGATE_TOKEN: TOKENS.acmeApprover },
+    );
     expect(resolved).toMatchObject({ code: 0, stderr: '' });
-    expect(resolved.stdout).toMatch(new RegExp(`^allowed ${key} \\(dispatch [A-Za-z0-9_-]+\\) by acme-approver: looks harmless\\n$`));
+    expect(resolved.stdout).toMatch(
+      new RegExp(
+        `^allowed ${key} \\(dispatch [A-Za-z0-9_-]+\\) by acme-approver: looks harmless\\n$`,
+      ),
+    );
 
     const replay = await eventually(async () => {
-      const r = await cli(['dispatch', 'shell', '--run', 'cli-run', '--call', 'c1', '--input', '{"command":"echo from-cli"}', '--json']);
-      const body = JSON.parse(r.stdout) as { status: string; state: string; settled?: { outcome: string; result?: unknown } };
+      const r = await cli([
+        'dispatch',
+        'shell',
+        '--run',
+        'cli-run',
+        '--call',
+        'c1',
+        '--input',
+        '{"command":"echo from-cli"}',
+        '--json',
+      ]);
+      const body = JSON.parse(r.stdout) as {
+        status: string;
+        state: string;
+        settled?: { outcome: string; result?: unknown };
+      };
       return body.state === 'settled' ? body : undefined;
     });
     expect(replay).toMatchObject({ status: 'replayed', settled: { outcome: 'ok' } });
     expect(JSON.stringify(replay.settled?.result)).toContain('from-cli');
 
-    const again = await cli(['approvals', 'resolve', key, '--deny'], { TOOLGATE_TOKEN: TOKENS.acmeApprover });
+    const again = await cli(['approvals', 'resolve', key, '--deny'], {
+      TOOLGATE_TOKEN: TOKENS.acmeApprover,
+    });
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^already-resolved: /);
 
     const after = await eventually(async () => {
       const r = await cli(['approvals', 'show', key, '--json']);
-      const body = JSON.parse(r.stdout) as { status: string; decision: string; resolvedBy: string; reason: string };
+      const body = JSON.parse(r.stdout) as {
+        status: string;
+        decision: string;
+        resolvedBy: string;
+        reason: string;
+      };
       return body.status === 'resolved' ? body : undefined;
     });
-    expect(after).toMatchObject({ decision: 'allow', resolvedBy: 'acme-approver', reason: 'looks harmless' });
-    expect((await cli(['approvals', 'list', '--run', 'cli-run', '--status', 'resolved', '--json'])).stdout).toContain(key);
+    expect(after).toMatchObject({
+      decision: 'allow',
+      resolvedBy: 'acme-approver',
+      reason: 'looks harmless',
+    });
+    expect(
+      (await cli(['approvals', 'list', '--run', 'cli-run', '--status', 'resolved', '--json']))
+        .stdout,
+    ).toContain(key);
 
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   });
@@ -103,21 +163,39 @@ describe('toolgate CLI against the whole stack', () => {
     expect(table.stdout).toMatch(/^NAME\s+EXECUTOR\s+RISK\s+APPROVAL\s+VERSION\s+DESCRIPTION$/m);
     expect(table.stdout).toMatch(/^read_file\s+inprocess\s+read\s/m);
     expect(table.stdout).toMatch(/^toolset hash: [0-9a-f]{64}$/m);
-    const json = JSON.parse((await cli(['tools', 'list', '--json'])).stdout) as { tools: { name: string }[]; toolsetHash: string };
+    const json = JSON.parse((await cli(['tools', 'list', '--json'])).stdout) as {
+      tools: { name: string }[];
+      toolsetHash: string;
+    };
     expect(json.tools.map((t) => t.name)).toContain('shell');
     expect(json.toolsetHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('puts, gets and dry-runs the policy', async () => {
     const file = path.join(stack.workdir, 'policy.json');
-    await writeFile(file, JSON.stringify({ engine: { deny: [{ tool: 'write_file', reason: 'frozen' }] } }));
+    await writeFile(
+      file,
+      JSON.stringify({ engine: { deny: [{ tool: 'write_file', reason: 'frozen' }] } }),
+    );
     const put = await cli(['policy', 'put', file]);
     expect(put.code).toBe(0);
     const revision = Number(/^policy revision (\d+)$/.exec(put.stdout.trim())?.[1]);
     expect(revision).toBeGreaterThan(0);
-    const got = JSON.parse((await cli(['policy', 'get', '--json'])).stdout) as { revision: number; document: unknown };
-    expect(got).toEqual({ revision, document: { engine: { deny: [{ tool: 'write_file', reason: 'frozen' }] } } });
-    const evaluated = await cli(['policy', 'evaluate', 'write_file', '--input', '{"path":"a.txt","content":"x"}']);
+    const got = JSON.parse((await cli(['policy', 'get', '--json'])).stdout) as {
+      revision: number;
+      document: unknown;
+    };
+    expect(got).toEqual({
+      revision,
+      document: { engine: { deny: [{ tool: 'write_file', reason: 'frozen' }] } },
+    });
+    const evaluated = await cli([
+      'policy',
+      'evaluate',
+      'write_file',
+      '--input',
+      '{"path":"a.txt","content":"x"}',
+    ]);
     expect(evaluated.code).toBe(0);
     expect(evaluated.stdout).toMatch(/^deny by deny-rule .*frozen/);
     const stale = await cli(['policy', 'put', file, '--expected-revision', String(revision - 1)]);
@@ -125,14 +203,33 @@ describe('toolgate CLI against the whole stack', () => {
     expect(stale.stderr).toMatch(/^conflict: /);
 
     // A denied dispatch went through the API but did not succeed: exit 1, with the policy's reason.
-    const denied = await cli(['dispatch', 'write_file', '--run', 'cli-run-2', '--call', 'w1', '--input', '{"path":"a.txt","content":"x"}', '--wait']);
+    const denied = await cli([
+      'dispatch',
+      'write_file',
+      '--run',
+      'cli-run-2',
+      '--call',
+      'w1',
+      '--input',
+      '{"path":"a.txt","content":"x"}',
+      '--wait',
+    ]);
     expect(denied.code).toBe(1);
     expect(denied.stdout).toMatch(/denied: denied: .*frozen/);
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   });
 
   it('exits 2 on bad input, naming the problem', async () => {
-    const badJson = await cli(['dispatch', 'read_file', '--run', 'r', '--call', 'c', '--input', '{not json']);
+    const badJson = await cli([
+      'dispatch',
+      'read_file',
+      '--run',
+      'r',
+      '--call',
+      'c',
+      '--input',
+      '{not json',
+    ]);
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toMatch(/^error: --input is not valid JSON/);
 
@@ -166,7 +263,9 @@ describe('toolgate CLI against the whole stack', () => {
     expect(forbidden).toMatchObject({ code: 1, stdout: '' });
     expect(forbidden.stderr).toBe('forbidden: this token lacks the "approve" scope\n');
 
-    const badToken = await cli(['--token', 'wrong-token-wrong-token', 'tools', 'list'], { TOOLGATE_TOKEN: undefined });
+    const badToken = await cli(['--token', 'wrong-token-wrong-token', 'tools', 'list'], {
+      TOOLGATE_TOKEN: undefined,
+    });
     expect(badToken.code).toBe(1);
     expect(badToken.stderr).toBe('unauthorized: invalid bearer token\n');
 
@@ -174,18 +273,32 @@ describe('toolgate CLI against the whole stack', () => {
     expect(notFound.code).toBe(1);
     expect(notFound.stderr).toMatch(/^not-found: /);
 
-    const unknownTool = await cli(['dispatch', 'no_such_tool', '--run', 'r', '--call', 'c', '--input', '{}']);
+    const unknownTool = await cli([
+      'dispatch',
+      'no_such_tool',
+      '--run',
+      'r',
+      '--call',
+      'c',
+      '--input',
+      '{}',
+    ]);
     expect(unknownTool.code).toBe(1);
     expect(unknownTool.stderr).toBe('unknown-tool: unknown tool no_such_tool\n');
 
     // A token passed as a flag, then echoed back by a usage error, is still redacted.
-    const echoed = await cli(['--token', TOKENS.globexAdmin, 'tools', 'list', `--${TOKENS.globexAdmin}`], { TOOLGATE_TOKEN: undefined });
+    const echoed = await cli(
+      ['--token', TOKENS.globexAdmin, 'tools', 'list', `--${TOKENS.globexAdmin}`],
+      { TOOLGATE_TOKEN: undefined },
+    );
     expect(echoed.code).toBe(2);
     expect(echoed.stderr).toContain("unknown option '--***'");
 
     const unreachable = await cli(['tools', 'list'], { TOOLGATE_URL: 'http://127.0.0.1:9' });
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toBe('unavailable: cannot reach the gateway at http://127.0.0.1:9\n');
+    expect(unreachable.stderr).toBe(
+      'unavailable: cannot reach the gateway at http://127.0.0.1:9\n',
+    );
   });
 
   // Runs last: everything printed above, success or failure, is searched for every token.

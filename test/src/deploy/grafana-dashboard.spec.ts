@@ -21,7 +21,8 @@ interface Panel {
   panels?: Panel[];
 }
 
-const flatten = (panels: Panel[]): Panel[] => panels.flatMap((p) => [p, ...flatten(p.panels ?? [])]);
+const flatten = (panels: Panel[]): Panel[] =>
+  panels.flatMap((p) => [p, ...flatten(p.panels ?? [])]);
 
 async function knownMetricNames(): Promise<Set<string>> {
   const metrics = new Metrics();
@@ -38,13 +39,22 @@ describe('Grafana dashboards (deploy/grafana)', () => {
 
   for (const file of files) {
     describe(file, () => {
-      const dashboard = JSON.parse(readFileSync(path.join(dashboardDir, file), 'utf8')) as { uid: string; panels: Panel[] };
+      const dashboard = JSON.parse(readFileSync(path.join(dashboardDir, file), 'utf8')) as {
+        uid: string;
+        panels: Panel[];
+      };
       const panels = flatten(dashboard.panels).filter((p) => p.type !== 'row');
-      const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr).filter((e): e is string => Boolean(e)));
+      const exprs = panels.flatMap((p) =>
+        (p.targets ?? []).map((t) => t.expr).filter((e): e is string => Boolean(e)),
+      );
 
       it('queries only metric names the services define', async () => {
         const known = await knownMetricNames();
-        const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b((?:toolgate|process|nodejs)_[a-z0-9_]+)\b/g)].map((m) => m[1]!)));
+        const used = new Set(
+          exprs.flatMap((e) =>
+            [...e.matchAll(/\b((?:toolgate|process|nodejs)_[a-z0-9_]+)\b/g)].map((m) => m[1]!),
+          ),
+        );
         expect(used.size).toBeGreaterThan(0);
         for (const name of used) {
           const base = name.replace(/_(bucket|sum|count)$/, '');
@@ -54,14 +64,24 @@ describe('Grafana dashboards (deploy/grafana)', () => {
 
       it('charts every Toolgate metric: rates by outcome, latency p50/p99 per role, lag and pending approvals', () => {
         const all = exprs.join('\n');
-        for (const name of Object.values(MetricName)) expect([name, all.includes(name)]).toEqual([name, true]);
-        expect(all).toMatch(/histogram_quantile\(0\.5,[^\n]*toolgate_message_processing_seconds_bucket[^\n]*\) by \(role, le\)\)/m);
-        expect(all).toMatch(/histogram_quantile\(0\.99,[^\n]*toolgate_message_processing_seconds_bucket[^\n]*\) by \(role, le\)\)/m);
+        for (const name of Object.values(MetricName))
+          expect([name, all.includes(name)]).toEqual([name, true]);
+        expect(all).toMatch(
+          /histogram_quantile\(0\.5,[^\n]*toolgate_message_processing_seconds_bucket[^\n]*\) by \(role, le\)\)/m,
+        );
+        expect(all).toMatch(
+          /histogram_quantile\(0\.99,[^\n]*toolgate_message_processing_seconds_bucket[^\n]*\) by \(role, le\)\)/m,
+        );
         expect(all).toMatch(/toolgate_messages_processed_total[^\n]*by \(outcome\)/);
       });
 
       it('uses only the provisioned data sources, including a Tempo trace search', () => {
-        const provisioned = parse(readFileSync(path.join(root, 'deploy/grafana/provisioning/datasources/datasources.yaml'), 'utf8')) as {
+        const provisioned = parse(
+          readFileSync(
+            path.join(root, 'deploy/grafana/provisioning/datasources/datasources.yaml'),
+            'utf8',
+          ),
+        ) as {
           datasources: { uid: string; type: string }[];
         };
         const uids = new Map(provisioned.datasources.map((d) => [d.uid, d.type]));

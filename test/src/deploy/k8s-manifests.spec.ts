@@ -24,7 +24,8 @@ for (const dir of dirs) {
     if (!/\.ya?ml$/.test(name) || name === 'kustomization.yaml') continue;
     const file = `${dir}/${name}`;
     for (const doc of parseAllDocuments(readFileSync(path.join(root, file), 'utf8'))) {
-      if (doc.errors.length) throw new Error(`${file}: ${doc.errors.map((e) => e.message).join('; ')}`);
+      if (doc.errors.length)
+        throw new Error(`${file}: ${doc.errors.map((e) => e.message).join('; ')}`);
       const obj = doc.toJS() as Obj | null;
       if (obj) docs.push({ file, obj });
     }
@@ -55,7 +56,8 @@ function podLabels(workload: Obj): Record<string, string> {
 
 function matches(selector: Obj | undefined, labels: Record<string, string>): boolean {
   if (!selector) return false;
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {}))
+    if (labels[k] !== v) return false;
   for (const expr of (selector.matchExpressions ?? []) as Obj[]) {
     const has = expr.key in labels;
     if (expr.operator === 'In' && !(has && expr.values.includes(labels[expr.key]))) return false;
@@ -63,7 +65,9 @@ function matches(selector: Obj | undefined, labels: Record<string, string>): boo
     if (expr.operator === 'Exists' && !has) return false;
     if (expr.operator === 'DoesNotExist' && has) return false;
   }
-  return Object.keys(selector.matchLabels ?? {}).length + (selector.matchExpressions ?? []).length > 0;
+  return (
+    Object.keys(selector.matchLabels ?? {}).length + (selector.matchExpressions ?? []).length > 0
+  );
 }
 
 function containerPort(container: Obj, port: string | number): number | undefined {
@@ -75,23 +79,45 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
   it('parses every document with apiVersion, kind, name and the toolgate namespace', () => {
     expect(docs.length).toBeGreaterThan(20);
     for (const { file, obj } of docs) {
-      expect([file, typeof obj.apiVersion, typeof obj.kind, typeof obj.metadata?.name]).toEqual([file, 'string', 'string', 'string']);
-      if (obj.kind !== 'Namespace') expect([file, obj.metadata.name, obj.metadata.namespace]).toEqual([file, obj.metadata.name, 'toolgate']);
+      expect([file, typeof obj.apiVersion, typeof obj.kind, typeof obj.metadata?.name]).toEqual([
+        file,
+        'string',
+        'string',
+        'string',
+      ]);
+      if (obj.kind !== 'Namespace')
+        expect([file, obj.metadata.name, obj.metadata.namespace]).toEqual([
+          file,
+          obj.metadata.name,
+          'toolgate',
+        ]);
     }
   });
 
   it('runs each of the five services from the one image with its own command and port', () => {
     for (const name of services) {
       const workload = workloads.find((w) => w.obj.metadata.name === name);
-      expect([name, workload?.obj.kind]).toEqual([name, name === 'worktree' ? 'StatefulSet' : 'Deployment']);
+      expect([name, workload?.obj.kind]).toEqual([
+        name,
+        name === 'worktree' ? 'StatefulSet' : 'Deployment',
+      ]);
       const [container, ...others] = workload!.obj.spec.template.spec.containers as Obj[];
       expect(others).toEqual([]);
       expect(container!.command).toEqual(['node', `services/${name}/dist/main.js`]);
       expect(containerPort(container!, 'http')).toBe(ports[name]);
       const env = container!.env as Obj[];
-      expect([name, env.find((e) => e.name === portVar[name])?.value]).toEqual([name, String(ports[name])]);
+      expect([name, env.find((e) => e.name === portVar[name])?.value]).toEqual([
+        name,
+        String(ports[name]),
+      ]);
     }
-    const images = new Set(services.map((n) => workloads.find((w) => w.obj.metadata.name === n)!.obj.spec.template.spec.containers[0].image));
+    const images = new Set(
+      services.map(
+        (n) =>
+          workloads.find((w) => w.obj.metadata.name === n)!.obj.spec.template.spec.containers[0]
+            .image,
+      ),
+    );
     expect(images.size).toBe(1);
   });
 
@@ -100,13 +126,22 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
       for (const c of obj.spec.template.spec.containers as Obj[]) {
         const where = `${file} ${c.name}`;
         for (const kind of ['requests', 'limits']) {
-          expect([where, kind, typeof c.resources?.[kind]?.cpu, typeof c.resources?.[kind]?.memory]).toEqual([where, kind, 'string', 'string']);
+          expect([
+            where,
+            kind,
+            typeof c.resources?.[kind]?.cpu,
+            typeof c.resources?.[kind]?.memory,
+          ]).toEqual([where, kind, 'string', 'string']);
         }
-        const expectedPath = (p: string) => (obj.metadata.name === 'nats' ? '/healthz?js-enabled-only=true' : p);
+        const expectedPath = (p: string) =>
+          obj.metadata.name === 'nats' ? '/healthz?js-enabled-only=true' : p;
         expect([where, c.readinessProbe?.httpGet?.path]).toEqual([where, expectedPath('/readyz')]);
         expect([where, c.livenessProbe?.httpGet?.path]).toEqual([where, expectedPath('/healthz')]);
         for (const probe of [c.readinessProbe, c.livenessProbe]) {
-          expect([where, containerPort(c, probe.httpGet.port)]).toEqual([where, expect.any(Number)]);
+          expect([where, containerPort(c, probe.httpGet.port)]).toEqual([
+            where,
+            expect.any(Number),
+          ]);
         }
       }
     }
@@ -119,9 +154,13 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
       expect([name, sleep?.[0]]).toEqual([name, 'sleep']);
       expect(spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(Number(sleep[1]) + 30);
     }
-    const executor = workloads.find((w) => w.obj.metadata.name === 'tool-executor')!.obj.spec.template.spec;
+    const executor = workloads.find((w) => w.obj.metadata.name === 'tool-executor')!.obj.spec
+      .template.spec;
     // A tool may run for EXECUTOR_DEFAULT_TIMEOUT_MS before it settles; the grace period covers it.
-    const timeoutMs = Number((executor.containers[0].env as Obj[]).find((e) => e.name === 'EXECUTOR_DEFAULT_TIMEOUT_MS')!.value);
+    const timeoutMs = Number(
+      (executor.containers[0].env as Obj[]).find((e) => e.name === 'EXECUTOR_DEFAULT_TIMEOUT_MS')!
+        .value,
+    );
     expect(executor.terminationGracePeriodSeconds * 1000).toBeGreaterThan(timeoutMs + 10_000);
   });
 
@@ -129,26 +168,45 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
     const worktree = workloads.find((w) => w.obj.metadata.name === 'worktree')!.obj;
     expect(worktree.spec.replicas).toBe(1);
     const claim = (worktree.spec.volumeClaimTemplates as Obj[])[0]!;
-    const mount = (worktree.spec.template.spec.containers[0].volumeMounts as Obj[]).find((m) => m.name === claim.metadata.name);
-    const root = (worktree.spec.template.spec.containers[0].env as Obj[]).find((e) => e.name === 'WORKTREE_ROOT')!.value as string;
+    const mount = (worktree.spec.template.spec.containers[0].volumeMounts as Obj[]).find(
+      (m) => m.name === claim.metadata.name,
+    );
+    const root = (worktree.spec.template.spec.containers[0].env as Obj[]).find(
+      (e) => e.name === 'WORKTREE_ROOT',
+    )!.value as string;
     expect(root.startsWith(`${mount!.mountPath}/`)).toBe(true);
-    expect(ofKind('HorizontalPodAutoscaler').map((d) => d.obj.spec.scaleTargetRef.name)).not.toContain('worktree');
+    expect(
+      ofKind('HorizontalPodAutoscaler').map((d) => d.obj.spec.scaleTargetRef.name),
+    ).not.toContain('worktree');
   });
 
   it('never inlines a secret value: credentials come from secretKeyRef and there are no Secret objects', () => {
     expect(ofKind('Secret')).toEqual([]);
-    const suspicious = /(password|passwd|secret|token|credential|database_url|api_?key|private_?key)/i;
+    const suspicious =
+      /(password|passwd|secret|token|credential|database_url|api_?key|private_?key)/i;
     const walk = (value: unknown, trail: string[], file: string): void => {
-      if (Array.isArray(value)) return value.forEach((v, i) => walk(v, [...trail, String(i)], file));
+      if (Array.isArray(value))
+        return value.forEach((v, i) => walk(v, [...trail, String(i)], file));
       if (!value || typeof value !== 'object') return;
       const obj = value as Obj;
       // An env entry whose name looks secret must take its value from a Secret.
-      if (typeof obj.name === 'string' && suspicious.test(obj.name) && ('value' in obj || 'valueFrom' in obj)) {
-        expect([file, obj.name, obj.value, obj.valueFrom?.secretKeyRef?.name]).toEqual([file, obj.name, undefined, expect.any(String)]);
+      if (
+        typeof obj.name === 'string' &&
+        suspicious.test(obj.name) &&
+        ('value' in obj || 'valueFrom' in obj)
+      ) {
+        expect([file, obj.name, obj.value, obj.valueFrom?.secretKeyRef?.name]).toEqual([
+          file,
+          obj.name,
+          undefined,
+          expect.any(String),
+        ]);
       }
       for (const [k, v] of Object.entries(obj)) {
         if (suspicious.test(k) && (typeof v === 'string' || typeof v === 'number')) {
-          throw new Error(`${file}: ${[...trail, k].join('.')} holds a literal value under a secret-looking key`);
+          throw new Error(
+            `${file}: ${[...trail, k].join('.')} holds a literal value under a secret-looking key`,
+          );
         }
         walk(v, [...trail, k], file);
       }
@@ -163,74 +221,121 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
 
   it('points every Service at pods that exist, on a port the pods declare', () => {
     for (const { file, obj } of ofKind('Service')) {
-      const targets = workloads.filter((w) => Object.entries(obj.spec.selector).every(([k, v]) => podLabels(w.obj)[k] === v));
+      const targets = workloads.filter((w) =>
+        Object.entries(obj.spec.selector).every(([k, v]) => podLabels(w.obj)[k] === v),
+      );
       expect([file, obj.metadata.name, targets.length]).toEqual([file, obj.metadata.name, 1]);
       const container = targets[0]!.obj.spec.template.spec.containers[0];
       for (const port of obj.spec.ports as Obj[]) {
-        expect([file, port.name, containerPort(container, port.targetPort ?? port.port)]).toEqual([file, port.name, expect.any(Number)]);
+        expect([file, port.name, containerPort(container, port.targetPort ?? port.port)]).toEqual([
+          file,
+          port.name,
+          expect.any(Number),
+        ]);
       }
     }
     for (const name of services) {
-      expect(ofKind('Service').some((s) => s.obj.spec.selector['app.kubernetes.io/name'] === name)).toBe(true);
+      expect(
+        ofKind('Service').some((s) => s.obj.spec.selector['app.kubernetes.io/name'] === name),
+      ).toBe(true);
     }
   });
 
   it('targets an existing workload with every HPA and PDB, and gives each stateless service both', () => {
     for (const { file, obj } of ofKind('HorizontalPodAutoscaler')) {
       const ref = obj.spec.scaleTargetRef;
-      expect([file, workloads.some((w) => w.obj.kind === ref.kind && w.obj.metadata.name === ref.name)]).toEqual([file, true]);
+      expect([
+        file,
+        workloads.some((w) => w.obj.kind === ref.kind && w.obj.metadata.name === ref.name),
+      ]).toEqual([file, true]);
       expect(obj.spec.minReplicas).toBeLessThanOrEqual(obj.spec.maxReplicas);
     }
     for (const { file, obj } of ofKind('PodDisruptionBudget')) {
-      expect([file, workloads.filter((w) => matches(obj.spec.selector, podLabels(w.obj))).length]).toEqual([file, 1]);
+      expect([
+        file,
+        workloads.filter((w) => matches(obj.spec.selector, podLabels(w.obj))).length,
+      ]).toEqual([file, 1]);
     }
     for (const name of services.filter((n) => n !== 'worktree')) {
-      expect([name, ofKind('HorizontalPodAutoscaler').some((h) => h.obj.spec.scaleTargetRef.name === name)]).toEqual([name, true]);
+      expect([
+        name,
+        ofKind('HorizontalPodAutoscaler').some((h) => h.obj.spec.scaleTargetRef.name === name),
+      ]).toEqual([name, true]);
     }
     for (const w of workloads) {
       const name = w.obj.metadata.name;
-      expect([name, ofKind('PodDisruptionBudget').some((p) => matches(p.obj.spec.selector, podLabels(w.obj)))]).toEqual([name, true]);
+      expect([
+        name,
+        ofKind('PodDisruptionBudget').some((p) => matches(p.obj.spec.selector, podLabels(w.obj))),
+      ]).toEqual([name, true]);
     }
   });
 
   it('denies by default and gives every workload a NetworkPolicy of its own', () => {
     const policies = ofKind('NetworkPolicy').map((d) => d.obj);
-    const deny = policies.find((p) => Object.keys(p.spec.podSelector).length === 0 && !p.spec.ingress && !p.spec.egress);
+    const deny = policies.find(
+      (p) => Object.keys(p.spec.podSelector).length === 0 && !p.spec.ingress && !p.spec.egress,
+    );
     expect(deny?.spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
     for (const w of workloads) {
       const name = w.obj.metadata.name;
-      expect([name, policies.some((p) => matches(p.spec.podSelector, podLabels(w.obj)))]).toEqual([name, true]);
+      expect([name, policies.some((p) => matches(p.spec.podSelector, podLabels(w.obj)))]).toEqual([
+        name,
+        true,
+      ]);
     }
     const egressPorts = (name: string) =>
       policies
-        .filter((p) => matches(p.spec.podSelector, podLabels(workloads.find((w) => w.obj.metadata.name === name)!.obj)))
+        .filter((p) =>
+          matches(
+            p.spec.podSelector,
+            podLabels(workloads.find((w) => w.obj.metadata.name === name)!.obj),
+          ),
+        )
         .flatMap((p) => (p.spec.egress ?? []) as Obj[])
         .flatMap((rule) => (rule.ports ?? []).map((port: Obj) => port.port));
     // NATS for everyone; PostgreSQL for the journal only; the executor's web egress is explicit.
-    for (const name of services) expect([name, egressPorts(name)]).toEqual([name, expect.arrayContaining([4222])]);
-    for (const name of services) expect([name, egressPorts(name).includes(5432)]).toEqual([name, name === 'journal']);
+    for (const name of services)
+      expect([name, egressPorts(name)]).toEqual([name, expect.arrayContaining([4222])]);
+    for (const name of services)
+      expect([name, egressPorts(name).includes(5432)]).toEqual([name, name === 'journal']);
     expect(egressPorts('tool-executor')).toEqual(expect.arrayContaining([80, 443]));
-    for (const name of services.filter((n) => n !== 'tool-executor')) expect([name, egressPorts(name).includes(443)]).toEqual([name, false]);
+    for (const name of services.filter((n) => n !== 'tool-executor'))
+      expect([name, egressPorts(name).includes(443)]).toEqual([name, false]);
     const ingressTo = (name: string) =>
-      policies.filter((p) => matches(p.spec.podSelector, podLabels(workloads.find((w) => w.obj.metadata.name === name)!.obj)) && (p.spec.ingress as Obj[] | undefined)?.some((r) => !r.from));
+      policies.filter(
+        (p) =>
+          matches(
+            p.spec.podSelector,
+            podLabels(workloads.find((w) => w.obj.metadata.name === name)!.obj),
+          ) && (p.spec.ingress as Obj[] | undefined)?.some((r) => !r.from),
+      );
     expect(ingressTo('gateway').length).toBe(1);
-    for (const name of services.filter((n) => n !== 'gateway')) expect([name, ingressTo(name).length]).toEqual([name, 0]);
+    for (const name of services.filter((n) => n !== 'gateway'))
+      expect([name, ingressTo(name).length]).toEqual([name, 0]);
   });
 
   it('runs NATS as a three-node JetStream StatefulSet behind a headless Service', () => {
     const nats = workloads.find((w) => w.obj.metadata.name === 'nats')!.obj;
     expect(nats.kind).toBe('StatefulSet');
     expect(nats.spec.replicas).toBe(3);
-    const headless = ofKind('Service').find((s) => s.obj.metadata.name === nats.spec.serviceName)!.obj;
+    const headless = ofKind('Service').find(
+      (s) => s.obj.metadata.name === nats.spec.serviceName,
+    )!.obj;
     expect(headless.spec.clusterIP).toBe('None');
     const conf = readFileSync(path.join(root, 'deploy/nats/nats.conf'), 'utf8');
     const routes = [...conf.matchAll(/nats-route:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.toolgate\.svc/g)];
     expect(routes.map((m) => m[1])).toEqual(['nats-0', 'nats-1', 'nats-2']);
     for (const m of routes) expect(m[2]).toBe(nats.spec.serviceName);
     // Every password the config references is an environment variable the pod gets from a Secret.
-    const env = new Map((nats.spec.template.spec.containers[0].env as Obj[]).map((e) => [e.name, e]));
+    const env = new Map(
+      (nats.spec.template.spec.containers[0].env as Obj[]).map((e) => [e.name, e]),
+    );
     for (const [, variable] of conf.matchAll(/password:\s*\$([A-Z0-9_]+)/g)) {
-      expect([variable, env.get(variable!)?.valueFrom?.secretKeyRef?.name]).toEqual([variable, 'toolgate-nats-users']);
+      expect([variable, env.get(variable!)?.valueFrom?.secretKeyRef?.name]).toEqual([
+        variable,
+        'toolgate-nats-users',
+      ]);
     }
   });
 });

@@ -28,21 +28,42 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     const res = await stack.http('GET', '/v1/tools', TOKENS.acmeAgent);
     expect(res.status).toBe(200);
     expect(res.body.tools.map((t: { name: string }) => t.name)).toEqual(
-      expect.arrayContaining(['read_file', 'list_dir', 'grep', 'write_file', 'shell', 'http_fetch']),
+      expect.arrayContaining([
+        'read_file',
+        'list_dir',
+        'grep',
+        'write_file',
+        'shell',
+        'http_fetch',
+      ]),
     );
     expect(res.body.toolsetHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('allows, executes and settles a call, and serves its history', async () => {
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 'hello.txt' }));
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('read_file', { path: 'hello.txt' }),
+    );
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'accepted', state: 'settled', settled: { outcome: 'ok' } });
+    expect(res.body).toMatchObject({
+      status: 'accepted',
+      state: 'settled',
+      settled: { outcome: 'ok' },
+    });
     expect(JSON.stringify(res.body.settled.result)).toContain('hello, toolgate');
     const history = await eventually(async () => {
       const h = await stack.http('GET', `/v1/dispatches/${res.body.dispatchId}`, TOKENS.acmeAgent);
       return h.status === 200 && h.body.events.length >= 4 ? h.body : undefined;
     });
-    expect(history.events.map((e: { event: { type: string } }) => e.event.type)).toEqual(['requested', 'decided', 'started', 'settled']);
+    expect(history.events.map((e: { event: { type: string } }) => e.event.type)).toEqual([
+      'requested',
+      'decided',
+      'started',
+      'settled',
+    ]);
   });
 
   it('denies by policy and the reason reaches the caller', async () => {
@@ -50,13 +71,28 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
       document: { engine: { deny: [{ tool: 'write_file', reason: 'writes are frozen today' }] } },
     });
     expect(put.status).toBe(200);
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('write_file', { path: 'x.txt', content: 'x' }));
-    expect(res.body.settled).toMatchObject({ outcome: 'denied', error: { code: 'denied', message: expect.stringContaining('writes are frozen today') } });
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('write_file', { path: 'x.txt', content: 'x' }),
+    );
+    expect(res.body.settled).toMatchObject({
+      outcome: 'denied',
+      error: { code: 'denied', message: expect.stringContaining('writes are frozen today') },
+    });
   });
 
   it('parks an ask and reports the run as suspended with the open approval', async () => {
-    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'shell' }] } } });
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('shell', { command: 'echo hi' }, { runId: 'run-ask' }));
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'shell' }] } },
+    });
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('shell', { command: 'echo hi' }, { runId: 'run-ask' }),
+    );
     expect(res.status).toBe(202);
     expect(res.body.state).toBe('suspended');
     const run = await eventually(async () => {
@@ -69,23 +105,49 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
 
   it('settles invalid arguments as an error tool result naming the issues', async () => {
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 42 }));
-    expect(res.body.settled).toMatchObject({ outcome: 'error', error: { code: 'invalid-arguments' } });
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('read_file', { path: 42 }),
+    );
+    expect(res.body.settled).toMatchObject({
+      outcome: 'error',
+      error: { code: 'invalid-arguments' },
+    });
     expect(res.body.settled.error.details.issues[0].path).toEqual(['path']);
   });
 
   it('refuses an unknown tool with a typed error and journals nothing', async () => {
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('no_such_tool', {}));
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('no_such_tool', {}),
+    );
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe('unknown-tool');
-    const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, { subjects_filter: '>' });
-    expect(Object.keys(info.state.subjects ?? {}).some((s) => s.includes('no_such_tool'))).toBe(false);
+    const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
+      subjects_filter: '>',
+    });
+    expect(Object.keys(info.state.subjects ?? {}).some((s) => s.includes('no_such_tool'))).toBe(
+      false,
+    );
   });
 
   it('refuses malformed requests and bad tokens with typed errors', async () => {
-    expect((await stack.http('POST', '/v1/dispatches', undefined, call('read_file', {}))).body.error.code).toBe('unauthorized');
-    expect((await stack.http('POST', '/v1/dispatches', 'wrong-token-wrong-token', call('read_file', {}))).body.error.code).toBe('unauthorized');
-    const bad = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId: 'a.b', tool: 'read_file' });
+    expect(
+      (await stack.http('POST', '/v1/dispatches', undefined, call('read_file', {}))).body.error
+        .code,
+    ).toBe('unauthorized');
+    expect(
+      (await stack.http('POST', '/v1/dispatches', 'wrong-token-wrong-token', call('read_file', {})))
+        .body.error.code,
+    ).toBe('unauthorized');
+    const bad = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId: 'a.b',
+      tool: 'read_file',
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid-request');
     const notJson = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, '{not json');
@@ -116,12 +178,21 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     expect((await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, { tool })).status).toBe(201);
     const first = call('greet', { name: 'ada' });
     const a = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
-    expect(a.body).toMatchObject({ status: 'accepted', settled: { outcome: 'ok', result: { greeting: 'hello ada' } } });
+    expect(a.body).toMatchObject({
+      status: 'accepted',
+      settled: { outcome: 'ok', result: { greeting: 'hello ada' } },
+    });
     const b = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
-    expect(b.body).toMatchObject({ status: 'replayed', dispatchId: a.body.dispatchId, settled: { result: { greeting: 'hello ada' } } });
+    expect(b.body).toMatchObject({
+      status: 'replayed',
+      dispatchId: a.body.dispatchId,
+      settled: { result: { greeting: 'hello ada' } },
+    });
     expect(runs).toBe(1);
 
-    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, { tool: { ...tool, description: 'Greets someone warmly.' } });
+    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: { ...tool, description: 'Greets someone warmly.' },
+    });
     const c = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
     expect(c.body.status).toBe('accepted');
     expect(c.body.dispatchId).not.toBe(a.body.dispatchId);
@@ -130,8 +201,17 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
   });
 
   it('keeps tenants apart', async () => {
-    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('read_file', { path: 'hello.txt' }));
-    const other = await stack.http('GET', `/v1/dispatches/${res.body.dispatchId}`, TOKENS.globexAdmin);
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('read_file', { path: 'hello.txt' }),
+    );
+    const other = await stack.http(
+      'GET',
+      `/v1/dispatches/${res.body.dispatchId}`,
+      TOKENS.globexAdmin,
+    );
     expect(other.status).toBe(404);
     const tools = await stack.http('GET', '/v1/tools', TOKENS.globexAdmin);
     expect(tools.body.tools.map((t: { name: string }) => t.name)).not.toContain('greet');
@@ -139,7 +219,12 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
 
   it('refuses to register a tool whose executor nothing serves', async () => {
     const res = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: { name: 'sandboxed', description: 'Runs in a container.', parameters: { type: 'object' }, policy: { executor: 'container' } },
+      tool: {
+        name: 'sandboxed',
+        description: 'Runs in a container.',
+        parameters: { type: 'object' },
+        policy: { executor: 'container' },
+      },
     });
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('executor-unregistered');
@@ -150,18 +235,41 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     const worker = stack.nats.nc.subscribe(subject, {
       queue,
       callback: (_err, msg) =>
-        msg.respond(JSON.stringify({ ok: false, error: { code: 'model-retry', message: 'use plain keywords' } })),
+        msg.respond(
+          JSON.stringify({
+            ok: false,
+            error: { code: 'model-retry', message: 'use plain keywords' },
+          }),
+        ),
     });
     await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: { name: 'picky', description: 'Asks for another try.', parameters: { type: 'object', properties: { q: { type: 'string' } } }, policy: { executor: 'remote' } },
+      tool: {
+        name: 'picky',
+        description: 'Asks for another try.',
+        parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        policy: { executor: 'remote' },
+      },
     });
     let previous: string | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('picky', { q: `try ${attempt}` }, previous ? { retryOf: previous } : {}));
-      expect(res.body.settled).toMatchObject({ outcome: 'error', error: { code: 'model-retry', message: 'use plain keywords' } });
+      const res = await stack.http(
+        'POST',
+        '/v1/dispatches',
+        TOKENS.acmeAgent,
+        call('picky', { q: `try ${attempt}` }, previous ? { retryOf: previous } : {}),
+      );
+      expect(res.body.settled).toMatchObject({
+        outcome: 'error',
+        error: { code: 'model-retry', message: 'use plain keywords' },
+      });
       previous = res.body.dispatchId;
     }
-    const exhausted = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, call('picky', { q: 'try 3' }, { retryOf: previous }));
+    const exhausted = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('picky', { q: 'try 3' }, { retryOf: previous }),
+    );
     expect(exhausted.status).toBe(422);
     expect(exhausted.body.error).toMatchObject({ code: 'model-retry', details: { depth: 3 } });
     worker.unsubscribe();

@@ -9,11 +9,17 @@ const agent = { agentType: 'coder' };
 const decoder = new TextDecoder();
 
 /** Every event type journaled for a dispatch, with how many of each. */
-async function journalTypes(stack: TestStack, runId: string, dispatchId: string): Promise<Record<string, number>> {
+async function journalTypes(
+  stack: TestStack,
+  runId: string,
+  dispatchId: string,
+): Promise<Record<string, number>> {
   const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
     subjects_filter: stack.nats.subjects.journal.forKey('acme', runId, dispatchId),
   });
-  return Object.fromEntries(Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]));
+  return Object.fromEntries(
+    Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
+  );
 }
 
 describe('faults: crashes, restarts, poison messages and the projection rebuild', () => {
@@ -32,7 +38,8 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       callback: (_err, msg) => {
         calls.push(Date.now());
         // The first attempt never answers: its executor dies while waiting.
-        if (calls.length > 1) msg.respond(JSON.stringify({ ok: true, result: { attempt: calls.length } }));
+        if (calls.length > 1)
+          msg.respond(JSON.stringify({ ok: true, result: { attempt: calls.length } }));
       },
     });
     await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
@@ -44,10 +51,16 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       },
     });
     const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId: 'run-crash', callId: 'c1', agent, tool: 'slow_once', input: {},
+      runId: 'run-crash',
+      callId: 'c1',
+      agent,
+      tool: 'slow_once',
+      input: {},
     });
     const { dispatchId } = res.body;
-    await eventually(() => (calls.length === 1 ? true : undefined), { what: 'first attempt started' });
+    await eventually(() => (calls.length === 1 ? true : undefined), {
+      what: 'first attempt started',
+    });
 
     // Crash: the connection goes away without acking, settling or draining.
     const crashed = stack.all.executor;
@@ -60,10 +73,13 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       logger: false,
     });
     try {
-      const settled = await eventually(async () => {
-        const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
-        return d.body?.dispatch?.status === 'settled' ? d.body : undefined;
-      }, { timeoutMs: 20_000, what: 'settlement after redelivery' });
+      const settled = await eventually(
+        async () => {
+          const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
+          return d.body?.dispatch?.status === 'settled' ? d.body : undefined;
+        },
+        { timeoutMs: 20_000, what: 'settlement after redelivery' },
+      );
       expect(settled.dispatch.result).toEqual({ attempt: 2 });
       expect(calls).toHaveLength(2);
       const types = await journalTypes(stack, 'run-crash', dispatchId);
@@ -73,7 +89,11 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       worker.unsubscribe();
       await replacement.stop();
       // The stack's stop() stops its (already closed) executor again; give it a live one back.
-      stack.all.executor = await startToolExecutor({ config: stack.options.executor, checkDomain: () => 'deny', logger: false });
+      stack.all.executor = await startToolExecutor({
+        config: stack.options.executor,
+        checkDomain: () => 'deny',
+        logger: false,
+      });
     }
   });
 
@@ -88,21 +108,45 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       },
     });
     await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: { name: 'held', description: 'Answers when released.', parameters: { type: 'object', properties: { n: { type: 'number' } } }, policy: { executor: 'remote', timeoutMs: 60_000 } },
+      tool: {
+        name: 'held',
+        description: 'Answers when released.',
+        parameters: { type: 'object', properties: { n: { type: 'number' } } },
+        policy: { executor: 'remote', timeoutMs: 60_000 },
+      },
     });
-    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'shell' }] } } });
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'shell' }] } },
+    });
     const parked = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId: 'run-restart', callId: 'ask-1', agent, tool: 'shell', input: { command: 'echo parked' }, wait: 5000,
+      runId: 'run-restart',
+      callId: 'ask-1',
+      agent,
+      tool: 'shell',
+      input: { command: 'echo parked' },
+      wait: 5000,
     });
     expect(parked.body.state).toBe('suspended');
     const ids: string[] = [];
     for (let n = 0; n < 5; n++) {
-      const r = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId: 'run-restart', callId: `h${n}`, agent, tool: 'held', input: { n } });
+      const r = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId: 'run-restart',
+        callId: `h${n}`,
+        agent,
+        tool: 'held',
+        input: { n },
+      });
       ids.push(r.body.dispatchId);
     }
     // Queued behind them, not yet evaluated or run when the stop begins.
     for (let n = 0; n < 10; n++) {
-      const r = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, { runId: 'run-restart', callId: `l${n}`, agent, tool: 'list_dir', input: { path: '.' } });
+      const r = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId: 'run-restart',
+        callId: `l${n}`,
+        agent,
+        tool: 'list_dir',
+        input: { path: '.' },
+      });
       ids.push(r.body.dispatchId);
     }
 
@@ -112,28 +156,46 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
     await restarting;
 
     for (const id of ids) {
-      const d = await eventually(async () => {
-        const r = await stack.http('GET', `/v1/dispatches/${id}`, TOKENS.acmeAgent);
-        return r.body?.dispatch?.status === 'settled' ? r.body : undefined;
-      }, { timeoutMs: 30_000, what: `dispatch ${id} settled after restart` });
+      const d = await eventually(
+        async () => {
+          const r = await stack.http('GET', `/v1/dispatches/${id}`, TOKENS.acmeAgent);
+          return r.body?.dispatch?.status === 'settled' ? r.body : undefined;
+        },
+        { timeoutMs: 30_000, what: `dispatch ${id} settled after restart` },
+      );
       expect(d.dispatch.outcome).toBe('ok');
-      expect(d.events.filter((e: { event: { type: string } }) => e.event.type === 'settled')).toHaveLength(1);
+      expect(
+        d.events.filter((e: { event: { type: string } }) => e.event.type === 'settled'),
+      ).toHaveLength(1);
     }
     const run = await stack.http('GET', '/v1/runs/run-restart', TOKENS.acmeAgent);
     expect(run.body.status).toBe('suspended');
-    expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([parked.body.dispatchId]);
+    expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
+      parked.body.dispatchId,
+    ]);
     worker.unsubscribe();
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   }, 90_000);
 
   it('dead-letters a poison message and settles its dispatch as an error', async () => {
-    const subject = stack.nats.subjects.journal.event('acme', 'run-poison', 'dpoison1', 'requested');
+    const subject = stack.nats.subjects.journal.event(
+      'acme',
+      'run-poison',
+      'dpoison1',
+      'requested',
+    );
     // A payload from a producer this version cannot read: it must not loop.
-    await jetstream(stack.nats.nc).publish(subject, JSON.stringify({ type: 'requested', schemaVersion: 99 }));
+    await jetstream(stack.nats.nc).publish(
+      subject,
+      JSON.stringify({ type: 'requested', schemaVersion: 99 }),
+    );
     const publisher = new JournalPublisher(jetstream(stack.nats.nc), stack.nats.subjects);
-    const settled = await eventually(() => publisher.last('acme', 'run-poison', 'dpoison1', 'settled').then((s) => s ?? undefined), {
-      what: 'poison settlement',
-    });
+    const settled = await eventually(
+      () => publisher.last('acme', 'run-poison', 'dpoison1', 'settled').then((s) => s ?? undefined),
+      {
+        what: 'poison settlement',
+      },
+    );
     expect(settled.event).toMatchObject({ outcome: 'error', error: { code: 'poison-message' } });
     const dlq = await stack.nats.jsm.streams.getMessage(stack.nats.subjects.deadLetter.stream, {
       last_by_subj: stack.nats.subjects.deadLetter.forRole('evaluator'),
@@ -142,15 +204,26 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
     expect(decoder.decode(dlq!.data)).toContain('"schemaVersion":99');
   });
 
-  it("rebuilds a projection from the stream that equals the live one row by row", async () => {
+  it('rebuilds a projection from the stream that equals the live one row by row', async () => {
     const js = jetstream(stack.nats.nc);
-    const lastSeq = (await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream)).state.last_seq;
-    const live = await createDb({ url: stack.schema.url, schema: stack.schema.schema, migrate: false });
+    const lastSeq = (await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream)).state
+      .last_seq;
+    const live = await createDb({
+      url: stack.schema.url,
+      schema: stack.schema.schema,
+      migrate: false,
+    });
     // Wait for the live projection to have folded everything up to now.
-    await eventually(async () => {
-      const row = await live.db.selectFrom('audit_log').select((eb) => eb.fn.max('seq').as('max')).executeTakeFirst();
-      return Number(row?.max ?? 0) >= lastSeq ? true : undefined;
-    }, { timeoutMs: 20_000, what: 'live projection caught up' });
+    await eventually(
+      async () => {
+        const row = await live.db
+          .selectFrom('audit_log')
+          .select((eb) => eb.fn.max('seq').as('max'))
+          .executeTakeFirst();
+        return Number(row?.max ?? 0) >= lastSeq ? true : undefined;
+      },
+      { timeoutMs: 20_000, what: 'live projection caught up' },
+    );
     const fresh = await useTestSchema('rebuild');
     const rebuilt = await createDb({ url: fresh.url, schema: fresh.schema });
     try {

@@ -42,20 +42,31 @@ describe('one dispatch is one trace across all four services', () => {
     const body = (await res.json()) as { dispatchId: string; state: string };
     expect(body.state).toBe('settled');
 
-    const spans = await eventually(() => {
-      const all = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-      const journalSpans = all.filter((s) => s.kind === SpanKind.CONSUMER && String(s.attributes['messaging.consumer.group.name']).endsWith('_journal'));
-      return journalSpans.length >= 4 ? all : undefined;
-    }, { what: 'the journal to process the four events' });
+    const spans = await eventually(
+      () => {
+        const all = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+        const journalSpans = all.filter(
+          (s) =>
+            s.kind === SpanKind.CONSUMER &&
+            String(s.attributes['messaging.consumer.group.name']).endsWith('_journal'),
+        );
+        return journalSpans.length >= 4 ? all : undefined;
+      },
+      { what: 'the journal to process the four events' },
+    );
 
     const named = (pattern: RegExp, kind?: SpanKind): ReadableSpan[] =>
       spans.filter((s) => pattern.test(s.name) && (kind === undefined || s.kind === kind));
     expect(named(/^gateway dispatch\.submit$/, SpanKind.SERVER)).toHaveLength(1);
     for (const event of ['requested', 'decided', 'started', 'settled']) {
-      expect(named(new RegExp(`^send .*\\.${event}$`), SpanKind.PRODUCER).length).toBeGreaterThanOrEqual(1);
+      expect(
+        named(new RegExp(`^send .*\\.${event}$`), SpanKind.PRODUCER).length,
+      ).toBeGreaterThanOrEqual(1);
     }
     const evaluation = spans.find(
-      (s) => s.kind === SpanKind.CONSUMER && String(s.attributes['messaging.consumer.group.name']).endsWith('_evaluator-requested'),
+      (s) =>
+        s.kind === SpanKind.CONSUMER &&
+        String(s.attributes['messaging.consumer.group.name']).endsWith('_evaluator-requested'),
     );
     expect(evaluation?.attributes).toMatchObject({
       'toolgate.verdict': 'allow',
@@ -66,9 +77,16 @@ describe('one dispatch is one trace across all four services', () => {
     });
     const execution = named(/^execute read_file$/);
     expect(execution).toHaveLength(1);
-    expect(execution[0]!.attributes).toMatchObject({ 'toolgate.executor': 'inprocess', 'toolgate.outcome': 'ok' });
+    expect(execution[0]!.attributes).toMatchObject({
+      'toolgate.executor': 'inprocess',
+      'toolgate.outcome': 'ok',
+    });
     expect(
-      spans.some((s) => s.kind === SpanKind.CONSUMER && String(s.attributes['messaging.consumer.group.name']).endsWith('_executor-decided')),
+      spans.some(
+        (s) =>
+          s.kind === SpanKind.CONSUMER &&
+          String(s.attributes['messaging.consumer.group.name']).endsWith('_executor-decided'),
+      ),
     ).toBe(true);
     // Every span hangs off the caller's trace: one dispatch, one trace.
     expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set([traceId]));

@@ -4,7 +4,10 @@ import path from 'node:path';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const git = (cwd: string, ...args: string[]) =>
-  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], { cwd, encoding: 'utf8' });
+  execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.invalid', ...args], {
+    cwd,
+    encoding: 'utf8',
+  });
 
 describe('isolation through the pipeline', () => {
   let stack: TestStack;
@@ -21,16 +24,35 @@ describe('isolation through the pipeline', () => {
 
   const dispatch = (callId: string, tool: string, input: unknown, isolation: unknown) =>
     stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId: 'run-iso', callId, agent: { agentType: 'coder', label: 'fixer' }, tool, input, isolation, wait: 15_000,
+      runId: 'run-iso',
+      callId,
+      agent: { agentType: 'coder', label: 'fixer' },
+      tool,
+      input,
+      isolation,
+      wait: 15_000,
     });
 
   it('runs a worktree-isolated agent inside its own tree and never touches the host tree', async () => {
-    const write = await dispatch('w1', 'write_file', { path: 'fix.txt', content: 'fixed\n' }, { kind: 'worktree' });
+    const write = await dispatch(
+      'w1',
+      'write_file',
+      { path: 'fix.txt', content: 'fixed\n' },
+      { kind: 'worktree' },
+    );
     expect(write.body.settled).toMatchObject({ outcome: 'ok' });
-    await expect(stat(path.join(stack.workdir, 'fix.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(path.join(stack.workdir, 'fix.txt'))).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
 
-    const history = await stack.http('GET', `/v1/dispatches/${write.body.dispatchId}`, TOKENS.acmeAgent);
-    const started = history.body.events.find((e: { event: { type: string } }) => e.event.type === 'started');
+    const history = await stack.http(
+      'GET',
+      `/v1/dispatches/${write.body.dispatchId}`,
+      TOKENS.acmeAgent,
+    );
+    const started = history.body.events.find(
+      (e: { event: { type: string } }) => e.event.type === 'started',
+    );
     const treeCwd: string = started.event.cwd;
     expect(treeCwd).not.toBe(stack.workdir);
     expect(await readFile(path.join(treeCwd, 'fix.txt'), 'utf8')).toBe('fixed\n');
@@ -39,8 +61,16 @@ describe('isolation through the pipeline', () => {
     // The same agent's next call lands in the same tree; a write outside it is refused.
     const read = await dispatch('r1', 'read_file', { path: 'fix.txt' }, { kind: 'worktree' });
     expect(JSON.stringify(read.body.settled.result)).toContain('fixed');
-    const escape = await dispatch('e1', 'write_file', { path: '../escape.txt', content: 'x' }, { kind: 'worktree' });
-    expect(escape.body.settled).toMatchObject({ outcome: 'error', error: { code: 'path-outside-scope' } });
+    const escape = await dispatch(
+      'e1',
+      'write_file',
+      { path: '../escape.txt', content: 'x' },
+      { kind: 'worktree' },
+    );
+    expect(escape.body.settled).toMatchObject({
+      outcome: 'error',
+      error: { code: 'path-outside-scope' },
+    });
   });
 
   it('denies write tools under readonly isolation', async () => {

@@ -16,12 +16,25 @@ import {
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 /** Compile-time equality: `Assert<Equal<A, B>>` fails typecheck unless A and B are the same type. */
-type Equal<A, B> = (<G>() => G extends A ? 1 : 2) extends <G>() => G extends B ? 1 : 2 ? true : false;
+type Equal<A, B> =
+  (<G>() => G extends A ? 1 : 2) extends <G>() => G extends B ? 1 : 2 ? true : false;
 type Assert<T extends true> = T;
 
 /** Every field the reference's ToolEvents (003) allows, per event type. */
 const START_FIELDS = ['type', 'toolName', 'toolCallId', 'risk'];
-const END_FIELDS = ['type', 'toolName', 'toolCallId', 'outcome', 'durationMs', 'errorCode', 'verdict', 'decidedBy', 'rule', 'advisory', 'guard'];
+const END_FIELDS = [
+  'type',
+  'toolName',
+  'toolCallId',
+  'outcome',
+  'durationMs',
+  'errorCode',
+  'verdict',
+  'decidedBy',
+  'rule',
+  'advisory',
+  'guard',
+];
 
 const agent = { agentType: 'coder', label: 'sdk-test' };
 
@@ -50,7 +63,9 @@ const greet = tool({
 let greetRuns = 0;
 
 // The input and result types flow from the zod schema: checked by `tsc`, not at run time.
-type _GreetInput = Assert<Equal<Parameters<typeof greet.execute>[0], { name: string; times: number }>>;
+type _GreetInput = Assert<
+  Equal<Parameters<typeof greet.execute>[0], { name: string; times: number }>
+>;
 
 describe('@toolgate/sdk against the whole stack', () => {
   let stack: TestStack;
@@ -59,7 +74,12 @@ describe('@toolgate/sdk against the whole stack', () => {
 
   beforeAll(async () => {
     stack = await startTestStack('sdk');
-    client = await createClient({ servers: NATS_URL, prefix: stack.nats.prefix, token: TOKENS.acmeAdmin, tenant: 'acme' });
+    client = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeAdmin,
+      tenant: 'acme',
+    });
     await client.registerTool(greet);
     client.serveTool(greet, { log: (e) => logs.push(e) });
   });
@@ -69,7 +89,13 @@ describe('@toolgate/sdk against the whole stack', () => {
   });
 
   it('dispatches a remote tool served by serveTool, with a typed result and the 003 tool:start/tool:end events', async () => {
-    const handle = await client.dispatch({ runId: 'sdk-run-1', callId: 'call-1', agent, tool: greet, input: { name: 'ada', times: 2 } });
+    const handle = await client.dispatch({
+      runId: 'sdk-run-1',
+      callId: 'call-1',
+      agent,
+      tool: greet,
+      input: { name: 'ada', times: 2 },
+    });
     const events: DispatchEvent[] = [];
     handle.on('tool:start', (e) => events.push(e)).on('tool:end', (e) => events.push(e));
     const outcome = await handle.result;
@@ -78,7 +104,13 @@ describe('@toolgate/sdk against the whole stack', () => {
     // `outcome.result` is typed from execute's return type: this line would not compile otherwise.
     const greeting: string = outcome.result.greeting;
     expect(greeting).toBe('hello ada, hello ada');
-    expect(outcome.result).toMatchObject({ runId: 'sdk-run-1', dispatchId: handle.dispatchId, agent, isolation: 'none', aborted: false });
+    expect(outcome.result).toMatchObject({
+      runId: 'sdk-run-1',
+      dispatchId: handle.dispatchId,
+      agent,
+      isolation: 'none',
+      aborted: false,
+    });
     expect(outcome.result.spanId).toMatch(/^[0-9a-f]{16}$/);
     expect(logs).toContainEqual({
       level: 'info',
@@ -89,10 +121,26 @@ describe('@toolgate/sdk against the whole stack', () => {
       runId: 'sdk-run-1',
     });
 
-    const start = await eventually(() => events.find((e): e is ToolStartEvent => e.type === 'tool:start'));
-    const end = await eventually(() => events.find((e): e is ToolEndEvent => e.type === 'tool:end'));
-    expect(start).toEqual({ type: 'tool:start', toolName: 'sdk_greet', toolCallId: 'call-1', risk: 'read' });
-    expect(end).toMatchObject({ type: 'tool:end', toolName: 'sdk_greet', toolCallId: 'call-1', outcome: 'ok', verdict: 'allow', decidedBy: 'default' });
+    const start = await eventually(() =>
+      events.find((e): e is ToolStartEvent => e.type === 'tool:start'),
+    );
+    const end = await eventually(() =>
+      events.find((e): e is ToolEndEvent => e.type === 'tool:end'),
+    );
+    expect(start).toEqual({
+      type: 'tool:start',
+      toolName: 'sdk_greet',
+      toolCallId: 'call-1',
+      risk: 'read',
+    });
+    expect(end).toMatchObject({
+      type: 'tool:end',
+      toolName: 'sdk_greet',
+      toolCallId: 'call-1',
+      outcome: 'ok',
+      verdict: 'allow',
+      decidedBy: 'default',
+    });
     expect(typeof end.durationMs).toBe('number');
     expect(end.errorCode).toBeUndefined();
     expect(Object.keys(start).filter((k) => !START_FIELDS.includes(k))).toEqual([]);
@@ -101,7 +149,13 @@ describe('@toolgate/sdk against the whole stack', () => {
   });
 
   it('replays the same call from the recorded outcome without running the tool again', async () => {
-    const call = { runId: 'sdk-run-replay', callId: 'call-r', agent, tool: greet, input: { name: 'grace', times: 1 } };
+    const call = {
+      runId: 'sdk-run-replay',
+      callId: 'call-r',
+      agent,
+      tool: greet,
+      input: { name: 'grace', times: 1 },
+    };
     const first = await client.dispatch(call);
     const recorded = await first.result;
     const runsAfterFirst = greetRuns;
@@ -112,9 +166,15 @@ describe('@toolgate/sdk against the whole stack', () => {
     expect(greetRuns).toBe(runsAfterFirst);
   });
 
-  it('validates the input with the tool\'s own schema: a refinement JSON Schema cannot carry gives invalid-arguments', async () => {
+  it("validates the input with the tool's own schema: a refinement JSON Schema cannot carry gives invalid-arguments", async () => {
     const runsBefore = greetRuns;
-    const handle = await client.dispatch({ runId: 'sdk-run-2', callId: 'call-bad', agent, tool: greet, input: { name: 'ada!', times: 1 } });
+    const handle = await client.dispatch({
+      runId: 'sdk-run-2',
+      callId: 'call-bad',
+      agent,
+      tool: greet,
+      input: { name: 'ada!', times: 1 },
+    });
     const ends: ToolEndEvent[] = [];
     handle.on('tool:end', (e) => ends.push(e));
     const outcome = await handle.result;
@@ -130,21 +190,34 @@ describe('@toolgate/sdk against the whole stack', () => {
       description: 'Searches, but only plain keywords.',
       parameters: z.object({ query: z.string() }),
       execute: ({ query }) => {
-        if (/[:()]/.test(query)) throw new ModelRetry('Malformed query; use plain keywords, no operators.');
+        if (/[:()]/.test(query))
+          throw new ModelRetry('Malformed query; use plain keywords, no operators.');
         return { hits: [] as string[] };
       },
     });
     await client.registerTool(search);
     const served = client.serveTool(search);
     try {
-      const handle = await client.dispatch({ runId: 'sdk-run-3', callId: 'call-mr', agent, tool: search, input: { query: 'title:(foo)' } });
+      const handle = await client.dispatch({
+        runId: 'sdk-run-3',
+        callId: 'call-mr',
+        agent,
+        tool: search,
+        input: { query: 'title:(foo)' },
+      });
       const ends: ToolEndEvent[] = [];
       handle.on('tool:end', (e) => ends.push(e));
       expect(await handle.result).toEqual({
         outcome: 'error',
-        error: { code: 'model-retry', message: 'Malformed query; use plain keywords, no operators.' },
+        error: {
+          code: 'model-retry',
+          message: 'Malformed query; use plain keywords, no operators.',
+        },
       });
-      expect(await eventually(() => ends[0])).toMatchObject({ outcome: 'error', errorCode: 'model-retry' });
+      expect(await eventually(() => ends[0])).toMatchObject({
+        outcome: 'error',
+        errorCode: 'model-retry',
+      });
     } finally {
       await served.stop();
     }
@@ -164,11 +237,21 @@ describe('@toolgate/sdk against the whole stack', () => {
     });
     await client.registerTool(deploy);
     const served = client.serveTool(deploy);
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'sdk_deploy' }] } } });
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'sdk_deploy' }] } },
+    });
     expect(put.status).toBe(200);
     try {
-      const handle = await client.dispatch({ runId: 'sdk-run-ask', callId: 'call-d', agent, tool: deploy, input: { service: 'api' } });
-      const pending = await new Promise<ApprovalPendingEvent>((resolve) => handle.on('approval:pending', resolve));
+      const handle = await client.dispatch({
+        runId: 'sdk-run-ask',
+        callId: 'call-d',
+        agent,
+        tool: deploy,
+        input: { service: 'api' },
+      });
+      const pending = await new Promise<ApprovalPendingEvent>((resolve) =>
+        handle.on('approval:pending', resolve),
+      );
       expect(pending).toMatchObject({
         type: 'approval:pending',
         dispatchId: handle.dispatchId,
@@ -180,13 +263,23 @@ describe('@toolgate/sdk against the whole stack', () => {
       expect(Date.parse(pending.expiresAt)).toBeGreaterThan(Date.now());
       expect(deploys).toBe(0);
 
-      const { resolved } = await handle.resolveExternal(pending.key, { decision: 'allow', reason: 'reviewed by ops' });
-      expect(resolved).toMatchObject({ decision: 'allow', reason: 'reviewed by ops', by: 'acme-admin', source: 'human' });
+      const { resolved } = await handle.resolveExternal(pending.key, {
+        decision: 'allow',
+        reason: 'reviewed by ops',
+      });
+      expect(resolved).toMatchObject({
+        decision: 'allow',
+        reason: 'reviewed by ops',
+        by: 'acme-admin',
+        source: 'human',
+      });
       expect(await handle.result).toEqual({ outcome: 'ok', result: { deployed: 'api' } });
       expect(deploys).toBe(1);
 
       // A second resolution loses at the broker, and says so with a typed error.
-      const again = await handle.resolveExternal(pending.key, { decision: 'deny' }).catch((e: unknown) => e);
+      const again = await handle
+        .resolveExternal(pending.key, { decision: 'deny' })
+        .catch((e: unknown) => e);
       expect(hasErrorCode(again, 'already-resolved')).toBe(true);
     } finally {
       await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
@@ -195,17 +288,33 @@ describe('@toolgate/sdk against the whole stack', () => {
   });
 
   it('lists and resolves approvals through client.approvals (deny settles as denied with the reason)', async () => {
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: { ask: [{ tool: 'shell' }] } } });
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'shell' }] } },
+    });
     expect(put.status).toBe(200);
     try {
-      const handle = await client.dispatch({ runId: 'sdk-run-list', callId: 'call-s', agent, tool: 'shell', input: { command: 'echo sdk' } });
+      const handle = await client.dispatch({
+        runId: 'sdk-run-list',
+        callId: 'call-s',
+        agent,
+        tool: 'shell',
+        input: { command: 'echo sdk' },
+      });
       const listed = await eventually(async () => {
         const rows = await client.approvals.list({ runId: 'sdk-run-list' });
         return rows.length ? rows : undefined;
       });
       expect(listed).toHaveLength(1);
-      expect(listed[0]).toMatchObject({ dispatchId: handle.dispatchId, toolName: 'shell', status: 'pending', input: { command: 'echo sdk' } });
-      await client.approvals.resolve(listed[0]!.approvalKey, { decision: 'deny', reason: 'not today' });
+      expect(listed[0]).toMatchObject({
+        dispatchId: handle.dispatchId,
+        toolName: 'shell',
+        status: 'pending',
+        input: { command: 'echo sdk' },
+      });
+      await client.approvals.resolve(listed[0]!.approvalKey, {
+        decision: 'deny',
+        reason: 'not today',
+      });
       const outcome = await handle.result;
       expect(outcome.outcome).toBe('denied');
       expect(outcome.error?.message).toContain('not today');
@@ -214,7 +323,7 @@ describe('@toolgate/sdk against the whole stack', () => {
     }
   });
 
-  it('fires the tool\'s AbortSignal at the request deadline', async () => {
+  it("fires the tool's AbortSignal at the request deadline", async () => {
     let sawAbort = false;
     const slow = tool({
       name: 'sdk_slow',
@@ -232,9 +341,17 @@ describe('@toolgate/sdk against the whole stack', () => {
     await client.registerTool(slow);
     const served = client.serveTool(slow);
     try {
-      const handle = await client.dispatch({ runId: 'sdk-run-slow', callId: 'call-slow', agent, tool: slow, input: {} });
+      const handle = await client.dispatch({
+        runId: 'sdk-run-slow',
+        callId: 'call-slow',
+        agent,
+        tool: slow,
+        input: {},
+      });
       expect(await handle.result).toMatchObject({ outcome: 'error', error: { code: 'timeout' } });
-      await eventually(() => (sawAbort ? true : undefined), { what: 'the tool to see its signal fire' });
+      await eventually(() => (sawAbort ? true : undefined), {
+        what: 'the tool to see its signal fire',
+      });
     } finally {
       await served.stop();
     }
@@ -256,7 +373,13 @@ describe('@toolgate/sdk against the whole stack', () => {
     });
     await client.registerTool(gated);
     const served = client.serveTool(gated);
-    const handle = await client.dispatch({ runId: 'sdk-run-gated', callId: 'call-g', agent, tool: gated, input: {} });
+    const handle = await client.dispatch({
+      runId: 'sdk-run-gated',
+      callId: 'call-g',
+      agent,
+      tool: gated,
+      input: {},
+    });
     await eventually(() => (started ? true : undefined), { what: 'the tool to start' });
     let stopped = false;
     const stopping = served.stop().then(() => (stopped = true));
@@ -274,25 +397,46 @@ describe('@toolgate/sdk against the whole stack', () => {
     expect(unknown).toBeInstanceOf(ToolgateError);
     expect((unknown as ToolgateError).code).toBe('unknown-tool');
 
-    const agentClient = await createClient({ servers: NATS_URL, prefix: stack.nats.prefix, token: TOKENS.acmeAgent, tenant: 'acme' });
+    const agentClient = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeAgent,
+      tenant: 'acme',
+    });
     try {
       const forbidden = await agentClient.registerTool(greet).catch((e: unknown) => e);
       expect(hasErrorCode(forbidden, 'forbidden')).toBe(true);
-      expect((await agentClient.approvals.list().catch((e: unknown) => e) as ToolgateError).code).toBe('forbidden');
+      expect(
+        ((await agentClient.approvals.list().catch((e: unknown) => e)) as ToolgateError).code,
+      ).toBe('forbidden');
     } finally {
       await agentClient.close();
     }
 
-    const badToken = await createClient({ servers: NATS_URL, prefix: stack.nats.prefix, token: 'not-a-real-token-000', tenant: 'acme' });
+    const badToken = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: 'not-a-real-token-000',
+      tenant: 'acme',
+    });
     try {
-      expect((await badToken.listTools().catch((e: unknown) => e) as ToolgateError).code).toBe('unauthorized');
+      expect(((await badToken.listTools().catch((e: unknown) => e)) as ToolgateError).code).toBe(
+        'unauthorized',
+      );
     } finally {
       await badToken.close();
     }
 
     // An input that does not match the ToolDef's schema does not compile.
     // @ts-expect-error name must be a string
-    const wrongInput = () => client.dispatch({ runId: 'r', callId: 'c', agent, tool: greet, input: { name: 42, times: 1 } });
+    const wrongInput = () =>
+      client.dispatch({
+        runId: 'r',
+        callId: 'c',
+        agent,
+        tool: greet,
+        input: { name: 42, times: 1 },
+      });
     void wrongInput;
   });
 });

@@ -1,8 +1,19 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadAllInOneOptions, startAllInOne, type AllInOne, type AllInOneOptions } from '@toolgate/all-in-one';
-import { NATS_URL, useTestNats, useTestSchema, type TestNats, type TestSchema } from '@toolgate/testing';
+import {
+  loadAllInOneOptions,
+  startAllInOne,
+  type AllInOne,
+  type AllInOneOptions,
+} from '@toolgate/all-in-one';
+import {
+  NATS_URL,
+  useTestNats,
+  useTestSchema,
+  type TestNats,
+  type TestSchema,
+} from '@toolgate/testing';
 
 /** Tokens of two tenants, so tests can show one never sees the other. */
 export const TOKENS = {
@@ -13,10 +24,20 @@ export const TOKENS = {
 } as const;
 
 const grants = [
-  { token: TOKENS.acmeAdmin, tenant: 'acme', scopes: ['admin', 'dispatch', 'approve'], identity: 'acme-admin' },
+  {
+    token: TOKENS.acmeAdmin,
+    tenant: 'acme',
+    scopes: ['admin', 'dispatch', 'approve'],
+    identity: 'acme-admin',
+  },
   { token: TOKENS.acmeAgent, tenant: 'acme', scopes: ['dispatch'], identity: 'acme-agent' },
   { token: TOKENS.acmeApprover, tenant: 'acme', scopes: ['approve'], identity: 'acme-approver' },
-  { token: TOKENS.globexAdmin, tenant: 'globex', scopes: ['admin', 'dispatch', 'approve'], identity: 'globex-admin' },
+  {
+    token: TOKENS.globexAdmin,
+    tenant: 'globex',
+    scopes: ['admin', 'dispatch', 'approve'],
+    identity: 'globex-admin',
+  },
 ];
 
 export interface TestStack {
@@ -26,14 +47,22 @@ export interface TestStack {
   workdir: string;
   options: AllInOneOptions;
   /** Calls the gateway's HTTP API. */
-  http(method: string, route: string, token: string | undefined, body?: unknown): Promise<{ status: number; body: any }>;
+  http(
+    method: string,
+    route: string,
+    token: string | undefined,
+    body?: unknown,
+  ): Promise<{ status: number; body: any }>;
   /** Restarts the whole stack on the same prefix, schema and workdir. */
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** The whole of Toolgate in this process, on a stream prefix and schema of the test's own. */
-export async function startTestStack(label: string, overrides: Partial<Record<string, string>> = {}): Promise<TestStack> {
+export async function startTestStack(
+  label: string,
+  overrides: Partial<Record<string, string>> = {},
+): Promise<TestStack> {
   const nats = await useTestNats(label);
   const schema = await useTestSchema(label);
   const workdir = await mkdtemp(path.join(tmpdir(), `toolgate-${label}-`));
@@ -72,7 +101,9 @@ export async function startTestStack(label: string, overrides: Partial<Record<st
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         },
-        ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+        ...(body !== undefined
+          ? { body: typeof body === 'string' ? body : JSON.stringify(body) }
+          : {}),
       });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };

@@ -30,7 +30,9 @@ const STATUSES = ['pending', 'resolved', 'all'] as const;
 
 /** `toolgate approvals list|show|resolve`. */
 export function registerApprovalCommands(program: Command, ctx: CommandContext): void {
-  const approvals = program.command('approvals').description('list, inspect and resolve parked tool calls');
+  const approvals = program
+    .command('approvals')
+    .description('list, inspect and resolve parked tool calls');
 
   approvals
     .command('list')
@@ -41,35 +43,51 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--status <status>', 'pending | resolved | all', 'pending')
     .option('--limit <n>', 'at most this many (1-1000)', '100')
     .option('--json', 'print JSON')
-    .action(async (opts: { run?: string; tool?: string; minAge?: string; status: string; limit: string; json?: boolean }) => {
-      if (!(STATUSES as readonly string[]).includes(opts.status)) {
-        throw new UsageError(`--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(opts.status)}`);
-      }
-      const { approvals: rows } = await ctx.gateway().get<{ approvals: ApprovalRow[] }>('/v1/approvals', {
-        runId: opts.run,
-        tool: opts.tool,
-        minAgeMs: opts.minAge === undefined ? undefined : parseDuration('--min-age', opts.minAge),
-        status: opts.status,
-        limit: parseCount('--limit', opts.limit),
-      });
-      if (opts.json) return ctx.out(`${JSON.stringify(rows, null, 2)}\n`);
-      if (rows.length === 0) return ctx.out('no approvals\n');
-      const now = ctx.now().getTime();
-      ctx.out(
-        renderTable(
-          ['KEY', 'TOOL', 'RUN', 'AGE', 'EXPIRES', 'STATUS', 'INPUT'],
-          rows.map((a) => [
-            a.approvalKey,
-            a.toolName ?? '?',
-            a.runId,
-            a.suspendedAt ? humanDuration(now - Date.parse(a.suspendedAt)) : '?',
-            a.status === 'pending' && a.expiresAt ? `in ${humanDuration(Date.parse(a.expiresAt) - now)}` : '-',
-            a.status === 'pending' ? 'pending' : `${a.decision ?? 'resolved'}`,
-            shortJson(a.input),
-          ]),
-        ),
-      );
-    });
+    .action(
+      async (opts: {
+        run?: string;
+        tool?: string;
+        minAge?: string;
+        status: string;
+        limit: string;
+        json?: boolean;
+      }) => {
+        if (!(STATUSES as readonly string[]).includes(opts.status)) {
+          throw new UsageError(
+            `--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(opts.status)}`,
+          );
+        }
+        const { approvals: rows } = await ctx
+          .gateway()
+          .get<{ approvals: ApprovalRow[] }>('/v1/approvals', {
+            runId: opts.run,
+            tool: opts.tool,
+            minAgeMs:
+              opts.minAge === undefined ? undefined : parseDuration('--min-age', opts.minAge),
+            status: opts.status,
+            limit: parseCount('--limit', opts.limit),
+          });
+        if (opts.json) return ctx.out(`${JSON.stringify(rows, null, 2)}\n`);
+        if (rows.length === 0) return ctx.out('no approvals\n');
+        const now = ctx.now().getTime();
+        ctx.out(
+          renderTable(
+            ['KEY', 'TOOL', 'RUN', 'AGE', 'EXPIRES', 'STATUS', 'INPUT'],
+            rows.map((a) => [
+              a.approvalKey,
+              a.toolName ?? '?',
+              a.runId,
+              a.suspendedAt ? humanDuration(now - Date.parse(a.suspendedAt)) : '?',
+              a.status === 'pending' && a.expiresAt
+                ? `in ${humanDuration(Date.parse(a.expiresAt) - now)}`
+                : '-',
+              a.status === 'pending' ? 'pending' : `${a.decision ?? 'resolved'}`,
+              shortJson(a.input),
+            ]),
+          ),
+        );
+      },
+    );
 
   approvals
     .command('show')
@@ -79,7 +97,8 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .action(async (rawKey: string, opts: { json?: boolean }) => {
       const key = parseApprovalKey(rawKey);
       const matches = await findApprovals(ctx, key);
-      if (opts.json) return ctx.out(`${JSON.stringify(matches.length === 1 ? matches[0] : matches, null, 2)}\n`);
+      if (opts.json)
+        return ctx.out(`${JSON.stringify(matches.length === 1 ? matches[0] : matches, null, 2)}\n`);
       ctx.out(matches.map(describe).join('\n'));
     });
 
@@ -92,23 +111,34 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--reason <text>', 'why; journaled with the resolution, shown to the model on deny')
     .option('--dispatch <dispatchId>', 'which parked dispatch, when one key parks several')
     .option('--json', 'print JSON')
-    .action(async (rawKey: string, opts: { allow?: boolean; deny?: boolean; reason?: string; dispatch?: string; json?: boolean }) => {
-      const key = parseApprovalKey(rawKey);
-      if (Boolean(opts.allow) === Boolean(opts.deny)) throw new UsageError('give exactly one of --allow or --deny');
-      const { resolved } = await ctx.gateway().post<{ resolved: { decision: string; dispatchId: string; by: string; reason?: string } }>(
-        `/v1/approvals/${key}/resolve`,
-        {
+    .action(
+      async (
+        rawKey: string,
+        opts: {
+          allow?: boolean;
+          deny?: boolean;
+          reason?: string;
+          dispatch?: string;
+          json?: boolean;
+        },
+      ) => {
+        const key = parseApprovalKey(rawKey);
+        if (Boolean(opts.allow) === Boolean(opts.deny))
+          throw new UsageError('give exactly one of --allow or --deny');
+        const { resolved } = await ctx.gateway().post<{
+          resolved: { decision: string; dispatchId: string; by: string; reason?: string };
+        }>(`/v1/approvals/${key}/resolve`, {
           decision: opts.allow ? 'allow' : 'deny',
           ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
           ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
-        },
-      );
-      if (opts.json) return ctx.out(`${JSON.stringify(resolved, null, 2)}\n`);
-      ctx.out(
-        `${resolved.decision === 'allow' ? 'allowed' : 'denied'} ${key} (dispatch ${resolved.dispatchId}) by ${resolved.by}` +
-          `${resolved.reason ? `: ${resolved.reason}` : ''}\n`,
-      );
-    });
+        });
+        if (opts.json) return ctx.out(`${JSON.stringify(resolved, null, 2)}\n`);
+        ctx.out(
+          `${resolved.decision === 'allow' ? 'allowed' : 'denied'} ${key} (dispatch ${resolved.dispatchId}) by ${resolved.by}` +
+            `${resolved.reason ? `: ${resolved.reason}` : ''}\n`,
+        );
+      },
+    );
 }
 
 /**
@@ -116,7 +146,9 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
  * and picks the key; one key can park several dispatches (the same call in two runs).
  */
 async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalRow[]> {
-  const { approvals: rows } = await ctx.gateway().get<{ approvals: ApprovalRow[] }>('/v1/approvals', { status: 'all', limit: 1000 });
+  const { approvals: rows } = await ctx
+    .gateway()
+    .get<{ approvals: ApprovalRow[] }>('/v1/approvals', { status: 'all', limit: 1000 });
   const matches = rows.filter((a) => a.approvalKey === key);
   if (matches.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));
@@ -131,12 +163,18 @@ function describe(a: ApprovalRow): string {
     ['dispatch', a.dispatchId],
     ['agent', a.agent ? `${a.agent.agentType}${a.agent.label ? ` (${a.agent.label})` : ''}` : '?'],
     ['submitted by', a.submittedBy ?? '?'],
-    ['decided by', `${a.decidedBy ?? '?'}${a.rule !== undefined && a.rule !== null ? ` ${JSON.stringify(a.rule)}` : ''}`],
+    [
+      'decided by',
+      `${a.decidedBy ?? '?'}${a.rule !== undefined && a.rule !== null ? ` ${JSON.stringify(a.rule)}` : ''}`,
+    ],
     ['since', a.suspendedAt ?? '?'],
     ['expires', `${a.expiresAt ?? '?'} (then ${a.onTimeout ?? 'deny'})`],
   ];
   if (a.status === 'resolved') {
-    fields.push(['decision', `${a.decision ?? '?'} by ${a.resolvedBy ?? '?'} (${a.source ?? '?'}) at ${a.resolvedAt ?? '?'}`]);
+    fields.push([
+      'decision',
+      `${a.decision ?? '?'} by ${a.resolvedBy ?? '?'} (${a.source ?? '?'}) at ${a.resolvedAt ?? '?'}`,
+    ]);
     if (a.reason) fields.push(['reason', a.reason]);
   }
   return `${renderFields(fields)}input:\n${indent(JSON.stringify(a.input, null, 2))}\n`;

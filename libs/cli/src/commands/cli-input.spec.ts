@@ -10,10 +10,13 @@ describe('CLI input parsing', () => {
     ['250', 250],
   ])('parses the duration %s', (text, ms) => expect(parseDuration('--min-age', text)).toBe(ms));
 
-  it.each(['', '10 minutes', '-5m', '1.5h', 'm'])('refuses the duration %j as a usage error naming the flag', (text) => {
-    expect(() => parseDuration('--min-age', text)).toThrow(UsageError);
-    expect(() => parseDuration('--min-age', text)).toThrow(/--min-age/);
-  });
+  it.each(['', '10 minutes', '-5m', '1.5h', 'm'])(
+    'refuses the duration %j as a usage error naming the flag',
+    (text) => {
+      expect(() => parseDuration('--min-age', text)).toThrow(UsageError);
+      expect(() => parseDuration('--min-age', text)).toThrow(/--min-age/);
+    },
+  );
 
   it('names the flag when JSON does not parse', () => {
     expect(parseJsonFlag('--input', '{"a":1}')).toEqual({ a: 1 });

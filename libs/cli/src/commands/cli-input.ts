@@ -23,19 +23,26 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
 /** Parses `500ms`, `30s`, `10m`, `2h`, `1d` (or a bare number of milliseconds). */
 export function parseDuration(flag: string, text: string): number {
   const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text.trim());
-  if (!match) throw new UsageError(`${flag} must be a duration like 30s, 10m, 2h or 1d, got ${JSON.stringify(text)}`);
+  if (!match)
+    throw new UsageError(
+      `${flag} must be a duration like 30s, 10m, 2h or 1d, got ${JSON.stringify(text)}`,
+    );
   return Number(match[1]) * (UNITS[match[2] ?? 'ms'] ?? 1);
 }
 
 /** Parses a non-negative integer flag. */
 export function parseCount(flag: string, text: string): number {
-  if (!/^\d+$/.test(text.trim())) throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`);
+  if (!/^\d+$/.test(text.trim()))
+    throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`);
   return Number(text);
 }
 
 /** Approval keys are sha256 hex: checked here so a typo is a usage error, not a round trip. */
 export function parseApprovalKey(text: string): string {
   const key = text.trim().toLowerCase();
-  if (!/^[0-9a-f]{64}$/.test(key)) throw new UsageError(`approval key must be 64 hex characters (sha256), got ${JSON.stringify(text)}`);
+  if (!/^[0-9a-f]{64}$/.test(key))
+    throw new UsageError(
+      `approval key must be 64 hex characters (sha256), got ${JSON.stringify(text)}`,
+    );
   return key;
 }

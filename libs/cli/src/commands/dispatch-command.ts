@@ -18,30 +18,54 @@ export function registerDispatchCommand(program: Command, ctx: CommandContext): 
     .option('--isolation <kind>', 'none | readonly', 'none')
     .option('--wait [ms]', 'wait for the outcome (default 30000 ms)')
     .option('--json', 'print JSON')
-    .action(async (tool: string, opts: {
-      run: string; call: string; input: string; agent: string; label?: string; profile?: string;
-      isolation: string; wait?: string | boolean; json?: boolean;
-    }) => {
-      const input = parseJsonFlag('--input', opts.input);
-      if (opts.isolation !== 'none' && opts.isolation !== 'readonly') {
-        throw new UsageError(`--isolation must be none or readonly, got ${JSON.stringify(opts.isolation)}`);
-      }
-      const wait = typeof opts.wait === 'string' ? parseCount('--wait', opts.wait) : opts.wait ? 30_000 : undefined;
-      const res = await ctx.gateway().post<SubmitDispatchResponse>('/v1/dispatches', {
-        runId: opts.run,
-        callId: opts.call,
-        agent: { agentType: opts.agent, ...(opts.label ? { label: opts.label } : {}) },
-        tool,
-        input,
-        isolation: opts.isolation,
-        ...(opts.profile ? { profile: opts.profile } : {}),
-        ...(wait !== undefined ? { wait } : {}),
-      });
-      if (res.settled && res.settled.outcome !== 'ok') ctx.fail();
-      if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
-      ctx.out(`dispatch ${res.dispatchId} ${res.status}, ${res.state}\n`);
-      if (res.settled?.outcome === 'ok') ctx.out(`ok: ${JSON.stringify(res.settled.result, null, 2)}\n`);
-      else if (res.settled?.error) ctx.out(`${res.settled.outcome}: ${res.settled.error.code}: ${res.settled.error.message}\n`);
-      else if (res.state === 'suspended') ctx.out('parked for approval: see `toolgate approvals list`\n');
-    });
+    .action(
+      async (
+        tool: string,
+        opts: {
+          run: string;
+          call: string;
+          input: string;
+          agent: string;
+          label?: string;
+          profile?: string;
+          isolation: string;
+          wait?: string | boolean;
+          json?: boolean;
+        },
+      ) => {
+        const input = parseJsonFlag('--input', opts.input);
+        if (opts.isolation !== 'none' && opts.isolation !== 'readonly') {
+          throw new UsageError(
+            `--isolation must be none or readonly, got ${JSON.stringify(opts.isolation)}`,
+          );
+        }
+        const wait =
+          typeof opts.wait === 'string'
+            ? parseCount('--wait', opts.wait)
+            : opts.wait
+              ? 30_000
+              : undefined;
+        const res = await ctx.gateway().post<SubmitDispatchResponse>('/v1/dispatches', {
+          runId: opts.run,
+          callId: opts.call,
+          agent: { agentType: opts.agent, ...(opts.label ? { label: opts.label } : {}) },
+          tool,
+          input,
+          isolation: opts.isolation,
+          ...(opts.profile ? { profile: opts.profile } : {}),
+          ...(wait !== undefined ? { wait } : {}),
+        });
+        if (res.settled && res.settled.outcome !== 'ok') ctx.fail();
+        if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
+        ctx.out(`dispatch ${res.dispatchId} ${res.status}, ${res.state}\n`);
+        if (res.settled?.outcome === 'ok')
+          ctx.out(`ok: ${JSON.stringify(res.settled.result, null, 2)}\n`);
+        else if (res.settled?.error)
+          ctx.out(
+            `${res.settled.outcome}: ${res.settled.error.code}: ${res.settled.error.message}\n`,
+          );
+        else if (res.state === 'suspended')
+          ctx.out('parked for approval: see `toolgate approvals list`\n');
+      },
+    );
 }

@@ -4,7 +4,7 @@ import { parseCount, parseJsonFlag, UsageError } from './cli-input';
 
 /** `toolgate policy get | put <file> | evaluate <tool> --input '<json>'`. */
 export function registerPolicyCommands(program: Command, ctx: CommandContext): void {
-  const policy = program.command('policy').description('the tenant\'s permission policy');
+  const policy = program.command('policy').description("the tenant's permission policy");
 
   policy
     .command('get')
@@ -36,9 +36,13 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
       const document = 'document' in parsed ? (parsed as { document: unknown }).document : parsed;
       const res = await ctx.gateway().put<{ revision: number }>('/v1/policy', {
         document,
-        ...(opts.expectedRevision !== undefined ? { expectedRevision: parseCount('--expected-revision', opts.expectedRevision) } : {}),
+        ...(opts.expectedRevision !== undefined
+          ? { expectedRevision: parseCount('--expected-revision', opts.expectedRevision) }
+          : {}),
       });
-      ctx.out(opts.json ? `${JSON.stringify(res, null, 2)}\n` : `policy revision ${res.revision}\n`);
+      ctx.out(
+        opts.json ? `${JSON.stringify(res, null, 2)}\n` : `policy revision ${res.revision}\n`,
+      );
     });
 
   policy
@@ -49,16 +53,29 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
     .option('--agent <agentType>', 'calling agent type', 'dry-run')
     .option('--profile <name>', 'permission profile')
     .option('--json', 'print JSON')
-    .action(async (tool: string, opts: { input: string; agent: string; profile?: string; json?: boolean }) => {
-      const input = parseJsonFlag('--input', opts.input);
-      const res = await ctx.gateway().post<{ verdict: string; decidedBy: string; rule?: unknown; reason?: string; policyRevision: number }>(
-        '/v1/policy/evaluate',
-        { tool, input, agent: { agentType: opts.agent }, ...(opts.profile ? { profile: opts.profile } : {}) },
-      );
-      if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
-      ctx.out(
-        `${res.verdict} by ${res.decidedBy}${res.rule !== undefined ? ` ${JSON.stringify(res.rule)}` : ''}` +
-          `${res.reason ? `: ${res.reason}` : ''} (policy revision ${res.policyRevision})\n`,
-      );
-    });
+    .action(
+      async (
+        tool: string,
+        opts: { input: string; agent: string; profile?: string; json?: boolean },
+      ) => {
+        const input = parseJsonFlag('--input', opts.input);
+        const res = await ctx.gateway().post<{
+          verdict: string;
+          decidedBy: string;
+          rule?: unknown;
+          reason?: string;
+          policyRevision: number;
+        }>('/v1/policy/evaluate', {
+          tool,
+          input,
+          agent: { agentType: opts.agent },
+          ...(opts.profile ? { profile: opts.profile } : {}),
+        });
+        if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
+        ctx.out(
+          `${res.verdict} by ${res.decidedBy}${res.rule !== undefined ? ` ${JSON.stringify(res.rule)}` : ''}` +
+            `${res.reason ? `: ${res.reason}` : ''} (policy revision ${res.policyRevision})\n`,
+        );
+      },
+    );
 }

@@ -5,7 +5,7 @@ import type { CommandContext } from '../run-cli';
 
 /** `toolgate tools list`. */
 export function registerToolsCommands(program: Command, ctx: CommandContext): void {
-  const tools = program.command('tools').description('the tenant\'s registered tools');
+  const tools = program.command('tools').description("the tenant's registered tools");
   tools
     .command('list')
     .description('list tools with their policy fields and the toolset hash')

@@ -1,5 +1,8 @@
 /** Renders rows as a left-aligned text table with a header; empty rows give just the header. */
-export function renderTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+export function renderTable(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells

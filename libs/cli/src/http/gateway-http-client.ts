@@ -42,23 +42,36 @@ export class GatewayHttpClient {
       });
     } catch (cause) {
       // The cause may hold the URL but never the token (it only travels in a header).
-      throw new ToolgateError(ErrorCode.Unavailable, `cannot reach the gateway at ${this.baseUrl}`, { cause });
+      throw new ToolgateError(
+        ErrorCode.Unavailable,
+        `cannot reach the gateway at ${this.baseUrl}`,
+        { cause },
+      );
     }
     const text = await res.text();
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {
-      throw new ToolgateError(ErrorCode.Internal, `the gateway answered ${res.status} with a body that is not JSON`);
+      throw new ToolgateError(
+        ErrorCode.Internal,
+        `the gateway answered ${res.status} with a body that is not JSON`,
+      );
     }
     if (res.ok) return parsed as T;
     const wire = (parsed as { error?: unknown } | undefined)?.error;
     if (isWireError(wire)) throw fromWireError(wire);
-    throw new ToolgateError(ErrorCode.Internal, `the gateway answered ${res.status} without a typed error`);
+    throw new ToolgateError(
+      ErrorCode.Internal,
+      `the gateway answered ${res.status} without a typed error`,
+    );
   }
 }
 
-function withQuery(route: string, query: Record<string, string | number | undefined> | undefined): string {
+function withQuery(
+  route: string,
+  query: Record<string, string | number | undefined> | undefined,
+): string {
   if (!query) return route;
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));

@@ -30,10 +30,14 @@ export class ApiCaller {
     h.set('Authorization', `Bearer ${this.token}`);
     let reply;
     try {
-      reply = await this.nc.request(this.subjects.api(operation), encoder.encode(JSON.stringify(body)), {
-        timeout: this.timeoutMs,
-        headers: h,
-      });
+      reply = await this.nc.request(
+        this.subjects.api(operation),
+        encoder.encode(JSON.stringify(body)),
+        {
+          timeout: this.timeoutMs,
+          headers: h,
+        },
+      );
     } catch (cause) {
       throw transportError(operation, cause, this.timeoutMs);
     }
@@ -41,7 +45,11 @@ export class ApiCaller {
     try {
       parsed = JSON.parse(decoder.decode(reply.data)) as typeof parsed;
     } catch (cause) {
-      throw new ToolgateError(ErrorCode.Internal, `the gateway replied to ${operation} with something that is not JSON`, { cause });
+      throw new ToolgateError(
+        ErrorCode.Internal,
+        `the gateway replied to ${operation} with something that is not JSON`,
+        { cause },
+      );
     }
     if (parsed.ok === true) return parsed.data as T;
     if (parsed.ok === false && isWireError(parsed.error)) throw fromWireError(parsed.error);
@@ -54,10 +62,18 @@ function transportError(operation: string, cause: unknown, timeoutMs: number): T
   const name = (cause as { name?: unknown })?.name;
   const message = cause instanceof Error ? cause.message : String(cause);
   if (name === 'NoRespondersError' || /no responders/i.test(message)) {
-    return new ToolgateError(ErrorCode.Unavailable, `no gateway is serving ${operation}`, { cause });
+    return new ToolgateError(ErrorCode.Unavailable, `no gateway is serving ${operation}`, {
+      cause,
+    });
   }
   if (name === 'TimeoutError' || /timeout/i.test(message)) {
-    return new ToolgateError(ErrorCode.Timeout, `the gateway did not answer ${operation} within ${timeoutMs} ms`, { cause });
+    return new ToolgateError(
+      ErrorCode.Timeout,
+      `the gateway did not answer ${operation} within ${timeoutMs} ms`,
+      { cause },
+    );
   }
-  return new ToolgateError(ErrorCode.Unavailable, `request ${operation} failed: ${message}`, { cause });
+  return new ToolgateError(ErrorCode.Unavailable, `request ${operation} failed: ${message}`, {
+    cause,
+  });
 }

@@ -1,4 +1,10 @@
-import type { AgentRef, DecidedBy, Isolation, ListApprovalsRequest, ToolRef } from '@toolgate/contracts';
+import type {
+  AgentRef,
+  DecidedBy,
+  Isolation,
+  ListApprovalsRequest,
+  ToolRef,
+} from '@toolgate/contracts';
 
 /**
  * An approval as the gateway lists it (the journal's fold of a dispatch's `suspended` and

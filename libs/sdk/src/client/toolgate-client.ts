@@ -15,7 +15,12 @@ import {
   type ToolView,
 } from '@toolgate/contracts';
 import type { ToolDef } from '@toolgate/tools';
-import { DispatchHandleImpl, type DispatchHandle, type ResolveApprovalResult, type ResolveExternalOptions } from '../dispatch/dispatch-handle';
+import {
+  DispatchHandleImpl,
+  type DispatchHandle,
+  type ResolveApprovalResult,
+  type ResolveExternalOptions,
+} from '../dispatch/dispatch-handle';
 import { serveTool, type ServedTool, type ServeToolOptions } from '../serve/serve-tool';
 import { ApiCaller } from './api-caller';
 import type { ApprovalFilter, ApprovalView } from './approval-view';
@@ -71,7 +76,14 @@ export interface ToolgateClient {
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
   readonly approvals: {
     list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
-    resolve(key: string, options: ResolveExternalOptions & { dispatchId?: string; runId?: string; inputDigest?: string }): Promise<ResolveApprovalResult>;
+    resolve(
+      key: string,
+      options: ResolveExternalOptions & {
+        dispatchId?: string;
+        runId?: string;
+        inputDigest?: string;
+      },
+    ): Promise<ResolveApprovalResult>;
   };
   /** Stops served tools (draining their in-flight calls), abandons open handles, closes the connection it opened. */
   close(): Promise<void>;
@@ -85,8 +97,19 @@ export async function createClient(options: ClientOptions): Promise<ToolgateClie
   assertSubjectToken('tenant', options.tenant);
   const subjects = createSubjects(options.prefix ?? 'toolgate');
   const owned = !options.nc;
-  const nc = options.nc ?? (await connect({ servers: options.servers ?? 'nats://127.0.0.1:4222', name: `toolgate-sdk-${options.tenant}` }));
-  return new Client(nc, owned, subjects, options.tenant, new ApiCaller(nc, subjects, options.token, options.requestTimeoutMs ?? 10_000));
+  const nc =
+    options.nc ??
+    (await connect({
+      servers: options.servers ?? 'nats://127.0.0.1:4222',
+      name: `toolgate-sdk-${options.tenant}`,
+    }));
+  return new Client(
+    nc,
+    owned,
+    subjects,
+    options.tenant,
+    new ApiCaller(nc, subjects, options.token, options.requestTimeoutMs ?? 10_000),
+  );
 }
 
 class Client implements ToolgateClient {
@@ -103,9 +126,16 @@ class Client implements ToolgateClient {
 
   readonly approvals = {
     list: async (filter: ApprovalFilter = {}) =>
-      (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter)).approvals,
-    resolve: (key: string, options: ResolveExternalOptions & { dispatchId?: string; runId?: string; inputDigest?: string }) =>
-      this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
+      (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter))
+        .approvals,
+    resolve: (
+      key: string,
+      options: ResolveExternalOptions & {
+        dispatchId?: string;
+        runId?: string;
+        inputDigest?: string;
+      },
+    ) => this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
   };
 
   registerTool(def: ToolDef): Promise<RegisteredToolView> {
@@ -128,7 +158,9 @@ class Client implements ToolgateClient {
 
   dispatch<I, R>(request: DispatchRequest<I> & { tool: ToolDef<I, R> }): Promise<DispatchHandle<R>>;
   dispatch(request: DispatchRequest<unknown> & { tool: string }): Promise<DispatchHandle<unknown>>;
-  async dispatch(request: DispatchRequest<unknown> & { tool: string | ToolDef }): Promise<DispatchHandle<unknown>> {
+  async dispatch(
+    request: DispatchRequest<unknown> & { tool: string | ToolDef },
+  ): Promise<DispatchHandle<unknown>> {
     const { tool, ...call } = request;
     const toolName = typeof tool === 'string' ? tool : tool.contract.name;
     const risk = typeof tool === 'string' ? undefined : tool.policy.risk;
@@ -137,18 +169,24 @@ class Client implements ToolgateClient {
     // SUB reaches the server before the request on this same connection, so nothing is missed.
     const buffered: JournalEvent[] = [];
     let sink: ((e: JournalEvent) => void) | undefined = undefined;
-    const sub: Subscription = this.nc.subscribe(this.subjects.journal.forRun(this.tenant, call.runId), {
-      callback: (err, msg) => {
-        if (err) return;
-        const event = parse(msg.data);
-        if (!event) return;
-        if (sink) sink(event);
-        else buffered.push(event);
+    const sub: Subscription = this.nc.subscribe(
+      this.subjects.journal.forRun(this.tenant, call.runId),
+      {
+        callback: (err, msg) => {
+          if (err) return;
+          const event = parse(msg.data);
+          if (!event) return;
+          if (sink) sink(event);
+          else buffered.push(event);
+        },
       },
-    });
+    );
     let reply: SubmitDispatchResponse;
     try {
-      reply = await this.api.call<SubmitDispatchResponse>(ApiOperation.SubmitDispatch, { ...call, tool: toolName });
+      reply = await this.api.call<SubmitDispatchResponse>(ApiOperation.SubmitDispatch, {
+        ...call,
+        tool: toolName,
+      });
     } catch (err) {
       sub.unsubscribe();
       throw err;
@@ -199,7 +237,6 @@ class Client implements ToolgateClient {
   }
 }
 
-
 function parse(data: Uint8Array): JournalEvent | null {
   try {
     return parseJournalEvent(JSON.parse(decoder.decode(data)));
@@ -211,5 +248,7 @@ function parse(data: Uint8Array): JournalEvent | null {
 function recordedEvents(history: unknown): JournalEvent[] {
   const events = (history as { events?: { event?: unknown }[] } | undefined)?.events;
   if (!Array.isArray(events)) return [];
-  return events.map((e) => parseJournalEvent(e?.event)).filter((e): e is JournalEvent => e !== null);
+  return events
+    .map((e) => parseJournalEvent(e?.event))
+    .filter((e): e is JournalEvent => e !== null);
 }

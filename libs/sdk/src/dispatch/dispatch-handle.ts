@@ -71,7 +71,10 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     readonly runId: string,
     readonly status: 'accepted' | 'replayed',
     private readonly call: CallFacts,
-    private readonly resolver: (key: string, options: ResolveExternalOptions & { dispatchId: string }) => Promise<ResolveApprovalResult>,
+    private readonly resolver: (
+      key: string,
+      options: ResolveExternalOptions & { dispatchId: string },
+    ) => Promise<ResolveApprovalResult>,
     private readonly onDone: () => void,
   ) {
     this.result = new Promise<TypedDispatchOutcome<R>>((resolve, reject) => {
@@ -119,7 +122,9 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   abandon(reason: string): void {
     if (this.done) return;
     this.done = true;
-    this.fail(new ToolgateError(ErrorCode.Cancelled, reason, { details: { dispatchId: this.dispatchId } }));
+    this.fail(
+      new ToolgateError(ErrorCode.Cancelled, reason, { details: { dispatchId: this.dispatchId } }),
+    );
     this.onDone();
   }
 

@@ -100,7 +100,10 @@ export function toDispatchEvent(event: JournalEvent, call: CallFacts): DispatchE
 }
 
 /** The settled event's own audit fields, completed from the `decided` verdict where it has none. */
-function auditFields(event: SettledEvent, decision: CallFacts['decision']): Pick<ToolEndEvent, 'verdict' | 'decidedBy' | 'rule'> {
+function auditFields(
+  event: SettledEvent,
+  decision: CallFacts['decision'],
+): Pick<ToolEndEvent, 'verdict' | 'decidedBy' | 'rule'> {
   const verdict = event.verdict ?? decision?.verdict;
   const decidedBy = event.decidedBy ?? decision?.decidedBy;
   const rule = event.rule !== undefined ? event.rule : decision?.rule;

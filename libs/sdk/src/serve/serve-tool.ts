@@ -56,8 +56,11 @@ export function serveTool(
   });
 
   async function handle(msg: Msg): Promise<void> {
-    const outcome = await consumerSpan(subject, msg.headers, { [Attr.Tool]: def.contract.name }, async (span) =>
-      answer(msg.data, span.spanContext().spanId),
+    const outcome = await consumerSpan(
+      subject,
+      msg.headers,
+      { [Attr.Tool]: def.contract.name },
+      async (span) => answer(msg.data, span.spanContext().spanId),
     );
     if (msg.reply) msg.respond(encoder.encode(JSON.stringify(outcome)));
   }
@@ -71,7 +74,10 @@ export function serveTool(
     }
     const parsed = RemoteToolRequestSchema.safeParse(raw);
     if (!parsed.success) {
-      return failure({ code: ErrorCode.InvalidRequest, message: `malformed remote tool request: ${parsed.error.issues[0]?.message ?? 'invalid'}` });
+      return failure({
+        code: ErrorCode.InvalidRequest,
+        message: `malformed remote tool request: ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+      });
     }
     const req = parsed.data;
     annotate({ [Attr.DispatchId]: req.dispatchId, [Attr.Tenant]: req.tenant });

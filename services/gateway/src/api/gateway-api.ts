@@ -23,7 +23,10 @@ import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
 
 /** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
-type Operation = { scope: 'dispatch' | 'approve' | 'admin'; run(principal: Principal, body: unknown): Promise<unknown> };
+type Operation = {
+  scope: 'dispatch' | 'approve' | 'admin';
+  run(principal: Principal, body: unknown): Promise<unknown>;
+};
 
 /**
  * Every gateway operation, independent of the edge that carries it. Each one authorises the
@@ -45,23 +48,37 @@ export class GatewayApi {
     this.operations = {
       [ApiOperation.RegisterTool]: { scope: 'admin', run: (p, b) => this.registerTool(p, b) },
       [ApiOperation.ListTools]: { scope: 'dispatch', run: async (p) => this.listTools(p) },
-      [ApiOperation.SubmitDispatch]: { scope: 'dispatch', run: (p, b) => this.submitter.submit(p, b) },
+      [ApiOperation.SubmitDispatch]: {
+        scope: 'dispatch',
+        run: (p, b) => this.submitter.submit(p, b),
+      },
       [ApiOperation.GetDispatch]: {
         scope: 'dispatch',
-        run: (p, b) => this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
+        run: (p, b) =>
+          this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
       },
       [ApiOperation.GetRun]: {
         scope: 'dispatch',
         run: (p, b) => this.queries.ask('run.get', p.tenant, parseRequest(GetRunRequestSchema, b)),
       },
       [ApiOperation.PutPolicy]: { scope: 'admin', run: (p, b) => this.putPolicy(p, b) },
-      [ApiOperation.GetPolicy]: { scope: 'dispatch', run: async (p) => this.policies.get(p.tenant) },
-      [ApiOperation.EvaluatePolicy]: { scope: 'dispatch', run: (p, b) => this.policyGate.evaluate(p.tenant, b) },
+      [ApiOperation.GetPolicy]: {
+        scope: 'dispatch',
+        run: async (p) => this.policies.get(p.tenant),
+      },
+      [ApiOperation.EvaluatePolicy]: {
+        scope: 'dispatch',
+        run: (p, b) => this.policyGate.evaluate(p.tenant, b),
+      },
       [ApiOperation.ListApprovals]: {
         scope: 'approve',
-        run: (p, b) => this.queries.ask('approvals.list', p.tenant, parseRequest(ListApprovalsRequestSchema, b)),
+        run: (p, b) =>
+          this.queries.ask('approvals.list', p.tenant, parseRequest(ListApprovalsRequestSchema, b)),
       },
-      [ApiOperation.ResolveApproval]: { scope: 'approve', run: (p, b) => this.approvals.resolve(p, b) },
+      [ApiOperation.ResolveApproval]: {
+        scope: 'approve',
+        run: (p, b) => this.approvals.resolve(p, b),
+      },
     };
   }
 
@@ -92,7 +109,10 @@ export class GatewayApi {
     });
   }
 
-  private async registerTool(principal: Principal, body: unknown): Promise<ToolView & { toolsetHash: string }> {
+  private async registerTool(
+    principal: Principal,
+    body: unknown,
+  ): Promise<ToolView & { toolsetHash: string }> {
     const req = parseRequest(RegisterToolRequestSchema, body);
     const tool = parseRequest(RegisteredToolSchema, { ...req.tool, policy: req.tool.policy ?? {} });
     const view = await this.registry.register(principal.tenant, tool);

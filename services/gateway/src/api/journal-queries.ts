@@ -1,5 +1,12 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, fromWireError, isWireError, ToolgateError, type QueryOperation, type Subjects } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  fromWireError,
+  isWireError,
+  ToolgateError,
+  type QueryOperation,
+  type Subjects,
+} from '@toolgate/contracts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -15,17 +22,33 @@ export class JournalQueries {
     private readonly timeoutMs: number,
   ) {}
 
-  async ask<T>(operation: QueryOperation, tenant: string, body: Record<string, unknown>): Promise<T> {
+  async ask<T>(
+    operation: QueryOperation,
+    tenant: string,
+    body: Record<string, unknown>,
+  ): Promise<T> {
     let reply;
     try {
-      reply = await this.nc.request(this.subjects.query(operation), encoder.encode(JSON.stringify({ ...body, tenant })), {
-        timeout: this.timeoutMs,
-      });
+      reply = await this.nc.request(
+        this.subjects.query(operation),
+        encoder.encode(JSON.stringify({ ...body, tenant })),
+        {
+          timeout: this.timeoutMs,
+        },
+      );
     } catch (cause) {
-      throw new ToolgateError(ErrorCode.Unavailable, 'the journal service did not answer', { cause });
+      throw new ToolgateError(ErrorCode.Unavailable, 'the journal service did not answer', {
+        cause,
+      });
     }
-    const parsed = JSON.parse(decoder.decode(reply.data)) as { ok?: boolean; data?: T; error?: unknown };
+    const parsed = JSON.parse(decoder.decode(reply.data)) as {
+      ok?: boolean;
+      data?: T;
+      error?: unknown;
+    };
     if (parsed.ok === true) return parsed.data as T;
-    throw isWireError(parsed.error) ? fromWireError(parsed.error) : new ToolgateError(ErrorCode.Internal, 'malformed journal reply');
+    throw isWireError(parsed.error)
+      ? fromWireError(parsed.error)
+      : new ToolgateError(ErrorCode.Internal, 'malformed journal reply');
   }
 }

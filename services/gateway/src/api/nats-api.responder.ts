@@ -1,5 +1,11 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ApiOperation, ErrorCode, ToolgateError, toWireError, type Subjects } from '@toolgate/contracts';
+import {
+  ApiOperation,
+  ErrorCode,
+  ToolgateError,
+  toWireError,
+  type Subjects,
+} from '@toolgate/contracts';
 import { consumerSpan } from '@toolgate/telemetry';
 import type { GatewayApi } from './gateway-api';
 
@@ -11,7 +17,11 @@ const decoder = new TextDecoder();
  * gateway replicas share the load. The bearer token travels in the `Authorization` header.
  * Replies are `{ ok: true, data }` or `{ ok: false, error }`.
  */
-export function serveNatsApi(nc: NatsConnection, subjects: Subjects, api: GatewayApi): Subscription[] {
+export function serveNatsApi(
+  nc: NatsConnection,
+  subjects: Subjects,
+  api: GatewayApi,
+): Subscription[] {
   return Object.values(ApiOperation).map((operation) => {
     const subject = subjects.api(operation);
     return nc.subscribe(subject, {
@@ -26,10 +36,17 @@ export function serveNatsApi(nc: NatsConnection, subjects: Subjects, api: Gatewa
               try {
                 body = JSON.parse(decoder.decode(msg.data));
               } catch {
-                throw new ToolgateError(ErrorCode.InvalidRequest, 'malformed request body (expected JSON)');
+                throw new ToolgateError(
+                  ErrorCode.InvalidRequest,
+                  'malformed request body (expected JSON)',
+                );
               }
             }
-            const data = await api.call(operation, msg.headers?.get('Authorization') || undefined, body);
+            const data = await api.call(
+              operation,
+              msg.headers?.get('Authorization') || undefined,
+              body,
+            );
             reply = { ok: true, data };
           } catch (e) {
             reply = { ok: false, error: toWireError(e) };

@@ -45,10 +45,20 @@ export class ApprovalResolver {
         ? { dispatchId: req.dispatchId, runId: req.runId }
         : await this.locate(principal.tenant, req.key, req.dispatchId);
     if (!location) {
-      throw new ToolgateError(ErrorCode.NotFound, 'no such approval', { details: { key: req.key } });
+      throw new ToolgateError(ErrorCode.NotFound, 'no such approval', {
+        details: { key: req.key },
+      });
     }
-    const suspended = await this.publisher.last(principal.tenant, location.runId, location.dispatchId, 'suspended');
-    if (!suspended) throw new ToolgateError(ErrorCode.NotFound, 'no such approval', { details: { key: req.key } });
+    const suspended = await this.publisher.last(
+      principal.tenant,
+      location.runId,
+      location.dispatchId,
+      'suspended',
+    );
+    if (!suspended)
+      throw new ToolgateError(ErrorCode.NotFound, 'no such approval', {
+        details: { key: req.key },
+      });
     const resolved = decideResolution(suspended.event, {
       decision: req.decision,
       ...(req.reason ? { reason: req.reason } : {}),
@@ -63,7 +73,11 @@ export class ApprovalResolver {
   }
 
   /** Finds a parked call by key, giving the projection a moment to fold a fresh suspension. */
-  private async locate(tenant: string, key: string, dispatchId: string | undefined): Promise<ApprovalLocation | null> {
+  private async locate(
+    tenant: string,
+    key: string,
+    dispatchId: string | undefined,
+  ): Promise<ApprovalLocation | null> {
     const deadline = Date.now() + LOCATE_GRACE_MS;
     for (;;) {
       const found = await this.queries.ask<ApprovalLocation | null>('approvals.get', tenant, {

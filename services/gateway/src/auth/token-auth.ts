@@ -39,6 +39,8 @@ export class TokenAuth {
   /** Throws `forbidden` unless the principal holds `scope` (admin holds every scope). */
   static require(principal: Principal, scope: Scope): void {
     if (principal.scopes.has(scope) || principal.scopes.has('admin')) return;
-    throw new ToolgateError(ErrorCode.Forbidden, `this token lacks the "${scope}" scope`, { details: { scope } });
+    throw new ToolgateError(ErrorCode.Forbidden, `this token lacks the "${scope}" scope`, {
+      details: { scope },
+    });
   }
 }

@@ -42,9 +42,13 @@ export class DispatchSubmitter {
     const req = parseRequest(SubmitDispatchRequestSchema, body);
     const tool = this.registry.resolve(principal.tenant, req.tool);
     if (!tool) {
-      throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, { details: { tool: req.tool } });
+      throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, {
+        details: { tool: req.tool },
+      });
     }
-    const retryDepth = req.retryOf ? await this.retryDepth(principal.tenant, req.runId, req.retryOf) : 0;
+    const retryDepth = req.retryOf
+      ? await this.retryDepth(principal.tenant, req.runId, req.retryOf)
+      : 0;
     const dispatchId = dispatchKey({
       tenant: principal.tenant,
       runId: req.runId,
@@ -53,7 +57,11 @@ export class DispatchSubmitter {
       contractHash: tool.contractHash,
       input: req.input,
     });
-    annotate({ [Attr.DispatchId]: dispatchId, [Attr.Tool]: tool.name, [Attr.Tenant]: principal.tenant });
+    annotate({
+      [Attr.DispatchId]: dispatchId,
+      [Attr.Tool]: tool.name,
+      [Attr.Tenant]: principal.tenant,
+    });
     const event = journalEvent({
       type: 'requested',
       id: `${dispatchId}:requested`,
@@ -81,23 +89,36 @@ export class DispatchSubmitter {
       ...(req.retryOf ? { retryOf: req.retryOf } : {}),
       retryDepth,
     });
-    const waitMs = req.wait === true ? this.options.waitDefaultMs : req.wait === false ? 0 : (req.wait ?? 0);
+    const waitMs =
+      req.wait === true ? this.options.waitDefaultMs : req.wait === false ? 0 : (req.wait ?? 0);
     // Subscribe before publishing so an outcome that comes quickly is not missed.
     const watcher = waitMs > 0 ? this.watch(principal.tenant, req.runId, dispatchId) : undefined;
     try {
       const appended = await this.publisher.append(event);
       const status = appended.appended && !appended.duplicate ? 'accepted' : 'replayed';
       if (status === 'replayed') {
-        const recorded = await this.publisher.last(principal.tenant, req.runId, dispatchId, 'settled');
-        if (recorded) return { dispatchId, status, state: 'settled', settled: outcomeOf(recorded.event) };
+        const recorded = await this.publisher.last(
+          principal.tenant,
+          req.runId,
+          dispatchId,
+          'settled',
+        );
+        if (recorded)
+          return { dispatchId, status, state: 'settled', settled: outcomeOf(recorded.event) };
         if (await this.publisher.last(principal.tenant, req.runId, dispatchId, 'suspended')) {
-          const resolved = await this.publisher.last(principal.tenant, req.runId, dispatchId, 'resolved');
+          const resolved = await this.publisher.last(
+            principal.tenant,
+            req.runId,
+            dispatchId,
+            'resolved',
+          );
           if (!resolved) return { dispatchId, status, state: 'suspended' };
         }
       }
       if (!watcher) return { dispatchId, status, state: 'requested' };
       const seen = await watcher.next(waitMs);
-      if (seen?.type === 'settled') return { dispatchId, status, state: 'settled', settled: outcomeOf(seen) };
+      if (seen?.type === 'settled')
+        return { dispatchId, status, state: 'settled', settled: outcomeOf(seen) };
       return { dispatchId, status, state: seen?.type === 'suspended' ? 'suspended' : 'requested' };
     } finally {
       watcher?.close();
@@ -108,20 +129,30 @@ export class DispatchSubmitter {
   private async retryDepth(tenant: string, runId: string, retryOf: string): Promise<number> {
     const prior = await this.publisher.last(tenant, runId, retryOf, 'requested');
     if (!prior) {
-      throw new ToolgateError(ErrorCode.InvalidRequest, `retryOf names no dispatch of run ${runId}`, { details: { retryOf } });
+      throw new ToolgateError(
+        ErrorCode.InvalidRequest,
+        `retryOf names no dispatch of run ${runId}`,
+        { details: { retryOf } },
+      );
     }
     const depth = prior.event.retryDepth + 1;
     if (depth > MAX_MODEL_RETRIES) {
-      throw new ToolgateError(ErrorCode.ModelRetry, `retry budget exhausted: at most ${MAX_MODEL_RETRIES} model retries per call chain`, {
-        details: { retryOf, depth },
-      });
+      throw new ToolgateError(
+        ErrorCode.ModelRetry,
+        `retry budget exhausted: at most ${MAX_MODEL_RETRIES} model retries per call chain`,
+        {
+          details: { retryOf, depth },
+        },
+      );
     }
     return depth;
   }
 
   /** Watches a dispatch's journal subjects (JetStream publishes reach core subscribers too). */
   private watch(tenant: string, runId: string, dispatchId: string) {
-    const sub: Subscription = this.nc.subscribe(this.subjects.journal.forKey(tenant, runId, dispatchId));
+    const sub: Subscription = this.nc.subscribe(
+      this.subjects.journal.forKey(tenant, runId, dispatchId),
+    );
     const queue: JournalEvent[] = [];
     let wake: (() => void) | undefined;
     void (async () => {

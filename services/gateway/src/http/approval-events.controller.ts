@@ -22,7 +22,11 @@ export class ApprovalEventsController {
   ) {}
 
   @Get('approvals/events')
-  stream(@Headers('authorization') auth: string | undefined, @Req() req: Request, @Res() res: Response): void {
+  stream(
+    @Headers('authorization') auth: string | undefined,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): void {
     let tenant: string;
     try {
       const principal = this.api.auth.authenticate(auth);

@@ -20,10 +20,21 @@ export function toHttpError(exception: unknown): { status: number; error: WireEr
   }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
-    if (status === 404) return { status, error: { code: ErrorCode.NotFound, message: 'no such route' } };
-    if (status === 413) return { status, error: { code: ErrorCode.InvalidRequest, message: 'request body too large' } };
+    if (status === 404)
+      return { status, error: { code: ErrorCode.NotFound, message: 'no such route' } };
+    if (status === 413)
+      return {
+        status,
+        error: { code: ErrorCode.InvalidRequest, message: 'request body too large' },
+      };
     if (status >= 400 && status < 500) {
-      return { status: 400, error: { code: ErrorCode.InvalidRequest, message: 'malformed request body (expected JSON)' } };
+      return {
+        status: 400,
+        error: {
+          code: ErrorCode.InvalidRequest,
+          message: 'malformed request body (expected JSON)',
+        },
+      };
     }
   }
   const wire = toWireError(exception);

@@ -1,7 +1,24 @@
-import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Put, Query, Res } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Get,
+  Headers,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Put,
+  Query,
+  Res,
+} from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Response } from 'express';
-import { ApiOperation, ErrorCode, ToolgateError, type SubmitDispatchResponse } from '@toolgate/contracts';
+import {
+  ApiOperation,
+  ErrorCode,
+  ToolgateError,
+  type SubmitDispatchResponse,
+} from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
 import { OPENAPI_DOCUMENT } from './openapi';
 
@@ -32,7 +49,12 @@ export class GatewayController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<SubmitDispatchResponse> {
-    const result = (await this.api.call(ApiOperation.SubmitDispatch, h.authorization, body, h)) as SubmitDispatchResponse;
+    const result = (await this.api.call(
+      ApiOperation.SubmitDispatch,
+      h.authorization,
+      body,
+      h,
+    )) as SubmitDispatchResponse;
     res.status(result.state === 'settled' ? 200 : 202);
     return result;
   }
@@ -82,7 +104,8 @@ export class GatewayController {
 function queryToBody(query: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = { ...query };
   for (const key of ['minAgeMs', 'limit']) {
-    if (typeof body[key] === 'string' && /^\d+$/.test(body[key] as string)) body[key] = Number(body[key]);
+    if (typeof body[key] === 'string' && /^\d+$/.test(body[key] as string))
+      body[key] = Number(body[key]);
   }
   return body;
 }

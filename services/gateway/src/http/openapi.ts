@@ -13,7 +13,12 @@ import {
 const schema = (s: z.ZodType) => z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' });
 const json = (s: z.ZodType) => ({ content: { 'application/json': { schema: schema(s) } } });
 const errorResponse = { description: 'Typed error', ...json(z.object({ error: WireErrorSchema })) };
-const errors = { '400': errorResponse, '401': errorResponse, '403': errorResponse, '404': errorResponse };
+const errors = {
+  '400': errorResponse,
+  '401': errorResponse,
+  '403': errorResponse,
+  '404': errorResponse,
+};
 
 /** The OpenAPI 3.1 description of the HTTP API, served at `/v1/openapi.json`. */
 export const OPENAPI_DOCUMENT = {
@@ -28,33 +33,76 @@ export const OPENAPI_DOCUMENT = {
   security: [{ bearer: [] }],
   paths: {
     '/v1/tools': {
-      get: { summary: 'List tools and the toolsetHash', responses: { '200': { description: 'Tools', ...json(ListToolsResponseSchema) }, ...errors } },
-      post: { summary: 'Register a tool contract with its policy fields (admin)', requestBody: json(RegisterToolRequestSchema), responses: { '201': { description: 'Registered' }, '422': errorResponse, ...errors } },
+      get: {
+        summary: 'List tools and the toolsetHash',
+        responses: { '200': { description: 'Tools', ...json(ListToolsResponseSchema) }, ...errors },
+      },
+      post: {
+        summary: 'Register a tool contract with its policy fields (admin)',
+        requestBody: json(RegisterToolRequestSchema),
+        responses: { '201': { description: 'Registered' }, '422': errorResponse, ...errors },
+      },
     },
     '/v1/dispatches': {
       post: {
-        summary: 'Submit a tool call; 202 with its id, or 200 with the settled result when `wait` is given and it settles in time',
+        summary:
+          'Submit a tool call; 202 with its id, or 200 with the settled result when `wait` is given and it settles in time',
         requestBody: json(SubmitDispatchRequestSchema),
-        responses: { '200': { description: 'Settled', ...json(SubmitDispatchResponseSchema) }, '202': { description: 'Accepted', ...json(SubmitDispatchResponseSchema) }, ...errors },
+        responses: {
+          '200': { description: 'Settled', ...json(SubmitDispatchResponseSchema) },
+          '202': { description: 'Accepted', ...json(SubmitDispatchResponseSchema) },
+          ...errors,
+        },
       },
     },
     '/v1/dispatches/{dispatchId}': {
-      get: { summary: 'A dispatch with its whole event history', parameters: [{ name: 'dispatchId', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': { description: 'Dispatch' }, ...errors } },
+      get: {
+        summary: 'A dispatch with its whole event history',
+        parameters: [
+          { name: 'dispatchId', in: 'path', required: true, schema: { type: 'string' } },
+        ],
+        responses: { '200': { description: 'Dispatch' }, ...errors },
+      },
     },
     '/v1/runs/{runId}': {
-      get: { summary: "A run's status and open approvals", parameters: [{ name: 'runId', in: 'path', required: true, schema: { type: 'string' } }], responses: { '200': { description: 'Run' }, ...errors } },
+      get: {
+        summary: "A run's status and open approvals",
+        parameters: [{ name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '200': { description: 'Run' }, ...errors },
+      },
     },
     '/v1/policy': {
-      get: { summary: 'The current policy document and its revision', responses: { '200': { description: 'Policy' }, ...errors } },
-      put: { summary: 'Replace the policy (admin); hot-reloaded', requestBody: json(PutPolicyRequestSchema), responses: { '200': { description: 'New revision' }, '409': errorResponse, '422': errorResponse, ...errors } },
+      get: {
+        summary: 'The current policy document and its revision',
+        responses: { '200': { description: 'Policy' }, ...errors },
+      },
+      put: {
+        summary: 'Replace the policy (admin); hot-reloaded',
+        requestBody: json(PutPolicyRequestSchema),
+        responses: {
+          '200': { description: 'New revision' },
+          '409': errorResponse,
+          '422': errorResponse,
+          ...errors,
+        },
+      },
     },
     '/v1/policy/evaluate': {
-      post: { summary: 'Dry-run the permission chain for a hypothetical call', requestBody: json(EvaluatePolicyRequestSchema), responses: { '200': { description: 'Verdict' }, ...errors } },
+      post: {
+        summary: 'Dry-run the permission chain for a hypothetical call',
+        requestBody: json(EvaluatePolicyRequestSchema),
+        responses: { '200': { description: 'Verdict' }, ...errors },
+      },
     },
     '/v1/approvals': {
       get: {
         summary: 'Pending (or resolved) approvals (approve scope)',
-        parameters: ['runId', 'tool', 'minAgeMs', 'status', 'limit'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+        parameters: ['runId', 'tool', 'minAgeMs', 'status', 'limit'].map((name) => ({
+          name,
+          in: 'query',
+          required: false,
+          schema: { type: 'string' },
+        })),
         responses: { '200': { description: 'Approvals' }, ...errors },
       },
     },
@@ -67,7 +115,10 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/approvals/events': {
-      get: { summary: 'Server-sent events: approval:pending, approval:resolved', responses: { '200': { description: 'text/event-stream' }, ...errors } },
+      get: {
+        summary: 'Server-sent events: approval:pending, approval:resolved',
+        responses: { '200': { description: 'text/event-stream' }, ...errors },
+      },
     },
   },
 } as const;

@@ -21,9 +21,17 @@ export class PolicyGate {
   async evaluate(tenant: string, body: unknown) {
     const req = parseRequest(EvaluatePolicyRequestSchema, body);
     const tool = this.registry.resolve(tenant, req.tool);
-    if (!tool) throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, { details: { tool: req.tool } });
+    if (!tool)
+      throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, {
+        details: { tool: req.tool },
+      });
     const { decision, revision } = await this.runtime.decide(tenant, {
-      tool: { name: tool.name, risk: tool.policy.risk, needsApproval: tool.policy.needsApproval, clearance: tool.policy.clearance },
+      tool: {
+        name: tool.name,
+        risk: tool.policy.risk,
+        needsApproval: tool.policy.needsApproval,
+        clearance: tool.policy.clearance,
+      },
       input: req.input,
       agent: req.agent,
       isolation: req.isolation,

@@ -30,7 +30,11 @@ export async function migrateToLatest(
   // Kysely's migrator introspects every schema of the database (pg_get_serial_sequence over all of
   // them); another schema dropped during that scan fails it with "schema ... does not exist"
   // (kysely-org/kysely#1419). That failure is about someone else's schema: try again.
-  for (let attempt = 1; attempt < 5 && error !== undefined && isForeignSchemaRace(error, schema); attempt++) {
+  for (
+    let attempt = 1;
+    attempt < 5 && error !== undefined && isForeignSchemaRace(error, schema);
+    attempt++
+  ) {
     await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
     ({ error, results = [] } = await migrator.migrateToLatest());
   }

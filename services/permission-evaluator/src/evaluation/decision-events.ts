@@ -11,7 +11,10 @@ import type { PermissionDecision } from '@toolgate/permissions';
 
 /** The policy's answer for one requested call, with what it was decided under. */
 export interface ChainAnswer {
-  decision: Pick<PermissionDecision, 'verdict' | 'decidedBy' | 'rule' | 'reason' | 'input' | 'advisory' | 'approval'>;
+  decision: Pick<
+    PermissionDecision,
+    'verdict' | 'decidedBy' | 'rule' | 'reason' | 'input' | 'advisory' | 'approval'
+  >;
   revision: number;
   separationOfDuties: boolean;
 }
@@ -52,7 +55,9 @@ export function decidedFor(requested: RequestedEvent, answer: ChainAnswer, at: D
 export function followUpsFor(
   requested: RequestedEvent,
   decided: DecidedEvent,
-  answer: Pick<ChainAnswer, 'separationOfDuties'> & { approval?: { timeoutMs: number; onTimeout: 'allow' | 'deny' } | undefined },
+  answer: Pick<ChainAnswer, 'separationOfDuties'> & {
+    approval?: { timeoutMs: number; onTimeout: 'allow' | 'deny' } | undefined;
+  },
   at: Date,
 ): JournalEvent[] {
   const base = {
@@ -72,7 +77,8 @@ export function followUpsFor(
         outcome: 'denied',
         error: {
           code: ErrorCode.Denied,
-          message: decided.reason ?? `${decided.tool.name} was denied by policy (${decided.decidedBy})`,
+          message:
+            decided.reason ?? `${decided.tool.name} was denied by policy (${decided.decidedBy})`,
           details: { decidedBy: decided.decidedBy, policyRevision: decided.policyRevision },
         },
         durationMs: 0,

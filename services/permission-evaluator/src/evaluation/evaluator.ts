@@ -24,17 +24,23 @@ export class Evaluator {
   async onRequested(requested: RequestedEvent): Promise<void> {
     let answer: ChainAnswer;
     try {
-      const { decision, revision, separationOfDuties } = await this.runtime.decide(requested.tenant, {
-        tool: requested.tool,
-        input: requested.input,
-        agent: requested.agent,
-        isolation: requested.isolation,
-        profile: requested.profile,
-        taint: requested.taint,
-      });
+      const { decision, revision, separationOfDuties } = await this.runtime.decide(
+        requested.tenant,
+        {
+          tool: requested.tool,
+          input: requested.input,
+          agent: requested.agent,
+          isolation: requested.isolation,
+          profile: requested.profile,
+          taint: requested.taint,
+        },
+      );
       answer = { decision, revision, separationOfDuties };
     } catch (err) {
-      answer = failClosedAnswer(requested.input, `policy could not be evaluated: ${toWireError(err).message}`);
+      answer = failClosedAnswer(
+        requested.input,
+        `policy could not be evaluated: ${toWireError(err).message}`,
+      );
     }
     annotate({
       [Attr.Verdict]: answer.decision.verdict,
@@ -49,14 +55,27 @@ export class Evaluator {
     const appended = await this.publisher.append(decided);
     if (!appended.appended) {
       // Decided before (a redelivery after a crash): complete that decision's follow-ups, not ours.
-      const recorded = await this.publisher.last(requested.tenant, requested.runId, requested.dispatchId, 'decided');
+      const recorded = await this.publisher.last(
+        requested.tenant,
+        requested.runId,
+        requested.dispatchId,
+        'decided',
+      );
       if (!recorded) throw new Error('decided refused but not found');
       decided = recorded.event;
     }
-    for (const event of followUpsFor(requested, decided, { separationOfDuties: answer.separationOfDuties, approval: answer.decision.approval }, at)) {
+    for (const event of followUpsFor(
+      requested,
+      decided,
+      { separationOfDuties: answer.separationOfDuties, approval: answer.decision.approval },
+      at,
+    )) {
       const result = await this.publisher.append(event);
       if (result.appended && !result.duplicate && event.type === 'suspended') {
-        this.nc.publish(this.subjects.approvals(event.tenant, 'pending'), encoder.encode(JSON.stringify(event)));
+        this.nc.publish(
+          this.subjects.approvals(event.tenant, 'pending'),
+          encoder.encode(JSON.stringify(event)),
+        );
       }
     }
   }

@@ -1,7 +1,12 @@
 import type { ToolContext } from '@toolgate/contracts';
 import type { ToolDef } from '@toolgate/tools';
 import type { BuiltinDeps, CheckDomain } from './builtin-deps';
-import { parseExecutionPolicy, policyForContext, type ExecutionPolicy, type ExecutionPolicyInput } from './execution-policy';
+import {
+  parseExecutionPolicy,
+  policyForContext,
+  type ExecutionPolicy,
+  type ExecutionPolicyInput,
+} from './execution-policy';
 import { createGrepTool } from './grep-tool';
 import { createHttpFetchTool } from './http-fetch-tool';
 import { createListDirTool } from './list-dir-tool';

@@ -13,7 +13,9 @@ import {
 } from './execution-policy';
 
 /** Resolves to the thrown error, failing the test when nothing is thrown. */
-async function failure(p: Promise<unknown>): Promise<{ code?: string; message: string; details?: unknown }> {
+async function failure(
+  p: Promise<unknown>,
+): Promise<{ code?: string; message: string; details?: unknown }> {
   try {
     await p;
   } catch (err) {
@@ -33,20 +35,29 @@ describe('parseExecutionPolicy', () => {
   });
 
   it('resolves relative scope roots against cwd and is idempotent', () => {
-    const p = parseExecutionPolicy({ cwd: '/srv/work', readPaths: ['.', '/etc/shared'], writePaths: ['src'] });
+    const p = parseExecutionPolicy({
+      cwd: '/srv/work',
+      readPaths: ['.', '/etc/shared'],
+      writePaths: ['src'],
+    });
     expect(p.readPaths).toEqual(['/srv/work', '/etc/shared']);
     expect(p.writePaths).toEqual(['/srv/work/src']);
     expect(parseExecutionPolicy(p)).toEqual(p);
   });
 
   it('keeps secrets out of the default allowlist', () => {
-    for (const name of SAFE_ENV_VARS) expect(name).not.toMatch(/TOKEN|SECRET|KEY|PASS|DATABASE|NATS|CRED/);
+    for (const name of SAFE_ENV_VARS)
+      expect(name).not.toMatch(/TOKEN|SECRET|KEY|PASS|DATABASE|NATS|CRED/);
   });
 
   it('refuses an invalid policy with a config error naming the field', () => {
     let caught: unknown;
     try {
-      parseExecutionPolicy({ cwd: '/x', env: { mode: 'allowlist', names: ['NOT A NAME'] }, maxOutputBytes: -1 });
+      parseExecutionPolicy({
+        cwd: '/x',
+        env: { mode: 'allowlist', names: ['NOT A NAME'] },
+        maxOutputBytes: -1,
+      });
     } catch (err) {
       caught = err;
     }
@@ -110,7 +121,9 @@ describe('resolveForRead / resolveForWrite', () => {
 
   it('resolves a relative path against the pinned cwd', async () => {
     await expect(resolveForRead(policy, work, 'a.txt')).resolves.toBe(path.join(work, 'a.txt'));
-    await expect(resolveForRead(policy, work, './src/../a.txt')).resolves.toBe(path.join(work, 'a.txt'));
+    await expect(resolveForRead(policy, work, './src/../a.txt')).resolves.toBe(
+      path.join(work, 'a.txt'),
+    );
   });
 
   it('accepts an absolute path inside the scope', async () => {
@@ -120,21 +133,25 @@ describe('resolveForRead / resolveForWrite', () => {
   });
 
   it('refuses .. that climbs out of the scope', async () => {
-    expect(await outsideCode(resolveForRead(policy, work, '../outside-secret-dir/secret.txt'))).toBe(
-      ErrorCode.PathOutsideScope,
-    );
+    expect(
+      await outsideCode(resolveForRead(policy, work, '../outside-secret-dir/secret.txt')),
+    ).toBe(ErrorCode.PathOutsideScope);
   });
 
   it('refuses an absolute path outside the scope', async () => {
     expect(await outsideCode(resolveForRead(policy, work, path.join(outside, 'secret.txt')))).toBe(
       ErrorCode.PathOutsideScope,
     );
-    expect(await outsideCode(resolveForRead(policy, work, '/etc/passwd'))).toBe(ErrorCode.PathOutsideScope);
+    expect(await outsideCode(resolveForRead(policy, work, '/etc/passwd'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
   });
 
   it('refuses a sibling directory whose name starts with the scope root', async () => {
     await fs.mkdir(`${work}-evil`);
-    expect(await outsideCode(resolveForRead(policy, work, `${work}-evil`))).toBe(ErrorCode.PathOutsideScope);
+    expect(await outsideCode(resolveForRead(policy, work, `${work}-evil`))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
   });
 
   it('follows a symlink pointing outside and refuses it, without leaking the target', async () => {
@@ -148,51 +165,78 @@ describe('resolveForRead / resolveForWrite', () => {
   it('follows a symlink chain to its end', async () => {
     await fs.symlink(outside, path.join(work, 'hop2'));
     await fs.symlink(path.join(work, 'hop2'), path.join(work, 'hop1'));
-    expect(await outsideCode(resolveForRead(policy, work, 'hop1/secret.txt'))).toBe(ErrorCode.PathOutsideScope);
+    expect(await outsideCode(resolveForRead(policy, work, 'hop1/secret.txt'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
     // A chain that ends inside the scope is fine.
     await fs.symlink(path.join(work, 'src'), path.join(work, 'in2'));
     await fs.symlink('in2', path.join(work, 'in1'));
-    await expect(resolveForRead(policy, work, 'in1/b.txt')).resolves.toBe(path.join(work, 'src', 'b.txt'));
+    await expect(resolveForRead(policy, work, 'in1/b.txt')).resolves.toBe(
+      path.join(work, 'src', 'b.txt'),
+    );
   });
 
   it('refuses a symlink loop', async () => {
     await fs.symlink(path.join(work, 'loop-b'), path.join(work, 'loop-a'));
     await fs.symlink(path.join(work, 'loop-a'), path.join(work, 'loop-b'));
-    expect(await outsideCode(resolveForRead(policy, work, 'loop-a'))).toBe(ErrorCode.PathOutsideScope);
+    expect(await outsideCode(resolveForRead(policy, work, 'loop-a'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
   });
 
   it('answers outside-scope for a missing path outside, so existence outside is not revealed', async () => {
     expect(await outsideCode(resolveForRead(policy, work, path.join(outside, 'nope.txt')))).toBe(
       ErrorCode.PathOutsideScope,
     );
-    await expect(resolveForRead(policy, work, 'missing.txt')).resolves.toBe(path.join(work, 'missing.txt'));
+    await expect(resolveForRead(policy, work, 'missing.txt')).resolves.toBe(
+      path.join(work, 'missing.txt'),
+    );
   });
 
   it('checks writes against the write scope, not the read scope', async () => {
-    await expect(resolveForWrite(policy, work, 'src/new.txt')).resolves.toBe(path.join(work, 'src', 'new.txt'));
-    expect(await outsideCode(resolveForWrite(policy, work, 'a.txt'))).toBe(ErrorCode.PathOutsideScope);
-    expect((await failure(resolveForWrite(policy, work, 'a.txt'))).message).toBe('a.txt: outside the write scope');
+    await expect(resolveForWrite(policy, work, 'src/new.txt')).resolves.toBe(
+      path.join(work, 'src', 'new.txt'),
+    );
+    expect(await outsideCode(resolveForWrite(policy, work, 'a.txt'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
+    expect((await failure(resolveForWrite(policy, work, 'a.txt'))).message).toBe(
+      'a.txt: outside the write scope',
+    );
   });
 
   it('resolves a not-yet-existing write target through its nearest existing ancestor', async () => {
-    await expect(resolveForWrite(policy, work, 'src/x/y/z.txt')).resolves.toBe(path.join(work, 'src', 'x', 'y', 'z.txt'));
+    await expect(resolveForWrite(policy, work, 'src/x/y/z.txt')).resolves.toBe(
+      path.join(work, 'src', 'x', 'y', 'z.txt'),
+    );
     // A symlinked parent pointing outside: the new directories would land outside.
     await fs.symlink(outside, path.join(work, 'src', 'out'));
-    expect(await outsideCode(resolveForWrite(policy, work, 'src/out/new-dir/f.txt'))).toBe(ErrorCode.PathOutsideScope);
+    expect(await outsideCode(resolveForWrite(policy, work, 'src/out/new-dir/f.txt'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
   });
 
   it('follows a dangling symlink to where a write would land', async () => {
     await fs.symlink(path.join(outside, 'not-yet.txt'), path.join(work, 'src', 'dangling.txt'));
-    expect(await outsideCode(resolveForWrite(policy, work, 'src/dangling.txt'))).toBe(ErrorCode.PathOutsideScope);
-    await fs.symlink(path.join(work, 'src', 'fresh.txt'), path.join(work, 'src', 'dangling-in.txt'));
-    await expect(resolveForWrite(policy, work, 'src/dangling-in.txt')).resolves.toBe(path.join(work, 'src', 'fresh.txt'));
+    expect(await outsideCode(resolveForWrite(policy, work, 'src/dangling.txt'))).toBe(
+      ErrorCode.PathOutsideScope,
+    );
+    await fs.symlink(
+      path.join(work, 'src', 'fresh.txt'),
+      path.join(work, 'src', 'dangling-in.txt'),
+    );
+    await expect(resolveForWrite(policy, work, 'src/dangling-in.txt')).resolves.toBe(
+      path.join(work, 'src', 'fresh.txt'),
+    );
   });
 
   it('accepts paths under a scope root that is itself a symlink', async () => {
     const linkedRoot = path.join(base, 'linked-work');
     await fs.symlink(work, linkedRoot);
     const viaLink = parseExecutionPolicy({ cwd: linkedRoot });
-    await expect(resolveForRead(viaLink, linkedRoot, 'a.txt')).resolves.toBe(path.join(work, 'a.txt'));
+    await expect(resolveForRead(viaLink, linkedRoot, 'a.txt')).resolves.toBe(
+      path.join(work, 'a.txt'),
+    );
   });
 });
 

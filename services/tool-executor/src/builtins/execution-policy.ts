@@ -25,7 +25,9 @@ export const SAFE_ENV_VARS: readonly string[] = Object.freeze([
 ]);
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const EnvNameSchema = z.string().regex(ENV_NAME, { message: 'not a valid environment variable name' });
+const EnvNameSchema = z
+  .string()
+  .regex(ENV_NAME, { message: 'not a valid environment variable name' });
 const PositiveInt = z.number().int().positive();
 
 const EnvSpecSchema = z.strictObject({
@@ -58,7 +60,9 @@ export const ExecutionPolicySchema = z.strictObject({
   maxOutputBytes: PositiveInt.max(64 * 1024 * 1024).default(256 * 1024),
   /** Cap on the content write_file accepts. */
   maxWriteBytes: PositiveInt.max(256 * 1024 * 1024).default(8 * 1024 * 1024),
-  list: z.strictObject({ maxEntries: PositiveInt.max(100_000).default(1000) }).default(() => ({ maxEntries: 1000 })),
+  list: z
+    .strictObject({ maxEntries: PositiveInt.max(100_000).default(1000) })
+    .default(() => ({ maxEntries: 1000 })),
   grep: z
     .strictObject({
       maxMatches: PositiveInt.max(10_000).default(200),
@@ -67,7 +71,12 @@ export const ExecutionPolicySchema = z.strictObject({
       /** Wall-clock budget for one grep; the regex runs off the event loop and is killed after it. */
       timeoutMs: PositiveInt.max(600_000).default(15_000),
     })
-    .default(() => ({ maxMatches: 200, maxFiles: 10_000, maxFileBytes: 2 * 1024 * 1024, timeoutMs: 15_000 })),
+    .default(() => ({
+      maxMatches: 200,
+      maxFiles: 10_000,
+      maxFileBytes: 2 * 1024 * 1024,
+      timeoutMs: 15_000,
+    })),
   shell: z
     .strictObject({
       timeoutMs: PositiveInt.max(3_600_000).default(60_000),
@@ -100,10 +109,15 @@ export type ExecutionPolicy = Readonly<
  * to `[cwd]`. Idempotent: a parsed policy parses to an equal one. Throws {@link ConfigError}
  * naming every problem.
  */
-export function parseExecutionPolicy(input: ExecutionPolicyInput | ExecutionPolicy): ExecutionPolicy {
+export function parseExecutionPolicy(
+  input: ExecutionPolicyInput | ExecutionPolicy,
+): ExecutionPolicy {
   const parsed = ExecutionPolicySchema.safeParse(input);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
     throw new ConfigError(
       `execution policy: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
       { details: { issues } },
@@ -111,10 +125,15 @@ export function parseExecutionPolicy(input: ExecutionPolicyInput | ExecutionPoli
   }
   const p = parsed.data;
   const cwd = path.resolve(p.cwd);
-  const roots = (list: string[] | undefined) => Object.freeze((list ?? [cwd]).map((r) => path.resolve(cwd, r)));
+  const roots = (list: string[] | undefined) =>
+    Object.freeze((list ?? [cwd]).map((r) => path.resolve(cwd, r)));
   return Object.freeze({
     ...p,
-    env: Object.freeze({ ...p.env, names: Object.freeze([...p.env.names]), set: Object.freeze({ ...p.env.set }) }),
+    env: Object.freeze({
+      ...p.env,
+      names: Object.freeze([...p.env.names]),
+      set: Object.freeze({ ...p.env.set }),
+    }),
     cwd,
     readPaths: roots(p.readPaths),
     writePaths: roots(p.writePaths),
@@ -130,7 +149,10 @@ export function parseExecutionPolicy(input: ExecutionPolicyInput | ExecutionPoli
  *   second line, for tools without risk metadata);
  * - `none`: the base scopes, with `ctx.cwd` as the working directory.
  */
-export function policyForContext(base: ExecutionPolicy, ctx: Pick<ToolContext, 'cwd' | 'isolation'>): ExecutionPolicy {
+export function policyForContext(
+  base: ExecutionPolicy,
+  ctx: Pick<ToolContext, 'cwd' | 'isolation'>,
+): ExecutionPolicy {
   const cwd = path.resolve(base.cwd, ctx.cwd);
   if (typeof ctx.isolation === 'object' && ctx.isolation.kind === 'worktree') {
     const only = Object.freeze([cwd]);
@@ -147,7 +169,10 @@ export function policyForContext(base: ExecutionPolicy, ctx: Pick<ToolContext, '
  * (absent ones stay absent, never empty); in `inherit-none` mode none do. `set` is applied last.
  * Nothing else from `hostEnv` can reach the result.
  */
-export function buildEnv(policy: Pick<ExecutionPolicy, 'env'>, hostEnv: NodeJS.ProcessEnv): Record<string, string> {
+export function buildEnv(
+  policy: Pick<ExecutionPolicy, 'env'>,
+  hostEnv: NodeJS.ProcessEnv,
+): Record<string, string> {
   const env: Record<string, string> = {};
   if (policy.env.mode === 'allowlist') {
     for (const name of policy.env.names) {
@@ -172,7 +197,11 @@ const MAX_SYMLINK_HOPS = 40;
  * does not exist is resolved as far as it exists, so the answer (outside scope, or not found) never
  * reveals whether something exists outside the scopes.
  */
-export async function resolveForRead(policy: ExecutionPolicy, cwd: string, requested: string): Promise<string> {
+export async function resolveForRead(
+  policy: ExecutionPolicy,
+  cwd: string,
+  requested: string,
+): Promise<string> {
   return resolveInScope(policy.readPaths, cwd, requested, 'read');
 }
 
@@ -182,7 +211,11 @@ export async function resolveForRead(policy: ExecutionPolicy, cwd: string, reque
  * dangling symlink's target), so creating `link/new-dir/file` where `link` points outside is
  * refused before any directory is created.
  */
-export async function resolveForWrite(policy: ExecutionPolicy, cwd: string, requested: string): Promise<string> {
+export async function resolveForWrite(
+  policy: ExecutionPolicy,
+  cwd: string,
+  requested: string,
+): Promise<string> {
   return resolveInScope(policy.writePaths, cwd, requested, 'write');
 }
 
@@ -213,7 +246,12 @@ export function isWithin(root: string, candidate: string): boolean {
  * `realpath` that tolerates a missing tail: the existing prefix is resolved by the OS, a dangling
  * symlink in the tail is followed by hand, and the remaining components are appended.
  */
-async function realpathLenient(abs: string, requested: string, access: PathAccess, hops = 0): Promise<string> {
+async function realpathLenient(
+  abs: string,
+  requested: string,
+  access: PathAccess,
+  hops = 0,
+): Promise<string> {
   try {
     return await fs.realpath(abs);
   } catch (err) {
@@ -239,9 +277,13 @@ async function realpathLenient(abs: string, requested: string, access: PathAcces
 
 function outsideScope(requested: string, access: PathAccess): ToolgateError {
   // Only the path the model asked for: never the resolved target, a scope root or a host path.
-  return new ToolgateError(ErrorCode.PathOutsideScope, `${requested}: outside the ${access} scope`, {
-    details: { path: requested, access },
-  });
+  return new ToolgateError(
+    ErrorCode.PathOutsideScope,
+    `${requested}: outside the ${access} scope`,
+    {
+      details: { path: requested, access },
+    },
+  );
 }
 
 /**

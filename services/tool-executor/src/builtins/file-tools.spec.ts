@@ -19,7 +19,9 @@ function context(cwd: string, isolation: Isolation = 'none'): Omit<ToolContext, 
 }
 
 function tools(policy: ExecutionPolicyInput): Map<string, ToolDef> {
-  return new Map(createBuiltinTools({ policy, checkDomain: () => 'deny' }).map((t) => [t.contract.name, t]));
+  return new Map(
+    createBuiltinTools({ policy, checkDomain: () => 'deny' }).map((t) => [t.contract.name, t]),
+  );
 }
 
 function ok(outcome: ToolRunOutcome): unknown {
@@ -47,10 +49,16 @@ beforeEach(async () => {
   await fs.mkdir(path.join(work, '.git'));
   await fs.mkdir(outside);
   await fs.writeFile(path.join(work, 'notes.txt'), 'one\ntwo\nthree\nfour\nfive\n');
-  await fs.writeFile(path.join(work, 'src', 'main.ts'), 'const answer = 42;\nexport default answer;\n');
+  await fs.writeFile(
+    path.join(work, 'src', 'main.ts'),
+    'const answer = 42;\nexport default answer;\n',
+  );
   await fs.writeFile(path.join(work, 'src', 'deep', 'util.ts'), 'export const ANSWER = "42";\n');
   await fs.writeFile(path.join(work, '.git', 'HEAD'), 'answer 42 in git internals\n');
-  await fs.writeFile(path.join(work, 'blob.bin'), Buffer.from([0x61, 0x6e, 0x73, 0x00, 0x34, 0x32]));
+  await fs.writeFile(
+    path.join(work, 'blob.bin'),
+    Buffer.from([0x61, 0x6e, 0x73, 0x00, 0x34, 0x32]),
+  );
   await fs.writeFile(path.join(outside, 'secret.txt'), 'answer 42 outside\n');
   builtins = tools({ cwd: work, maxOutputBytes: 1024 });
 });
@@ -82,7 +90,9 @@ describe('read_file', () => {
   });
 
   it('returns a line range', async () => {
-    expect(ok(await run('read_file', { path: 'notes.txt', startLine: 2, endLine: 3 }))).toMatchObject({
+    expect(
+      ok(await run('read_file', { path: 'notes.txt', startLine: 2, endLine: 3 })),
+    ).toMatchObject({
       content: 'two\nthree\n',
       startLine: 2,
       endLine: 3,
@@ -92,11 +102,16 @@ describe('read_file', () => {
 
   it('caps the bytes returned, at a character boundary', async () => {
     await fs.writeFile(path.join(work, 'big.txt'), 'é'.repeat(2000));
-    const result = ok(await run('read_file', { path: 'big.txt' })) as { content: string; truncated: boolean };
+    const result = ok(await run('read_file', { path: 'big.txt' })) as {
+      content: string;
+      truncated: boolean;
+    };
     expect(result.truncated).toBe(true);
     expect(Buffer.byteLength(result.content)).toBe(1024);
     expect(result.content).toBe('é'.repeat(512));
-    const smaller = ok(await run('read_file', { path: 'big.txt', maxBytes: 5 })) as { content: string };
+    const smaller = ok(await run('read_file', { path: 'big.txt', maxBytes: 5 })) as {
+      content: string;
+    };
     expect(smaller.content).toBe('éé');
   });
 
@@ -125,10 +140,12 @@ describe('read_file', () => {
 
   it('validates its arguments', async () => {
     expect(errorOf(await run('read_file', {})).code).toBe(ErrorCode.InvalidArguments);
-    expect(errorOf(await run('read_file', { path: 'notes.txt', startLine: 0 })).code).toBe(ErrorCode.InvalidArguments);
-    expect(errorOf(await run('read_file', { path: 'notes.txt', startLine: 3, endLine: 2 })).code).toBe(
+    expect(errorOf(await run('read_file', { path: 'notes.txt', startLine: 0 })).code).toBe(
       ErrorCode.InvalidArguments,
     );
+    expect(
+      errorOf(await run('read_file', { path: 'notes.txt', startLine: 3, endLine: 2 })).code,
+    ).toBe(ErrorCode.InvalidArguments);
     expect(errorOf(await run('read_file', { path: 'a\0b' })).code).toBe(ErrorCode.InvalidArguments);
   });
 
@@ -136,12 +153,16 @@ describe('read_file', () => {
     const wt = path.join(base, 'wt');
     await fs.mkdir(wt);
     await fs.writeFile(path.join(wt, 'notes.txt'), 'worktree copy\n');
-    expect(ok(await run('read_file', { path: 'notes.txt' }, wt, { kind: 'worktree' }))).toMatchObject({
+    expect(
+      ok(await run('read_file', { path: 'notes.txt' }, wt, { kind: 'worktree' })),
+    ).toMatchObject({
       content: 'worktree copy\n',
     });
-    expect(errorOf(await run('read_file', { path: path.join(work, 'notes.txt') }, wt, { kind: 'worktree' })).code).toBe(
-      ErrorCode.PathOutsideScope,
-    );
+    expect(
+      errorOf(
+        await run('read_file', { path: path.join(work, 'notes.txt') }, wt, { kind: 'worktree' }),
+      ).code,
+    ).toBe(ErrorCode.PathOutsideScope);
   });
 });
 
@@ -162,7 +183,10 @@ describe('list_dir', () => {
   });
 
   it('bounds the entries', async () => {
-    const result = ok(await run('list_dir', { path: '.', maxEntries: 2 })) as { entries: unknown[]; truncated: boolean };
+    const result = ok(await run('list_dir', { path: '.', maxEntries: 2 })) as {
+      entries: unknown[];
+      truncated: boolean;
+    };
     expect(result.entries).toHaveLength(2);
     expect(result.truncated).toBe(true);
   });
@@ -193,13 +217,17 @@ describe('grep', () => {
   });
 
   it('keeps the requested prefix, supports ignoreCase and a single file', async () => {
-    const r = ok(await run('grep', { pattern: 'answer', path: 'src', ignoreCase: true })) as { matches: unknown[] };
+    const r = ok(await run('grep', { pattern: 'answer', path: 'src', ignoreCase: true })) as {
+      matches: unknown[];
+    };
     expect(r.matches).toEqual([
       { file: path.join('src', 'main.ts'), line: 1, text: 'const answer = 42;' },
       { file: path.join('src', 'main.ts'), line: 2, text: 'export default answer;' },
       { file: path.join('src', 'deep', 'util.ts'), line: 1, text: 'export const ANSWER = "42";' },
     ]);
-    const one = ok(await run('grep', { pattern: '^t', path: 'notes.txt' })) as { matches: unknown[] };
+    const one = ok(await run('grep', { pattern: '^t', path: 'notes.txt' })) as {
+      matches: unknown[];
+    };
     expect(one.matches).toEqual([
       { file: 'notes.txt', line: 2, text: 'two' },
       { file: 'notes.txt', line: 3, text: 'three' },
@@ -207,7 +235,10 @@ describe('grep', () => {
   });
 
   it('bounds the results', async () => {
-    const r = ok(await run('grep', { pattern: '.', maxResults: 2 })) as { matches: unknown[]; truncated: boolean };
+    const r = ok(await run('grep', { pattern: '.', maxResults: 2 })) as {
+      matches: unknown[];
+      truncated: boolean;
+    };
     expect(r.matches).toHaveLength(2);
     expect(r.truncated).toBe(true);
   });
@@ -216,7 +247,9 @@ describe('grep', () => {
     await fs.symlink(outside, path.join(work, 'src', 'escape'));
     const r = ok(await run('grep', { pattern: 'outside' })) as { matches: unknown[] };
     expect(r.matches).toEqual([]);
-    expect(errorOf(await run('grep', { pattern: 'x', path: '../outside' })).code).toBe(ErrorCode.PathOutsideScope);
+    expect(errorOf(await run('grep', { pattern: 'x', path: '../outside' })).code).toBe(
+      ErrorCode.PathOutsideScope,
+    );
   });
 
   it('refuses an invalid regular expression as invalid arguments', async () => {
@@ -244,14 +277,18 @@ describe('write_file', () => {
       bytesWritten: 5,
       created: true,
     });
-    expect(await fs.readFile(path.join(work, 'src', 'new', 'dir', 'out.txt'), 'utf8')).toBe('hello');
+    expect(await fs.readFile(path.join(work, 'src', 'new', 'dir', 'out.txt'), 'utf8')).toBe(
+      'hello',
+    );
   });
 
   it('overwrites, appends, and refuses to create over an existing file', async () => {
     ok(await run('write_file', { path: 'notes.txt', content: 'A' }));
     ok(await run('write_file', { path: 'notes.txt', content: 'B', mode: 'append' }));
     expect(await fs.readFile(path.join(work, 'notes.txt'), 'utf8')).toBe('AB');
-    expect(errorOf(await run('write_file', { path: 'notes.txt', content: 'C', mode: 'create' }))).toMatchObject({
+    expect(
+      errorOf(await run('write_file', { path: 'notes.txt', content: 'C', mode: 'create' })),
+    ).toMatchObject({
       code: ErrorCode.ToolFailed,
       message: 'notes.txt: already exists',
     });
@@ -259,14 +296,18 @@ describe('write_file', () => {
 
   it('refuses writes outside the write scope, leaving nothing behind', async () => {
     for (const p of ['../outside/x.txt', path.join(outside, 'x.txt')]) {
-      expect(errorOf(await run('write_file', { path: p, content: 'x' })).code).toBe(ErrorCode.PathOutsideScope);
+      expect(errorOf(await run('write_file', { path: p, content: 'x' })).code).toBe(
+        ErrorCode.PathOutsideScope,
+      );
     }
     expect(await fs.readdir(outside)).toEqual(['secret.txt']);
   });
 
   it('refuses a new directory under a symlinked parent that points outside', async () => {
     await fs.symlink(outside, path.join(work, 'src', 'linked'));
-    const error = errorOf(await run('write_file', { path: 'src/linked/new-dir/f.txt', content: 'x' }));
+    const error = errorOf(
+      await run('write_file', { path: 'src/linked/new-dir/f.txt', content: 'x' }),
+    );
     expect(error).toEqual({
       code: ErrorCode.PathOutsideScope,
       message: 'src/linked/new-dir/f.txt: outside the write scope',
@@ -283,23 +324,29 @@ describe('write_file', () => {
 
   it('honours a narrower write scope and readonly isolation', async () => {
     builtins = tools({ cwd: work, writePaths: ['src'] });
-    expect(errorOf(await run('write_file', { path: 'top.txt', content: 'x' })).code).toBe(ErrorCode.PathOutsideScope);
-    ok(await run('write_file', { path: 'src/ok.txt', content: 'x' }));
-    expect(errorOf(await run('write_file', { path: 'src/ro.txt', content: 'x' }, work, 'readonly')).code).toBe(
+    expect(errorOf(await run('write_file', { path: 'top.txt', content: 'x' })).code).toBe(
       ErrorCode.PathOutsideScope,
     );
+    ok(await run('write_file', { path: 'src/ok.txt', content: 'x' }));
+    expect(
+      errorOf(await run('write_file', { path: 'src/ro.txt', content: 'x' }, work, 'readonly')).code,
+    ).toBe(ErrorCode.PathOutsideScope);
   });
 
   it('refuses content over the write cap', async () => {
     builtins = tools({ cwd: work, maxWriteBytes: 4 });
-    expect(errorOf(await run('write_file', { path: 'x.txt', content: '12345' })).code).toBe(ErrorCode.ToolFailed);
+    expect(errorOf(await run('write_file', { path: 'x.txt', content: '12345' })).code).toBe(
+      ErrorCode.ToolFailed,
+    );
     await expect(fs.access(path.join(work, 'x.txt'))).rejects.toThrow();
   });
 
   it('validates its arguments', async () => {
-    expect(errorOf(await run('write_file', { path: 'x.txt' })).code).toBe(ErrorCode.InvalidArguments);
-    expect(errorOf(await run('write_file', { path: 'x.txt', content: 'x', mode: 'truncate' })).code).toBe(
+    expect(errorOf(await run('write_file', { path: 'x.txt' })).code).toBe(
       ErrorCode.InvalidArguments,
     );
+    expect(
+      errorOf(await run('write_file', { path: 'x.txt', content: 'x', mode: 'truncate' })).code,
+    ).toBe(ErrorCode.InvalidArguments);
   });
 });

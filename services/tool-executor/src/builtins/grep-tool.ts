@@ -27,10 +27,21 @@ const isRegExp = (pattern: string, ignoreCase: boolean): boolean => {
 
 const GrepParams = z
   .object({
-    pattern: z.string().min(1).max(1000).describe('A JavaScript regular expression, matched against each line.'),
-    path: PathArg.default('.').describe('Directory (searched recursively) or file, relative to the working directory.'),
+    pattern: z
+      .string()
+      .min(1)
+      .max(1000)
+      .describe('A JavaScript regular expression, matched against each line.'),
+    path: PathArg.default('.').describe(
+      'Directory (searched recursively) or file, relative to the working directory.',
+    ),
     ignoreCase: z.boolean().default(false),
-    maxResults: z.number().int().min(1).optional().describe('Cap on matches; the policy cap still applies.'),
+    maxResults: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Cap on matches; the policy cap still applies.'),
   })
   .refine((a) => isRegExp(a.pattern, a.ignoreCase), {
     message: 'not a valid JavaScript regular expression',
@@ -74,16 +85,23 @@ export function createGrepTool(deps: BuiltinDeps) {
     async execute(args, ctx): Promise<GrepResult> {
       const policy = deps.policyFor(ctx);
       const root = await resolveForRead(policy, policy.cwd, args.path);
-      const maxMatches = Math.min(args.maxResults ?? policy.grep.maxMatches, policy.grep.maxMatches);
+      const maxMatches = Math.min(
+        args.maxResults ?? policy.grep.maxMatches,
+        policy.grep.maxMatches,
+      );
       const matcher = new RegexWorker(args.pattern, flagsFor(args.ignoreCase));
       const deadline = setTimeout(
         () =>
           matcher.fail(
-            new ToolgateError(ErrorCode.Timeout, `grep did not finish within ${policy.grep.timeoutMs} ms`),
+            new ToolgateError(
+              ErrorCode.Timeout,
+              `grep did not finish within ${policy.grep.timeoutMs} ms`,
+            ),
           ),
         policy.grep.timeoutMs,
       );
-      const onAbort = () => matcher.fail(new ToolgateError(ErrorCode.Cancelled, 'grep was cancelled'));
+      const onAbort = () =>
+        matcher.fail(new ToolgateError(ErrorCode.Cancelled, 'grep was cancelled'));
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
         return await search(root, args.path, policy, maxMatches, matcher);
@@ -203,7 +221,10 @@ parentPort.on('message', ({ id, text, max }) => {
 /** A regex running in its own thread, matched file by file, killable at any moment. */
 class RegexWorker {
   private readonly worker: Worker;
-  private readonly pending = new Map<number, { resolve(hits: [number, string][]): void; reject(e: unknown): void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve(hits: [number, string][]): void; reject(e: unknown): void }
+  >();
   private nextId = 0;
   private failure: ToolgateError | undefined;
 

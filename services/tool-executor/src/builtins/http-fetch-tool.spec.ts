@@ -14,7 +14,9 @@ interface Seen {
 }
 
 /** A real server on 127.0.0.1 that records every request it receives. */
-async function startServer(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void) {
+async function startServer(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void,
+) {
   const seen: Seen[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -91,9 +93,9 @@ beforeEach(async () => {
         res.writeHead(200, { 'content-type': 'text/plain', 'x-answer': '42' }).end('hello');
         return;
       case '/echo':
-        res.writeHead(201, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ method: req.method, body, token: req.headers['x-token'] ?? null }),
-        );
+        res
+          .writeHead(201, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ method: req.method, body, token: req.headers['x-token'] ?? null }));
         return;
       case '/big':
         res.writeHead(200).end('z'.repeat(100_000));
@@ -117,7 +119,9 @@ afterEach(async () => {
 
 it('fetches a URL on an allowed host', async () => {
   const { checkDomain, checked } = rules();
-  const result = ok(await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context()));
+  const result = ok(
+    await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context()),
+  );
   expect(result).toMatchObject({
     status: 200,
     url: `${server.origin}/hello`,
@@ -134,17 +138,28 @@ it('sends the method, headers and body', async () => {
   const result = ok(
     await runTool(
       fetchTool(checkDomain),
-      { url: `${server.origin}/echo`, method: 'POST', headers: { 'x-token': 't1' }, body: 'payload' },
+      {
+        url: `${server.origin}/echo`,
+        method: 'POST',
+        headers: { 'x-token': 't1' },
+        body: 'payload',
+      },
       context(),
     ),
   );
   expect(result.status).toBe(201);
-  expect(JSON.parse(result.body as string)).toEqual({ method: 'POST', body: 'payload', token: 't1' });
+  expect(JSON.parse(result.body as string)).toEqual({
+    method: 'POST',
+    body: 'payload',
+    token: 't1',
+  });
 });
 
 it('never connects to a denied host', async () => {
   const { checkDomain, checked } = rules([]);
-  const error = errorOf(await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context()));
+  const error = errorOf(
+    await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context()),
+  );
   expect(error).toMatchObject({ code: ErrorCode.Denied, details: { host: '127.0.0.1' } });
   expect(checked).toEqual(['127.0.0.1']);
   expect(server.seen).toEqual([]);
@@ -154,9 +169,10 @@ it('fails closed when the domain check throws', async () => {
   const checkDomain: CheckDomain = () => {
     throw new Error('rule engine down');
   };
-  expect(errorOf(await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context())).code).toBe(
-    ErrorCode.Denied,
-  );
+  expect(
+    errorOf(await runTool(fetchTool(checkDomain), { url: `${server.origin}/hello` }, context()))
+      .code,
+  ).toBe(ErrorCode.Denied);
   expect(server.seen).toEqual([]);
 });
 
@@ -169,7 +185,11 @@ it('checks the normalised host: case and a trailing dot do not dodge a rule', as
 it('follows a redirect by hand, checking the next hop', async () => {
   const { checkDomain, checked } = rules();
   const result = ok(
-    await runTool(fetchTool(checkDomain), { url: `${server.origin}/redirect?to=/hello` }, context()),
+    await runTool(
+      fetchTool(checkDomain),
+      { url: `${server.origin}/redirect?to=/hello` },
+      context(),
+    ),
   );
   expect(result).toMatchObject({ status: 200, body: 'hello', url: `${server.origin}/hello` });
   expect(result.redirects).toEqual([`${server.origin}/hello`]);
@@ -187,13 +207,19 @@ it('refuses a redirect to a denied host before connecting to it', async () => {
   );
   expect(error).toMatchObject({ code: ErrorCode.Denied, details: { host: 'denied.invalid' } });
   expect(checked).toEqual(['127.0.0.1', 'denied.invalid']);
-  expect(server.seen.map((s) => s.url)).toEqual(['/redirect?to=http%3A%2F%2Fdenied.invalid%2Fsteal']);
+  expect(server.seen.map((s) => s.url)).toEqual([
+    '/redirect?to=http%3A%2F%2Fdenied.invalid%2Fsteal',
+  ]);
 });
 
 it('refuses a redirect to a non-http scheme', async () => {
   const { checkDomain } = rules();
   const error = errorOf(
-    await runTool(fetchTool(checkDomain), { url: `${server.origin}/redirect?to=file:///etc/passwd` }, context()),
+    await runTool(
+      fetchTool(checkDomain),
+      { url: `${server.origin}/redirect?to=file:///etc/passwd` },
+      context(),
+    ),
   );
   expect(error.code).toBe(ErrorCode.Denied);
   expect(error.message).toMatch(/file:/);
@@ -221,7 +247,9 @@ it('drops credentials when a redirect changes origin', async () => {
 it('stops after the policy number of redirects', async () => {
   const { checkDomain } = rules();
   const loop = `${server.origin}/redirect?to=${encodeURIComponent('/redirect?to=/redirect')}`;
-  const error = errorOf(await runTool(fetchTool(checkDomain, { http: { maxRedirects: 1 } }), { url: loop }, context()));
+  const error = errorOf(
+    await runTool(fetchTool(checkDomain, { http: { maxRedirects: 1 } }), { url: loop }, context()),
+  );
   expect(error.code).toBe(ErrorCode.ToolFailed);
   expect(error.message).toMatch(/more than 1 redirects/);
 });
@@ -229,7 +257,11 @@ it('stops after the policy number of redirects', async () => {
 it('caps the response body', async () => {
   const { checkDomain } = rules();
   const result = ok(
-    await runTool(fetchTool(checkDomain, { maxOutputBytes: 1000 }), { url: `${server.origin}/big` }, context()),
+    await runTool(
+      fetchTool(checkDomain, { maxOutputBytes: 1000 }),
+      { url: `${server.origin}/big` },
+      context(),
+    ),
   );
   expect(result.body).toBe('z'.repeat(1000));
   expect(result.truncated).toBe(true);
@@ -237,19 +269,36 @@ it('caps the response body', async () => {
 
 it('refuses non-http schemes as invalid arguments, before any domain check', async () => {
   const { checkDomain, checked } = rules();
-  for (const url of ['file:///etc/passwd', 'ftp://127.0.0.1/x', 'javascript:alert(1)', '/relative']) {
-    expect(errorOf(await runTool(fetchTool(checkDomain), { url }, context())).code).toBe(ErrorCode.InvalidArguments);
+  for (const url of [
+    'file:///etc/passwd',
+    'ftp://127.0.0.1/x',
+    'javascript:alert(1)',
+    '/relative',
+  ]) {
+    expect(errorOf(await runTool(fetchTool(checkDomain), { url }, context())).code).toBe(
+      ErrorCode.InvalidArguments,
+    );
   }
-  expect(errorOf(await runTool(fetchTool(checkDomain), { url: `${server.origin}/x`, method: 'TRACE' }, context())).code).toBe(
-    ErrorCode.InvalidArguments,
-  );
+  expect(
+    errorOf(
+      await runTool(
+        fetchTool(checkDomain),
+        { url: `${server.origin}/x`, method: 'TRACE' },
+        context(),
+      ),
+    ).code,
+  ).toBe(ErrorCode.InvalidArguments);
   expect(checked).toEqual([]);
 });
 
 it('is cancelled by the dispatch signal while waiting for an answer', async () => {
   const { checkDomain } = rules();
   const controller = new AbortController();
-  const running = runTool(fetchTool(checkDomain), { url: `${server.origin}/hang` }, context(controller.signal));
+  const running = runTool(
+    fetchTool(checkDomain),
+    { url: `${server.origin}/hang` },
+    context(controller.signal),
+  );
   // Abort only once the server holds the request, so the abort hits an open connection.
   while (server.seen.length === 0) await new Promise((r) => setTimeout(r, 10));
   controller.abort();
@@ -259,7 +308,11 @@ it('is cancelled by the dispatch signal while waiting for an answer', async () =
 it('times out by the policy deadline', async () => {
   const { checkDomain } = rules();
   const error = errorOf(
-    await runTool(fetchTool(checkDomain, { http: { timeoutMs: 200 } }), { url: `${server.origin}/hang` }, context()),
+    await runTool(
+      fetchTool(checkDomain, { http: { timeoutMs: 200 } }),
+      { url: `${server.origin}/hang` },
+      context(),
+    ),
   );
   expect(error.code).toBe(ErrorCode.Timeout);
 });

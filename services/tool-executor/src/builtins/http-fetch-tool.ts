@@ -12,7 +12,9 @@ const isHttpUrl = (value: string): boolean => {
   }
 };
 
-const HeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { message: 'not a valid header name' });
+const HeaderName = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, { message: 'not a valid header name' });
 
 const HttpFetchParams = z.object({
   url: z
@@ -60,7 +62,10 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
     async execute(args, ctx): Promise<HttpFetchResult> {
       const policy = deps.policyFor(ctx);
       if (args.body !== undefined && (args.method === 'GET' || args.method === 'HEAD')) {
-        throw new ToolgateError(ErrorCode.ModelRetry, `http_fetch: a ${args.method} request cannot have a body`);
+        throw new ToolgateError(
+          ErrorCode.ModelRetry,
+          `http_fetch: a ${args.method} request cannot have a body`,
+        );
       }
       const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(policy.http.timeoutMs)]);
       let url = new URL(args.url);
@@ -80,24 +85,38 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
         if (res.status >= 300 && res.status < 400 && location !== null) {
           await res.body?.cancel();
           if (redirects.length >= policy.http.maxRedirects) {
-            throw new ToolgateError(ErrorCode.ToolFailed, `http_fetch: more than ${policy.http.maxRedirects} redirects`, {
-              details: { redirects },
-            });
+            throw new ToolgateError(
+              ErrorCode.ToolFailed,
+              `http_fetch: more than ${policy.http.maxRedirects} redirects`,
+              {
+                details: { redirects },
+              },
+            );
           }
           let next: URL;
           try {
             next = new URL(location, url);
           } catch {
-            throw new ToolgateError(ErrorCode.ToolFailed, 'http_fetch: the redirect location is not a URL');
+            throw new ToolgateError(
+              ErrorCode.ToolFailed,
+              'http_fetch: the redirect location is not a URL',
+            );
           }
           if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-            throw new ToolgateError(ErrorCode.Denied, `http_fetch: redirect to a ${next.protocol} URL refused`, {
-              details: { redirects },
-            });
+            throw new ToolgateError(
+              ErrorCode.Denied,
+              `http_fetch: redirect to a ${next.protocol} URL refused`,
+              {
+                details: { redirects },
+              },
+            );
           }
           if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) headers.delete(h);
           // RFC 9110 §15.4: 303 turns into GET; 301/302 after POST do too in every client.
-          if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
+          if (
+            res.status === 303 ||
+            ((res.status === 301 || res.status === 302) && method === 'POST')
+          ) {
             if (method !== 'HEAD') method = 'GET';
             body = undefined;
             headers.delete('content-type');
@@ -107,12 +126,26 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
           url = next;
           continue;
         }
-        const { text, truncated } = await readCapped(res, policy.maxOutputBytes, url, ctx.signal, policy.http.timeoutMs);
+        const { text, truncated } = await readCapped(
+          res,
+          policy.maxOutputBytes,
+          url,
+          ctx.signal,
+          policy.http.timeoutMs,
+        );
         const outHeaders: Record<string, string> = {};
         res.headers.forEach((value, name) => {
           outHeaders[name] = value;
         });
-        return { status: res.status, statusText: res.statusText, url: url.href, headers: outHeaders, body: text, truncated, redirects };
+        return {
+          status: res.status,
+          statusText: res.statusText,
+          url: url.href,
+          headers: outHeaders,
+          body: text,
+          truncated,
+          redirects,
+        };
       }
     },
   });
@@ -136,9 +169,13 @@ async function assertHostAllowed(checkDomain: CheckDomain, url: URL): Promise<vo
     verdict = 'deny'; // fail closed
   }
   if (verdict !== 'allow') {
-    throw new ToolgateError(ErrorCode.Denied, `http_fetch: host ${host} is not allowed by the domain rules`, {
-      details: { host },
-    });
+    throw new ToolgateError(
+      ErrorCode.Denied,
+      `http_fetch: host ${host} is not allowed by the domain rules`,
+      {
+        details: { host },
+      },
+    );
   }
 }
 
@@ -177,15 +214,28 @@ async function readCapped(
   return { text: Buffer.concat(chunks).toString('utf8'), truncated };
 }
 
-function fetchError(url: URL, err: unknown, callerSignal: AbortSignal, timeoutMs: number): ToolgateError {
-  if (callerSignal.aborted) return new ToolgateError(ErrorCode.Cancelled, 'http_fetch was cancelled');
+function fetchError(
+  url: URL,
+  err: unknown,
+  callerSignal: AbortSignal,
+  timeoutMs: number,
+): ToolgateError {
+  if (callerSignal.aborted)
+    return new ToolgateError(ErrorCode.Cancelled, 'http_fetch was cancelled');
   const name = (err as { name?: string } | undefined)?.name;
   if (name === 'TimeoutError') {
-    return new ToolgateError(ErrorCode.Timeout, `http_fetch: ${url.host} did not answer within ${timeoutMs} ms`);
+    return new ToolgateError(
+      ErrorCode.Timeout,
+      `http_fetch: ${url.host} did not answer within ${timeoutMs} ms`,
+    );
   }
   // undici hides the reason in `cause` (ECONNREFUSED, ENOTFOUND, certificate errors…).
   const cause = (err as { cause?: { code?: string } } | undefined)?.cause?.code;
-  return new ToolgateError(ErrorCode.ToolFailed, `http_fetch: request to ${url.host} failed${cause ? ` (${cause})` : ''}`, {
-    details: { host: url.host, ...(cause ? { errno: cause } : {}) },
-  });
+  return new ToolgateError(
+    ErrorCode.ToolFailed,
+    `http_fetch: request to ${url.host} failed${cause ? ` (${cause})` : ''}`,
+    {
+      details: { host: url.host, ...(cause ? { errno: cause } : {}) },
+    },
+  );
 }

@@ -6,8 +6,15 @@ import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { pathError, resolveForRead } from './execution-policy';
 
 const ListDirParams = z.object({
-  path: PathArg.default('.').describe('Directory to list, relative to the working directory or absolute.'),
-  maxEntries: z.number().int().min(1).optional().describe('Cap on entries; the policy cap still applies.'),
+  path: PathArg.default('.').describe(
+    'Directory to list, relative to the working directory or absolute.',
+  ),
+  maxEntries: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Cap on entries; the policy cap still applies.'),
 });
 
 /** One directory entry. Symlinks are reported as such and never followed. */

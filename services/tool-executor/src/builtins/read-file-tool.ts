@@ -13,9 +13,24 @@ export const BINARY_SNIFF_BYTES = 8 * 1024;
 const ReadFileParams = z
   .object({
     path: PathArg.describe('File to read, relative to the working directory or absolute.'),
-    startLine: z.number().int().min(1).optional().describe('First line to return (1-based, inclusive).'),
-    endLine: z.number().int().min(1).optional().describe('Last line to return (1-based, inclusive).'),
-    maxBytes: z.number().int().min(1).optional().describe('Cap on the returned text; the policy cap still applies.'),
+    startLine: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('First line to return (1-based, inclusive).'),
+    endLine: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Last line to return (1-based, inclusive).'),
+    maxBytes: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Cap on the returned text; the policy cap still applies.'),
   })
   .refine((a) => a.startLine === undefined || a.endLine === undefined || a.endLine >= a.startLine, {
     message: 'endLine must not be before startLine',
@@ -145,5 +160,11 @@ async function readLines(
       take(tail);
     }
   }
-  return { path: requested, content: out.join(''), startLine: first, endLine: lastReturned, truncated };
+  return {
+    path: requested,
+    content: out.join(''),
+    startLine: first,
+    endLine: lastReturned,
+    truncated,
+  };
 }

@@ -7,7 +7,11 @@ import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
 import { createBuiltinTools } from './builtin-tools';
 import type { ExecutionPolicyInput } from './execution-policy';
 
-function context(cwd: string, signal?: AbortSignal, isolation: Isolation = 'none'): Omit<ToolContext, 'signal'> & {
+function context(
+  cwd: string,
+  signal?: AbortSignal,
+  isolation: Isolation = 'none',
+): Omit<ToolContext, 'signal'> & {
   signal?: AbortSignal;
 } {
   return {
@@ -56,7 +60,11 @@ function processGone(pid: number): boolean {
 }
 
 /** Polls until `check` holds; a kill is asynchronous at the OS level. Fails after `limitMs`. */
-async function eventually(check: () => boolean | Promise<boolean>, what: string, limitMs = 10_000): Promise<void> {
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  limitMs = 10_000,
+): Promise<void> {
   const until = Date.now() + limitMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`never happened: ${what}`);
@@ -87,9 +95,11 @@ let shell: (policy?: Partial<ExecutionPolicyInput>) => ToolDef;
 beforeEach(async () => {
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-shell-')));
   shell = (policy = {}) =>
-    createBuiltinTools({ policy: { cwd: work, ...policy }, checkDomain: () => 'deny', hostEnv }).find(
-      (t) => t.contract.name === 'shell',
-    )!;
+    createBuiltinTools({
+      policy: { cwd: work, ...policy },
+      checkDomain: () => 'deny',
+      hostEnv,
+    }).find((t) => t.contract.name === 'shell')!;
 });
 
 afterEach(async () => {
@@ -97,7 +107,9 @@ afterEach(async () => {
 });
 
 it('runs a command and returns exit code, stdout and stderr', async () => {
-  expect(ok(await runTool(shell(), { command: 'echo out; echo err >&2; exit 3' }, context(work)))).toEqual({
+  expect(
+    ok(await runTool(shell(), { command: 'echo out; echo err >&2; exit 3' }, context(work))),
+  ).toEqual({
     exitCode: 3,
     signal: null,
     stdout: 'out\n',
@@ -110,20 +122,33 @@ it('runs in the pinned cwd, or in the worktree the dispatch names', async () => 
   expect(ok(await runTool(shell(), { command: 'pwd -P' }, context(work))).stdout).toBe(`${work}\n`);
   const wt = path.join(work, 'wt');
   await fs.mkdir(wt);
-  expect(ok(await runTool(shell(), { command: 'pwd -P' }, context(wt, undefined, { kind: 'worktree' }))).stdout).toBe(
-    `${wt}\n`,
-  );
+  expect(
+    ok(await runTool(shell(), { command: 'pwd -P' }, context(wt, undefined, { kind: 'worktree' })))
+      .stdout,
+  ).toBe(`${wt}\n`);
 });
 
 it('gives the command only the allowlisted environment: no secret reaches it', async () => {
   const { stdout } = ok(await runTool(shell(), { command: 'env' }, context(work)));
   expect(stdout).toContain('HOME=/home/agent');
   expect(stdout).toContain(`PATH=${hostEnv.PATH}`);
-  for (const leak of ['SUPER_SECRET_TOKEN', 'tok_do_not_leak', 'DATABASE_URL', 'hunter2', 'NATS_CREDS']) {
+  for (const leak of [
+    'SUPER_SECRET_TOKEN',
+    'tok_do_not_leak',
+    'DATABASE_URL',
+    'hunter2',
+    'NATS_CREDS',
+  ]) {
     expect(stdout).not.toContain(leak);
   }
   // Nor does anything from the executor's own process environment that is not allowlisted.
-  const inherited = ok(await runTool(shell({ env: { mode: 'inherit-none', set: { ONLY: '1' } } }), { command: 'env' }, context(work)));
+  const inherited = ok(
+    await runTool(
+      shell({ env: { mode: 'inherit-none', set: { ONLY: '1' } } }),
+      { command: 'env' },
+      context(work),
+    ),
+  );
   expect(inherited.stdout).toContain('ONLY=1');
   expect(inherited.stdout).not.toContain('HOME=');
 });
@@ -132,7 +157,9 @@ it('caps stdout and stderr and says so', async () => {
   const result = ok(
     await runTool(
       shell({ maxOutputBytes: 1000 }),
-      { command: "head -c 100000 /dev/zero | tr '\\000' a; head -c 10 /dev/zero | tr '\\000' b >&2" },
+      {
+        command: "head -c 100000 /dev/zero | tr '\\000' a; head -c 10 /dev/zero | tr '\\000' b >&2",
+      },
       context(work),
     ),
   );
@@ -170,7 +197,11 @@ it('honours a shorter per-call timeout, never a longer one than the policy', asy
 it('kills the process group when the dispatch is aborted', async () => {
   const pidFile = path.join(work, 'sleep.pid');
   const controller = new AbortController();
-  const running = runTool(shell(), { command: `sleep 60 & echo $! > ${pidFile}; wait` }, context(work, controller.signal));
+  const running = runTool(
+    shell(),
+    { command: `sleep 60 & echo $! > ${pidFile}; wait` },
+    context(work, controller.signal),
+  );
   const pid = await readPid(pidFile);
   expect(processGone(pid)).toBe(false);
   controller.abort();
@@ -187,8 +218,10 @@ it('leaves nothing running after the shell exits', async () => {
 
 it('validates its arguments', async () => {
   expect(errorOf(await runTool(shell(), {}, context(work))).code).toBe(ErrorCode.InvalidArguments);
-  expect(errorOf(await runTool(shell(), { command: '' }, context(work))).code).toBe(ErrorCode.InvalidArguments);
-  expect(errorOf(await runTool(shell(), { command: 'true', timeoutMs: -5 }, context(work))).code).toBe(
+  expect(errorOf(await runTool(shell(), { command: '' }, context(work))).code).toBe(
     ErrorCode.InvalidArguments,
   );
+  expect(
+    errorOf(await runTool(shell(), { command: 'true', timeoutMs: -5 }, context(work))).code,
+  ).toBe(ErrorCode.InvalidArguments);
 });

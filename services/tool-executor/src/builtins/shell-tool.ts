@@ -12,7 +12,12 @@ const ShellParams = z.object({
     .max(64 * 1024)
     .refine((c) => !c.includes('\0'), { message: 'must not contain a NUL byte' })
     .describe('A command line for /bin/sh -c, run in the pinned working directory.'),
-  timeoutMs: z.number().int().min(1).optional().describe('Deadline in ms; the policy cap still applies.'),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Deadline in ms; the policy cap still applies.'),
 });
 
 /** What shell returns when the command ran to its end (any exit code). */
@@ -105,7 +110,13 @@ function runShell(o: RunShellOptions): Promise<ShellResult> {
       killGroup();
     };
     const timer = setTimeout(
-      () => stop(new ToolgateError(ErrorCode.Timeout, `shell command did not finish within ${o.timeoutMs} ms`)),
+      () =>
+        stop(
+          new ToolgateError(
+            ErrorCode.Timeout,
+            `shell command did not finish within ${o.timeoutMs} ms`,
+          ),
+        ),
       o.timeoutMs,
     );
     const onAbort = () => stop(new ToolgateError(ErrorCode.Cancelled, 'shell was cancelled'));
@@ -118,7 +129,10 @@ function runShell(o: RunShellOptions): Promise<ShellResult> {
       clearTimeout(timer);
       o.signal.removeEventListener('abort', onAbort);
       reject(
-        new ToolgateError(ErrorCode.ToolFailed, `shell could not start: ${(err as NodeJS.ErrnoException).code ?? 'error'}`),
+        new ToolgateError(
+          ErrorCode.ToolFailed,
+          `shell could not start: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+        ),
       );
     });
     child.once('close', (code, signal) => {
@@ -127,7 +141,10 @@ function runShell(o: RunShellOptions): Promise<ShellResult> {
       if (ending) {
         reject(
           new ToolgateError(ending.code, ending.message, {
-            details: { stdoutTail: stdout.tail(TAIL_ON_TIMEOUT), stderrTail: stderr.tail(TAIL_ON_TIMEOUT) },
+            details: {
+              stdoutTail: stdout.tail(TAIL_ON_TIMEOUT),
+              stderrTail: stderr.tail(TAIL_ON_TIMEOUT),
+            },
           }),
         );
         return;

@@ -13,7 +13,10 @@ const WriteFileParams = z.object({
     .enum(['overwrite', 'append', 'create'])
     .default('overwrite')
     .describe('overwrite (default), append, or create (fails if the file exists).'),
-  createDirs: z.boolean().default(true).describe('Create missing parent directories (inside the write scope).'),
+  createDirs: z
+    .boolean()
+    .default(true)
+    .describe('Create missing parent directories (inside the write scope).'),
 });
 
 /** What write_file returns. */

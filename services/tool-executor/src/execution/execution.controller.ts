@@ -15,7 +15,10 @@ export class ExecutionController {
   }
 
   @EventPattern('resolved')
-  onResolved(@Payload() event: ResolvedEvent, @Ctx() delivery: JetStreamEventContext): Promise<void> {
+  onResolved(
+    @Payload() event: ResolvedEvent,
+    @Ctx() delivery: JetStreamEventContext,
+  ): Promise<void> {
     return this.runner.onResolved(event, delivery);
   }
 }

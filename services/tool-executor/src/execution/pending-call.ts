@@ -1,4 +1,11 @@
-import type { AgentRef, DecidedEvent, Isolation, ResolvedEvent, SuspendedEvent, ToolRef } from '@toolgate/contracts';
+import type {
+  AgentRef,
+  DecidedEvent,
+  Isolation,
+  ResolvedEvent,
+  SuspendedEvent,
+  ToolRef,
+} from '@toolgate/contracts';
 
 /** A call the executor is to run: what the allow decision (or approval) covered. */
 export interface PendingCall {
@@ -49,7 +56,10 @@ export function decideOnDecided(event: DecidedEvent): ExecutorCommand {
  * On `resolved`: the approval covers exactly the call that was suspended — same input digest,
  * same policy revision — and an allow runs that call, a deny settles it as denied.
  */
-export function decideOnResolved(resolved: ResolvedEvent, suspended: SuspendedEvent | null): ExecutorCommand {
+export function decideOnResolved(
+  resolved: ResolvedEvent,
+  suspended: SuspendedEvent | null,
+): ExecutorCommand {
   if (!suspended) return { kind: 'ignore', why: 'no suspended call for this resolution' };
   const call: PendingCall = {
     tenant: suspended.tenant,
@@ -64,11 +74,22 @@ export function decideOnResolved(resolved: ResolvedEvent, suspended: SuspendedEv
     decidedBy: suspended.decidedBy,
     ...(suspended.rule !== undefined ? { rule: suspended.rule } : {}),
   };
-  if (resolved.inputDigest !== suspended.inputDigest || resolved.approvalKey !== suspended.approvalKey) {
-    return { kind: 'settle-denied', call, reason: 'the resolution does not match the call that was asked for' };
+  if (
+    resolved.inputDigest !== suspended.inputDigest ||
+    resolved.approvalKey !== suspended.approvalKey
+  ) {
+    return {
+      kind: 'settle-denied',
+      call,
+      reason: 'the resolution does not match the call that was asked for',
+    };
   }
   if (resolved.decision !== 'allow') {
-    return { kind: 'settle-denied', call, reason: resolved.reason ? `approval denied: ${resolved.reason}` : 'approval denied' };
+    return {
+      kind: 'settle-denied',
+      call,
+      reason: resolved.reason ? `approval denied: ${resolved.reason}` : 'approval denied',
+    };
   }
   return { kind: 'run', call };
 }

@@ -1,8 +1,13 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, isWireError, type RemoteToolRequest, type Subjects, type WireError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  isWireError,
+  type RemoteToolRequest,
+  type Subjects,
+  type WireError,
+} from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { injectTraceContext } from '@toolgate/telemetry';
-
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -26,7 +31,10 @@ export async function runRemoteTool(
       return failure(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`);
     }
     if (code === 'TimeoutError' || /timeout/i.test((err as Error)?.message ?? '')) {
-      return failure(ErrorCode.Timeout, `${request.toolName} did not answer within ${request.deadlineMs} ms`);
+      return failure(
+        ErrorCode.Timeout,
+        `${request.toolName} did not answer within ${request.deadlineMs} ms`,
+      );
     }
     return failure(ErrorCode.Unavailable, `remote call to ${request.toolName} failed`);
   }
@@ -37,7 +45,10 @@ function parseOutcome(data: Uint8Array): ToolRunOutcome {
   try {
     value = JSON.parse(decoder.decode(data));
   } catch {
-    return failure(ErrorCode.NonSerializableResult, 'the worker replied with something that is not JSON');
+    return failure(
+      ErrorCode.NonSerializableResult,
+      'the worker replied with something that is not JSON',
+    );
   }
   if (typeof value === 'object' && value !== null) {
     const v = value as { ok?: unknown; result?: unknown; error?: unknown };

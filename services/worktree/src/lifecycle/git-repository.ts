@@ -23,7 +23,17 @@ export function gitAt(dir: string, env: Record<string, string> = {}): SimpleGit 
 }
 
 /** Variables git may see from the service's environment. */
-const PASSED_ENV = ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TMPDIR', 'TZ', 'XDG_CONFIG_HOME'];
+const PASSED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TMPDIR',
+  'TZ',
+  'XDG_CONFIG_HOME',
+];
 
 /**
  * An allowlist, not the whole environment: an inherited `GIT_DIR`, `GIT_INDEX_FILE` or
@@ -63,7 +73,9 @@ export async function locateRepository(repoPath: string): Promise<RepositoryLoca
     () => false,
   );
   if (!isDir) {
-    throw new ConfigError(`repository path ${repoPath} is not a directory`, { details: { repo: repoPath } });
+    throw new ConfigError(`repository path ${repoPath} is not a directory`, {
+      details: { repo: repoPath },
+    });
   }
   let out: string;
   try {
@@ -75,11 +87,16 @@ export async function locateRepository(repoPath: string): Promise<RepositoryLoca
       '--git-common-dir',
     ]);
   } catch (err) {
-    throw new ConfigError(`${repoPath} is not inside a git working tree`, { details: { repo: repoPath }, cause: err });
+    throw new ConfigError(`${repoPath} is not inside a git working tree`, {
+      details: { repo: repoPath },
+      cause: err,
+    });
   }
   const [bare, toplevel, commonDir] = out.trim().split('\n');
   if (bare !== 'false' || !toplevel || !commonDir) {
-    throw new ConfigError(`${repoPath} is not a non-bare git working tree`, { details: { repo: repoPath } });
+    throw new ConfigError(`${repoPath} is not a non-bare git working tree`, {
+      details: { repo: repoPath },
+    });
   }
   return { toplevel: await realpath(toplevel), commonDir: await realpath(commonDir) };
 }
@@ -93,13 +110,21 @@ export async function resolveCommit(repo: string, ref: string): Promise<string> 
     throw new ConfigError(`invalid ref ${JSON.stringify(ref)}`, { details: { ref } });
   }
   try {
-    const out = await gitAt(repo).raw(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`]);
+    const out = await gitAt(repo).raw([
+      'rev-parse',
+      '--verify',
+      '--quiet',
+      '--end-of-options',
+      `${ref}^{commit}`,
+    ]);
     const commit = out.trim();
     if (/^[0-9a-f]{40,64}$/.test(commit)) return commit;
   } catch {
     // Falls through to the typed error below.
   }
-  throw new ConfigError(`unknown ref ${JSON.stringify(ref)} in ${repo}`, { details: { ref, repo } });
+  throw new ConfigError(`unknown ref ${JSON.stringify(ref)} in ${repo}`, {
+    details: { ref, repo },
+  });
 }
 
 /**
@@ -107,7 +132,12 @@ export async function resolveCommit(repo: string, ref: string): Promise<string> 
  * branch of the same name can be left over by a crash between `worktree add` and recording it;
  * the name is the service's own, so resetting it loses nothing.
  */
-export async function addWorktree(repo: string, treePath: string, branch: string, commit: string): Promise<void> {
+export async function addWorktree(
+  repo: string,
+  treePath: string,
+  branch: string,
+  commit: string,
+): Promise<void> {
   await gitAt(repo).raw(['worktree', 'add', '--quiet', '-B', branch, treePath, commit]);
 }
 
@@ -126,7 +156,11 @@ export async function worktreeGitDir(treePath: string): Promise<string> {
  * a previous removal, or someone deleting the directory): the directory is removed by hand and the
  * repository's worktree metadata pruned, so the branch can be deleted.
  */
-export async function removeWorktree(repo: string, treePath: string, branch: string): Promise<void> {
+export async function removeWorktree(
+  repo: string,
+  treePath: string,
+  branch: string,
+): Promise<void> {
   const git = gitAt(repo);
   try {
     // Twice --force: also removes a tree with changes and one that was locked.

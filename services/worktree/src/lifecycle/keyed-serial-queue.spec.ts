@@ -13,7 +13,11 @@ describe('KeyedSerialQueue', () => {
       log.push(`end ${name}`);
       return name;
     };
-    const results = await Promise.all([queue.run('a', task('a1')), queue.run('a', task('a2')), queue.run('b', task('b1'))]);
+    const results = await Promise.all([
+      queue.run('a', task('a1')),
+      queue.run('a', task('a2')),
+      queue.run('b', task('b1')),
+    ]);
     expect(results).toEqual(['a1', 'a2', 'b1']);
     expect(log.indexOf('end a1')).toBeLessThan(log.indexOf('start a2'));
     expect(log.indexOf('start b1')).toBeLessThan(log.indexOf('end a1'));

@@ -35,7 +35,11 @@ const DIFF_OPTIONS = [
  * with `git apply --check --cached` against a second temporary index read from the base, so an
  * artifact that would not apply is never stored.
  */
-export async function collectPatch(treePath: string, gitDir: string, baseCommit: string): Promise<CollectedPatch> {
+export async function collectPatch(
+  treePath: string,
+  gitDir: string,
+  baseCommit: string,
+): Promise<CollectedPatch> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'toolgate-collect-'));
   try {
     const snapshotIndex = path.join(tmp, 'snapshot-index');
@@ -46,24 +50,60 @@ export async function collectPatch(treePath: string, gitDir: string, baseCommit:
     const snapshot = gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex });
     await snapshot.raw(['add', '--all', '--', '.']);
 
-    const raw = await snapshot.raw(['diff', '--cached', '--raw', '-z', ...DIFF_OPTIONS, baseCommit, '--']);
-    const numstat = await snapshot.raw(['diff', '--cached', '--numstat', '-z', ...DIFF_OPTIONS, baseCommit, '--']);
+    const raw = await snapshot.raw([
+      'diff',
+      '--cached',
+      '--raw',
+      '-z',
+      ...DIFF_OPTIONS,
+      baseCommit,
+      '--',
+    ]);
+    const numstat = await snapshot.raw([
+      'diff',
+      '--cached',
+      '--numstat',
+      '-z',
+      ...DIFF_OPTIONS,
+      baseCommit,
+      '--',
+    ]);
     // Paths the agent's own index knows that the base does not: added on purpose, not untracked.
     const staged = await gitAt(treePath).raw([
-      'diff', '--cached', '--name-only', '-z', '--no-renames', '--diff-filter=A', baseCommit, '--',
+      'diff',
+      '--cached',
+      '--name-only',
+      '-z',
+      '--no-renames',
+      '--diff-filter=A',
+      baseCommit,
+      '--',
     ]);
 
     const entries = parseRawDiff(raw);
     const nested = entries.find((e) => e.dstMode === '160000' && e.srcMode !== '160000');
     if (nested) {
-      throw new ToolgateError(ErrorCode.PathOutsideScope, `the worktree contains a nested git repository at ${nested.path}`, {
-        details: { path: nested.path, reason: 'git-metadata' },
-      });
+      throw new ToolgateError(
+        ErrorCode.PathOutsideScope,
+        `the worktree contains a nested git repository at ${nested.path}`,
+        {
+          details: { path: nested.path, reason: 'git-metadata' },
+        },
+      );
     }
     const files = toFileChanges(entries, parseBinaryPaths(numstat), new Set(splitZ(staged)));
 
     const patchFile = path.join(tmp, 'changes.patch');
-    await snapshot.raw(['diff', '--cached', '--binary', '--full-index', ...DIFF_OPTIONS, `--output=${patchFile}`, baseCommit, '--']);
+    await snapshot.raw([
+      'diff',
+      '--cached',
+      '--binary',
+      '--full-index',
+      ...DIFF_OPTIONS,
+      `--output=${patchFile}`,
+      baseCommit,
+      '--',
+    ]);
     const patch = new Uint8Array(await readFile(patchFile));
 
     if (patch.byteLength > 0) {
@@ -73,9 +113,13 @@ export async function collectPatch(treePath: string, gitDir: string, baseCommit:
       try {
         await check.raw(['apply', '--check', '--cached', patchFile]);
       } catch (err) {
-        throw new ToolgateError(ErrorCode.Internal, 'the collected patch does not apply to its base commit', {
-          cause: err,
-        });
+        throw new ToolgateError(
+          ErrorCode.Internal,
+          'the collected patch does not apply to its base commit',
+          {
+            cause: err,
+          },
+        );
       }
     }
     const sha256 = createHash('sha256').update(patch).digest('hex');
@@ -139,12 +183,20 @@ export function parseBinaryPaths(text: string): Set<string> {
   return binary;
 }
 
-function toFileChanges(entries: RawDiffEntry[], binary: Set<string>, staged: Set<string>): FileChange[] {
+function toFileChanges(
+  entries: RawDiffEntry[],
+  binary: Set<string>,
+  staged: Set<string>,
+): FileChange[] {
   return entries.map((e): FileChange => {
     const isBinary = binary.has(e.path);
     switch (e.status) {
       case 'A':
-        return { path: e.path, status: staged.has(e.path) ? 'added' : 'untracked', binary: isBinary };
+        return {
+          path: e.path,
+          status: staged.has(e.path) ? 'added' : 'untracked',
+          binary: isBinary,
+        };
       case 'D':
         return { path: e.path, status: 'deleted', binary: isBinary };
       case 'R':

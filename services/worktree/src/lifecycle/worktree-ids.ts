@@ -5,7 +5,12 @@ import { createHash } from 'node:crypto';
  * acquiring again for the same spawn finds the same tree, and a restarted agent gets a new id
  * that can never be confused with the tree it lost. It is a valid subject token.
  */
-export function worktreeIdOf(tenant: string, runId: string, agentKey: string, generation: number): string {
+export function worktreeIdOf(
+  tenant: string,
+  runId: string,
+  agentKey: string,
+  generation: number,
+): string {
   return `wt_${agentSlotOf(tenant, runId, agentKey)}_g${generation}`;
 }
 

@@ -130,7 +130,9 @@ describe('WorktreeManager lifecycle', () => {
     expect(await worktreePaths()).not.toContain(wt.path);
     expect(await branchExists(wt.branch)).toBe(false);
     // Disposing again answers the final state.
-    expect((await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).state).toBe('disposed');
+    expect((await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).state).toBe(
+      'disposed',
+    );
     await expectCode(manager.collect({ worktreeId: wt.worktreeId }), ErrorCode.Conflict);
 
     const types = [...new Set(journal.types(wt.worktreeId))];
@@ -143,11 +145,17 @@ describe('WorktreeManager lifecycle', () => {
 
   it('acquires from a branch, a tag and a commit, and refuses unknown refs and non-git hosts', async () => {
     const { manager } = await open();
-    expect((await manager.acquire(spawn('b', { ref: 'feature' }))).worktree.baseCommit).toBe(featureCommit);
+    expect((await manager.acquire(spawn('b', { ref: 'feature' }))).worktree.baseCommit).toBe(
+      featureCommit,
+    );
     expect((await manager.acquire(spawn('t', { ref: 'v1' }))).worktree.baseCommit).toBe(commits[1]);
-    expect((await manager.acquire(spawn('c', { ref: commits[0]! }))).worktree.baseCommit).toBe(commits[0]);
+    expect((await manager.acquire(spawn('c', { ref: commits[0]! }))).worktree.baseCommit).toBe(
+      commits[0],
+    );
     const featureTree = manager.list().find((w) => w.agentKey === 'b')!;
-    expect(await readFile(path.join(featureTree.path, 'src/feature.ts'), 'utf8')).toContain('feature');
+    expect(await readFile(path.join(featureTree.path, 'src/feature.ts'), 'utf8')).toContain(
+      'feature',
+    );
 
     await expectCode(manager.acquire(spawn('u', { ref: 'no-such-branch' })), ErrorCode.Config);
     await expectCode(manager.acquire(spawn('o', { ref: '--output=/tmp/x' })), ErrorCode.Config);
@@ -155,14 +163,26 @@ describe('WorktreeManager lifecycle', () => {
     const plain = path.join(base, 'not-a-repo');
     await mkdir(plain);
     await expectCode(manager.acquire({ ...spawn('n'), repo: plain }), ErrorCode.Config);
-    await expectCode(manager.acquire({ ...spawn('m'), repo: path.join(base, 'missing') }), ErrorCode.Config);
+    await expectCode(
+      manager.acquire({ ...spawn('m'), repo: path.join(base, 'missing') }),
+      ErrorCode.Config,
+    );
     await expectCode(manager.acquire({ ...spawn('bad'), tenant: 'a.b' }), ErrorCode.InvalidRequest);
 
     // A root inside the host repository would nest trees in the host's working tree.
-    const { manager: inside } = await WorktreeManager.open({ root: path.join(repo, '.trees'), journal, artifacts });
+    const { manager: inside } = await WorktreeManager.open({
+      root: path.join(repo, '.trees'),
+      journal,
+      artifacts,
+    });
     await expectCode(inside.acquire(spawn('i')), ErrorCode.Config);
     // Failed acquires leave no tree and no record behind.
-    expect(manager.list().map((w) => w.agentKey).sort()).toEqual(['b', 'c', 't']);
+    expect(
+      manager
+        .list()
+        .map((w) => w.agentKey)
+        .sort(),
+    ).toEqual(['b', 'c', 't']);
   });
 
   it('collects commits the agent made on its branch together with uncommitted work', async () => {
@@ -191,15 +211,31 @@ describe('keepOnError and the pin cap', () => {
   it('retains failed trees, drops the oldest past the cap, and restarts an agent whose tree was dropped', async () => {
     const { manager } = await open({ pinCap: 2 });
     const trees = [];
-    for (const key of ['k0', 'k1', 'k2', 'k3']) trees.push((await manager.acquire(spawn(key))).worktree);
-    const [t0, t1, t2, t3] = trees as [typeof trees[0], typeof trees[0], typeof trees[0], typeof trees[0]];
+    for (const key of ['k0', 'k1', 'k2', 'k3'])
+      trees.push((await manager.acquire(spawn(key))).worktree);
+    const [t0, t1, t2, t3] = trees as [
+      (typeof trees)[0],
+      (typeof trees)[0],
+      (typeof trees)[0],
+      (typeof trees)[0],
+    ];
 
     // A failure without keepOnError is disposed like a success.
-    expect((await manager.dispose({ worktreeId: t3.worktreeId, outcome: 'error' })).state).toBe('disposed');
+    expect((await manager.dispose({ worktreeId: t3.worktreeId, outcome: 'error' })).state).toBe(
+      'disposed',
+    );
     // keepOnError only applies to failures.
-    expect((await manager.dispose({ worktreeId: t2.worktreeId, outcome: 'ok', keepOnError: true })).state).toBe('disposed');
+    expect(
+      (await manager.dispose({ worktreeId: t2.worktreeId, outcome: 'ok', keepOnError: true }))
+        .state,
+    ).toBe('disposed');
 
-    const r0 = await manager.dispose({ worktreeId: t0.worktreeId, outcome: 'error', keepOnError: true, reason: 'tests failed' });
+    const r0 = await manager.dispose({
+      worktreeId: t0.worktreeId,
+      outcome: 'error',
+      keepOnError: true,
+      reason: 'tests failed',
+    });
     expect(r0.state).toBe('retained');
     expect((await stat(t0.path)).isDirectory()).toBe(true);
     await manager.dispose({ worktreeId: t1.worktreeId, outcome: 'error', keepOnError: true });
@@ -220,11 +256,18 @@ describe('keepOnError and the pin cap', () => {
     // The dropped agent resumes: it gets a fresh tree and is told to restart.
     const resumed = await manager.acquire(spawn('k0'));
     expect(resumed.created).toBe(true);
-    expect(resumed.restarted).toEqual({ droppedWorktreeId: t0.worktreeId, reason: expect.stringContaining('pin-cap') });
+    expect(resumed.restarted).toEqual({
+      droppedWorktreeId: t0.worktreeId,
+      reason: expect.stringContaining('pin-cap'),
+    });
     expect(resumed.worktree.worktreeId).not.toBe(t0.worktreeId);
     expect(resumed.worktree.generation).toBe(1);
     const restartedEvent = journal.events.find((e) => e.type === 'worktree-restarted');
-    expect(restartedEvent).toMatchObject({ dispatchId: resumed.worktree.worktreeId, droppedWorktreeId: t0.worktreeId, agentKey: 'k0' });
+    expect(restartedEvent).toMatchObject({
+      dispatchId: resumed.worktree.worktreeId,
+      droppedWorktreeId: t0.worktreeId,
+      agentKey: 'k0',
+    });
 
     // A retained agent resumes into its kept tree, which is no longer pinned.
     const back = await manager.acquire(spawn('k1'));
@@ -247,25 +290,36 @@ describe('keepOnError and the pin cap', () => {
       ids.push(worktree.worktreeId);
       await manager.dispose({ worktreeId: worktree.worktreeId, outcome: 'error' });
     }
-    expect(ids.map((id) => manager.get(id)!.state)).toEqual(['dropped', 'retained', 'retained', 'retained', 'retained']);
+    expect(ids.map((id) => manager.get(id)!.state)).toEqual([
+      'dropped',
+      'retained',
+      'retained',
+      'retained',
+      'retained',
+    ]);
   });
 });
 
 describe('concurrency', () => {
   it('serves 8 parallel acquires on one repository, and one tree for parallel acquires of one spawn', async () => {
     const { manager } = await open();
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => manager.acquire(spawn(`par-${i}`))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => manager.acquire(spawn(`par-${i}`))),
+    );
     const paths = new Set(results.map((r) => r.worktree.path));
     expect(paths.size).toBe(8);
     const listed = await worktreePaths();
     for (const p of paths) expect(listed).toContain(p);
-    for (const r of results) expect((await git(r.worktree.path, 'rev-parse', 'HEAD')).trim()).toBe(commits[2]);
+    for (const r of results)
+      expect((await git(r.worktree.path, 'rev-parse', 'HEAD')).trim()).toBe(commits[2]);
 
     const same = await Promise.all(Array.from({ length: 8 }, () => manager.acquire(spawn('one'))));
     expect(new Set(same.map((r) => r.worktree.worktreeId)).size).toBe(1);
     expect(same.filter((r) => r.created)).toHaveLength(1);
 
-    await Promise.all(results.map((r) => manager.dispose({ worktreeId: r.worktree.worktreeId, outcome: 'ok' })));
+    await Promise.all(
+      results.map((r) => manager.dispose({ worktreeId: r.worktree.worktreeId, outcome: 'ok' })),
+    );
     expect((await worktreePaths()).length).toBe(2); // the main tree and 'one'
   });
 });
@@ -276,11 +330,20 @@ describe('crash recovery', () => {
     const { worktree: wt } = await first.manager.acquire(spawn('survivor'));
     await writeFile(path.join(wt.path, 'work.txt'), 'in progress\n');
     const { worktree: kept } = await first.manager.acquire(spawn('kept'));
-    await first.manager.dispose({ worktreeId: kept.worktreeId, outcome: 'error', keepOnError: true });
+    await first.manager.dispose({
+      worktreeId: kept.worktreeId,
+      outcome: 'error',
+      keepOnError: true,
+    });
     // The process dies here: no dispose. A new manager starts over the same root.
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({ root, journal: journal2, artifacts, now: steppingClock() });
+    const second = await WorktreeManager.open({
+      root,
+      journal: journal2,
+      artifacts,
+      now: steppingClock(),
+    });
     expect(second.recovery.adopted).toEqual([wt.worktreeId]);
     expect(second.recovery.retained).toEqual([kept.worktreeId]);
     expect(second.recovery.dropped).toEqual([]);
@@ -293,7 +356,11 @@ describe('crash recovery', () => {
     await second.manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' });
     await expect(stat(wt.path)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await branchExists(wt.branch)).toBe(false);
-    expect(journal2.types(wt.worktreeId)).toEqual(['worktree-acquired', 'worktree-collected', 'worktree-disposed']);
+    expect(journal2.types(wt.worktreeId)).toEqual([
+      'worktree-acquired',
+      'worktree-collected',
+      'worktree-disposed',
+    ]);
   });
 
   it('prunes stale trees, drops vanished ones and restarts their agents', async () => {
@@ -309,7 +376,12 @@ describe('crash recovery', () => {
     await writeFile(path.join(orphan, 'x'), 'x');
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({ root, journal: journal2, artifacts, now: steppingClock() });
+    const second = await WorktreeManager.open({
+      root,
+      journal: journal2,
+      artifacts,
+      now: steppingClock(),
+    });
     expect(second.recovery.dropped).toEqual(
       expect.arrayContaining([
         { worktreeId: gone.worktreeId, reason: 'missing' },
@@ -325,7 +397,10 @@ describe('crash recovery', () => {
 
     const resumed = await second.manager.acquire(spawn('gone'));
     expect(resumed.restarted?.droppedWorktreeId).toBe(gone.worktreeId);
-    expect(journal2.types(resumed.worktree.worktreeId)).toEqual(['worktree-restarted', 'worktree-acquired']);
+    expect(journal2.types(resumed.worktree.worktreeId)).toEqual([
+      'worktree-restarted',
+      'worktree-acquired',
+    ]);
   });
 
   it('finishes a disposal and cleans a half-made tree a crash interrupted', async () => {
@@ -335,13 +410,24 @@ describe('crash recovery', () => {
     // Rewrite the records as a crash would have left them mid-operation.
     const stateFile = (id: string) => path.join(root, 'state', `${id}.json`);
     const disposing = JSON.parse(await readFile(stateFile(wt.worktreeId), 'utf8'));
-    await writeFile(stateFile(wt.worktreeId), JSON.stringify({ ...disposing, state: 'disposing', journaled: false }));
+    await writeFile(
+      stateFile(wt.worktreeId),
+      JSON.stringify({ ...disposing, state: 'disposing', journaled: false }),
+    );
     const creating = JSON.parse(await readFile(stateFile(wt2.worktreeId), 'utf8'));
-    await writeFile(stateFile(wt2.worktreeId), JSON.stringify({ ...creating, state: 'creating', gitDir: null }));
+    await writeFile(
+      stateFile(wt2.worktreeId),
+      JSON.stringify({ ...creating, state: 'creating', gitDir: null }),
+    );
     await writeFile(path.join(root, 'state', 'garbage.json'), '{not json');
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({ root, journal: journal2, artifacts, now: steppingClock() });
+    const second = await WorktreeManager.open({
+      root,
+      journal: journal2,
+      artifacts,
+      now: steppingClock(),
+    });
     expect(second.recovery.finished).toEqual([wt.worktreeId]);
     expect(second.recovery.removedStale).toContain(wt2.worktreeId);
     expect(second.recovery.corrupt).toEqual(['garbage.json']);
@@ -366,9 +452,16 @@ describe('crash recovery', () => {
         await flaky.append(event);
       },
     };
-    const first = await WorktreeManager.open({ root, journal: outage, artifacts, now: steppingClock() });
+    const first = await WorktreeManager.open({
+      root,
+      journal: outage,
+      artifacts,
+      now: steppingClock(),
+    });
     const { worktree: wt } = await first.manager.acquire(spawn('flaky'));
-    await expect(first.manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).rejects.toThrow('journal unavailable');
+    await expect(
+      first.manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' }),
+    ).rejects.toThrow('journal unavailable');
     // The tree is gone on disk even though the journal never heard of it.
     await expect(stat(wt.path)).rejects.toMatchObject({ code: 'ENOENT' });
     expect(flaky.types(wt.worktreeId)).toEqual(['worktree-acquired']);
@@ -390,11 +483,21 @@ describe('safety', () => {
     await symlink(secret, path.join(wt.path, 'leak'));
     await symlink(base, path.join(wt.path, 'src/up'));
 
-    await expect(resolveInside(wt.path, 'leak')).rejects.toMatchObject({ code: ErrorCode.PathOutsideScope });
-    await expect(resolveInside(wt.path, 'src/up/secret.txt')).rejects.toMatchObject({ code: ErrorCode.PathOutsideScope });
-    await expect(resolveInside(wt.path, '../repo/README.md')).rejects.toMatchObject({ code: ErrorCode.PathOutsideScope });
-    await expect(resolveInside(wt.path, path.join(repo, 'README.md'))).rejects.toMatchObject({ code: ErrorCode.PathOutsideScope });
-    await expect(resolveInside(wt.path, '.git')).rejects.toMatchObject({ code: ErrorCode.PathOutsideScope });
+    await expect(resolveInside(wt.path, 'leak')).rejects.toMatchObject({
+      code: ErrorCode.PathOutsideScope,
+    });
+    await expect(resolveInside(wt.path, 'src/up/secret.txt')).rejects.toMatchObject({
+      code: ErrorCode.PathOutsideScope,
+    });
+    await expect(resolveInside(wt.path, '../repo/README.md')).rejects.toMatchObject({
+      code: ErrorCode.PathOutsideScope,
+    });
+    await expect(resolveInside(wt.path, path.join(repo, 'README.md'))).rejects.toMatchObject({
+      code: ErrorCode.PathOutsideScope,
+    });
+    await expect(resolveInside(wt.path, '.git')).rejects.toMatchObject({
+      code: ErrorCode.PathOutsideScope,
+    });
     expect(await resolveInside(wt.path, 'src/index.ts')).toBe(path.join(wt.path, 'src/index.ts'));
 
     const artifact = await manager.collect({ worktreeId: wt.worktreeId });
@@ -431,15 +534,27 @@ describe('patch round-trip', () => {
     const mono = path.join(base, 'mono');
     await mkdir(mono);
     const { commits: monoCommits } = await makeRepo(mono, { packages: 12, filesPerPackage: 25 });
-    expect(Number((await git(mono, 'ls-files')).split('\n').filter(Boolean).length)).toBeGreaterThan(300);
+    expect(
+      Number((await git(mono, 'ls-files')).split('\n').filter(Boolean).length),
+    ).toBeGreaterThan(300);
     const { manager } = await open();
-    const { worktree: wt } = await manager.acquire({ tenant: 'acme', runId: 'run-1', agentKey: 'mono', repo: mono, ref: monoCommits[1]! });
+    const { worktree: wt } = await manager.acquire({
+      tenant: 'acme',
+      runId: 'run-1',
+      agentKey: 'mono',
+      repo: mono,
+      ref: monoCommits[1]!,
+    });
 
-    const w = (rel: string, content: string | Buffer) => writeFile(path.join(wt.path, rel), content);
+    const w = (rel: string, content: string | Buffer) =>
+      writeFile(path.join(wt.path, rel), content);
     for (let p = 0; p < 12; p += 2) {
       await w(`packages/pkg-${p}/src/file-3.ts`, `export const changed = ${p};\n`);
       await rm(path.join(wt.path, `packages/pkg-${p}/src/file-4.ts`));
-      await rename(path.join(wt.path, `packages/pkg-${p}/src/file-5.ts`), path.join(wt.path, `packages/pkg-${p}/src/moved-5.ts`));
+      await rename(
+        path.join(wt.path, `packages/pkg-${p}/src/file-5.ts`),
+        path.join(wt.path, `packages/pkg-${p}/src/moved-5.ts`),
+      );
     }
     await mkdir(path.join(wt.path, 'packages/pkg-new/src'), { recursive: true });
     await w('packages/pkg-new/src/index.ts', 'export {};\n');
@@ -461,7 +576,10 @@ describe('patch round-trip', () => {
 
     const artifact = await manager.collect({ worktreeId: wt.worktreeId });
     const patch = (await artifacts.get(artifact.ref))!;
-    expect(artifact.files.find((f) => f.path === 'assets/logo.bin')).toMatchObject({ status: 'modified', binary: true });
+    expect(artifact.files.find((f) => f.path === 'assets/logo.bin')).toMatchObject({
+      status: 'modified',
+      binary: true,
+    });
     expect(artifact.files.find((f) => f.path === 'packages/pkg-0/src/moved-5.ts')).toMatchObject({
       status: 'renamed',
       from: 'packages/pkg-0/src/file-5.ts',

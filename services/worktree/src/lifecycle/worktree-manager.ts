@@ -116,7 +116,9 @@ export class WorktreeManager {
 
   constructor(options: WorktreeManagerOptions) {
     if (!path.isAbsolute(options.root)) {
-      throw new ConfigError(`worktree root must be an absolute path, got ${JSON.stringify(options.root)}`);
+      throw new ConfigError(
+        `worktree root must be an absolute path, got ${JSON.stringify(options.root)}`,
+      );
     }
     const pinCap = options.pinCap ?? DEFAULT_PIN_CAP;
     if (!Number.isInteger(pinCap) || pinCap < 0) {
@@ -132,7 +134,9 @@ export class WorktreeManager {
   }
 
   /** Constructs a manager and runs its {@link start} recovery. */
-  static async open(options: WorktreeManagerOptions): Promise<{ manager: WorktreeManager; recovery: RecoveryReport }> {
+  static async open(
+    options: WorktreeManagerOptions,
+  ): Promise<{ manager: WorktreeManager; recovery: RecoveryReport }> {
     const manager = new WorktreeManager(options);
     const recovery = await manager.start();
     return { manager, recovery };
@@ -156,7 +160,14 @@ export class WorktreeManager {
     this.records.clear();
     this.latestBySlot.clear();
 
-    const report: RecoveryReport = { adopted: [], retained: [], dropped: [], finished: [], removedStale: [], corrupt: [] };
+    const report: RecoveryReport = {
+      adopted: [],
+      retained: [],
+      dropped: [],
+      finished: [],
+      removedStale: [],
+      corrupt: [],
+    };
     const { records, corrupt } = await store.readAll();
     report.corrupt = corrupt;
     const repos = new Set<string>();
@@ -230,7 +241,11 @@ export class WorktreeManager {
     this.assertStarted();
     assertToken('tenant', command.tenant);
     assertToken('runId', command.runId);
-    if (typeof command.agentKey !== 'string' || command.agentKey.length < 1 || command.agentKey.length > 256) {
+    if (
+      typeof command.agentKey !== 'string' ||
+      command.agentKey.length < 1 ||
+      command.agentKey.length > 256
+    ) {
       throw new ToolgateError(ErrorCode.InvalidRequest, 'agentKey must be 1-256 characters', {
         details: { field: 'agentKey' },
       });
@@ -269,16 +284,22 @@ export class WorktreeManager {
 
       const repo = command.repo ?? this.defaultRepo;
       if (repo === undefined) {
-        throw new ConfigError('the acquire names no repository and the service has no default one', {
-          details: { field: 'repo' },
-        });
+        throw new ConfigError(
+          'the acquire names no repository and the service has no default one',
+          {
+            details: { field: 'repo' },
+          },
+        );
       }
       const location = this.locations.get(repo) ?? (await locateRepository(repo));
       this.locations.set(repo, location);
       if (isInside(location.toplevel, this.root)) {
-        throw new ConfigError(`the worktree root ${this.root} is inside the repository ${location.toplevel}`, {
-          details: { root: this.root, repo: location.toplevel },
-        });
+        throw new ConfigError(
+          `the worktree root ${this.root} is inside the repository ${location.toplevel}`,
+          {
+            details: { root: this.root, repo: location.toplevel },
+          },
+        );
       }
       const baseRef = command.ref ?? 'HEAD';
       const baseCommit = await resolveCommit(location.toplevel, baseRef);
@@ -287,7 +308,10 @@ export class WorktreeManager {
       const worktreeId = worktreeIdOf(command.tenant, command.runId, command.agentKey, generation);
       const restartedFrom =
         previous?.state === 'dropped'
-          ? { worktreeId: previous.worktreeId, reason: `its worktree was dropped (${previous.droppedReason ?? 'unknown'})` }
+          ? {
+              worktreeId: previous.worktreeId,
+              reason: `its worktree was dropped (${previous.droppedReason ?? 'unknown'})`,
+            }
           : undefined;
       const at = this.now().toISOString();
       const treePath = path.join(this.treesDir, worktreeId);
@@ -321,14 +345,29 @@ export class WorktreeManager {
           addWorktree(location.toplevel, treePath, creating.branch, baseCommit),
         );
       } catch (err) {
-        await this.repoQueue.run(location.commonDir, () => this.removeTree(creating)).catch(() => undefined);
+        await this.repoQueue
+          .run(location.commonDir, () => this.removeTree(creating))
+          .catch(() => undefined);
         await this.requireStore().remove(worktreeId);
         this.forget(creating);
-        throw new ToolgateError(ErrorCode.Internal, `git worktree add failed for ${worktreeId}`, { cause: err });
+        throw new ToolgateError(ErrorCode.Internal, `git worktree add failed for ${worktreeId}`, {
+          cause: err,
+        });
       }
       const gitDir = await worktreeGitDir(treePath);
       const active = await this.transition(creating, { state: 'active', gitDir, acquisitions: 1 });
-      return { worktree: toView(active), created: true, ...(restartedFrom ? { restarted: { droppedWorktreeId: restartedFrom.worktreeId, reason: restartedFrom.reason } } : {}) };
+      return {
+        worktree: toView(active),
+        created: true,
+        ...(restartedFrom
+          ? {
+              restarted: {
+                droppedWorktreeId: restartedFrom.worktreeId,
+                reason: restartedFrom.reason,
+              },
+            }
+          : {}),
+      };
     });
   }
 
@@ -352,12 +391,20 @@ export class WorktreeManager {
         sha256: collected.sha256,
       };
       await this.artifacts.put(artifact.ref, collected.patch);
-      const updated: WorktreeRecord = { ...record, lastArtifact: artifact, updatedAt: this.now().toISOString() };
+      const updated: WorktreeRecord = {
+        ...record,
+        lastArtifact: artifact,
+        updatedAt: this.now().toISOString(),
+      };
       await this.requireStore().write(updated);
       this.remember(updated);
       await this.journal.append(
         journalEvent({
-          ...this.envelope(updated, `${updated.worktreeId}:collected:${collected.sha256.slice(0, 16)}`, command.causationId),
+          ...this.envelope(
+            updated,
+            `${updated.worktreeId}:collected:${collected.sha256.slice(0, 16)}`,
+            command.causationId,
+          ),
           type: 'worktree-collected',
           artifact,
         }),
@@ -398,7 +445,10 @@ export class WorktreeManager {
           causationId: command.causationId ?? null,
         });
       }
-      const disposing = await this.transition(record, { state: 'disposing', causationId: command.causationId ?? null });
+      const disposing = await this.transition(record, {
+        state: 'disposing',
+        causationId: command.causationId ?? null,
+      });
       await this.repoQueue.run(record.commonDir, () => this.removeTree(disposing));
       return this.transition(disposing, { state: 'disposed' });
     });
@@ -428,7 +478,11 @@ export class WorktreeManager {
       const dropped: { worktreeId: string; reason: 'pin-cap' }[] = [];
       const retained = [...this.records.values()]
         .filter((r) => r.state === 'retained')
-        .sort((a, b) => (a.retainedAt ?? '').localeCompare(b.retainedAt ?? '') || a.worktreeId.localeCompare(b.worktreeId));
+        .sort(
+          (a, b) =>
+            (a.retainedAt ?? '').localeCompare(b.retainedAt ?? '') ||
+            a.worktreeId.localeCompare(b.worktreeId),
+        );
       const excess = retained.length - this.pinCap;
       for (const victim of retained.slice(0, Math.max(0, excess))) {
         const done = await this.treeQueue.run(victim.worktreeId, async () => {
@@ -444,12 +498,21 @@ export class WorktreeManager {
   }
 
   /** Removes a tree that did not end by its agent's disposal and records why. */
-  private async drop(record: WorktreeRecord, reason: 'pin-cap' | 'stale' | 'missing'): Promise<WorktreeRecord> {
+  private async drop(
+    record: WorktreeRecord,
+    reason: 'pin-cap' | 'stale' | 'missing',
+  ): Promise<WorktreeRecord> {
     if (await isDirectory(record.repo)) {
-      await this.repoQueue.run(record.commonDir, () => this.removeTree(record)).catch(() => undefined);
+      await this.repoQueue
+        .run(record.commonDir, () => this.removeTree(record))
+        .catch(() => undefined);
     }
     await rm(record.path, { recursive: true, force: true });
-    return this.transition(record, { state: 'dropped', droppedReason: reason, retainedAt: undefined });
+    return this.transition(record, {
+      state: 'dropped',
+      droppedReason: reason,
+      retainedAt: undefined,
+    });
   }
 
   private async removeTree(record: WorktreeRecord): Promise<void> {
@@ -474,12 +537,19 @@ export class WorktreeManager {
   private async assertTreeIntact(record: WorktreeRecord): Promise<void> {
     const real = await realpath(record.path).catch(() => null);
     if (real !== record.path) {
-      throw new ToolgateError(ErrorCode.PathOutsideScope, `worktree ${record.worktreeId} is no longer where it was made`, {
-        details: { worktreeId: record.worktreeId, reason: 'moved' },
-      });
+      throw new ToolgateError(
+        ErrorCode.PathOutsideScope,
+        `worktree ${record.worktreeId} is no longer where it was made`,
+        {
+          details: { worktreeId: record.worktreeId, reason: 'moved' },
+        },
+      );
     }
     if (record.gitDir === null) {
-      throw new ToolgateError(ErrorCode.Internal, `worktree ${record.worktreeId} has no git directory recorded`);
+      throw new ToolgateError(
+        ErrorCode.Internal,
+        `worktree ${record.worktreeId} has no git directory recorded`,
+      );
     }
     await assertWorktreeGitFile(record.path, record.gitDir);
   }
@@ -488,9 +558,17 @@ export class WorktreeManager {
    * Moves a record to its next state: written (durably) with `journaled: false`, its events
    * appended, then marked journaled. A crash in between leaves a record recovery re-journals.
    */
-  private async transition(record: WorktreeRecord, change: Partial<WorktreeRecord>): Promise<WorktreeRecord> {
+  private async transition(
+    record: WorktreeRecord,
+    change: Partial<WorktreeRecord>,
+  ): Promise<WorktreeRecord> {
     const store = this.requireStore();
-    const next: WorktreeRecord = stripUndefined({ ...record, ...change, updatedAt: this.now().toISOString(), journaled: false });
+    const next: WorktreeRecord = stripUndefined({
+      ...record,
+      ...change,
+      updatedAt: this.now().toISOString(),
+      journaled: false,
+    });
     const silent = next.state === 'creating' || next.state === 'disposing';
     await store.write(next);
     this.remember(next);
@@ -554,7 +632,9 @@ export class WorktreeManager {
           }),
         ];
       case 'disposed':
-        return [journalEvent({ ...this.envelope(record, `${id}:disposed`), type: 'worktree-disposed' })];
+        return [
+          journalEvent({ ...this.envelope(record, `${id}:disposed`), type: 'worktree-disposed' }),
+        ];
       default:
         return [];
     }
@@ -575,7 +655,9 @@ export class WorktreeManager {
   private liveRecord(worktreeId: string): WorktreeRecord {
     const record = this.records.get(worktreeId);
     if (!record || record.state === 'creating') {
-      throw new ToolgateError(ErrorCode.NotFound, `no worktree ${worktreeId}`, { details: { worktreeId } });
+      throw new ToolgateError(ErrorCode.NotFound, `no worktree ${worktreeId}`, {
+        details: { worktreeId },
+      });
     }
     if (!LIVE.has(record.state)) {
       throw new ToolgateError(ErrorCode.Conflict, `worktree ${worktreeId} is ${record.state}`, {
@@ -590,7 +672,8 @@ export class WorktreeManager {
     const slot = agentSlotOf(record.tenant, record.runId, record.agentKey);
     const latestId = this.latestBySlot.get(slot);
     const latest = latestId === undefined ? undefined : this.records.get(latestId);
-    if (!latest || latest.generation <= record.generation) this.latestBySlot.set(slot, record.worktreeId);
+    if (!latest || latest.generation <= record.generation)
+      this.latestBySlot.set(slot, record.worktreeId);
   }
 
   private forget(record: WorktreeRecord): void {
@@ -611,7 +694,8 @@ export class WorktreeManager {
   }
 
   private requireStore(): WorktreeRecordStore {
-    if (this.store === null) throw new ToolgateError(ErrorCode.Internal, 'WorktreeManager.start() has not run');
+    if (this.store === null)
+      throw new ToolgateError(ErrorCode.Internal, 'WorktreeManager.start() has not run');
     return this.store;
   }
 }
@@ -640,9 +724,13 @@ function toView(record: WorktreeRecord): WorktreeView {
 
 function assertToken(field: string, value: unknown): void {
   if (!isSubjectToken(value)) {
-    throw new ToolgateError(ErrorCode.InvalidRequest, `${field} must be 1-128 characters of [A-Za-z0-9_-]`, {
-      details: { field },
-    });
+    throw new ToolgateError(
+      ErrorCode.InvalidRequest,
+      `${field} must be 1-128 characters of [A-Za-z0-9_-]`,
+      {
+        details: { field },
+      },
+    );
   }
 }
 

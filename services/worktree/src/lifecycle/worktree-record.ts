@@ -12,7 +12,14 @@ import { PatchArtifactSchema, SUBJECT_TOKEN_PATTERN } from '@toolgate/contracts'
  * - `disposing`: removal began; a crash here is finished on start;
  * - `disposed`, `dropped`: gone (tombstones, so a later acquire knows whether to restart).
  */
-export const WorktreeStateSchema = z.enum(['creating', 'active', 'retained', 'disposing', 'disposed', 'dropped']);
+export const WorktreeStateSchema = z.enum([
+  'creating',
+  'active',
+  'retained',
+  'disposing',
+  'disposed',
+  'dropped',
+]);
 export type WorktreeState = z.infer<typeof WorktreeStateSchema>;
 
 const Token = z.string().regex(SUBJECT_TOKEN_PATTERN);
@@ -45,9 +52,7 @@ export const WorktreeRecordSchema = z.strictObject({
   retainReason: z.string().optional(),
   droppedReason: z.enum(['pin-cap', 'stale', 'missing']).optional(),
   /** Set on an agent's fresh tree when the previous one was dropped: the agent restarts. */
-  restartedFrom: z
-    .strictObject({ worktreeId: Token, reason: z.string().max(2048) })
-    .optional(),
+  restartedFrom: z.strictObject({ worktreeId: Token, reason: z.string().max(2048) }).optional(),
   lastArtifact: PatchArtifactSchema.optional(),
   causationId: z.string().nullable(),
   /**
@@ -83,7 +88,10 @@ export class WorktreeRecordStore {
    * Replaces a record atomically. `durable: false` skips the fsync, for writes whose loss recovery
    * repairs anyway (marking a record journaled).
    */
-  async write(record: WorktreeRecord, { durable = true }: { durable?: boolean } = {}): Promise<void> {
+  async write(
+    record: WorktreeRecord,
+    { durable = true }: { durable?: boolean } = {},
+  ): Promise<void> {
     const file = this.fileOf(record.worktreeId);
     const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
     const handle = await open(tmp, 'w');

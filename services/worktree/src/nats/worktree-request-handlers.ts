@@ -59,7 +59,8 @@ export async function serveWorktreeRequests(
   const allowed = options.allowedRepos
     ? await Promise.all(options.allowedRepos.map((r) => realpath(r).catch(() => path.resolve(r))))
     : undefined;
-  const onInternal = options.onInternalError ?? ((err, op) => console.error(`worktree ${op} failed`, err));
+  const onInternal =
+    options.onInternalError ?? ((err, op) => console.error(`worktree ${op} failed`, err));
   const inFlight = new Set<Promise<void>>();
   const queue = subjects.consumer(ConsumerRole.Worktree);
 
@@ -70,9 +71,13 @@ export async function serveWorktreeRequests(
       if (allowed && request.repo !== undefined) {
         const real = await realpath(request.repo).catch(() => path.resolve(request.repo ?? '/'));
         if (!allowed.some((root) => isInside(root, real))) {
-          throw new ToolgateError(ErrorCode.Forbidden, `repository ${request.repo} is not served here`, {
-            details: { repo: request.repo },
-          });
+          throw new ToolgateError(
+            ErrorCode.Forbidden,
+            `repository ${request.repo} is not served here`,
+            {
+              details: { repo: request.repo },
+            },
+          );
         }
       }
       const result = await manager.acquire(request);
@@ -95,19 +100,24 @@ export async function serveWorktreeRequests(
   for (const operation of Object.values(WorktreeOperation)) {
     const subject = subjects.worktree(operation);
     const handle = async (msg: Msg): Promise<void> => {
-      const reply = await consumerSpan(subject, msg.headers, { [Attr.MessagingConsumerGroup]: queue }, async () => {
-        try {
-          const body = decodeJson(msg.data);
-          const answer = await handlers[operation](body);
-          annotate({ [Attr.Outcome]: 'ok' });
-          return answer;
-        } catch (err) {
-          const error = toWireError(err);
-          if (error.code === ErrorCode.Internal) onInternal(err, operation);
-          annotate({ [Attr.Outcome]: 'error', [Attr.ErrorCode]: error.code });
-          return { ok: false, error } satisfies ErrorReply;
-        }
-      });
+      const reply = await consumerSpan(
+        subject,
+        msg.headers,
+        { [Attr.MessagingConsumerGroup]: queue },
+        async () => {
+          try {
+            const body = decodeJson(msg.data);
+            const answer = await handlers[operation](body);
+            annotate({ [Attr.Outcome]: 'ok' });
+            return answer;
+          } catch (err) {
+            const error = toWireError(err);
+            if (error.code === ErrorCode.Internal) onInternal(err, operation);
+            annotate({ [Attr.Outcome]: 'error', [Attr.ErrorCode]: error.code });
+            return { ok: false, error } satisfies ErrorReply;
+          }
+        },
+      );
       if (msg.reply) msg.respond(encoder.encode(JSON.stringify(reply)));
     };
     subscriptions.push(
@@ -142,10 +152,17 @@ function decodeJson(data: Uint8Array): unknown {
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)), message: i.message }));
-    throw new ToolgateError(ErrorCode.InvalidRequest, `invalid worktree request: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`, {
-      details: { issues },
-    });
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map((p) => (typeof p === 'symbol' ? String(p) : p)),
+      message: i.message,
+    }));
+    throw new ToolgateError(
+      ErrorCode.InvalidRequest,
+      `invalid worktree request: ${issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      {
+        details: { issues },
+      },
+    );
   }
   return parsed.data;
 }
