@@ -234,13 +234,14 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'picky');
     const worker = stack.nats.nc.subscribe(subject, {
       queue,
-      callback: (_err, msg) =>
+      callback: (_err, msg) => {
         msg.respond(
           JSON.stringify({
             ok: false,
             error: { code: 'model-retry', message: 'use plain keywords' },
           }),
-        ),
+        );
+      },
     });
     await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
       tool: {

@@ -428,15 +428,16 @@ describe('@toolgate/sdk against the whole stack', () => {
     }
 
     // An input that does not match the ToolDef's schema does not compile.
-    // @ts-expect-error name must be a string
-    const wrongInput = () =>
-      client.dispatch({
+    const wrongInput = () => {
+      // @ts-expect-error name must be a string
+      return client.dispatch({
         runId: 'r',
         callId: 'c',
         agent,
         tool: greet,
         input: { name: 42, times: 1 },
       });
+    };
     void wrongInput;
   });
 });
