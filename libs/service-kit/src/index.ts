@@ -22,4 +22,10 @@ export {
   type ProcessedOutcome,
   type ApprovalsPendingSource,
 } from './metrics';
-export { NatsEnvShape, natsSettings, connectNats, type NatsSettings } from './nats-settings';
+export {
+  NatsEnvShape,
+  natsSettings,
+  connectNats,
+  commaList,
+  type NatsSettings,
+} from './nats-settings';

@@ -52,3 +52,16 @@ export function connectNats(
     ...extra,
   });
 }
+
+/** An optional comma-separated environment variable as a list (blank entries dropped). */
+export const commaList = z
+  .string()
+  .optional()
+  .transform((v) =>
+    v
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined,
+  );

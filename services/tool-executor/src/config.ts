@@ -1,17 +1,7 @@
 import { z } from 'zod';
-import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import { commaList, NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 
-const list = z
-  .string()
-  .optional()
-  .transform((v) =>
-    v
-      ? v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : undefined,
-  );
+const list = commaList;
 
 const Env = z.object({
   ...NatsEnvShape,

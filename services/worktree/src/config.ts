@@ -1,20 +1,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import { commaList, NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 import { ConfigError } from '@toolgate/contracts';
 
-const list = z
-  .string()
-  .optional()
-  .transform((v) =>
-    v
-      ? v
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean)
-      : undefined,
-  );
+const list = commaList;
 
 const Env = z.object({
   ...NatsEnvShape,
