@@ -39,7 +39,12 @@ export {
   type WorktreeStatus,
 } from './projection/worktree-fold';
 export { runStatus, type RunStatus } from './projection/run-status';
-export { applyEvent, type ApplyOutcome, type JournalEntry } from './projection/apply-event';
+export {
+  applyEvent,
+  applyEvents,
+  type ApplyOutcome,
+  type JournalEntry,
+} from './projection/apply-event';
 
 export {
   getDispatch,

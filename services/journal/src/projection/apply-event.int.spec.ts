@@ -5,7 +5,7 @@ import {
   worktreeFixture,
 } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
-import { applyEvent } from './apply-event';
+import { applyEvent, applyEvents } from './apply-event';
 
 describe('applyEvent (PostgreSQL)', () => {
   let t: JournalTestDb;
@@ -115,6 +115,49 @@ describe('applyEvent (PostgreSQL)', () => {
     expect(artifacts).toHaveLength(1);
     expect(artifacts[0]).toMatchObject({ ref: 'patch-wt1', kind: 'patch', bytes: 120, seq: 2 });
     expect(artifacts[0]!.files).toEqual([{ path: 'src/a.ts', status: 'modified', binary: false }]);
+  });
+
+  it('applyEvents folds a run like applyEvent one at a time, and skips sequences already applied', async () => {
+    const a = dispatchFixture({ dispatchId: 'da' });
+    const b = dispatchFixture({ dispatchId: 'db', runId: 'run-2' });
+    const w = worktreeFixture({ worktreeId: 'wt1' });
+    const entries = sequenced([
+      a.requested(0),
+      b.requested(0),
+      a.decided(1, 'ask'),
+      w.acquired(1),
+      b.decided(1, 'allow'),
+      a.suspended(2, 60),
+      b.started(2),
+      w.collected(3),
+      a.resolved(4, 'allow'),
+      b.settled(3, 'ok'),
+      a.started(5),
+      a.settled(6, 'ok'),
+    ]);
+    const snapshot = async (db: JournalTestDb['db']) => ({
+      dispatches: await db.selectFrom('dispatches').selectAll().orderBy('dispatch_id').execute(),
+      approvals: await db.selectFrom('approvals').selectAll().orderBy('dispatch_id').execute(),
+      worktrees: await db.selectFrom('worktrees').selectAll().execute(),
+      artifacts: await db.selectFrom('artifacts').selectAll().execute(),
+      runs: await db.selectFrom('runs').selectAll().orderBy('run_id').execute(),
+      audit: await db.selectFrom('audit_log').selectAll().orderBy('seq').execute(),
+    });
+
+    for (const entry of entries) await applyEvent(t.db, entry);
+    const oneByOne = await snapshot(t.db);
+
+    const other = await useJournalDb('apply_batch');
+    try {
+      // The first three already applied on their own: the run applies the rest, once.
+      for (const entry of entries.slice(0, 3)) await applyEvent(other.db, entry);
+      await other.db.transaction().execute((trx) => applyEvents(trx, [...entries, entries[5]!]));
+      await other.db.transaction().execute((trx) => applyEvents(trx, entries));
+      expect(await snapshot(other.db)).toEqual(oneByOne);
+      expect(oneByOne.runs.map((r) => r.event_count)).toEqual([8, 4]);
+    } finally {
+      await other.cleanup();
+    }
   });
 
   it('lands in the test schema, not the default one', async () => {

@@ -60,6 +60,36 @@ export async function insertAuditEntry(
 }
 
 /**
+ * Records a run of events at their stream sequences in one statement; returns the `stream/seq`
+ * keys that were inserted (those already recorded are left out).
+ */
+export async function insertAuditEntries(
+  db: Db,
+  entries: readonly { event: JournalEvent; seq: number; stream: string }[],
+): Promise<Set<string>> {
+  if (!entries.length) return new Set();
+  const rows = await db
+    .insertInto('audit_log')
+    .values(
+      entries.map(({ event, seq, stream }) => ({
+        stream,
+        seq,
+        event_id: event.id,
+        type: event.type,
+        tenant: event.tenant,
+        run_id: event.runId,
+        dispatch_id: event.dispatchId,
+        at: event.at,
+        event: toJsonb(event)!,
+      })),
+    )
+    .onConflict((oc) => oc.columns(['stream', 'seq']).doNothing())
+    .returning(['stream', 'seq'])
+    .execute();
+  return new Set(rows.map((row) => `${row.stream}/${Number(row.seq)}`));
+}
+
+/**
  * Serialises writers of one projection key (a dispatch or a worktree) until the transaction ends.
  * A row lock cannot do this on its own: the first event of a key has no row to lock yet.
  */
@@ -425,21 +455,43 @@ export async function insertArtifact(
 
 /** Counts an event into its run. Order-insensitive (least/greatest), so no lock is needed. */
 export async function touchRun(db: Db, event: JournalEvent, seq: number): Promise<void> {
+  await touchRunWith(db, {
+    tenant: event.tenant,
+    runId: event.runId,
+    firstAt: event.at,
+    lastAt: event.at,
+    eventCount: 1,
+    lastSeq: seq,
+  });
+}
+
+/** What a run of events adds to one run's row: the same as touching it once per event. */
+export interface RunTouch {
+  tenant: string;
+  runId: string;
+  firstAt: string;
+  lastAt: string;
+  eventCount: number;
+  lastSeq: number;
+}
+
+/** Counts several events into their run at once (see `touchRun`). */
+export async function touchRunWith(db: Db, touch: RunTouch): Promise<void> {
   await db
     .insertInto('runs')
     .values({
-      tenant: event.tenant,
-      run_id: event.runId,
-      first_at: event.at,
-      last_at: event.at,
-      event_count: 1,
-      last_seq: seq,
+      tenant: touch.tenant,
+      run_id: touch.runId,
+      first_at: touch.firstAt,
+      last_at: touch.lastAt,
+      event_count: touch.eventCount,
+      last_seq: touch.lastSeq,
     })
     .onConflict((oc) =>
       oc.columns(['tenant', 'run_id']).doUpdateSet((eb) => ({
         first_at: eb.fn<string>('least', [eb.ref('runs.first_at'), eb.ref('excluded.first_at')]),
         last_at: eb.fn<string>('greatest', [eb.ref('runs.last_at'), eb.ref('excluded.last_at')]),
-        event_count: eb(eb.ref('runs.event_count'), '+', 1),
+        event_count: eb(eb.ref('runs.event_count'), '+', eb.ref('excluded.event_count')),
         last_seq: eb.fn<number>('greatest', [eb.ref('runs.last_seq'), eb.ref('excluded.last_seq')]),
       })),
     )

@@ -1,14 +1,14 @@
 import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { BatchEntry } from '@toolgate/bus';
-import { applyEvent } from '../projection/apply-event';
+import { applyEvents } from '../projection/apply-event';
 import { JOURNAL_DB, type JournalDbHandle } from './journal-db.provider';
 
 /**
  * Folds every journal event into the projection, exactly once per stream sequence. Events come in
  * runs (one under light load, many when the stream is ahead) and a run is applied in one
  * transaction: the commit, not the fold, is what costs, so batching is what lets the projection
- * keep up with the dispatch rate.
+ * keep up with the dispatch rate. Within a run, each row is loaded and saved once (`applyEvents`).
  */
 @Controller()
 export class ProjectionController {
@@ -16,8 +16,6 @@ export class ProjectionController {
 
   @EventPattern('*')
   async onEvents(@Payload() entries: BatchEntry[]): Promise<void> {
-    await this.handle.db.transaction().execute(async (trx) => {
-      for (const entry of entries) await applyEvent(trx, entry);
-    });
+    await this.handle.db.transaction().execute((trx) => applyEvents(trx, entries));
   }
 }
