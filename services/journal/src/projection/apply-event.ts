@@ -2,20 +2,28 @@ import type { JournalEvent, WorktreeEvent } from '@toolgate/contracts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Db } from '../db/database';
 import { evolveApproval, isApprovalEvent, type ApprovalEvent } from './approval-fold';
-import { evolveDispatch, isDispatchEvent, type DispatchEvent } from './dispatch-fold';
+import {
+  evolveDispatch,
+  isDispatchEvent,
+  type DispatchEvent,
+  type DispatchState,
+} from './dispatch-fold';
 import {
   insertArtifact,
   insertAuditEntries,
   insertAuditEntry,
   loadApprovalForUpdate,
   loadDispatchForUpdate,
+  loadDispatchesForUpdate,
   loadWorktreeForUpdate,
   lockProjectionKey,
+  lockProjectionKeys,
   saveApproval,
   saveDispatch,
   saveWorktree,
   touchRun,
   touchRunWith,
+  type RowMeta,
   type RunTouch,
 } from './projection-repository';
 import { evolveWorktree, isWorktreeEvent } from './worktree-fold';
@@ -144,10 +152,25 @@ export async function applyEvents(
     }
   }
 
-  for (const group of dispatches.values()) {
+  // All the run's dispatches are locked (in order of first appearance) and loaded up front.
+  const groups = [...dispatches.values()];
+  await lockProjectionKeys(
+    trx,
+    groups.map((group) => ({ tenant: group[0]!.event.tenant, key: group[0]!.event.dispatchId })),
+  );
+  const byTenant = new Map<string, string[]>();
+  for (const group of groups)
+    groupInto(byTenant, group[0]!.event.tenant, group[0]!.event.dispatchId);
+  const storedDispatches = new Map<string, { state: DispatchState; meta: RowMeta }>();
+  for (const [tenant, ids] of byTenant) {
+    for (const [id, stored] of await loadDispatchesForUpdate(trx, tenant, ids)) {
+      storedDispatches.set(`${tenant}\u0000${id}`, stored);
+    }
+  }
+
+  for (const group of groups) {
     const { tenant, dispatchId } = group[0]!.event;
-    await lockProjectionKey(trx, tenant, dispatchId);
-    const stored = await loadDispatchForUpdate(trx, tenant, dispatchId);
+    const stored = storedDispatches.get(`${tenant}\u0000${dispatchId}`);
     let state = stored?.state;
     let lastSeq = stored?.meta.lastSeq ?? 0;
     for (const { event, seq } of group) {

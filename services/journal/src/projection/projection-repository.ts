@@ -99,6 +99,21 @@ export async function lockProjectionKey(db: Db, tenant: string, key: string): Pr
   );
 }
 
+/**
+ * `lockProjectionKey` for several keys in one statement, taken one after another in the order
+ * given (the keys go over as one JSON text parameter, which every driver passes alike).
+ */
+export async function lockProjectionKeys(
+  db: Db,
+  keys: readonly { tenant: string; key: string }[],
+): Promise<void> {
+  if (!keys.length) return;
+  const names = JSON.stringify(keys.map(({ tenant, key }) => `toolgate.journal/${tenant}/${key}`));
+  await sql`select pg_advisory_xact_lock(hashtextextended(k.name, 0))
+    from jsonb_array_elements_text(cast(cast(${names} as text) as jsonb)) with ordinality as k(name, n)
+    order by k.n`.execute(db);
+}
+
 // ---------------------------------------------------------------------------------------------
 // dispatches
 
@@ -217,6 +232,30 @@ export async function loadDispatchForUpdate(
       meta: { lastSeq: row.last_seq, eventCount: row.event_count },
     }
   );
+}
+
+/** `loadDispatchForUpdate` for several dispatches of one tenant in one query, by dispatch id. */
+export async function loadDispatchesForUpdate(
+  db: Db,
+  tenant: string,
+  dispatchIds: readonly string[],
+): Promise<Map<string, { state: DispatchState; meta: RowMeta }>> {
+  const loaded = new Map<string, { state: DispatchState; meta: RowMeta }>();
+  if (!dispatchIds.length) return loaded;
+  const rows = await db
+    .selectFrom('dispatches')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('dispatch_id', 'in', [...dispatchIds])
+    .forUpdate()
+    .execute();
+  for (const row of rows) {
+    loaded.set(row.dispatch_id, {
+      state: dispatchFromRow(row),
+      meta: { lastSeq: row.last_seq, eventCount: row.event_count },
+    });
+  }
+  return loaded;
 }
 
 export async function saveDispatch(
