@@ -47,6 +47,9 @@ export function connectNats(
     servers: settings.natsUrl.split(',').map((s) => s.trim()),
     name,
     maxReconnectAttempts: -1,
+    // nats.js otherwise captures a stack trace for every request (every JetStream publish is one):
+    // ~3% of the dispatch path's CPU. Failed requests still carry their error, without the caller's stack.
+    noAsyncTraces: true,
     ...(settings.natsUser ? { user: settings.natsUser } : {}),
     ...(settings.natsPassword ? { pass: settings.natsPassword } : {}),
     ...extra,
