@@ -11,9 +11,7 @@ import {
 import {
   insertArtifact,
   insertAuditEntries,
-  insertAuditEntry,
   loadApprovalForUpdate,
-  loadDispatchForUpdate,
   loadDispatchesForUpdate,
   loadWorktreeForUpdate,
   lockProjectionKey,
@@ -21,7 +19,6 @@ import {
   saveApproval,
   saveDispatch,
   saveWorktree,
-  touchRun,
   touchRunWith,
   type RowMeta,
   type RunTouch,
@@ -50,59 +47,10 @@ export type ApplyOutcome = 'applied' | 'duplicate';
  * Given a `Transaction`, it runs inside it (the caller commits); given a `Kysely`, it opens one.
  */
 export async function applyEvent(db: Db, entry: JournalEntry): Promise<ApplyOutcome> {
-  if (db.isTransaction) return applyInTransaction(db as Transaction<Database>, entry);
-  return (db as Kysely<Database>).transaction().execute((trx) => applyInTransaction(trx, entry));
-}
-
-async function applyInTransaction(
-  trx: Transaction<Database>,
-  entry: JournalEntry,
-): Promise<ApplyOutcome> {
-  const { event, seq } = entry;
-  if (!(await insertAuditEntry(trx, entry))) return 'duplicate';
-
-  if (isDispatchEvent(event)) {
-    await lockProjectionKey(trx, event.tenant, event.dispatchId);
-    const stored = await loadDispatchForUpdate(trx, event.tenant, event.dispatchId);
-    const state = evolveDispatch(stored?.state, event);
-    const meta = {
-      lastSeq: Math.max(stored?.meta.lastSeq ?? 0, seq),
-      eventCount: (stored?.meta.eventCount ?? 0) + 1,
-    };
-    await saveDispatch(trx, state, meta, stored !== undefined);
-
-    if (isApprovalEvent(event)) {
-      const approval = await loadApprovalForUpdate(trx, event.tenant, event.dispatchId);
-      await saveApproval(
-        trx,
-        evolveApproval(approval?.state, event),
-        Math.max(approval?.lastSeq ?? 0, seq),
-        approval !== undefined,
-      );
-    }
-  } else if (isWorktreeEvent(event)) {
-    await lockProjectionKey(trx, event.tenant, event.worktreeId);
-    const stored = await loadWorktreeForUpdate(trx, event.tenant, event.worktreeId);
-    await saveWorktree(
-      trx,
-      evolveWorktree(stored?.state, event),
-      Math.max(stored?.lastSeq ?? 0, seq),
-      stored !== undefined,
-    );
-    if (event.type === 'worktree-collected') {
-      await insertArtifact(trx, {
-        tenant: event.tenant,
-        runId: event.runId,
-        worktreeId: event.worktreeId,
-        artifact: event.artifact,
-        at: event.at,
-        seq,
-      });
-    }
-  }
-
-  await touchRun(trx, event, seq);
-  return 'applied';
+  const apply = async (trx: Transaction<Database>) =>
+    (await applyEvents(trx, [entry])) === 1 ? 'applied' : 'duplicate';
+  if (db.isTransaction) return apply(db as Transaction<Database>);
+  return (db as Kysely<Database>).transaction().execute(apply);
 }
 
 /**
@@ -115,7 +63,7 @@ async function applyInTransaction(
 export async function applyEvents(
   trx: Transaction<Database>,
   entries: readonly JournalEntry[],
-): Promise<void> {
+): Promise<number> {
   const unique = new Map<string, JournalEntry>();
   for (const entry of entries) {
     const key = `${entry.stream}/${entry.seq}`;
@@ -221,6 +169,7 @@ export async function applyEvents(
   }
 
   for (const run of runs.values()) await touchRunWith(trx, run);
+  return fresh.length;
 }
 
 function groupInto<T>(groups: Map<string, T[]>, key: string, item: T): void {

@@ -34,31 +34,6 @@ export interface RowMeta {
 // ---------------------------------------------------------------------------------------------
 // audit_log
 
-/** Records an event at its stream sequence; false when that sequence is already recorded. */
-export async function insertAuditEntry(
-  db: Db,
-  entry: { event: JournalEvent; seq: number; stream: string },
-): Promise<boolean> {
-  const { event, seq, stream } = entry;
-  const inserted = await db
-    .insertInto('audit_log')
-    .values({
-      stream,
-      seq,
-      event_id: event.id,
-      type: event.type,
-      tenant: event.tenant,
-      run_id: event.runId,
-      dispatch_id: event.dispatchId,
-      at: event.at,
-      event: toJsonb(event)!,
-    })
-    .onConflict((oc) => oc.columns(['stream', 'seq']).doNothing())
-    .returning('seq')
-    .executeTakeFirst();
-  return inserted !== undefined;
-}
-
 /**
  * Records a run of events at their stream sequences in one statement; returns the `stream/seq`
  * keys that were inserted (those already recorded are left out).
@@ -211,27 +186,6 @@ function dispatchValues(state: DispatchState, meta: RowMeta) {
     last_seq: meta.lastSeq,
     event_count: meta.eventCount,
   };
-}
-
-/** The stored dispatch, locked for update when inside a transaction. */
-export async function loadDispatchForUpdate(
-  db: Db,
-  tenant: string,
-  dispatchId: string,
-): Promise<{ state: DispatchState; meta: RowMeta } | undefined> {
-  const row = await db
-    .selectFrom('dispatches')
-    .selectAll()
-    .where('tenant', '=', tenant)
-    .where('dispatch_id', '=', dispatchId)
-    .forUpdate()
-    .executeTakeFirst();
-  return (
-    row && {
-      state: dispatchFromRow(row),
-      meta: { lastSeq: row.last_seq, eventCount: row.event_count },
-    }
-  );
 }
 
 /** `loadDispatchForUpdate` for several dispatches of one tenant in one query, by dispatch id. */
@@ -491,18 +445,6 @@ export async function insertArtifact(
 
 // ---------------------------------------------------------------------------------------------
 // runs
-
-/** Counts an event into its run. Order-insensitive (least/greatest), so no lock is needed. */
-export async function touchRun(db: Db, event: JournalEvent, seq: number): Promise<void> {
-  await touchRunWith(db, {
-    tenant: event.tenant,
-    runId: event.runId,
-    firstAt: event.at,
-    lastAt: event.at,
-    eventCount: 1,
-    lastSeq: seq,
-  });
-}
 
 /** What a run of events adds to one run's row: the same as touching it once per event. */
 export interface RunTouch {
