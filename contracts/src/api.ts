@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { WireErrorSchema, AgentRefSchema, IsolationSchema, TaintSchema } from './events';
+import {
+  AgentRefSchema,
+  DecidedBySchema,
+  IsolationSchema,
+  TaintSchema,
+  ToolRefSchema,
+  WireErrorSchema,
+} from './events';
 import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SUBJECT_TOKEN_PATTERN } from './subjects';
 
@@ -124,6 +131,40 @@ export const ResolveApprovalRequestSchema = z.strictObject({
   runId: Token.optional(),
 });
 export type ResolveApprovalRequest = z.input<typeof ResolveApprovalRequestSchema>;
+
+/**
+ * An approval as the read API lists it (`approvals.list`, `run.get`): the journal's fold of one
+ * dispatch's `suspended` and `resolved` events. Fields not folded yet are null.
+ */
+export interface ApprovalView {
+  tenant: string;
+  runId: string;
+  dispatchId: string;
+  approvalKey: string;
+  inputDigest: string;
+  policyRevision: number;
+  status: 'pending' | 'resolved';
+  toolName: string | null;
+  tool: z.infer<typeof ToolRefSchema> | null;
+  /** The pending call's post-hook input. */
+  input: unknown;
+  agent: z.infer<typeof AgentRefSchema> | null;
+  isolation: z.infer<typeof IsolationSchema> | null;
+  profile: string | null;
+  decidedBy: z.infer<typeof DecidedBySchema> | null;
+  rule: unknown;
+  submittedBy: string | null;
+  onTimeout: 'allow' | 'deny' | null;
+  separationOfDuties: boolean | null;
+  suspendedAt: string | null;
+  expiresAt: string | null;
+  decision: 'allow' | 'deny' | null;
+  reason: string | null;
+  resolvedBy: string | null;
+  source: 'human' | 'timeout' | 'policy' | null;
+  resolvedAt: string | null;
+  updatedAt: string;
+}
 
 /** Normalises any resolution value; fails closed. */
 export function normaliseApprovalDecision(value: unknown): 'allow' | 'deny' {

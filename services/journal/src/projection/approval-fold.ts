@@ -1,11 +1,4 @@
-import type {
-  AgentRef,
-  DecidedBy,
-  Isolation,
-  JournalEvent,
-  JournalEventOf,
-  ToolRef,
-} from '@toolgate/contracts';
+import type { ApprovalView, JournalEvent, JournalEventOf } from '@toolgate/contracts';
 import { laterInstant } from './dispatch-fold';
 
 /**
@@ -18,37 +11,10 @@ import { laterInstant } from './dispatch-fold';
  * the approval.
  */
 
-export type ApprovalStatus = 'pending' | 'resolved';
+export type ApprovalStatus = ApprovalView['status'];
 
-export interface ApprovalState {
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
-  policyRevision: number;
-  status: ApprovalStatus;
-  toolName: string | null;
-  tool: ToolRef | null;
-  /** The pending call's post-hook input. */
-  input: unknown;
-  agent: AgentRef | null;
-  isolation: Isolation | null;
-  profile: string | null;
-  decidedBy: DecidedBy | null;
-  rule: unknown;
-  submittedBy: string | null;
-  onTimeout: 'allow' | 'deny' | null;
-  separationOfDuties: boolean | null;
-  suspendedAt: string | null;
-  expiresAt: string | null;
-  decision: 'allow' | 'deny' | null;
-  reason: string | null;
-  resolvedBy: string | null;
-  source: 'human' | 'timeout' | 'policy' | null;
-  resolvedAt: string | null;
-  updatedAt: string;
-}
+/** The folded approval is exactly what the read API serves. */
+export type ApprovalState = ApprovalView;
 
 export type ApprovalEvent = JournalEventOf<'suspended' | 'resolved'>;
 
