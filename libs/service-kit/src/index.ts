@@ -29,3 +29,4 @@ export {
   commaList,
   type NatsSettings,
 } from './nats-settings';
+export { serveRequests, type RequestEndpoint, type ServedEndpoints } from './request-responder';

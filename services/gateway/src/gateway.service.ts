@@ -41,12 +41,12 @@ export async function startGateway(options: {
       app.useGlobalFilters(new HttpErrorFilter());
     },
   });
-  const subscriptions = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
+  const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
   const stop = service.stop;
   return {
     ...service,
     stop: stopOnce(async () => {
-      for (const sub of subscriptions) sub.unsubscribe();
+      await natsApi.stop();
       await stop();
       registry.stop();
       policies.stop();

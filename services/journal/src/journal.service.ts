@@ -64,7 +64,7 @@ export async function startJournal(options: {
     },
     (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
   );
-  const subscriptions = serveQueries(service.nc, service.subjects, handle.db);
+  const queries = serveQueries(service.nc, service.subjects, handle.db);
   const sweeper = new ApprovalTimeoutSweeper(
     handle.db,
     service.nc,
@@ -80,7 +80,7 @@ export async function startJournal(options: {
     sweeper,
     stop: stopOnce(async () => {
       await sweeper.stop();
-      for (const sub of subscriptions) sub.unsubscribe();
+      await queries.stop();
       await stop();
       await handle.db.destroy();
     }),

@@ -1,4 +1,5 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { serveRequests, type ServedEndpoints } from '@toolgate/service-kit';
 import { z } from 'zod';
 import {
   ErrorCode,
@@ -6,7 +7,6 @@ import {
   QueryOperation,
   SUBJECT_TOKEN_PATTERN,
   ToolgateError,
-  toWireError,
   type Subjects,
 } from '@toolgate/contracts';
 import type { Kysely } from 'kysely';
@@ -15,8 +15,6 @@ import { getApproval, getApprovalForDispatch, listApprovals } from '../queries/a
 import { getDispatch } from '../queries/dispatch-queries';
 import { getRun } from '../queries/run-queries';
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 const Token = z.string().regex(SUBJECT_TOKEN_PATTERN);
 const Tenant = z.object({ tenant: Token });
 
@@ -58,29 +56,13 @@ export function serveQueries(
   nc: NatsConnection,
   subjects: Subjects,
   db: Kysely<Database>,
-): Subscription[] {
-  return Object.entries(queries).map(([operation, answer]) =>
-    nc.subscribe(subjects.query(operation as QueryOperation), {
-      queue: `${subjects.prefix}-journal`,
-      callback: (err, msg) => {
-        if (err) return;
-        void (async () => {
-          let reply: unknown;
-          try {
-            const body = JSON.parse(decoder.decode(msg.data)) as unknown;
-            reply = { ok: true, data: await answer(db, body) };
-          } catch (e) {
-            reply = {
-              ok: false,
-              error:
-                e instanceof z.ZodError
-                  ? { code: ErrorCode.InvalidRequest, message: 'malformed query' }
-                  : toWireError(e),
-            };
-          }
-          msg.respond(encoder.encode(JSON.stringify(reply)));
-        })();
-      },
-    }),
+): ServedEndpoints {
+  return serveRequests(
+    nc,
+    `${subjects.prefix}-journal`,
+    Object.entries(queries).map(([operation, answer]) => ({
+      subject: subjects.query(operation as QueryOperation),
+      handle: (body) => answer(db, body),
+    })),
   );
 }
