@@ -54,7 +54,7 @@ export function decideOnDecided(event: DecidedEvent): ExecutorCommand {
 
 /**
  * On `resolved`: the approval covers exactly the call that was suspended — same input digest,
- * same policy revision — and an allow runs that call, a deny settles it as denied.
+ * same approval key — and an allow runs that call, a deny settles it as denied.
  */
 export function decideOnResolved(
   resolved: ResolvedEvent,

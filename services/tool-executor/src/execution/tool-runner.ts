@@ -49,7 +49,9 @@ export class ToolRunner {
   constructor(private readonly options: ToolRunnerOptions) {}
 
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
-    await this.execute(decideOnDecided(event), delivery);
+    // A first delivery of an allow decision cannot find a settlement (decided happens once, and
+    // only the executor settles an allowed call): the read is spent on redeliveries only.
+    await this.execute(decideOnDecided(event), delivery, delivery.deliveryCount > 1);
   }
 
   async onResolved(event: ResolvedEvent, delivery: DeliveryContext): Promise<void> {
@@ -59,10 +61,14 @@ export class ToolRunner {
       event.dispatchId,
       'suspended',
     );
-    await this.execute(decideOnResolved(event, suspended?.event ?? null), delivery);
+    await this.execute(decideOnResolved(event, suspended?.event ?? null), delivery, true);
   }
 
-  private async execute(command: ExecutorCommand, delivery: DeliveryContext): Promise<void> {
+  private async execute(
+    command: ExecutorCommand,
+    delivery: DeliveryContext,
+    mayBeSettled: boolean,
+  ): Promise<void> {
     if (command.kind === 'ignore') return;
     const { call } = command;
     annotate({
@@ -70,13 +76,7 @@ export class ToolRunner {
       [Attr.Tool]: call.tool.name,
       [Attr.Executor]: call.tool.executor,
     });
-    // Already settled (by us before a crash, or by a deny): never run the tool again. A first
-    // delivery of an allow decision cannot find one (decided happens once, and only the executor
-    // settles an allowed call), so the read is spent only on redeliveries and resolutions.
-    const mayBeSettled =
-      delivery.deliveryCount > 1 ||
-      command.kind === 'settle-denied' ||
-      call.causationId.includes(':resolved:');
+    // Already settled (by us before a crash, or by a deny): never run the tool again.
     if (
       mayBeSettled &&
       (await this.options.publisher.last(call.tenant, call.runId, call.dispatchId, 'settled'))
