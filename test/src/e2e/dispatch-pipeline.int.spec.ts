@@ -207,6 +207,15 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
       TOKENS.acmeAgent,
       call('read_file', { path: 'hello.txt' }),
     );
+    // Once the owner can read it (the projection has it), the other tenant still cannot.
+    await eventually(async () => {
+      const own = await stack.http(
+        'GET',
+        `/v1/dispatches/${res.body.dispatchId}`,
+        TOKENS.acmeAgent,
+      );
+      return own.status === 200 ? true : undefined;
+    });
     const other = await stack.http(
       'GET',
       `/v1/dispatches/${res.body.dispatchId}`,

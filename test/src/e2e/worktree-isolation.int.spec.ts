@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const git = (cwd: string, ...args: string[]) =>
@@ -45,13 +46,20 @@ describe('isolation through the pipeline', () => {
       code: 'ENOENT',
     });
 
-    const history = await stack.http(
-      'GET',
-      `/v1/dispatches/${write.body.dispatchId}`,
-      TOKENS.acmeAgent,
-    );
-    const started = history.body.events.find(
-      (e: { event: { type: string } }) => e.event.type === 'started',
+    // The read API serves the journal's projection, which folds the events a moment after they
+    // are published: wait for it to have the `started` event.
+    const started = await eventually(
+      async () => {
+        const history = await stack.http(
+          'GET',
+          `/v1/dispatches/${write.body.dispatchId}`,
+          TOKENS.acmeAgent,
+        );
+        return history.body?.events?.find(
+          (e: { event: { type: string } }) => e.event.type === 'started',
+        );
+      },
+      { what: 'the started event in the dispatch history' },
     );
     const treeCwd: string = started.event.cwd;
     expect(treeCwd).not.toBe(stack.workdir);
