@@ -90,6 +90,12 @@ export interface BatchEntry {
 export interface BatchHandling {
   /** Most events per call. */
   maxBatch: number;
+  /**
+   * How long the oldest queued event may wait for others to join its run (default 0: a run is
+   * whatever is queued when the handler is free). Under light load this turns one transaction per
+   * event into one per few dispatches, at the cost of that much staleness.
+   */
+  lingerMs?: number;
   /** Applies all or none of the batch; throwing falls back to one event at a time through `handle`. */
   handleBatch(entries: BatchEntry[]): Promise<void>;
 }
@@ -116,10 +122,20 @@ export function runJournalConsumer(
   let busy = 0;
   let stopping = false;
   let fetcherWaiting: (() => void) | undefined;
+  const maxBatch = options.batch?.maxBatch ?? 1;
+  const lingerMs = options.batch?.lingerMs ?? 0;
+  /** When the oldest message now queued was queued (performance.now()). */
+  let oldestQueuedAt = 0;
+  let lingering: (() => void) | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
   const wakeOneWorker = () => idleWorkers.shift()?.();
+  const endLinger = () => {
+    const wake = lingering;
+    lingering = undefined;
+    wake?.();
+  };
   const wakeFetcher = () => {
     const wake = fetcherWaiting;
     fetcherWaiting = undefined;
@@ -131,7 +147,22 @@ export function runJournalConsumer(
   // next pull starts only once the queue is empty and a worker is free, which bounds what is held.
   const work = async (): Promise<void> => {
     for (;;) {
-      const taken = options.batch ? queue.splice(0, options.batch.maxBatch) : queue.splice(0, 1);
+      if (lingerMs > 0 && queue.length > 0 && queue.length < maxBatch && !stopping) {
+        const left = lingerMs - (performance.now() - oldestQueuedAt);
+        if (left > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(endLinger, left);
+            lingering = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          continue;
+        }
+      }
+      const taken = queue.splice(0, maxBatch);
+      // What is left over has waited already: it goes in the next run without lingering again.
+      oldestQueuedAt = 0;
       if (!taken.length) {
         if (stopping) return;
         wakeFetcher();
@@ -167,7 +198,9 @@ export function runJournalConsumer(
             msg.nak();
             continue;
           }
+          if (!queue.length) oldestQueuedAt = performance.now();
           queue.push(msg);
+          if (queue.length >= maxBatch) endLinger();
           wakeOneWorker();
         }
       } catch (err) {
@@ -188,6 +221,7 @@ export function runJournalConsumer(
     ready,
     async stop() {
       stopping = true;
+      endLinger();
       wakeFetcher();
       await loop;
       // Messages already queued are still processed (they were pulled; handing them back would

@@ -24,6 +24,8 @@ export interface JetStreamHandlerOptions {
    * its payload is then always a `BatchEntry[]`, a single event being a batch of one.
    */
   batch?: number;
+  /** With `batch`: how long a run may wait for more events (see `BatchHandling.lingerMs`). */
+  batchLingerMs?: number;
   ackWaitMs?: number;
   maxDeliver?: number;
   backoffMs?: number[];
@@ -45,7 +47,7 @@ export interface JetStreamServerOptions {
 /** What a handler receives as its second argument (`@Ctx()`). */
 export type JetStreamEventContext = DeliveryContext;
 
-const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch'>> & {
+const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch' | 'batchLingerMs'>> & {
   backoffMs: number[];
 } = {
   concurrency: 1,
@@ -111,6 +113,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
             ? {
                 batch: {
                   maxBatch: settings.batch,
+                  ...(settings.batchLingerMs ? { lingerMs: settings.batchLingerMs } : {}),
                   handleBatch: async (entries: BatchEntry[]) => {
                     await lastValueFrom(this.transformToObservable(await handler(entries)), {
                       defaultValue: undefined,

@@ -40,7 +40,14 @@ export async function startJournal(options: {
     transport: {
       role: 'journal',
       // One at a time: events of a dispatch are folded in stream order.
-      handlers: { '*': { concurrency: 1, batch: 128, maxDeliver: config.maxDeliver } },
+      handlers: {
+        '*': {
+          concurrency: 1,
+          batch: 128,
+          batchLingerMs: config.batchLingerMs,
+          maxDeliver: config.maxDeliver,
+        },
+      },
     },
   });
   service.app.get(Readiness).add({

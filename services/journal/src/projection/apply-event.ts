@@ -1,7 +1,12 @@
 import type { JournalEvent, WorktreeEvent } from '@toolgate/contracts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Db } from '../db/database';
-import { evolveApproval, isApprovalEvent, type ApprovalEvent } from './approval-fold';
+import {
+  evolveApproval,
+  isApprovalEvent,
+  type ApprovalEvent,
+  type ApprovalState,
+} from './approval-fold';
 import {
   evolveDispatch,
   isDispatchEvent,
@@ -11,15 +16,15 @@ import {
 import {
   insertArtifact,
   insertAuditEntries,
-  loadApprovalForUpdate,
+  loadApprovalsForUpdate,
   loadDispatchesForUpdate,
   loadWorktreeForUpdate,
   lockProjectionKey,
   lockProjectionKeys,
-  saveApproval,
-  saveDispatch,
+  saveApprovals,
+  saveDispatches,
   saveWorktree,
-  touchRunWith,
+  touchRuns,
   type RowMeta,
   type RunTouch,
 } from './projection-repository';
@@ -116,6 +121,12 @@ export async function applyEvents(
     }
   }
 
+  const savedDispatches: { state: DispatchState; meta: RowMeta }[] = [];
+  const approvalGroups: {
+    tenant: string;
+    dispatchId: string;
+    events: { event: ApprovalEvent; seq: number }[];
+  }[] = [];
   for (const group of groups) {
     const { tenant, dispatchId } = group[0]!.event;
     const stored = storedDispatches.get(`${tenant}\u0000${dispatchId}`);
@@ -125,23 +136,38 @@ export async function applyEvents(
       state = evolveDispatch(state, event);
       lastSeq = Math.max(lastSeq, seq);
     }
-    const meta = { lastSeq, eventCount: (stored?.meta.eventCount ?? 0) + group.length };
-    await saveDispatch(trx, state!, meta, stored !== undefined);
-
+    savedDispatches.push({
+      state: state!,
+      meta: { lastSeq, eventCount: (stored?.meta.eventCount ?? 0) + group.length },
+    });
     const approvalEvents = group.filter(
       (g): g is { event: ApprovalEvent & DispatchEvent; seq: number } => isApprovalEvent(g.event),
     );
-    if (approvalEvents.length) {
-      const approval = await loadApprovalForUpdate(trx, tenant, dispatchId);
-      let approvalState = approval?.state;
-      let approvalSeq = approval?.lastSeq ?? 0;
-      for (const { event, seq } of approvalEvents) {
-        approvalState = evolveApproval(approvalState, event);
-        approvalSeq = Math.max(approvalSeq, seq);
-      }
-      await saveApproval(trx, approvalState!, approvalSeq, approval !== undefined);
+    if (approvalEvents.length) approvalGroups.push({ tenant, dispatchId, events: approvalEvents });
+  }
+  await saveDispatches(trx, savedDispatches);
+
+  // Approvals of the run's dispatches (already locked with them), loaded and saved at once.
+  const approvalIds = new Map<string, string[]>();
+  for (const { tenant, dispatchId } of approvalGroups) groupInto(approvalIds, tenant, dispatchId);
+  const storedApprovals = new Map<string, { state: ApprovalState; lastSeq: number }>();
+  for (const [tenant, ids] of approvalIds) {
+    for (const [id, stored] of await loadApprovalsForUpdate(trx, tenant, ids)) {
+      storedApprovals.set(`${tenant}\u0000${id}`, stored);
     }
   }
+  const savedApprovals: { state: ApprovalState; lastSeq: number }[] = [];
+  for (const { tenant, dispatchId, events } of approvalGroups) {
+    const stored = storedApprovals.get(`${tenant}\u0000${dispatchId}`);
+    let state = stored?.state;
+    let lastSeq = stored?.lastSeq ?? 0;
+    for (const { event, seq } of events) {
+      state = evolveApproval(state, event);
+      lastSeq = Math.max(lastSeq, seq);
+    }
+    savedApprovals.push({ state: state!, lastSeq });
+  }
+  await saveApprovals(trx, savedApprovals);
 
   for (const group of worktrees.values()) {
     const { tenant, worktreeId } = group[0]!.event;
@@ -168,7 +194,7 @@ export async function applyEvents(
     }
   }
 
-  for (const run of runs.values()) await touchRunWith(trx, run);
+  await touchRuns(trx, [...runs.values()]);
   return fresh.length;
 }
 

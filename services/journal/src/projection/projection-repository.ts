@@ -212,23 +212,40 @@ export async function loadDispatchesForUpdate(
   return loaded;
 }
 
-export async function saveDispatch(
+/**
+ * Writes folded dispatches in one statement: new rows are inserted, existing ones replaced (the
+ * caller holds their key locks and has folded from their stored state).
+ */
+export async function saveDispatches(
   db: Db,
-  state: DispatchState,
-  meta: RowMeta,
-  exists: boolean,
+  rows: readonly { state: DispatchState; meta: RowMeta }[],
 ): Promise<void> {
-  const values = dispatchValues(state, meta);
-  if (!exists) {
-    await db.insertInto('dispatches').values(values).execute();
-    return;
-  }
+  if (!rows.length) return;
   await db
-    .updateTable('dispatches')
-    .set(values)
-    .where('tenant', '=', state.tenant)
-    .where('dispatch_id', '=', state.dispatchId)
+    .insertInto('dispatches')
+    .values(rows.map(({ state, meta }) => dispatchValues(state, meta)))
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant', 'dispatch_id'])
+        .doUpdateSet(replaceAllBut(DISPATCH_COLUMNS, DISPATCH_KEY)),
+    )
     .execute();
+}
+
+const DISPATCH_KEY = ['tenant', 'dispatch_id'] as const;
+const DISPATCH_COLUMNS = Object.keys(
+  dispatchValues({} as DispatchState, { lastSeq: 0, eventCount: 0 }),
+) as (keyof ReturnType<typeof dispatchValues>)[];
+
+/**
+ * The `do update set` of an upsert that replaces every column but the key with the proposed row
+ * (`excluded.<column>`).
+ */
+function replaceAllBut<C extends string>(columns: readonly C[], key: readonly C[]) {
+  return (eb: { ref(column: string): unknown }) =>
+    Object.fromEntries(
+      columns.filter((c) => !key.includes(c)).map((c) => [c, eb.ref(`excluded.${c}`)]),
+    ) as never;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,39 +314,46 @@ function approvalValues(state: ApprovalState, lastSeq: number) {
   };
 }
 
-export async function loadApprovalForUpdate(
+/** The approvals of several dispatches of one tenant, locked for update, by dispatch id. */
+export async function loadApprovalsForUpdate(
   db: Db,
   tenant: string,
-  dispatchId: string,
-): Promise<{ state: ApprovalState; lastSeq: number } | undefined> {
-  const row = await db
+  dispatchIds: readonly string[],
+): Promise<Map<string, { state: ApprovalState; lastSeq: number }>> {
+  const loaded = new Map<string, { state: ApprovalState; lastSeq: number }>();
+  if (!dispatchIds.length) return loaded;
+  const rows = await db
     .selectFrom('approvals')
     .selectAll()
     .where('tenant', '=', tenant)
-    .where('dispatch_id', '=', dispatchId)
+    .where('dispatch_id', 'in', [...dispatchIds])
     .forUpdate()
-    .executeTakeFirst();
-  return row && { state: approvalFromRow(row), lastSeq: row.last_seq };
+    .execute();
+  for (const row of rows)
+    loaded.set(row.dispatch_id, { state: approvalFromRow(row), lastSeq: row.last_seq });
+  return loaded;
 }
 
-export async function saveApproval(
+/** Writes folded approvals in one statement (see `saveDispatches`). */
+export async function saveApprovals(
   db: Db,
-  state: ApprovalState,
-  lastSeq: number,
-  exists: boolean,
+  rows: readonly { state: ApprovalState; lastSeq: number }[],
 ): Promise<void> {
-  const values = approvalValues(state, lastSeq);
-  if (!exists) {
-    await db.insertInto('approvals').values(values).execute();
-    return;
-  }
+  if (!rows.length) return;
   await db
-    .updateTable('approvals')
-    .set(values)
-    .where('tenant', '=', state.tenant)
-    .where('dispatch_id', '=', state.dispatchId)
+    .insertInto('approvals')
+    .values(rows.map(({ state, lastSeq }) => approvalValues(state, lastSeq)))
+    .onConflict((oc) =>
+      oc
+        .columns(['tenant', 'dispatch_id'])
+        .doUpdateSet(replaceAllBut(APPROVAL_COLUMNS, DISPATCH_KEY)),
+    )
     .execute();
 }
+
+const APPROVAL_COLUMNS = Object.keys(approvalValues({} as ApprovalState, 0)) as (keyof ReturnType<
+  typeof approvalValues
+>)[];
 
 // ---------------------------------------------------------------------------------------------
 // worktrees and artifacts
@@ -456,18 +480,21 @@ export interface RunTouch {
   lastSeq: number;
 }
 
-/** Counts several events into their run at once (see `touchRun`). */
-export async function touchRunWith(db: Db, touch: RunTouch): Promise<void> {
+/** Counts runs of events into their runs' rows in one statement (one touch per run). */
+export async function touchRuns(db: Db, touches: readonly RunTouch[]): Promise<void> {
+  if (!touches.length) return;
   await db
     .insertInto('runs')
-    .values({
-      tenant: touch.tenant,
-      run_id: touch.runId,
-      first_at: touch.firstAt,
-      last_at: touch.lastAt,
-      event_count: touch.eventCount,
-      last_seq: touch.lastSeq,
-    })
+    .values(
+      touches.map((touch) => ({
+        tenant: touch.tenant,
+        run_id: touch.runId,
+        first_at: touch.firstAt,
+        last_at: touch.lastAt,
+        event_count: touch.eventCount,
+        last_seq: touch.lastSeq,
+      })),
+    )
     .onConflict((oc) =>
       oc.columns(['tenant', 'run_id']).doUpdateSet((eb) => ({
         first_at: eb.fn<string>('least', [eb.ref('runs.first_at'), eb.ref('excluded.first_at')]),
