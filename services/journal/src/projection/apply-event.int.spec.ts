@@ -100,6 +100,37 @@ describe('applyEvent (PostgreSQL)', () => {
     expect(audit[0]!.event).toMatchObject({ type: 'requested', input });
   });
 
+  it('keeps a JSON null result apart from an absent one, and text exactly as sent', async () => {
+    const input = {
+      text: 'quote " backslash \\ newline \n unicode \u00e9\u{1F600} nul-free',
+      n: 1.5e-7,
+    };
+    const withNull = dispatchFixture({ dispatchId: 'null-result', input });
+    const pending = dispatchFixture({ dispatchId: 'no-result' });
+    for (const entry of sequenced([
+      withNull.requested(0),
+      withNull.decided(1, 'allow'),
+      withNull.settled(2, 'ok', { result: null }),
+      pending.requested(3),
+    ])) {
+      await applyEvent(t.db, entry);
+    }
+    const rows = await t.db
+      .selectFrom('dispatches')
+      .select(['dispatch_id', 'input', 'result', sql<boolean>`result is null`.as('sql_null')])
+      .orderBy('dispatch_id')
+      .execute();
+    expect(rows).toEqual([
+      {
+        dispatch_id: 'no-result',
+        input: { path: '/tmp/no-result.txt' },
+        result: null,
+        sql_null: true,
+      },
+      { dispatch_id: 'null-result', input, result: null, sql_null: false },
+    ]);
+  });
+
   it('folds worktree events into worktrees and artifacts', async () => {
     const w = worktreeFixture({ worktreeId: 'wt1' });
     const entries = sequenced([w.acquired(0), w.collected(5), w.collected(5), w.disposed(6)]);

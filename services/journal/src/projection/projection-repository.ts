@@ -13,6 +13,7 @@ import type {
 import { sql } from 'kysely';
 import type { Db } from '../db/database';
 import { fromJsonb, toIso, toJsonb } from '../db/jsonb';
+import { insertFromRecordset, jsonCell, replaceOnConflict, type TableSpec } from '../db/recordset';
 import type { ApprovalRow } from '../db/tables/approvals-table';
 import type { DispatchRow } from '../db/tables/dispatches-table';
 import type { WorktreeRow } from '../db/tables/worktrees-table';
@@ -43,26 +44,44 @@ export async function insertAuditEntries(
   entries: readonly { event: JournalEvent; seq: number; stream: string }[],
 ): Promise<Set<string>> {
   if (!entries.length) return new Set();
-  const rows = await db
-    .insertInto('audit_log')
-    .values(
-      entries.map(({ event, seq, stream }) => ({
-        stream,
-        seq,
-        event_id: event.id,
-        type: event.type,
-        tenant: event.tenant,
-        run_id: event.runId,
-        dispatch_id: event.dispatchId,
-        at: event.at,
-        event: toJsonb(event)!,
-      })),
-    )
-    .onConflict((oc) => oc.columns(['stream', 'seq']).doNothing())
-    .returning(['stream', 'seq'])
-    .execute();
-  return new Set(rows.map((row) => `${row.stream}/${Number(row.seq)}`));
+  const rows = entries.map(({ event, seq, stream }) => ({
+    stream,
+    seq,
+    event_id: event.id,
+    type: event.type,
+    tenant: event.tenant,
+    run_id: event.runId,
+    dispatch_id: event.dispatchId,
+    at: event.at,
+    event: jsonCell(event),
+  }));
+  const { rows: inserted } = await sql<{
+    stream: string;
+    seq: string | number;
+  }>`${insertFromRecordset(
+    AUDIT_LOG,
+    rows,
+  )} on conflict (stream, seq) do nothing returning stream, seq`.execute(db);
+  return new Set(inserted.map((row) => `${row.stream}/${Number(row.seq)}`));
 }
+
+const AUDIT_LOG: TableSpec<
+  'stream' | 'seq' | 'event_id' | 'type' | 'tenant' | 'run_id' | 'dispatch_id' | 'at' | 'event'
+> = {
+  table: 'audit_log',
+  columns: {
+    stream: 'text',
+    seq: 'bigint',
+    event_id: 'text',
+    type: 'text',
+    tenant: 'text',
+    run_id: 'text',
+    dispatch_id: 'text',
+    at: 'timestamptz',
+    event: 'jsonb',
+  },
+  key: ['stream', 'seq'],
+};
 
 /**
  * Serialises writers of one projection key (a dispatch or a worktree) until the transaction ends.
@@ -147,11 +166,11 @@ function dispatchValues(state: DispatchState, meta: RowMeta) {
     status: state.status,
     call_id: state.callId,
     tool_name: state.toolName,
-    tool: toJsonb(state.tool ?? undefined),
-    input: toJsonb(state.input),
-    effective_input: toJsonb(state.effectiveInput),
-    agent: toJsonb(state.agent ?? undefined),
-    isolation: toJsonb(state.isolation ?? undefined),
+    tool: jsonCell(state.tool ?? undefined),
+    input: jsonCell(state.input),
+    effective_input: jsonCell(state.effectiveInput),
+    agent: jsonCell(state.agent ?? undefined),
+    isolation: jsonCell(state.isolation ?? undefined),
     profile: state.profile,
     taint: state.taint,
     submitted_by: state.submittedBy,
@@ -159,7 +178,7 @@ function dispatchValues(state: DispatchState, meta: RowMeta) {
     retry_depth: state.retryDepth,
     verdict: state.verdict,
     decided_by: state.decidedBy,
-    rule: toJsonb(state.rule),
+    rule: jsonCell(state.rule),
     reason: state.reason,
     policy_revision: state.policyRevision,
     input_digest: state.inputDigest,
@@ -173,8 +192,8 @@ function dispatchValues(state: DispatchState, meta: RowMeta) {
     executor: state.executor,
     cwd: state.cwd,
     outcome: state.outcome,
-    result: toJsonb(state.result),
-    error: toJsonb(state.error ?? undefined),
+    result: jsonCell(state.result),
+    error: jsonCell(state.error ?? undefined),
     duration_ms: state.durationMs,
     requested_at: state.requestedAt,
     decided_at: state.decidedAt,
@@ -221,32 +240,62 @@ export async function saveDispatches(
   rows: readonly { state: DispatchState; meta: RowMeta }[],
 ): Promise<void> {
   if (!rows.length) return;
-  await db
-    .insertInto('dispatches')
-    .values(rows.map(({ state, meta }) => dispatchValues(state, meta)))
-    .onConflict((oc) =>
-      oc
-        .columns(['tenant', 'dispatch_id'])
-        .doUpdateSet(replaceAllBut(DISPATCH_COLUMNS, DISPATCH_KEY)),
-    )
-    .execute();
+  await sql`${insertFromRecordset(
+    DISPATCHES,
+    rows.map(({ state, meta }) => dispatchValues(state, meta)),
+  )} ${replaceOnConflict(DISPATCHES)}`.execute(db);
 }
 
-const DISPATCH_KEY = ['tenant', 'dispatch_id'] as const;
-const DISPATCH_COLUMNS = Object.keys(
-  dispatchValues({} as DispatchState, { lastSeq: 0, eventCount: 0 }),
-) as (keyof ReturnType<typeof dispatchValues>)[];
-
-/**
- * The `do update set` of an upsert that replaces every column but the key with the proposed row
- * (`excluded.<column>`).
- */
-function replaceAllBut<C extends string>(columns: readonly C[], key: readonly C[]) {
-  return (eb: { ref(column: string): unknown }) =>
-    Object.fromEntries(
-      columns.filter((c) => !key.includes(c)).map((c) => [c, eb.ref(`excluded.${c}`)]),
-    ) as never;
-}
+const DISPATCHES: TableSpec<keyof ReturnType<typeof dispatchValues>> = {
+  table: 'dispatches',
+  columns: {
+    tenant: 'text',
+    dispatch_id: 'text',
+    run_id: 'text',
+    status: 'text',
+    call_id: 'text',
+    tool_name: 'text',
+    tool: 'jsonb',
+    input: 'jsonb',
+    effective_input: 'jsonb',
+    agent: 'jsonb',
+    isolation: 'jsonb',
+    profile: 'text',
+    taint: 'text',
+    submitted_by: 'text',
+    retry_of: 'text',
+    retry_depth: 'integer',
+    verdict: 'text',
+    decided_by: 'text',
+    rule: 'jsonb',
+    reason: 'text',
+    policy_revision: 'integer',
+    input_digest: 'text',
+    approval_key: 'text',
+    expires_at: 'timestamptz',
+    decision: 'text',
+    resolved_by: 'text',
+    resolution_source: 'text',
+    resolution_reason: 'text',
+    attempt: 'integer',
+    executor: 'text',
+    cwd: 'text',
+    outcome: 'text',
+    result: 'jsonb',
+    error: 'jsonb',
+    duration_ms: 'double precision',
+    requested_at: 'timestamptz',
+    decided_at: 'timestamptz',
+    suspended_at: 'timestamptz',
+    resolved_at: 'timestamptz',
+    started_at: 'timestamptz',
+    settled_at: 'timestamptz',
+    updated_at: 'timestamptz',
+    last_seq: 'bigint',
+    event_count: 'integer',
+  },
+  key: ['tenant', 'dispatch_id'],
+};
 
 // ---------------------------------------------------------------------------------------------
 // approvals
@@ -292,13 +341,13 @@ function approvalValues(state: ApprovalState, lastSeq: number) {
     policy_revision: state.policyRevision,
     status: state.status,
     tool_name: state.toolName,
-    tool: toJsonb(state.tool ?? undefined),
-    input: toJsonb(state.input),
-    agent: toJsonb(state.agent ?? undefined),
-    isolation: toJsonb(state.isolation ?? undefined),
+    tool: jsonCell(state.tool ?? undefined),
+    input: jsonCell(state.input),
+    agent: jsonCell(state.agent ?? undefined),
+    isolation: jsonCell(state.isolation ?? undefined),
     profile: state.profile,
     decided_by: state.decidedBy,
-    rule: toJsonb(state.rule),
+    rule: jsonCell(state.rule),
     submitted_by: state.submittedBy,
     on_timeout: state.onTimeout,
     separation_of_duties: state.separationOfDuties,
@@ -340,20 +389,45 @@ export async function saveApprovals(
   rows: readonly { state: ApprovalState; lastSeq: number }[],
 ): Promise<void> {
   if (!rows.length) return;
-  await db
-    .insertInto('approvals')
-    .values(rows.map(({ state, lastSeq }) => approvalValues(state, lastSeq)))
-    .onConflict((oc) =>
-      oc
-        .columns(['tenant', 'dispatch_id'])
-        .doUpdateSet(replaceAllBut(APPROVAL_COLUMNS, DISPATCH_KEY)),
-    )
-    .execute();
+  await sql`${insertFromRecordset(
+    APPROVALS,
+    rows.map(({ state, lastSeq }) => approvalValues(state, lastSeq)),
+  )} ${replaceOnConflict(APPROVALS)}`.execute(db);
 }
 
-const APPROVAL_COLUMNS = Object.keys(approvalValues({} as ApprovalState, 0)) as (keyof ReturnType<
-  typeof approvalValues
->)[];
+const APPROVALS: TableSpec<keyof ReturnType<typeof approvalValues>> = {
+  table: 'approvals',
+  columns: {
+    tenant: 'text',
+    dispatch_id: 'text',
+    run_id: 'text',
+    approval_key: 'text',
+    input_digest: 'text',
+    policy_revision: 'integer',
+    status: 'text',
+    tool_name: 'text',
+    tool: 'jsonb',
+    input: 'jsonb',
+    agent: 'jsonb',
+    isolation: 'jsonb',
+    profile: 'text',
+    decided_by: 'text',
+    rule: 'jsonb',
+    submitted_by: 'text',
+    on_timeout: 'text',
+    separation_of_duties: 'boolean',
+    suspended_at: 'timestamptz',
+    expires_at: 'timestamptz',
+    decision: 'text',
+    reason: 'text',
+    resolved_by: 'text',
+    source: 'text',
+    resolved_at: 'timestamptz',
+    updated_at: 'timestamptz',
+    last_seq: 'bigint',
+  },
+  key: ['tenant', 'dispatch_id'],
+};
 
 // ---------------------------------------------------------------------------------------------
 // worktrees and artifacts
@@ -483,25 +557,30 @@ export interface RunTouch {
 /** Counts runs of events into their runs' rows in one statement (one touch per run). */
 export async function touchRuns(db: Db, touches: readonly RunTouch[]): Promise<void> {
   if (!touches.length) return;
-  await db
-    .insertInto('runs')
-    .values(
-      touches.map((touch) => ({
-        tenant: touch.tenant,
-        run_id: touch.runId,
-        first_at: touch.firstAt,
-        last_at: touch.lastAt,
-        event_count: touch.eventCount,
-        last_seq: touch.lastSeq,
-      })),
-    )
-    .onConflict((oc) =>
-      oc.columns(['tenant', 'run_id']).doUpdateSet((eb) => ({
-        first_at: eb.fn<string>('least', [eb.ref('runs.first_at'), eb.ref('excluded.first_at')]),
-        last_at: eb.fn<string>('greatest', [eb.ref('runs.last_at'), eb.ref('excluded.last_at')]),
-        event_count: eb(eb.ref('runs.event_count'), '+', eb.ref('excluded.event_count')),
-        last_seq: eb.fn<number>('greatest', [eb.ref('runs.last_seq'), eb.ref('excluded.last_seq')]),
-      })),
-    )
-    .execute();
+  const rows = touches.map((touch) => ({
+    tenant: touch.tenant,
+    run_id: touch.runId,
+    first_at: touch.firstAt,
+    last_at: touch.lastAt,
+    event_count: touch.eventCount,
+    last_seq: touch.lastSeq,
+  }));
+  await sql`${insertFromRecordset(RUNS, rows)} on conflict (tenant, run_id) do update set
+    first_at = least(runs.first_at, excluded.first_at),
+    last_at = greatest(runs.last_at, excluded.last_at),
+    event_count = runs.event_count + excluded.event_count,
+    last_seq = greatest(runs.last_seq, excluded.last_seq)`.execute(db);
 }
+
+const RUNS: TableSpec<'tenant' | 'run_id' | 'first_at' | 'last_at' | 'event_count' | 'last_seq'> = {
+  table: 'runs',
+  columns: {
+    tenant: 'text',
+    run_id: 'text',
+    first_at: 'timestamptz',
+    last_at: 'timestamptz',
+    event_count: 'integer',
+    last_seq: 'bigint',
+  },
+  key: ['tenant', 'run_id'],
+};
