@@ -1,4 +1,3 @@
-import { jetstream } from '@nats-io/jetstream';
 import type { Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
@@ -70,7 +69,7 @@ describe('publishResolution on a real JetStream stream', () => {
   beforeAll(async () => {
     t = await useTestNats('approvals');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
     announcements = t.nc.subscribe(t.subjects.approvals('acme', 'resolved'), {
       callback: (_err, msg) => {
         announced.push(msg.json<ResolvedEvent>());

@@ -38,7 +38,7 @@ describe('journal bus on a real JetStream server', () => {
     t = await useTestNats('bus');
     await ensureJournalStreams(t.jsm, t.subjects);
     await ensureJournalStreams(t.jsm, t.subjects); // idempotent
-    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
   });
   afterAll(() => t.cleanup());
 

@@ -1,5 +1,5 @@
-import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, type JetStreamManager } from '@nats-io/jetstream';
 import {
   ONCE_PER_DISPATCH,
   parseJournalEvent,
@@ -9,6 +9,7 @@ import {
   type Subjects,
 } from '@toolgate/contracts';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
+import { AckedPublisher } from './acked-publisher';
 import { isTransitionTaken } from './nats-errors';
 
 /** The result of appending one event. */
@@ -33,11 +34,14 @@ const decoder = new TextDecoder();
  */
 export class JournalPublisher {
   private jsm: Promise<JetStreamManager> | undefined;
+  private readonly acked: AckedPublisher;
 
   constructor(
-    private readonly js: JetStreamClient,
+    private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
-  ) {}
+  ) {
+    this.acked = new AckedPublisher(nc);
+  }
 
   subjectOf(event: JournalEvent): string {
     return this.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type);
@@ -59,10 +63,10 @@ export class JournalPublisher {
       async () => {
         const headers = injectTraceContext(extraHeaders ?? natsHeaders());
         try {
-          const ack = await this.js.publish(subject, encoder.encode(JSON.stringify(event)), {
+          const ack = await this.acked.publish(subject, encoder.encode(JSON.stringify(event)), {
             msgID: event.id,
             headers,
-            ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+            ...(ONCE_PER_DISPATCH.has(event.type) ? { lastSubjectSequence: 0 } : {}),
           });
           return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
         } catch (err) {
@@ -80,7 +84,7 @@ export class JournalPublisher {
     key: string,
     type: T,
   ): Promise<StoredEvent<JournalEventOf<T>> | null> {
-    this.jsm ??= this.js.jetstreamManager(false);
+    this.jsm ??= jetstream(this.nc).jetstreamManager(false);
     const jsm = await this.jsm;
     const msg = await jsm.direct.getMessage(this.subjects.journal.stream, {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
@@ -89,5 +93,10 @@ export class JournalPublisher {
     const event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
     if (!event || event.type !== type) return null;
     return { event: event as JournalEventOf<T>, seq: msg.seq };
+  }
+
+  /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated). */
+  close(): void {
+    this.acked.close();
   }
 }

@@ -1,5 +1,4 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
@@ -29,7 +28,7 @@ export class BusModule {
         { provide: Metrics, useValue: metricsFor(nc) },
         {
           provide: JournalPublisher,
-          useFactory: () => new JournalPublisher(jetstream(nc), subjects),
+          useFactory: () => new JournalPublisher(nc, subjects),
         },
         {
           provide: Readiness,

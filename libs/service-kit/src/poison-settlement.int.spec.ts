@@ -1,4 +1,3 @@
-import { jetstream } from '@nats-io/jetstream';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ConsumerRole, ErrorCode } from '@toolgate/contracts';
 import { useTestNats, type TestNats } from '@toolgate/testing';
@@ -11,7 +10,7 @@ describe('settlePoisonedDispatch on a real stream', () => {
   beforeAll(async () => {
     t = await useTestNats('poison');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
   });
   afterAll(() => t?.cleanup());
 

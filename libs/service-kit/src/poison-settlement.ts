@@ -1,5 +1,4 @@
 import type { INestApplication } from '@nestjs/common';
-import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { JournalPublisher, type PoisonReport } from '@toolgate/bus';
 import { ErrorCode, journalEvent, type Subjects } from '@toolgate/contracts';
@@ -40,7 +39,7 @@ export async function settlePoisonedDispatch(
       : event && 'toolName' in event
         ? event.toolName
         : undefined) ?? 'unknown';
-  const publisher = new JournalPublisher(jetstream(nc), subjects);
+  const publisher = new JournalPublisher(nc, subjects);
   await publisher.append(
     journalEvent({
       type: 'settled',

@@ -1,6 +1,5 @@
 import { Controller, Inject, Module, type DynamicModule } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { consumerName, JournalPublisher } from '@toolgate/bus';
 import {
@@ -105,7 +104,7 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
         onPoison: settlePoisoned,
       },
     });
-    publisher = new JournalPublisher(jetstream(t.nc), t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
   });
   afterAll(async () => {
     await service?.stop();

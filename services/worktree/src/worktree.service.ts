@@ -1,4 +1,4 @@
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import { ensureJournalStreams } from '@toolgate/bus';
@@ -59,7 +59,7 @@ export async function startWorktreeService(
       subjects,
       options.storage ? { storage: options.storage } : {},
     );
-    journal = journalPortOf(jetstream(nc), subjects);
+    journal = journalPortOf(nc, subjects);
   }
   const artifacts =
     options.artifacts ??

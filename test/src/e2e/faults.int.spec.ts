@@ -189,7 +189,7 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       subject,
       JSON.stringify({ type: 'requested', schemaVersion: 99 }),
     );
-    const publisher = new JournalPublisher(jetstream(stack.nats.nc), stack.nats.subjects);
+    const publisher = new JournalPublisher(stack.nats.nc, stack.nats.subjects);
     const settled = await eventually(
       () => publisher.last('acme', 'run-poison', 'dpoison1', 'settled').then((s) => s ?? undefined),
       {

@@ -1,4 +1,4 @@
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
 import type { JournalPort } from '../lifecycle/ports';
@@ -9,8 +9,8 @@ import type { JournalPort } from '../lifecycle/ports';
  * caller's trace context. Worktree events are not once-per-dispatch, so a retried transition is
  * deduplicated by id within the stream's window rather than refused.
  */
-export function journalPortOf(js: JetStreamClient, subjects: Subjects): JournalPort {
-  const publisher = new JournalPublisher(js, subjects);
+export function journalPortOf(nc: NatsConnection, subjects: Subjects): JournalPort {
+  const publisher = new JournalPublisher(nc, subjects);
   return {
     async append(event) {
       await publisher.append(event);

@@ -1,0 +1,74 @@
+import { connect } from '@nats-io/transport-node';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { NATS_URL, useTestNats, type TestNats } from '@toolgate/testing';
+import { AckedPublisher } from './acked-publisher';
+import { ensureJournalStreams } from './journal-infrastructure';
+import { isTransitionTaken } from './nats-errors';
+
+const body = new TextEncoder().encode('{}');
+
+describe('AckedPublisher on a real JetStream server', () => {
+  let t: TestNats;
+  let publisher: AckedPublisher;
+  const subject = (key: string) => t.subjects.journal.event('acme', 'run1', key, 'requested');
+
+  beforeAll(async () => {
+    t = await useTestNats('acked');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    publisher = new AckedPublisher(t.nc, 300);
+  });
+  afterAll(() => t.cleanup());
+
+  it('acks concurrent publishes each with its own stream sequence', async () => {
+    const acks = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => publisher.publish(subject(`k${i}`), body)),
+    );
+    expect(new Set(acks.map((a) => a.seq)).size).toBe(200);
+    expect(acks.every((a) => a.stream === t.subjects.journal.stream && !a.duplicate)).toBe(true);
+  });
+
+  it('sends the message id and the subject expectation the broker enforces', async () => {
+    const first = await publisher.publish(subject('once'), body, {
+      msgID: 'once-1',
+      lastSubjectSequence: 0,
+    });
+    const retried = await publisher.publish(subject('once'), body, { msgID: 'once-1' });
+    expect(retried).toMatchObject({ seq: first.seq, duplicate: true });
+    const refused = await publisher
+      .publish(subject('once'), body, { msgID: 'once-2', lastSubjectSequence: 0 })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(JetStreamApiError);
+    expect(isTransitionTaken(refused)).toBe(true);
+  });
+
+  it('fails a publish no stream listens to', async () => {
+    await expect(publisher.publish(`${t.prefix}.nowhere`, body)).rejects.toThrow(/no responders/);
+  });
+
+  it('fails a publish whose ack does not come in time, and one answered with garbage', async () => {
+    const silent = `${t.prefix}.silent`;
+    const garbled = `${t.prefix}.garbled`;
+    t.nc.subscribe(silent, { callback: () => undefined });
+    t.nc.subscribe(garbled, {
+      callback: (_err, msg) => msg.respond(new TextEncoder().encode('no')),
+    });
+    await t.nc.flush();
+    await expect(publisher.publish(silent, body)).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(publisher.publish(garbled, body)).rejects.toThrow(/not a PubAck/);
+  });
+
+  it('fails what is still waiting when closed or when its connection closes', async () => {
+    const nc = await connect({ servers: NATS_URL });
+    const own = new AckedPublisher(nc, 10_000);
+    const silent = `${t.prefix}.silent-2`;
+    t.nc.subscribe(silent, { callback: () => undefined });
+    await t.nc.flush();
+    const waiting = own.publish(silent, body);
+    own.close();
+    await expect(waiting).rejects.toThrow(/closed before the broker acknowledged/);
+    const orphan = own.publish(silent, body);
+    await nc.close();
+    await expect(orphan).rejects.toThrow(/closed/);
+    await expect(own.publish(silent, body)).rejects.toThrow(/connection is closed/);
+  });
+});
