@@ -30,9 +30,19 @@ export class GatewayModule {
       controllers: [GatewayController, ApprovalEventsController],
       providers: [
         {
-          provide: GatewayApi,
+          // A provider of its own so the gateway's stop can close its outcome subscriptions.
+          provide: DispatchSubmitter,
           inject: [JournalPublisher],
-          useFactory: (publisher: JournalPublisher) => {
+          useFactory: (publisher: JournalPublisher) =>
+            new DispatchSubmitter(nc, subjects, publisher, registry, {
+              waitDefaultMs: config.waitDefaultMs,
+              now: () => new Date(),
+            }),
+        },
+        {
+          provide: GatewayApi,
+          inject: [JournalPublisher, DispatchSubmitter],
+          useFactory: (publisher: JournalPublisher, submitter: DispatchSubmitter) => {
             const now = () => new Date();
             const queries = new JournalQueries(nc, subjects, config.requestTimeoutMs);
             return new GatewayApi(
@@ -40,10 +50,7 @@ export class GatewayModule {
               registry,
               policies,
               new PolicyGate(new PolicyRuntime(policies, nc, subjects), registry),
-              new DispatchSubmitter(nc, subjects, publisher, registry, {
-                waitDefaultMs: config.waitDefaultMs,
-                now,
-              }),
+              submitter,
               new ApprovalResolver(nc, subjects, publisher, queries, now),
               queries,
             );

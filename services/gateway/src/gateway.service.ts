@@ -11,6 +11,7 @@ import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
 import { GatewayModule } from './app.module';
 import type { GatewayConfig } from './config';
+import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { HttpErrorFilter } from './http/error.filter';
 
 /** Starts the gateway: HTTP API, the same operations over NATS request/reply, tool registry and policies. */
@@ -42,10 +43,14 @@ export async function startGateway(options: {
     },
   });
   const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
+  const submitter = service.app.get(DispatchSubmitter);
   const stop = service.stop;
   return {
     ...service,
     stop: stopOnce(async () => {
+      // First, so submissions waiting for an outcome answer now with the state they have instead of
+      // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
+      submitter.stop();
       await natsApi.stop();
       await stop();
       registry.stop();

@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
@@ -30,13 +30,49 @@ const decoder = new TextDecoder();
  * gets the recorded outcome; the tool does not run again.
  */
 export class DispatchSubmitter {
+  /** Callers waiting for an outcome, by {@link routeKey}; several may wait on one dispatch. */
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  /**
+   * One subscription per outcome type for the submitter's lifetime, shared by every waiter: a
+   * subscription per waited dispatch would put a SUB and an UNSUB write to the broker on each
+   * call's latency path.
+   */
+  private readonly outcomes: readonly Subscription[];
+  /** Length of `<prefix>.journal.`, where a journal subject's tenant token starts. */
+  private readonly routeStart: number;
+  private stopped = false;
+
   constructor(
-    private readonly nc: NatsConnection,
+    nc: NatsConnection,
     private readonly subjects: Subjects,
     private readonly publisher: JournalPublisher,
     private readonly registry: ToolRegistry,
     private readonly options: { waitDefaultMs: number; now: () => Date },
-  ) {}
+  ) {
+    this.routeStart = `${subjects.prefix}.journal.`.length;
+    // JetStream publishes reach core subscribers too. A callback, not an iterator: every settlement
+    // of every tenant passes through here, and most have no waiter.
+    this.outcomes = (['settled', 'suspended'] as const).map((type) =>
+      nc.subscribe(subjects.journal.ofType(type), {
+        callback: (err, msg) => {
+          if (!err) this.route(msg);
+        },
+      }),
+    );
+  }
+
+  /**
+   * Unsubscribes from outcomes and releases every caller still waiting, who answers with the state
+   * it has (`requested`, as on a timeout): the dispatch is journaled and can be read or replayed
+   * on another replica, so a shutdown need not sit out anyone's long poll. Later submissions do
+   * not wait. Idempotent.
+   */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const sub of this.outcomes) sub.unsubscribe();
+    for (const waiting of this.waiters.values()) for (const waiter of waiting) waiter.wake?.();
+  }
 
   async submit(principal: Principal, body: unknown): Promise<SubmitDispatchResponse> {
     const req = parseRequest(SubmitDispatchRequestSchema, body);
@@ -91,7 +127,7 @@ export class DispatchSubmitter {
     });
     const waitMs =
       req.wait === true ? this.options.waitDefaultMs : req.wait === false ? 0 : (req.wait ?? 0);
-    // Subscribe before publishing so an outcome that comes quickly is not missed.
+    // Register the waiter before publishing so an outcome that comes quickly is not missed.
     const watcher = waitMs > 0 ? this.watch(principal.tenant, req.runId, dispatchId) : undefined;
     try {
       const appended = await this.publisher.append(event);
@@ -148,38 +184,71 @@ export class DispatchSubmitter {
     return depth;
   }
 
-  /** Watches a dispatch's journal subjects (JetStream publishes reach core subscribers too). */
+  /**
+   * Registers a waiter for a dispatch's outcome. The key is derived from the subject the outcome
+   * will be published on, so it is built (and its tokens validated) by the same code as the
+   * publisher's, and it includes the tenant.
+   */
   private watch(tenant: string, runId: string, dispatchId: string) {
-    const sub: Subscription = this.nc.subscribe(
-      this.subjects.journal.forKey(tenant, runId, dispatchId),
-    );
-    const queue: JournalEvent[] = [];
-    let wake: (() => void) | undefined;
-    void (async () => {
-      for await (const msg of sub) {
-        const event = safeParse(msg.data);
-        if (event && (event.type === 'settled' || event.type === 'suspended')) {
-          queue.push(event);
-          wake?.();
-        }
-      }
-    })();
+    const key = this.routeKey(this.subjects.journal.event(tenant, runId, dispatchId, 'settled'));
+    const waiter: Waiter = { seen: undefined, wake: undefined };
+    let waiting = this.waiters.get(key);
+    if (!waiting) this.waiters.set(key, (waiting = new Set()));
+    waiting.add(waiter);
     return {
+      /** The outcome seen so far (`settled` over `suspended`), waiting up to `timeoutMs` for one. */
       next: async (timeoutMs: number): Promise<JournalEvent | undefined> => {
-        if (!queue.length) {
+        if (!waiter.seen && !this.stopped) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, timeoutMs);
-            wake = () => {
+            waiter.wake = () => {
               clearTimeout(timer);
               resolve();
             };
           });
         }
-        return queue.find((e) => e.type === 'settled') ?? queue[0];
+        return waiter.seen;
       },
-      close: () => sub.unsubscribe(),
+      close: () => {
+        waiting.delete(waiter);
+        if (!waiting.size && this.waiters.get(key) === waiting) this.waiters.delete(key);
+      },
     };
   }
+
+  /**
+   * Hands an outcome to the dispatch's waiters. The common case is that nobody waits (the gateway
+   * sees every tenant's outcomes), so that path is a slice of the subject and a map lookup; the
+   * payload is only parsed for a waiter.
+   */
+  private route(msg: Msg): void {
+    const waiting = this.waiters.get(this.routeKey(msg.subject));
+    if (!waiting) return;
+    const event = safeParse(msg.data);
+    if (!event || (event.type !== 'settled' && event.type !== 'suspended')) return;
+    for (const waiter of waiting) {
+      if (!waiter.seen || (event.type === 'settled' && waiter.seen.type !== 'settled')) {
+        waiter.seen = event;
+      }
+      waiter.wake?.();
+    }
+  }
+
+  /**
+   * `<tenant>.<runId>.<key>` of a journal subject `<prefix>.journal.<tenant>.<runId>.<key>.<event>`:
+   * tokens hold no dots, so this names one dispatch of one tenant's run.
+   */
+  private routeKey(subject: string): string {
+    return subject.slice(this.routeStart, subject.lastIndexOf('.'));
+  }
+}
+
+/** One caller waiting in {@link DispatchSubmitter.submit}. */
+interface Waiter {
+  /** The first outcome seen, replaced by a `settled` that follows a `suspended`. */
+  seen: JournalEvent | undefined;
+  /** Ends the caller's wait early; set while it waits. */
+  wake: (() => void) | undefined;
 }
 
 function safeParse(data: Uint8Array): JournalEvent | null {

@@ -1,0 +1,236 @@
+import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
+import {
+  dispatchKey,
+  journalEvent,
+  type RegisteredTool,
+  type SubmitDispatchRequest,
+  type SubmitDispatchResponse,
+} from '@toolgate/contracts';
+import { ToolRegistry } from '@toolgate/registry';
+import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import type { Principal } from '../auth/token-auth';
+import { DispatchSubmitter } from './dispatch-submitter';
+
+const echo: RegisteredTool = {
+  name: 'echo',
+  description: 'Answers with its input.',
+  parameters: { type: 'object', properties: { n: { type: 'number' } } },
+  policy: { needsApproval: false, executor: 'inprocess' },
+};
+
+function principal(tenant: string): Principal {
+  return { tenant, identity: `user:${tenant}`, scopes: new Set(['dispatch']) };
+}
+
+function call(callId: string, wait: number): SubmitDispatchRequest {
+  return {
+    runId: 'run1',
+    callId,
+    agent: { agentType: 'coder' },
+    tool: 'echo',
+    input: { n: 1 },
+    wait,
+  };
+}
+
+describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+  let registry: ToolRegistry;
+  let submitter: DispatchSubmitter;
+
+  beforeAll(async () => {
+    t = await useTestNats('gateway-submit');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
+    registry = await ToolRegistry.open(t.nc, t.subjects);
+    await registry.announce([echo], ['inprocess']);
+    submitter = newSubmitter();
+  });
+  afterAll(async () => {
+    submitter?.stop();
+    registry?.stop();
+    await t?.cleanup();
+  });
+
+  function newSubmitter(): DispatchSubmitter {
+    return new DispatchSubmitter(t.nc, t.subjects, publisher, registry, {
+      waitDefaultMs: 20_000,
+      now: () => new Date(),
+    });
+  }
+
+  function idOf(tenant: string, req: SubmitDispatchRequest): string {
+    const tool = registry.resolve(tenant, req.tool)!;
+    return dispatchKey({
+      tenant,
+      runId: req.runId,
+      callId: req.callId,
+      toolName: tool.name,
+      contractHash: tool.contractHash,
+      input: req.input,
+    });
+  }
+
+  /** Journals a `settled` for a dispatch, as the executor would. */
+  async function settle(tenant: string, dispatchId: string, result: unknown): Promise<void> {
+    const appended = await publisher.append(
+      journalEvent({
+        type: 'settled',
+        id: `${dispatchId}:settled`,
+        tenant,
+        runId: 'run1',
+        dispatchId,
+        at: new Date().toISOString(),
+        causationId: `${dispatchId}:started`,
+        toolName: 'echo',
+        outcome: 'ok',
+        result,
+        durationMs: 1,
+        attempt: 1,
+      }),
+    );
+    expect(appended.appended).toBe(true);
+  }
+
+  /** Resolves once `requested` is journaled for the dispatch, the submission's own first step. */
+  async function journaled(tenant: string, dispatchId: string): Promise<void> {
+    await eventually(() => publisher.last(tenant, 'run1', dispatchId, 'requested').then(found), {
+      what: `${dispatchId} requested`,
+    });
+  }
+
+  /** Whether the promise is still pending after the broker and the event loop had their turn. */
+  async function pending(promise: Promise<unknown>): Promise<boolean> {
+    await t.nc.flush();
+    const marker = Symbol('pending');
+    return (await Promise.race([promise, Promise.resolve(marker)])) === marker;
+  }
+
+  it('answers two concurrent waits on the same dispatch with its outcome', async () => {
+    const req = call('twice', 20_000);
+    const dispatchId = idOf('acme', req);
+    // The same call submitted twice: one journals it, the other is a replay that must wait too.
+    const first = submitter.submit(principal('acme'), req);
+    const second = submitter.submit(principal('acme'), req);
+    await journaled('acme', dispatchId);
+    // Let the replay find no recorded outcome and start waiting.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await pending(first)).toBe(true);
+    expect(await pending(second)).toBe(true);
+
+    await settle('acme', dispatchId, { echoed: 1 });
+
+    const answers = await Promise.all([first, second]);
+    expect(answers.map((a) => a.status).sort()).toEqual(['accepted', 'replayed']);
+    for (const answer of answers) {
+      expect(answer).toEqual<SubmitDispatchResponse>({
+        dispatchId,
+        status: answer.status,
+        state: 'settled',
+        settled: { outcome: 'ok', result: { echoed: 1 } },
+      });
+    }
+  });
+
+  it("does not wake a tenant's waiter with another tenant's outcome for the same run and dispatch id", async () => {
+    const req = call('isolated', 20_000);
+    const dispatchId = idOf('acme', req);
+    const waiting = submitter.submit(principal('acme'), req);
+    await journaled('acme', dispatchId);
+
+    // Same runId and dispatch id, another tenant: published first, on the same connection, so it
+    // reaches the submitter before acme's own outcome does.
+    await settle('globex', dispatchId, { tenant: 'globex' });
+    expect(await pending(waiting)).toBe(true);
+    await settle('acme', dispatchId, { tenant: 'acme' });
+
+    expect(await waiting).toMatchObject({
+      dispatchId,
+      status: 'accepted',
+      state: 'settled',
+      settled: { outcome: 'ok', result: { tenant: 'acme' } },
+    });
+  });
+
+  it('answers a wait with `requested` when no outcome comes in time', async () => {
+    const answer = await submitter.submit(principal('acme'), call('slow', 300));
+    expect(answer).toMatchObject({ status: 'accepted', state: 'requested' });
+    expect(answer.settled).toBeUndefined();
+  });
+
+  it('stop releases a caller still waiting, and later submissions do not wait', async () => {
+    const own = newSubmitter();
+    const req = call('at-stop', 60_000);
+    const waiting = own.submit(principal('acme'), req);
+    await journaled('acme', idOf('acme', req));
+    expect(await pending(waiting)).toBe(true);
+
+    const started = Date.now();
+    own.stop();
+    expect(await waiting).toMatchObject({ status: 'accepted', state: 'requested' });
+    const after = await own.submit(principal('acme'), call('after-stop', 60_000));
+    expect(after).toMatchObject({ status: 'accepted', state: 'requested' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe('DispatchSubmitter subscriptions on the broker', () => {
+  // A prefix without a journal stream: the only interest in its journal subjects is the
+  // submitter's, which a request with nobody to answer it reveals (timeout: someone is subscribed;
+  // "no responders": nobody is).
+  let t: TestNats;
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    t = await useTestNats('gateway-subs');
+    registry = await ToolRegistry.open(t.nc, t.subjects);
+  });
+  afterAll(async () => {
+    registry?.stop();
+    await t?.cleanup();
+  });
+
+  async function interest(type: 'settled' | 'suspended'): Promise<'subscribed' | 'none'> {
+    const subject = t.subjects.journal.event('acme', 'run1', 'd'.repeat(64), type);
+    try {
+      await t.nc.request(subject, undefined, { timeout: 500 });
+    } catch (err) {
+      if (/no responders/i.test(errorText(err))) return 'none';
+      if (/timeout/i.test(errorText(err))) return 'subscribed';
+      throw err;
+    }
+    throw new Error(`${subject} was answered`);
+  }
+
+  it('holds one subscription per outcome type until stopped, then none', async () => {
+    expect([await interest('settled'), await interest('suspended')]).toEqual(['none', 'none']);
+
+    const submitter = new DispatchSubmitter(
+      t.nc,
+      t.subjects,
+      new JournalPublisher(t.nc, t.subjects),
+      registry,
+      { waitDefaultMs: 1000, now: () => new Date() },
+    );
+    expect([await interest('settled'), await interest('suspended')]).toEqual([
+      'subscribed',
+      'subscribed',
+    ]);
+
+    submitter.stop();
+    submitter.stop();
+    expect([await interest('settled'), await interest('suspended')]).toEqual(['none', 'none']);
+  });
+});
+
+function found<T>(value: T | null): T | undefined {
+  return value ?? undefined;
+}
+
+/** An error's name and message and its cause's: which one says "no responders" varies by client version. */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? ` ${err.cause.name} ${err.cause.message}` : '';
+  return `${err.name} ${err.message}${cause}`;
+}
