@@ -50,7 +50,9 @@ describe('AckedPublisher on a real JetStream server', () => {
     const garbled = `${t.prefix}.garbled`;
     t.nc.subscribe(silent, { callback: () => undefined });
     t.nc.subscribe(garbled, {
-      callback: (_err, msg) => msg.respond(new TextEncoder().encode('no')),
+      callback: (_err, msg) => {
+        msg.respond(new TextEncoder().encode('no'));
+      },
     });
     await t.nc.flush();
     await expect(publisher.publish(silent, body)).rejects.toMatchObject({ name: 'TimeoutError' });
@@ -65,7 +67,7 @@ describe('AckedPublisher on a real JetStream server', () => {
     await t.nc.flush();
     const waiting = own.publish(silent, body);
     own.close();
-    await expect(waiting).rejects.toThrow(/closed before the broker acknowledged/);
+    await expect(waiting).rejects.toThrow(/closed before the reply came/);
     const orphan = own.publish(silent, body);
     await nc.close();
     await expect(orphan).rejects.toThrow(/closed/);

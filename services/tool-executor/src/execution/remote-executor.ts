@@ -1,4 +1,5 @@
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { NoRespondersError, RequestTimeoutError, type InboxRequests } from '@toolgate/bus';
 import {
   ErrorCode,
   isWireError,
@@ -14,23 +15,22 @@ const decoder = new TextDecoder();
 
 /** Runs a tool on a team's worker over NATS request/reply. Never throws: failures are outcomes. */
 export async function runRemoteTool(
-  nc: NatsConnection,
+  requests: InboxRequests,
   subjects: Subjects,
   request: RemoteToolRequest,
 ): Promise<ToolRunOutcome> {
   const { subject } = subjects.remoteTool(request.tenant, request.toolName);
   try {
-    const reply = await nc.request(subject, encoder.encode(JSON.stringify(request)), {
-      timeout: request.deadlineMs,
+    const reply = await requests.request(subject, encoder.encode(JSON.stringify(request)), {
+      timeoutMs: request.deadlineMs,
       headers: injectTraceContext(natsHeaders()),
     });
     return parseOutcome(reply.data);
   } catch (err) {
-    const code = (err as { code?: string; name?: string })?.name;
-    if (code === 'NoRespondersError' || /no responders/i.test((err as Error)?.message ?? '')) {
+    if (err instanceof NoRespondersError) {
       return failure(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`);
     }
-    if (code === 'TimeoutError' || /timeout/i.test((err as Error)?.message ?? '')) {
+    if (err instanceof RequestTimeoutError) {
       return failure(
         ErrorCode.Timeout,
         `${request.toolName} did not answer within ${request.deadlineMs} ms`,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
-import type { DeliveryContext, JournalPublisher } from '@toolgate/bus';
+import { InboxRequests, type DeliveryContext, type JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
   journalEvent,
@@ -46,7 +46,12 @@ export interface ToolRunnerOptions {
  * twice, and a decision redelivered after settlement does not run the tool at all.
  */
 export class ToolRunner {
-  constructor(private readonly options: ToolRunnerOptions) {}
+  /** Remote tool calls: one inbox for all of them (see `InboxRequests`). */
+  private readonly remote: InboxRequests;
+
+  constructor(private readonly options: ToolRunnerOptions) {
+    this.remote = new InboxRequests(options.nc);
+  }
 
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
     // A first delivery of an allow decision cannot find a settlement (decided happens once, and
@@ -167,7 +172,7 @@ export class ToolRunner {
           );
         }
         case 'remote':
-          return await runRemoteTool(this.options.nc, this.options.subjects, {
+          return await runRemoteTool(this.remote, this.options.subjects, {
             dispatchId: call.dispatchId,
             tenant: call.tenant,
             runId: call.runId,

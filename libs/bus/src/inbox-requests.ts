@@ -1,0 +1,130 @@
+import {
+  createInbox,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
+
+/** How often waiting requests are checked for a missed deadline. */
+const SWEEP_MS = 50;
+
+interface Waiting {
+  resolve(msg: Msg): void;
+  reject(err: Error): void;
+  subject: string;
+  timeoutMs: number;
+  deadline: number;
+}
+
+/** A request that no subscriber was listening to (the broker's 503 status). */
+export class NoRespondersError extends Error {
+  override readonly name = 'NoRespondersError';
+  constructor(subject: string) {
+    super(`no responders on ${subject}`);
+  }
+}
+
+/** A request whose reply did not come before its deadline. */
+export class RequestTimeoutError extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(timeoutMs: number) {
+    super(`no reply within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * Request/reply over ONE long-lived inbox subscription, replies correlated by a token in the reply
+ * subject — what `nc.request` does, without what it costs on a hot path: it allocates two errors (a
+ * timeout error up front and a cancellation error on every completion) and a timer per call, which
+ * measured ~6% of the dispatch path's CPU. Deadlines are swept together instead.
+ *
+ * Rejects with `NoRespondersError` when nobody listens, `RequestTimeoutError` (name `TimeoutError`)
+ * after the deadline, and a plain error once the connection or this requester is closed.
+ */
+export class InboxRequests {
+  private readonly inbox = createInbox();
+  private readonly waiting = new Map<string, Waiting>();
+  private sub: Subscription | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  private next = 0;
+
+  constructor(private readonly nc: NatsConnection) {}
+
+  request(
+    subject: string,
+    data: Uint8Array,
+    options: { timeoutMs: number; headers?: MsgHdrs },
+  ): Promise<Msg> {
+    if (this.nc.isClosed()) return Promise.reject(new Error('the NATS connection is closed'));
+    this.sub ??= this.nc.subscribe(`${this.inbox}.*`, {
+      callback: (err, msg) => {
+        if (!err) this.settle(msg);
+      },
+    });
+    const token = (this.next++).toString(36);
+    return new Promise<Msg>((resolve, reject) => {
+      const { timeoutMs } = options;
+      this.waiting.set(token, {
+        resolve,
+        reject,
+        subject,
+        timeoutMs,
+        deadline: Date.now() + timeoutMs,
+      });
+      this.sweeper ??= setInterval(() => this.sweep(), SWEEP_MS);
+      try {
+        this.nc.publish(subject, data, {
+          reply: `${this.inbox}.${token}`,
+          ...(options.headers ? { headers: options.headers } : {}),
+        });
+      } catch (err) {
+        this.waiting.delete(token);
+        reject(err as Error);
+      }
+    });
+  }
+
+  /** Fails every request still waiting and drops the inbox subscription. */
+  close(): void {
+    this.failAll(new Error('closed before the reply came'));
+    this.sub?.unsubscribe();
+    this.sub = undefined;
+  }
+
+  private settle(msg: Msg): void {
+    const token = msg.subject.slice(this.inbox.length + 1);
+    const w = this.waiting.get(token);
+    if (!w) return; // answered after its deadline
+    this.waiting.delete(token);
+    if (!this.waiting.size) this.stopSweeping();
+    if (msg.data.length === 0 && msg.headers?.code === 503)
+      w.reject(new NoRespondersError(w.subject));
+    else w.resolve(msg);
+  }
+
+  private sweep(): void {
+    if (this.nc.isClosed()) {
+      this.failAll(new Error('the NATS connection closed before the reply came'));
+      return;
+    }
+    const now = Date.now();
+    for (const [token, w] of this.waiting) {
+      if (w.deadline > now) continue;
+      this.waiting.delete(token);
+      w.reject(new RequestTimeoutError(w.timeoutMs));
+    }
+    if (!this.waiting.size) this.stopSweeping();
+  }
+
+  private failAll(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+    this.stopSweeping();
+  }
+
+  private stopSweeping(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+}
