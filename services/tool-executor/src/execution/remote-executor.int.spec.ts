@@ -1,0 +1,77 @@
+import { InboxRequests } from '@toolgate/bus';
+import { ErrorCode, type RemoteToolRequest } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { runRemoteTool } from './remote-executor';
+
+const encoder = new TextEncoder();
+
+describe('runRemoteTool against workers on a real NATS server', () => {
+  let t: TestNats;
+  let requests: InboxRequests;
+  const call = (toolName: string, deadlineMs = 2000): RemoteToolRequest => ({
+    dispatchId: 'd'.repeat(64),
+    tenant: 'acme',
+    runId: 'run-1',
+    toolName,
+    contractHash: 'c'.repeat(64),
+    input: { n: 1 },
+    agent: { agentType: 'tester' },
+    isolation: 'none',
+    cwd: '/tmp',
+    deadlineMs,
+  });
+  const serve = (toolName: string, answer: (data: Uint8Array) => string | undefined) => {
+    const { subject, queue } = t.subjects.remoteTool('acme', toolName);
+    t.nc.subscribe(subject, {
+      queue,
+      callback: (_err, msg) => {
+        const reply = answer(msg.data);
+        if (reply !== undefined) msg.respond(encoder.encode(reply));
+      },
+    });
+  };
+
+  beforeAll(async () => {
+    t = await useTestNats('remote-exec');
+    requests = new InboxRequests(t.nc);
+    serve('echo', (data) =>
+      JSON.stringify({ ok: true, result: JSON.parse(new TextDecoder().decode(data)).input }),
+    );
+    serve('fails', () =>
+      JSON.stringify({ ok: false, error: { code: 'tool-failed', message: 'nope' } }),
+    );
+    serve('garbled', () => 'not json');
+    serve('silent', () => undefined);
+    await t.nc.flush();
+  });
+  afterAll(async () => {
+    requests.close();
+    await t.cleanup();
+  });
+
+  it('returns what the worker answers, success or typed failure', async () => {
+    expect(await runRemoteTool(requests, t.subjects, call('echo'))).toEqual({
+      ok: true,
+      result: { n: 1 },
+    });
+    expect(await runRemoteTool(requests, t.subjects, call('fails'))).toEqual({
+      ok: false,
+      error: { code: 'tool-failed', message: 'nope' },
+    });
+  });
+
+  it('turns no worker, a silent worker and a garbled reply into typed outcomes', async () => {
+    expect(await runRemoteTool(requests, t.subjects, call('nobody'))).toMatchObject({
+      ok: false,
+      error: { code: ErrorCode.Unavailable, message: 'no worker is serving nobody' },
+    });
+    expect(await runRemoteTool(requests, t.subjects, call('silent', 150))).toMatchObject({
+      ok: false,
+      error: { code: ErrorCode.Timeout },
+    });
+    expect(await runRemoteTool(requests, t.subjects, call('garbled'))).toMatchObject({
+      ok: false,
+      error: { code: ErrorCode.NonSerializableResult },
+    });
+  });
+});
