@@ -5,7 +5,8 @@ const Env = z.object({
   ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   EVALUATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
-  EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Evaluations in flight per replica: each mostly waits for its decision's ack from the broker. */
+  EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
 });
 

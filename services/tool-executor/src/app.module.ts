@@ -33,6 +33,7 @@ export class ToolExecutorModule {
               builtins: new Map(builtins.map((b) => [b.contract.name, b])),
               resolveCwd: worktreeCwdResolver(nc, subjects, config.cwd, config.worktreeTimeoutMs),
               defaultTimeoutMs: config.defaultTimeoutMs,
+              inprocessSlots: config.inprocessConcurrency,
               heartbeatMs: Math.max(500, Math.floor(config.ackWaitMs / 3)),
               now: () => new Date(),
             }),

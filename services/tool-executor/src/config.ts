@@ -13,7 +13,13 @@ const Env = z.object({
   EXECUTOR_WRITE_PATHS: list,
   /** Host environment variables a shell tool may see (comma-separated); default: a safe list. */
   EXECUTOR_ENV_ALLOWLIST: list,
-  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
+  /**
+   * Calls in flight per replica: mostly waiting on the broker or a remote worker, so cheap. What
+   * loads the machine — builtins running here — is bounded by EXECUTOR_INPROCESS_CONCURRENCY.
+   */
+  EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
+  /** Builtin (in-process) tools running at once per replica; more calls wait for a slot. */
+  EXECUTOR_INPROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   EXECUTOR_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
@@ -29,6 +35,7 @@ export type ExecutorConfig = NatsSettings &
     writePaths?: string[];
     envAllowlist?: string[];
     concurrency: number;
+    inprocessConcurrency: number;
     defaultTimeoutMs: number;
     ackWaitMs: number;
     maxDeliver: number;
@@ -47,6 +54,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
     ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),
     concurrency: e.EXECUTOR_CONCURRENCY,
+    inprocessConcurrency: e.EXECUTOR_INPROCESS_CONCURRENCY,
     defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,
     ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,

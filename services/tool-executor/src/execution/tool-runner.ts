@@ -20,6 +20,7 @@ import {
 } from './pending-call';
 import { runRemoteTool } from './remote-executor';
 import { callScope } from './call-scope';
+import { Slots } from './slots';
 
 /** Resolves the working directory for a call (the worktree service under worktree isolation). */
 export type CwdResolver = (call: PendingCall) => Promise<string>;
@@ -33,6 +34,8 @@ export interface ToolRunnerOptions {
   resolveCwd: CwdResolver;
   /** Deadline for a tool that declares none. */
   defaultTimeoutMs: number;
+  /** Builtins running at once; further in-process calls wait for a slot (remote calls do not). */
+  inprocessSlots: number;
   /** How often a long tool run tells the broker it is still working. */
   heartbeatMs: number;
   now: () => Date;
@@ -49,8 +52,11 @@ export class ToolRunner {
   /** Remote tool calls: one inbox for all of them (see `InboxRequests`). */
   private readonly remote: InboxRequests;
 
+  private readonly slots: Slots;
+
   constructor(private readonly options: ToolRunnerOptions) {
     this.remote = new InboxRequests(options.nc);
+    this.slots = new Slots(options.inprocessSlots);
   }
 
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
@@ -167,8 +173,11 @@ export class ToolRunner {
               },
             };
           }
-          return await callScope.run(call, () =>
-            runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
+          // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
+          return await this.slots.run(() =>
+            callScope.run(call, () =>
+              runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
+            ),
           );
         }
         case 'remote':
