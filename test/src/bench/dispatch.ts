@@ -394,8 +394,16 @@ export async function benchDispatch(
     await expectOk(reply, nats);
   }
 
-  // Throughput: many concurrent submissions without wait, until every one has settled.
-  const dispatches = opts.quick ? 1000 : 10_000;
+  // Throughput: many concurrent submissions without wait, until every one has settled. A burst
+  // first, untimed, so the concurrent paths (full fetch batches, hundreds of calls in flight) are
+  // compiled before the clock starts, as the sequential paths were by the warm-up above.
+  const warmBurst = 500;
+  const warmSettled = watch.runSettled('tput-warmup', warmBurst);
+  await pool(warmBurst, SUBMIT_WINDOW, async () => {
+    await submit('tput-warmup', 0);
+  });
+  await untilSettled(warmSettled, watch, nats, `${warmBurst} warm-up dispatches to settle`);
+  const dispatches = opts.quick ? 3000 : 10_000;
   const before = await journalCounts(nats);
   const allSettled = watch.runSettled('tput', dispatches);
   let lastId = '';
