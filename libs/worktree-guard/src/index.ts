@@ -1,7 +1,8 @@
 /**
- * Path guards for worktree-isolated dispatches. The tool-executor pins `ctx.cwd` with
- * {@link resolveInside}; the worktree service checks a tree's `.git` file with
- * {@link assertWorktreeGitFile} before running git in it. Pure path logic over `node:fs`.
+ * Path guards for worktree-isolated dispatches. The worktree service checks a tree's `.git` file
+ * with {@link assertWorktreeGitFile} before running git in it; {@link isInside} is the one lexical
+ * containment check (the executor's path scopes use it too); {@link resolveInside} resolves a
+ * tool-relative path inside a tree. Pure path logic over `node:fs`.
  */
 export {
   resolveInside,

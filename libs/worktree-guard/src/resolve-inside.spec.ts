@@ -82,6 +82,10 @@ describe('resolveInside', () => {
     expect(await resolveInside(tree, 'src/alias/x.ts')).toBe(
       path.join(tree, 'src', 'deep', 'x.ts'),
     );
+    // A target whose name starts with two dots is a name, not a way out.
+    await mkdir(path.join(tree, '..cache'));
+    await symlink('..cache', path.join(tree, 'cache'));
+    expect(await resolveInside(tree, 'cache/x')).toBe(path.join(tree, '..cache', 'x'));
   });
 
   it('resolves a worktree root that is itself reached through a symlink', async () => {
@@ -127,5 +131,7 @@ describe('isInside', () => {
     expect(isInside('/a/b', '/a/b/c')).toBe(true);
     expect(isInside('/a/b', '/a/bc')).toBe(false);
     expect(isInside('/a/b', '/a')).toBe(false);
+    expect(isInside('/a/b', '/a/b/..c')).toBe(true);
+    expect(isInside('/a/b', '/a/b/..')).toBe(false);
   });
 });

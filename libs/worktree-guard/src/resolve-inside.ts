@@ -29,10 +29,13 @@ function refuse(candidate: string, reason: RefusalReason, message: string): Tool
   });
 }
 
-/** Whether `p` is `root` or below it. Both must be absolute and normalised; purely lexical. */
+/**
+ * Whether `p` is `root` or below it. Both must be absolute and normalised; purely lexical. A name
+ * that merely starts with two dots (`..cache`) is inside; only a `..` segment climbs out.
+ */
 export function isInside(root: string, p: string): boolean {
   const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 /**
