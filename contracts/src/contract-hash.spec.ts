@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
+import { configError } from '../test/support/config-error';
 import { deepShuffleKeys } from '../test/support/shuffle';
 import { assertUniqueToolNames, contractHash, toolsetHash } from './contract-hash';
-import { ConfigError, ErrorCode, hasErrorCode } from './errors';
+import { ConfigError } from './errors';
 import type { ToolContract } from './tool-contract';
 
 const toolName = fc.stringMatching(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -35,15 +36,6 @@ const search: ToolContract = {
   },
   version: '2',
 };
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('contractHash', () => {
   it('is sha256 over the canonical JSON tuple (name, description, parameters, version)', () => {
@@ -133,10 +125,8 @@ describe('contractHash', () => {
   it.each(['', 'a'.repeat(65), 'a.b', 'a b', 'tool*', 'wérk', 'naïve', '工具', 'a\n', 'a/b'])(
     'refuses the illegal tool name %j with a ConfigError',
     (name) => {
-      const err = caught(() => contractHash({ ...search, name }));
-      expect(err).toBeInstanceOf(ConfigError);
-      expect(hasErrorCode(err, ErrorCode.Config)).toBe(true);
-      expect(caught(() => toolsetHash([{ ...search, name }]))).toBeInstanceOf(ConfigError);
+      configError(() => contractHash({ ...search, name }));
+      configError(() => toolsetHash([{ ...search, name }]));
     },
   );
 
@@ -216,7 +206,7 @@ describe('toolsetHash', () => {
   });
 
   it('refuses two tools with one name with a ConfigError naming every duplicate', () => {
-    const err = caught(() =>
+    const err = configError(() =>
       toolsetHash([
         search,
         { ...search, description: 'other' },
@@ -225,12 +215,10 @@ describe('toolsetHash', () => {
         { name: 'twice', description: 'y', parameters: {} },
       ]),
     );
-    expect(err).toBeInstanceOf(ConfigError);
-    expect(hasErrorCode(err, ErrorCode.Config)).toBe(true);
-    expect((err as ConfigError).message).toContain('search_issues');
-    expect((err as ConfigError).message).toContain('twice');
-    expect((err as ConfigError).message).not.toContain('solo');
-    expect((err as ConfigError).details).toEqual({ duplicates: ['search_issues', 'twice'] });
+    expect(err.message).toContain('search_issues');
+    expect(err.message).toContain('twice');
+    expect(err.message).not.toContain('solo');
+    expect(err.details).toEqual({ duplicates: ['search_issues', 'twice'] });
   });
 
   it('finds duplicates however the toolset is ordered, even identical contracts', () => {

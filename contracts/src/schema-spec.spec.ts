@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { z } from 'zod';
-import { ConfigError, ErrorCode, hasErrorCode, type ValidationIssue } from './errors';
+import { configError } from '../test/support/config-error';
+import type { ValidationIssue } from './errors';
 import {
   compileJsonSchema,
   compileSchema,
@@ -9,17 +10,6 @@ import {
   type StandardSchemaV1,
   type ValidationResult,
 } from './schema-spec';
-
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    expect(hasErrorCode(err, ErrorCode.Config)).toBe(true);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 function issuesOf<T>(result: ValidationResult<T>): ValidationIssue[] {
   if (result.ok) throw new Error(`expected issues, got the value ${JSON.stringify(result.value)}`);

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ConfigError, ErrorCode, hasErrorCode } from './errors';
+import { configError } from '../test/support/config-error';
 import {
   ApiOperation,
   assertSubjectToken,
@@ -21,17 +21,6 @@ function matches(filter: string, subject: string): boolean {
     if (f[i] !== '*' && f[i] !== s[i]) return false;
   }
   return f.length === s.length;
-}
-
-function configError(fn: () => unknown): ConfigError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    expect(hasErrorCode(err, ErrorCode.Config)).toBe(true);
-    return err as ConfigError;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 const hostile: unknown[] = [
