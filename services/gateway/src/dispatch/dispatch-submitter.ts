@@ -8,7 +8,6 @@ import {
   SubmitDispatchRequestSchema,
   ToolgateError,
   type DispatchOutcome,
-  type DispatchState,
   type JournalEvent,
   type SettledEvent,
   type Subjects,
@@ -18,9 +17,10 @@ import type { ToolRegistry } from '@toolgate/registry';
 import { Attr, annotate } from '@toolgate/telemetry';
 import type { Principal } from '../auth/token-auth';
 import { parseRequest } from '../api/parse-request';
+import { resolveToolRef } from './tool-ref';
 
 /** Model-retry attempts allowed per call chain. */
-export const MAX_MODEL_RETRIES = 2;
+const MAX_MODEL_RETRIES = 2;
 
 const decoder = new TextDecoder();
 
@@ -76,12 +76,7 @@ export class DispatchSubmitter {
 
   async submit(principal: Principal, body: unknown): Promise<SubmitDispatchResponse> {
     const req = parseRequest(SubmitDispatchRequestSchema, body);
-    const tool = this.registry.resolve(principal.tenant, req.tool);
-    if (!tool) {
-      throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, {
-        details: { tool: req.tool },
-      });
-    }
+    const tool = resolveToolRef(this.registry, principal.tenant, req.tool);
     const retryDepth = req.retryOf
       ? await this.retryDepth(principal.tenant, req.runId, req.retryOf)
       : 0;
@@ -107,15 +102,7 @@ export class DispatchSubmitter {
       at: this.options.now().toISOString(),
       causationId: null,
       callId: req.callId,
-      tool: {
-        name: tool.name,
-        contractHash: tool.contractHash,
-        needsApproval: tool.policy.needsApproval,
-        executor: tool.policy.executor,
-        ...(tool.policy.risk ? { risk: tool.policy.risk } : {}),
-        ...(tool.policy.timeoutMs ? { timeoutMs: tool.policy.timeoutMs } : {}),
-        ...(tool.policy.clearance ? { clearance: tool.policy.clearance } : {}),
-      },
+      tool,
       input: req.input,
       agent: req.agent,
       isolation: req.isolation,
@@ -260,12 +247,10 @@ function safeParse(data: Uint8Array): JournalEvent | null {
 }
 
 /** What the caller sees of a settled dispatch. */
-export function outcomeOf(event: SettledEvent): DispatchOutcome {
+function outcomeOf(event: SettledEvent): DispatchOutcome {
   return {
     outcome: event.outcome,
     ...(event.result !== undefined ? { result: event.result } : {}),
     ...(event.error ? { error: event.error } : {}),
   };
 }
-
-export type { DispatchState };

@@ -1,7 +1,8 @@
-import { EvaluatePolicyRequestSchema, ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { EvaluatePolicyRequestSchema } from '@toolgate/contracts';
 import { validateStoredPolicy, type PolicyRuntime } from '@toolgate/policy-runtime';
 import type { ToolRegistry } from '@toolgate/registry';
 import { parseRequest } from '../api/parse-request';
+import { resolveToolRef } from '../dispatch/tool-ref';
 
 /**
  * The gateway's policy edge: validates documents before they are stored (a bad rule is refused at
@@ -20,18 +21,8 @@ export class PolicyGate {
 
   async evaluate(tenant: string, body: unknown) {
     const req = parseRequest(EvaluatePolicyRequestSchema, body);
-    const tool = this.registry.resolve(tenant, req.tool);
-    if (!tool)
-      throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${req.tool}`, {
-        details: { tool: req.tool },
-      });
     const { decision, revision } = await this.runtime.decide(tenant, {
-      tool: {
-        name: tool.name,
-        risk: tool.policy.risk,
-        needsApproval: tool.policy.needsApproval,
-        clearance: tool.policy.clearance,
-      },
+      tool: resolveToolRef(this.registry, tenant, req.tool),
       input: req.input,
       agent: req.agent,
       isolation: req.isolation,
