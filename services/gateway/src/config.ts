@@ -29,7 +29,7 @@ const Env = z.object({
   /** JSON array of token grants; or a path to a file holding it in TOOLGATE_TOKENS_FILE. */
   TOOLGATE_TOKENS: z.string().optional(),
   TOOLGATE_TOKENS_FILE: z.string().optional(),
-  /** Default and maximum time `wait` blocks for a settled result. */
+  /** How long `wait: true` blocks for a settled result (a numeric `wait` is the caller's own). */
   GATEWAY_WAIT_DEFAULT_MS: z.coerce.number().int().min(0).default(30_000),
   GATEWAY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
 });

@@ -10,6 +10,7 @@ import {
   ToolgateError,
   toWireError,
   type ListToolsResponse,
+  type Scope,
   type ToolView,
 } from '@toolgate/contracts';
 import { context, propagation, SpanKind } from '@opentelemetry/api';
@@ -24,7 +25,7 @@ import { parseRequest } from './parse-request';
 
 /** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
 type Operation = {
-  scope: 'dispatch' | 'approve' | 'admin';
+  scope: Scope;
   run(principal: Principal, body: unknown): Promise<unknown>;
 };
 
