@@ -1,8 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  ApiReplySchema,
   ErrorCode,
   fromWireError,
-  isWireError,
   ToolgateError,
   type QueryOperation,
   type Subjects,
@@ -41,14 +41,17 @@ export class JournalQueries {
         cause,
       });
     }
-    const parsed = JSON.parse(decoder.decode(reply.data)) as {
-      ok?: boolean;
-      data?: T;
-      error?: unknown;
-    };
-    if (parsed.ok === true) return parsed.data as T;
-    throw isWireError(parsed.error)
-      ? fromWireError(parsed.error)
-      : new ToolgateError(ErrorCode.Internal, 'malformed journal reply');
+    const parsed = ApiReplySchema.safeParse(parseJson(decoder.decode(reply.data)));
+    if (!parsed.success) throw new ToolgateError(ErrorCode.Internal, 'malformed journal reply');
+    if (parsed.data.ok) return parsed.data.data as T;
+    throw fromWireError(parsed.data.error);
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
