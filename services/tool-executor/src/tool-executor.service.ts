@@ -1,10 +1,4 @@
-import { ExecutionPolicySchema } from './builtins/execution-policy';
-import {
-  createBuiltinTools,
-  parseExecutionPolicy,
-  SAFE_ENV_VARS,
-  type CheckDomain,
-} from './builtins';
+import { createBuiltinTools, type CheckDomain } from './builtins';
 import {
   bootstrapService,
   stopOnce,
@@ -32,20 +26,22 @@ export interface ToolExecutorOptions {
 /** Starts the tool-executor: builtins, remote executor, and its consumers on `decided` and `resolved`. */
 export async function startToolExecutor(options: ToolExecutorOptions): Promise<RunningService> {
   const { config } = options;
-  const policy = parseExecutionPolicy(
-    ExecutionPolicySchema.parse({
-      cwd: config.cwd,
-      ...(config.readPaths ? { readPaths: config.readPaths } : {}),
-      ...(config.writePaths ? { writePaths: config.writePaths } : {}),
-      env: { mode: 'allowlist', names: config.envAllowlist ?? [...SAFE_ENV_VARS] },
-    }),
-  );
   const checkDomain: CheckDomain = (host) => {
     const call = callScope.getStore();
     if (!call) return 'deny';
     return options.checkDomain(call, host);
   };
-  const builtins = createBuiltinTools({ policy, checkDomain });
+  // Parsed once, by createBuiltinTools: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd])
+  // live in the policy schema, and a bad value is a ConfigError naming it.
+  const builtins = createBuiltinTools({
+    policy: {
+      cwd: config.cwd,
+      ...(config.readPaths ? { readPaths: config.readPaths } : {}),
+      ...(config.writePaths ? { writePaths: config.writePaths } : {}),
+      ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
+    },
+    checkDomain,
+  });
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,

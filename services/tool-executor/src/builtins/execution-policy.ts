@@ -2,6 +2,7 @@ import { constants as fsConstants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, ErrorCode, ToolgateError, type ToolContext } from '@toolgate/contracts';
+import { isInside } from '@toolgate/worktree-guard';
 
 /**
  * Environment variables a tool may inherit from the host by default. Only locale, terminal and
@@ -231,15 +232,9 @@ async function resolveInScope(
     // Roots are resolved per call: a root may itself be (or sit under) a symlink, and comparing a
     // real path with a symlinked root would refuse legitimate paths.
     const realRoot = await realpathLenient(root, requested, access);
-    if (isWithin(realRoot, real)) return real;
+    if (isInside(realRoot, real)) return real;
   }
   throw outsideScope(requested, access);
-}
-
-/** Whether `candidate` is `root` or lies under it (both absolute and normalised). */
-export function isWithin(root: string, candidate: string): boolean {
-  const rel = path.relative(root, candidate);
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
 /**
