@@ -8,7 +8,7 @@ import {
   WireErrorSchema,
 } from './events';
 import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
-import { SUBJECT_TOKEN_PATTERN } from './subjects';
+import { SubjectTokenSchema as Token } from './subjects';
 
 /**
  * Request and response bodies of the gateway's API. The HTTP routes and the NATS request/reply
@@ -17,8 +17,6 @@ import { SUBJECT_TOKEN_PATTERN } from './subjects';
  *
  * NATS replies are `{ ok: true, data }` or `{ ok: false, error: { code, message, details } }`.
  */
-
-const Token = z.string().regex(SUBJECT_TOKEN_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
 
 /** Register (or re-register) a tool contract with its policy fields. */
 export const RegisterToolRequestSchema = z.strictObject({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ErrorCode } from './errors';
-import { SUBJECT_TOKEN_PATTERN } from './subjects';
+import { SubjectTokenSchema as Token } from './subjects';
 import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract';
 
 /**
@@ -15,7 +15,6 @@ import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract'
 
 export const JOURNAL_SCHEMA_VERSION = 1 as const;
 
-const Token = z.string().regex(SUBJECT_TOKEN_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');
 const IsoDate = z.iso.datetime({ offset: true });
 

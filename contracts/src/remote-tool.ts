@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { AgentRefSchema, IsolationSchema } from './events';
-import { SUBJECT_TOKEN_PATTERN } from './subjects';
+import { SubjectTokenSchema as Token } from './subjects';
 import { ToolNameSchema } from './tool-contract';
-
-const Token = z.string().regex(SUBJECT_TOKEN_PATTERN);
 
 /**
  * What a team's remote tool worker receives on `subjects.remoteTool(tenant, tool)` (queue group =

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { ConfigError } from './errors';
 
 /**
@@ -12,12 +13,16 @@ import { ConfigError } from './errors';
 
 /** A subject token: no dots, wildcards, whitespace or control characters. */
 export const SUBJECT_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+/** A subject token in a request or event body (tenant, run id, dispatch id): the pattern above. */
+export const SubjectTokenSchema = z
+  .string()
+  .regex(SUBJECT_TOKEN_PATTERN, 'must be 1-128 characters of [A-Za-z0-9_-]');
 /** The prefix also names streams and buckets, so it is a single short token. */
 export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 
 /** Throws a {@link ConfigError} unless `value` is one safe subject token. */
 export function assertSubjectToken(kind: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || !SUBJECT_TOKEN_PATTERN.test(value)) {
+  if (!isSubjectToken(value)) {
     throw new ConfigError(
       `${kind} must be 1-128 characters of [A-Za-z0-9_-] (no dots, wildcards or spaces), got ${JSON.stringify(value)}`,
       { details: { field: kind } },
