@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from './canonical-json';
+import { canonicalDigest } from './canonical-json';
 import { ConfigError } from './errors';
 import { TOOL_NAME_PATTERN, type ToolContract } from './tool-contract';
 
@@ -18,7 +18,7 @@ function tupleOf(contract: ToolContract): ContractTuple {
 
 /** sha256 (lowercase hex) over the canonical JSON of one contract's identity tuple. */
 export function contractHash(contract: ToolContract): string {
-  return sha256Hex(canonicalJson(tupleOf(contract)));
+  return canonicalDigest(tupleOf(contract));
 }
 
 /**
@@ -30,7 +30,7 @@ export function toolsetHash(contracts: readonly ToolContract[]): string {
   const tuples = [...contracts]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map(tupleOf);
-  return sha256Hex(canonicalJson(tuples));
+  return canonicalDigest(tuples);
 }
 
 /** Throws {@link ConfigError} naming every duplicated tool name. */

@@ -1,4 +1,4 @@
-import { canonicalDigest, canonicalJson, sha256Hex } from './canonical-json';
+import { canonicalDigest } from './canonical-json';
 
 /**
  * A dispatch's id is a content key: the same (tenant, runId, callId, tool name, contract hash,
@@ -33,5 +33,5 @@ export function inputDigest(input: unknown): string {
 
 /** The approval key: sha256 of the tool name and the canonical post-hook input. */
 export function approvalKey(toolName: string, input: unknown): string {
-  return sha256Hex(canonicalJson([toolName, input ?? null]));
+  return canonicalDigest([toolName, input ?? null]);
 }
