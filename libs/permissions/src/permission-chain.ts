@@ -409,7 +409,7 @@ function compileExpressionRule(
     description: { source, kind: 'expression', layer: rule.effect, index, ...rule },
     reason:
       rule.reason ??
-      `${source} expression rule ${rule.id ?? `#${index}`} (${rule.when}) ${rule.effect === 'deny' ? 'denies' : 'asks before'} this call`,
+      `${what} (${rule.when}) ${rule.effect === 'deny' ? 'denies' : 'asks before'} this call`,
     expr: compileExpression(rule.when, what),
     timeoutMs: rule.approvalTimeoutMs,
     onTimeout: rule.onTimeout,

@@ -9,7 +9,7 @@ import {
   type RuleView,
   type TableRuleEntry,
 } from './permission-chain';
-import type { OnTimeout, RiskClass } from './policy-document';
+import { RiskClassSchema, type OnTimeout, type RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
 import { taintGateCloses } from './taint-gate';
@@ -223,54 +223,67 @@ function runHooks(ev: Evaluation, from: number): PermissionDecision | undefined 
 /** Sentinel: the hook passed, go on. */
 const CONTINUE: PermissionDecision = Object.freeze({}) as PermissionDecision;
 
-function hookFailed(ev: Evaluation, h: number, err: unknown): PermissionDecision {
-  const hook = ev.chain.hooks[h]!;
+/** A decision by hook `h`: the hook's description is the rule. */
+function byHook(
+  ev: Evaluation,
+  h: number,
+  verdict: Verdict,
+  reason: string | undefined,
+): PermissionDecision {
+  return decision(ev.chain, ev.state, verdict, 'hook', ev.chain.hooks[h]!.description, reason);
+}
+
+/** A decision by canUseTool: its description is the rule. */
+function byCanUseTool(
+  ev: Evaluation,
+  verdict: Verdict,
+  reason: string | undefined,
+): PermissionDecision {
   return decision(
     ev.chain,
     ev.state,
+    verdict,
+    'canUseTool',
+    ev.chain.canUseTool!.description,
+    reason,
+  );
+}
+
+function hookFailed(ev: Evaluation, h: number, err: unknown): PermissionDecision {
+  const name = ev.chain.hooks[h]!.name;
+  return byHook(
+    ev,
+    h,
     'deny',
-    'hook',
-    hook.description,
-    `permission hook '${hook.name}' failed, so the call is denied: ${errorText(err)}`,
+    `permission hook '${name}' failed, so the call is denied: ${errorText(err)}`,
   );
 }
 
 function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecision {
   if (result === undefined) return CONTINUE;
-  const hook = ev.chain.hooks[h]!;
-  if (result === 'allow' || result === 'deny' || result === 'ask') {
-    return decision(
-      ev.chain,
-      ev.state,
+  const name = ev.chain.hooks[h]!.name;
+  if (isVerdict(result)) {
+    return byHook(
+      ev,
+      h,
       result,
-      'hook',
-      hook.description,
-      result === 'allow' ? undefined : `permission hook '${hook.name}' returned ${result}`,
+      result === 'allow' ? undefined : `permission hook '${name}' returned ${result}`,
     );
   }
   if (isModifiedInput(result)) {
     ev.state.substitute(result.modifiedInput);
     return CONTINUE;
   }
-  return decision(
-    ev.chain,
-    ev.state,
+  return byHook(
+    ev,
+    h,
     'deny',
-    'hook',
-    hook.description,
-    `permission hook '${hook.name}' returned an invalid verdict, so the call is denied`,
+    `permission hook '${name}' returned an invalid verdict, so the call is denied`,
   );
 }
 
 function canFailed(ev: Evaluation, err: unknown): PermissionDecision {
-  return decision(
-    ev.chain,
-    ev.state,
-    'deny',
-    'canUseTool',
-    ev.chain.canUseTool!.description,
-    `canUseTool failed, so the call is denied: ${errorText(err)}`,
-  );
+  return byCanUseTool(ev, 'deny', `canUseTool failed, so the call is denied: ${errorText(err)}`);
 }
 
 /** Races the pending promise against its deadline, then resumes the chain. */
@@ -470,40 +483,22 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   return terminal(ev);
 }
 
+/** The reason canUseTool's decisive verdicts report. */
+const CAN_USE_TOOL_REASON: Readonly<Record<Verdict, string | undefined>> = {
+  allow: undefined,
+  deny: 'canUseTool denied the call',
+  ask: 'canUseTool asked for approval',
+};
+
 function canResult(ev: Evaluation, result: unknown): PermissionDecision {
-  const { chain, state } = ev;
-  const can = chain.canUseTool!;
-  if (result === 'allow')
-    return decision(chain, state, 'allow', 'canUseTool', can.description, undefined);
-  if (result === 'deny')
-    return decision(
-      chain,
-      state,
+  if (isVerdict(result)) return byCanUseTool(ev, result, CAN_USE_TOOL_REASON[result]);
+  if (isModifiedInput(result)) ev.state.substitute(result.modifiedInput);
+  else if (result !== undefined)
+    return byCanUseTool(
+      ev,
       'deny',
-      'canUseTool',
-      can.description,
-      'canUseTool denied the call',
-    );
-  if (result === 'ask')
-    return decision(
-      chain,
-      state,
-      'ask',
-      'canUseTool',
-      can.description,
-      'canUseTool asked for approval',
-    );
-  if (isModifiedInput(result)) state.substitute(result.modifiedInput);
-  else if (result !== undefined) {
-    return decision(
-      chain,
-      state,
-      'deny',
-      'canUseTool',
-      can.description,
       'canUseTool returned an invalid verdict, so the call is denied',
     );
-  }
   return terminal(ev);
 }
 
@@ -518,7 +513,7 @@ function terminal(ev: Evaluation): PermissionDecision {
 
 /** Risk class → slot in a chain's rule-view cache. */
 const RISK_SLOT: ReadonlyMap<string, number> = new Map(
-  ['read', 'write', 'network', 'execute', 'destructive', 'undeclared'].map((r, i) => [r, i]),
+  RiskClassSchema.options.map((r, i) => [r, i]),
 );
 const RULE_VIEW_TOOL_LIMIT = 1_024;
 
@@ -541,7 +536,7 @@ function ruleView(
   let views = cache.get(toolName);
   if (views === undefined) {
     if (cache.size >= RULE_VIEW_TOOL_LIMIT) cache.clear();
-    views = [undefined, undefined, undefined, undefined, undefined, undefined];
+    views = new Array<RuleView | undefined>(RISK_SLOT.size).fill(undefined);
     cache.set(toolName, views);
   }
   let view = views[slot];
@@ -720,6 +715,10 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
     value !== null &&
     typeof (value as { then?: unknown }).then === 'function'
   );
+}
+
+function isVerdict(value: unknown): value is Verdict {
+  return value === 'allow' || value === 'deny' || value === 'ask';
 }
 
 function isModifiedInput(value: unknown): value is { modifiedInput: unknown } {

@@ -1,6 +1,7 @@
 import { ConfigError } from '@toolgate/contracts';
 import {
   PresetNameSchema,
+  RiskClassSchema,
   type PermissionRule,
   type PresetName,
   type RiskClass,
@@ -36,15 +37,6 @@ export const PRESET_TABLE: Readonly<Record<PresetName, Readonly<Record<RiskClass
   },
 };
 
-const RISK_ORDER: readonly RiskClass[] = [
-  'read',
-  'write',
-  'network',
-  'execute',
-  'destructive',
-  'undeclared',
-];
-
 /** The deny and ask rules a preset compiles to. */
 export interface CompiledPreset {
   readonly deny: PermissionRule[];
@@ -64,7 +56,7 @@ export function compilePermissionPreset(preset: PresetName): CompiledPreset {
     });
   }
   const row = PRESET_TABLE[parsed.data];
-  const byCell = (cell: Cell) => RISK_ORDER.filter((r) => row[r] === cell);
+  const byCell = (cell: Cell) => RiskClassSchema.options.filter((r) => row[r] === cell);
   const deny = byCell('deny');
   const ask = byCell('ask');
   return {
