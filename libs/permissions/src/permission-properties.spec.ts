@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import {
   compilePermissionChain,
+  compileShellMatcher,
   evaluatePermission,
+  explainShellCommand,
   matchShellCommand,
   type PermissionRule,
   type RiskClass,
@@ -96,6 +98,28 @@ describe('shell matching properties', () => {
         expect(RANK[both]).toBe(Math.max(RANK[va], RANK[vb]));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it('a compiled matcher and the explained form give the verdict matchShellCommand gives', () => {
+    fc.assert(
+      fc.property(
+        simpleCommand,
+        fc.constantFrom('', '; ', ' && ', ' | '),
+        simpleCommand,
+        patternTables,
+        (a, sep, b, tables) => {
+          const command = sep === '' ? a : `${a}${sep}${b}`;
+          const verdict = matchShellCommand(command, tables);
+          const matcher = compileShellMatcher(tables);
+          expect(matcher(command)).toBe(verdict);
+          const explained = explainShellCommand(command, tables);
+          expect(explained.verdict).toBe(verdict);
+          expect(explained.segments.map((s) => s.verdict)).toContain(verdict);
+          expect(matcher.explain(command)).toEqual(explained);
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 

@@ -226,15 +226,7 @@ class Lexer {
   private pushRedirect(op: string): void {
     this.endWord();
     if (this.expectTarget) this.flag('redirection without a target');
-    this.words.push({
-      text: op,
-      redirect: true,
-      redirectTarget: false,
-      dynamic: false,
-      splits: false,
-      glob: false,
-      assignment: false,
-    });
+    this.words.push(redirectWord(op));
     this.expectTarget = true;
   }
 
@@ -470,20 +462,12 @@ class Lexer {
       this.flag(
         src.charCodeAt(start + 2) === LPAREN ? 'arithmetic expansion' : 'command substitution',
       );
-      const end = findClosing(src, start + 1, LPAREN, RPAREN);
-      this.text += src.slice(start, end);
-      this.dynamic = true;
-      if (!inDouble) this.splits = true;
-      this.i = end;
+      this.expansion(start, findClosing(src, start + 1, LPAREN, RPAREN), !inDouble);
       return;
     }
     if (next === LBRACKET) {
       this.flag('arithmetic expansion');
-      const end = findClosing(src, start + 1, LBRACKET, RBRACKET);
-      this.text += src.slice(start, end);
-      this.dynamic = true;
-      if (!inDouble) this.splits = true;
-      this.i = end;
+      this.expansion(start, findClosing(src, start + 1, LBRACKET, RBRACKET), !inDouble);
       return;
     }
     if (next === LBRACE) {
@@ -491,10 +475,7 @@ class Lexer {
       const body = src.slice(start + 2, end - 1);
       if (src.charCodeAt(end - 1) !== RBRACE) this.flag('unbalanced parameter expansion');
       else if (!SIMPLE_PARAMETER.test(body)) this.flag('parameter expansion with operators');
-      this.text += src.slice(start, end);
-      this.dynamic = true;
-      if (!inDouble || body === '@') this.splits = true;
-      this.i = end;
+      this.expansion(start, end, !inDouble || body === '@');
       return;
     }
     if (!inDouble && next === SQUOTE) {
@@ -514,10 +495,7 @@ class Lexer {
     if (isNameStart(next)) {
       let j = start + 2;
       while (j < n && isNameChar(src.charCodeAt(j))) j++;
-      this.text += src.slice(start, j);
-      this.dynamic = true;
-      if (!inDouble) this.splits = true;
-      this.i = j;
+      this.expansion(start, j, !inDouble);
       return;
     }
     if (
@@ -530,15 +508,20 @@ class Lexer {
       next === BANG ||
       next === 45
     ) {
-      this.text += src.slice(start, start + 2);
-      this.dynamic = true;
-      if (!inDouble || next === 64) this.splits = true;
-      this.i = start + 2;
+      this.expansion(start, start + 2, !inDouble || next === 64);
       return;
     }
     // A lone `$` is literal.
     this.text += '$';
     this.i = start + 1;
+  }
+
+  /** Appends the expansion `src[start, end)` to the word and moves past it. */
+  private expansion(start: number, end: number, splits: boolean): void {
+    this.text += this.src.slice(start, end);
+    this.dynamic = true;
+    if (splits) this.splits = true;
+    this.i = end;
   }
 
   private redirect(c: number): void {
@@ -606,15 +589,7 @@ class Lexer {
           ch === RPAREN
         ) {
           this.endWord();
-          this.words.push({
-            text: prefix + op + src.slice(this.i, j),
-            redirect: true,
-            redirectTarget: false,
-            dynamic: false,
-            splits: false,
-            glob: false,
-            assignment: false,
-          });
+          this.words.push(redirectWord(prefix + op + src.slice(this.i, j)));
           this.i = j;
           return;
         }
@@ -622,6 +597,19 @@ class Lexer {
     }
     this.pushRedirect(prefix + op);
   }
+}
+
+/** A redirection operator as a word of its own. */
+function redirectWord(op: string): ShellWord {
+  return {
+    text: op,
+    redirect: true,
+    redirectTarget: false,
+    dynamic: false,
+    splits: false,
+    glob: false,
+    assignment: false,
+  };
 }
 
 /** Index of the next unescaped `code` at or after `from`, or -1. */

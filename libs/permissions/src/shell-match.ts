@@ -46,11 +46,24 @@ const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
  * @throws ConfigError on an invalid pattern
  */
 export function compileShellMatcher(tables: ShellPatternTables): ShellMatcher {
-  const allow = compileList(tables.allow, 'allow');
-  const ask = compileList(tables.ask, 'ask');
-  const deny = compileList(tables.deny, 'deny');
-  const match = (command: string): ShellVerdict => decide(command, allow, ask, deny);
-  return Object.assign(match, { explain: (command: string) => explain(command, allow, ask, deny) });
+  const compiled = compileTables(tables);
+  const match = (command: string): ShellVerdict => decide(command, compiled);
+  return Object.assign(match, { explain: (command: string) => explain(command, compiled) });
+}
+
+/** The three tables, compiled. */
+interface CompiledTables {
+  readonly allow: readonly ShellPattern[];
+  readonly ask: readonly ShellPattern[];
+  readonly deny: readonly ShellPattern[];
+}
+
+function compileTables(tables: ShellPatternTables): CompiledTables {
+  return {
+    allow: compileList(tables.allow, 'allow'),
+    ask: compileList(tables.ask, 'ask'),
+    deny: compileList(tables.deny, 'deny'),
+  };
 }
 
 const cache = new Map<string, ShellPattern>();
@@ -81,55 +94,38 @@ function compileList(list: readonly string[] | undefined, table: string): ShellP
  * @throws ConfigError on an invalid pattern
  */
 export function matchShellCommand(command: string, tables: ShellPatternTables): ShellVerdict {
-  return decide(
-    command,
-    compileList(tables.allow, 'allow'),
-    compileList(tables.ask, 'ask'),
-    compileList(tables.deny, 'deny'),
-  );
+  return decide(command, compileTables(tables));
 }
 
 /** Like {@link matchShellCommand}, with a per-segment account of the decision. */
 export function explainShellCommand(command: string, tables: ShellPatternTables): ShellDecision {
-  return explain(
-    command,
-    compileList(tables.allow, 'allow'),
-    compileList(tables.ask, 'ask'),
-    compileList(tables.deny, 'deny'),
-  );
+  return explain(command, compileTables(tables));
 }
 
-function decide(
-  command: string,
-  allow: ShellPattern[],
-  ask: ShellPattern[],
-  deny: ShellPattern[],
-): ShellVerdict {
+function decide(command: string, tables: CompiledTables): ShellVerdict {
   if (typeof command !== 'string') return 'ask';
   const segments = analyseShellCommand(command);
   if (segments.length === 0) return 'ask';
   let verdict: ShellVerdict = 'allow';
   for (let s = 0; s < segments.length; s++) {
-    const v = decideSegment(segments[s]!, allow, ask, deny).verdict;
+    const v = decideSegment(segments[s]!, tables).verdict;
     if (v === 'deny') return 'deny';
     if (v === 'ask') verdict = 'ask';
   }
   return verdict;
 }
 
-function explain(
-  command: string,
-  allow: ShellPattern[],
-  ask: ShellPattern[],
-  deny: ShellPattern[],
-): ShellDecision {
+function explain(command: string, tables: CompiledTables): ShellDecision {
   if (typeof command !== 'string') {
     return {
       verdict: 'ask',
       segments: [{ argv: [], verdict: 'ask', reason: 'the command is not a string' }],
     };
   }
-  const segments = analyseShellCommand(command).map((seg) => decideSegment(seg, allow, ask, deny));
+  const segments = analyseShellCommand(command).map((seg): ShellSegmentDecision => ({
+    argv: seg.words.map((w) => w.text),
+    ...decideSegment(seg, tables),
+  }));
   if (segments.length === 0) {
     return {
       verdict: 'ask',
@@ -141,32 +137,25 @@ function explain(
   return { verdict, segments };
 }
 
+/** How one segment is decided, without its argv (which only {@link explain} reports). */
 function decideSegment(
   segment: AnalysedSegment,
-  allow: ShellPattern[],
-  ask: ShellPattern[],
-  deny: ShellPattern[],
-): ShellSegmentDecision {
-  const argv = segment.words.map((w) => w.text);
+  { allow, ask, deny }: CompiledTables,
+): Omit<ShellSegmentDecision, 'argv'> {
   if (segment.unmatchable !== undefined) {
-    return { argv, verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
+    return { verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
   }
   const denied = segmentMatchesAny(deny, segment);
   if (denied !== undefined)
-    return { argv, verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
+    return { verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
   const asked = segmentMatchesAny(ask, segment);
   if (asked !== undefined)
-    return { argv, verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
+    return { verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
   for (let p = 0; p < allow.length; p++) {
     const pattern = allow[p]!;
     if (matchesStrictly(pattern, segment)) {
-      return {
-        argv,
-        verdict: 'allow',
-        pattern: pattern.source,
-        reason: 'matches an allow pattern',
-      };
+      return { verdict: 'allow', pattern: pattern.source, reason: 'matches an allow pattern' };
     }
   }
-  return { argv, verdict: 'ask', reason: 'matches no allow pattern' };
+  return { verdict: 'ask', reason: 'matches no allow pattern' };
 }

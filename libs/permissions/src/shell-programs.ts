@@ -225,7 +225,7 @@ const INLINE_CODE_OPTIONS: ReadonlyArray<readonly [RegExp, RegExp]> = [
     /^-|^--/,
   ],
   [
-    /^(?:sh|bash|zsh|dash|ksh|mksh|ash|fish|csh|tcsh|yash|rbash)$/,
+    new RegExp(`^(?:${[...SHELLS].join('|')})$`),
     /^-[A-Za-z]*c|^--command|^--init-file|^--rcfile|^-[A-Za-z]*O/,
   ],
   [/^(?:find|gfind)$/, /^-(?:exec|execdir|ok|okdir|delete|fprint|fprint0|fprintf|fls)$/],
