@@ -90,8 +90,8 @@ function queueFor(timeoutMs: number): DeadlineQueue {
 
 /**
  * Starts a deadline: `expire` is called with a {@link HookTimeoutError} after `timeoutMs` unless
- * {@link settleDeadline} comes first. Lower level than {@link withDeadline}: the evaluator uses it
- * to race a hook's promise without wrapping it in a promise of its own.
+ * {@link settleDeadline} comes first. The evaluator uses it to race a hook's promise without
+ * wrapping it in a promise of its own.
  */
 export function startDeadline(
   timeoutMs: number,
@@ -105,19 +105,4 @@ export function settleDeadline(deadline: Deadline): boolean {
   if (deadline.done) return false;
   deadline.queue.settle(deadline);
   return true;
-}
-
-/** Resolves with `promise`, or rejects with {@link HookTimeoutError} after `timeoutMs`. */
-export function withDeadline<T>(promise: PromiseLike<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const entry = startDeadline(timeoutMs, reject);
-    promise.then(
-      (v) => {
-        if (settleDeadline(entry)) resolve(v);
-      },
-      (e: unknown) => {
-        if (settleDeadline(entry)) reject(e);
-      },
-    );
-  });
 }

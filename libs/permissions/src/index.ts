@@ -6,7 +6,6 @@ export {
   type PermissionChain,
 } from './permission-chain';
 export { evaluatePermission } from './permission-evaluator';
-export { HookTimeoutError } from './hook-deadline';
 export { compilePermissionPreset, PRESET_TABLE, type CompiledPreset } from './preset-compiler';
 export {
   compileShellMatcher,
