@@ -144,15 +144,7 @@ function compileStandard(spec: StandardSchemaV1, label: string): CompiledSchema 
         if (result.issues) return { ok: false, issues: result.issues.map(standardIssue) };
         return { ok: true, value: result.value };
       } catch (cause) {
-        return {
-          ok: false,
-          issues: [
-            {
-              path: [],
-              message: `validator failed: ${(cause as Error)?.message ?? String(cause)}`,
-            },
-          ],
-        };
+        return validatorFailed(cause);
       }
     },
   };
@@ -177,17 +169,19 @@ function compilePair(spec: JsonSchemaPair<unknown>, label: string): CompiledSche
             : [{ path: [], message: 'rejected by the validate function' }],
         };
       } catch (cause) {
-        return {
-          ok: false,
-          issues: [
-            {
-              path: [],
-              message: `validator failed: ${(cause as Error)?.message ?? String(cause)}`,
-            },
-          ],
-        };
+        return validatorFailed(cause);
       }
     },
+  };
+}
+
+/** A library or user validator that threw or rejected: one root issue, never a throw. */
+function validatorFailed(cause: unknown): ValidationResult<never> {
+  return {
+    ok: false,
+    issues: [
+      { path: [], message: `validator failed: ${(cause as Error)?.message ?? String(cause)}` },
+    ],
   };
 }
 
