@@ -26,6 +26,7 @@ export {
   type ClientOptions,
   type DispatchRequest,
   type RegisteredToolView,
+  type ResolveApprovalOptions,
   type ToolgateClient,
 } from './client/toolgate-client';
 export type { ApprovalFilter, ApprovalView } from './client/approval-view';

@@ -1,8 +1,8 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
+  ApiReplySchema,
   ErrorCode,
   fromWireError,
-  isWireError,
   ToolgateError,
   type ApiOperation,
   type Subjects,
@@ -41,9 +41,9 @@ export class ApiCaller {
     } catch (cause) {
       throw transportError(operation, cause, this.timeoutMs);
     }
-    let parsed: { ok?: unknown; data?: unknown; error?: unknown };
+    let json: unknown;
     try {
-      parsed = JSON.parse(decoder.decode(reply.data)) as typeof parsed;
+      json = JSON.parse(decoder.decode(reply.data));
     } catch (cause) {
       throw new ToolgateError(
         ErrorCode.Internal,
@@ -51,9 +51,12 @@ export class ApiCaller {
         { cause },
       );
     }
-    if (parsed.ok === true) return parsed.data as T;
-    if (parsed.ok === false && isWireError(parsed.error)) throw fromWireError(parsed.error);
-    throw new ToolgateError(ErrorCode.Internal, `malformed gateway reply to ${operation}`);
+    const parsed = ApiReplySchema.safeParse(json);
+    if (!parsed.success) {
+      throw new ToolgateError(ErrorCode.Internal, `malformed gateway reply to ${operation}`);
+    }
+    if (parsed.data.ok) return parsed.data.data as T;
+    throw fromWireError(parsed.data.error);
   }
 }
 

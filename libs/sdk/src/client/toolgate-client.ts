@@ -9,6 +9,7 @@ import {
   type Isolation,
   type JournalEvent,
   type ListToolsResponse,
+  type ResolveApprovalRequest,
   type Subjects,
   type SubmitDispatchResponse,
   type Taint,
@@ -55,6 +56,13 @@ export interface DispatchRequest<I> {
   retryOf?: string;
 }
 
+/**
+ * How `client.approvals.resolve()` names the parked call: naming the dispatch and its run lets the
+ * gateway read it straight from the journal; `inputDigest` must match the input that was asked for.
+ */
+export type ResolveApprovalOptions = ResolveExternalOptions &
+  Pick<ResolveApprovalRequest, 'dispatchId' | 'runId' | 'inputDigest'>;
+
 /** What `registerTool` answers: the stored tool and the tenant's new toolset hash. */
 export type RegisteredToolView = ToolView & { toolsetHash: string };
 
@@ -76,14 +84,7 @@ export interface ToolgateClient {
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
   readonly approvals: {
     list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
-    resolve(
-      key: string,
-      options: ResolveExternalOptions & {
-        dispatchId?: string;
-        runId?: string;
-        inputDigest?: string;
-      },
-    ): Promise<ResolveApprovalResult>;
+    resolve(key: string, options: ResolveApprovalOptions): Promise<ResolveApprovalResult>;
   };
   /** Stops served tools (draining their in-flight calls), abandons open handles, closes the connection it opened. */
   close(): Promise<void>;
@@ -128,14 +129,8 @@ class Client implements ToolgateClient {
     list: async (filter: ApprovalFilter = {}) =>
       (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter))
         .approvals,
-    resolve: (
-      key: string,
-      options: ResolveExternalOptions & {
-        dispatchId?: string;
-        runId?: string;
-        inputDigest?: string;
-      },
-    ) => this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
+    resolve: (key: string, options: ResolveApprovalOptions) =>
+      this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
   };
 
   registerTool(def: ToolDef): Promise<RegisteredToolView> {

@@ -89,10 +89,6 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     return this.call.callId;
   }
 
-  get settled(): boolean {
-    return this.done;
-  }
-
   /** Feeds one journal event; events of other dispatches and repeats are ignored. */
   feed(event: JournalEvent): void {
     if (event.dispatchId !== this.dispatchId || this.seenIds.has(event.id)) return;

@@ -1,4 +1,4 @@
-import { journalEvent } from '@toolgate/contracts';
+import { journalEvent, type ToolRef } from '@toolgate/contracts';
 import { toDispatchEvent } from './tool-events';
 
 const envelope = {
@@ -118,6 +118,36 @@ describe('toDispatchEvent', () => {
   });
 
   it('surfaces nothing for requested, decided and resolved', () => {
+    const tool: ToolRef = {
+      name: 'shell',
+      contractHash: hash,
+      needsApproval: false,
+      executor: 'inprocess',
+    };
+    const requested = journalEvent({
+      ...envelope,
+      type: 'requested',
+      id: 'd1:requested',
+      callId: 'c3',
+      tool,
+      input: { command: 'ls' },
+      agent: { agentType: 'coder' },
+      isolation: 'none',
+      submittedBy: 'acme-agent',
+    });
+    const decided = journalEvent({
+      ...envelope,
+      type: 'decided',
+      id: 'd1:decided',
+      verdict: 'allow',
+      decidedBy: 'default',
+      policyRevision: 3,
+      inputDigest: 'c'.repeat(64),
+      input: { command: 'ls' },
+      tool,
+      agent: { agentType: 'coder' },
+      isolation: 'none',
+    });
     const resolved = journalEvent({
       ...envelope,
       type: 'resolved',
@@ -129,6 +159,8 @@ describe('toDispatchEvent', () => {
       by: 'ops',
       source: 'human',
     });
-    expect(toDispatchEvent(resolved, { callId: 'c3' })).toBeUndefined();
+    for (const event of [requested, decided, resolved]) {
+      expect(toDispatchEvent(event, { callId: 'c3' })).toBeUndefined();
+    }
   });
 });

@@ -1,9 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ErrorCode, type Subjects, type ToolLogLevel, type WireError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  RemoteToolRequestSchema,
+  type Subjects,
+  type ToolLogLevel,
+  type WireError,
+} from '@toolgate/contracts';
 import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
 import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
-import { RemoteToolRequestSchema } from '@toolgate/contracts';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
