@@ -130,12 +130,11 @@ export class ToolRunner {
     try {
       cwd = await this.options.resolveCwd(call);
     } catch (err) {
-      const e = err as { code?: string; message?: string };
       return {
         ok: false,
         error: {
           code: ErrorCode.Unavailable,
-          message: `isolation unavailable: ${e.message ?? 'unknown'}`,
+          message: `isolation unavailable: ${(err as { message?: string }).message ?? 'unknown'}`,
         },
       };
     }

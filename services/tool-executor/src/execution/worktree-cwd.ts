@@ -1,5 +1,10 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { fromWireError, isWireError, type Subjects } from '@toolgate/contracts';
+import {
+  fromWireError,
+  WorktreeAcquireReplySchema,
+  type Subjects,
+  type WorktreeAcquireRequest,
+} from '@toolgate/contracts';
 import type { CwdResolver } from './tool-runner';
 
 const encoder = new TextEncoder();
@@ -8,6 +13,7 @@ const decoder = new TextDecoder();
 /**
  * The working directory for a call: the pinned cwd under isolation `none`/`readonly`; under
  * worktree isolation, the agent's worktree, acquired (idempotently) from the worktree service.
+ * Request and reply are the contracts' worktree acquire definitions.
  */
 export function worktreeCwdResolver(
   nc: NatsConnection,
@@ -17,7 +23,7 @@ export function worktreeCwdResolver(
 ): CwdResolver {
   return async (call) => {
     if (typeof call.isolation !== 'object') return pinnedCwd;
-    const request = {
+    const request: WorktreeAcquireRequest = {
       tenant: call.tenant,
       runId: call.runId,
       agentKey: `${call.agent.agentType}:${call.agent.label ?? ''}`,
@@ -29,18 +35,15 @@ export function worktreeCwdResolver(
       encoder.encode(JSON.stringify(request)),
       { timeout: timeoutMs },
     );
-    const body = JSON.parse(decoder.decode(reply.data)) as {
-      ok?: boolean;
-      data?: { path?: unknown };
-      path?: unknown;
-      error?: unknown;
-    };
-    if (body.ok === false)
-      throw isWireError(body.error)
-        ? fromWireError(body.error)
-        : new Error('worktree acquire failed');
-    const path = body.data?.path ?? body.path;
-    if (typeof path !== 'string') throw new Error('worktree acquire replied without a path');
-    return path;
+    let body: unknown;
+    try {
+      body = JSON.parse(decoder.decode(reply.data));
+    } catch {
+      throw new Error('worktree acquire replied with something that is not JSON');
+    }
+    const parsed = WorktreeAcquireReplySchema.safeParse(body);
+    if (!parsed.success) throw new Error('worktree acquire replied with a malformed answer');
+    if (!parsed.data.ok) throw fromWireError(parsed.data.error);
+    return parsed.data.path;
   };
 }
