@@ -1,15 +1,4 @@
-import { sql, type RawBuilder } from 'kysely';
 import type { Json } from './tables/json-column';
-
-/**
- * A value for a `jsonb` column. The JSON goes over the wire as a text parameter cast to jsonb, so
- * both drivers agree: node-postgres would send a JS array as a Postgres array literal, and PGlite
- * would stringify a string a second time. `undefined` (an absent value) is SQL NULL.
- */
-export function toJsonb(value: unknown): RawBuilder<Json> | null {
-  if (value === undefined) return null;
-  return sql<Json>`cast(cast(${JSON.stringify(value)} as text) as jsonb)`;
-}
 
 /** An ISO 8601 instant from a timestamptz column. */
 export function toIso(value: Date): string;

@@ -1,15 +1,20 @@
 import { sql, type RawBuilder } from 'kysely';
+import { PRIMARY_KEYS, type Database, type ProjectionTable } from './database';
 
 /** The SQL type of a column written from a record set. */
 export type ColumnType =
   'text' | 'bigint' | 'integer' | 'double precision' | 'boolean' | 'timestamptz' | 'jsonb';
 
-/** A table's columns (in insert order) with their types, and its key. */
-export interface TableSpec<C extends string> {
-  table: string;
-  columns: Readonly<Record<C, ColumnType>>;
-  key: readonly C[];
+/** A table's columns (in insert order) with their SQL types; every column of the table is named. */
+export interface TableSpec<T extends ProjectionTable> {
+  table: T;
+  columns: Readonly<Record<keyof Database[T] & string, ColumnType>>;
 }
+
+/** A row as written from a record set: a value for every column (JSON columns as `jsonCell`s). */
+export type RecordsetRow<T extends ProjectionTable> = Readonly<
+  Record<keyof Database[T] & string, unknown>
+>;
 
 /**
  * A JSON column's value inside a record set: wrapped in a one-element array, so that JSON `null` (a
@@ -26,11 +31,11 @@ export function jsonCell(value: unknown): [unknown] | null {
  * (measured: the query builder and driver walk every cell), and the journal shares a process with
  * the dispatch path in the all-in-one. JSON columns are given as `jsonCell`s.
  */
-export function insertFromRecordset<C extends string>(
-  spec: TableSpec<C>,
-  rows: readonly Readonly<Record<C, unknown>>[],
+export function insertFromRecordset<T extends ProjectionTable>(
+  spec: TableSpec<T>,
+  rows: readonly RecordsetRow<T>[],
 ): RawBuilder<unknown> {
-  const columns = Object.keys(spec.columns) as C[];
+  const columns = Object.keys(spec.columns) as (keyof Database[T] & string)[];
   const select = columns
     .map((c) => (spec.columns[c] === 'jsonb' ? `r.${c} -> 0` : `r.${c}`))
     .join(', ');
@@ -40,11 +45,14 @@ export function insertFromRecordset<C extends string>(
     from jsonb_to_recordset(cast(cast(${JSON.stringify(rows)} as text) as jsonb)) as r(${sql.raw(types)})`;
 }
 
-/** `on conflict (<key>) do update` replacing every other column with the proposed row's. */
-export function replaceOnConflict<C extends string>(spec: TableSpec<C>): RawBuilder<unknown> {
-  const set = (Object.keys(spec.columns) as C[])
-    .filter((c) => !spec.key.includes(c))
+/** `on conflict (<primary key>) do update` replacing every other column with the proposed row's. */
+export function replaceOnConflict<T extends ProjectionTable>(
+  spec: TableSpec<T>,
+): RawBuilder<unknown> {
+  const key: readonly string[] = PRIMARY_KEYS[spec.table];
+  const set = Object.keys(spec.columns)
+    .filter((c) => !key.includes(c))
     .map((c) => `${c} = excluded.${c}`)
     .join(', ');
-  return sql.raw(`on conflict (${spec.key.join(', ')}) do update set ${set}`);
+  return sql.raw(`on conflict (${key.join(', ')}) do update set ${set}`);
 }

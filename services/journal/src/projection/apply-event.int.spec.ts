@@ -5,6 +5,7 @@ import {
   worktreeFixture,
 } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { compareProjections } from '../rebuild/compare-projections';
 import { applyEvent, applyEvents } from './apply-event';
 
 describe('applyEvent (PostgreSQL)', () => {
@@ -191,11 +192,45 @@ describe('applyEvent (PostgreSQL)', () => {
     }
   });
 
+  it('applyEvents folds a stored worktree and a patch collected twice in one run like one at a time', async () => {
+    const w = worktreeFixture({ worktreeId: 'wt1' });
+    const entries = sequenced([
+      w.acquired(0),
+      w.collected(5),
+      w.retained(6),
+      w.collected(5),
+      w.dropped(7),
+    ]);
+    for (const entry of entries) await applyEvent(t.db, entry);
+
+    const other = await useJournalDb('apply_wt_batch');
+    try {
+      await applyEvent(other.db, entries[0]!);
+      await other.db.transaction().execute((trx) => applyEvents(trx, entries.slice(1)));
+      expect(await compareProjections(t.db, other.db)).toEqual([]);
+      expect(await other.db.selectFrom('worktrees').selectAll().execute()).toMatchObject([
+        { status: 'dropped', reason: 'pin-cap', repo: '/srv/repo', last_seq: 5 },
+      ]);
+      expect(await other.db.selectFrom('artifacts').selectAll().execute()).toMatchObject([
+        { ref: 'patch-wt1', seq: 2 },
+      ]);
+    } finally {
+      await other.cleanup();
+    }
+  });
+
   it('lands in the test schema, not the default one', async () => {
     const { rows } = await sql<{ table_schema: string }>`
       select distinct table_schema from information_schema.tables where table_name = 'dispatches' and table_schema = ${t.schema}`.execute(
       t.db,
     );
     expect(rows).toEqual([{ table_schema: t.schema }]);
+    // The rows go there too: the session's schema is the test's, not `public`.
+    await applyEvent(t.db, sequenced([d.requested(0)])[0]!);
+    const written = await sql<{ schema: string; n: number }>`
+      select current_schema() as schema, (select count(*) from ${sql.table(`${t.schema}.audit_log`)})::int as n`.execute(
+      t.db,
+    );
+    expect(written.rows).toEqual([{ schema: t.schema, n: 1 }]);
   });
 });

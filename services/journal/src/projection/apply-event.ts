@@ -1,32 +1,24 @@
 import type { JournalEvent, WorktreeEvent } from '@toolgate/contracts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Db } from '../db/database';
+import { evolveApproval, isApprovalEvent, type ApprovalEvent } from './approval-fold';
+import { evolveDispatch, isDispatchEvent, laterInstant, type DispatchEvent } from './dispatch-fold';
 import {
-  evolveApproval,
-  isApprovalEvent,
-  type ApprovalEvent,
-  type ApprovalState,
-} from './approval-fold';
-import {
-  evolveDispatch,
-  isDispatchEvent,
-  type DispatchEvent,
-  type DispatchState,
-} from './dispatch-fold';
-import {
-  insertArtifact,
+  insertArtifacts,
   insertAuditEntries,
   loadApprovalsForUpdate,
   loadDispatchesForUpdate,
-  loadWorktreeForUpdate,
-  lockProjectionKey,
+  loadWorktreesForUpdate,
   lockProjectionKeys,
+  rowKey,
   saveApprovals,
   saveDispatches,
-  saveWorktree,
+  saveWorktrees,
   touchRuns,
-  type RowMeta,
+  type CollectedArtifact,
+  type ProjectionKey,
   type RunTouch,
+  type Stored,
 } from './projection-repository';
 import { evolveWorktree, isWorktreeEvent } from './worktree-fold';
 
@@ -60,10 +52,11 @@ export async function applyEvent(db: Db, entry: JournalEntry): Promise<ApplyOutc
 
 /**
  * Folds a run of events (in stream order) inside the caller's transaction, with the same result as
- * `applyEvent` on each in turn, in fewer round trips: the audit rows go in with one statement, and
- * each dispatch, approval and worktree touched is locked, loaded and saved once with all of its new
- * events folded in memory in stream order; each run is counted once. Sequences already recorded
- * (and repeats within the run) are skipped, as `applyEvent` would report them `duplicate`.
+ * `applyEvent` on each in turn, in fewer round trips: the audit rows go in with one statement; every
+ * dispatch and worktree touched is locked with one statement, and each table's rows are loaded and
+ * saved with one statement each, every row with all of its new events folded in memory in stream
+ * order; each run is counted once. Sequences already recorded (and repeats within the run) are
+ * skipped, as `applyEvent` would report them `duplicate`. Returns how many events were applied.
  */
 export async function applyEvents(
   trx: Transaction<Database>,
@@ -77,19 +70,98 @@ export async function applyEvents(
   const inserted = await insertAuditEntries(trx, [...unique.values()]);
   const fresh = [...unique].filter(([key]) => inserted.has(key)).map(([, entry]) => entry);
 
-  const dispatches = new Map<string, { event: DispatchEvent; seq: number }[]>();
-  const worktrees = new Map<string, { event: WorktreeEvent; seq: number }[]>();
-  const runs = new Map<string, RunTouch>();
+  const dispatches = new RowEvents<DispatchEvent>();
+  const approvals = new RowEvents<ApprovalEvent>();
+  const worktrees = new RowEvents<WorktreeEvent>();
+  const collected: CollectedArtifact[] = [];
   for (const { event, seq } of fresh) {
     if (isDispatchEvent(event)) {
-      groupInto(dispatches, `${event.tenant}\u0000${event.dispatchId}`, { event, seq });
+      const key = { tenant: event.tenant, id: event.dispatchId };
+      dispatches.add(key, event, seq);
+      if (isApprovalEvent(event)) approvals.add(key, event, seq);
     } else if (isWorktreeEvent(event)) {
-      groupInto(worktrees, `${event.tenant}\u0000${event.worktreeId}`, { event, seq });
+      worktrees.add({ tenant: event.tenant, id: event.worktreeId }, event, seq);
+      if (event.type === 'worktree-collected') {
+        const { tenant, runId, worktreeId, artifact, at } = event;
+        collected.push({ tenant, runId, worktreeId, artifact, at, seq });
+      }
     }
-    const runKey = `${event.tenant}\u0000${event.runId}`;
-    const run = runs.get(runKey);
+  }
+
+  // An approval belongs to its dispatch: the dispatch's lock covers it.
+  await lockProjectionKeys(trx, [...dispatches.keys(), ...worktrees.keys()]);
+
+  const storedDispatches = await loadDispatchesForUpdate(trx, dispatches.keys());
+  await saveDispatches(
+    trx,
+    dispatches.map((key, events) => {
+      const stored = storedDispatches.get(key);
+      const folded = fold(stored, events, evolveDispatch);
+      return { ...folded, eventCount: (stored?.eventCount ?? 0) + events.length };
+    }),
+  );
+  const storedApprovals = await loadApprovalsForUpdate(trx, approvals.keys());
+  await saveApprovals(
+    trx,
+    approvals.map((key, events) => fold(storedApprovals.get(key), events, evolveApproval)),
+  );
+  const storedWorktrees = await loadWorktreesForUpdate(trx, worktrees.keys());
+  await saveWorktrees(
+    trx,
+    worktrees.map((key, events) => fold(storedWorktrees.get(key), events, evolveWorktree)),
+  );
+  await insertArtifacts(trx, collected);
+  await touchRuns(trx, runTouches(fresh));
+  return fresh.length;
+}
+
+/** Events grouped by the projection row they fold into, rows in order of first appearance. */
+class RowEvents<E> {
+  private readonly rows = new Map<
+    string,
+    { key: ProjectionKey; events: { event: E; seq: number }[] }
+  >();
+
+  add(key: ProjectionKey, event: E, seq: number): void {
+    const id = rowKey(key.tenant, key.id);
+    const row = this.rows.get(id);
+    if (row) row.events.push({ event, seq });
+    else this.rows.set(id, { key, events: [{ event, seq }] });
+  }
+
+  keys(): ProjectionKey[] {
+    return [...this.rows.values()].map((row) => row.key);
+  }
+
+  map<R>(fn: (key: string, events: readonly { event: E; seq: number }[]) => R): R[] {
+    return [...this.rows].map(([id, row]) => fn(id, row.events));
+  }
+}
+
+/** A row's stored state with its new events folded in, in order. */
+function fold<S, E>(
+  stored: Stored<S> | undefined,
+  events: readonly { event: E; seq: number }[],
+  evolve: (state: S | undefined, event: E) => S,
+): Stored<S> {
+  let state = stored?.state;
+  let lastSeq = stored?.lastSeq ?? 0;
+  for (const { event, seq } of events) {
+    state = evolve(state, event);
+    lastSeq = Math.max(lastSeq, seq);
+  }
+  // `events` is never empty: a row is only folded for the events that touched it.
+  return { state: state!, lastSeq };
+}
+
+/** What the events add to each of their runs' rows: the same as touching it once per event. */
+function runTouches(entries: readonly JournalEntry[]): RunTouch[] {
+  const runs = new Map<string, RunTouch>();
+  for (const { event, seq } of entries) {
+    const key = rowKey(event.tenant, event.runId);
+    const run = runs.get(key);
     if (!run) {
-      runs.set(runKey, {
+      runs.set(key, {
         tenant: event.tenant,
         runId: event.runId,
         firstAt: event.at,
@@ -99,107 +171,10 @@ export async function applyEvents(
       });
     } else {
       if (Date.parse(event.at) < Date.parse(run.firstAt)) run.firstAt = event.at;
-      if (Date.parse(event.at) > Date.parse(run.lastAt)) run.lastAt = event.at;
+      run.lastAt = laterInstant(run.lastAt, event.at);
       run.eventCount++;
       run.lastSeq = Math.max(run.lastSeq, seq);
     }
   }
-
-  // All the run's dispatches are locked (in order of first appearance) and loaded up front.
-  const groups = [...dispatches.values()];
-  await lockProjectionKeys(
-    trx,
-    groups.map((group) => ({ tenant: group[0]!.event.tenant, key: group[0]!.event.dispatchId })),
-  );
-  const byTenant = new Map<string, string[]>();
-  for (const group of groups)
-    groupInto(byTenant, group[0]!.event.tenant, group[0]!.event.dispatchId);
-  const storedDispatches = new Map<string, { state: DispatchState; meta: RowMeta }>();
-  for (const [tenant, ids] of byTenant) {
-    for (const [id, stored] of await loadDispatchesForUpdate(trx, tenant, ids)) {
-      storedDispatches.set(`${tenant}\u0000${id}`, stored);
-    }
-  }
-
-  const savedDispatches: { state: DispatchState; meta: RowMeta }[] = [];
-  const approvalGroups: {
-    tenant: string;
-    dispatchId: string;
-    events: { event: ApprovalEvent; seq: number }[];
-  }[] = [];
-  for (const group of groups) {
-    const { tenant, dispatchId } = group[0]!.event;
-    const stored = storedDispatches.get(`${tenant}\u0000${dispatchId}`);
-    let state = stored?.state;
-    let lastSeq = stored?.meta.lastSeq ?? 0;
-    for (const { event, seq } of group) {
-      state = evolveDispatch(state, event);
-      lastSeq = Math.max(lastSeq, seq);
-    }
-    savedDispatches.push({
-      state: state!,
-      meta: { lastSeq, eventCount: (stored?.meta.eventCount ?? 0) + group.length },
-    });
-    const approvalEvents = group.filter(
-      (g): g is { event: ApprovalEvent & DispatchEvent; seq: number } => isApprovalEvent(g.event),
-    );
-    if (approvalEvents.length) approvalGroups.push({ tenant, dispatchId, events: approvalEvents });
-  }
-  await saveDispatches(trx, savedDispatches);
-
-  // Approvals of the run's dispatches (already locked with them), loaded and saved at once.
-  const approvalIds = new Map<string, string[]>();
-  for (const { tenant, dispatchId } of approvalGroups) groupInto(approvalIds, tenant, dispatchId);
-  const storedApprovals = new Map<string, { state: ApprovalState; lastSeq: number }>();
-  for (const [tenant, ids] of approvalIds) {
-    for (const [id, stored] of await loadApprovalsForUpdate(trx, tenant, ids)) {
-      storedApprovals.set(`${tenant}\u0000${id}`, stored);
-    }
-  }
-  const savedApprovals: { state: ApprovalState; lastSeq: number }[] = [];
-  for (const { tenant, dispatchId, events } of approvalGroups) {
-    const stored = storedApprovals.get(`${tenant}\u0000${dispatchId}`);
-    let state = stored?.state;
-    let lastSeq = stored?.lastSeq ?? 0;
-    for (const { event, seq } of events) {
-      state = evolveApproval(state, event);
-      lastSeq = Math.max(lastSeq, seq);
-    }
-    savedApprovals.push({ state: state!, lastSeq });
-  }
-  await saveApprovals(trx, savedApprovals);
-
-  for (const group of worktrees.values()) {
-    const { tenant, worktreeId } = group[0]!.event;
-    await lockProjectionKey(trx, tenant, worktreeId);
-    const stored = await loadWorktreeForUpdate(trx, tenant, worktreeId);
-    let state = stored?.state;
-    let lastSeq = stored?.lastSeq ?? 0;
-    for (const { event, seq } of group) {
-      state = evolveWorktree(state, event);
-      lastSeq = Math.max(lastSeq, seq);
-    }
-    await saveWorktree(trx, state!, lastSeq, stored !== undefined);
-    for (const { event, seq } of group) {
-      if (event.type === 'worktree-collected') {
-        await insertArtifact(trx, {
-          tenant: event.tenant,
-          runId: event.runId,
-          worktreeId: event.worktreeId,
-          artifact: event.artifact,
-          at: event.at,
-          seq,
-        });
-      }
-    }
-  }
-
-  await touchRuns(trx, [...runs.values()]);
-  return fresh.length;
-}
-
-function groupInto<T>(groups: Map<string, T[]>, key: string, item: T): void {
-  const group = groups.get(key);
-  if (group) group.push(item);
-  else groups.set(key, [item]);
+  return [...runs.values()];
 }

@@ -12,8 +12,14 @@ import type {
 } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import type { Db } from '../db/database';
-import { fromJsonb, toIso, toJsonb } from '../db/jsonb';
-import { insertFromRecordset, jsonCell, replaceOnConflict, type TableSpec } from '../db/recordset';
+import { fromJsonb, toIso } from '../db/jsonb';
+import {
+  insertFromRecordset,
+  jsonCell,
+  replaceOnConflict,
+  type RecordsetRow,
+  type TableSpec,
+} from '../db/recordset';
 import type { ApprovalRow } from '../db/tables/approvals-table';
 import type { DispatchRow } from '../db/tables/dispatches-table';
 import type { WorktreeRow } from '../db/tables/worktrees-table';
@@ -26,9 +32,25 @@ import type { WorktreeState, WorktreeStatus } from './worktree-fold';
  * function takes a `Kysely` or a `Transaction`, and none of them decides anything.
  */
 
-/** Where a stored row came from: the stream bookkeeping kept next to the folded state. */
-export interface RowMeta {
+/** A projection row's identity: its tenant and its id there (a dispatch id or a worktree id). */
+export interface ProjectionKey {
+  tenant: string;
+  id: string;
+}
+
+/** The map key the load functions file a row under. */
+export function rowKey(tenant: string, id: string): string {
+  return `${tenant}\u0000${id}`;
+}
+
+/** A row's folded state and the highest stream sequence folded into it. */
+export interface Stored<S> {
+  state: S;
   lastSeq: number;
+}
+
+/** A dispatch row also counts the events folded into it. */
+export interface StoredDispatch extends Stored<DispatchState> {
   eventCount: number;
 }
 
@@ -44,7 +66,7 @@ export async function insertAuditEntries(
   entries: readonly { event: JournalEvent; seq: number; stream: string }[],
 ): Promise<Set<string>> {
   if (!entries.length) return new Set();
-  const rows = entries.map(({ event, seq, stream }) => ({
+  const rows = entries.map(({ event, seq, stream }): RecordsetRow<'audit_log'> => ({
     stream,
     seq,
     event_id: event.id,
@@ -65,9 +87,7 @@ export async function insertAuditEntries(
   return new Set(inserted.map((row) => `${row.stream}/${Number(row.seq)}`));
 }
 
-const AUDIT_LOG: TableSpec<
-  'stream' | 'seq' | 'event_id' | 'type' | 'tenant' | 'run_id' | 'dispatch_id' | 'at' | 'event'
-> = {
+const AUDIT_LOG: TableSpec<'audit_log'> = {
   table: 'audit_log',
   columns: {
     stream: 'text',
@@ -80,31 +100,20 @@ const AUDIT_LOG: TableSpec<
     at: 'timestamptz',
     event: 'jsonb',
   },
-  key: ['stream', 'seq'],
 };
 
 /**
- * Serialises writers of one projection key (a dispatch or a worktree) until the transaction ends.
- * A row lock cannot do this on its own: the first event of a key has no row to lock yet.
+ * Serialises writers of these projection keys (dispatches and worktrees) until the transaction
+ * ends, in one statement. A row lock cannot do this on its own: the first event of a key has no row
+ * to lock yet. The locks are taken in name order, so two transactions locking overlapping keys
+ * never wait on each other in a cycle (the names go over as one JSON text parameter, which every
+ * driver passes alike).
  */
-export async function lockProjectionKey(db: Db, tenant: string, key: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`toolgate.journal/${tenant}/${key}`}, 0))`.execute(
-    db,
-  );
-}
-
-/**
- * `lockProjectionKey` for several keys in one statement, taken one after another in the order
- * given (the keys go over as one JSON text parameter, which every driver passes alike).
- */
-export async function lockProjectionKeys(
-  db: Db,
-  keys: readonly { tenant: string; key: string }[],
-): Promise<void> {
+export async function lockProjectionKeys(db: Db, keys: readonly ProjectionKey[]): Promise<void> {
   if (!keys.length) return;
-  const names = JSON.stringify(keys.map(({ tenant, key }) => `toolgate.journal/${tenant}/${key}`));
+  const names = new Set(keys.map(({ tenant, id }) => `toolgate.journal/${tenant}/${id}`));
   await sql`select pg_advisory_xact_lock(hashtextextended(k.name, 0))
-    from jsonb_array_elements_text(cast(cast(${names} as text) as jsonb)) with ordinality as k(name, n)
+    from jsonb_array_elements_text(cast(cast(${JSON.stringify([...names].sort())} as text) as jsonb)) with ordinality as k(name, n)
     order by k.n`.execute(db);
 }
 
@@ -158,7 +167,11 @@ export function dispatchFromRow(row: DispatchRow): DispatchState {
   };
 }
 
-function dispatchValues(state: DispatchState, meta: RowMeta) {
+function dispatchValues({
+  state,
+  lastSeq,
+  eventCount,
+}: StoredDispatch): RecordsetRow<'dispatches'> {
   return {
     tenant: state.tenant,
     dispatch_id: state.dispatchId,
@@ -202,51 +215,49 @@ function dispatchValues(state: DispatchState, meta: RowMeta) {
     started_at: state.startedAt,
     settled_at: state.settledAt,
     updated_at: state.updatedAt,
-    last_seq: meta.lastSeq,
-    event_count: meta.eventCount,
+    last_seq: lastSeq,
+    event_count: eventCount,
   };
 }
 
-/** `loadDispatchForUpdate` for several dispatches of one tenant in one query, by dispatch id. */
+/** The stored dispatches with these keys, locked for update, in one statement; by `rowKey`. */
 export async function loadDispatchesForUpdate(
   db: Db,
-  tenant: string,
-  dispatchIds: readonly string[],
-): Promise<Map<string, { state: DispatchState; meta: RowMeta }>> {
-  const loaded = new Map<string, { state: DispatchState; meta: RowMeta }>();
-  if (!dispatchIds.length) return loaded;
+  keys: readonly ProjectionKey[],
+): Promise<Map<string, StoredDispatch>> {
+  if (!keys.length) return new Map();
   const rows = await db
     .selectFrom('dispatches')
     .selectAll()
-    .where('tenant', '=', tenant)
-    .where('dispatch_id', 'in', [...dispatchIds])
+    .where((eb) =>
+      eb(
+        eb.refTuple('tenant', 'dispatch_id'),
+        'in',
+        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
+      ),
+    )
     .forUpdate()
     .execute();
-  for (const row of rows) {
-    loaded.set(row.dispatch_id, {
-      state: dispatchFromRow(row),
-      meta: { lastSeq: row.last_seq, eventCount: row.event_count },
-    });
-  }
-  return loaded;
+  return new Map(
+    rows.map((row) => [
+      rowKey(row.tenant, row.dispatch_id),
+      { state: dispatchFromRow(row), lastSeq: row.last_seq, eventCount: row.event_count },
+    ]),
+  );
 }
 
 /**
  * Writes folded dispatches in one statement: new rows are inserted, existing ones replaced (the
  * caller holds their key locks and has folded from their stored state).
  */
-export async function saveDispatches(
-  db: Db,
-  rows: readonly { state: DispatchState; meta: RowMeta }[],
-): Promise<void> {
+export async function saveDispatches(db: Db, rows: readonly StoredDispatch[]): Promise<void> {
   if (!rows.length) return;
-  await sql`${insertFromRecordset(
+  await sql`${insertFromRecordset(DISPATCHES, rows.map(dispatchValues))} ${replaceOnConflict(
     DISPATCHES,
-    rows.map(({ state, meta }) => dispatchValues(state, meta)),
-  )} ${replaceOnConflict(DISPATCHES)}`.execute(db);
+  )}`.execute(db);
 }
 
-const DISPATCHES: TableSpec<keyof ReturnType<typeof dispatchValues>> = {
+const DISPATCHES: TableSpec<'dispatches'> = {
   table: 'dispatches',
   columns: {
     tenant: 'text',
@@ -294,7 +305,6 @@ const DISPATCHES: TableSpec<keyof ReturnType<typeof dispatchValues>> = {
     last_seq: 'bigint',
     event_count: 'integer',
   },
-  key: ['tenant', 'dispatch_id'],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -331,7 +341,7 @@ export function approvalFromRow(row: ApprovalRow): ApprovalState {
   };
 }
 
-function approvalValues(state: ApprovalState, lastSeq: number) {
+function approvalValues({ state, lastSeq }: Stored<ApprovalState>): RecordsetRow<'approvals'> {
   return {
     tenant: state.tenant,
     dispatch_id: state.dispatchId,
@@ -363,39 +373,41 @@ function approvalValues(state: ApprovalState, lastSeq: number) {
   };
 }
 
-/** The approvals of several dispatches of one tenant, locked for update, by dispatch id. */
+/** The stored approvals of these dispatches, locked for update, in one statement; by `rowKey`. */
 export async function loadApprovalsForUpdate(
   db: Db,
-  tenant: string,
-  dispatchIds: readonly string[],
-): Promise<Map<string, { state: ApprovalState; lastSeq: number }>> {
-  const loaded = new Map<string, { state: ApprovalState; lastSeq: number }>();
-  if (!dispatchIds.length) return loaded;
+  keys: readonly ProjectionKey[],
+): Promise<Map<string, Stored<ApprovalState>>> {
+  if (!keys.length) return new Map();
   const rows = await db
     .selectFrom('approvals')
     .selectAll()
-    .where('tenant', '=', tenant)
-    .where('dispatch_id', 'in', [...dispatchIds])
+    .where((eb) =>
+      eb(
+        eb.refTuple('tenant', 'dispatch_id'),
+        'in',
+        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
+      ),
+    )
     .forUpdate()
     .execute();
-  for (const row of rows)
-    loaded.set(row.dispatch_id, { state: approvalFromRow(row), lastSeq: row.last_seq });
-  return loaded;
+  return new Map(
+    rows.map((row) => [
+      rowKey(row.tenant, row.dispatch_id),
+      { state: approvalFromRow(row), lastSeq: row.last_seq },
+    ]),
+  );
 }
 
 /** Writes folded approvals in one statement (see `saveDispatches`). */
-export async function saveApprovals(
-  db: Db,
-  rows: readonly { state: ApprovalState; lastSeq: number }[],
-): Promise<void> {
+export async function saveApprovals(db: Db, rows: readonly Stored<ApprovalState>[]): Promise<void> {
   if (!rows.length) return;
-  await sql`${insertFromRecordset(
+  await sql`${insertFromRecordset(APPROVALS, rows.map(approvalValues))} ${replaceOnConflict(
     APPROVALS,
-    rows.map(({ state, lastSeq }) => approvalValues(state, lastSeq)),
-  )} ${replaceOnConflict(APPROVALS)}`.execute(db);
+  )}`.execute(db);
 }
 
-const APPROVALS: TableSpec<keyof ReturnType<typeof approvalValues>> = {
+const APPROVALS: TableSpec<'approvals'> = {
   table: 'approvals',
   columns: {
     tenant: 'text',
@@ -426,7 +438,6 @@ const APPROVALS: TableSpec<keyof ReturnType<typeof approvalValues>> = {
     updated_at: 'timestamptz',
     last_seq: 'bigint',
   },
-  key: ['tenant', 'dispatch_id'],
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -455,28 +466,8 @@ export function worktreeFromRow(row: WorktreeRow): WorktreeState {
   };
 }
 
-export async function loadWorktreeForUpdate(
-  db: Db,
-  tenant: string,
-  worktreeId: string,
-): Promise<{ state: WorktreeState; lastSeq: number } | undefined> {
-  const row = await db
-    .selectFrom('worktrees')
-    .selectAll()
-    .where('tenant', '=', tenant)
-    .where('worktree_id', '=', worktreeId)
-    .forUpdate()
-    .executeTakeFirst();
-  return row && { state: worktreeFromRow(row), lastSeq: row.last_seq };
-}
-
-export async function saveWorktree(
-  db: Db,
-  state: WorktreeState,
-  lastSeq: number,
-  exists: boolean,
-): Promise<void> {
-  const values = {
+function worktreeValues({ state, lastSeq }: Stored<WorktreeState>): RecordsetRow<'worktrees'> {
+  return {
     tenant: state.tenant,
     worktree_id: state.worktreeId,
     run_id: state.runId,
@@ -497,49 +488,122 @@ export async function saveWorktree(
     updated_at: state.updatedAt,
     last_seq: lastSeq,
   };
-  if (!exists) {
-    await db.insertInto('worktrees').values(values).execute();
-    return;
-  }
-  await db
-    .updateTable('worktrees')
-    .set(values)
-    .where('tenant', '=', state.tenant)
-    .where('worktree_id', '=', state.worktreeId)
-    .execute();
 }
 
-/** Indexes a collected patch. The same artifact collected again (same ref) is kept once. */
-export async function insertArtifact(
+/** The stored worktrees with these keys, locked for update, in one statement; by `rowKey`. */
+export async function loadWorktreesForUpdate(
   db: Db,
-  input: {
-    tenant: string;
-    runId: string;
-    worktreeId: string;
-    artifact: PatchArtifact;
-    at: string;
-    seq: number;
+  keys: readonly ProjectionKey[],
+): Promise<Map<string, Stored<WorktreeState>>> {
+  if (!keys.length) return new Map();
+  const rows = await db
+    .selectFrom('worktrees')
+    .selectAll()
+    .where((eb) =>
+      eb(
+        eb.refTuple('tenant', 'worktree_id'),
+        'in',
+        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
+      ),
+    )
+    .forUpdate()
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      rowKey(row.tenant, row.worktree_id),
+      { state: worktreeFromRow(row), lastSeq: row.last_seq },
+    ]),
+  );
+}
+
+/** Writes folded worktrees in one statement (see `saveDispatches`). */
+export async function saveWorktrees(db: Db, rows: readonly Stored<WorktreeState>[]): Promise<void> {
+  if (!rows.length) return;
+  await sql`${insertFromRecordset(WORKTREES, rows.map(worktreeValues))} ${replaceOnConflict(
+    WORKTREES,
+  )}`.execute(db);
+}
+
+const WORKTREES: TableSpec<'worktrees'> = {
+  table: 'worktrees',
+  columns: {
+    tenant: 'text',
+    worktree_id: 'text',
+    run_id: 'text',
+    status: 'text',
+    agent_key: 'text',
+    repo: 'text',
+    base_ref: 'text',
+    base_commit: 'text',
+    path: 'text',
+    branch: 'text',
+    reason: 'text',
+    restarted_from: 'text',
+    acquired_at: 'timestamptz',
+    collected_at: 'timestamptz',
+    retained_at: 'timestamptz',
+    dropped_at: 'timestamptz',
+    disposed_at: 'timestamptz',
+    updated_at: 'timestamptz',
+    last_seq: 'bigint',
   },
+};
+
+/** A collected patch and where in the journal it was collected. */
+export interface CollectedArtifact {
+  tenant: string;
+  runId: string;
+  worktreeId: string;
+  artifact: PatchArtifact;
+  at: string;
+  seq: number;
+}
+
+/**
+ * Indexes collected patches in one statement. An artifact collected again (same ref) is kept once,
+ * as first given.
+ */
+export async function insertArtifacts(
+  db: Db,
+  collected: readonly CollectedArtifact[],
 ): Promise<void> {
-  const { artifact } = input;
-  await db
-    .insertInto('artifacts')
-    .values({
-      tenant: input.tenant,
+  if (!collected.length) return;
+  const rows = collected.map(
+    ({ tenant, runId, worktreeId, artifact, at, seq }): RecordsetRow<'artifacts'> => ({
+      tenant,
       ref: artifact.ref,
-      worktree_id: input.worktreeId,
-      run_id: input.runId,
+      worktree_id: worktreeId,
+      run_id: runId,
       kind: artifact.kind,
       base_commit: artifact.baseCommit,
       bytes: artifact.bytes,
       sha256: artifact.sha256,
-      files: toJsonb(artifact.files)!,
-      created_at: input.at,
-      seq: input.seq,
-    })
-    .onConflict((oc) => oc.columns(['tenant', 'ref']).doNothing())
-    .execute();
+      files: jsonCell(artifact.files),
+      created_at: at,
+      seq,
+    }),
+  );
+  await sql`${insertFromRecordset(ARTIFACTS, rows)} on conflict (tenant, ref) do nothing`.execute(
+    db,
+  );
 }
+
+const ARTIFACTS: TableSpec<'artifacts'> = {
+  table: 'artifacts',
+  columns: {
+    tenant: 'text',
+    ref: 'text',
+    worktree_id: 'text',
+    run_id: 'text',
+    kind: 'text',
+    base_commit: 'text',
+    bytes: 'bigint',
+    sha256: 'text',
+    files: 'jsonb',
+    created_at: 'timestamptz',
+    seq: 'bigint',
+  },
+};
 
 // ---------------------------------------------------------------------------------------------
 // runs
@@ -557,7 +621,7 @@ export interface RunTouch {
 /** Counts runs of events into their runs' rows in one statement (one touch per run). */
 export async function touchRuns(db: Db, touches: readonly RunTouch[]): Promise<void> {
   if (!touches.length) return;
-  const rows = touches.map((touch) => ({
+  const rows = touches.map((touch): RecordsetRow<'runs'> => ({
     tenant: touch.tenant,
     run_id: touch.runId,
     first_at: touch.firstAt,
@@ -572,7 +636,7 @@ export async function touchRuns(db: Db, touches: readonly RunTouch[]): Promise<v
     last_seq = greatest(runs.last_seq, excluded.last_seq)`.execute(db);
 }
 
-const RUNS: TableSpec<'tenant' | 'run_id' | 'first_at' | 'last_at' | 'event_count' | 'last_seq'> = {
+const RUNS: TableSpec<'runs'> = {
   table: 'runs',
   columns: {
     tenant: 'text',
@@ -582,5 +646,4 @@ const RUNS: TableSpec<'tenant' | 'run_id' | 'first_at' | 'last_at' | 'event_coun
     event_count: 'integer',
     last_seq: 'bigint',
   },
-  key: ['tenant', 'run_id'],
 };
