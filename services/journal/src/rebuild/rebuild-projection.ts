@@ -1,11 +1,11 @@
 import { sql, type Kysely } from 'kysely';
 import { PROJECTION_TABLES, type Database } from '../db/database';
-import { applyEvent, type JournalEntry } from '../projection/apply-event';
+import { applyEvents, type JournalEntry } from '../projection/apply-event';
 
 export interface RebuildOptions {
   /** Empty the projection tables first (default true). */
   reset?: boolean;
-  /** Events applied per transaction (default 200): fewer commits, same exactly-once rule. */
+  /** Events folded per transaction (default 200): fewer commits, same exactly-once rule. */
   batchSize?: number;
 }
 
@@ -16,7 +16,7 @@ export interface RebuildResult {
 }
 
 /**
- * Replays journal events into the projection `db` points at, with the same `applyEvent` the live
+ * Replays journal events into the projection `db` points at, with the same `applyEvents` the live
  * consumer uses, so a rebuild and the live fold cannot disagree by construction of two code paths.
  *
  * Rebuild into fresh tables: a database/schema of its own (`createDb({ schema })`, compare, then
@@ -36,14 +36,10 @@ export async function rebuildProjection(
     if (batch.length === 0) return;
     const entries = batch;
     batch = [];
-    await db.transaction().execute(async (trx) => {
-      for (const entry of entries) {
-        const outcome = await applyEvent(trx, entry);
-        if (outcome === 'applied') result.applied += 1;
-        else result.duplicates += 1;
-        result.lastSeq = Math.max(result.lastSeq, entry.seq);
-      }
-    });
+    const applied = await db.transaction().execute((trx) => applyEvents(trx, entries));
+    result.applied += applied;
+    result.duplicates += entries.length - applied;
+    for (const entry of entries) result.lastSeq = Math.max(result.lastSeq, entry.seq);
   };
   for await (const entry of events) {
     batch.push(entry);
