@@ -1,7 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
-  ErrorCode,
-  ToolgateError,
+  ConfigError,
   type AgentRef,
   type Isolation,
   type Subjects,
@@ -83,8 +82,8 @@ export class PolicyRuntime {
     const decision = await evaluatePermission(chain, call.tool, call.input, {
       agent: call.agent,
       isolation: call.isolation,
-      ...(call.taint ? { taint: call.taint } : {}),
-      ...(call.profile ? { profile: call.profile } : {}),
+      taint: call.taint,
+      profile: call.profile,
     });
     return { decision, revision, separationOfDuties: sod };
   }
@@ -108,8 +107,7 @@ export class PolicyRuntime {
     const parsed = StoredPolicySchema.safeParse(document);
     if (!parsed.success) {
       // Stored documents were validated when put; one that no longer parses denies everything.
-      throw new ToolgateError(
-        ErrorCode.Config,
+      throw new ConfigError(
         'the stored policy does not parse; every call is denied until it is fixed',
       );
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, SUBJECT_TOKEN_PATTERN } from '@toolgate/contracts';
 import {
-  parsePolicyDocument,
+  compilePolicyDocument,
   PolicyDocumentSchema,
   type PolicyDocument,
 } from '@toolgate/permissions';
@@ -69,8 +69,9 @@ export function validateStoredPolicy(document: unknown): StoredPolicy {
     if (!(name in policy.profiles))
       throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
   }
+  // Already parsed (the stored schema extends the permissions one): compiling is what is left.
   const { remote: _remote, approvals: _approvals, ...permissions } = policy;
-  parsePolicyDocument(permissions);
+  compilePolicyDocument(permissions);
   return policy;
 }
 
