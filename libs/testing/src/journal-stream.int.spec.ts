@@ -45,6 +45,9 @@ describe('the journal on a real JetStream stream', () => {
     input,
   });
 
+  const subjectOf = (event: RequestedEvent): string =>
+    nats.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type);
+
   function requested(id: string): RequestedEvent {
     return journalEvent({
       id,
@@ -70,12 +73,7 @@ describe('the journal on a real JetStream stream', () => {
 
   it('publishes a requested event, reads it back by last subject and parses it', async () => {
     const event = requested(`${dispatchId}.requested`);
-    const subject = nats.subjects.journal.event(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      event.type,
-    );
+    const subject = subjectOf(event);
     expect(ONCE_PER_DISPATCH.has(event.type)).toBe(true);
 
     const ack = await js.publish(subject, JSON.stringify(event), {
@@ -103,24 +101,14 @@ describe('the journal on a real JetStream stream', () => {
 
   it('a retried publish with the same Nats-Msg-Id is deduplicated', async () => {
     const event = requested(`${dispatchId}.requested`);
-    const subject = nats.subjects.journal.event(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      event.type,
-    );
+    const subject = subjectOf(event);
     const ack = await js.publish(subject, JSON.stringify(event), { msgID: event.id });
     expect(ack.duplicate).toBe(true);
   });
 
   it('the broker refuses a second requested for the same dispatch (expected last subject sequence 0)', async () => {
     const second = requested('a-different-event-id');
-    const subject = nats.subjects.journal.event(
-      second.tenant,
-      second.runId,
-      second.dispatchId,
-      second.type,
-    );
+    const subject = subjectOf(second);
     const err = await js
       .publish(subject, JSON.stringify(second), {
         msgID: second.id,
