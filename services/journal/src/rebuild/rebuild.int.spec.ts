@@ -238,6 +238,12 @@ describe('rebuild from the JetStream journal', () => {
       { reset: false },
     );
     expect(catchUp).toEqual({ applied: 5, duplicates: 0, lastSeq: 15 });
+    // Replaying what is already applied changes nothing: every event is a duplicate.
+    const replay = await rebuildProjection(live.db, readJournal(js, nats.subjects), {
+      reset: false,
+      batchSize: 4,
+    });
+    expect(replay).toEqual({ applied: 0, duplicates: 15, lastSeq: 15 });
     expect(await readJournalCount(js, nats, 16)).toBe(0);
   });
 });
