@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
-import { isErrorCode, ToolgateError } from '@toolgate/contracts';
+import { isWireError } from '@toolgate/contracts';
 import { registerApprovalCommands } from './commands/approvals-commands';
 import { registerDispatchCommand } from './commands/dispatch-command';
 import { registerPolicyCommands } from './commands/policy-commands';
@@ -97,12 +97,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       err(`error: ${e.message}\n`);
       return ExitCode.Usage;
     }
-    if (
-      e instanceof ToolgateError ||
-      (isErrorCode((e as { code?: unknown })?.code) && typeof (e as Error).message === 'string')
-    ) {
-      const te = e as ToolgateError;
-      err(`${te.code}: ${te.message}\n`);
+    if (isWireError(e)) {
+      err(`${e.code}: ${e.message}\n`);
       return ExitCode.Failed;
     }
     err(`internal: ${(e as Error)?.message ?? String(e)}\n`);

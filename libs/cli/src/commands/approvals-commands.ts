@@ -1,30 +1,13 @@
 import type { Command } from 'commander';
-import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  ToolgateError,
+  type ApprovalView,
+  type ResolvedEvent,
+} from '@toolgate/contracts';
 import { humanDuration, renderFields, renderTable, shortJson } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
 import { parseApprovalKey, parseCount, parseDuration, UsageError } from './cli-input';
-
-/** An approval as the gateway lists it (the fields the CLI shows). */
-interface ApprovalRow {
-  approvalKey: string;
-  dispatchId: string;
-  runId: string;
-  status: 'pending' | 'resolved';
-  toolName: string | null;
-  input: unknown;
-  agent: { agentType: string; label?: string } | null;
-  rule: unknown;
-  decidedBy: string | null;
-  submittedBy: string | null;
-  suspendedAt: string | null;
-  expiresAt: string | null;
-  onTimeout: string | null;
-  decision: string | null;
-  reason: string | null;
-  resolvedBy: string | null;
-  source: string | null;
-  resolvedAt: string | null;
-}
 
 const STATUSES = ['pending', 'resolved', 'all'] as const;
 
@@ -59,7 +42,7 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
         }
         const { approvals: rows } = await ctx
           .gateway()
-          .get<{ approvals: ApprovalRow[] }>('/v1/approvals', {
+          .get<{ approvals: ApprovalView[] }>('/v1/approvals', {
             runId: opts.run,
             tool: opts.tool,
             minAgeMs:
@@ -125,13 +108,13 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
         const key = parseApprovalKey(rawKey);
         if (Boolean(opts.allow) === Boolean(opts.deny))
           throw new UsageError('give exactly one of --allow or --deny');
-        const { resolved } = await ctx.gateway().post<{
-          resolved: { decision: string; dispatchId: string; by: string; reason?: string };
-        }>(`/v1/approvals/${key}/resolve`, {
-          decision: opts.allow ? 'allow' : 'deny',
-          ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
-          ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
-        });
+        const { resolved } = await ctx
+          .gateway()
+          .post<{ resolved: ResolvedEvent }>(`/v1/approvals/${key}/resolve`, {
+            decision: opts.allow ? 'allow' : 'deny',
+            ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+            ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
+          });
         if (opts.json) return ctx.out(`${JSON.stringify(resolved, null, 2)}\n`);
         ctx.out(
           `${resolved.decision === 'allow' ? 'allowed' : 'denied'} ${key} (dispatch ${resolved.dispatchId}) by ${resolved.by}` +
@@ -145,16 +128,16 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
  * The gateway has no single-approval route, so `show` reads the tenant's listing (every status)
  * and picks the key; one key can park several dispatches (the same call in two runs).
  */
-async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalRow[]> {
+async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalView[]> {
   const { approvals: rows } = await ctx
     .gateway()
-    .get<{ approvals: ApprovalRow[] }>('/v1/approvals', { status: 'all', limit: 1000 });
+    .get<{ approvals: ApprovalView[] }>('/v1/approvals', { status: 'all', limit: 1000 });
   const matches = rows.filter((a) => a.approvalKey === key);
   if (matches.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));
 }
 
-function describe(a: ApprovalRow): string {
+function describe(a: ApprovalView): string {
   const fields: [string, string][] = [
     ['key', a.approvalKey],
     ['status', a.status],

@@ -16,7 +16,7 @@ export function registerDispatchCommand(program: Command, ctx: CommandContext): 
     .option('--label <label>', 'calling agent label')
     .option('--profile <name>', 'permission profile')
     .option('--isolation <kind>', 'none | readonly', 'none')
-    .option('--wait [ms]', 'wait for the outcome (default 30000 ms)')
+    .option('--wait [ms]', "wait for the outcome (without ms, the gateway's default)")
     .option('--json', 'print JSON')
     .action(
       async (
@@ -39,12 +39,8 @@ export function registerDispatchCommand(program: Command, ctx: CommandContext): 
             `--isolation must be none or readonly, got ${JSON.stringify(opts.isolation)}`,
           );
         }
-        const wait =
-          typeof opts.wait === 'string'
-            ? parseCount('--wait', opts.wait)
-            : opts.wait
-              ? 30_000
-              : undefined;
+        // A bare --wait asks for the gateway's own default (GATEWAY_WAIT_DEFAULT_MS).
+        const wait = typeof opts.wait === 'string' ? parseCount('--wait', opts.wait) : opts.wait;
         const res = await ctx.gateway().post<SubmitDispatchResponse>('/v1/dispatches', {
           runId: opts.run,
           callId: opts.call,
