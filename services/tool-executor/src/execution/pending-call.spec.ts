@@ -15,23 +15,27 @@ const TOOL = {
   executor: 'inprocess' as const,
 };
 const RULE = { source: 'engine', kind: 'ask', id: 'ask-deletes' };
+/** What every event of dispatch d1 carries. */
+const DISPATCH = {
+  tenant: 'acme',
+  runId: 'run1',
+  dispatchId: 'd1',
+  inputDigest: DIGEST,
+  policyRevision: 2,
+};
+/** The call that was decided, then suspended. */
+const CALL = { tool: TOOL, input: { branch: 'feature/x' }, agent: { agentType: 'operator' } };
 
 function decided(overrides: Partial<DecidedEvent> = {}): DecidedEvent {
   return journalEvent({
     type: 'decided',
     id: 'd1:decided',
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId: 'd1',
+    ...DISPATCH,
     at: '2026-03-01T10:00:00.000Z',
     causationId: 'd1:requested',
     verdict: 'allow',
     decidedBy: 'default',
-    policyRevision: 2,
-    inputDigest: DIGEST,
-    input: { branch: 'feature/x' },
-    tool: TOOL,
-    agent: { agentType: 'operator' },
+    ...CALL,
     isolation: { kind: 'worktree' },
     ...overrides,
   } as Parameters<typeof journalEvent<'decided'>>[0]);
@@ -41,17 +45,11 @@ function suspended(overrides: Partial<SuspendedEvent> = {}): SuspendedEvent {
   return journalEvent({
     type: 'suspended',
     id: 'd1:suspended',
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId: 'd1',
+    ...DISPATCH,
     at: '2026-03-01T10:00:00.000Z',
     causationId: 'd1:decided',
     approvalKey: KEY,
-    inputDigest: DIGEST,
-    policyRevision: 2,
-    tool: TOOL,
-    input: { branch: 'feature/x' },
-    agent: { agentType: 'operator' },
+    ...CALL,
     isolation: 'none',
     profile: 'ops',
     decidedBy: 'ask-rule',
@@ -67,14 +65,10 @@ function resolved(overrides: Partial<ResolvedEvent> = {}): ResolvedEvent {
   return journalEvent({
     type: 'resolved',
     id: 'd1:resolved:attempt-1',
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId: 'd1',
+    ...DISPATCH,
     at: '2026-03-01T10:05:00.000Z',
     causationId: 'd1:suspended',
     approvalKey: KEY,
-    inputDigest: DIGEST,
-    policyRevision: 2,
     decision: 'allow',
     by: 'user:bob',
     source: 'human',

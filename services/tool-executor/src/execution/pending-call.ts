@@ -34,22 +34,7 @@ export type ExecutorCommand =
 /** On `decided`: only an allow runs; deny and ask are settled or parked by the evaluator. */
 export function decideOnDecided(event: DecidedEvent): ExecutorCommand {
   if (event.verdict !== 'allow') return { kind: 'ignore', why: `verdict ${event.verdict}` };
-  return {
-    kind: 'run',
-    call: {
-      tenant: event.tenant,
-      runId: event.runId,
-      dispatchId: event.dispatchId,
-      tool: event.tool,
-      input: event.input,
-      agent: event.agent,
-      isolation: event.isolation,
-      ...(event.profile ? { profile: event.profile } : {}),
-      causationId: event.id,
-      decidedBy: event.decidedBy,
-      ...(event.rule !== undefined ? { rule: event.rule } : {}),
-    },
-  };
+  return { kind: 'run', call: pendingCallOf(event, event.id) };
 }
 
 /**
@@ -61,19 +46,7 @@ export function decideOnResolved(
   suspended: SuspendedEvent | null,
 ): ExecutorCommand {
   if (!suspended) return { kind: 'ignore', why: 'no suspended call for this resolution' };
-  const call: PendingCall = {
-    tenant: suspended.tenant,
-    runId: suspended.runId,
-    dispatchId: suspended.dispatchId,
-    tool: suspended.tool,
-    input: suspended.input,
-    agent: suspended.agent,
-    isolation: suspended.isolation,
-    ...(suspended.profile ? { profile: suspended.profile } : {}),
-    causationId: resolved.id,
-    decidedBy: suspended.decidedBy,
-    ...(suspended.rule !== undefined ? { rule: suspended.rule } : {}),
-  };
+  const call = pendingCallOf(suspended, resolved.id);
   if (
     resolved.inputDigest !== suspended.inputDigest ||
     resolved.approvalKey !== suspended.approvalKey
@@ -92,4 +65,21 @@ export function decideOnResolved(
     };
   }
   return { kind: 'run', call };
+}
+
+/** The call an allow decision or a suspension covers, authorised by the event `causationId`. */
+function pendingCallOf(event: DecidedEvent | SuspendedEvent, causationId: string): PendingCall {
+  return {
+    tenant: event.tenant,
+    runId: event.runId,
+    dispatchId: event.dispatchId,
+    tool: event.tool,
+    input: event.input,
+    agent: event.agent,
+    isolation: event.isolation,
+    ...(event.profile ? { profile: event.profile } : {}),
+    causationId,
+    decidedBy: event.decidedBy,
+    ...(event.rule !== undefined ? { rule: event.rule } : {}),
+  };
 }
