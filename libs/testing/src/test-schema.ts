@@ -14,13 +14,7 @@ export interface TestSchema {
 /** A PostgreSQL schema of this test's own, created now and dropped by `cleanup`. */
 export async function useTestSchema(label: string): Promise<TestSchema> {
   const schema = uniqueName(label);
-  const admin = new pg.Client({ connectionString: DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`create schema "${schema}"`);
-  } finally {
-    await admin.end();
-  }
+  await adminQuery(`create schema "${schema}"`);
   const pool = new pg.Pool({
     connectionString: DATABASE_URL,
     options: `-c search_path="${schema}"`,
@@ -32,13 +26,18 @@ export async function useTestSchema(label: string): Promise<TestSchema> {
     url: DATABASE_URL,
     async cleanup() {
       await pool.end();
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      try {
-        await client.query(`drop schema if exists "${schema}" cascade`);
-      } finally {
-        await client.end();
-      }
+      await adminQuery(`drop schema if exists "${schema}" cascade`);
     },
   };
+}
+
+/** One statement on a connection of its own, outside any test schema. */
+async function adminQuery(sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
 }
