@@ -1,5 +1,5 @@
 import { at, dispatchFixture } from '../../test/fixtures/journal-events.fixture';
-import { foldDispatch, type DispatchEvent } from './dispatch-fold';
+import { evolveDispatch, foldDispatch, type DispatchEvent } from './dispatch-fold';
 import { evolveApproval, type ApprovalState } from './approval-fold';
 import { runStatus } from './run-status';
 
@@ -165,11 +165,13 @@ describe('evolveDispatch', () => {
     for (const order of permutations) expect(foldDispatch(order)).toEqual(expected);
   });
 
-  it('does not mutate the state it is given', () => {
+  it('does not mutate the state or the event it is given', () => {
     const before = given(d.requested(0))!;
-    const snapshot = structuredClone(before);
-    foldDispatch([d.requested(0), d.decided(1, 'allow')]);
-    expect(before).toEqual(snapshot);
+    const event = d.decided(1, 'allow');
+    const snapshot = structuredClone({ before, event });
+    const after = evolveDispatch(before, event);
+    expect({ before, event }).toEqual(snapshot);
+    expect(after).toMatchObject({ status: 'decided', verdict: 'allow' });
   });
 });
 
