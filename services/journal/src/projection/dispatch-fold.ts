@@ -106,7 +106,7 @@ export function isDispatchEvent(event: JournalEvent): event is DispatchEvent {
 const rank = (status: DispatchStatus): number => DISPATCH_STATUSES.indexOf(status);
 
 /** The further of two stages. */
-export function furthestStatus(a: DispatchStatus, b: DispatchStatus): DispatchStatus {
+function furthestStatus(a: DispatchStatus, b: DispatchStatus): DispatchStatus {
   return rank(a) >= rank(b) ? a : b;
 }
 
@@ -116,7 +116,7 @@ export function laterInstant(a: string, b: string): string {
 }
 
 /** A dispatch's state before any event: the envelope only. */
-export function initialDispatchState(event: DispatchEvent): DispatchState {
+function initialDispatchState(event: DispatchEvent): DispatchState {
   return {
     tenant: event.tenant,
     runId: event.runId,
@@ -178,13 +178,10 @@ export function evolveDispatch(
     case 'requested':
       return {
         ...next,
+        ...firstSeenCall(next, event),
         callId: event.callId,
-        toolName: next.toolName ?? event.tool.name,
         tool: event.tool,
         input: event.input,
-        agent: next.agent ?? event.agent,
-        isolation: next.isolation ?? event.isolation,
-        profile: next.profile ?? event.profile ?? null,
         taint: event.taint ?? null,
         submittedBy: event.submittedBy,
         retryOf: event.retryOf ?? null,
@@ -194,13 +191,10 @@ export function evolveDispatch(
     case 'decided':
       return {
         ...next,
-        toolName: next.toolName ?? event.tool.name,
+        ...firstSeenCall(next, event),
         // The requested ToolRef wins: it is what the caller's dispatch key was computed over.
         tool: next.tool ?? event.tool,
         effectiveInput: event.input,
-        agent: next.agent ?? event.agent,
-        isolation: next.isolation ?? event.isolation,
-        profile: next.profile ?? event.profile ?? null,
         verdict: event.verdict,
         decidedBy: event.decidedBy,
         rule: event.rule,
@@ -212,12 +206,9 @@ export function evolveDispatch(
     case 'suspended':
       return {
         ...next,
-        toolName: next.toolName ?? event.tool.name,
+        ...firstSeenCall(next, event),
         tool: next.tool ?? event.tool,
         effectiveInput: next.effectiveInput ?? event.input,
-        agent: next.agent ?? event.agent,
-        isolation: next.isolation ?? event.isolation,
-        profile: next.profile ?? event.profile ?? null,
         submittedBy: next.submittedBy ?? event.submittedBy,
         decidedBy: next.decidedBy ?? event.decidedBy,
         rule: next.rule ?? event.rule,
@@ -265,6 +256,22 @@ export function evolveDispatch(
         settledAt: event.at,
       };
   }
+}
+
+/**
+ * The call's description that `requested`, `decided` and `suspended` each carry. The copies are
+ * equal by construction (they are part of the dispatch's content key): the first one seen stays.
+ */
+function firstSeenCall(
+  state: DispatchState,
+  event: JournalEventOf<'requested' | 'decided' | 'suspended'>,
+): Pick<DispatchState, 'toolName' | 'agent' | 'isolation' | 'profile'> {
+  return {
+    toolName: state.toolName ?? event.tool.name,
+    agent: state.agent ?? event.agent,
+    isolation: state.isolation ?? event.isolation,
+    profile: state.profile ?? event.profile ?? null,
+  };
 }
 
 /** Folds a dispatch's events from nothing. */
