@@ -40,6 +40,24 @@ describe('KvCache on a real KV bucket', () => {
     }
   });
 
+  it('write reads its own write at once, and create/update refuse a key that has moved on', async () => {
+    const cache = await KvCache.open<{ n: number }>(t.nc, `${t.prefix}_write`, (raw) =>
+      typeof (raw as { n?: unknown })?.n === 'number' ? (raw as { n: number }) : null,
+    );
+    try {
+      const first = await cache.write('k', { n: 1 }, 0);
+      expect(cache.get('k')).toEqual({ value: { n: 1 }, revision: first });
+      await expect(cache.write('k', { n: 2 }, 0)).rejects.toThrow();
+      const second = await cache.write('k', { n: 2 }, first);
+      expect(cache.get('k')).toEqual({ value: { n: 2 }, revision: second });
+      await expect(cache.write('k', { n: 3 }, first)).rejects.toThrow();
+      const third = await cache.write('k', { n: 3 });
+      expect(cache.get('k')).toEqual({ value: { n: 3 }, revision: third });
+    } finally {
+      cache.stop();
+    }
+  });
+
   it('is ready with the current values of a bucket that has some', async () => {
     const bucket = `${t.prefix}_filled`;
     const writer = await KvCache.open<number>(t.nc, bucket, (raw) =>

@@ -1,6 +1,7 @@
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
+const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** One cached KV entry: its parsed value and the revision it was written at. */
@@ -78,6 +79,23 @@ export class KvCache<T> {
   /** Entries whose key starts with `prefix`. */
   list(prefix = ''): [string, Revisioned<T>][] {
     return [...this.entries].filter(([k]) => k.startsWith(prefix));
+  }
+
+  /**
+   * Writes `value` as JSON under `key` and waits until the mirror has it, so the writer reads its
+   * own write. Without `expectedRevision` it overwrites; with 0 it only creates, with n it only
+   * replaces revision n (either throws, from the KV, when the key has moved on).
+   */
+  async write(key: string, value: unknown, expectedRevision?: number): Promise<number> {
+    const body = encoder.encode(JSON.stringify(value));
+    const revision =
+      expectedRevision === undefined
+        ? await this.kv.put(key, body)
+        : expectedRevision === 0
+          ? await this.kv.create(key, body)
+          : await this.kv.update(key, body, expectedRevision);
+    await this.waitFor(key, revision);
+    return revision;
   }
 
   /** Waits until the cache has caught up with at least `revision` for `key` (after our own write). */

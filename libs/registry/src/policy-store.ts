@@ -8,8 +8,6 @@ export interface PolicyAtRevision {
   document: Record<string, unknown>;
 }
 
-const encoder = new TextEncoder();
-
 /**
  * Per-tenant permission policies, revisioned and hot-reloaded: the gateway writes, the evaluator
  * reads from its in-memory mirror and records the revision each dispatch was decided under.
@@ -52,12 +50,8 @@ export class PolicyStore {
     expectedRevision?: number,
   ): Promise<number> {
     assertSubjectToken('tenant', tenant);
-    const body = encoder.encode(JSON.stringify(document));
-    let revision: number;
     try {
-      if (expectedRevision === undefined) revision = await this.cache.kv.put(tenant, body);
-      else if (expectedRevision === 0) revision = await this.cache.kv.create(tenant, body);
-      else revision = await this.cache.kv.update(tenant, body, expectedRevision);
+      return await this.cache.write(tenant, document, expectedRevision);
     } catch (cause) {
       if (expectedRevision === undefined) throw cause;
       throw new ToolgateError(
@@ -69,8 +63,6 @@ export class PolicyStore {
         },
       );
     }
-    await this.cache.waitFor(tenant, revision);
-    return revision;
   }
 
   stop(): void {

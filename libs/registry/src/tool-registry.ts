@@ -22,7 +22,13 @@ interface StoredTool extends RegisteredTool {
   contractHash: string;
 }
 
-const encoder = new TextEncoder();
+/**
+ * A stored tool as written (the contract hash is kept for readers of the bucket; this mirror
+ * recomputes it from the contract rather than trusting it).
+ */
+const StoredToolSchema = RegisteredToolSchema.extend({
+  contractHash: RegisteredToolSchema.shape.name,
+});
 
 /**
  * The tool registry: tenants' registered contracts and the builtins the executor serves, in a KV
@@ -47,9 +53,7 @@ export class ToolRegistry {
           (raw as { served?: unknown }).served === true
         )
           return { served: true };
-        const parsed = RegisteredToolSchema.extend({
-          contractHash: RegisteredToolSchema.shape.name,
-        }).safeParse(raw);
+        const parsed = StoredToolSchema.safeParse(raw);
         if (!parsed.success) return null;
         return { ...parsed.data, contractHash: contractHash(parsed.data) };
       },
@@ -69,19 +73,11 @@ export class ToolRegistry {
         current.value.contractHash === stored.contractHash
       )
         continue;
-      const rev = await this.cache.kv.put(
-        `${BUILTIN}.${tool.name}`,
-        encoder.encode(JSON.stringify(stored)),
-      );
-      await this.cache.waitFor(`${BUILTIN}.${tool.name}`, rev);
+      await this.cache.write(`${BUILTIN}.${tool.name}`, stored);
     }
     for (const executor of executors) {
       if (this.cache.get(`${SERVED}.${executor}`)) continue;
-      const rev = await this.cache.kv.put(
-        `${SERVED}.${executor}`,
-        encoder.encode(JSON.stringify({ served: true })),
-      );
-      await this.cache.waitFor(`${SERVED}.${executor}`, rev);
+      await this.cache.write(`${SERVED}.${executor}`, { served: true });
     }
   }
 
@@ -115,9 +111,7 @@ export class ToolRegistry {
       );
     }
     const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
-    const key = `${tenant}.${tool.name}`;
-    const rev = await this.cache.kv.put(key, encoder.encode(JSON.stringify(stored)));
-    await this.cache.waitFor(key, rev);
+    await this.cache.write(`${tenant}.${tool.name}`, stored);
     return view(stored, false);
   }
 
