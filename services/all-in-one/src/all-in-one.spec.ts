@@ -30,6 +30,10 @@ describe('loadAllInOneOptions', () => {
     expect(loadAllInOneOptions({ TOOLGATE_TOKENS: '[]' }).gateway.tokens).toEqual([]);
   });
 
+  it('an empty TOOLGATE_TOKENS_FILE value activates no token at all, the development one included', () => {
+    expect(loadAllInOneOptions({ TOOLGATE_TOKENS_FILE: '' }).gateway.tokens).toEqual([]);
+  });
+
   it('reads the grants from TOOLGATE_TOKENS_FILE, and no development token', () => {
     const file = path.join(dir, 'tokens.json');
     writeFileSync(file, JSON.stringify([GRANT]));

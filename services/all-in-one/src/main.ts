@@ -1,9 +1,10 @@
 import { runUntilSignalled } from '@toolgate/service-kit';
-import { loadAllInOneOptions, startAllInOne } from './all-in-one';
+import { DEV_TOKEN_GRANT, loadAllInOneOptions, startAllInOne } from './all-in-one';
 
 void runUntilSignalled('all-in-one', async () => {
   const options = loadAllInOneOptions(process.env);
-  if (!process.env.TOOLGATE_TOKENS && !process.env.TOOLGATE_TOKENS_FILE) {
+  // Warn on what loadAllInOneOptions decided, not on a second reading of the environment.
+  if (options.gateway.tokens.includes(DEV_TOKEN_GRANT)) {
     console.warn(
       'toolgate: TOOLGATE_TOKENS is not set; the development token from the README is active (tenant "dev")',
     );
