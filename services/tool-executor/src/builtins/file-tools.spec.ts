@@ -1,22 +1,11 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrorCode, type Isolation, type ToolContext } from '@toolgate/contracts';
-import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
+import { ErrorCode, type Isolation } from '@toolgate/contracts';
+import { runTool, type ToolDef } from '@toolgate/tools';
+import { errorOf, ok, toolContext } from '../../test/tool-harness';
 import { createBuiltinTools } from './builtin-tools';
 import type { ExecutionPolicyInput } from './execution-policy';
-
-function context(cwd: string, isolation: Isolation = 'none'): Omit<ToolContext, 'signal'> {
-  return {
-    runId: 'run-1',
-    dispatchId: 'dispatch-1',
-    spanId: '0123456789abcdef',
-    agent: { agentType: 'tester' },
-    cwd,
-    isolation,
-    log: () => undefined,
-  };
-}
 
 function tools(policy: ExecutionPolicyInput): Map<string, ToolDef> {
   return new Map(
@@ -24,22 +13,12 @@ function tools(policy: ExecutionPolicyInput): Map<string, ToolDef> {
   );
 }
 
-function ok(outcome: ToolRunOutcome): unknown {
-  if (!outcome.ok) throw new Error(`expected ok, got ${JSON.stringify(outcome.error)}`);
-  return outcome.result;
-}
-
-function errorOf(outcome: ToolRunOutcome) {
-  if (outcome.ok) throw new Error(`expected an error, got ${JSON.stringify(outcome.result)}`);
-  return outcome.error;
-}
-
 let base: string;
 let work: string;
 let outside: string;
 let builtins: Map<string, ToolDef>;
 const run = (name: string, input: unknown, cwd = work, isolation: Isolation = 'none') =>
-  runTool(builtins.get(name)!, input, context(cwd, isolation));
+  runTool(builtins.get(name)!, input, toolContext(cwd, { isolation }));
 
 beforeEach(async () => {
   base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-files-')));

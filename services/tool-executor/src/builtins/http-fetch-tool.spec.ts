@@ -1,10 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ErrorCode, type ToolContext } from '@toolgate/contracts';
-import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
+import { ErrorCode } from '@toolgate/contracts';
+import { runTool, type ToolDef } from '@toolgate/tools';
+import { builtin, errorOf, ok as okResult, toolContext } from '../../test/tool-harness';
 import type { CheckDomain } from './builtin-deps';
-import { createBuiltinTools } from './builtin-tools';
 import type { ExecutionPolicyInput } from './execution-policy';
+import type { HttpFetchResult } from './http-fetch-tool';
 
 interface Seen {
   method: string;
@@ -40,28 +41,8 @@ async function startServer(
   };
 }
 
-function context(signal?: AbortSignal): Omit<ToolContext, 'signal'> & { signal?: AbortSignal } {
-  return {
-    runId: 'run-1',
-    dispatchId: 'dispatch-1',
-    spanId: '0123456789abcdef',
-    agent: { agentType: 'tester' },
-    cwd: '/',
-    isolation: 'none',
-    log: () => undefined,
-    ...(signal ? { signal } : {}),
-  };
-}
-
-function ok(outcome: ToolRunOutcome): Record<string, unknown> {
-  if (!outcome.ok) throw new Error(`expected ok, got ${JSON.stringify(outcome.error)}`);
-  return outcome.result as Record<string, unknown>;
-}
-
-function errorOf(outcome: ToolRunOutcome) {
-  if (outcome.ok) throw new Error(`expected an error, got ${JSON.stringify(outcome.result)}`);
-  return outcome.error;
-}
+const context = (signal?: AbortSignal) => toolContext('/', signal ? { signal } : {});
+const ok = okResult<HttpFetchResult>;
 
 /** The domain rules under test: only 127.0.0.1, every question recorded. */
 function rules(allowed: string[] = ['127.0.0.1']): { checked: string[]; checkDomain: CheckDomain } {
@@ -76,9 +57,7 @@ function rules(allowed: string[] = ['127.0.0.1']): { checked: string[]; checkDom
 }
 
 function fetchTool(checkDomain: CheckDomain, policy: Partial<ExecutionPolicyInput> = {}): ToolDef {
-  return createBuiltinTools({ policy: { cwd: '/', ...policy }, checkDomain }).find(
-    (t) => t.contract.name === 'http_fetch',
-  )!;
+  return builtin('http_fetch', { policy: { cwd: '/', ...policy }, checkDomain });
 }
 
 type Server = Awaited<ReturnType<typeof startServer>>;

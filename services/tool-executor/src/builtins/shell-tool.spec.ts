@@ -2,47 +2,16 @@ import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ErrorCode, type Isolation, type ToolContext } from '@toolgate/contracts';
-import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
-import { createBuiltinTools } from './builtin-tools';
+import { ErrorCode, type Isolation } from '@toolgate/contracts';
+import { eventually } from '@toolgate/testing';
+import { runTool, type ToolDef } from '@toolgate/tools';
+import { builtin, errorOf, ok as okResult, toolContext } from '../../test/tool-harness';
 import type { ExecutionPolicyInput } from './execution-policy';
+import type { ShellResult } from './shell-tool';
 
-function context(
-  cwd: string,
-  signal?: AbortSignal,
-  isolation: Isolation = 'none',
-): Omit<ToolContext, 'signal'> & {
-  signal?: AbortSignal;
-} {
-  return {
-    runId: 'run-1',
-    dispatchId: 'dispatch-1',
-    spanId: '0123456789abcdef',
-    agent: { agentType: 'tester' },
-    cwd,
-    isolation,
-    log: () => undefined,
-    ...(signal ? { signal } : {}),
-  };
-}
-
-interface ShellOut {
-  exitCode: number | null;
-  signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
-}
-
-function ok(outcome: ToolRunOutcome): ShellOut {
-  if (!outcome.ok) throw new Error(`expected ok, got ${JSON.stringify(outcome.error)}`);
-  return outcome.result as ShellOut;
-}
-
-function errorOf(outcome: ToolRunOutcome) {
-  if (outcome.ok) throw new Error(`expected an error, got ${JSON.stringify(outcome.result)}`);
-  return outcome.error;
-}
+const context = (cwd: string, signal?: AbortSignal, isolation?: Isolation) =>
+  toolContext(cwd, { ...(signal ? { signal } : {}), ...(isolation ? { isolation } : {}) });
+const ok = okResult<ShellResult>;
 
 /** Whether `pid` no longer runs. A zombie counts as gone: it holds no resources and runs nothing. */
 function processGone(pid: number): boolean {
@@ -59,26 +28,20 @@ function processGone(pid: number): boolean {
   }
 }
 
-/** Polls until `check` holds; a kill is asynchronous at the OS level. Fails after `limitMs`. */
-async function eventually(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  limitMs = 10_000,
-): Promise<void> {
-  const until = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** Waits until `pid` is gone; a kill is asynchronous at the OS level. */
+async function untilGone(pid: number, what: string): Promise<void> {
+  await eventually(() => processGone(pid) || undefined, { what });
 }
 
+/** The pid the command wrote to `file`, once it has. */
 async function readPid(file: string): Promise<number> {
-  let pid = NaN;
-  await eventually(async () => {
-    pid = Number.parseInt(await fs.readFile(file, 'utf8').catch(() => ''), 10);
-    return Number.isInteger(pid) && pid > 0;
-  }, `pid written to ${file}`);
-  return pid;
+  return eventually(
+    async () => {
+      const pid = Number.parseInt(await fs.readFile(file, 'utf8').catch(() => ''), 10);
+      return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    },
+    { what: `pid written to ${file}` },
+  );
 }
 
 const hostEnv = {
@@ -95,11 +58,7 @@ let shell: (policy?: Partial<ExecutionPolicyInput>) => ToolDef;
 beforeEach(async () => {
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-shell-')));
   shell = (policy = {}) =>
-    createBuiltinTools({
-      policy: { cwd: work, ...policy },
-      checkDomain: () => 'deny',
-      hostEnv,
-    }).find((t) => t.contract.name === 'shell')!;
+    builtin('shell', { policy: { cwd: work, ...policy }, checkDomain: () => 'deny', hostEnv });
 });
 
 afterEach(async () => {
@@ -180,7 +139,7 @@ it('kills the whole process group on timeout', async () => {
   expect(error.code).toBe(ErrorCode.Timeout);
   expect(error.details).toMatchObject({ stdoutTail: 'started\n' });
   const pid = await readPid(pidFile);
-  await eventually(() => processGone(pid), `sleep ${pid} killed`);
+  await untilGone(pid, `sleep ${pid} killed`);
 });
 
 it('honours a shorter per-call timeout, never a longer one than the policy', async () => {
@@ -191,7 +150,7 @@ it('honours a shorter per-call timeout, never a longer one than the policy', asy
     context(work),
   );
   expect(errorOf(outcome).code).toBe(ErrorCode.Timeout);
-  await eventually(async () => processGone(await readPid(pidFile)), 'sleep killed');
+  await untilGone(await readPid(pidFile), 'sleep killed');
 });
 
 it('kills the process group when the dispatch is aborted', async () => {
@@ -206,14 +165,14 @@ it('kills the process group when the dispatch is aborted', async () => {
   expect(processGone(pid)).toBe(false);
   controller.abort();
   expect(errorOf(await running).code).toBe(ErrorCode.Cancelled);
-  await eventually(() => processGone(pid), `sleep ${pid} killed`);
+  await untilGone(pid, `sleep ${pid} killed`);
 });
 
 it('leaves nothing running after the shell exits', async () => {
   const result = ok(await runTool(shell(), { command: 'sleep 60 & echo $!' }, context(work)));
   const pid = Number.parseInt(result.stdout, 10);
   expect(pid).toBeGreaterThan(0);
-  await eventually(() => processGone(pid), `background sleep ${pid} killed`);
+  await untilGone(pid, `background sleep ${pid} killed`);
 });
 
 it('validates its arguments', async () => {
