@@ -1,40 +1,12 @@
-import { ErrorCode, journalEvent, ToolgateError, type SuspendedEvent } from '@toolgate/contracts';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import {
+  APPROVAL_KEY as KEY,
+  INPUT_DIGEST as DIGEST,
+  suspendedEvent as suspended,
+} from '../test/fixtures/suspended-event.fixture';
 import { decideResolution, type ResolutionCommand } from './resolution-decider';
 
-const KEY = 'a'.repeat(64);
-const DIGEST = 'b'.repeat(64);
 const AT = new Date('2026-03-01T10:00:00.000Z');
-
-/** given: a call parked for approval. */
-function suspended(overrides: Partial<SuspendedEvent> = {}): SuspendedEvent {
-  return journalEvent({
-    type: 'suspended',
-    id: 'd1:suspended',
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId: 'd1',
-    at: '2026-03-01T09:59:00.000Z',
-    causationId: 'd1:decided',
-    approvalKey: KEY,
-    inputDigest: DIGEST,
-    policyRevision: 7,
-    tool: {
-      name: 'delete_branch',
-      contractHash: 'c'.repeat(64),
-      needsApproval: true,
-      executor: 'inprocess',
-    },
-    input: { branch: 'main' },
-    agent: { agentType: 'operator' },
-    isolation: 'none',
-    decidedBy: 'ask-rule',
-    submittedBy: 'user:alice',
-    expiresAt: '2026-03-01T10:09:00.000Z',
-    onTimeout: 'deny',
-    separationOfDuties: false,
-    ...overrides,
-  } as Parameters<typeof journalEvent<'suspended'>>[0]);
-}
 
 /** when: a resolution arrives. */
 function command(overrides: Partial<ResolutionCommand> = {}): ResolutionCommand {

@@ -2,47 +2,14 @@ import type { Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
-  journalEvent,
   parseJournalEvent,
   ToolgateError,
   type ResolvedEvent,
-  type SuspendedEvent,
 } from '@toolgate/contracts';
 import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import { APPROVAL_KEY, suspendedEvent } from '../test/fixtures/suspended-event.fixture';
 import { decideResolution } from './resolution-decider';
 import { publishResolution } from './resolution-publisher';
-
-const KEY = 'a'.repeat(64);
-const DIGEST = 'b'.repeat(64);
-
-function suspended(dispatchId: string): SuspendedEvent {
-  return journalEvent({
-    type: 'suspended',
-    id: `${dispatchId}:suspended`,
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId,
-    at: '2026-03-01T09:59:00.000Z',
-    causationId: `${dispatchId}:decided`,
-    approvalKey: KEY,
-    inputDigest: DIGEST,
-    policyRevision: 1,
-    tool: {
-      name: 'delete_branch',
-      contractHash: 'c'.repeat(64),
-      needsApproval: true,
-      executor: 'inprocess',
-    },
-    input: { branch: 'main' },
-    agent: { agentType: 'operator' },
-    isolation: 'none',
-    decidedBy: 'ask-rule',
-    submittedBy: 'user:alice',
-    expiresAt: '2026-03-01T10:09:00.000Z',
-    onTimeout: 'deny',
-    separationOfDuties: false,
-  });
-}
 
 function resolution(
   dispatchId: string,
@@ -50,11 +17,11 @@ function resolution(
   by: string,
   attemptId: string,
 ): ResolvedEvent {
-  return decideResolution(suspended(dispatchId), {
+  return decideResolution(suspendedEvent({ dispatchId }), {
     decision,
     by,
     source: 'human',
-    approvalKey: KEY,
+    approvalKey: APPROVAL_KEY,
     at: new Date('2026-03-01T10:00:00.000Z'),
     attemptId,
   });
