@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { z } from 'zod';
 import { ErrorCode, ModelRetry, ToolgateError, type ToolContext } from '@toolgate/contracts';
 import { runTool } from './run-tool';
@@ -256,5 +257,7 @@ describe('runTool', () => {
     expect(outcome).toEqual({ ok: true, result: 'done' });
     expect(toolSignal?.aborted).toBe(true);
     expect((toolSignal?.reason as ToolgateError).code).toBe(ErrorCode.Cancelled);
+    // A long-lived caller signal (a consumer's) must not keep a listener per finished run.
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 });
