@@ -71,7 +71,7 @@ export async function startJournal(options: {
     },
     (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
   );
-  const queries = serveQueries(service.nc, service.subjects, handle.db);
+  const queries = serveQueries(service.nc, service.subjects, handle.db, now);
   const sweeper = new ApprovalTimeoutSweeper(
     handle.db,
     service.nc,

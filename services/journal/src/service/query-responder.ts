@@ -19,8 +19,10 @@ const Token = z.string().regex(SUBJECT_TOKEN_PATTERN);
 const Tenant = z.object({ tenant: Token });
 
 /** One query: its request schema and how to answer it from the projection. */
-const queries = {
-  [QueryOperation.GetDispatch]: async (db: Kysely<Database>, body: unknown) => {
+type Answer = (db: Kysely<Database>, body: unknown, now: () => Date) => Promise<unknown>;
+
+const queries: Record<QueryOperation, Answer> = {
+  [QueryOperation.GetDispatch]: async (db, body) => {
     const req = Tenant.extend({ dispatchId: Token }).parse(body);
     const found = await getDispatch(db, req.tenant, req.dispatchId);
     if (!found)
@@ -29,15 +31,15 @@ const queries = {
       });
     return found;
   },
-  [QueryOperation.GetRun]: async (db: Kysely<Database>, body: unknown) => {
+  [QueryOperation.GetRun]: async (db, body) => {
     const req = Tenant.extend({ runId: Token }).parse(body);
     return getRun(db, req.tenant, req.runId);
   },
-  [QueryOperation.ListApprovals]: async (db: Kysely<Database>, body: unknown) => {
+  [QueryOperation.ListApprovals]: async (db, body, now) => {
     const req = ListApprovalsRequestSchema.extend({ tenant: Token }).parse(body);
-    return { approvals: await listApprovals(db, { ...req }, new Date()) };
+    return { approvals: await listApprovals(db, req, now()) };
   },
-  [QueryOperation.GetApproval]: async (db: Kysely<Database>, body: unknown) => {
+  [QueryOperation.GetApproval]: async (db, body) => {
     const req = Tenant.extend({ key: z.string(), dispatchId: Token.optional() }).parse(body);
     const found = req.dispatchId
       ? await getApprovalForDispatch(db, req.tenant, req.dispatchId)
@@ -45,24 +47,26 @@ const queries = {
     if (!found || found.approvalKey !== req.key) return null;
     return found;
   },
-} as const;
+};
 
 /**
  * Answers the gateway's read queries from the projection over NATS request/reply, in a queue group
  * shared by journal replicas. The tenant in each query comes from the gateway (from the caller's
- * token); every query filters on it.
+ * token); every query filters on it. A body that does not match its query's schema is refused as
+ * `invalid-request`; `now` is the clock the approvals listing measures ages against.
  */
 export function serveQueries(
   nc: NatsConnection,
   subjects: Subjects,
   db: Kysely<Database>,
+  now: () => Date,
 ): ServedEndpoints {
   return serveRequests(
     nc,
     `${subjects.prefix}-journal`,
     Object.entries(queries).map(([operation, answer]) => ({
       subject: subjects.query(operation as QueryOperation),
-      handle: (body) => answer(db, body),
+      handle: (body) => answer(db, body, now),
     })),
   );
 }

@@ -1,0 +1,99 @@
+import { QueryOperation } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import type { ServedEndpoints } from '@toolgate/service-kit';
+import { at, dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { applyEvent } from '../projection/apply-event';
+import { serveQueries } from './query-responder';
+
+const decoder = new TextDecoder();
+
+/** acme/run-1: d1 parked on an approval since t=10; d2 settled. */
+const d1 = dispatchFixture({ dispatchId: 'd1' });
+const d2 = dispatchFixture({ dispatchId: 'd2', toolName: 'shell', input: { cmd: 'ls' } });
+const journal = sequenced([
+  d1.requested(0),
+  d1.decided(10, 'ask'),
+  d1.suspended(10, 600),
+  d2.requested(11),
+  d2.decided(12, 'deny', 'no shell'),
+  d2.settled(12, 'denied'),
+]);
+
+describe('journal queries over NATS request/reply', () => {
+  let nats: TestNats;
+  let t: JournalTestDb;
+  let served: ServedEndpoints;
+  beforeAll(async () => {
+    [nats, t] = await Promise.all([useTestNats('queries'), useJournalDb('responder')]);
+    for (const entry of journal) await applyEvent(t.db, entry);
+    // The service's clock, not the wall clock: t=40 s, 30 s after d1 was parked.
+    served = serveQueries(nats.nc, nats.subjects, t.db, () => new Date(Date.parse(at(40))));
+  });
+  afterAll(async () => {
+    await served?.stop();
+    await Promise.all([nats?.cleanup(), t?.cleanup()]);
+  });
+
+  const ask = async (operation: QueryOperation, body: unknown) => {
+    const reply = await nats.nc.request(nats.subjects.query(operation), JSON.stringify(body), {
+      timeout: 5000,
+    });
+    return JSON.parse(decoder.decode(reply.data)) as {
+      ok: boolean;
+      data?: unknown;
+      error?: { code: string };
+    };
+  };
+
+  it("answers a tenant's dispatch and run, and not another tenant's", async () => {
+    expect(
+      await ask(QueryOperation.GetDispatch, { tenant: 'acme', dispatchId: 'd1' }),
+    ).toMatchObject({
+      ok: true,
+      data: { dispatch: { dispatchId: 'd1', status: 'suspended' }, events: { length: 3 } },
+    });
+    expect(
+      await ask(QueryOperation.GetDispatch, { tenant: 'globex', dispatchId: 'd1' }),
+    ).toMatchObject({ ok: false, error: { code: 'not-found' } });
+    expect(await ask(QueryOperation.GetRun, { tenant: 'acme', runId: 'run-1' })).toMatchObject({
+      ok: true,
+      data: { status: 'suspended', pending: [{ dispatchId: 'd1' }] },
+    });
+  });
+
+  it('lists approvals by age on the service clock, and finds one by key', async () => {
+    const list = (minAgeMs: number) =>
+      ask(QueryOperation.ListApprovals, { tenant: 'acme', minAgeMs });
+    expect(await list(20_000)).toMatchObject({
+      ok: true,
+      data: { approvals: [{ dispatchId: 'd1' }] },
+    });
+    expect(await list(40_000)).toEqual({ ok: true, data: { approvals: [] } });
+
+    expect(
+      await ask(QueryOperation.GetApproval, { tenant: 'acme', key: d1.approvalKey }),
+    ).toMatchObject({ ok: true, data: { dispatchId: 'd1', status: 'pending' } });
+    // A dispatch's approval under another key is no answer.
+    expect(
+      await ask(QueryOperation.GetApproval, {
+        tenant: 'acme',
+        key: d2.approvalKey,
+        dispatchId: 'd1',
+      }),
+    ).toEqual({ ok: true, data: null });
+  });
+
+  it('refuses a body that does not match its query as invalid-request', async () => {
+    const refused = { ok: false, error: { code: 'invalid-request' } };
+    expect(await ask(QueryOperation.GetDispatch, { dispatchId: 'd1' })).toMatchObject(refused);
+    expect(
+      await ask(QueryOperation.GetDispatch, { tenant: 'acme', dispatchId: 'acme.>' }),
+    ).toMatchObject(refused);
+    expect(await ask(QueryOperation.GetRun, { tenant: 'acme' })).toMatchObject(refused);
+    expect(await ask(QueryOperation.ListApprovals, { tenant: 'acme', limit: 0 })).toMatchObject(
+      refused,
+    );
+    expect(await ask(QueryOperation.GetApproval, { tenant: 'acme' })).toMatchObject(refused);
+  });
+});
