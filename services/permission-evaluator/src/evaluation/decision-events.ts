@@ -7,7 +7,7 @@ import {
   type JournalEvent,
   type RequestedEvent,
 } from '@toolgate/contracts';
-import type { PermissionDecision } from '@toolgate/permissions';
+import { DEFAULT_APPROVAL_TIMEOUT_MS, type PermissionDecision } from '@toolgate/permissions';
 
 /** The policy's answer for one requested call, with what it was decided under. */
 export interface ChainAnswer {
@@ -19,7 +19,11 @@ export interface ChainAnswer {
   separationOfDuties: boolean;
 }
 
-const DEFAULT_APPROVAL = { timeoutMs: 86_400_000, onTimeout: 'deny' as const };
+/**
+ * The chain's own defaults, for an ask whose answer carries no approval settings (a redelivery
+ * completing an ask recorded earlier, when today's answer is not an ask).
+ */
+const DEFAULT_APPROVAL = { timeoutMs: DEFAULT_APPROVAL_TIMEOUT_MS, onTimeout: 'deny' as const };
 
 /** The `decided` event for a requested call (pure: time comes in). */
 export function decidedFor(requested: RequestedEvent, answer: ChainAnswer, at: Date): DecidedEvent {

@@ -24,18 +24,8 @@ export class Evaluator {
   async onRequested(requested: RequestedEvent): Promise<void> {
     let answer: ChainAnswer;
     try {
-      const { decision, revision, separationOfDuties } = await this.runtime.decide(
-        requested.tenant,
-        {
-          tool: requested.tool,
-          input: requested.input,
-          agent: requested.agent,
-          isolation: requested.isolation,
-          profile: requested.profile,
-          taint: requested.taint,
-        },
-      );
-      answer = { decision, revision, separationOfDuties };
+      // The requested event carries every fact the chain decides on (tool, input, agent, ...).
+      answer = await this.runtime.decide(requested.tenant, requested);
     } catch (err) {
       answer = failClosedAnswer(
         requested.input,
