@@ -48,7 +48,6 @@ export {
 
 export {
   getDispatch,
-  lastAppliedSeq,
   type DispatchView,
   type DispatchWithHistory,
   type RecordedEvent,
@@ -64,7 +63,7 @@ export {
   getApproval,
   getApprovalForDispatch,
   dueApprovals,
-  type ApprovalView,
+  pendingApprovalCounts,
   type ApprovalFilter,
   type DueApproval,
 } from './queries/approval-queries';

@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
 import { createDb } from './db/create-db';
+import { pendingApprovalCounts } from './queries/approval-queries';
 import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 import { serveQueries } from './service/query-responder';
 
@@ -60,15 +61,7 @@ export async function startJournal(options: {
   // Pending approvals are read from the projection at scrape time: it is the journal's own state,
   // so the gauge is exact after a restart, unlike a counter kept in memory.
   service.app.get(Metrics).collectApprovalsPending(
-    async () => {
-      const rows = await handle.db
-        .selectFrom('approvals')
-        .select(['tenant', (eb) => eb.fn.countAll<string>().as('count')])
-        .where('status', '=', 'pending')
-        .groupBy('tenant')
-        .execute();
-      return rows.map((r) => ({ tenant: r.tenant, count: Number(r.count) }));
-    },
+    () => pendingApprovalCounts(handle.db),
     (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
   );
   const queries = serveQueries(service.nc, service.subjects, handle.db, now);

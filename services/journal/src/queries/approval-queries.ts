@@ -1,10 +1,8 @@
+import type { ApprovalView } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import type { Db } from '../db/database';
-import type { ApprovalState, ApprovalStatus } from '../projection/approval-fold';
+import type { ApprovalStatus } from '../projection/approval-fold';
 import { approvalFromRow } from '../projection/projection-repository';
-
-/** An approval as listed: the folded state. */
-export type ApprovalView = ApprovalState;
 
 /** What the pending-approvals listing filters on. The tenant is not optional. */
 export interface ApprovalFilter {
@@ -128,4 +126,15 @@ export async function dueApprovals(db: Db, now: Date, limit = 100): Promise<DueA
     onTimeout: row.on_timeout === 'allow' ? 'allow' : 'deny',
     expiresAt: row.expires_at!.toISOString(),
   }));
+}
+
+/** How many approvals each tenant has pending (tenants with none are left out). */
+export async function pendingApprovalCounts(db: Db): Promise<{ tenant: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('approvals')
+    .select(['tenant', (eb) => eb.fn.countAll<string>().as('count')])
+    .where('status', '=', 'pending')
+    .groupBy('tenant')
+    .execute();
+  return rows.map((r) => ({ tenant: r.tenant, count: Number(r.count) }));
 }

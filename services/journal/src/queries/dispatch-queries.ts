@@ -59,13 +59,3 @@ export async function getDispatch(
     events,
   };
 }
-
-/** The highest stream sequence applied from `stream` (0 when none): where a catch-up starts. */
-export async function lastAppliedSeq(db: Db, stream: string): Promise<number> {
-  const row = await db
-    .selectFrom('audit_log')
-    .select((eb) => eb.fn.max('seq').as('seq'))
-    .where('stream', '=', stream)
-    .executeTakeFirst();
-  return row?.seq == null ? 0 : Number(row.seq);
-}

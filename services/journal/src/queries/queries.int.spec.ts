@@ -7,6 +7,7 @@ import {
   getApproval,
   getApprovalForDispatch,
   listApprovals,
+  pendingApprovalCounts,
 } from './approval-queries';
 import { getDispatch } from './dispatch-queries';
 import { getRun } from './run-queries';
@@ -210,6 +211,13 @@ describe('read-side queries (PostgreSQL)', () => {
         'acme/d7',
       ]);
       expect(await listApprovals(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
+      // The pending-approvals gauge counts the same rows per tenant.
+      expect(
+        (await pendingApprovalCounts(t.db)).sort((a, b) => a.tenant.localeCompare(b.tenant)),
+      ).toEqual([
+        { tenant: 'acme', count: 3 },
+        { tenant: 'globex', count: 1 },
+      ]);
       const run = await getRun(t.db, 'acme', 'run-4');
       expect(run).toMatchObject({ status: 'running', pending: [] });
       expect(run.dispatches).toMatchObject([{ dispatchId: 'd7', status: 'resolved' }]);
