@@ -69,7 +69,8 @@ class PGliteDriver implements Driver {
   private database: PGlite | undefined;
   private connection: PGliteConnection | undefined;
   private readonly lock = new SessionLock();
-  private readonly releases = new WeakMap<DatabaseConnection, () => void>();
+  /** Releases the session to the next waiter; set while someone holds it. */
+  private release: (() => void) | undefined;
 
   constructor(private readonly config: PGliteDialectConfig) {}
 
@@ -88,7 +89,7 @@ class PGliteDriver implements Driver {
       release();
       throw new Error('PGlite driver has been destroyed');
     }
-    this.releases.set(connection, release);
+    this.release = release;
     return connection;
   }
 
@@ -124,9 +125,9 @@ class PGliteDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw(`release savepoint ${quoteIdentifier(name)}`));
   }
 
-  async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    const release = this.releases.get(connection);
-    this.releases.delete(connection);
+  async releaseConnection(): Promise<void> {
+    const release = this.release;
+    this.release = undefined;
     release?.();
   }
 
@@ -151,7 +152,7 @@ class PGliteConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     const result = await this.database.query<R>(compiledQuery.sql, [...compiledQuery.parameters]);
-    const command = (result as { command?: string }).command?.toUpperCase();
+    const command = result.command?.toUpperCase();
     const mutates =
       command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
     return {
