@@ -1,39 +1,8 @@
-import {
-  approvalKey,
-  ErrorCode,
-  inputDigest,
-  journalEvent,
-  type RequestedEvent,
-} from '@toolgate/contracts';
+import { approvalKey, ErrorCode, inputDigest } from '@toolgate/contracts';
+import { requestedEvent as requested, TOOL } from '../../test/fixtures/requested-event.fixture';
 import { decidedFor, failClosedAnswer, followUpsFor, type ChainAnswer } from './decision-events';
 
 const AT = new Date('2026-03-01T10:00:00.000Z');
-const TOOL = {
-  name: 'delete_branch',
-  contractHash: 'c'.repeat(64),
-  needsApproval: false,
-  executor: 'inprocess' as const,
-};
-
-/** given: a requested call. */
-function requested(overrides: Partial<RequestedEvent> = {}): RequestedEvent {
-  return journalEvent({
-    type: 'requested',
-    id: 'd1:requested',
-    tenant: 'acme',
-    runId: 'run1',
-    dispatchId: 'd1',
-    at: '2026-03-01T09:59:59.000Z',
-    causationId: null,
-    callId: 'call-1',
-    tool: TOOL,
-    input: { branch: 'feature/x' },
-    agent: { agentType: 'operator' },
-    isolation: 'none',
-    submittedBy: 'user:alice',
-    ...overrides,
-  } as Parameters<typeof journalEvent<'requested'>>[0]);
-}
 
 function answer(
   decision: Partial<ChainAnswer['decision']> & Pick<ChainAnswer['decision'], 'verdict'>,
