@@ -1,4 +1,4 @@
-import { approvalKey, ErrorCode, inputDigest } from '@toolgate/contracts';
+import { approvalKey, ErrorCode, inputDigest, type RequestedEvent } from '@toolgate/contracts';
 import { requestedEvent as requested, TOOL } from '../../test/fixtures/requested-event.fixture';
 import { decidedFor, failClosedAnswer, followUpsFor, type ChainAnswer } from './decision-events';
 
