@@ -43,8 +43,10 @@ export class Evaluator {
     const at = this.now();
     let decided = decidedFor(requested, answer, at);
     const appended = await this.publisher.append(decided);
-    if (!appended.appended) {
+    if (!appended.appended || appended.duplicate) {
       // Decided before (a redelivery after a crash): complete that decision's follow-ups, not ours.
+      // Within the broker's dedupe window the repeated `decided` id comes back as a duplicate
+      // rather than a refusal; either way the journal holds the first decision, not this one.
       const recorded = await this.publisher.last(
         requested.tenant,
         requested.runId,
