@@ -4,18 +4,18 @@ import type { Database, Db } from '../db/database';
 import { evolveApproval, isApprovalEvent, type ApprovalEvent } from './approval-fold';
 import { evolveDispatch, isDispatchEvent, laterInstant, type DispatchEvent } from './dispatch-fold';
 import {
+  APPROVAL_ROWS,
+  DISPATCH_ROWS,
+  WORKTREE_ROWS,
   insertArtifacts,
   insertAuditEntries,
-  loadApprovalsForUpdate,
-  loadDispatchesForUpdate,
-  loadWorktreesForUpdate,
+  loadForUpdate,
   lockProjectionKeys,
   rowKey,
-  saveApprovals,
-  saveDispatches,
-  saveWorktrees,
+  saveFolded,
   touchRuns,
   type CollectedArtifact,
+  type FoldedTable,
   type ProjectionKey,
   type RunTouch,
   type Stored,
@@ -91,24 +91,15 @@ export async function applyEvents(
   // An approval belongs to its dispatch: the dispatch's lock covers it.
   await lockProjectionKeys(trx, [...dispatches.keys(), ...worktrees.keys()]);
 
-  const storedDispatches = await loadDispatchesForUpdate(trx, dispatches.keys());
-  await saveDispatches(
-    trx,
-    dispatches.map((key, events) => {
-      const stored = storedDispatches.get(key);
-      const folded = fold(stored, events, evolveDispatch);
-      return { ...folded, eventCount: (stored?.eventCount ?? 0) + events.length };
-    }),
+  await foldRows(trx, DISPATCH_ROWS, dispatches, (stored, events) => ({
+    ...fold(stored, events, evolveDispatch),
+    eventCount: (stored?.eventCount ?? 0) + events.length,
+  }));
+  await foldRows(trx, APPROVAL_ROWS, approvals, (stored, events) =>
+    fold(stored, events, evolveApproval),
   );
-  const storedApprovals = await loadApprovalsForUpdate(trx, approvals.keys());
-  await saveApprovals(
-    trx,
-    approvals.map((key, events) => fold(storedApprovals.get(key), events, evolveApproval)),
-  );
-  const storedWorktrees = await loadWorktreesForUpdate(trx, worktrees.keys());
-  await saveWorktrees(
-    trx,
-    worktrees.map((key, events) => fold(storedWorktrees.get(key), events, evolveWorktree)),
+  await foldRows(trx, WORKTREE_ROWS, worktrees, (stored, events) =>
+    fold(stored, events, evolveWorktree),
   );
   await insertArtifacts(trx, collected);
   await touchRuns(trx, runTouches(fresh));
@@ -136,6 +127,21 @@ class RowEvents<E> {
   map<R>(fn: (key: string, events: readonly { event: E; seq: number }[]) => R): R[] {
     return [...this.rows].map(([id, row]) => fn(id, row.events));
   }
+}
+
+/** Loads the rows the events touch, folds each row's events into it and saves them, per table. */
+async function foldRows<T extends 'dispatches' | 'approvals' | 'worktrees', S, E>(
+  trx: Transaction<Database>,
+  table: FoldedTable<T, S>,
+  rows: RowEvents<E>,
+  foldRow: (stored: S | undefined, events: readonly { event: E; seq: number }[]) => S,
+): Promise<void> {
+  const stored = await loadForUpdate(trx, table, rows.keys());
+  await saveFolded(
+    trx,
+    table,
+    rows.map((key, events) => foldRow(stored.get(key), events)),
+  );
 }
 
 /** A row's stored state with its new events folded in, in order. */

@@ -10,8 +10,8 @@ import type {
   Verdict,
   WireError,
 } from '@toolgate/contracts';
-import { sql } from 'kysely';
-import type { Db } from '../db/database';
+import { sql, type Selectable } from 'kysely';
+import { PRIMARY_KEYS, type Database, type Db } from '../db/database';
 import { fromJsonb, toIso } from '../db/jsonb';
 import {
   insertFromRecordset,
@@ -118,6 +118,53 @@ export async function lockProjectionKeys(db: Db, keys: readonly ProjectionKey[])
 }
 
 // ---------------------------------------------------------------------------------------------
+// folded rows: dispatches, approvals, worktrees
+
+type FoldedTableName = 'dispatches' | 'approvals' | 'worktrees';
+
+/** A table of folded rows: its record-set spec, and how a row becomes stored state and back. */
+export interface FoldedTable<T extends FoldedTableName, S> {
+  spec: TableSpec<T>;
+  fromRow(row: Selectable<Database[T]>): S;
+  toRow(stored: S): RecordsetRow<T>;
+}
+
+/**
+ * The stored rows with these keys, locked for update, in one statement; filed by `rowKey`. The
+ * caller holds the keys' locks (`lockProjectionKeys`).
+ */
+export async function loadForUpdate<T extends FoldedTableName, S>(
+  db: Db,
+  table: FoldedTable<T, S>,
+  keys: readonly ProjectionKey[],
+): Promise<Map<string, S>> {
+  if (!keys.length) return new Map();
+  const idColumn = PRIMARY_KEYS[table.spec.table][1]!; // after `tenant`
+  const { rows } = await sql<Selectable<Database[T]> & Record<string, unknown>>`select *
+    from ${sql.table(table.spec.table)}
+    where (tenant, ${sql.ref(idColumn)}) in (${sql.join(keys.map(({ tenant, id }) => sql`(${tenant}, ${id})`))})
+    for update`.execute(db);
+  return new Map(
+    rows.map((row) => [rowKey(String(row.tenant), String(row[idColumn])), table.fromRow(row)]),
+  );
+}
+
+/**
+ * Writes folded rows in one statement: new rows are inserted, existing ones replaced (the caller
+ * holds their key locks and has folded from their stored state).
+ */
+export async function saveFolded<T extends FoldedTableName, S>(
+  db: Db,
+  table: FoldedTable<T, S>,
+  rows: readonly S[],
+): Promise<void> {
+  if (!rows.length) return;
+  await sql`${insertFromRecordset(table.spec, rows.map(table.toRow))} ${replaceOnConflict(table.spec)}`.execute(
+    db,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // dispatches
 
 export function dispatchFromRow(row: DispatchRow): DispatchState {
@@ -220,43 +267,6 @@ function dispatchValues({
   };
 }
 
-/** The stored dispatches with these keys, locked for update, in one statement; by `rowKey`. */
-export async function loadDispatchesForUpdate(
-  db: Db,
-  keys: readonly ProjectionKey[],
-): Promise<Map<string, StoredDispatch>> {
-  if (!keys.length) return new Map();
-  const rows = await db
-    .selectFrom('dispatches')
-    .selectAll()
-    .where((eb) =>
-      eb(
-        eb.refTuple('tenant', 'dispatch_id'),
-        'in',
-        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
-      ),
-    )
-    .forUpdate()
-    .execute();
-  return new Map(
-    rows.map((row) => [
-      rowKey(row.tenant, row.dispatch_id),
-      { state: dispatchFromRow(row), lastSeq: row.last_seq, eventCount: row.event_count },
-    ]),
-  );
-}
-
-/**
- * Writes folded dispatches in one statement: new rows are inserted, existing ones replaced (the
- * caller holds their key locks and has folded from their stored state).
- */
-export async function saveDispatches(db: Db, rows: readonly StoredDispatch[]): Promise<void> {
-  if (!rows.length) return;
-  await sql`${insertFromRecordset(DISPATCHES, rows.map(dispatchValues))} ${replaceOnConflict(
-    DISPATCHES,
-  )}`.execute(db);
-}
-
 const DISPATCHES: TableSpec<'dispatches'> = {
   table: 'dispatches',
   columns: {
@@ -305,6 +315,16 @@ const DISPATCHES: TableSpec<'dispatches'> = {
     last_seq: 'bigint',
     event_count: 'integer',
   },
+};
+
+export const DISPATCH_ROWS: FoldedTable<'dispatches', StoredDispatch> = {
+  spec: DISPATCHES,
+  fromRow: (row) => ({
+    state: dispatchFromRow(row),
+    lastSeq: row.last_seq,
+    eventCount: row.event_count,
+  }),
+  toRow: dispatchValues,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -373,40 +393,6 @@ function approvalValues({ state, lastSeq }: Stored<ApprovalState>): RecordsetRow
   };
 }
 
-/** The stored approvals of these dispatches, locked for update, in one statement; by `rowKey`. */
-export async function loadApprovalsForUpdate(
-  db: Db,
-  keys: readonly ProjectionKey[],
-): Promise<Map<string, Stored<ApprovalState>>> {
-  if (!keys.length) return new Map();
-  const rows = await db
-    .selectFrom('approvals')
-    .selectAll()
-    .where((eb) =>
-      eb(
-        eb.refTuple('tenant', 'dispatch_id'),
-        'in',
-        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
-      ),
-    )
-    .forUpdate()
-    .execute();
-  return new Map(
-    rows.map((row) => [
-      rowKey(row.tenant, row.dispatch_id),
-      { state: approvalFromRow(row), lastSeq: row.last_seq },
-    ]),
-  );
-}
-
-/** Writes folded approvals in one statement (see `saveDispatches`). */
-export async function saveApprovals(db: Db, rows: readonly Stored<ApprovalState>[]): Promise<void> {
-  if (!rows.length) return;
-  await sql`${insertFromRecordset(APPROVALS, rows.map(approvalValues))} ${replaceOnConflict(
-    APPROVALS,
-  )}`.execute(db);
-}
-
 const APPROVALS: TableSpec<'approvals'> = {
   table: 'approvals',
   columns: {
@@ -438,6 +424,12 @@ const APPROVALS: TableSpec<'approvals'> = {
     updated_at: 'timestamptz',
     last_seq: 'bigint',
   },
+};
+
+export const APPROVAL_ROWS: FoldedTable<'approvals', Stored<ApprovalState>> = {
+  spec: APPROVALS,
+  fromRow: (row) => ({ state: approvalFromRow(row), lastSeq: row.last_seq }),
+  toRow: approvalValues,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -490,40 +482,6 @@ function worktreeValues({ state, lastSeq }: Stored<WorktreeState>): RecordsetRow
   };
 }
 
-/** The stored worktrees with these keys, locked for update, in one statement; by `rowKey`. */
-export async function loadWorktreesForUpdate(
-  db: Db,
-  keys: readonly ProjectionKey[],
-): Promise<Map<string, Stored<WorktreeState>>> {
-  if (!keys.length) return new Map();
-  const rows = await db
-    .selectFrom('worktrees')
-    .selectAll()
-    .where((eb) =>
-      eb(
-        eb.refTuple('tenant', 'worktree_id'),
-        'in',
-        keys.map(({ tenant, id }) => eb.tuple(tenant, id)),
-      ),
-    )
-    .forUpdate()
-    .execute();
-  return new Map(
-    rows.map((row) => [
-      rowKey(row.tenant, row.worktree_id),
-      { state: worktreeFromRow(row), lastSeq: row.last_seq },
-    ]),
-  );
-}
-
-/** Writes folded worktrees in one statement (see `saveDispatches`). */
-export async function saveWorktrees(db: Db, rows: readonly Stored<WorktreeState>[]): Promise<void> {
-  if (!rows.length) return;
-  await sql`${insertFromRecordset(WORKTREES, rows.map(worktreeValues))} ${replaceOnConflict(
-    WORKTREES,
-  )}`.execute(db);
-}
-
 const WORKTREES: TableSpec<'worktrees'> = {
   table: 'worktrees',
   columns: {
@@ -547,6 +505,12 @@ const WORKTREES: TableSpec<'worktrees'> = {
     updated_at: 'timestamptz',
     last_seq: 'bigint',
   },
+};
+
+export const WORKTREE_ROWS: FoldedTable<'worktrees', Stored<WorktreeState>> = {
+  spec: WORKTREES,
+  fromRow: (row) => ({ state: worktreeFromRow(row), lastSeq: row.last_seq }),
+  toRow: worktreeValues,
 };
 
 /** A collected patch and where in the journal it was collected. */
