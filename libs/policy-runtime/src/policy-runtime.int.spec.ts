@@ -108,10 +108,13 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     expect((await runtime.decide(tenant, call({ profile: 'ops' }))).decision.verdict).toBe('allow');
   });
 
-  it('a stored document that no longer parses denies with a config error', async () => {
+  it('a stored document that no longer parses denies with a config error until it is replaced', async () => {
     const tenant = 'broken';
     await store.put(tenant, { engine: { deny: 'everything' } });
     await expect(runtime.decide(tenant, call())).rejects.toMatchObject({ code: ErrorCode.Config });
+    await expect(runtime.decide(tenant, call())).rejects.toMatchObject({ code: ErrorCode.Config });
+    await store.put(tenant, {});
+    expect((await runtime.decide(tenant, call())).decision.verdict).toBe('allow');
   });
 
   it('applies separation of duties per profile, the profile setting winning over the document one', async () => {

@@ -44,11 +44,14 @@ export interface RevisionedDecision {
   separationOfDuties: boolean;
 }
 
-interface CompiledRevision {
+interface CompiledPolicyAt {
   revision: number;
   policy: StoredPolicy;
   compiled: CompiledPolicy;
 }
+
+/** A tenant's revision, compiled or with the error compiling it failed with. */
+type CompiledRevision = CompiledPolicyAt | { revision: number; failure: unknown };
 
 /**
  * Decides calls against a tenant's stored policy: compiles the tenant's policy once per revision
@@ -100,10 +103,27 @@ export class PolicyRuntime {
     }
   }
 
-  private compiled(tenant: string): CompiledRevision {
+  private compiled(tenant: string): CompiledPolicyAt {
     const { revision, document } = this.store.get(tenant);
-    const cached = this.byTenant.get(tenant);
-    if (cached?.revision === revision) return cached;
+    let entry = this.byTenant.get(tenant);
+    if (entry?.revision !== revision) {
+      try {
+        entry = { revision, ...this.compile(tenant, document) };
+      } catch (failure) {
+        entry = { revision, failure };
+      }
+      this.byTenant.set(tenant, entry);
+    }
+    // A revision that does not compile fails every call until it is replaced, without compiling
+    // it again for each one.
+    if ('failure' in entry) throw entry.failure;
+    return entry;
+  }
+
+  private compile(
+    tenant: string,
+    document: Record<string, unknown>,
+  ): Omit<CompiledPolicyAt, 'revision'> {
     const parsed = StoredPolicySchema.safeParse(document);
     if (!parsed.success) {
       // Stored documents were validated when put; one that no longer parses denies everything.
@@ -126,9 +146,7 @@ export class PolicyRuntime {
       ...(remote?.engine ? { engine: this.closures(tenant, remote.engine, engineTimeout) } : {}),
       profiles,
     });
-    const entry = { revision, policy, compiled };
-    this.byTenant.set(tenant, entry);
-    return entry;
+    return { policy, compiled };
   }
 
   private closures(tenant: string, layer: RemoteLayer, timeoutMs: number): LayerClosures {
