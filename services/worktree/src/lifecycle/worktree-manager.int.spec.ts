@@ -90,6 +90,8 @@ describe('WorktreeManager lifecycle', () => {
     const again = await manager.acquire(spawn('agent-a'));
     expect(again.created).toBe(false);
     expect(again.worktree.worktreeId).toBe(wt.worktreeId);
+    // Handing it out again publishes nothing: the journal already has the acquisition.
+    expect(journal.types(wt.worktreeId)).toEqual(['worktree-acquired']);
 
     await writeFile(path.join(wt.path, 'src/index.ts'), 'export const answer = 44;\n');
     await rm(path.join(wt.path, 'docs/guide.md'));
@@ -135,8 +137,12 @@ describe('WorktreeManager lifecycle', () => {
     );
     await expectCode(manager.collect({ worktreeId: wt.worktreeId }), ErrorCode.Conflict);
 
-    const types = [...new Set(journal.types(wt.worktreeId))];
-    expect(types).toEqual(['worktree-acquired', 'worktree-collected', 'worktree-disposed']);
+    // Each transition journaled once, disposing again included.
+    expect(journal.types(wt.worktreeId)).toEqual([
+      'worktree-acquired',
+      'worktree-collected',
+      'worktree-disposed',
+    ]);
     for (const event of journal.events) expect(parseJournalEvent(event)).not.toBeNull();
     // Re-journaled transitions keep their ids, so the broker deduplicates them.
     const ids = journal.events.map((e) => e.id);
@@ -338,12 +344,7 @@ describe('crash recovery', () => {
     // The process dies here: no dispose. A new manager starts over the same root.
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({
-      root,
-      journal: journal2,
-      artifacts,
-      now: steppingClock(),
-    });
+    const second = await open({ journal: journal2 });
     expect(second.recovery.adopted).toEqual([wt.worktreeId]);
     expect(second.recovery.retained).toEqual([kept.worktreeId]);
     expect(second.recovery.dropped).toEqual([]);
@@ -376,12 +377,7 @@ describe('crash recovery', () => {
     await writeFile(path.join(orphan, 'x'), 'x');
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({
-      root,
-      journal: journal2,
-      artifacts,
-      now: steppingClock(),
-    });
+    const second = await open({ journal: journal2 });
     expect(second.recovery.dropped).toEqual(
       expect.arrayContaining([
         { worktreeId: gone.worktreeId, reason: 'missing' },
@@ -422,12 +418,7 @@ describe('crash recovery', () => {
     await writeFile(path.join(root, 'state', 'garbage.json'), '{not json');
 
     const journal2 = new MemoryJournal();
-    const second = await WorktreeManager.open({
-      root,
-      journal: journal2,
-      artifacts,
-      now: steppingClock(),
-    });
+    const second = await open({ journal: journal2 });
     expect(second.recovery.finished).toEqual([wt.worktreeId]);
     expect(second.recovery.removedStale).toContain(wt2.worktreeId);
     expect(second.recovery.corrupt).toEqual(['garbage.json']);
@@ -452,12 +443,7 @@ describe('crash recovery', () => {
         await flaky.append(event);
       },
     };
-    const first = await WorktreeManager.open({
-      root,
-      journal: outage,
-      artifacts,
-      now: steppingClock(),
-    });
+    const first = await open({ journal: outage });
     const { worktree: wt } = await first.manager.acquire(spawn('flaky'));
     await expect(
       first.manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' }),
@@ -468,9 +454,41 @@ describe('crash recovery', () => {
 
     // The process dies; on start the disposal is journaled after all.
     const journal2 = new MemoryJournal();
-    await WorktreeManager.open({ root, journal: journal2, artifacts, now: steppingClock() });
+    await open({ journal: journal2 });
     expect(journal2.types(wt.worktreeId)).toEqual(['worktree-disposed']);
     expect(journal2.events[0]!.id).toBe(`${wt.worktreeId}:disposed`);
+
+    // Caught up once: the next start has nothing left to journal.
+    const journal3 = new MemoryJournal();
+    await open({ journal: journal3 });
+    expect(journal3.types(wt.worktreeId)).toEqual([]);
+  });
+
+  it('journals on a retried dispose what a failed append kept from the journal, once', async () => {
+    let refuse = true;
+    const kept = new MemoryJournal();
+    const { manager } = await open({
+      journal: {
+        append: async (event) => {
+          if (event.type === 'worktree-disposed' && refuse) {
+            refuse = false;
+            throw new Error('journal unavailable');
+          }
+          await kept.append(event);
+        },
+      },
+    });
+    const { worktree: wt } = await manager.acquire(spawn('retried'));
+    await expect(manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).rejects.toThrow(
+      'journal unavailable',
+    );
+    expect((await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).state).toBe(
+      'disposed',
+    );
+    expect((await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).state).toBe(
+      'disposed',
+    );
+    expect(kept.types(wt.worktreeId)).toEqual(['worktree-acquired', 'worktree-disposed']);
   });
 });
 

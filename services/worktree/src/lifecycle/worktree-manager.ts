@@ -105,6 +105,8 @@ export class WorktreeManager {
   private treesDir = '';
   private store: WorktreeRecordStore | null = null;
   private readonly records = new Map<string, WorktreeRecord>();
+  /** Trees whose current state this process has journaled (see {@link catchUpJournal}). */
+  private readonly stated = new Set<string>();
   /** Agent slot → id of its newest tree (the highest generation). */
   private readonly latestBySlot = new Map<string, string>();
   private readonly slotQueue = new KeyedSerialQueue();
@@ -158,6 +160,7 @@ export class WorktreeManager {
     await store.init();
     this.store = store;
     this.records.clear();
+    this.stated.clear();
     this.latestBySlot.clear();
 
     const report: RecoveryReport = {
@@ -200,14 +203,14 @@ export class WorktreeManager {
             report.dropped.push({ worktreeId: record.worktreeId, reason: health });
             continue;
           }
-          if (!record.journaled) await this.appendEventsOf(record);
+          if (!record.journaled) await this.catchUpJournal(record);
           (record.state === 'active' ? report.adopted : report.retained).push(record.worktreeId);
           continue;
         }
         case 'disposed':
         case 'dropped':
           this.remember(record);
-          if (!record.journaled) await this.appendEventsOf(record);
+          if (!record.journaled) await this.catchUpJournal(record);
           continue;
       }
     }
@@ -275,8 +278,7 @@ export class WorktreeManager {
               causationId: command.causationId ?? null,
             });
           }
-          await this.appendEventsOf(current);
-          return current;
+          return this.catchUpJournal(current);
         });
         if (reused) return { worktree: toView(reused), created: false };
         previous = this.records.get(treeId);
@@ -428,15 +430,11 @@ export class WorktreeManager {
         });
       }
       if (record.state === 'disposed' || record.state === 'dropped') {
-        await this.appendEventsOf(record);
-        return record;
+        return this.catchUpJournal(record);
       }
       const keep = command.outcome === 'error' && (command.keepOnError ?? this.keepOnErrorDefault);
       if (keep) {
-        if (record.state === 'retained') {
-          await this.appendEventsOf(record);
-          return record;
-        }
+        if (record.state === 'retained') return this.catchUpJournal(record);
         const at = this.now().toISOString();
         return this.transition(record, {
           state: 'retained',
@@ -573,16 +571,26 @@ export class WorktreeManager {
     await store.write(next);
     this.remember(next);
     if (silent) return next;
-    await this.appendEventsOf(next);
-    const journaled: WorktreeRecord = { ...next, journaled: true };
-    await store.write(journaled, { durable: false });
-    this.remember(journaled);
-    return journaled;
+    return this.catchUpJournal(next);
   }
 
-  /** Appends the events that state the record's current state (deterministic ids). */
-  private async appendEventsOf(record: WorktreeRecord): Promise<void> {
+  /**
+   * Appends the events of the record's current state unless this process already has, then
+   * marks it journaled. They are appended after a transition, after an append that failed or a
+   * crash interrupted, and the first time this process hands out or disposes a tree it adopted at
+   * start (re-stated under the same ids). Handing a tree out again does not re-publish: that was a
+   * broker round trip on every worktree-isolated tool call, and past the stream's duplicate window
+   * it stored the same event again.
+   */
+  private async catchUpJournal(record: WorktreeRecord): Promise<WorktreeRecord> {
+    if (record.journaled && this.stated.has(record.worktreeId)) return record;
     for (const event of this.eventsOf(record)) await this.journal.append(event);
+    this.stated.add(record.worktreeId);
+    if (record.journaled) return record;
+    const journaled: WorktreeRecord = { ...record, journaled: true };
+    await this.requireStore().write(journaled, { durable: false });
+    this.remember(journaled);
+    return journaled;
   }
 
   private eventsOf(record: WorktreeRecord): WorktreeEvent[] {
@@ -678,6 +686,7 @@ export class WorktreeManager {
 
   private forget(record: WorktreeRecord): void {
     this.records.delete(record.worktreeId);
+    this.stated.delete(record.worktreeId);
     const slot = agentSlotOf(record.tenant, record.runId, record.agentKey);
     if (this.latestBySlot.get(slot) === record.worktreeId) {
       this.latestBySlot.delete(slot);
@@ -688,9 +697,7 @@ export class WorktreeManager {
   }
 
   private assertStarted(): void {
-    if (this.store === null) {
-      throw new ToolgateError(ErrorCode.Internal, 'WorktreeManager.start() has not run');
-    }
+    this.requireStore();
   }
 
   private requireStore(): WorktreeRecordStore {
