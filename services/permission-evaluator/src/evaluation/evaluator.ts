@@ -1,6 +1,12 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JournalPublisher } from '@toolgate/bus';
-import { toWireError, type RequestedEvent, type Subjects } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  toWireError,
+  ToolgateError,
+  type RequestedEvent,
+  type Subjects,
+} from '@toolgate/contracts';
 import type { PolicyRuntime } from '@toolgate/policy-runtime';
 import { Attr, annotate } from '@toolgate/telemetry';
 import { decidedFor, failClosedAnswer, followUpsFor, type ChainAnswer } from './decision-events';
@@ -53,7 +59,10 @@ export class Evaluator {
         requested.dispatchId,
         'decided',
       );
-      if (!recorded) throw new Error('decided refused but not found');
+      if (!recorded)
+        throw new ToolgateError(ErrorCode.Internal, 'decided refused but not found', {
+          details: { dispatchId: requested.dispatchId },
+        });
       decided = recorded.event;
     }
     for (const event of followUpsFor(
