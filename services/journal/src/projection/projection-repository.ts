@@ -435,7 +435,7 @@ export const APPROVAL_ROWS: FoldedTable<'approvals', Stored<ApprovalState>> = {
 // ---------------------------------------------------------------------------------------------
 // worktrees and artifacts
 
-export function worktreeFromRow(row: WorktreeRow): WorktreeState {
+function worktreeFromRow(row: WorktreeRow): WorktreeState {
   return {
     tenant: row.tenant,
     worktreeId: row.worktree_id,
