@@ -1,4 +1,5 @@
 import { ConfigError, ErrorCode, ToolgateError, type RegisteredTool } from '@toolgate/contracts';
+import { Kvm } from '@nats-io/kv';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import { ToolRegistry } from './tool-registry';
 
@@ -54,9 +55,20 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('announcing the same builtins again is a no-op', async () => {
+    const kv = await new Kvm(t.nc).open(t.subjects.toolsBucket);
+    const revisions = async () =>
+      Promise.all(
+        ['_builtin.read_file', '_served.inprocess', '_served.remote'].map(
+          async (key) => (await kv.get(key))?.revision,
+        ),
+      );
     const before = registry.list('acme').toolsetHash;
+    const written = await revisions();
+    expect(written).not.toContain(undefined);
     await registry.announce([readFile], ['inprocess', 'remote']);
     expect(registry.list('acme').toolsetHash).toBe(before);
+    // Nothing was written again.
+    expect(await revisions()).toEqual(written);
   });
 
   it('a registered tool resolves and is listed for its tenant only', async () => {
