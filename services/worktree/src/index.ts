@@ -13,17 +13,6 @@ export {
   type RecoveryReport,
 } from './lifecycle/worktree-manager';
 export type { ArtifactPort, JournalPort, Clock } from './lifecycle/ports';
-export { collectPatch, type CollectedPatch } from './lifecycle/patch-collector';
-export {
-  createObjectStoreArtifacts,
-  type ObjectStoreArtifactsOptions,
-} from './nats/object-store-artifacts';
-export { journalPortOf } from './nats/journal-port';
-export {
-  serveWorktreeRequests,
-  type WorktreeRequestOptions,
-  type WorktreeRequestServer,
-} from './nats/worktree-request-handlers';
 export { loadWorktreeConfig, type WorktreeConfig } from './config';
 export {
   startWorktreeService,
