@@ -39,7 +39,8 @@ export async function startWorktree(options: {
     keepOnError: config.keepOnError,
     ...(config.repo ? { repo: config.repo } : {}),
     ...(config.allowedRepos ? { allowedRepos: config.allowedRepos } : {}),
-    ...(options.streams?.storage ? { storage: options.streams.storage } : {}),
+    // As bootstrapService gives every other service: the configured replicas unless overridden.
+    streams: options.streams ?? { replicas: config.streamReplicas },
   });
   const stop = service.stop;
   return {

@@ -29,7 +29,7 @@ beforeAll(async () => {
     root: path.join(base, 'worktrees'),
     repo,
     allowedRepos: [repo],
-    storage: 'memory',
+    streams: { storage: 'memory', duplicateWindowMs: 30_000 },
     onInternalError: () => undefined,
   });
 });
@@ -60,6 +60,11 @@ async function lastJournaled(worktreeId: string, type: string) {
 }
 
 describe('worktree service over NATS', () => {
+  it('creates the journal stream with the stream options it was given', async () => {
+    const { config } = await tn.jsm.streams.info(tn.subjects.journal.stream);
+    expect(config).toMatchObject({ duplicate_window: 30_000 * 1_000_000, num_replicas: 1 });
+  });
+
   it('acquires, collects into the object store and disposes, journaling to the stream', async () => {
     const acquire = { tenant: 'acme', runId: 'run-9', agentKey: 'coder:fix-test' };
     const first = await request('acquire', acquire);

@@ -1,7 +1,7 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
-import { ensureJournalStreams } from '@toolgate/bus';
+import { ensureJournalStreams, type JournalStreamOptions } from '@toolgate/bus';
 import type { ArtifactPort, Clock, JournalPort } from './lifecycle/ports';
 import { WorktreeManager, type RecoveryReport } from './lifecycle/worktree-manager';
 import { createObjectStoreArtifacts } from './nats/object-store-artifacts';
@@ -25,8 +25,12 @@ export interface WorktreeServiceOptions {
   repo?: string;
   /** Repositories an acquire may name; see {@link WorktreeRequestOptions.allowedRepos}. */
   allowedRepos?: string[];
-  /** Storage of the journal streams and the artifact bucket when this call creates them. */
-  storage?: 'file' | 'memory';
+  /**
+   * Replicas and storage of the journal streams and the artifact bucket. The streams are upserted,
+   * so this must match what every other service is given: fewer replicas here would scale the
+   * shared journal down.
+   */
+  streams?: JournalStreamOptions;
   /** Ports to use instead of the NATS ones (the journal stream and bucket are then not touched). */
   journal?: JournalPort;
   artifacts?: ArtifactPort;
@@ -51,23 +55,18 @@ export interface RunningWorktreeService {
 export async function startWorktreeService(
   options: WorktreeServiceOptions,
 ): Promise<RunningWorktreeService> {
-  const { nc, subjects } = options;
+  const { nc, subjects, streams = {} } = options;
   let journal = options.journal;
   if (!journal) {
-    await ensureJournalStreams(
-      await jetstreamManager(nc),
-      subjects,
-      options.storage ? { storage: options.storage } : {},
-    );
+    await ensureJournalStreams(await jetstreamManager(nc), subjects, streams);
     journal = journalPortOf(nc, subjects);
   }
   const artifacts =
     options.artifacts ??
-    (await createObjectStoreArtifacts(
-      nc,
-      subjects.artifactsBucket,
-      options.storage ? { storage: options.storage } : {},
-    ));
+    (await createObjectStoreArtifacts(nc, subjects.artifactsBucket, {
+      ...(streams.storage ? { storage: streams.storage } : {}),
+      ...(streams.replicas ? { replicas: streams.replicas } : {}),
+    }));
   const { manager, recovery } = await WorktreeManager.open({
     root: options.root,
     journal,
