@@ -11,7 +11,6 @@ export { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-r
 export { JournalPublisher, type AppendResult, type StoredEvent } from './journal-publisher';
 export {
   runJournalConsumer,
-  jsonBody,
   type BatchEntry,
   type BatchHandling,
   type DeliveryContext,

@@ -12,7 +12,6 @@ import {
 import { Attr, consumerSpan } from '@toolgate/telemetry';
 
 const decoder = new TextDecoder();
-const encoder = new TextEncoder();
 
 /** What a handler sees besides the event. */
 export interface DeliveryContext {
@@ -242,79 +241,43 @@ async function processBatch(
   batch: BatchHandling,
   msgs: JsMsg[],
 ): Promise<void> {
-  const parsed: { msg: JsMsg; entry: BatchEntry }[] = [];
-  const unparsed: JsMsg[] = [];
-  for (const msg of msgs) {
-    let event: JournalEvent | null = null;
+  const items = msgs.map((msg) => ({ msg, event: eventOf(msg) }));
+  const parsed = items.flatMap(({ msg, event }) => (event ? [{ msg, event }] : []));
+  if (parsed.length) {
+    const startedAt = performance.now();
+    const applied = batch.handleBatch(
+      parsed.map(({ msg, event }) => ({ event, seq: msg.seq, stream: msg.info.stream })),
+    );
     try {
-      event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
-    } catch {
-      event = null;
-    }
-    if (event) parsed.push({ msg, entry: { event, seq: msg.seq, stream: msg.info.stream } });
-    else unparsed.push(msg);
-  }
-  if (!parsed.length) {
-    for (const msg of unparsed) await processOne(options, msg);
-    return;
-  }
-  const startedAt = performance.now();
-  const applied = batch.handleBatch(parsed.map((p) => p.entry));
-  const spans = parsed.map(({ msg, entry }) =>
-    consumerSpan(
-      msg.subject,
-      msg.headers,
-      {
-        [Attr.MessagingConsumerGroup]: options.consumer,
-        [Attr.MessageId]: entry.event.id,
-        [Attr.Tenant]: entry.event.tenant,
-        [Attr.RunId]: entry.event.runId,
-        [Attr.DispatchId]: entry.event.dispatchId,
-      },
-      () => applied,
-    ),
-  );
-  try {
-    await Promise.all(spans);
-  } catch {
-    // One bad event fails the whole transaction: retry one at a time so only it is nak'd.
-    for (const msg of msgs) await processOne(options, msg);
-    return;
-  }
-  const seconds = (performance.now() - startedAt) / 1000 / Math.max(1, parsed.length);
-  for (const { msg, entry } of parsed) {
-    msg.ack();
-    try {
-      options.onProcessed?.(options.role, entry.event.type, 'ack', seconds);
-    } catch {
-      // A metrics hook must never turn an acked message into a nak.
-    }
-  }
-  for (const msg of unparsed) await processOne(options, msg);
-}
-
-async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<void> {
-  const startedAt = performance.now();
-  const settled = (eventType: string, outcome: ProcessedOutcome) => {
-    try {
-      options.onProcessed?.(
-        options.role,
-        eventType,
-        outcome,
-        (performance.now() - startedAt) / 1000,
+      await Promise.all(
+        parsed.map(({ msg, event }) =>
+          consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), () => applied),
+        ),
       );
     } catch {
-      // A metrics hook must never turn an acked message into a nak.
+      // One bad event fails the whole transaction: retry one at a time so only it is nak'd.
+      for (const { msg, event } of items) await processOne(options, msg, event);
+      return;
     }
-  };
+    const seconds = (performance.now() - startedAt) / 1000 / parsed.length;
+    for (const { msg, event } of parsed) {
+      msg.ack();
+      reportProcessed(options, event.type, 'ack', seconds);
+    }
+  }
+  for (const { msg, event } of items) if (!event) await processOne(options, msg, null);
+}
+
+async function processOne(
+  options: JournalConsumerOptions,
+  msg: JsMsg,
+  event: JournalEvent | null = eventOf(msg),
+): Promise<void> {
+  const startedAt = performance.now();
+  const settled = (eventType: string, outcome: ProcessedOutcome) =>
+    reportProcessed(options, eventType, outcome, (performance.now() - startedAt) / 1000);
   const deliveryCount = msg.info.deliveryCount;
   const lastAttempt = deliveryCount >= options.maxDeliver;
-  let event: JournalEvent | null = null;
-  try {
-    event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
-  } catch {
-    event = null;
-  }
   if (!event) {
     await deadLetter(options, msg, null, {
       code: ErrorCode.PoisonMessage,
@@ -323,46 +286,68 @@ async function processOne(options: JournalConsumerOptions, msg: JsMsg): Promise<
     settled('unknown', 'dead-letter');
     return;
   }
-  const parsed = event;
-  await consumerSpan(
-    msg.subject,
-    msg.headers,
-    {
-      [Attr.MessagingConsumerGroup]: options.consumer,
-      [Attr.MessageId]: parsed.id,
-      [Attr.Tenant]: parsed.tenant,
-      [Attr.RunId]: parsed.runId,
-      [Attr.DispatchId]: parsed.dispatchId,
-    },
-    async (span) => {
-      try {
-        await options.handle(parsed, {
-          deliveryCount,
-          seq: msg.seq,
-          lastAttempt,
-          working: () => msg.working(),
-          msg,
+  await consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), async (span) => {
+    try {
+      await options.handle(event, {
+        deliveryCount,
+        seq: msg.seq,
+        lastAttempt,
+        working: () => msg.working(),
+        msg,
+      });
+      msg.ack();
+      settled(event.type, 'ack');
+    } catch (err) {
+      const wire = toWireError(err);
+      span.setAttribute(Attr.ErrorCode, wire.code);
+      if (lastAttempt) {
+        await deadLetter(options, msg, event, {
+          code: ErrorCode.PoisonMessage,
+          message: `gave up after ${deliveryCount} deliveries: ${wire.message}`,
+          details: { cause: wire.code },
         });
-        msg.ack();
-        settled(parsed.type, 'ack');
-      } catch (err) {
-        const wire = toWireError(err);
-        span.setAttribute(Attr.ErrorCode, wire.code);
-        if (lastAttempt) {
-          await deadLetter(options, msg, parsed, {
-            code: ErrorCode.PoisonMessage,
-            message: `gave up after ${deliveryCount} deliveries: ${wire.message}`,
-            details: { cause: wire.code },
-          });
-          settled(parsed.type, 'dead-letter');
-        } else {
-          msg.nak(backoffFor(options.backoffMs, deliveryCount));
-          settled(parsed.type, 'nak');
-        }
-        throw err;
+        settled(event.type, 'dead-letter');
+      } else {
+        msg.nak(backoffFor(options.backoffMs, deliveryCount));
+        settled(event.type, 'nak');
       }
-    },
-  ).catch(() => undefined);
+      throw err;
+    }
+  }).catch(() => undefined);
+}
+
+/** The journal event a message carries, or null when its payload is not one. */
+function eventOf(msg: JsMsg): JournalEvent | null {
+  try {
+    return parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
+  } catch {
+    return null;
+  }
+}
+
+/** The attributes of a message's CONSUMER span. */
+function spanAttributes(options: JournalConsumerOptions, event: JournalEvent) {
+  return {
+    [Attr.MessagingConsumerGroup]: options.consumer,
+    [Attr.MessageId]: event.id,
+    [Attr.Tenant]: event.tenant,
+    [Attr.RunId]: event.runId,
+    [Attr.DispatchId]: event.dispatchId,
+  };
+}
+
+/** Tells `onProcessed` how a message was settled. */
+function reportProcessed(
+  options: JournalConsumerOptions,
+  eventType: string,
+  outcome: ProcessedOutcome,
+  seconds: number,
+): void {
+  try {
+    options.onProcessed?.(options.role, eventType, outcome, seconds);
+  } catch {
+    // A metrics hook must never turn an acked message into a nak.
+  }
 }
 
 function backoffFor(backoffMs: number[] | undefined, deliveryCount: number): number | undefined {
@@ -397,9 +382,4 @@ async function deadLetter(
   // No reason text: nats-server 2.9 only recognises a bare `+TERM` and ignores `+TERM <reason>`.
   // The reason is in the dead-letter copy's headers instead.
   msg.term();
-}
-
-/** Encodes a value as a JSON message body. */
-export function jsonBody(value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(value));
 }
