@@ -81,7 +81,6 @@ describe('journal bus on a real JetStream server', () => {
       subjects: t.subjects,
       role: 'executor',
       consumer: consumerName(t.subjects, spec),
-      maxDeliver: 3,
       backoffMs: [10, 20],
       async handle(event, delivery) {
         attempts.set(event.dispatchId, delivery.deliveryCount);
@@ -143,7 +142,6 @@ describe('journal bus on a real JetStream server', () => {
       subjects: t.subjects,
       role: 'evaluator',
       consumer: consumerName(t.subjects, spec),
-      maxDeliver: 3,
       async handle(event) {
         await new Promise((resolve) => setTimeout(resolve, 120));
         seen.push(event.dispatchId);
@@ -208,7 +206,6 @@ describe('journal bus on a real JetStream server', () => {
       subjects: t.subjects,
       role: 'journal',
       consumer: consumerName(t.subjects, spec),
-      maxDeliver: 2,
       async handle(event, delivery) {
         apply(event.dispatchId, delivery.seq);
       },
@@ -267,7 +264,6 @@ describe('a batch consumer that lingers', () => {
       subjects: t.subjects,
       role: 'journal',
       consumer: consumerName(t.subjects, spec),
-      maxDeliver: 3,
       async handle() {
         runs.push(1);
       },

@@ -42,10 +42,11 @@ export interface JournalConsumerOptions {
   js: JetStreamClient;
   subjects: Subjects;
   role: ConsumerRole;
-  /** Durable consumer name (see `ensureConsumer`). */
+  /**
+   * Durable consumer name (see `ensureConsumer`). Its `max_deliver` is read from the broker: the
+   * last delivery dead-letters instead of nak-ing.
+   */
   consumer: string;
-  /** Max deliveries configured on the consumer; the last one dead-letters instead of nak-ing. */
-  maxDeliver: number;
   /** Redelivery delay after a failure, by delivery count (1-based); the last value repeats. */
   backoffMs?: number[];
   /** Messages processed at once by this replica. Order across dispatches is not kept when > 1. */
@@ -99,6 +100,9 @@ export interface BatchHandling {
   handleBatch(entries: BatchEntry[]): Promise<void>;
 }
 
+/** What settling a message needs: the loop's options and the broker's max_deliver. */
+type Settlement = JournalConsumerOptions & { maxDeliver: number };
+
 /** How long one pull waits for messages; also the longest a stop waits for the current pull. */
 const FETCH_EXPIRES_MS = 1000;
 /** Pause after a failed pull (broker restarting, connection reconnecting) before the next one. */
@@ -144,7 +148,7 @@ export function runJournalConsumer(
   // Workers take from a local queue that the pull loop fills without waiting for them, so a slow
   // handler never stalls the pull's iterator (nats.js fails a pull whose heartbeats go unread). The
   // next pull starts only once the queue is empty and a worker is free, which bounds what is held.
-  const work = async (): Promise<void> => {
+  const work = async (settlement: Settlement): Promise<void> => {
     for (;;) {
       if (lingerMs > 0 && queue.length > 0 && queue.length < maxBatch && !stopping) {
         const left = lingerMs - (performance.now() - oldestQueuedAt);
@@ -170,8 +174,8 @@ export function runJournalConsumer(
       }
       busy++;
       try {
-        if (options.batch && taken.length > 1) await processBatch(options, options.batch, taken);
-        else await processOne(options, taken[0]!);
+        if (options.batch && taken.length > 1) await processBatch(settlement, options.batch, taken);
+        else await processOne(settlement, taken[0]!);
       } catch (err) {
         options.onError?.(err);
       } finally {
@@ -186,7 +190,10 @@ export function runJournalConsumer(
       options.subjects.journal.stream,
       options.consumer,
     );
-    for (let i = 0; i < concurrency; i++) workers.push(work());
+    // `get` fetched the consumer's info; a max_deliver of -1 (or unset) never dead-letters.
+    const maxDeliver = (await consumer.info(true)).config.max_deliver ?? -1;
+    const settlement = { ...options, maxDeliver: maxDeliver > 0 ? maxDeliver : Infinity };
+    for (let i = 0; i < concurrency; i++) workers.push(work(settlement));
     markReady();
     while (!stopping) {
       try {
@@ -237,7 +244,7 @@ export function runJournalConsumer(
  * or dead-lettered.
  */
 async function processBatch(
-  options: JournalConsumerOptions,
+  options: Settlement,
   batch: BatchHandling,
   msgs: JsMsg[],
 ): Promise<void> {
@@ -269,7 +276,7 @@ async function processBatch(
 }
 
 async function processOne(
-  options: JournalConsumerOptions,
+  options: Settlement,
   msg: JsMsg,
   event: JournalEvent | null = eventOf(msg),
 ): Promise<void> {

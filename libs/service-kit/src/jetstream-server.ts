@@ -5,7 +5,6 @@ import { lastValueFrom } from 'rxjs';
 import { metricsFor } from './metrics';
 import type { ConsumerRole, JournalEvent, Subjects } from '@toolgate/contracts';
 import {
-  consumerName,
   ensureConsumer,
   ensureJournalStreams,
   runJournalConsumer,
@@ -47,15 +46,11 @@ export interface JetStreamServerOptions {
 /** What a handler receives as its second argument (`@Ctx()`). */
 export type JetStreamEventContext = DeliveryContext;
 
-const DEFAULTS: Required<Omit<JetStreamHandlerOptions, 'backoffMs' | 'batch' | 'batchLingerMs'>> & {
-  backoffMs: number[];
-} = {
-  concurrency: 1,
-  ackWaitMs: 30_000,
-  maxDeliver: 5,
-  backoffMs: [250, 1000, 5000, 15000],
-  maxAckPending: 1000,
-};
+/**
+ * Redelivery delays after a failure when a handler sets none. The consumer's own limits (ack wait,
+ * max deliver, max ack pending) default in `ensureConsumer`, and the loop reads them from the broker.
+ */
+const DEFAULT_BACKOFF_MS = [250, 1000, 5000, 15000];
 
 /**
  * A NestJS transport over JetStream durable pull consumers. Each `@EventPattern('<event type>')`
@@ -82,43 +77,40 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
       const consumers: string[] = [];
       await ensureJournalStreams(jsm, subjects, this.options.streams);
       this.js = jetstream(nc);
-      for (const [pattern, handler] of this.messageHandlers) {
-        const eventType = pattern;
-        const settings = { ...DEFAULTS, ...this.options.handlers?.[eventType] };
-        await ensureConsumer(jsm, subjects, {
+      for (const [eventType, handler] of this.messageHandlers) {
+        const settings = this.options.handlers?.[eventType] ?? {};
+        const name = await ensureConsumer(jsm, subjects, {
           role,
           eventType,
           ackWaitMs: settings.ackWaitMs,
           maxDeliver: settings.maxDeliver,
           maxAckPending: settings.maxAckPending,
         });
-        const name = consumerName(subjects, { role, eventType });
         consumers.push(name);
+        const invoke = async (payload: unknown, delivery?: DeliveryContext) => {
+          const result = this.transformToObservable(await handler(payload, delivery));
+          await lastValueFrom(result, { defaultValue: undefined });
+        };
         const consumer = runJournalConsumer({
           js: this.js,
           subjects,
           role,
           consumer: name,
-          maxDeliver: settings.maxDeliver,
-          backoffMs: settings.backoffMs,
+          backoffMs: settings.backoffMs ?? DEFAULT_BACKOFF_MS,
           concurrency: settings.concurrency,
-          handle: async (event: JournalEvent, delivery: DeliveryContext) => {
-            const payload = settings.batch
-              ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }]
-              : event;
-            const result = this.transformToObservable(await handler(payload, delivery));
-            await lastValueFrom(result, { defaultValue: undefined });
-          },
+          handle: (event: JournalEvent, delivery: DeliveryContext) =>
+            invoke(
+              settings.batch
+                ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }]
+                : event,
+              delivery,
+            ),
           ...(settings.batch
             ? {
                 batch: {
                   maxBatch: settings.batch,
                   ...(settings.batchLingerMs ? { lingerMs: settings.batchLingerMs } : {}),
-                  handleBatch: async (entries: BatchEntry[]) => {
-                    await lastValueFrom(this.transformToObservable(await handler(entries)), {
-                      defaultValue: undefined,
-                    });
-                  },
+                  handleBatch: (entries: BatchEntry[]) => invoke(entries),
                 },
               }
             : {}),
