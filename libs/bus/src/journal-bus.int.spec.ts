@@ -2,12 +2,12 @@ import { jetstream } from '@nats-io/jetstream';
 import { journalEvent, type RequestedEvent } from '@toolgate/contracts';
 import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
 import {
-  consumerName,
   ensureConsumer,
   ensureJournalStreams,
   JournalPublisher,
   runJournalConsumer,
   type BatchEntry,
+  type ConsumerSpec,
   type PoisonReport,
 } from './index';
 
@@ -29,6 +29,27 @@ function requested(dispatchId: string, id = `${dispatchId}:requested`): Requeste
     isolation: 'none',
     submittedBy: 'tester',
   });
+}
+
+/**
+ * Ensures the durable consumer `spec` describes on `t`'s journal and runs the loop on it, with
+ * `loop` for its handler and hooks. Resolves once the loop is pulling.
+ */
+async function startConsumer(
+  t: TestNats,
+  spec: ConsumerSpec,
+  loop: Omit<Parameters<typeof runJournalConsumer>[0], 'js' | 'subjects' | 'role' | 'consumer'>,
+) {
+  const name = await ensureConsumer(t.jsm, t.subjects, spec);
+  const running = runJournalConsumer({
+    js: jetstream(t.nc),
+    subjects: t.subjects,
+    role: spec.role,
+    consumer: name,
+    ...loop,
+  });
+  await running.ready;
+  return { running, name };
 }
 
 describe('journal bus on a real JetStream server', () => {
@@ -64,23 +85,17 @@ describe('journal bus on a real JetStream server', () => {
   });
 
   it('acks handled events, redelivers failures and dead-letters a poison message once', async () => {
-    const js = jetstream(t.nc);
     const spec = {
       role: 'executor' as const,
       eventType: 'requested',
       maxDeliver: 3,
       ackWaitMs: 5000,
     };
-    await ensureConsumer(t.jsm, t.subjects, spec);
-    await ensureConsumer(t.jsm, t.subjects, spec); // idempotent
+    await ensureConsumer(t.jsm, t.subjects, spec); // startConsumer ensures it again: idempotent
     const seen: string[] = [];
     const attempts = new Map<string, number>();
     const poisoned: PoisonReport[] = [];
-    const running = runJournalConsumer({
-      js,
-      subjects: t.subjects,
-      role: 'executor',
-      consumer: consumerName(t.subjects, spec),
+    const { running, name } = await startConsumer(t, spec, {
       backoffMs: [10, 20],
       async handle(event, delivery) {
         attempts.set(event.dispatchId, delivery.deliveryCount);
@@ -93,11 +108,13 @@ describe('journal bus on a real JetStream server', () => {
         poisoned.push(report);
       },
     });
-    await running.ready;
     await publisher.append(requested('ok1'));
     await publisher.append(requested('flaky'));
     await publisher.append(requested('poison1'));
-    await js.publish(t.subjects.journal.event('acme', 'run1', 'garbage', 'requested'), 'not json');
+    await jetstream(t.nc).publish(
+      t.subjects.journal.event('acme', 'run1', 'garbage', 'requested'),
+      'not json',
+    );
 
     await eventually(() => (poisoned.length === 2 && seen.includes('flaky') ? true : undefined), {
       what: 'poison + retry',
@@ -115,10 +132,7 @@ describe('journal bus on a real JetStream server', () => {
     // Acks are applied by the server asynchronously; wait for it to settle, then nothing is left.
     const consumerInfo = await eventually(
       async () => {
-        const ci = await t.jsm.consumers.info(
-          t.subjects.journal.stream,
-          consumerName(t.subjects, spec),
-        );
+        const ci = await t.jsm.consumers.info(t.subjects.journal.stream, name);
         return ci.num_ack_pending === 0 ? ci : undefined;
       },
       { what: 'acks applied' },
@@ -128,26 +142,17 @@ describe('journal bus on a real JetStream server', () => {
   });
 
   it('keeps pulling while a slow handler works through a batch longer than the pull expiry', async () => {
-    const js = jetstream(t.nc);
-    const spec = {
-      role: 'evaluator' as const,
-      eventType: 'requested',
-      maxDeliver: 3,
-      ackWaitMs: 30_000,
-    };
-    await ensureConsumer(t.jsm, t.subjects, spec);
     const seen: string[] = [];
-    const running = runJournalConsumer({
-      js,
-      subjects: t.subjects,
-      role: 'evaluator',
-      consumer: consumerName(t.subjects, spec),
-      async handle(event) {
-        await new Promise((resolve) => setTimeout(resolve, 120));
-        seen.push(event.dispatchId);
+    const { running } = await startConsumer(
+      t,
+      { role: 'evaluator', eventType: 'requested', maxDeliver: 3, ackWaitMs: 30_000 },
+      {
+        async handle(event) {
+          await new Promise((resolve) => setTimeout(resolve, 120));
+          seen.push(event.dispatchId);
+        },
       },
-    });
-    await running.ready;
+    );
     for (let i = 0; i < 25; i++) await publisher.append(requested(`slow${i}`));
     // 25 × 120 ms is well past the 1 s pull expiry and its heartbeat window.
     try {
@@ -167,14 +172,6 @@ describe('journal bus on a real JetStream server', () => {
   });
 
   it('hands runs of events to a batch handler in stream order and isolates a failing event', async () => {
-    const js = jetstream(t.nc);
-    const spec = {
-      role: 'journal' as const,
-      eventType: 'decided',
-      maxDeliver: 2,
-      ackWaitMs: 30_000,
-    };
-    await ensureConsumer(t.jsm, t.subjects, spec);
     const applied: number[] = [];
     const batchSizes: number[] = [];
     const poisoned: PoisonReport[] = [];
@@ -201,27 +198,27 @@ describe('journal bus on a real JetStream server', () => {
       if (dispatchId === 'bad') throw new Error('cannot fold');
       applied.push(seq);
     };
-    const running = runJournalConsumer({
-      js,
-      subjects: t.subjects,
-      role: 'journal',
-      consumer: consumerName(t.subjects, spec),
-      async handle(event, delivery) {
-        apply(event.dispatchId, delivery.seq);
-      },
-      batch: {
-        maxBatch: 32,
-        async handleBatch(entries) {
-          batchSizes.push(entries.length);
-          // All or nothing, like a transaction.
-          if (entries.some((e) => e.event.dispatchId === 'bad')) throw new Error('cannot fold');
-          for (const e of entries) apply(e.event.dispatchId, e.seq);
+    const { running } = await startConsumer(
+      t,
+      { role: 'journal', eventType: 'decided', maxDeliver: 2, ackWaitMs: 30_000 },
+      {
+        async handle(event, delivery) {
+          apply(event.dispatchId, delivery.seq);
+        },
+        batch: {
+          maxBatch: 32,
+          async handleBatch(entries) {
+            batchSizes.push(entries.length);
+            // All or nothing, like a transaction.
+            if (entries.some((e) => e.event.dispatchId === 'bad')) throw new Error('cannot fold');
+            for (const e of entries) apply(e.event.dispatchId, e.seq);
+          },
+        },
+        async onPoison(report) {
+          poisoned.push(report);
         },
       },
-      async onPoison(report) {
-        poisoned.push(report);
-      },
-    });
+    );
     try {
       await eventually(() => (applied.length === 59 && poisoned.length === 1 ? true : undefined), {
         timeoutMs: 20_000,
@@ -251,32 +248,24 @@ describe('a batch consumer that lingers', () => {
 
   /** A consumer of its own on `requested`, recording the size of each run it is handed. */
   async function consume(maxBatch: number, lingerMs: number) {
-    const spec = {
-      role: 'journal' as const,
-      eventType: 'requested',
-      maxDeliver: 3,
-      ackWaitMs: 30_000,
-    };
-    await ensureConsumer(t.jsm, t.subjects, spec);
     const runs: number[] = [];
-    const running = runJournalConsumer({
-      js: jetstream(t.nc),
-      subjects: t.subjects,
-      role: 'journal',
-      consumer: consumerName(t.subjects, spec),
-      async handle() {
-        runs.push(1);
-      },
-      batch: {
-        maxBatch,
-        lingerMs,
-        async handleBatch(entries: BatchEntry[]) {
-          runs.push(entries.length);
+    const { running, name } = await startConsumer(
+      t,
+      { role: 'journal', eventType: 'requested', maxDeliver: 3, ackWaitMs: 30_000 },
+      {
+        async handle() {
+          runs.push(1);
+        },
+        batch: {
+          maxBatch,
+          lingerMs,
+          async handleBatch(entries: BatchEntry[]) {
+            runs.push(entries.length);
+          },
         },
       },
-    });
-    await running.ready;
-    return { runs, running, handled: () => runs.reduce((a, b) => a + b, 0) };
+    );
+    return { runs, running, name, handled: () => runs.reduce((a, b) => a + b, 0) };
   }
 
   it('folds events that arrive within the linger into one run', async () => {
@@ -310,11 +299,7 @@ describe('a batch consumer that lingers', () => {
   it('a stop ends the linger: what was pulled is handled, then the stop returns', async () => {
     const c = await consume(100, 60_000);
     for (let i = 0; i < 3; i++) await publisher.append(requested(`s${i}`));
-    const info = async () =>
-      t.jsm.consumers.info(
-        t.subjects.journal.stream,
-        consumerName(t.subjects, { role: 'journal', eventType: 'requested' }),
-      );
+    const info = async () => t.jsm.consumers.info(t.subjects.journal.stream, c.name);
     // Pulled (delivered, not yet acked) but held back by the linger.
     await eventually(async () => ((await info()).num_ack_pending === 3 ? true : undefined), {
       timeoutMs: 10_000,
