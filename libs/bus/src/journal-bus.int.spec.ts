@@ -314,3 +314,40 @@ describe('a batch consumer that lingers', () => {
     });
   });
 });
+
+describe('a consumer whose dead-lettering fails', () => {
+  let t: TestNats;
+
+  beforeAll(async () => {
+    t = await useTestNats('deadfail');
+    await ensureJournalStreams(t.jsm, t.subjects);
+  });
+  afterAll(() => t.cleanup());
+
+  it('reports the failure through onError, not the handler error it settled', async () => {
+    const errors: unknown[] = [];
+    const { running } = await startConsumer(
+      t,
+      { role: 'executor', eventType: 'requested', maxDeliver: 1 },
+      {
+        async handle() {
+          throw new Error('cannot handle');
+        },
+        async onPoison() {
+          throw new Error('settlement failed');
+        },
+        onError: (err) => errors.push(err),
+      },
+    );
+    try {
+      await new JournalPublisher(t.nc, t.subjects).append(requested('d1'));
+      await eventually(() => (errors.length ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'the failed dead-lettering reported',
+      });
+    } finally {
+      await running.stop();
+    }
+    expect(errors).toEqual([expect.objectContaining({ message: 'settlement failed' })]);
+  });
+});

@@ -55,7 +55,10 @@ export interface JournalConsumerOptions {
   handle(event: JournalEvent, delivery: DeliveryContext): Promise<void>;
   /** Called after a message is dead-lettered, e.g. to settle its dispatch as an error. */
   onPoison?(report: PoisonReport): Promise<void>;
-  /** Errors the loop itself hit (logged by the caller). */
+  /**
+   * Errors the loop itself hit, including a dead-lettering (its publish or `onPoison`) that failed
+   * and left a message unsettled (logged by the caller).
+   */
   onError?(err: unknown): void;
   /**
    * Called once per settled message with how it was settled and how long it took (metrics).
@@ -293,6 +296,7 @@ async function processOne(
     settled('unknown', 'dead-letter');
     return;
   }
+  let handlerError: unknown;
   await consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), async (span) => {
     try {
       await options.handle(event, {
@@ -305,6 +309,7 @@ async function processOne(
       msg.ack();
       settled(event.type, 'ack');
     } catch (err) {
+      handlerError = err;
       const wire = toWireError(err);
       span.setAttribute(Attr.ErrorCode, wire.code);
       if (lastAttempt) {
@@ -318,9 +323,13 @@ async function processOne(
         msg.nak(backoffFor(options.backoffMs, deliveryCount));
         settled(event.type, 'nak');
       }
-      throw err;
+      throw err; // recorded on the span
     }
-  }).catch(() => undefined);
+  }).catch((err: unknown) => {
+    // The handler's failure is settled above. Anything else (the dead-letter publish or onPoison
+    // failing) left the message unsettled: it is the loop's to report through onError.
+    if (err !== handlerError) throw err;
+  });
 }
 
 /** The journal event a message carries, or null when its payload is not one. */
