@@ -6,10 +6,9 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
 import type { ConsumerRole, Subjects } from '@toolgate/contracts';
 import { isJsApiError, JsApiCode } from './nats-errors';
-
-const ms = (millis: number) => millis * 1_000_000;
 
 export interface JournalStreamOptions {
   /** Stream replicas: 1 on a laptop, 3 in production. */
@@ -39,13 +38,13 @@ export async function ensureJournalStreams(
     ...common,
     name: subjects.journal.stream,
     subjects: [subjects.journal.all],
-    duplicate_window: ms(options.duplicateWindowMs ?? 120_000),
+    duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
   });
   await upsertStream(jsm, {
     ...common,
     name: subjects.deadLetter.stream,
     subjects: [subjects.deadLetter.all],
-    duplicate_window: ms(120_000),
+    duplicate_window: nanos(120_000),
   });
 }
 
@@ -103,7 +102,7 @@ export async function ensureConsumer(
     deliver_policy: DeliverPolicy.All,
     filter_subject:
       spec.eventType === '*' ? subjects.journal.all : subjects.journal.ofType(spec.eventType),
-    ack_wait: ms(spec.ackWaitMs ?? 30_000),
+    ack_wait: nanos(spec.ackWaitMs ?? 30_000),
     max_deliver: maxDeliver,
     max_ack_pending: spec.maxAckPending ?? 1000,
   };
