@@ -4,10 +4,9 @@ import { NestFactory } from '@nestjs/core';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsSettings } from './nats-settings';
 import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
-import type { PoisonReport } from '@toolgate/bus';
+import type { JournalStreamOptions, PoisonReport } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
-import type { JournalStreamOptions } from '@toolgate/bus';
 
 export interface ServiceBootstrapOptions {
   /** Service name: the NATS connection name and the log context. */
@@ -77,24 +76,20 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
   }
   await app.listen(options.port, options.host ?? '0.0.0.0');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-  let stopping: Promise<void> | undefined;
   return {
     name: options.name,
     app,
     nc,
     subjects,
     url,
-    stop() {
-      stopping ??= (async () => {
-        app.get(Readiness).drain();
-        // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
-        // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
-        await server?.close();
-        await app.close();
-        if (!nc.isClosed()) await nc.drain();
-      })();
-      return stopping;
-    },
+    stop: stopOnce(async () => {
+      app.get(Readiness).drain();
+      // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
+      // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
+      await server?.close();
+      await app.close();
+      if (!nc.isClosed()) await nc.drain();
+    }),
   };
 }
 
