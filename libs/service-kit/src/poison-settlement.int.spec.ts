@@ -26,8 +26,7 @@ describe('settlePoisonedDispatch on a real stream', () => {
 
   it('settles a dispatch named only by the subject of an unparseable payload', async () => {
     await settlePoisonedDispatch(
-      t.nc,
-      t.subjects,
+      publisher,
       report(t.subjects.journal.event('acme', 'run9', 'd9', 'decided')),
     );
     const settled = await publisher.last('acme', 'run9', 'd9', 'settled');
@@ -51,16 +50,15 @@ describe('settlePoisonedDispatch on a real stream', () => {
 
   it('leaves a dispatch that is already settled as it is', async () => {
     const subject = t.subjects.journal.event('acme', 'run9', 'd10', 'requested');
-    await settlePoisonedDispatch(t.nc, t.subjects, report(subject, 'first'));
-    await settlePoisonedDispatch(t.nc, t.subjects, report(subject, 'second'));
+    await settlePoisonedDispatch(publisher, report(subject, 'first'));
+    await settlePoisonedDispatch(publisher, report(subject, 'second'));
     const settled = await publisher.last('acme', 'run9', 'd10', 'settled');
     expect(settled?.event).toMatchObject({ error: { message: 'first' } });
   });
 
   it('does not settle worktree events (their key is a worktree, not a dispatch)', async () => {
     await settlePoisonedDispatch(
-      t.nc,
-      t.subjects,
+      publisher,
       report(t.subjects.journal.event('acme', 'run9', 'wt1', 'worktree-acquired')),
     );
     expect(await publisher.last('acme', 'run9', 'wt1', 'settled')).toBeNull();

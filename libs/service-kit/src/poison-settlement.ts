@@ -1,8 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { JournalPublisher, type PoisonReport } from '@toolgate/bus';
-import { ErrorCode, journalEvent, type Subjects } from '@toolgate/contracts';
-import { NATS_CONNECTION, SUBJECTS } from './bus.module';
+import { ErrorCode, journalEvent } from '@toolgate/contracts';
 
 /**
  * Settles the dispatch of a dead-lettered event as an error (`poison-message`), so the caller gets
@@ -10,8 +8,7 @@ import { NATS_CONNECTION, SUBJECTS } from './bus.module';
  * settled stays as it is (the settlement is once per dispatch at the broker).
  */
 export async function settlePoisonedDispatch(
-  nc: NatsConnection,
-  subjects: Subjects,
+  publisher: JournalPublisher,
   report: PoisonReport,
 ): Promise<void> {
   const event = report.event;
@@ -39,7 +36,6 @@ export async function settlePoisonedDispatch(
       : event && 'toolName' in event
         ? event.toolName
         : undefined) ?? 'unknown';
-  const publisher = new JournalPublisher(nc, subjects);
   await publisher.append(
     journalEvent({
       type: 'settled',
@@ -62,7 +58,10 @@ export async function settlePoisonedDispatch(
   );
 }
 
-/** {@link settlePoisonedDispatch} on the service's own connection (a transport `onPoison` hook). */
+/**
+ * {@link settlePoisonedDispatch} through the service's own journal publisher (`BusModule`'s): a
+ * transport `onPoison` hook.
+ */
 export function settlePoisoned(app: INestApplication, report: PoisonReport): Promise<void> {
-  return settlePoisonedDispatch(app.get(NATS_CONNECTION), app.get(SUBJECTS), report);
+  return settlePoisonedDispatch(app.get(JournalPublisher), report);
 }
