@@ -16,5 +16,6 @@ export {
   type DeliveryContext,
   type JournalConsumerOptions,
   type PoisonReport,
+  type ProcessedOutcome,
   type RunningConsumer,
 } from './journal-consumer';

@@ -19,7 +19,6 @@ export {
   MetricsController,
   MetricName,
   metricsFor,
-  type ProcessedOutcome,
   type ApprovalsPendingSource,
 } from './metrics';
 export {

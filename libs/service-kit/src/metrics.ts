@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ProcessedOutcome } from '@toolgate/bus';
 
 /**
  * Every metric name Toolgate defines. The Grafana dashboard and the deploy tests read this object,
@@ -19,9 +20,6 @@ export const MetricName = {
   ApprovalsPending: 'toolgate_approvals_pending',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
-
-/** How the consumer loop settled a message. */
-export type ProcessedOutcome = 'ack' | 'nak' | 'dead-letter';
 
 /** Pending approvals per tenant, as the journal's projection counts them. */
 export type ApprovalsPendingSource = () => Promise<readonly { tenant: string; count: number }[]>;
