@@ -1,15 +1,23 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { connect, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
-import { ApiOperation, type Subjects } from '@toolgate/contracts';
+import { ApiOperation, type ApiReply, type Subjects } from '@toolgate/contracts';
+import type { TokenGrant } from '@toolgate/gateway';
 import { NATS_URL, type TestNats, type TestSchema } from '@toolgate/testing';
+import { removeWorkdir, stackEnv } from '../support/test-stack';
 import { percentile, pool, round, since, withTimeout } from './stats';
 
 const TENANT = 'bench';
 const TOKEN = 'bench-admin-token-0123456789abcdef';
+const GRANT: TokenGrant = {
+  token: TOKEN,
+  tenant: TENANT,
+  scopes: ['admin', 'dispatch', 'approve'],
+  identity: 'bench',
+};
 const NOOP_TOOL = 'bench_noop';
 const ASK_TOOL = 'bench_ask';
 const agent = { agentType: 'bench', label: 'bench' };
@@ -158,34 +166,11 @@ export class BenchStack {
 
   static async start(nats: TestNats, schema: TestSchema): Promise<BenchStack> {
     const workdir = await mkdtemp(path.join(tmpdir(), 'tg-bench-stack-'));
-    // Service defaults everywhere except what a shared machine needs: own prefix, schema, free ports.
-    const env = {
-      NATS_URL,
-      TOOLGATE_PREFIX: nats.prefix,
-      GATEWAY_PORT: '0',
-      GATEWAY_HOST: '127.0.0.1',
-      EVALUATOR_PORT: '0',
-      EXECUTOR_PORT: '0',
-      JOURNAL_PORT: '0',
-      WORKTREE_PORT: '0',
-      DATABASE_URL: schema.url,
-      JOURNAL_SCHEMA: schema.schema,
-      EXECUTOR_CWD: workdir,
-      WORKTREE_ROOT: path.join(workdir, '.worktrees'),
-      TOOLGATE_TOKENS: JSON.stringify([
-        {
-          token: TOKEN,
-          tenant: TENANT,
-          scopes: ['admin', 'dispatch', 'approve'],
-          identity: 'bench',
-        },
-      ]),
-    };
     let all: AllInOne | undefined;
     let worker: NatsConnection | undefined;
     try {
       all = await startAllInOne({
-        ...loadAllInOneOptions(env as NodeJS.ProcessEnv),
+        ...loadAllInOneOptions(stackEnv(nats, schema, workdir, [GRANT])),
         logger: false,
       });
       // A team's worker: its own connection, a queue group per tool, answering at once.
@@ -224,7 +209,7 @@ export class BenchStack {
     } catch (err) {
       await worker?.close().catch(() => undefined);
       await all?.stop().catch(() => undefined);
-      await rm(workdir, { recursive: true, force: true });
+      await removeWorkdir(workdir);
       throw err;
     }
   }
@@ -238,8 +223,7 @@ export class BenchStack {
       encoder.encode(JSON.stringify(body)),
       { timeout, headers: h },
     );
-    const reply = JSON.parse(decoder.decode(msg.data)) as
-      { ok: true; data: T } | { ok: false; error: { code: string; message: string } };
+    const reply = JSON.parse(decoder.decode(msg.data)) as ApiReply<T>;
     if (!reply.ok)
       throw new Error(`${operation} failed: ${reply.error.code}: ${reply.error.message}`);
     return reply.data;
@@ -251,7 +235,7 @@ export class BenchStack {
       await this.all.stop();
     } finally {
       await this.worker.close().catch(() => undefined);
-      await rm(this.workdir, { recursive: true, force: true });
+      await removeWorkdir(this.workdir);
     }
   }
 }

@@ -7,6 +7,7 @@ import {
   type AllInOne,
   type AllInOneOptions,
 } from '@toolgate/all-in-one';
+import type { TokenGrant } from '@toolgate/gateway';
 import {
   NATS_URL,
   useTestNats,
@@ -14,6 +15,7 @@ import {
   type TestNats,
   type TestSchema,
 } from '@toolgate/testing';
+import { startToolExecutor } from '@toolgate/tool-executor';
 
 /** Tokens of two tenants, so tests can show one never sees the other. */
 export const TOKENS = {
@@ -23,7 +25,7 @@ export const TOKENS = {
   globexAdmin: 'globex-admin-token-01234567',
 } as const;
 
-const grants = [
+const grants: TokenGrant[] = [
   {
     token: TOKENS.acmeAdmin,
     tenant: 'acme',
@@ -40,6 +42,42 @@ const grants = [
   },
 ];
 
+/**
+ * The environment of an all-in-one that shares this machine's NATS and PostgreSQL: a stream prefix
+ * and schema of its own, free ports, `workdir` as the executor's directory (its worktrees beside
+ * it, see {@link removeWorkdir}) and `tokens` as the only grants. Everything else keeps the
+ * services' defaults. The system tests and the bench both start their stacks from it.
+ */
+export function stackEnv(
+  nats: TestNats,
+  schema: TestSchema,
+  workdir: string,
+  tokens: readonly TokenGrant[],
+): NodeJS.ProcessEnv {
+  return {
+    NATS_URL,
+    TOOLGATE_PREFIX: nats.prefix,
+    GATEWAY_PORT: '0',
+    GATEWAY_HOST: '127.0.0.1',
+    EVALUATOR_PORT: '0',
+    EXECUTOR_PORT: '0',
+    JOURNAL_PORT: '0',
+    WORKTREE_PORT: '0',
+    DATABASE_URL: schema.url,
+    JOURNAL_SCHEMA: schema.schema,
+    EXECUTOR_CWD: workdir,
+    // Beside the executor's directory, not in it: tests make that directory a git repository.
+    WORKTREE_ROOT: `${workdir}-worktrees`,
+    TOOLGATE_TOKENS: JSON.stringify(tokens),
+  };
+}
+
+/** Removes a {@link stackEnv} workdir and the worktrees beside it. */
+export async function removeWorkdir(workdir: string): Promise<void> {
+  await rm(workdir, { recursive: true, force: true });
+  await rm(`${workdir}-worktrees`, { recursive: true, force: true });
+}
+
 export interface TestStack {
   all: AllInOne;
   nats: TestNats;
@@ -53,6 +91,11 @@ export interface TestStack {
     token: string | undefined,
     body?: unknown,
   ): Promise<{ status: number; body: any }>;
+  /**
+   * Starts another tool executor on the stack's configuration, to stand in for one a test stopped
+   * or crashed. Unlike the stack's own, its fetch-domain check refuses every host.
+   */
+  startExecutor(): Promise<AllInOne['executor']>;
   /** Restarts the whole stack on the same prefix, schema and workdir. */
   restart(): Promise<void>;
   stop(): Promise<void>;
@@ -67,24 +110,12 @@ export async function startTestStack(
   const schema = await useTestSchema(label);
   const workdir = await mkdtemp(path.join(tmpdir(), `toolgate-${label}-`));
   const env = {
-    NATS_URL,
-    TOOLGATE_PREFIX: nats.prefix,
-    GATEWAY_PORT: '0',
-    GATEWAY_HOST: '127.0.0.1',
-    EVALUATOR_PORT: '0',
-    EXECUTOR_PORT: '0',
-    JOURNAL_PORT: '0',
-    DATABASE_URL: schema.url,
-    JOURNAL_SCHEMA: schema.schema,
+    ...stackEnv(nats, schema, workdir, grants),
     JOURNAL_SWEEP_INTERVAL_MS: '100',
-    EXECUTOR_CWD: workdir,
     EXECUTOR_ACK_WAIT_MS: '2000',
-    TOOLGATE_TOKENS: JSON.stringify(grants),
-    WORKTREE_ROOT: `${workdir}-worktrees`,
-    WORKTREE_PORT: '0',
     ...overrides,
   };
-  const options = { ...loadAllInOneOptions(env as NodeJS.ProcessEnv), logger: false as const };
+  const options = { ...loadAllInOneOptions(env), logger: false as const };
   let all = await startAllInOne(options);
   const stack: TestStack = {
     get all() {
@@ -108,6 +139,13 @@ export async function startTestStack(
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     },
+    startExecutor() {
+      return startToolExecutor({
+        config: options.executor,
+        checkDomain: () => 'deny',
+        logger: false,
+      });
+    },
     async restart() {
       await all.stop();
       all = await startAllInOne(options);
@@ -116,8 +154,7 @@ export async function startTestStack(
       await all.stop();
       await nats.cleanup();
       await schema.cleanup();
-      await rm(workdir, { recursive: true, force: true });
-      await rm(`${workdir}-worktrees`, { recursive: true, force: true });
+      await removeWorkdir(workdir);
     },
   };
   return stack;
