@@ -1,13 +1,14 @@
-import { startToolExecutor } from '@toolgate/tool-executor';
+import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
+import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
   countingTool,
-  journalCounts,
+  JOURNAL_AFTER_ALLOW,
+  JOURNAL_AFTER_DENY,
+  journalOf,
   park,
   resolve,
-  settled,
-  type ApprovalView,
   type CountingTool,
 } from './approval-helpers';
 
@@ -52,31 +53,15 @@ describe('approvals survive stopped services', () => {
       );
       expect(gated.runsOf(parked.input.n)).toBe(0);
 
-      stack.all.executor = await startToolExecutor({
-        config: stack.options.executor,
-        checkDomain: () => 'deny',
-        logger: false,
-      });
+      stack.all.executor = await stack.startExecutor();
       restarted = true;
       const view = await settled(stack, parked.dispatchId, 30_000);
       expect(view.dispatch.outcome).toBe('ok');
       expect(view.dispatch.result).toEqual({ ran: parked.input });
       expect(gated.runsOf(parked.input.n)).toBe(1);
-      expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-        resolved: 1,
-        started: 1,
-        settled: 1,
-      });
+      expect(await journalOf(stack, parked)).toEqual(JOURNAL_AFTER_ALLOW);
     } finally {
-      if (!restarted)
-        stack.all.executor = await startToolExecutor({
-          config: stack.options.executor,
-          checkDomain: () => 'deny',
-          logger: false,
-        });
+      if (!restarted) stack.all.executor = await stack.startExecutor();
     }
   }, 120_000);
 
@@ -117,7 +102,7 @@ describe('approvals survive stopped services', () => {
     const view = await settled(stack, parked.dispatchId, 30_000);
     expect(view.dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({
+    expect(await journalOf(stack, parked)).toMatchObject({
       suspended: 1,
       resolved: 1,
       settled: 1,
@@ -145,13 +130,7 @@ describe('approvals survive stopped services', () => {
       TOKENS.acmeApprover,
     );
     expect(list.body.approvals).toEqual([]);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1,
-      decided: 1,
-      suspended: 1,
-      resolved: 1,
-      settled: 1,
-    });
+    expect(await journalOf(stack, parked)).toEqual(JOURNAL_AFTER_DENY);
     expect(gated.runsOf(parked.input.n)).toBe(0);
   }, 120_000);
 });

@@ -1,6 +1,8 @@
 import { eventually } from '@toolgate/testing';
+import { settled } from '../support/dispatch-probes';
+import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, park, resolve, settled, type CountingTool } from './approval-helpers';
+import { countingTool, park, resolve, type CountingTool } from './approval-helpers';
 
 interface SseEvent {
   event: string;
@@ -131,24 +133,17 @@ describe('approvals: the server-sent-events stream', () => {
       await settled(stack, parked.dispatchId);
 
       // A globex event on globex's stream proves that stream is live; acme's never reach it.
-      const { subject, queue } = stack.nats.subjects.remoteTool('globex', 'gated');
-      const globexWorker = stack.nats.nc.subscribe(subject, {
-        queue,
-        callback: (_e, m) => void m.respond(JSON.stringify({ ok: true, result: null })),
-      });
+      const globexWorker = await serveRemoteTool(
+        stack,
+        {
+          name: 'gated',
+          description: 'globex copy',
+          parameters: { type: 'object', properties: {} },
+        },
+        () => ({ ok: true, result: null }),
+        { tenant: 'globex', token: TOKENS.globexAdmin },
+      );
       try {
-        expect(
-          (
-            await stack.http('POST', '/v1/tools', TOKENS.globexAdmin, {
-              tool: {
-                name: 'gated',
-                description: 'globex copy',
-                parameters: { type: 'object', properties: {} },
-                policy: { executor: 'remote' },
-              },
-            })
-          ).status,
-        ).toBe(201);
         expect(
           (
             await stack.http('PUT', '/v1/policy', TOKENS.globexAdmin, {
@@ -175,7 +170,7 @@ describe('approvals: the server-sent-events stream', () => {
         expect(globex.events.filter((e) => e.data.tenant !== 'globex')).toEqual([]);
         expect(acme.events.filter((e) => e.data.tenant !== 'acme')).toEqual([]);
       } finally {
-        globexWorker.unsubscribe();
+        globexWorker.stop();
       }
     } finally {
       await acme.close();

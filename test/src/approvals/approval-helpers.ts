@@ -1,5 +1,7 @@
-import type { Subscription } from '@nats-io/transport-node';
+import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
+import { journalCounts } from '../support/dispatch-probes';
+import { serveRemoteTool } from '../support/remote-tool';
 import { TOKENS, type TestStack } from '../support/test-stack';
 
 export const agent = { agentType: 'coder', label: 'approvals' };
@@ -17,30 +19,24 @@ export interface CountingTool {
 /** Registers a remote tool `name` for acme and serves it from the test's own NATS connection. */
 export async function countingTool(stack: TestStack, name: string): Promise<CountingTool> {
   const calls: unknown[] = [];
-  const { subject, queue } = stack.nats.subjects.remoteTool('acme', name);
-  const sub: Subscription = stack.nats.nc.subscribe(subject, {
-    queue,
-    callback: (_err, msg) => {
-      const req = JSON.parse(new TextDecoder().decode(msg.data)) as { input: unknown };
-      calls.push(req.input);
-      msg.respond(JSON.stringify({ ok: true, result: { ran: req.input } }));
-    },
-  });
-  const reg = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-    tool: {
+  const served = await serveRemoteTool(
+    stack,
+    {
       name,
       description: 'Counts its executions.',
       parameters: { type: 'object', properties: { n: { type: 'string' } }, required: ['n'] },
-      policy: { executor: 'remote', timeoutMs: 30_000 },
+      policy: { timeoutMs: 30_000 },
     },
-  });
-  if (reg.status !== 201)
-    throw new Error(`registering ${name}: ${reg.status} ${JSON.stringify(reg.body)}`);
+    (input) => {
+      calls.push(input);
+      return { ok: true, result: { ran: input } };
+    },
+  );
   return {
     name,
     calls,
     runsOf: (n) => calls.filter((c) => (c as { n?: string }).n === n).length,
-    stop: () => sub.unsubscribe(),
+    stop: () => served.stop(),
   };
 }
 
@@ -55,28 +51,6 @@ export interface Parked {
   input: { n: string };
   body: Record<string, unknown>;
   approval: ApprovalView;
-}
-
-/** An approval as `GET /v1/approvals` lists it. */
-export interface ApprovalView {
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
-  status: 'pending' | 'resolved';
-  toolName: string;
-  input: unknown;
-  rule: unknown;
-  submittedBy: string;
-  onTimeout: 'allow' | 'deny';
-  suspendedAt: string;
-  expiresAt: string;
-  decision: 'allow' | 'deny' | null;
-  reason: string | null;
-  resolvedBy: string | null;
-  source: 'human' | 'timeout' | 'policy' | null;
-  resolvedAt: string | null;
 }
 
 /** Submits a call the policy asks about and waits until it is parked and listed. */
@@ -116,53 +90,33 @@ export async function park(
   return { dispatchId, runId, callId, input, body, approval };
 }
 
-/** Waits for a dispatch to settle and returns its view with its history. */
-export async function settled(
+/** How many journal messages of each type a parked call's dispatch has under `tenant`'s subjects. */
+export function journalOf(
   stack: TestStack,
-  dispatchId: string,
-  timeoutMs = 20_000,
-): Promise<DispatchWithEvents> {
-  return eventually(
-    async () => {
-      const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
-      const view = d.body as DispatchWithEvents | undefined;
-      return view?.dispatch?.status === 'settled' &&
-        view.events.some((e) => e.event.type === 'settled')
-        ? view
-        : undefined;
-    },
-    { timeoutMs, what: `dispatch ${dispatchId} settled` },
-  );
-}
-
-export interface DispatchWithEvents {
-  dispatch: {
-    status: string;
-    outcome: 'ok' | 'error' | 'denied' | null;
-    result: unknown;
-    error: { code: string; message: string } | null;
-    decision: 'allow' | 'deny' | null;
-    resolvedBy: string | null;
-    resolutionSource: string | null;
-    resolutionReason: string | null;
-  };
-  events: { seq: number; event: { type: string; [k: string]: unknown } }[];
-}
-
-/** How many journal messages of each type the stream holds for one dispatch of a tenant. */
-export async function journalCounts(
-  stack: TestStack,
-  tenant: string,
-  runId: string,
-  dispatchId: string,
+  parked: Parked,
+  tenant = 'acme',
 ): Promise<Record<string, number>> {
-  const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
-    subjects_filter: stack.nats.subjects.journal.forKey(tenant, runId, dispatchId),
-  });
-  return Object.fromEntries(
-    Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
-  );
+  return journalCounts(stack, tenant, parked.runId, parked.dispatchId);
 }
+
+/** The journal of a parked call that was allowed, ran and settled: one event of each type. */
+export const JOURNAL_AFTER_ALLOW = {
+  requested: 1,
+  decided: 1,
+  suspended: 1,
+  resolved: 1,
+  started: 1,
+  settled: 1,
+};
+
+/** The journal of a parked call that was denied: never started. */
+export const JOURNAL_AFTER_DENY = {
+  requested: 1,
+  decided: 1,
+  suspended: 1,
+  resolved: 1,
+  settled: 1,
+};
 
 /** Resolves over HTTP. */
 export function resolve(

@@ -1,16 +1,19 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { ApiOperation, approvalKey, inputDigest } from '@toolgate/contracts';
+import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
+import { settled } from '../support/dispatch-probes';
+import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
   agent,
   countingTool,
-  journalCounts,
+  JOURNAL_AFTER_ALLOW,
+  JOURNAL_AFTER_DENY,
+  journalOf,
   park,
   resolve,
-  settled,
   unique,
-  type ApprovalView,
   type CountingTool,
 } from './approval-helpers';
 
@@ -58,7 +61,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     expect(approval.rule).toMatchObject({ id: 'gate-it' });
     // Default window: 24 h from the suspension.
     expect(
-      Date.parse(approval.expiresAt) - Date.parse(approval.suspendedAt),
+      Date.parse(approval.expiresAt!) - Date.parse(approval.suspendedAt!),
     ).toBeGreaterThanOrEqual(86_400_000 - 5_000);
     expect(gated.runsOf(parked.input.n)).toBe(0);
 
@@ -126,14 +129,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       'started',
       'settled',
     ]);
-    expect(await journalCounts(stack, 'acme', runId, parked.dispatchId)).toEqual({
-      requested: 1,
-      decided: 1,
-      suspended: 1,
-      resolved: 1,
-      started: 1,
-      settled: 1,
-    });
+    expect(await journalOf(stack, parked)).toEqual(JOURNAL_AFTER_ALLOW);
     // No longer pending; the other call still is.
     const after = await eventually(
       async () => {
@@ -207,13 +203,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       message: expect.stringContaining('not on a Friday'),
     });
     expect(gated.runsOf(parked.input.n)).toBe(0);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1,
-      decided: 1,
-      suspended: 1,
-      resolved: 1,
-      settled: 1,
-    });
+    expect(await journalOf(stack, parked)).toEqual(JOURNAL_AFTER_DENY);
   });
 
   it.each([
@@ -238,9 +228,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     const res = await resolve(stack, parked.approval.approvalKey, { reason: 'forgot to say' });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('invalid-request');
-    expect(
-      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
-    ).toBeUndefined();
+    expect((await journalOf(stack, parked)).resolved).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
     const list = await stack.http(
       'GET',
@@ -258,9 +246,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('approval-mismatch');
-    expect(
-      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
-    ).toBeUndefined();
+    expect((await journalOf(stack, parked)).resolved).toBeUndefined();
     // The matching digest goes through.
     const ok = await resolve(stack, parked.approval.approvalKey, {
       decision: 'allow',
@@ -296,14 +282,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     });
     // Give any wrongly triggered work the time to show up in the journal before counting.
     await new Promise((r) => setTimeout(r, 500));
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toEqual({
-      requested: 1,
-      decided: 1,
-      suspended: 1,
-      resolved: 1,
-      started: 1,
-      settled: 1,
-    });
+    expect(await journalOf(stack, parked)).toEqual(JOURNAL_AFTER_ALLOW);
     expect(gated.runsOf(parked.input.n)).toBe(1);
     const list = await stack.http(
       'GET',
@@ -336,9 +315,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
         what: 'pending notification of a new ask',
       });
       expect(pending).not.toContain(parked.dispatchId);
-      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).suspended).toBe(
-        1,
-      );
+      expect((await journalOf(stack, parked)).suspended).toBe(1);
       const list = await stack.http(
         'GET',
         `/v1/approvals?runId=${parked.runId}`,
@@ -462,25 +439,17 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
   it('reports a run with a parked call and a call still running as running, not suspended', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
-    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'held');
-    const worker = stack.nats.nc.subscribe(subject, {
-      queue,
-      callback: (_err, msg) =>
-        void held.then(() => msg.respond(JSON.stringify({ ok: true, result: 'released' }))),
-    });
+    const worker = await serveRemoteTool(
+      stack,
+      {
+        name: 'held',
+        description: 'Answers when released.',
+        parameters: { type: 'object', properties: {} },
+        policy: { timeoutMs: 60_000 },
+      },
+      () => held.then(() => ({ ok: true, result: 'released' })),
+    );
     try {
-      expect(
-        (
-          await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-            tool: {
-              name: 'held',
-              description: 'Answers when released.',
-              parameters: { type: 'object', properties: {} },
-              policy: { executor: 'remote', timeoutMs: 60_000 },
-            },
-          })
-        ).status,
-      ).toBe(201);
       const runId = unique('run-mixed');
       const parked = await park(stack, 'gated', { runId });
       const running = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
@@ -520,7 +489,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       ]);
     } finally {
       release();
-      worker.unsubscribe();
+      worker.stop();
     }
   });
 

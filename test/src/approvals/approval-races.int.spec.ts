@@ -1,13 +1,13 @@
+import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
+import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
   countingTool,
-  journalCounts,
+  journalOf,
   park,
   resolve,
-  settled,
   unique,
-  type ApprovalView,
   type CountingTool,
 } from './approval-helpers';
 
@@ -80,7 +80,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
       view.events.filter((e) => e.event.type === 'resolved').map((e) => e.event.reason),
     ).toEqual([won.reason]);
     expect(gated.runsOf(parked.input.n)).toBe(won.decision === 'allow' ? 1 : 0);
-    expect(await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).toMatchObject({
+    expect(await journalOf(stack, parked)).toMatchObject({
       resolved: 1,
       settled: 1,
     });
@@ -91,9 +91,9 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     // The person starts a little later each round, so either side can win; who does is not asserted.
     for (const delayMs of [0, 10, 30, 100]) {
       const parked = await park(stack, 'raced');
-      expect(Date.parse(parked.approval.expiresAt) - Date.parse(parked.approval.suspendedAt)).toBe(
-        1,
-      );
+      expect(
+        Date.parse(parked.approval.expiresAt!) - Date.parse(parked.approval.suspendedAt!),
+      ).toBe(1);
       const [swept, person] = await Promise.all([
         stack.all.journal.sweeper.sweep(),
         new Promise((r) => setTimeout(r, delayMs)).then(() =>
@@ -110,9 +110,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
         .filter((e) => e.event.type === 'resolved')
         .map((e) => e.event);
       expect(resolutions).toHaveLength(1);
-      expect((await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved).toBe(
-        1,
-      );
+      expect((await journalOf(stack, parked)).resolved).toBe(1);
       const [resolution] = resolutions;
       if (person.status === 200) {
         winners.push('person');
@@ -192,10 +190,8 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     );
     expect(dispatch.status).toBe(404);
 
-    expect(await journalCounts(stack, 'globex', parked.runId, parked.dispatchId)).toEqual({});
-    expect(
-      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
-    ).toBeUndefined();
+    expect(await journalOf(stack, parked, 'globex')).toEqual({});
+    expect((await journalOf(stack, parked)).resolved).toBeUndefined();
     // Still pending for its own tenant, and resolvable there.
     const own = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' });
     expect(own.status).toBe(200);
@@ -223,9 +219,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     });
     expect(events.status).toBe(403);
     expect(((await events.json()) as { error: { code: string } }).error.code).toBe('forbidden');
-    expect(
-      (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
-    ).toBeUndefined();
+    expect((await journalOf(stack, parked)).resolved).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
     expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny' })).status).toBe(
       200,
@@ -255,9 +249,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
       );
       expect(own.status).toBe(403);
       expect(own.body.error.code).toBe('forbidden');
-      expect(
-        (await journalCounts(stack, 'acme', parked.runId, parked.dispatchId)).resolved,
-      ).toBeUndefined();
+      expect((await journalOf(stack, parked)).resolved).toBeUndefined();
       const other = await resolve(
         stack,
         parked.approval.approvalKey,

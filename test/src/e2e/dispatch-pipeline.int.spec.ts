@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '@toolgate/testing';
+import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const agent = { agentType: 'coder', label: 'e2e' };
@@ -160,22 +161,17 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
 
   it('runs a remote tool on a worker, replays the same call without running it again, and re-keys on a contract change', async () => {
     let runs = 0;
-    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'greet');
-    const worker = stack.nats.nc.subscribe(subject, {
-      queue,
-      callback: (_err, msg) => {
-        runs++;
-        const req = JSON.parse(new TextDecoder().decode(msg.data));
-        msg.respond(JSON.stringify({ ok: true, result: { greeting: `hello ${req.input.name}` } }));
-      },
-    });
     const tool = {
       name: 'greet',
       description: 'Greets someone.',
       parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
       policy: { executor: 'remote', risk: 'read' },
     };
-    expect((await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, { tool })).status).toBe(201);
+    // Registered with a 201, or serveRemoteTool throws.
+    const worker = await serveRemoteTool(stack, tool, (input) => {
+      runs++;
+      return { ok: true, result: { greeting: `hello ${(input as { name: string }).name}` } };
+    });
     const first = call('greet', { name: 'ada' });
     const a = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, first);
     expect(a.body).toMatchObject({
@@ -197,7 +193,7 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     expect(c.body.status).toBe('accepted');
     expect(c.body.dispatchId).not.toBe(a.body.dispatchId);
     expect(runs).toBe(2);
-    worker.unsubscribe();
+    worker.stop();
   });
 
   it('keeps tenants apart', async () => {
@@ -240,26 +236,15 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
   });
 
   it('bounds model retries to two per call chain', async () => {
-    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'picky');
-    const worker = stack.nats.nc.subscribe(subject, {
-      queue,
-      callback: (_err, msg) => {
-        msg.respond(
-          JSON.stringify({
-            ok: false,
-            error: { code: 'model-retry', message: 'use plain keywords' },
-          }),
-        );
-      },
-    });
-    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: {
+    const worker = await serveRemoteTool(
+      stack,
+      {
         name: 'picky',
         description: 'Asks for another try.',
         parameters: { type: 'object', properties: { q: { type: 'string' } } },
-        policy: { executor: 'remote' },
       },
-    });
+      () => ({ ok: false, error: { code: 'model-retry', message: 'use plain keywords' } }),
+    );
     let previous: string | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
       const res = await stack.http(
@@ -282,6 +267,6 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     );
     expect(exhausted.status).toBe(422);
     expect(exhausted.body.error).toMatchObject({ code: 'model-retry', details: { depth: 3 } });
-    worker.unsubscribe();
+    worker.stop();
   });
 });

@@ -1,26 +1,13 @@
 import { jetstream } from '@nats-io/jetstream';
 import { JournalPublisher } from '@toolgate/bus';
 import { createDb, compareProjections, readJournal, rebuildProjection } from '@toolgate/journal';
-import { startToolExecutor } from '@toolgate/tool-executor';
 import { eventually, useTestSchema } from '@toolgate/testing';
+import { journalCounts, settled } from '../support/dispatch-probes';
+import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const agent = { agentType: 'coder' };
 const decoder = new TextDecoder();
-
-/** Every event type journaled for a dispatch, with how many of each. */
-async function journalTypes(
-  stack: TestStack,
-  runId: string,
-  dispatchId: string,
-): Promise<Record<string, number>> {
-  const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
-    subjects_filter: stack.nats.subjects.journal.forKey('acme', runId, dispatchId),
-  });
-  return Object.fromEntries(
-    Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
-  );
-}
 
 describe('faults: crashes, restarts, poison messages and the projection rebuild', () => {
   let stack: TestStack;
@@ -32,24 +19,20 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
 
   it('redelivers a call whose executor died between started and settled, and settles it once', async () => {
     const calls: number[] = [];
-    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'slow_once');
-    const worker = stack.nats.nc.subscribe(subject, {
-      queue,
-      callback: (_err, msg) => {
-        calls.push(Date.now());
-        // The first attempt never answers: its executor dies while waiting.
-        if (calls.length > 1)
-          msg.respond(JSON.stringify({ ok: true, result: { attempt: calls.length } }));
-      },
-    });
-    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: {
+    const worker = await serveRemoteTool(
+      stack,
+      {
         name: 'slow_once',
         description: 'Answers from the second attempt on.',
         parameters: { type: 'object', properties: {} },
-        policy: { executor: 'remote', timeoutMs: 60_000 },
+        policy: { timeoutMs: 60_000 },
       },
-    });
+      () => {
+        calls.push(Date.now());
+        // The first attempt never answers: its executor dies while waiting.
+        return calls.length > 1 ? { ok: true, result: { attempt: calls.length } } : undefined;
+      },
+    );
     const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
       runId: 'run-crash',
       callId: 'c1',
@@ -67,54 +50,35 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
     await crashed.nc.close();
     await crashed.app.close().catch(() => undefined);
 
-    const replacement = await startToolExecutor({
-      config: stack.options.executor,
-      checkDomain: () => 'deny',
-      logger: false,
-    });
+    const replacement = await stack.startExecutor();
     try {
-      const settled = await eventually(
-        async () => {
-          const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
-          return d.body?.dispatch?.status === 'settled' ? d.body : undefined;
-        },
-        { timeoutMs: 20_000, what: 'settlement after redelivery' },
-      );
-      expect(settled.dispatch.result).toEqual({ attempt: 2 });
+      const view = await settled(stack, dispatchId);
+      expect(view.dispatch.result).toEqual({ attempt: 2 });
       expect(calls).toHaveLength(2);
-      const types = await journalTypes(stack, 'run-crash', dispatchId);
+      const types = await journalCounts(stack, 'acme', 'run-crash', dispatchId);
       expect(types.settled).toBe(1);
       expect(types.started).toBe(2);
     } finally {
-      worker.unsubscribe();
+      worker.stop();
       await replacement.stop();
       // The stack's stop() stops its (already closed) executor again; give it a live one back.
-      stack.all.executor = await startToolExecutor({
-        config: stack.options.executor,
-        checkDomain: () => 'deny',
-        logger: false,
-      });
+      stack.all.executor = await stack.startExecutor();
     }
   });
 
   it('loses nothing when every service stops and starts again mid-run', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'held');
-    const worker = stack.nats.nc.subscribe(subject, {
-      queue,
-      callback: (_err, msg) => {
-        void held.then(() => msg.respond(JSON.stringify({ ok: true, result: 'done' })));
-      },
-    });
-    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: {
+    const worker = await serveRemoteTool(
+      stack,
+      {
         name: 'held',
         description: 'Answers when released.',
         parameters: { type: 'object', properties: { n: { type: 'number' } } },
-        policy: { executor: 'remote', timeoutMs: 60_000 },
+        policy: { timeoutMs: 60_000 },
       },
-    });
+      () => held.then(() => ({ ok: true, result: 'done' })),
+    );
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: { engine: { ask: [{ tool: 'shell' }] } },
     });
@@ -156,24 +120,16 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
     await restarting;
 
     for (const id of ids) {
-      const d = await eventually(
-        async () => {
-          const r = await stack.http('GET', `/v1/dispatches/${id}`, TOKENS.acmeAgent);
-          return r.body?.dispatch?.status === 'settled' ? r.body : undefined;
-        },
-        { timeoutMs: 30_000, what: `dispatch ${id} settled after restart` },
-      );
+      const d = await settled(stack, id, 30_000);
       expect(d.dispatch.outcome).toBe('ok');
-      expect(
-        d.events.filter((e: { event: { type: string } }) => e.event.type === 'settled'),
-      ).toHaveLength(1);
+      expect(d.events.filter((e) => e.event.type === 'settled')).toHaveLength(1);
     }
     const run = await stack.http('GET', '/v1/runs/run-restart', TOKENS.acmeAgent);
     expect(run.body.status).toBe('suspended');
     expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
       parked.body.dispatchId,
     ]);
-    worker.unsubscribe();
+    worker.stop();
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   }, 90_000);
 
@@ -190,13 +146,13 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       JSON.stringify({ type: 'requested', schemaVersion: 99 }),
     );
     const publisher = new JournalPublisher(stack.nats.nc, stack.nats.subjects);
-    const settled = await eventually(
+    const settlement = await eventually(
       () => publisher.last('acme', 'run-poison', 'dpoison1', 'settled').then((s) => s ?? undefined),
       {
         what: 'poison settlement',
       },
     );
-    expect(settled.event).toMatchObject({ outcome: 'error', error: { code: 'poison-message' } });
+    expect(settlement.event).toMatchObject({ outcome: 'error', error: { code: 'poison-message' } });
     const dlq = await stack.nats.jsm.streams.getMessage(stack.nats.subjects.deadLetter.stream, {
       last_by_subj: stack.nats.subjects.deadLetter.forRole('evaluator'),
     });

@@ -1,0 +1,51 @@
+import { eventually } from '@toolgate/testing';
+import { TOKENS, type TestStack } from './test-stack';
+
+/** `GET /v1/dispatches/:id`: the dispatch's projection and its history. */
+export interface DispatchWithEvents {
+  dispatch: {
+    status: string;
+    outcome: 'ok' | 'error' | 'denied' | null;
+    result: unknown;
+    error: { code: string; message: string } | null;
+    decision: 'allow' | 'deny' | null;
+    resolvedBy: string | null;
+    resolutionSource: string | null;
+    resolutionReason: string | null;
+  };
+  events: { seq: number; event: { type: string; [k: string]: unknown } }[];
+}
+
+/** Waits for an acme dispatch to settle and returns its view with its history. */
+export async function settled(
+  stack: TestStack,
+  dispatchId: string,
+  timeoutMs = 20_000,
+): Promise<DispatchWithEvents> {
+  return eventually(
+    async () => {
+      const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, TOKENS.acmeAgent);
+      const view = d.body as DispatchWithEvents | undefined;
+      return view?.dispatch?.status === 'settled' &&
+        view.events.some((e) => e.event.type === 'settled')
+        ? view
+        : undefined;
+    },
+    { timeoutMs, what: `dispatch ${dispatchId} settled` },
+  );
+}
+
+/** How many journal messages of each type the stream holds for one dispatch of a tenant. */
+export async function journalCounts(
+  stack: TestStack,
+  tenant: string,
+  runId: string,
+  dispatchId: string,
+): Promise<Record<string, number>> {
+  const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
+    subjects_filter: stack.nats.subjects.journal.forKey(tenant, runId, dispatchId),
+  });
+  return Object.fromEntries(
+    Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
+  );
+}
