@@ -6,6 +6,7 @@ import {
   type PermissionTool,
   type ShellPatternTables,
 } from '@toolgate/permissions';
+import { median } from './stats';
 
 /**
  * Permission-chain throughput on one thread: decisions per second through a realistic chain
@@ -143,10 +144,4 @@ export async function benchPermissions(opts: {
   const shellMatchesPerSec = Math.round(median(matchRates));
   if (sink < 0) throw new Error('unreachable');
   return { decisionsPerSec, shellMatchesPerSec };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

@@ -8,6 +8,13 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(rank, sorted.length) - 1] as number;
 }
 
+/** The median of a non-empty sample (the mean of the middle two when its size is even). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** Rounds to `digits` decimals (2 by default). */
 export function round(n: number, digits = 2): number {
   const f = 10 ** digits;

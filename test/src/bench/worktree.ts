@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import type { JournalEvent } from '@toolgate/contracts';
 import { WorktreeManager } from '@toolgate/worktree';
+import { median, round } from './stats';
 
 const run = promisify(execFile);
 
@@ -27,16 +28,6 @@ async function git(cwd: string, ...args: string[]): Promise<string> {
   });
   return stdout;
 }
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-const round = (n: number) => Math.round(n * 100) / 100;
 
 /** A repository of `files` small source files in 50 directories, one commit. */
 async function makeRepo(dir: string, files: number): Promise<void> {
