@@ -41,7 +41,8 @@ describe('toolgate CLI against the whole stack', () => {
     });
     expect(put.status).toBe(200);
 
-    const parked = await cli([
+    // The same call twice: parked now, replayed from the journal once it is resolved.
+    const shellCall = [
       'dispatch',
       'shell',
       '--run',
@@ -50,9 +51,8 @@ describe('toolgate CLI against the whole stack', () => {
       'c1',
       '--input',
       '{"command":"echo from-cli"}',
-      '--wait',
-      '5000',
-    ]);
+    ];
+    const parked = await cli([...shellCall, '--wait', '5000']);
     expect(parked).toMatchObject({ code: 0, stderr: '' });
     expect(parked.stdout).toMatch(/accepted, suspended/);
     expect(parked.stdout).toContain('parked for approval');
@@ -107,17 +107,7 @@ describe('toolgate CLI against the whole stack', () => {
     );
 
     const replay = await eventually(async () => {
-      const r = await cli([
-        'dispatch',
-        'shell',
-        '--run',
-        'cli-run',
-        '--call',
-        'c1',
-        '--input',
-        '{"command":"echo from-cli"}',
-        '--json',
-      ]);
+      const r = await cli([...shellCall, '--json']);
       const body = JSON.parse(r.stdout) as {
         status: string;
         state: string;

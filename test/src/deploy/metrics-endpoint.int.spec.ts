@@ -45,26 +45,21 @@ describe('GET /metrics on every service (real NATS and PostgreSQL)', () => {
     stack = await startTestStack('metrics');
     prefix = stack.nats.prefix;
     // One call that runs to the end, one that is parked for a human.
-    const ok = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId: 'run-metrics',
-      callId: 'call-ok',
-      agent: { agentType: 'coder', label: 'metrics' },
-      tool: 'list_dir',
-      input: { path: '.' },
-      wait: 10_000,
-    });
+    const submit = (callId: string, tool: string, input: unknown, wait: number) =>
+      stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId: 'run-metrics',
+        callId,
+        agent: { agentType: 'coder', label: 'metrics' },
+        tool,
+        input,
+        wait,
+      });
+    const ok = await submit('call-ok', 'list_dir', { path: '.' }, 10_000);
     expect(ok.body).toMatchObject({ state: 'settled', settled: { outcome: 'ok' } });
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: { engine: { ask: [{ tool: 'shell' }] } },
     });
-    const parked = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      runId: 'run-metrics',
-      callId: 'call-ask',
-      agent: { agentType: 'coder', label: 'metrics' },
-      tool: 'shell',
-      input: { command: 'echo parked' },
-      wait: 5_000,
-    });
+    const parked = await submit('call-ask', 'shell', { command: 'echo parked' }, 5_000);
     expect(parked.status).toBe(202);
   });
   afterAll(() => stack?.stop());

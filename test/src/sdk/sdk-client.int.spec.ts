@@ -71,15 +71,13 @@ describe('@toolgate/sdk against the whole stack', () => {
   let stack: TestStack;
   let client: ToolgateClient;
   const logs: ToolLogEntry[] = [];
+  /** An acme client on the stack's prefix, acting with `token`. */
+  const clientWith = (token: string) =>
+    createClient({ servers: NATS_URL, prefix: stack.nats.prefix, token, tenant: 'acme' });
 
   beforeAll(async () => {
     stack = await startTestStack('sdk');
-    client = await createClient({
-      servers: NATS_URL,
-      prefix: stack.nats.prefix,
-      token: TOKENS.acmeAdmin,
-      tenant: 'acme',
-    });
+    client = await clientWith(TOKENS.acmeAdmin);
     await client.registerTool(greet);
     client.serveTool(greet, { log: (e) => logs.push(e) });
   });
@@ -397,12 +395,7 @@ describe('@toolgate/sdk against the whole stack', () => {
     expect(unknown).toBeInstanceOf(ToolgateError);
     expect((unknown as ToolgateError).code).toBe('unknown-tool');
 
-    const agentClient = await createClient({
-      servers: NATS_URL,
-      prefix: stack.nats.prefix,
-      token: TOKENS.acmeAgent,
-      tenant: 'acme',
-    });
+    const agentClient = await clientWith(TOKENS.acmeAgent);
     try {
       const forbidden = await agentClient.registerTool(greet).catch((e: unknown) => e);
       expect(hasErrorCode(forbidden, 'forbidden')).toBe(true);
@@ -413,12 +406,7 @@ describe('@toolgate/sdk against the whole stack', () => {
       await agentClient.close();
     }
 
-    const badToken = await createClient({
-      servers: NATS_URL,
-      prefix: stack.nats.prefix,
-      token: 'not-a-real-token-000',
-      tenant: 'acme',
-    });
+    const badToken = await clientWith('not-a-real-token-000');
     try {
       expect(((await badToken.listTools().catch((e: unknown) => e)) as ToolgateError).code).toBe(
         'unauthorized',
