@@ -2,7 +2,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import { ApiOperation, approvalKey, inputDigest } from '@toolgate/contracts';
 import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
-import { settled } from '../support/dispatch-probes';
+import { runWhere, settled } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
@@ -387,16 +387,13 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       wait: 10_000,
     });
     expect(ok.body.state).toBe('settled');
-    const run = await eventually(
-      async () => {
-        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-        return r.body?.status === 'suspended' && r.body.pending.length === 2 ? r.body : undefined;
-      },
+    const run = await runWhere(
+      stack,
+      runId,
+      (r) => r.status === 'suspended' && r.pending.length === 2,
       { timeoutMs: 20_000, what: 'run suspended with two open approvals' },
     );
-    const pending = [...run.pending].sort((x: { dispatchId: string }, y: { dispatchId: string }) =>
-      x.dispatchId.localeCompare(y.dispatchId),
-    );
+    const pending = [...run.pending].sort((x, y) => x.dispatchId.localeCompare(y.dispatchId));
     const expected = [a, b]
       .sort((x, y) => x.dispatchId.localeCompare(y.dispatchId))
       .map((p) => ({
@@ -417,22 +414,17 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
     // again only once the allowed call has settled.
     expect((await resolve(stack, a.approval.approvalKey, { decision: 'allow' })).status).toBe(200);
     await settled(stack, a.dispatchId);
-    const still = await eventually(
-      async () => {
-        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-        return r.body?.status === 'suspended' && r.body.pending.length === 1 ? r.body : undefined;
-      },
+    const still = await runWhere(
+      stack,
+      runId,
+      (r) => r.status === 'suspended' && r.pending.length === 1,
       { what: 'run suspended with one open approval' },
     );
-    expect(still.pending[0].dispatchId).toBe(b.dispatchId);
+    expect(still.pending[0]!.dispatchId).toBe(b.dispatchId);
     expect((await resolve(stack, b.approval.approvalKey, { decision: 'deny' })).status).toBe(200);
-    const done = await eventually(
-      async () => {
-        const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-        return r.body?.status === 'settled' ? r.body : undefined;
-      },
-      { what: 'run settled' },
-    );
+    const done = await runWhere(stack, runId, (r) => r.status === 'settled', {
+      what: 'run settled',
+    });
     expect(done.pending).toEqual([]);
   });
 
@@ -477,16 +469,10 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       ]);
       release();
       await settled(stack, running.body.dispatchId);
-      const after = await eventually(
-        async () => {
-          const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
-          return r.body?.status === 'suspended' ? r.body : undefined;
-        },
-        { what: 'run suspended once the running call settled' },
-      );
-      expect(after.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
-        parked.dispatchId,
-      ]);
+      const after = await runWhere(stack, runId, (r) => r.status === 'suspended', {
+        what: 'run suspended once the running call settled',
+      });
+      expect(after.pending.map((p) => p.dispatchId)).toEqual([parked.dispatchId]);
     } finally {
       release();
       worker.stop();

@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '@toolgate/testing';
+import { runWhere } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -96,10 +97,7 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
     );
     expect(res.status).toBe(202);
     expect(res.body.state).toBe('suspended');
-    const run = await eventually(async () => {
-      const r = await stack.http('GET', '/v1/runs/run-ask', TOKENS.acmeAgent);
-      return r.body?.status === 'suspended' ? r.body : undefined;
-    });
+    const run = await runWhere(stack, 'run-ask', (r) => r.status === 'suspended');
     expect(run.pending).toHaveLength(1);
     expect(run.pending[0]).toMatchObject({ tool: 'shell' });
   });

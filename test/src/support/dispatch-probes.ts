@@ -49,3 +49,34 @@ export async function journalCounts(
     Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
   );
 }
+
+/** `GET /v1/runs/:runId`: the run's status and its open approvals. */
+export interface RunView {
+  status: string;
+  pending: {
+    key: string;
+    dispatchId: string;
+    tool: string;
+    input: unknown;
+    rule: unknown;
+    since: string;
+    expires: string;
+  }[];
+}
+
+/** Waits until an acme run's view satisfies `accept` and returns it. */
+export async function runWhere(
+  stack: TestStack,
+  runId: string,
+  accept: (run: RunView) => boolean,
+  { what = `run ${runId}`, timeoutMs = 10_000 } = {},
+): Promise<RunView> {
+  return eventually(
+    async () => {
+      const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAgent);
+      const run = r.body as RunView | undefined;
+      return run?.status !== undefined && accept(run) ? run : undefined;
+    },
+    { timeoutMs, what },
+  );
+}
