@@ -6,7 +6,6 @@ export {
   type ConsumerSpec,
   type JournalStreamOptions,
 } from './journal-infrastructure';
-export { AckedPublisher, type AckedPublishOptions } from './acked-publisher';
 export { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';
 export { JournalPublisher, type AppendResult, type StoredEvent } from './journal-publisher';
 export {

@@ -3,10 +3,8 @@ import { JetStreamApiError } from '@nats-io/jetstream';
 /** JetStream API error codes Toolgate acts on (see nats-server's errors.json). */
 export const JsApiCode = {
   StreamNameInUse: 10058,
-  StreamNotFound: 10059,
   ConsumerNotFound: 10014,
   ConsumerNameExists: 10013,
-  NoMessageFound: 10037,
   /** `expect.lastSubjectSequence` did not hold: the once-per-dispatch transition already happened. */
   WrongLastSequence: 10071,
 } as const;

@@ -14,8 +14,6 @@ export interface ReadinessCheck {
   check(): Promise<boolean> | boolean;
 }
 
-export const READINESS_CHECKS = Symbol('READINESS_CHECKS');
-
 /** Collects readiness checks; a service registers its own at start-up. */
 @Injectable()
 export class Readiness {

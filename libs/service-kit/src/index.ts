@@ -1,10 +1,5 @@
-export {
-  JetStreamServer,
-  type JetStreamServerOptions,
-  type JetStreamHandlerOptions,
-  type JetStreamEventContext,
-} from './jetstream-server';
-export { HealthController, Readiness, type ReadinessCheck } from './health';
+export { type JetStreamHandlerOptions, type JetStreamEventContext } from './jetstream-server';
+export { Readiness, type ReadinessCheck } from './health';
 export { BusModule, NATS_CONNECTION, SUBJECTS } from './bus.module';
 export {
   bootstrapService,
@@ -12,15 +7,9 @@ export {
   type ServiceBootstrapOptions,
   type RunningService,
 } from './service-bootstrap';
-export { settlePoisonedDispatch, settlePoisoned } from './poison-settlement';
+export { settlePoisoned } from './poison-settlement';
 export { runUntilSignalled } from './run-until-signalled';
-export {
-  Metrics,
-  MetricsController,
-  MetricName,
-  metricsFor,
-  type ApprovalsPendingSource,
-} from './metrics';
+export { Metrics, MetricName, type ApprovalsPendingSource } from './metrics';
 export {
   NatsEnvShape,
   natsSettings,

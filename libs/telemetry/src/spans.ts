@@ -34,7 +34,7 @@ export const Attr = {
 } as const;
 
 /** The tracer every Toolgate span comes from. */
-export function tracer() {
+function tracer() {
   return trace.getTracer(TRACER);
 }
 
