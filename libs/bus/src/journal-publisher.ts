@@ -43,16 +43,17 @@ export class JournalPublisher {
     this.acked = new AckedPublisher(nc);
   }
 
-  subjectOf(event: JournalEvent): string {
-    return this.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type);
-  }
-
   /**
    * Publishes `event`. A once-per-dispatch type whose transition is already recorded returns
    * `{ appended: false }` instead of throwing: that is how racing writers learn they lost.
    */
   async append(event: JournalEvent, extraHeaders?: MsgHdrs): Promise<AppendResult> {
-    const subject = this.subjectOf(event);
+    const subject = this.subjects.journal.event(
+      event.tenant,
+      event.runId,
+      event.dispatchId,
+      event.type,
+    );
     return producerSpan(
       subject,
       {
