@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { configError } from '../test/support/config-error';
 import {
   ApiOperation,
+  type ApprovalNotification,
   assertSubjectToken,
   ConsumerRole,
   createSubjects,
@@ -175,6 +176,7 @@ describe('createSubjects', () => {
     configError(() => s.query('dispatch.submit' as QueryOperation));
     configError(() => s.worktree('steal' as WorktreeOperation));
     configError(() => s.consumer('gateway' as ConsumerRole));
+    configError(() => s.approvals('acme', 'expired' as ApprovalNotification));
   });
 
   it('every event subject is matched by the filters that should see it, and only those', () => {

@@ -67,6 +67,13 @@ export const WorktreeOperation = {
 } as const;
 export type WorktreeOperation = (typeof WorktreeOperation)[keyof typeof WorktreeOperation];
 
+/** The core-NATS approval notifications (`subjects.approvals`): a call parked, an approval resolved. */
+export const ApprovalNotification = {
+  Pending: 'pending',
+  Resolved: 'resolved',
+} as const;
+export type ApprovalNotification = (typeof ApprovalNotification)[keyof typeof ApprovalNotification];
+
 /** The durable consumers, one per role; replicas of a service share theirs. */
 export const ConsumerRole = {
   Evaluator: 'evaluator',
@@ -107,7 +114,7 @@ export interface Subjects {
   /** Journal-service query subject for an operation. */
   query(operation: QueryOperation): string;
   /** Core-NATS notifications of approval events for one tenant (`pending`, `resolved`). */
-  approvals(tenant: string, event: 'pending' | 'resolved' | '*'): string;
+  approvals(tenant: string, event: ApprovalNotification | '*'): string;
   /** A team's remote hook or canUseTool service. */
   hook(tenant: string, name: string): string;
   /** A remote tool worker's subject and queue group. */
@@ -134,9 +141,9 @@ export function createSubjects(prefix: string): Subjects {
     assertSubjectToken(kind, value);
     return value;
   };
-  // Operations and roles come from closed sets; a value outside them (an unchecked cast, a string
-  // from the wire) must not become a subject, even when it is token-shaped or, for operations,
-  // dot-separated tokens.
+  // Operations, roles and approval events come from closed sets; a value outside them (an unchecked
+  // cast, a string from the wire) must not become a subject, even when it is token-shaped or, for
+  // operations, dot-separated tokens.
   const known = <T extends string>(kind: string, allowed: Record<string, T>, value: T): T => {
     if (!Object.values(allowed).includes(value)) {
       throw new ConfigError(`unknown ${kind} ${JSON.stringify(value)}`, {
@@ -168,8 +175,8 @@ export function createSubjects(prefix: string): Subjects {
     api: (operation: ApiOperation) => `${p}.api.${known('operation', ApiOperation, operation)}`,
     query: (operation: QueryOperation) =>
       `${p}.query.${known('operation', QueryOperation, operation)}`,
-    approvals: (tenant: string, event: 'pending' | 'resolved' | '*') =>
-      `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : tok('event', event)}`,
+    approvals: (tenant: string, event: ApprovalNotification | '*') =>
+      `${p}.approvals.${tok('tenant', tenant)}.${event === '*' ? '*' : known('notification', ApprovalNotification, event)}`,
     hook: (tenant: string, name: string) =>
       `${p}.hooks.${tok('tenant', tenant)}.${tok('hook name', name)}`,
     remoteTool: (tenant: string, toolName: string) => {
