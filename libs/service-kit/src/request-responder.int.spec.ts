@@ -1,5 +1,8 @@
+import { SpanStatusCode } from '@opentelemetry/api';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { z } from 'zod';
 import { ToolgateError } from '@toolgate/contracts';
+import { Attr, setupTelemetry, type Telemetry } from '@toolgate/telemetry';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import { serveRequests } from './request-responder';
 
@@ -7,10 +10,16 @@ const decoder = new TextDecoder();
 
 describe('serveRequests over real NATS request/reply', () => {
   let t: TestNats;
+  const exporter = new InMemorySpanExporter();
+  let telemetry: Telemetry;
   beforeAll(async () => {
+    telemetry = setupTelemetry({ serviceName: 'responder-spec', exporter, simple: true });
     t = await useTestNats('responder');
   });
-  afterAll(() => t.cleanup());
+  afterAll(async () => {
+    await t.cleanup();
+    await telemetry.shutdown();
+  });
 
   it('replies with the data, or with a typed error for every way a request can go wrong', async () => {
     const subject = `${t.prefix}.echo`;
@@ -49,6 +58,15 @@ describe('serveRequests over real NATS request/reply', () => {
     } finally {
       await served.stop();
     }
+    // The span keeps what the reply hides: every refusal's code, and an internal failure's cause.
+    const spans = exporter.getFinishedSpans().filter((s) => s.name === `process ${subject}`);
+    const byCode = (code: string) => spans.filter((s) => s.attributes[Attr.ErrorCode] === code);
+    expect(spans).toHaveLength(5);
+    expect(byCode('invalid-request')).toHaveLength(2);
+    expect(byCode('not-found').map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET]);
+    expect(byCode('internal').map((s) => s.status)).toEqual([
+      { code: SpanStatusCode.ERROR, message: 'secret detail' },
+    ]);
   });
 
   it('finishes the requests in flight when it stops', async () => {

@@ -1,6 +1,6 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ToolgateError, toWireError } from '@toolgate/contracts';
-import { consumerSpan } from '@toolgate/telemetry';
+import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 import { ZodError } from 'zod';
 
 const encoder = new TextEncoder();
@@ -35,7 +35,7 @@ export function serveRequests(
       queue,
       callback: (err, msg) => {
         if (err) return;
-        const task = consumerSpan(subject, msg.headers, {}, async () => {
+        const task = consumerSpan(subject, msg.headers, {}, async (span) => {
           let reply: unknown;
           try {
             reply = { ok: true, data: await handle(decodeBody(msg.data), msg) };
@@ -44,6 +44,9 @@ export function serveRequests(
               e instanceof ZodError
                 ? { code: ErrorCode.InvalidRequest, message: 'malformed request body' }
                 : toWireError(e);
+            span.setAttribute(Attr.ErrorCode, error.code);
+            // The reply hides an unexpected failure's message; the span is where it is kept.
+            if (error.code === ErrorCode.Internal) recordFailure(span, e);
             reply = { ok: false, error };
           }
           if (msg.reply) msg.respond(encoder.encode(JSON.stringify(reply)));

@@ -4,5 +4,5 @@ export {
   injectTraceContext,
   extractTraceContext,
 } from './nats-header-propagation';
-export { Attr, inSpan, consumerSpan, producerSpan, annotate } from './spans';
+export { Attr, inSpan, consumerSpan, producerSpan, annotate, recordFailure } from './spans';
 export { setupTelemetry, type Telemetry, type TelemetryOptions } from './telemetry-setup';

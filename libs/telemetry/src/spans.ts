@@ -56,12 +56,17 @@ export async function inSpan<T>(
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
-    span.recordException(err as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
+    recordFailure(span, err);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/** Records `err` on `span` as an exception event and sets the span's status to ERROR. */
+export function recordFailure(span: Span, err: unknown): void {
+  span.recordException(err as Error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error)?.message });
 }
 
 /** A CONSUMER span in the context carried by the message headers (`process <destination>`). */
