@@ -9,7 +9,7 @@ import {
   type Subjects,
   type WireError,
 } from '@toolgate/contracts';
-import { Attr, consumerSpan } from '@toolgate/telemetry';
+import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 
 const decoder = new TextDecoder();
 
@@ -296,7 +296,6 @@ async function processOne(
     settled('unknown', 'dead-letter');
     return;
   }
-  let handlerError: unknown;
   await consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), async (span) => {
     try {
       await options.handle(event, {
@@ -309,7 +308,8 @@ async function processOne(
       msg.ack();
       settled(event.type, 'ack');
     } catch (err) {
-      handlerError = err;
+      // Settled here, not the loop's to report: a failure of the dead-lettering itself is.
+      recordFailure(span, err);
       const wire = toWireError(err);
       span.setAttribute(Attr.ErrorCode, wire.code);
       if (lastAttempt) {
@@ -323,12 +323,7 @@ async function processOne(
         msg.nak(backoffFor(options.backoffMs, deliveryCount));
         settled(event.type, 'nak');
       }
-      throw err; // recorded on the span
     }
-  }).catch((err: unknown) => {
-    // The handler's failure is settled above. Anything else (the dead-letter publish or onPoison
-    // failing) left the message unsettled: it is the loop's to report through onError.
-    if (err !== handlerError) throw err;
   });
 }
 
