@@ -6,6 +6,7 @@ import {
   TaintSchema,
   ToolRefSchema,
   WireErrorSchema,
+  type SettledEvent,
 } from './events';
 import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
@@ -69,6 +70,15 @@ export const DispatchOutcomeSchema = z.object({
   error: WireErrorSchema.optional(),
 });
 export type DispatchOutcome = z.infer<typeof DispatchOutcomeSchema>;
+
+/** What the caller (and the model) sees of a settled dispatch. */
+export function outcomeOf(event: SettledEvent): DispatchOutcome {
+  return {
+    outcome: event.outcome,
+    ...(event.result !== undefined ? { result: event.result } : {}),
+    ...(event.error ? { error: event.error } : {}),
+  };
+}
 
 export const SubmitDispatchResponseSchema = z.object({
   dispatchId: z.string(),

@@ -6,6 +6,7 @@ import {
   type JournalEventType,
   type NewJournalEvent,
   ONCE_PER_DISPATCH,
+  decodeJournalEvent,
   parseJournalEvent,
 } from './events';
 import { createSubjects, isSubjectToken } from './subjects';
@@ -239,6 +240,15 @@ describe('journal events', () => {
       Object.assign(Object.create({ type: 'settled' }) as object, { id: 'x' }),
     ];
     for (const g of garbage) expect(parseJournalEvent(g)).toBeNull();
+  });
+
+  it('decodeJournalEvent reads a message body: the event, or null for non-JSON and non-events', () => {
+    const valid = journalEvent(samples.settled);
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    expect(decodeJournalEvent(bytes(JSON.stringify(valid)))).toEqual(valid);
+    expect(decodeJournalEvent(bytes('{"type":'))).toBeNull();
+    expect(decodeJournalEvent(new Uint8Array([0xff, 0xfe, 0x00]))).toBeNull();
+    expect(decodeJournalEvent(bytes(JSON.stringify({ ...valid, outcome: 'maybe' })))).toBeNull();
   });
 
   it('takes schemaVersion from the library, not from the publisher', () => {

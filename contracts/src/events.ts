@@ -311,6 +311,17 @@ export function parseJournalEvent(value: unknown): JournalEvent | null {
   return parsed.success ? parsed.data : null;
 }
 
+const utf8 = new TextDecoder();
+
+/** The journal event a message body carries; null (never throws) when it is not JSON or not an event. */
+export function decodeJournalEvent(data: Uint8Array): JournalEvent | null {
+  try {
+    return parseJournalEvent(JSON.parse(utf8.decode(data)));
+  } catch {
+    return null;
+  }
+}
+
 /*
  * Worktree service requests (request/reply on `subjects.worktree(op)`). Sent by the tool-executor
  * for `{ kind: 'worktree' }` dispatches, answered by the worktree service; core NATS, so a caller

@@ -2,7 +2,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import {
   ErrorCode,
-  parseJournalEvent,
+  decodeJournalEvent,
   toWireError,
   type ConsumerRole,
   type JournalEvent,
@@ -10,8 +10,6 @@ import {
   type WireError,
 } from '@toolgate/contracts';
 import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
-
-const decoder = new TextDecoder();
 
 /** What a handler sees besides the event. */
 export interface DeliveryContext {
@@ -251,7 +249,7 @@ async function processBatch(
   batch: BatchHandling,
   msgs: JsMsg[],
 ): Promise<void> {
-  const items = msgs.map((msg) => ({ msg, event: eventOf(msg) }));
+  const items = msgs.map((msg) => ({ msg, event: decodeJournalEvent(msg.data) }));
   const parsed = items.flatMap(({ msg, event }) => (event ? [{ msg, event }] : []));
   if (parsed.length) {
     const startedAt = performance.now();
@@ -281,7 +279,7 @@ async function processBatch(
 async function processOne(
   options: Settlement,
   msg: JsMsg,
-  event: JournalEvent | null = eventOf(msg),
+  event: JournalEvent | null = decodeJournalEvent(msg.data),
 ): Promise<void> {
   const startedAt = performance.now();
   const settled = (eventType: string, outcome: ProcessedOutcome) =>
@@ -325,15 +323,6 @@ async function processOne(
       }
     }
   });
-}
-
-/** The journal event a message carries, or null when its payload is not one. */
-function eventOf(msg: JsMsg): JournalEvent | null {
-  try {
-    return parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
-  } catch {
-    return null;
-  }
 }
 
 /** The attributes of a message's CONSUMER span. */

@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Objm } from '@nats-io/obj';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import { parseJournalEvent, type WorktreeOperation } from '@toolgate/contracts';
+import { decodeJournalEvent, type WorktreeOperation } from '@toolgate/contracts';
 import { setupTelemetry, type Telemetry } from '@toolgate/telemetry';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import { bytes, makeRepo, removeDir, tempDir } from '../test/git-fixture';
@@ -56,7 +56,7 @@ async function lastJournaled(worktreeId: string, type: string) {
   const msg = await tn.jsm.direct.getMessage(tn.subjects.journal.stream, {
     last_by_subj: tn.subjects.journal.event('acme', 'run-9', worktreeId, type),
   });
-  return msg ? parseJournalEvent(JSON.parse(new TextDecoder().decode(msg.data))) : null;
+  return msg ? decodeJournalEvent(msg.data) : null;
 }
 
 describe('worktree service over NATS', () => {

@@ -4,6 +4,7 @@ import {
   assertSubjectToken,
   ConfigError,
   createSubjects,
+  decodeJournalEvent,
   parseJournalEvent,
   type AgentRef,
   type Isolation,
@@ -25,8 +26,6 @@ import {
 import { serveTool, type ServedTool, type ServeToolOptions } from '../serve/serve-tool';
 import { ApiCaller } from './api-caller';
 import type { ApprovalFilter, ApprovalView } from './approval-view';
-
-const decoder = new TextDecoder();
 
 export interface ClientOptions {
   /** NATS server URL(s); ignored when `nc` is given. Default `nats://127.0.0.1:4222`. */
@@ -169,7 +168,7 @@ class Client implements ToolgateClient {
       {
         callback: (err, msg) => {
           if (err) return;
-          const event = parse(msg.data);
+          const event = decodeJournalEvent(msg.data);
           if (!event) return;
           if (sink) sink(event);
           else buffered.push(event);
@@ -229,14 +228,6 @@ class Client implements ToolgateClient {
     this.served.clear();
     for (const h of [...this.handles]) h.abandon('the client closed before the dispatch settled');
     if (this.ownsConnection) await this.nc.drain();
-  }
-}
-
-function parse(data: Uint8Array): JournalEvent | null {
-  try {
-    return parseJournalEvent(JSON.parse(decoder.decode(data)));
-  } catch {
-    return null;
   }
 }
 

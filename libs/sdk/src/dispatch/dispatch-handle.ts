@@ -1,5 +1,6 @@
 import {
   ErrorCode,
+  outcomeOf,
   ToolgateError,
   type DispatchOutcome,
   type JournalEvent,
@@ -7,7 +8,6 @@ import {
   type WireError,
 } from '@toolgate/contracts';
 import {
-  outcomeOfSettled,
   toDispatchEvent,
   type CallFacts,
   type DispatchEvent,
@@ -103,7 +103,7 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     }
     const mapped = toDispatchEvent(event, this.call);
     if (mapped) this.emit(mapped);
-    if (event.type === 'settled') this.finish(outcomeOfSettled(event));
+    if (event.type === 'settled') this.finish(outcomeOf(event));
   }
 
   /** Settles from an outcome the gateway already recorded (a replay, or a fast settlement). */

@@ -1,4 +1,4 @@
-import type { DispatchOutcome, JournalEvent, Risk, SettledEvent } from '@toolgate/contracts';
+import type { JournalEvent, Risk, SettledEvent } from '@toolgate/contracts';
 
 /**
  * The events a dispatch handle emits. `tool:start` and `tool:end` have exactly the shapes of the
@@ -111,14 +111,5 @@ function auditFields(
     ...(verdict ? { verdict } : {}),
     ...(decidedBy ? { decidedBy } : {}),
     ...(rule !== undefined ? { rule } : {}),
-  };
-}
-
-/** What the caller (and the model) sees of a settled dispatch. */
-export function outcomeOfSettled(event: SettledEvent): DispatchOutcome {
-  return {
-    outcome: event.outcome,
-    ...(event.result !== undefined ? { result: event.result } : {}),
-    ...(event.error ? { error: event.error } : {}),
   };
 }

@@ -4,12 +4,11 @@ import {
   dispatchKey,
   ErrorCode,
   journalEvent,
-  parseJournalEvent,
+  decodeJournalEvent,
+  outcomeOf,
   SubmitDispatchRequestSchema,
   ToolgateError,
-  type DispatchOutcome,
   type JournalEvent,
-  type SettledEvent,
   type Subjects,
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
@@ -21,8 +20,6 @@ import { resolveToolRef } from './tool-ref';
 
 /** Model-retry attempts allowed per call chain. */
 const MAX_MODEL_RETRIES = 2;
-
-const decoder = new TextDecoder();
 
 /**
  * Accepts a tool call: validates it, keys it by content, journals `requested` (once — the broker
@@ -211,7 +208,7 @@ export class DispatchSubmitter {
   private route(msg: Msg): void {
     const waiting = this.waiters.get(this.routeKey(msg.subject));
     if (!waiting) return;
-    const event = safeParse(msg.data);
+    const event = decodeJournalEvent(msg.data);
     if (!event || (event.type !== 'settled' && event.type !== 'suspended')) return;
     for (const waiter of waiting) {
       if (!waiter.seen || (event.type === 'settled' && waiter.seen.type !== 'settled')) {
@@ -236,21 +233,4 @@ interface Waiter {
   seen: JournalEvent | undefined;
   /** Ends the caller's wait early; set while it waits. */
   wake: (() => void) | undefined;
-}
-
-function safeParse(data: Uint8Array): JournalEvent | null {
-  try {
-    return parseJournalEvent(JSON.parse(decoder.decode(data)));
-  } catch {
-    return null;
-  }
-}
-
-/** What the caller sees of a settled dispatch. */
-function outcomeOf(event: SettledEvent): DispatchOutcome {
-  return {
-    outcome: event.outcome,
-    ...(event.result !== undefined ? { result: event.result } : {}),
-    ...(event.error ? { error: event.error } : {}),
-  };
 }
