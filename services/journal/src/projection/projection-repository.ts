@@ -140,9 +140,18 @@ export async function loadForUpdate<T extends FoldedTableName, S>(
 ): Promise<Map<string, S>> {
   if (!keys.length) return new Map();
   const idColumn = PRIMARY_KEYS[table.spec.table][1]!; // after `tenant`
+  // Per tenant `tenant = $t and id in (...)`: one scan of the primary key's index with `= any`,
+  // where a row-value `(tenant, id) in ((..), ..)` plans an OR of one index probe per key.
+  const byTenant = new Map<string, string[]>();
+  for (const { tenant, id } of keys) byTenant.set(tenant, [...(byTenant.get(tenant) ?? []), id]);
   const { rows } = await sql<Selectable<Database[T]> & Record<string, unknown>>`select *
     from ${sql.table(table.spec.table)}
-    where (tenant, ${sql.ref(idColumn)}) in (${sql.join(keys.map(({ tenant, id }) => sql`(${tenant}, ${id})`))})
+    where ${sql.join(
+      [...byTenant].map(
+        ([tenant, ids]) => sql`(tenant = ${tenant} and ${sql.ref(idColumn)} in (${sql.join(ids)}))`,
+      ),
+      sql` or `,
+    )}
     for update`.execute(db);
   return new Map(
     rows.map((row) => [rowKey(String(row.tenant), String(row[idColumn])), table.fromRow(row)]),
