@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ErrorCode } from './errors';
 import { SubjectTokenSchema as Token } from './subjects';
 import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract';
+import { tolerantReader } from './tolerant-reader';
 
 /**
  * Journal events: the facts every service publishes to and folds from the journal stream.
@@ -11,8 +12,23 @@ import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract'
  * within the stream's window); the once-per-dispatch types ({@link ONCE_PER_DISPATCH}) are also
  * published with `expect.lastSubjectSequence = 0`, so the broker refuses a second one for good.
  * Consumers receive them at least once through durable pull consumers and must fold idempotently.
+ *
+ * Evolution: the schemas below are the *writer's* — strict, so a publisher cannot journal a field
+ * nobody declared. Consumers read through {@link parseJournalEvent}: a tolerant reader derived from
+ * the same schemas (unknown fields are dropped, see {@link tolerantReader}), after older
+ * `schemaVersion`s are upcast by {@link JOURNAL_UPCASTERS}. How to change an event:
+ * - add an optional field (or one with a default): just add it. The version stays; consumers
+ *   still on the previous release read the new events and ignore the field.
+ * - anything else (rename, remove, retype, a new required field, a changed meaning): bump
+ *   {@link JOURNAL_SCHEMA_VERSION}, change the schemas, and add the one upcaster from the previous
+ *   version to {@link JOURNAL_UPCASTERS}; the recorded journal fixtures must still fold.
+ * - a new event type or a new enum value (error code, outcome, executor kind): older readers
+ *   refuse what they do not know, so deploy the consumers before the producers.
+ * Readers refuse a version newer than their own (dead-lettered, still in the stream): upgrade
+ * every consumer before any producer writes a new version.
  */
 
+/** The version every event is written with today. */
 export const JOURNAL_SCHEMA_VERSION = 1 as const;
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a lowercase hex sha256');
@@ -295,7 +311,10 @@ export type NewJournalEvent<T extends JournalEventType = JournalEventType> =
     ? Omit<z.input<(typeof JournalEventSchema)['options'][number]> & { type: T }, 'schemaVersion'>
     : never;
 
-/** Validates and completes an event before it is published. Throws on a malformed event. */
+/**
+ * Validates and completes an event before it is published (the strict writer schema: an unknown
+ * field is a bug of the publisher's, refused here). Throws on a malformed event.
+ */
 export function journalEvent<T extends JournalEventType>(
   event: NewJournalEvent<T>,
 ): JournalEventOf<T> {
@@ -305,9 +324,60 @@ export function journalEvent<T extends JournalEventType>(
   }) as JournalEventOf<T>;
 }
 
-/** Parses an event read from the stream; returns null (never throws) when it is not one. */
+/** An event as JSON, before it is validated. */
+export type RawJournalEvent = Readonly<Record<string, unknown>>;
+
+/** Turns an event of version `n` (raw JSON) into one of version `n + 1`, `schemaVersion` included. */
+export type JournalUpcaster = (event: RawJournalEvent) => Record<string, unknown>;
+
+/**
+ * The upcaster chain: `JOURNAL_UPCASTERS[n]` turns a version-`n` event into a version-`n + 1` one,
+ * so an event of any older version is read as today's by applying them in turn. It is the only
+ * place old versions are known; consumers and folds only ever see today's shape.
+ *
+ * To write version 2: set {@link JOURNAL_SCHEMA_VERSION} to 2, change the schemas, and add
+ * `1: (event) => ({ ...event, schemaVersion: 2, ...what changed })` here (switch on `event.type`
+ * when only some types changed). `events.spec.ts` checks the chain has no gap, and the recorded
+ * journals in `services/journal/test/fixtures/recorded/` must still fold to their snapshots.
+ */
+export const JOURNAL_UPCASTERS: Readonly<Record<number, JournalUpcaster>> = {};
+
+/**
+ * `value` upcast from its `schemaVersion` to `current` through `upcasters`; null when it is not an
+ * object with an integer version in `1..current` (not an event, or one from a newer release).
+ * Exported for the chain's own tests; consumers use {@link parseJournalEvent}.
+ */
+export function upcastJournalEvent(
+  value: unknown,
+  upcasters: Readonly<Record<number, JournalUpcaster>> = JOURNAL_UPCASTERS,
+  current: number = JOURNAL_SCHEMA_VERSION,
+): RawJournalEvent | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  let event = value as RawJournalEvent;
+  const version = event.schemaVersion;
+  if (typeof version !== 'number' || !Number.isInteger(version)) return null;
+  if (version < 1 || version > current) return null;
+  for (let from = version; from < current; from++) {
+    const upcast = upcasters[from];
+    if (!upcast) return null;
+    event = upcast(event);
+    if (event.schemaVersion !== from + 1) return null;
+  }
+  return event;
+}
+
+/** The reader: today's event schemas, tolerant of fields it does not know. */
+const JournalEventReader = tolerantReader(JournalEventSchema);
+
+/**
+ * Reads an event from the stream as today's shape: upcasts an older `schemaVersion`, ignores
+ * fields it does not know (a newer publisher's additions), validates everything it does know.
+ * Returns null (never throws) when it is not an event this release can read.
+ */
 export function parseJournalEvent(value: unknown): JournalEvent | null {
-  const parsed = JournalEventSchema.safeParse(value);
+  const upcast = upcastJournalEvent(value);
+  if (!upcast) return null;
+  const parsed = JournalEventReader.safeParse(upcast);
   return parsed.success ? parsed.data : null;
 }
 

@@ -9,3 +9,4 @@ export * from './dispatch-key';
 export * from './tool-context';
 export * from './api';
 export * from './remote-tool';
+export * from './tolerant-reader';
