@@ -18,6 +18,7 @@ export {
   type ShellVerdict,
 } from './shell-match';
 export { compileShellPattern, type ShellPattern } from './shell-pattern';
+export { shellWriteTargets, type ShellWriteTarget, type ShellWriteTargets } from './shell-analysis';
 export { SHELL_LIMITS } from './shell-lexer';
 export { TAINT_RANK } from './taint-gate';
 export {

@@ -30,6 +30,35 @@ export interface AnalysedSegment {
   readonly candidates: readonly (readonly string[])[];
   /** Why the segment cannot be matched (it always asks); undefined when it can. */
   readonly unmatchable: string | undefined;
+  /**
+   * Files the segment may write: its redirection targets and the output operands and options
+   * the program table knows (`sort -o F`, `sed -i F`, `tee F`, `dd of=F`), commands it runs
+   * included. Complete only when the segment is matchable.
+   */
+  readonly writeTargets: readonly ShellWriteTarget[];
+}
+
+/** A file a shell command may write. */
+export interface ShellWriteTarget {
+  /** The target as written, after quote removal (nothing expanded; relative to the command's cwd). */
+  readonly path: string;
+  /**
+   * What writes it: a redirection operator (`>`, `>>`, `&>`, `<>`, ...) or the program and option
+   * (`sort -o`, `sed -i`, `dd of=`, `tee`).
+   */
+  readonly via: string;
+  /** The path holds an expansion, a glob or a leading `~`: the file actually written is not known. */
+  readonly dynamic: boolean;
+}
+
+/** Every file a command may write, and whether the list is known to be complete. */
+export interface ShellWriteTargets {
+  readonly targets: readonly ShellWriteTarget[];
+  /**
+   * False when some segment cannot be analysed (substitutions, code the matcher cannot read, ...):
+   * the command may then write files that are not listed, and a caller must fail closed.
+   */
+  readonly complete: boolean;
 }
 
 const NON_PRINTABLE_ASCII = /[^\x21-\x7e]/;
@@ -37,6 +66,43 @@ const MAX_CANDIDATES = 256;
 const NETWORK_PSEUDO_FILE = /^\/dev\/(?:tcp|udp)\//;
 const FD_DUPLICATION = /^[0-9]*[<>]&(?:[0-9]+|-)$/;
 const NO_CANDIDATES: readonly (readonly string[])[] = [];
+const NO_TARGETS: readonly ShellWriteTarget[] = [];
+/** Redirection operators that open their target for writing (`<>` opens it read-write). */
+const WRITING_REDIRECT = /^[0-9]*(?:>|>>|>\||&>|&>>|>&|<>)$/;
+
+/**
+ * The files `command` may write, for checks on protected paths: every segment's redirection
+ * targets and the output options and operands the program table knows, through wrappers and
+ * `sh -c` strings. `complete` is false when a segment cannot be analysed.
+ */
+export function shellWriteTargets(command: string): ShellWriteTargets {
+  if (typeof command !== 'string') return { targets: NO_TARGETS, complete: false };
+  const targets: ShellWriteTarget[] = [];
+  let complete = true;
+  for (const seg of analyseShellCommand(command)) {
+    if (seg.unmatchable !== undefined) complete = false;
+    for (const t of seg.writeTargets) targets.push(t);
+  }
+  return { targets, complete };
+}
+
+/** The redirection targets among `words` that are opened for writing. */
+function redirectWriteTargets(words: readonly ShellWord[]): ShellWriteTarget[] {
+  let out: ShellWriteTarget[] | undefined;
+  for (let k = 0; k + 1 < words.length; k++) {
+    const w = words[k]!;
+    if (!w.redirect || !WRITING_REDIRECT.test(w.text)) continue;
+    const target = words[k + 1]!;
+    if (!target.redirectTarget) continue;
+    (out ??= []).push({ path: target.text, via: w.text, dynamic: isDynamicPath(target) });
+  }
+  return out ?? (NO_TARGETS as ShellWriteTarget[]);
+}
+
+/** A path the shell may still change: an expansion, a glob or a tilde prefix. */
+export function isDynamicPath(word: ShellWord): boolean {
+  return word.dynamic || word.glob || word.text.charCodeAt(0) === 126;
+}
 
 /**
  * Lexes and analyses a command. Never throws; problems become unmatchable segments.
@@ -75,6 +141,7 @@ function unmatchableSegment(words: readonly ShellWord[], reason: string): Analys
     allowMask: new Uint8Array(words.length),
     candidates: NO_CANDIDATES,
     unmatchable: reason,
+    writeTargets: redirectWriteTargets(words),
   };
 }
 
@@ -109,6 +176,7 @@ function analyseSegment(
       allowMask: mask,
       candidates: [full],
       unmatchable: undefined,
+      writeTargets: redirectWriteTargets(words),
     };
     return { segment, changes: assignments > 0 ? 'variable assignment' : undefined };
   }
@@ -142,7 +210,13 @@ function analyseSegment(
   if (reason !== undefined)
     return { segment: unmatchableSegment(words, reason), changes: state.changes };
   return {
-    segment: { words, allowMask: mask, candidates, unmatchable: undefined },
+    segment: {
+      words,
+      allowMask: mask,
+      candidates,
+      unmatchable: undefined,
+      writeTargets: redirectWriteTargets(words),
+    },
     changes: state.changes,
   };
 }
