@@ -37,6 +37,7 @@ export {
   PolicyDocumentSchema,
   PresetNameSchema,
   ProfileLayerSchema,
+  ProtectedPathsSchema,
   RiskClassSchema,
   TaintAllowEntrySchema,
   TaintExceptionSchema,
@@ -49,6 +50,7 @@ export {
   type PolicyDocumentInput,
   type PresetName,
   type ProfileLayer,
+  type ProtectedPathsPolicy,
   type RiskClass,
   type TaintAllowEntry,
   type TaintException,
@@ -76,3 +78,16 @@ export {
   type ProfilePermissions,
 } from './permission-types';
 export { checkFetchHost, type FetchHostVerdict } from './fetch-host-check';
+export {
+  BUILTIN_PROTECTED_PATHS,
+  compileProtectedPaths,
+  DEFAULT_PROTECTED_PATHS,
+  DEFAULT_PROTECTION,
+  DEFAULT_WRITE_FIELDS,
+  pathComponents,
+  type ProtectedPathEffect,
+  type ProtectedPathMatch,
+  type ProtectedPaths,
+  type ProtectedPathsConfig,
+} from './protected-paths';
+export { protectedFieldWrite, protectedShellWrite, type ProtectedWrite } from './protected-writes';

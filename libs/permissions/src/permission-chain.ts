@@ -13,6 +13,12 @@ import {
   type RiskClass,
 } from './policy-document';
 import { compilePermissionPreset } from './preset-compiler';
+import {
+  compileProtectedPaths,
+  type ProtectedPathEffect,
+  type ProtectedPaths,
+  type ProtectedPathsConfig,
+} from './protected-paths';
 import { compileShellPattern, type ShellPattern } from './shell-pattern';
 import { EMPTY_TAINT_GATE, extendTaintGate, type TaintGate } from './taint-gate';
 import {
@@ -101,6 +107,8 @@ export interface PermissionChain {
   readonly profile: string | undefined;
   /** Per tool name and risk, the rules that can match it (filled lazily by the evaluator). */
   readonly ruleViews: RuleViewCache;
+  /** The protected paths a write may not reach without an ask (or a deny). */
+  readonly protectedPaths: ProtectedPaths;
 }
 
 /** The deny and ask rules that can match one tool name with one risk class, in chain order. */
@@ -171,7 +179,9 @@ export function compilePermissionChain(
       compiled.ask.forEach((r, i) => builder.ask.push(compileRule(r, 'ask', source, i)));
     }
     if (profile.json.isolation === 'readonly') builder.readonly = true;
+    if (preset === 'strict') builder.protectedMinimum = 'deny';
   }
+  const protectedPaths = compileProtectedPaths(builder.protectedLayers, builder.protectedMinimum);
   const domainRules: { layer: 'deny' | 'ask'; rule: TableRuleEntry }[] = [];
   for (const [layer, entries] of [
     ['deny', builder.deny],
@@ -196,6 +206,7 @@ export function compilePermissionChain(
     domainRules,
     profile: options.profileName ?? options.parent?.profile,
     ruleViews: new Map(),
+    protectedPaths,
   });
 }
 
@@ -208,6 +219,7 @@ export function describePermissionChain(chain: PermissionChain): {
   riskOverrides: Record<string, Risk>;
   readonly: boolean;
   approval: { timeoutMs: number; onTimeout: OnTimeout };
+  protectedPaths: { effect: ProtectedPathEffect; patterns: string[]; except: string[] };
 } {
   return {
     hooks: chain.hooks.map((h) => h.description),
@@ -217,6 +229,11 @@ export function describePermissionChain(chain: PermissionChain): {
     riskOverrides: Object.fromEntries(chain.riskOverrides),
     readonly: chain.readonly,
     approval: { ...chain.approval },
+    protectedPaths: {
+      effect: chain.protectedPaths.effect,
+      patterns: [...chain.protectedPaths.patterns],
+      except: [...chain.protectedPaths.except],
+    },
   };
 }
 
@@ -230,6 +247,8 @@ interface Builder {
   taint: TaintGate;
   approvalTimeoutMs: number | undefined;
   onTimeout: OnTimeout | undefined;
+  protectedLayers: ProtectedPathsConfig[];
+  protectedMinimum: ProtectedPathEffect;
 }
 
 function emptyBuilder(): Builder {
@@ -243,6 +262,8 @@ function emptyBuilder(): Builder {
     taint: EMPTY_TAINT_GATE,
     approvalTimeoutMs: undefined,
     onTimeout: undefined,
+    protectedLayers: [],
+    protectedMinimum: 'ask',
   };
 }
 
@@ -257,6 +278,8 @@ function fromChain(parent: PermissionChain): Builder {
     taint: parent.taint,
     approvalTimeoutMs: parent.approval.timeoutMs,
     onTimeout: parent.approval.onTimeout,
+    protectedLayers: [parent.protectedPaths.config],
+    protectedMinimum: parent.protectedPaths.effect,
   };
 }
 
@@ -335,6 +358,7 @@ function addLayer(
   for (const [tool, risk] of Object.entries(json.riskOverrides ?? {}))
     builder.riskOverrides.set(tool, risk);
   builder.taint = extendTaintGate(builder.taint, json.taint, source);
+  if (json.protectedPaths !== undefined) builder.protectedLayers.push(json.protectedPaths);
   if (json.approvalTimeoutMs !== undefined) builder.approvalTimeoutMs = json.approvalTimeoutMs;
   if (json.onTimeout !== undefined) builder.onTimeout = json.onTimeout;
 }

@@ -12,6 +12,7 @@ import {
 import { RiskClassSchema, type OnTimeout, type RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
 import { segmentMatchesAny } from './shell-pattern';
+import { protectedFieldWrite, protectedShellWrite, type ProtectedWrite } from './protected-writes';
 import { taintGateCloses } from './taint-gate';
 import { settleDeadline, startDeadline } from './hook-deadline';
 import {
@@ -51,6 +52,8 @@ class CallState {
   cel: ExpressionContext | undefined = undefined;
   celFacts: ExpressionFacts | undefined = undefined;
   diagnostics: PermissionDiagnostic[] | undefined = undefined;
+  protectedDone = false;
+  protectedHit: ProtectedWrite = undefined;
 
   constructor(
     readonly toolName: string,
@@ -115,6 +118,22 @@ class CallState {
     return this.cel;
   }
 
+  /** The protected path this call writes (or may write), computed once per input. */
+  protectedWrite(chain: PermissionChain): ProtectedWrite {
+    if (!this.protectedDone) {
+      const protection = chain.protectedPaths;
+      if (this.toolName === SHELL_TOOL_NAME) {
+        const segments = this.shellSegments();
+        this.protectedHit =
+          segments === undefined ? undefined : protectedShellWrite(protection, segments);
+      } else {
+        this.protectedHit = protectedFieldWrite(protection, this.toolName, this.input);
+      }
+      this.protectedDone = true;
+    }
+    return this.protectedHit;
+  }
+
   report(d: PermissionDiagnostic): void {
     (this.diagnostics ??= []).push(d);
   }
@@ -126,6 +145,8 @@ class CallState {
     this.fetchHostDone = false;
     this.cel = undefined;
     this.celFacts = undefined;
+    this.protectedDone = false;
+    this.protectedHit = undefined;
   }
 }
 
@@ -263,6 +284,11 @@ function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecis
   if (result === undefined) return CONTINUE;
   const name = ev.chain.hooks[h]!.name;
   if (isVerdict(result)) {
+    if (result === 'allow') {
+      // A hook's allow does not reach a protected path: only the policy naming it does.
+      const guarded = protectedDecision(ev.chain, ev.state, ev.chain.protectedPaths.effect);
+      if (guarded !== undefined) return guarded;
+    }
     return byHook(
       ev,
       h,
@@ -368,6 +394,11 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
       );
     }
   }
+  const protection = chain.protectedPaths;
+  if (protection.effect === 'deny') {
+    const d = protectedDecision(chain, state, 'deny');
+    if (d !== undefined) return d;
+  }
   const view = ruleView(chain, state.toolName, riskClass, state.riskBit);
   let uncertain: RuleEntry | undefined;
   let uncertainWhy = '';
@@ -434,7 +465,11 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
     );
   }
 
-  // 3. Ask layer.
+  // 3. Ask layer: protected paths first, then the rules.
+  if (protection.effect === 'ask') {
+    const d = protectedDecision(chain, state, 'ask');
+    if (d !== undefined) return d;
+  }
   const ask = view.ask;
   for (let r = 0; r < ask.length; r++) {
     const entry = ask[r]!;
@@ -481,6 +516,60 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
     return canResult(ev, result);
   }
   return terminal(ev);
+}
+
+/**
+ * The decision for a call that writes a protected path: `effect` (ask or deny), decided by the
+ * deny or ask layer with the protected path as its rule. A write the chain cannot pin down (a
+ * redirection to `$OUT`) asks, whatever the effect. Undefined when the call writes none. An ask
+ * here never times out into an allow.
+ */
+function protectedDecision(
+  chain: PermissionChain,
+  state: CallState,
+  effect: 'ask' | 'deny',
+): PermissionDecision | undefined {
+  const hit = state.protectedWrite(chain);
+  if (hit === undefined) return undefined;
+  if (hit.kind === 'unknown') {
+    return decision(
+      chain,
+      state,
+      'ask',
+      effect === 'deny' ? 'deny-rule' : 'ask-rule',
+      { source: 'protected-paths', kind: 'protected-path', layer: effect, path: null },
+      `${hit.why}, so whether it writes a protected path cannot be checked and the call needs approval`,
+      undefined,
+      'deny',
+    );
+  }
+  const { path, pattern } = hit.match;
+  const rule: MatchedRule = {
+    source: 'protected-paths',
+    kind: 'protected-path',
+    layer: effect,
+    path,
+    pattern,
+  };
+  return effect === 'deny'
+    ? decision(
+        chain,
+        state,
+        'deny',
+        'deny-rule',
+        rule,
+        `${path} is a protected path (${pattern}): the policy denies writing it`,
+      )
+    : decision(
+        chain,
+        state,
+        'ask',
+        'ask-rule',
+        rule,
+        `${path} is a protected path (${pattern}): writing it needs approval`,
+        undefined,
+        'deny',
+      );
 }
 
 /** The reason canUseTool's decisive verdicts report. */

@@ -114,6 +114,24 @@ export const TaintPolicySchema = z.strictObject({
 });
 export type TaintPolicy = z.input<typeof TaintPolicySchema>;
 
+/**
+ * Protected paths (see `protected-paths.ts`): writes to them ask (deny with `effect: 'deny'` or the
+ * `strict` preset) whatever the rest of the chain says. Patterns add to the built-in and default
+ * ones; `except` waives by name; the strictest effect of the engine, the profile and the preset wins.
+ */
+export const ProtectedPathsSchema = z.strictObject({
+  effect: z.enum(['ask', 'deny']).optional(),
+  /** Extra patterns (`secrets/**`, `*.pem`); matched at every depth, case-insensitively. */
+  paths: z.array(z.string().min(1).max(1_024)).max(1_024).optional(),
+  /** Protected paths this policy lets through; each must name what it waives. */
+  except: z.array(z.string().min(1).max(1_024)).max(1_024).optional(),
+  /** Input fields through which other tools write files: `{ "fs_write": ["path"] }`. */
+  writeFields: z
+    .record(ToolNameSchema, z.array(z.string().min(1).max(256)).min(1).max(32))
+    .optional(),
+});
+export type ProtectedPathsPolicy = z.input<typeof ProtectedPathsSchema>;
+
 const layerShape = {
   deny: z.array(PermissionRuleSchema).max(4_096).optional(),
   ask: z.array(PermissionRuleSchema).max(4_096).optional(),
@@ -125,6 +143,7 @@ const layerShape = {
   approvalTimeoutMs: ApprovalTimeoutMsSchema.optional(),
   /** Decision when an approval times out. Default `'deny'`. */
   onTimeout: OnTimeoutSchema.optional(),
+  protectedPaths: ProtectedPathsSchema.optional(),
   /** Deadline for each hook and canUseTool call; a late answer denies. Default 5 s. */
   hookTimeoutMs: HookTimeoutMsSchema.optional(),
 };
