@@ -351,3 +351,108 @@ describe('a consumer whose dead-lettering fails', () => {
     expect(errors).toEqual([expect.objectContaining({ message: 'settlement failed' })]);
   });
 });
+
+describe('messages pulled for a replica never outlive their ack wait', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+
+  beforeEach(async () => {
+    t = await useTestNats('prefetch');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
+  });
+  afterEach(() => t.cleanup());
+
+  const spec = {
+    role: 'executor' as const,
+    eventType: 'requested',
+    maxDeliver: 5,
+    ackWaitMs: 1000,
+  };
+
+  it('two replicas with slow handlers handle each message once, with no redelivery', async () => {
+    // Each handler takes 400 ms against a 1 s ack wait: a replica that pulled more messages than it
+    // has free workers would hold the rest past their ack wait, and the other replica would get
+    // them again.
+    const handled: { dispatchId: string; deliveryCount: number }[] = [];
+    const replica = (concurrency: number) =>
+      startConsumer(t, spec, {
+        concurrency,
+        async handle(event, delivery) {
+          handled.push({ dispatchId: event.dispatchId, deliveryCount: delivery.deliveryCount });
+          await new Promise((resolve) => setTimeout(resolve, 400));
+        },
+      });
+    const one = await replica(1);
+    const four = await replica(4);
+    try {
+      for (let i = 0; i < 20; i++) await publisher.append(requested(`p${i}`));
+      await eventually(
+        async () => {
+          const ci = await t.jsm.consumers.info(t.subjects.journal.stream, one.name);
+          return ci.num_pending === 0 && ci.num_ack_pending === 0 ? true : undefined;
+        },
+        { timeoutMs: 20_000, what: 'every message acked' },
+      );
+    } finally {
+      await Promise.all([one.running.stop(), four.running.stop()]);
+    }
+    expect(handled.map((h) => h.dispatchId).sort()).toEqual(
+      Array.from({ length: 20 }, (_, i) => `p${i}`).sort(),
+    );
+    expect(handled.filter((h) => h.deliveryCount > 1)).toEqual([]);
+  });
+
+  it('keeps the queued tail of a batch alive while a slow batch is applied', async () => {
+    // One replica pulls a batch's worth and applies it two at a time, 500 ms a run: its last
+    // messages wait twice the 1 s ack wait for their turn, while a second replica's pull waits for anything
+    // the broker would redeliver.
+    const handed: string[] = [];
+    const replica = () =>
+      startConsumer(
+        t,
+        { ...spec, role: 'journal' },
+        {
+          // A run of one is handed to `handle`.
+          async handle(event) {
+            handed.push(event.dispatchId);
+            await new Promise((resolve) => setTimeout(resolve, 500));
+          },
+          batch: {
+            maxBatch: 2,
+            async handleBatch(entries: BatchEntry[]) {
+              handed.push(...entries.map((e) => e.event.dispatchId));
+              await new Promise((resolve) => setTimeout(resolve, 500));
+            },
+          },
+        },
+      );
+    const first = await replica();
+    try {
+      for (let i = 0; i < 10; i++) await publisher.append(requested(`b${i}`));
+      // Everything pulled by the first replica before the second one asks.
+      await eventually(
+        async () => {
+          const ci = await t.jsm.consumers.info(t.subjects.journal.stream, first.name);
+          return ci.num_pending === 0 ? true : undefined;
+        },
+        { what: 'all ten pulled' },
+      );
+      const second = await replica();
+      try {
+        await eventually(
+          async () => {
+            const ci = await t.jsm.consumers.info(t.subjects.journal.stream, first.name);
+            return ci.num_pending === 0 && ci.num_ack_pending === 0 ? true : undefined;
+          },
+          { timeoutMs: 20_000, what: 'every message acked' },
+        );
+      } finally {
+        await second.running.stop();
+      }
+    } finally {
+      await first.running.stop();
+    }
+    expect([...handed].sort()).toEqual(Array.from({ length: 10 }, (_, i) => `b${i}`).sort());
+  });
+});

@@ -120,7 +120,13 @@ export function runJournalConsumer(
   options: JournalConsumerOptions & { batch?: BatchHandling },
 ): RunningConsumer {
   const concurrency = options.batch ? 1 : Math.max(1, options.concurrency ?? 1);
-  const fetchSize = Math.max(concurrency * 2, options.batch?.maxBatch ?? 0, 16);
+  // One at a time, a handler's messages are pulled only for free workers: a message pulled for a
+  // busy replica would sit here while an idle one could run it, and outlive its ack wait. A batch
+  // handler pulls a batch's worth (queued messages are kept alive, see `keepQueuedAlive`).
+  const pullSize = () =>
+    options.batch
+      ? Math.max(options.batch.maxBatch, 16)
+      : Math.max(1, concurrency - busy - queue.length);
   const queue: JsMsg[] = [];
   const idleWorkers: (() => void)[] = [];
   let busy = 0;
@@ -131,6 +137,7 @@ export function runJournalConsumer(
   /** When the oldest message now queued was queued (performance.now()). */
   let oldestQueuedAt = 0;
   let lingering: (() => void) | undefined;
+  let keepAlive: NodeJS.Timeout | undefined;
   let markReady!: () => void;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
 
@@ -148,7 +155,8 @@ export function runJournalConsumer(
 
   // Workers take from a local queue that the pull loop fills without waiting for them, so a slow
   // handler never stalls the pull's iterator (nats.js fails a pull whose heartbeats go unread). The
-  // next pull starts only once the queue is empty and a worker is free, which bounds what is held.
+  // next pull starts only once the queue is empty and a worker is free, and asks for no more
+  // messages than there are free workers, which bounds what is held.
   const work = async (settlement: Settlement): Promise<void> => {
     for (;;) {
       if (lingerMs > 0 && queue.length > 0 && queue.length < maxBatch && !stopping) {
@@ -192,13 +200,24 @@ export function runJournalConsumer(
       options.consumer,
     );
     // `get` fetched the consumer's info; a max_deliver of -1 (or unset) never dead-letters.
-    const maxDeliver = (await consumer.info(true)).config.max_deliver ?? -1;
+    const { config } = await consumer.info(true);
+    const maxDeliver = config.max_deliver ?? -1;
     const settlement = { ...options, maxDeliver: maxDeliver > 0 ? maxDeliver : Infinity };
     for (let i = 0; i < concurrency; i++) workers.push(work(settlement));
+    // A message waiting here for a worker (a batch's tail, a message pulled as a worker was taken)
+    // tells the broker it is in progress, so it is not redelivered to another replica meanwhile.
+    const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
+    keepAlive = setInterval(
+      () => {
+        for (const msg of queue) msg.working();
+      },
+      Math.max(100, Math.floor(ackWaitMs / 3)),
+    );
+    keepAlive.unref();
     markReady();
     while (!stopping) {
       try {
-        const batch = await consumer.fetch({ max_messages: fetchSize, expires: FETCH_EXPIRES_MS });
+        const batch = await consumer.fetch({ max_messages: pullSize(), expires: FETCH_EXPIRES_MS });
         for await (const msg of batch) {
           if (stopping) {
             // Pulled after stop was asked for: hand it back at once for another replica.
@@ -235,6 +254,7 @@ export function runJournalConsumer(
       // only make another replica wait for them); idle workers are woken to see the stop.
       while (idleWorkers.length) wakeOneWorker();
       await Promise.allSettled(workers);
+      clearInterval(keepAlive);
     },
   };
 }
