@@ -80,7 +80,12 @@ export {
   type RebuildOptions,
   type RebuildResult,
 } from './rebuild/rebuild-projection';
-export { compareProjections, type ProjectionDifference } from './rebuild/compare-projections';
+export {
+  compareProjections,
+  projectionSnapshot,
+  type ProjectionDifference,
+  type ProjectionSnapshot,
+} from './rebuild/compare-projections';
 
 export { startJournal } from './journal.service';
 export { loadJournalConfig, type JournalConfig } from './config';

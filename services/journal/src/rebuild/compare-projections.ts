@@ -50,15 +50,61 @@ export async function compareProjections(
   return differences;
 }
 
+/** A projection as plain JSON: each table's rows in primary-key order (see {@link projectionSnapshot}). */
+export type ProjectionSnapshot = { [T in ProjectionTable]?: Record<string, unknown>[] };
+
+/**
+ * The whole projection as plain JSON, for a committed snapshot: each table's rows in primary-key
+ * order, timestamps as ISO instants, JSON columns as JSON values (keys sorted). Two projections of
+ * the same facts give equal snapshots, whatever driver stored them.
+ *
+ * Reads whole tables: meant for tests and fixtures.
+ */
+export async function projectionSnapshot(
+  db: Kysely<Database>,
+  tables: readonly ProjectionTable[] = PROJECTION_TABLES,
+): Promise<ProjectionSnapshot> {
+  const snapshot: ProjectionSnapshot = {};
+  for (const table of tables) {
+    const keyColumns: readonly string[] = PRIMARY_KEYS[table];
+    const rows = (await readRows(db, table)).map((row) =>
+      Object.fromEntries(Object.entries(row).map(([column, value]) => [column, plain(value)])),
+    );
+    snapshot[table] = rows.sort((x, y) => {
+      for (const column of keyColumns) {
+        const [a, b] = [x[column], y[column]] as [string | number, string | number];
+        if (a !== b) return a < b ? -1 : 1;
+      }
+      return 0;
+    });
+  }
+  return snapshot;
+}
+
+function plain(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'bigint') return Number(value);
+  if (typeof value === 'object') return JSON.parse(canonicalJson(value)) as unknown;
+  return value;
+}
+
 type NormalisedRow = Record<string, string | number | boolean | null>;
+
+async function readRows(
+  db: Kysely<Database>,
+  table: ProjectionTable,
+): Promise<Record<string, unknown>[]> {
+  // The table name comes from the closed list above, never from input.
+  return (await db.selectFrom(table).selectAll().execute()) as Record<string, unknown>[];
+}
 
 async function readTable(
   db: Kysely<Database>,
   table: ProjectionTable,
 ): Promise<Map<string, NormalisedRow>> {
   const keyColumns: readonly string[] = PRIMARY_KEYS[table];
-  // The table name comes from the closed list above, never from input.
-  const rows = (await db.selectFrom(table).selectAll().execute()) as Record<string, unknown>[];
+  const rows = await readRows(db, table);
   const byKey = new Map<string, NormalisedRow>();
   for (const row of rows) {
     const normalised: NormalisedRow = {};
