@@ -135,24 +135,19 @@ export function protectedShellWrite(
 ): ProtectedWrite {
   let unknown: ProtectedWrite;
   for (const seg of segments) {
-    const words = seg.words;
-    for (let k = 0; k < words.length; k++) {
-      const w = words[k]!;
-      if (!w.redirectTarget) continue;
-      const op = k > 0 ? words[k - 1]! : undefined;
-      if (op === undefined || !op.redirect || !OUTPUT_REDIRECT.test(op.text)) continue;
-      if (w.dynamic || w.glob) {
+    // The segment's own list: redirections and the output options the program table knows.
+    for (const t of seg.writeTargets) {
+      const m = protection.match(t.path);
+      if (m !== undefined) return { kind: 'match', match: m };
+      if (t.dynamic) {
         unknown ??= {
           kind: 'unknown',
-          why: `the redirection target ${w.text} is not a literal path`,
+          why: `the file written through ${t.via} (${t.path}) is not a literal path`,
         };
-        continue;
       }
-      const m = protection.match(w.text);
-      if (m !== undefined) return { kind: 'match', match: m };
     }
     if (seg.unmatchable !== undefined) {
-      for (const w of words) {
+      for (const w of seg.words) {
         const m = mentioned(protection, w.text);
         if (m !== undefined) return { kind: 'match', match: m };
       }
