@@ -10,12 +10,14 @@ import {
 import {
   checkFetchHost,
   compilePolicyDocument,
+  DEFAULT_PROTECTION,
   DEFAULT_HOOK_TIMEOUT_MS,
   evaluatePermission,
   type CompiledPolicy,
   type LayerClosures,
   type PermissionChain,
   type PermissionDecision,
+  type ProtectedPaths,
 } from '@toolgate/permissions';
 import type { PolicyStore } from '@toolgate/registry';
 import { remoteCanUseTool, remoteHook } from './remote-closures';
@@ -100,6 +102,19 @@ export class PolicyRuntime {
       return checkFetchHost(this.chainFor(tenant, profile).chain, host).verdict;
     } catch {
       return 'deny';
+    }
+  }
+
+  /**
+   * The protected paths of a tenant's chain under `profile`, for the executor's on-disk check.
+   * When the policy cannot be compiled, the built-in and default ones (the chain denies such a
+   * tenant's calls anyway).
+   */
+  protectedPaths(tenant: string, profile: string | undefined): ProtectedPaths {
+    try {
+      return this.chainFor(tenant, profile).chain.protectedPaths;
+    } catch {
+      return DEFAULT_PROTECTION;
     }
   }
 

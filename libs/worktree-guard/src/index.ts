@@ -12,3 +12,14 @@ export {
   type ResolveInsideOptions,
   type RefusalReason,
 } from './resolve-inside';
+export {
+  assertWriteNotProtected,
+  enclosingGitDirectory,
+  findProtectedPaths,
+  isGitDirectory,
+  protectedOnDisk,
+  type FindProtectedPathsOptions,
+  type ProtectedOnDisk,
+  type ProtectedPathMatcher,
+  type ProtectedPathsOnDisk,
+} from './protected-path-guard';

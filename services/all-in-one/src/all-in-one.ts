@@ -112,6 +112,7 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     const executor = await startToolExecutor({
       config: options.executor,
       checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+      protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
       ...common,
     });
     started.push(executor);

@@ -17,6 +17,7 @@ void runUntilSignalled('tool-executor', async () => {
   const service = await startToolExecutor({
     config,
     checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+    protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
   });
   return {
     async stop() {

@@ -1,3 +1,5 @@
+import { DEFAULT_PROTECTION } from '@toolgate/permissions';
+import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import { createBuiltinTools, type CheckDomain } from './builtins';
 import {
   bootstrapService,
@@ -19,6 +21,11 @@ export interface ToolExecutorOptions {
    * and profile. Fails closed: a throw is a deny.
    */
   checkDomain(call: PendingCall, host: string): Promise<'allow' | 'deny'> | 'allow' | 'deny';
+  /**
+   * The protected paths of the call's tenant and profile (`chain.protectedPaths`). Default: the
+   * built-in and default ones. Must not throw; fall back to the defaults.
+   */
+  protectedPaths?(call: PendingCall): ProtectedPathMatcher;
   streams?: JournalStreamOptions;
   logger?: false;
 }
@@ -41,6 +48,11 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
     },
     checkDomain,
+    protectedPaths: () => {
+      const call = callScope.getStore();
+      if (!call || !options.protectedPaths) return DEFAULT_PROTECTION;
+      return options.protectedPaths(call);
+    },
   });
   const service = await bootstrapService({
     name: 'tool-executor',

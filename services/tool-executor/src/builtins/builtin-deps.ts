@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ToolContext } from '@toolgate/contracts';
+import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import type { ExecutionPolicy } from './execution-policy';
 
 /** A domain rule callback's answer for one host. Anything but `'allow'` refuses the connection. */
@@ -17,6 +18,11 @@ export interface BuiltinDeps {
   /** The policy one dispatch runs under. Called on every call, so it must be cheap (no I/O). */
   policyFor(ctx: ToolContext): ExecutionPolicy;
   checkDomain: CheckDomain;
+  /**
+   * The protected paths of the call's policy (`chain.protectedPaths`), for what the chain could not
+   * see: a write that reaches one through a symlink or under another name is refused.
+   */
+  protectedPaths(ctx: ToolContext): ProtectedPathMatcher;
   /** The environment `buildEnv` filters; the executor's `process.env` unless a test injects one. */
   hostEnv: NodeJS.ProcessEnv;
 }

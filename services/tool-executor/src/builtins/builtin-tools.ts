@@ -1,4 +1,6 @@
 import type { ToolContext } from '@toolgate/contracts';
+import { DEFAULT_PROTECTION } from '@toolgate/permissions';
+import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import type { ToolDef } from '@toolgate/tools';
 import type { BuiltinDeps, CheckDomain } from './builtin-deps';
 import {
@@ -26,6 +28,11 @@ export interface BuiltinToolsOptions {
    * every call; keep it free of I/O.
    */
   policyFor?: (base: ExecutionPolicy, ctx: ToolContext) => ExecutionPolicy;
+  /**
+   * The protected paths of a call's policy. Default: the built-in and default ones
+   * (`DEFAULT_PROTECTION`). Runs on every write; keep it free of I/O.
+   */
+  protectedPaths?: (ctx: ToolContext) => ProtectedPathMatcher;
   /** The environment the allowlist filters. Default `process.env`. */
   hostEnv?: NodeJS.ProcessEnv;
 }
@@ -41,6 +48,7 @@ export function createBuiltinTools(options: BuiltinToolsOptions): ToolDef[] {
   const deps: BuiltinDeps = {
     policyFor: (ctx) => derive(base, ctx),
     checkDomain: options.checkDomain,
+    protectedPaths: options.protectedPaths ?? (() => DEFAULT_PROTECTION),
     hostEnv: options.hostEnv ?? process.env,
   };
   return [

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { tool } from '@toolgate/tools';
+import { assertWriteNotProtected } from '@toolgate/worktree-guard';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { NOFOLLOW, pathError, resolveForWrite } from './execution-policy';
 
@@ -49,6 +50,13 @@ export function createWriteFileTool(deps: BuiltinDeps) {
       // Resolution happens before any directory is created, so a symlinked parent pointing outside
       // the scope is refused without leaving a trace there.
       const real = await resolveForWrite(policy, policy.cwd, args.path);
+      // The chain decided on the path as named; refuse one that reaches a protected path under
+      // another name (a symlink, a git directory not called .git) before anything is created.
+      await assertWriteNotProtected(deps.protectedPaths(ctx), {
+        cwd: policy.cwd,
+        requested: args.path,
+        real,
+      });
       if (args.createDirs) {
         try {
           await fs.mkdir(path.dirname(real), { recursive: true });
