@@ -32,6 +32,17 @@ export const ToolViewSchema = ToolContractSchema.extend({
 });
 export type ToolView = z.infer<typeof ToolViewSchema>;
 
+/**
+ * What registering a tool answers: the stored tool, the tenant's new toolset hash, and what the
+ * schema does that is probably a mistake but was accepted (an unknown keyword such as a misspelt
+ * `maxLength`, a format nothing checks).
+ */
+export const RegisterToolResponseSchema = ToolViewSchema.extend({
+  toolsetHash: z.string(),
+  warnings: z.array(z.string()),
+});
+export type RegisterToolResponse = z.infer<typeof RegisterToolResponseSchema>;
+
 export const ListToolsResponseSchema = z.object({
   tools: z.array(ToolViewSchema),
   toolsetHash: z.string(),

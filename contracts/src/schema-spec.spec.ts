@@ -213,7 +213,10 @@ describe('compileSchema: form 2, a { jsonSchema, validate } pair', () => {
 
   it('refuses a pair whose JSON Schema is outside the subset, at definition time', () => {
     configError(() =>
-      compileSchema({ jsonSchema: { type: 'object', foo: 1 }, validate: () => true }),
+      compileSchema({
+        jsonSchema: { type: 'object', properties: { a: { type: 'text' } } },
+        validate: () => true,
+      }),
     );
     configError(() => compileSchema({ jsonSchema: { type: 'string' }, validate: () => true }));
   });
@@ -309,17 +312,31 @@ describe('compileSchema: form 3, a bare JSON Schema literal', () => {
         properties: { a: { $dynamicRef: '#n' } },
       },
     ],
-    ['a $dynamicAnchor', { type: 'object', $dynamicAnchor: 'meta' }],
-    ['a $recursiveRef', { type: 'object', properties: { a: { $recursiveRef: '#' } } }],
     [
-      'a nested $id',
-      { type: 'object', properties: { a: { $id: 'https://x.example/a', type: 'string' } } },
+      'a $ref to an $id that is not in the document',
+      {
+        type: 'object',
+        properties: {
+          a: { $id: 'https://x.example/a', $ref: 'b' },
+        },
+      },
+    ],
+    ['a $ref to a URN the document does not define', { type: 'object', $ref: 'urn:uuid:1234' }],
+    [
+      'a $ref to the draft-07 meta-schema',
+      { type: 'object', $ref: 'http://json-schema.org/draft-07/schema#' },
     ],
     [
-      'an unknown keyword (ajv strict)',
-      { type: 'object', properties: { a: { type: 'string', colour: 'red' } } },
+      'a nested $schema of another dialect',
+      {
+        type: 'object',
+        properties: {
+          a: { $id: 'https://x.example/a', $schema: 'http://json-schema.org/draft-07/schema#' },
+        },
+      },
     ],
-    ['an unknown keyword at the root', { type: 'object', foo: 1 }],
+    ['an empty enum', { type: 'object', properties: { a: { enum: [] } } }],
+    ['a negative minLength', { type: 'object', properties: { a: { minLength: -1 } } }],
     ['an invalid type name', { type: 'object', properties: { a: { type: 'text' } } }],
     ['a non-object root type', { type: 'string' }],
     ['a root without a type', { properties: { a: { type: 'string' } } }],
@@ -346,6 +363,192 @@ describe('compileSchema: form 3, a bare JSON Schema literal', () => {
     ],
   ])('refuses %s, which is none of the three forms', (_what, spec) => {
     configError(() => compileSchema(spec as JsonSchema));
+  });
+});
+
+describe('compileJsonSchema: the schemas teams bring are accepted', () => {
+  it.each<[string, JsonSchema, unknown, unknown]>([
+    [
+      'a property without a type (strict mode said "missing type")',
+      { type: 'object', properties: { name: { maxLength: 5 } } },
+      { name: 'abc' },
+      { name: 'abcdefg' },
+    ],
+    [
+      'format and enum without type',
+      {
+        type: 'object',
+        properties: { at: { format: 'date-time' }, mode: { enum: ['a', 'b', 1] } },
+      },
+      { at: '2024-01-01T00:00:00Z', mode: 1 },
+      { at: 'yesterday', mode: 'c' },
+    ],
+    [
+      'a union type',
+      { type: 'object', properties: { id: { type: ['string', 'integer'] } } },
+      { id: 3 },
+      { id: 1.5 },
+    ],
+    [
+      'if without then',
+      {
+        type: 'object',
+        properties: { n: { if: { minimum: 0 }, else: { multipleOf: 2 } } },
+      },
+      { n: -4 },
+      { n: -3 },
+    ],
+    [
+      "a $ref to the document's own $id",
+      {
+        $id: 'https://tools.example/args',
+        type: 'object',
+        properties: { child: { $ref: 'https://tools.example/args' }, n: { type: 'integer' } },
+      },
+      { child: { n: 1 } },
+      { child: { n: 'x' } },
+    ],
+    [
+      'a URN $id and a $ref through it',
+      {
+        $id: 'urn:uuid:6c1b1c8e-7d0f-4d3f-9a51-b6f1d4a0e9c2',
+        type: 'object',
+        $defs: { id: { type: 'string', minLength: 3 } },
+        properties: { id: { $ref: 'urn:uuid:6c1b1c8e-7d0f-4d3f-9a51-b6f1d4a0e9c2#/$defs/id' } },
+      },
+      { id: 'abc' },
+      { id: 'a' },
+    ],
+    [
+      'a nested $id resolved relative to the root, with an $anchor',
+      {
+        $id: 'https://tools.example/root.json',
+        type: 'object',
+        $defs: { item: { $id: 'item.json', $anchor: 'it', type: 'integer' } },
+        properties: { a: { $ref: 'item.json' }, b: { $ref: 'item.json#it' } },
+      },
+      { a: 1, b: 2 },
+      { a: 1, b: 'x' },
+    ],
+    [
+      'a nested $id whose only keyword is a $ref',
+      {
+        type: 'object',
+        properties: {
+          v: {
+            $id: 'urn:example:v',
+            $ref: '#/$defs/c',
+            $defs: { c: { $ref: '#/$defs/d' }, d: { type: 'integer' } },
+          },
+        },
+      },
+      { v: 1 },
+      { v: 'x' },
+    ],
+    [
+      'a $ref to the bundled draft 2020-12 meta-schema',
+      {
+        type: 'object',
+        properties: { schema: { $ref: 'https://json-schema.org/draft/2020-12/schema' } },
+      },
+      { schema: { type: 'string' } },
+      { schema: { type: 'text' } },
+    ],
+    [
+      'a $dynamicAnchor (a plain anchor unless a $dynamicRef uses it)',
+      {
+        type: 'object',
+        $defs: { s: { $dynamicAnchor: 's', type: 'string' } },
+        properties: { a: { $ref: '#s' } },
+      },
+      { a: 'x' },
+      { a: 1 },
+    ],
+  ])('accepts %s and validates with it', (_what, schema, good, bad) => {
+    const check = compileJsonSchema(schema);
+    expect(check(good)).toEqual([]);
+    expect(check(bad).length).toBeGreaterThan(0);
+  });
+
+  it('accepts an unknown keyword or format with a warning, and checks what it knows', () => {
+    const check = compileJsonSchema({
+      type: 'object',
+      properties: {
+        name: { type: 'string', maxlenght: 3 },
+        secret: { type: 'string', format: 'phone-number' },
+      },
+      required: ['name'],
+    });
+    expect(check.warnings).toEqual([
+      'unknown format "phone-number" is not checked',
+      'unknown keyword: "maxlenght"',
+    ]);
+    expect(check({ name: 'abcdef', secret: 'anything' })).toEqual([]);
+    expect(check({ secret: 'x' })).toEqual([{ path: ['name'], message: expect.any(String) }]);
+    // The same schema again (another object, other key order): compiled once, same warnings.
+    const again = compileJsonSchema({
+      required: ['name'],
+      properties: {
+        secret: { format: 'phone-number', type: 'string' },
+        name: { maxlenght: 3, type: 'string' },
+      },
+      type: 'object',
+    });
+    expect(again).toBe(check);
+  });
+
+  it('has no warnings for a clean schema', () => {
+    expect(compileJsonSchema(searchJson).warnings).toEqual([]);
+  });
+
+  it('does not let Object.prototype meet `required` or `properties`', () => {
+    const check = compileJsonSchema({
+      type: 'object',
+      properties: { constructor: { type: 'number' } },
+      required: ['toString'],
+    });
+    expect(check({}).map((i) => i.path)).toEqual([['toString']]);
+    expect(check({ toString: 1 })).toEqual([]);
+  });
+
+  it("never resolves a reference through another tool's schema", () => {
+    compileJsonSchema({
+      type: 'object',
+      properties: { a: { $id: 'https://shared.example/item', type: 'integer' } },
+    });
+    const err = configError(() =>
+      compileJsonSchema({
+        type: 'object',
+        properties: { b: { $ref: 'https://shared.example/item' } },
+      }),
+    );
+    expect(err.details).toEqual({ ref: 'https://shared.example/item' });
+  });
+
+  it('refuses a remote $ref with config, naming the reference, and fetches nothing', () => {
+    const err = configError(() =>
+      compileJsonSchema(
+        { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json#/x' } } },
+        'tool t parameters',
+      ),
+    );
+    expect(err.message).toContain('tool t parameters');
+    expect(err.message).toContain('https://evil.example/s.json');
+    expect(err.details).toEqual({ ref: 'https://evil.example/s.json#/x' });
+  });
+
+  it('turns an input nested past the stack into an issue, not a throw', () => {
+    const check = compileJsonSchema({
+      type: 'object',
+      $defs: { t: { type: 'object', properties: { c: { $ref: '#/$defs/t' } } } },
+      properties: { c: { $ref: '#/$defs/t' } },
+    });
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 200_000; i++) deep = (deep.c = {}) as Record<string, unknown>;
+    const issues = check(root);
+    expect(issues).toHaveLength(1);
+    expect(issues[0]!.message).toMatch(/^validator failed/);
   });
 });
 

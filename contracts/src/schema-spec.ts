@@ -60,24 +60,59 @@ export interface CompiledSchema<T = unknown> {
 
 const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
 
+/** Warnings from the compile being run (ajv compiles synchronously, so one slot is enough). */
+let compileWarnings: string[] | null = null;
+
 const ajv = new Ajv2020({
-  strict: true,
+  // Strict mode refuses ordinary schemas that zod, Pydantic and MCP servers emit ("missing type"
+  // for `properties` without `type`, union types, `if` without `then`, `format` or `enum` without
+  // `type`). What it catches that is a real mistake — an unknown keyword, usually a typo such as
+  // `maxlenght` that silently checks nothing — is logged, and the log becomes a warning in the
+  // registration reply. A schema the meta-schema rejects (`type: "text"`, `minLength: -1`) is
+  // still refused: `validateSchema`.
+  strict: false,
+  strictSchema: 'log',
+  allowUnionTypes: true,
+  // `required: ["constructor"]` must not be met by Object.prototype, nor `properties` apply to it.
+  ownProperties: true,
   allErrors: true,
   validateSchema: true,
-  // Remote references are refused before compilation; this makes sure nothing is ever fetched.
+  logger: {
+    log: () => undefined,
+    warn: (...args: unknown[]) => compileWarnings?.push(args.map(String).join(' ')),
+    error: () => undefined,
+  },
+  // Nothing is ever fetched: compile is synchronous and there is no `loadSchema`, so a `$ref` to a
+  // document that is neither this schema (its `$id`, nested `$id`s, anchors) nor the bundled
+  // draft 2020-12 meta-schema fails with ajv's MissingRefError, refused below as `config`.
   loadSchema: undefined,
-  // Each tool's schema stands alone: registering it under its `$id` would make a second, different
-  // schema with the same `$id` fail to compile ("already exists") depending on what came first.
-  addUsedSchema: false,
+  // The schema being compiled is registered under its `$id` so that its nested resources can refer
+  // back to it by that URI; `compileFresh` removes it again, so each tool's schema stands alone
+  // (two tools may use one `$id` for different schemas).
+  addUsedSchema: true,
 });
 addFormats(ajv);
-const compiled = new Map<string, ValidateFunction>();
+/** Formats checked by ajv-formats; any other `format` is an annotation (draft 2020-12's default). */
+const KNOWN_FORMATS: ReadonlySet<string> = new Set(Object.keys(ajv.formats));
+
+/** A compiled JSON Schema: checks an input, and carries the warnings found at compile time. */
+export interface JsonSchemaValidator {
+  (input: unknown): ValidationIssue[];
+  /** What the schema does that is probably a mistake but is accepted (unknown keywords, formats). */
+  readonly warnings: readonly string[];
+}
+
+/** Validators by schema digest: a contract's schema is compiled once per process. */
+const compiled = new Map<string, JsonSchemaValidator>();
+/** Bound on {@link compiled}: the least recently compiled or used schema is evicted first. */
+const MAX_COMPILED = 4096;
 
 /**
  * Checks a schema spec at definition time and returns its JSON Schema projection and validator.
  * Throws {@link ConfigError} for a library value without a JSON Schema projection, a schema outside
- * the supported draft 2020-12 subset (remote or dynamic `$ref`, unknown keywords, a non-object
- * root), or anything that is none of the three forms.
+ * the supported draft 2020-12 subset (a non-object root, another dialect, a `$ref` to a document
+ * that would have to be fetched, a schema the meta-schema rejects), or anything that is none of the
+ * three forms.
  */
 export function compileSchema<S extends SchemaSpec>(
   spec: S,
@@ -92,29 +127,103 @@ export function compileSchema<S extends SchemaSpec>(
 }
 
 /**
- * Compiles a bare JSON Schema into an ajv validator, enforcing the supported subset. Used for
- * the literal form and, server-side, for every registered contract (only JSON crosses the bus).
+ * Compiles a bare JSON Schema into a validator, enforcing the supported subset. Used for the
+ * literal form and, server-side, for every registered contract (only JSON crosses the bus): the
+ * registry at registration, the tool-executor before any executor sees a call's input. Compiled
+ * once per distinct schema and cached; the validator never throws.
  */
-export function compileJsonSchema(
-  schema: JsonSchema,
-  label = 'parameters',
-): (input: unknown) => ValidationIssue[] {
+export function compileJsonSchema(schema: JsonSchema, label = 'parameters'): JsonSchemaValidator {
   assertSupportedSubset(schema, label);
   const key = canonicalDigest(schema);
-  let validate = compiled.get(key);
-  if (!validate) {
-    try {
-      validate = ajv.compile(stripSchemaUri(schema));
-    } catch (cause) {
-      throw new ConfigError(
-        `${label}: schema is outside the supported draft 2020-12 subset: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
-    compiled.set(key, validate);
+  const hit = compiled.get(key);
+  if (hit) {
+    compiled.delete(key);
+    compiled.set(key, hit);
+    return hit;
   }
-  const fn = validate;
-  return (input) => (fn(input) ? [] : (fn.errors ?? []).map(ajvIssue));
+  const validator = compileFresh(schema, label);
+  compiled.set(key, validator);
+  if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value as string);
+  return validator;
+}
+
+function compileFresh(schema: JsonSchema, label: string): JsonSchemaValidator {
+  const warnings: string[] = [];
+  for (const format of formatsOf(schema)) {
+    if (KNOWN_FORMATS.has(format)) continue;
+    warnings.push(`unknown format "${format}" is not checked`);
+    // Draft 2020-12 makes `format` an annotation: an unknown one accepts everything.
+    if (!ajv.formats[format]) ajv.addFormat(format, true);
+  }
+  const body = forAjv(stripSchemaUri(schema), true) as JsonSchema;
+  // The schema's `$id` and nested `$id`s are recorded in the instance's shared reference table
+  // while compiling; put it back afterwards, so no schema ever resolves a reference through another
+  // tool's schema.
+  const refs = { ...ajv.refs };
+  compileWarnings = warnings;
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(body);
+  } catch (cause) {
+    throw compileError(label, cause);
+  } finally {
+    compileWarnings = null;
+    for (const id of Object.keys(ajv.refs)) if (!(id in refs)) delete ajv.refs[id];
+    Object.assign(ajv.refs, refs);
+    ajv.removeSchema(body);
+  }
+  const unique = [...new Set(warnings.map((w) => w.replace(/^strict mode: /, '')))];
+  const check = (input: unknown): ValidationIssue[] => {
+    try {
+      return validate(input) ? [] : (validate.errors ?? []).map(ajvIssue);
+    } catch (cause) {
+      // A pathological input (nesting past the stack) is an issue, never a crash.
+      return [
+        { path: [], message: `validator failed: ${(cause as Error)?.message ?? String(cause)}` },
+      ];
+    }
+  };
+  return Object.assign(check, { warnings: Object.freeze(unique) });
+}
+
+/**
+ * The schema as ajv is given it: the same meaning, in a shape ajv handles. A subschema that opens
+ * a resource of its own (`$id`) and also has a `$ref` makes ajv 8 recurse without end when a
+ * pointer resolves through it; `$ref` is an in-place applicator, so `allOf: [{ $ref }]` means the
+ * same (the `$ref` still resolves against that `$id`). The contract and its hash keep the original.
+ */
+function forAjv(node: unknown, root = false): unknown {
+  if (Array.isArray(node)) return node;
+  if (!isPlainObject(node)) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (SCHEMA_KEYWORDS.has(key)) out[key] = forAjv(value);
+    else if (SCHEMA_LIST_KEYWORDS.has(key) && Array.isArray(value))
+      out[key] = value.map((sub) => forAjv(sub));
+    else if (SCHEMA_MAP_KEYWORDS.has(key) && isPlainObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([k, sub]) => [k, forAjv(sub)]));
+    else out[key] = value;
+  }
+  if (!root && typeof out.$id === 'string' && typeof out.$ref === 'string') {
+    const { $ref, ...rest } = out;
+    const allOf = Array.isArray(rest.allOf) ? rest.allOf : [];
+    return { ...rest, allOf: [...allOf, { $ref }] };
+  }
+  return out;
+}
+
+function compileError(label: string, cause: unknown): ConfigError {
+  const missing = (cause as { missingRef?: unknown }).missingRef;
+  if (typeof missing === 'string') {
+    return new ConfigError(
+      `${label}: $ref ${JSON.stringify(missing)} names a document that is not part of the schema; only references inside the schema (its $id, nested $id, anchors) and the draft 2020-12 meta-schema resolve, nothing is fetched`,
+      { cause, details: { ref: missing } },
+    );
+  }
+  return new ConfigError(
+    `${label}: schema is outside the supported draft 2020-12 subset: ${(cause as Error)?.message ?? String(cause)}`,
+    { cause },
+  );
 }
 
 function compileStandard(spec: StandardSchemaV1, label: string): CompiledSchema {
@@ -197,43 +306,63 @@ function compileLiteral(schema: JsonSchema, label: string): CompiledSchema {
   };
 }
 
-/** Refuses what the eval-free subset leaves out: remote and dynamic references, other drafts, non-object roots. */
+/**
+ * Refuses what a tool's parameters cannot be: a root that is not an object schema, another
+ * dialect, a `$dynamicRef`. Other references are ajv's to resolve (see `compileError`).
+ */
 function assertSupportedSubset(schema: JsonSchema, label: string): void {
   if (schema.type !== 'object') {
     throw new ConfigError(`${label}: the root schema must have type "object"`);
   }
   const dialect = schema.$schema;
-  if (dialect !== undefined && dialect !== DRAFT_2020_12 && dialect !== `${DRAFT_2020_12}#`) {
+  if (dialect !== undefined && !isDraft202012(dialect)) {
     throw new ConfigError(
       `${label}: only JSON Schema draft 2020-12 is supported, got ${String(dialect)}`,
     );
   }
-  walk(schema, (node, path) => {
-    if ('$dynamicRef' in node || '$dynamicAnchor' in node || '$recursiveRef' in node) {
-      throw new ConfigError(`${label}: dynamic references are not supported (at ${path})`);
-    }
-    const ref = node.$ref;
-    if (ref !== undefined && (typeof ref !== 'string' || !ref.startsWith('#'))) {
+  eachSubschema(schema, (node, path) => {
+    if (path !== '#' && node.$schema !== undefined && !isDraft202012(node.$schema)) {
       throw new ConfigError(
-        `${label}: only local $ref ("#...") is supported, got ${JSON.stringify(ref)} at ${path}`,
+        `${label}: only JSON Schema draft 2020-12 is supported, got ${String(node.$schema)} at ${path}`,
+        { details: { path } },
       );
     }
-    if (path !== '#' && typeof node.$id === 'string') {
-      throw new ConfigError(`${label}: nested $id is not supported (at ${path})`);
+    // ajv 8 gets `$dynamicRef` wrong both ways (the official suite: valid instances refused,
+    // invalid ones accepted), and a worker must be able to rely on what passed.
+    if ('$dynamicRef' in node) {
+      throw new ConfigError(`${label}: $dynamicRef is not supported (at ${path})`, {
+        details: { path },
+      });
     }
   });
 }
 
-/** Keywords whose value is instance data, not a subschema: never inspected for `$ref` and co. */
-const DATA_KEYWORDS: ReadonlySet<string> = new Set([
-  'const',
-  'enum',
-  'default',
-  'examples',
-  'required',
-  'dependentRequired',
+function isDraft202012(dialect: unknown): boolean {
+  return dialect === DRAFT_2020_12 || dialect === `${DRAFT_2020_12}#`;
+}
+
+/** Keywords whose value is one subschema. */
+const SCHEMA_KEYWORDS: ReadonlySet<string> = new Set([
+  'additionalProperties',
+  'unevaluatedProperties',
+  'items',
+  'unevaluatedItems',
+  'contains',
+  'propertyNames',
+  'if',
+  'then',
+  'else',
+  'not',
+  'contentSchema',
 ]);
-/** Keywords whose value maps user-chosen names (a property may be called `$ref`) to subschemas. */
+/** Keywords whose value is an array of subschemas. */
+const SCHEMA_LIST_KEYWORDS: ReadonlySet<string> = new Set([
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'prefixItems',
+]);
+/** Keywords whose value maps user-chosen names (a property may be called `format`) to subschemas. */
 const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set([
   'properties',
   'patternProperties',
@@ -242,25 +371,31 @@ const SCHEMA_MAP_KEYWORDS: ReadonlySet<string> = new Set([
   'dependentSchemas',
 ]);
 
-function walk(
+/** Calls `visit` on the schema and each of its subschemas, found by following subschema keywords. */
+function eachSubschema(
   node: unknown,
   visit: (node: Record<string, unknown>, path: string) => void,
   path = '#',
 ): void {
-  if (Array.isArray(node)) {
-    node.forEach((item, i) => walk(item, visit, `${path}/${i}`));
-    return;
-  }
   if (!isPlainObject(node)) return;
   visit(node, path);
   for (const [key, value] of Object.entries(node)) {
-    if (DATA_KEYWORDS.has(key)) continue;
-    if (SCHEMA_MAP_KEYWORDS.has(key) && isPlainObject(value)) {
-      for (const [name, sub] of Object.entries(value)) walk(sub, visit, `${path}/${key}/${name}`);
-      continue;
-    }
-    walk(value, visit, `${path}/${key}`);
+    if (SCHEMA_KEYWORDS.has(key)) eachSubschema(value, visit, `${path}/${key}`);
+    else if (SCHEMA_LIST_KEYWORDS.has(key) && Array.isArray(value))
+      value.forEach((sub, i) => eachSubschema(sub, visit, `${path}/${key}/${i}`));
+    else if (SCHEMA_MAP_KEYWORDS.has(key) && isPlainObject(value))
+      for (const [name, sub] of Object.entries(value))
+        eachSubschema(sub, visit, `${path}/${key}/${name}`);
   }
+}
+
+/** The `format` values a schema uses. */
+function formatsOf(schema: JsonSchema): Set<string> {
+  const found = new Set<string>();
+  eachSubschema(schema, (node) => {
+    if (typeof node.format === 'string') found.add(node.format);
+  });
+  return found;
 }
 
 function stripSchemaUri(schema: JsonSchema): JsonSchema {

@@ -72,7 +72,8 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('a registered tool resolves and is listed for its tenant only', async () => {
-    const view = await registry.register('acme', remoteTool('search_issues'));
+    const { warnings, ...view } = await registry.register('acme', remoteTool('search_issues'));
+    expect(warnings).toEqual([]);
     expect(view).toMatchObject({
       name: 'search_issues',
       builtin: false,
@@ -137,7 +138,9 @@ describe('ToolRegistry on a real KV bucket', () => {
     const err = await refusal(
       registry.register(
         'acme',
-        remoteTool('bad_schema', { parameters: { type: 'object', frobnicate: true } }),
+        remoteTool('bad_schema', {
+          parameters: { type: 'object', properties: { q: { type: 'text' } } },
+        }),
       ),
     );
     expect(err).toBeInstanceOf(ConfigError);
@@ -145,7 +148,7 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('refuses the reserved tenants, which would otherwise plant builtins or served executors', async () => {
-    for (const tenant of ['_builtin', '_served']) {
+    for (const tenant of ['_builtin', '_served', '_contract']) {
       expect((await refusal(registry.register(tenant, remoteTool('planted')))).code).toBe(
         ErrorCode.Config,
       );
@@ -171,6 +174,49 @@ describe('ToolRegistry on a real KV bucket', () => {
       remoteTool('lookup', { description: 'Looks things up, carefully.' }),
     );
     expect(registry.list('hashco').toolsetHash).not.toBe(base);
+  });
+
+  it('answers a registration with the warnings of its schema: accepted, probably a mistake', async () => {
+    const reply = await registry.register(
+      'acme',
+      remoteTool('typo', {
+        parameters: { type: 'object', properties: { q: { type: 'string', maxlength: 3 } } },
+      }),
+    );
+    expect(reply.warnings).toEqual(['unknown keyword: "maxlength"']);
+    expect((await registry.register('acme', remoteTool('clean'))).warnings).toEqual([]);
+  });
+
+  it('keeps every registered contract by its hash, so a re-registration does not lose the old one', async () => {
+    const v1 = await registry.register('acme', remoteTool('evolving'));
+    const v2 = await registry.register(
+      'acme',
+      remoteTool('evolving', {
+        parameters: { type: 'object', properties: { q: { type: 'integer' } }, required: ['q'] },
+      }),
+    );
+    expect(v2.contractHash).not.toBe(v1.contractHash);
+    expect(registry.resolve('acme', 'evolving')?.contractHash).toBe(v2.contractHash);
+    expect(await registry.contract(v1.contractHash)).toEqual({
+      name: 'evolving',
+      description: 'The evolving tool.',
+      parameters: remoteTool('evolving').parameters,
+    });
+    expect((await registry.contract(v2.contractHash))?.parameters).toMatchObject({
+      required: ['q'],
+    });
+    expect(await registry.contract('0'.repeat(64))).toBeUndefined();
+    expect(await registry.contract('not a hash')).toBeUndefined();
+  });
+
+  it('does not trust a planted contract whose content does not match its hash', async () => {
+    const v = await registry.register('acme', remoteTool('planted_target'));
+    const kv = await new Kvm(t.nc).open(t.subjects.toolsBucket);
+    await kv.put(
+      `_contract.${v.contractHash}`,
+      JSON.stringify({ name: 'planted_target', description: 'x', parameters: { type: 'object' } }),
+    );
+    expect(await registry.contract(v.contractHash)).toBeUndefined();
   });
 
   it('a second registry on the same bucket sees registrations', async () => {

@@ -6,17 +6,22 @@ import {
   contractHash,
   ErrorCode,
   RegisteredToolSchema,
+  ToolContractSchema,
   ToolgateError,
   toolsetHash,
   type ExecutorKind,
   type RegisteredTool,
   type Subjects,
+  type ToolContract,
   type ToolView,
 } from '@toolgate/contracts';
 import { KvCache } from './kv-cache';
 
 const BUILTIN = '_builtin';
 const SERVED = '_served';
+const CONTRACT = '_contract';
+/** Key prefixes that are not tenants. */
+const RESERVED: ReadonlySet<string> = new Set([BUILTIN, SERVED, CONTRACT]);
 
 interface StoredTool extends RegisteredTool {
   contractHash: string;
@@ -33,7 +38,10 @@ const StoredToolSchema = RegisteredToolSchema.extend({
 /**
  * The tool registry: tenants' registered contracts and the builtins the executor serves, in a KV
  * bucket mirrored in memory. Keys: `<tenant>.<tool>` for a tenant's tools, `_builtin.<tool>` for
- * builtins, `_served.<executor>` for the executors some tool-executor replica serves.
+ * builtins, `_served.<executor>` for the executors some tool-executor replica serves, and
+ * `_contract.<contractHash>` for every contract ever registered (content-addressed, never
+ * replaced: a call submitted against a contract is checked against that contract, even when the
+ * tool was re-registered since). Contracts are read on demand, not mirrored.
  */
 export class ToolRegistry {
   private constructor(private readonly cache: KvCache<StoredTool | { served: true }>) {}
@@ -84,17 +92,21 @@ export class ToolRegistry {
   /**
    * Registers (or replaces) a tenant's tool. Throws a ConfigError for a schema outside the supported
    * subset, a name taken by a builtin, or an executor nothing serves (`executor-unregistered`).
+   * Returns the stored tool and the schema's warnings (accepted, probably a mistake).
    */
-  async register(tenant: string, tool: RegisteredTool): Promise<ToolView> {
+  async register(
+    tenant: string,
+    tool: RegisteredTool,
+  ): Promise<ToolView & { warnings: readonly string[] }> {
     assertSubjectToken('tenant', tenant);
     // The reserved key prefixes are not tenants: writing under them would plant a builtin every
     // tenant resolves, or mark an executor as served.
-    if (tenant === BUILTIN || tenant === SERVED) {
+    if (RESERVED.has(tenant)) {
       throw new ConfigError(`${tenant} is a reserved name, not a tenant`, {
         details: { field: 'tenant' },
       });
     }
-    compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
+    const { warnings } = compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
     if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
       throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, {
         details: { tool: tool.name },
@@ -111,8 +123,38 @@ export class ToolRegistry {
       );
     }
     const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
+    // The contract first: a call can only name a contract hash once the tool resolves to it.
+    const { name, description, parameters, version } = tool;
+    await this.cache.kv.put(
+      `${CONTRACT}.${stored.contractHash}`,
+      JSON.stringify({
+        name,
+        description,
+        parameters,
+        ...(version === undefined ? {} : { version }),
+      }),
+    );
     await this.cache.write(`${tenant}.${tool.name}`, stored);
-    return view(stored, false);
+    return { ...view(stored, false), warnings };
+  }
+
+  /**
+   * The contract with this hash, as registered at some time by some tenant; undefined when no
+   * registration ever wrote it. The stored value is checked against the hash (anyone who can write
+   * the bucket could plant one), so what comes back is exactly the contract the hash names.
+   */
+  async contract(hash: string): Promise<ToolContract | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) return undefined;
+    const entry = await this.cache.kv.get(`${CONTRACT}.${hash}`);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    let parsed;
+    try {
+      parsed = ToolContractSchema.safeParse(entry.json());
+    } catch {
+      return undefined;
+    }
+    if (!parsed.success || contractHash(parsed.data) !== hash) return undefined;
+    return parsed.data;
   }
 
   /** The tool a tenant's dispatch names: its own registration, else a builtin. */

@@ -6,6 +6,7 @@ import { BusModule } from '@toolgate/service-kit';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
 import { ExecutionController } from './execution/execution.controller';
+import type { InputCheck } from './execution/input-check';
 import { ToolRunner } from './execution/tool-runner';
 import { worktreeCwdResolver } from './execution/worktree-cwd';
 
@@ -16,6 +17,7 @@ export class ToolExecutorModule {
     subjects: Subjects,
     config: ExecutorConfig,
     builtins: ToolDef[],
+    inputCheck?: InputCheck,
   ): DynamicModule {
     return {
       module: ToolExecutorModule,
@@ -36,6 +38,7 @@ export class ToolExecutorModule {
               inprocessSlots: config.inprocessConcurrency,
               heartbeatMs: Math.max(500, Math.floor(config.ackWaitMs / 3)),
               now: () => new Date(),
+              ...(inputCheck ? { checkInput: (call) => inputCheck.check(call) } : {}),
             }),
         },
       ],

@@ -10,6 +10,7 @@ import {
 import { ToolRegistry } from '@toolgate/registry';
 import type { PendingCall } from './execution/pending-call';
 import { callScope } from './execution/call-scope';
+import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
@@ -54,6 +55,16 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       return options.protectedPaths(call);
     },
   });
+  // Every input is checked against its registered contract before an executor sees it; the
+  // registry opens on the service's connection below, and a call that comes first waits for it.
+  let registryOpened!: (registry: ToolRegistry) => void;
+  let registryFailed!: (err: unknown) => void;
+  const registryReady = new Promise<ToolRegistry>((resolve, reject) => {
+    registryOpened = resolve;
+    registryFailed = reject;
+  });
+  registryReady.catch(() => undefined);
+  const inputCheck = new InputCheck(() => registryReady);
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,
@@ -61,7 +72,8 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     port: config.port,
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),
-    module: (nc, subjects) => ToolExecutorModule.forRoot(nc, subjects, config, builtins),
+    module: (nc, subjects) =>
+      ToolExecutorModule.forRoot(nc, subjects, config, builtins, inputCheck),
     transport: {
       role: 'executor',
       handlers: {
@@ -79,9 +91,17 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       onPoison: settlePoisoned,
     },
   });
-  const registry = await ToolRegistry.open(service.nc, service.subjects, {
-    replicas: config.streamReplicas,
-  });
+  let registry: ToolRegistry;
+  try {
+    registry = await ToolRegistry.open(service.nc, service.subjects, {
+      replicas: config.streamReplicas,
+    });
+  } catch (err) {
+    registryFailed(err);
+    await service.stop();
+    throw err;
+  }
+  registryOpened(registry);
   await registry.announce(
     builtins.map((b) => ({ ...b.contract, policy: b.policy })),
     ['inprocess', 'remote'],

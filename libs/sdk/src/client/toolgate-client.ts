@@ -14,7 +14,7 @@ import {
   type Subjects,
   type SubmitDispatchResponse,
   type Taint,
-  type ToolView,
+  type RegisterToolResponse,
 } from '@toolgate/contracts';
 import type { ToolDef } from '@toolgate/tools';
 import {
@@ -62,8 +62,11 @@ export interface DispatchRequest<I> {
 export type ResolveApprovalOptions = ResolveExternalOptions &
   Pick<ResolveApprovalRequest, 'dispatchId' | 'runId' | 'inputDigest'>;
 
-/** What `registerTool` answers: the stored tool and the tenant's new toolset hash. */
-export type RegisteredToolView = ToolView & { toolsetHash: string };
+/**
+ * What `registerTool` answers: the stored tool, the tenant's new toolset hash and the schema's
+ * warnings (accepted, probably a mistake: an unknown keyword or format).
+ */
+export type RegisteredToolView = RegisterToolResponse;
 
 /** A connected Toolgate client. Every failed call rejects with a `ToolgateError`: check `err.code`. */
 export interface ToolgateClient {

@@ -11,7 +11,7 @@ import {
   toWireError,
   type ListToolsResponse,
   type Scope,
-  type ToolView,
+  type RegisterToolResponse,
 } from '@toolgate/contracts';
 import { context, propagation, SpanKind } from '@opentelemetry/api';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
@@ -110,14 +110,15 @@ export class GatewayApi {
     });
   }
 
-  private async registerTool(
-    principal: Principal,
-    body: unknown,
-  ): Promise<ToolView & { toolsetHash: string }> {
+  private async registerTool(principal: Principal, body: unknown): Promise<RegisterToolResponse> {
     const req = parseRequest(RegisterToolRequestSchema, body);
     const tool = parseRequest(RegisteredToolSchema, { ...req.tool, policy: req.tool.policy ?? {} });
-    const view = await this.registry.register(principal.tenant, tool);
-    return { ...view, toolsetHash: this.registry.list(principal.tenant).toolsetHash };
+    const { warnings, ...view } = await this.registry.register(principal.tenant, tool);
+    return {
+      ...view,
+      toolsetHash: this.registry.list(principal.tenant).toolsetHash,
+      warnings: [...warnings],
+    };
   }
 
   private listTools(principal: Principal): ListToolsResponse {

@@ -4,6 +4,7 @@ import {
   ListToolsResponseSchema,
   PutPolicyRequestSchema,
   RegisterToolRequestSchema,
+  RegisterToolResponseSchema,
   ResolveApprovalRequestSchema,
   SubmitDispatchRequestSchema,
   SubmitDispatchResponseSchema,
@@ -40,7 +41,11 @@ export const OPENAPI_DOCUMENT = {
       post: {
         summary: 'Register a tool contract with its policy fields (admin)',
         requestBody: json(RegisterToolRequestSchema),
-        responses: { '201': { description: 'Registered' }, '422': errorResponse, ...errors },
+        responses: {
+          '201': { description: 'Registered', ...json(RegisterToolResponseSchema) },
+          '422': errorResponse,
+          ...errors,
+        },
       },
     },
     '/v1/dispatches': {

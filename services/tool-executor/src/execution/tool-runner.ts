@@ -40,6 +40,11 @@ export interface ToolRunnerOptions {
   heartbeatMs: number;
   now: () => Date;
   log?: (level: string, message: string, data?: Record<string, unknown>) => void;
+  /**
+   * Checks the call's input against its contract before any executor sees it (see `InputCheck`):
+   * null to run, or the outcome to settle with instead.
+   */
+  checkInput?: (call: PendingCall) => Promise<ToolRunOutcome | null>;
 }
 
 /**
@@ -126,6 +131,8 @@ export class ToolRunner {
 
   private async runCall(call: PendingCall, delivery: DeliveryContext): Promise<ToolRunOutcome> {
     const { publisher, now } = this.options;
+    const refused = await this.options.checkInput?.(call);
+    if (refused) return refused;
     let cwd: string;
     try {
       cwd = await this.options.resolveCwd(call);
