@@ -216,6 +216,14 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
       TOKENS.globexAdmin,
     );
     expect(other.status).toBe(404);
+    // A run is found like a dispatch: the owner sees it, the other tenant gets the same 404 as
+    // for a run nobody has.
+    const run = (token: string, id: string) => stack.http('GET', `/v1/runs/${id}`, token);
+    expect((await run(TOKENS.acmeAgent, 'run-1')).status).toBe(200);
+    expect((await run(TOKENS.globexAdmin, 'run-1')).status).toBe(404);
+    expect((await run(TOKENS.acmeAgent, 'no-such-run')).body).toMatchObject({
+      error: { code: 'not-found' },
+    });
     const tools = await stack.http('GET', '/v1/tools', TOKENS.globexAdmin);
     expect(tools.body.tools.map((t: { name: string }) => t.name)).not.toContain('greet');
   });

@@ -86,8 +86,8 @@ describe('embedded PGlite database', () => {
     expect(await getDispatch(lite.db, 'globex', 'd2')).toBeUndefined();
 
     const run = await getRun(lite.db, 'acme', 'run-1');
-    expect(run.status).toBe('suspended');
-    expect(run.pending).toEqual([
+    expect(run?.status).toBe('suspended');
+    expect(run?.pending).toEqual([
       {
         key: d2.approvalKey,
         dispatchId: 'd2',
@@ -98,7 +98,7 @@ describe('embedded PGlite database', () => {
         expires: at(60),
       },
     ]);
-    expect((await getRun(lite.db, 'globex', 'run-1')).status).toBe('settled');
+    expect((await getRun(lite.db, 'globex', 'run-1'))?.status).toBe('settled');
 
     const now = new Date(Date.parse(at(30)));
     expect(

@@ -216,14 +216,13 @@ describe('evolveApproval', () => {
 
 describe('runStatus', () => {
   it.each([
-    [[], false, 'unknown'],
-    [[], true, 'running'],
-    [['settled', 'settled'], true, 'settled'],
-    [['suspended', 'settled', 'suspended'], true, 'suspended'],
-    [['suspended', 'started'], true, 'running'],
-    [['suspended', 'resolved'], true, 'running'],
-    [['requested'], true, 'running'],
-  ] as const)('%j (run has events: %s) → %s', (statuses, known, expected) => {
-    expect(runStatus(statuses, known)).toBe(expected);
+    [[], 'running'],
+    [['settled', 'settled'], 'settled'],
+    [['suspended', 'settled', 'suspended'], 'suspended'],
+    [['suspended', 'started'], 'running'],
+    [['suspended', 'resolved'], 'running'],
+    [['requested'], 'running'],
+  ] as const)('%j → %s', (statuses, expected) => {
+    expect(runStatus(statuses)).toBe(expected);
   });
 });

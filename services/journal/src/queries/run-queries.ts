@@ -38,8 +38,11 @@ export interface RunView {
   lastAt: string | null;
 }
 
-/** A run of one tenant: its derived status, its dispatches and its open approvals. */
-export async function getRun(db: Db, tenant: string, runId: string): Promise<RunView> {
+/**
+ * A run of one tenant: its derived status, its dispatches and its open approvals; undefined when
+ * the journal has nothing of it (for this tenant).
+ */
+export async function getRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
   const [run, dispatches, approvals] = await Promise.all([
     db
       .selectFrom('runs')
@@ -75,6 +78,7 @@ export async function getRun(db: Db, tenant: string, runId: string): Promise<Run
       .orderBy('dispatch_id')
       .execute(),
   ]);
+  if (!run && dispatches.length === 0) return undefined;
   const summaries: RunDispatchSummary[] = dispatches.map((d) => ({
     dispatchId: d.dispatch_id,
     callId: d.call_id,
@@ -89,10 +93,7 @@ export async function getRun(db: Db, tenant: string, runId: string): Promise<Run
   return {
     tenant,
     runId,
-    status: runStatus(
-      summaries.map((d) => d.status),
-      run !== undefined,
-    ),
+    status: runStatus(summaries.map((d) => d.status)),
     dispatches: summaries,
     pending: approvals.map(approvalFromRow).map((a) => ({
       key: a.approvalKey,

@@ -202,8 +202,8 @@ describe('rebuild from the JetStream journal', () => {
     expect(await rebuilt.db.selectFrom('audit_log').select('seq').execute()).toHaveLength(
       events.length,
     );
-    expect((await getRun(rebuilt.db, 'acme', 'run-3')).status).toBe('suspended');
-    expect((await getRun(rebuilt.db, 'acme', 'run-2')).status).toBe('settled');
+    expect((await getRun(rebuilt.db, 'acme', 'run-3'))?.status).toBe('suspended');
+    expect((await getRun(rebuilt.db, 'acme', 'run-2'))?.status).toBe('settled');
 
     // Rebuilding over a populated projection resets it first and arrives at the same rows.
     const again = await rebuildProjection(rebuilt.db, readJournal(js, nats.subjects));

@@ -60,6 +60,11 @@ describe('journal queries over NATS request/reply', () => {
       ok: true,
       data: { status: 'suspended', pending: [{ dispatchId: 'd1' }] },
     });
+    // An unknown run is not found, as an unknown dispatch is (not a 200 with no status).
+    expect(await ask(QueryOperation.GetRun, { tenant: 'globex', runId: 'run-1' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found', details: { runId: 'run-1' } },
+    });
   });
 
   it('lists approvals by age on the service clock, and finds one by key', async () => {

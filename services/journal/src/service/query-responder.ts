@@ -33,7 +33,12 @@ const queries: Record<QueryOperation, Answer> = {
   },
   [QueryOperation.GetRun]: async (db, body) => {
     const req = Tenant.extend({ runId: Token }).parse(body);
-    return getRun(db, req.tenant, req.runId);
+    const found = await getRun(db, req.tenant, req.runId);
+    if (!found)
+      throw new ToolgateError(ErrorCode.NotFound, 'no such run', {
+        details: { runId: req.runId },
+      });
+    return found;
   },
   [QueryOperation.ListApprovals]: async (db, body, now) => {
     const req = ListApprovalsRequestSchema.extend({ tenant: Token }).parse(body);
