@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEV_TOKEN_GRANT, loadAllInOneOptions } from './all-in-one';
+import { DEV_TOKEN_GRANT, defaultWorktreeRoot, loadAllInOneOptions } from './all-in-one';
 
 const GRANT = {
   token: 'ops-token-0123456789abcdef',
@@ -46,11 +46,37 @@ describe('loadAllInOneOptions', () => {
     expect(loadAllInOneOptions({ TOOLGATE_TOKENS_FILE: file }).gateway.tokens).toEqual([]);
   });
 
-  it('defaults the worktree root and repository to absolute paths', () => {
-    const { worktree } = loadAllInOneOptions({});
-    expect(path.isAbsolute(worktree.root)).toBe(true);
-    expect(worktree.root).toBe(path.resolve('.toolgate/worktrees'));
+  it('defaults the worktree repository to the working directory and the root to outside it', () => {
+    const { worktree } = loadAllInOneOptions({ XDG_STATE_HOME: dir });
     expect(worktree.repo).toBe(path.resolve(process.cwd()));
+    expect(path.isAbsolute(worktree.root)).toBe(true);
+    expect(worktree.root.startsWith(path.join(dir, 'toolgate', 'worktrees') + path.sep)).toBe(true);
+    expect(path.relative(worktree.repo!, worktree.root).startsWith('..')).toBe(true);
+    // One root per repository, stable across starts.
+    expect(loadAllInOneOptions({ XDG_STATE_HOME: dir }).worktree.root).toBe(worktree.root);
+    expect(
+      loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: '/srv/other' }).worktree.root,
+    ).not.toBe(worktree.root);
+  });
+
+  it('keeps the default worktree root out of a repository that holds the state directory', () => {
+    const repo = path.join(dir, 'home-repo');
+    const root = defaultWorktreeRoot(repo, { XDG_STATE_HOME: path.join(repo, '.state') });
+    expect(path.relative(repo, root).startsWith('..')).toBe(true);
+  });
+
+  it('moves every internal port with GATEWAY_PORT, so a second copy does not collide', () => {
+    const ports = (env: NodeJS.ProcessEnv) => {
+      const o = loadAllInOneOptions(env);
+      return [o.gateway, o.evaluator, o.executor, o.journal, o.worktree].map((c) => c.port);
+    };
+    expect(ports({})).toEqual([8080, 8081, 8082, 8083, 8084]);
+    expect(ports({ GATEWAY_PORT: '9080' })).toEqual([9080, 9081, 9082, 9083, 9084]);
+    expect(ports({ GATEWAY_PORT: '0' })).toEqual([0, 0, 0, 0, 0]);
+    expect(ports({ GATEWAY_PORT: '9080', JOURNAL_PORT: '7000' })).toEqual([
+      9080, 9081, 9082, 7000, 9084,
+    ]);
+    expect(() => ports({ GATEWAY_PORT: '65533' })).toThrow(/no room for the internal ports/);
   });
 
   it('resolves a relative EXECUTOR_CWD into an absolute worktree repository', () => {

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { createSubjects } from '@toolgate/contracts';
+import { ConfigError, createSubjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import {
   loadGatewayConfig,
@@ -57,9 +59,53 @@ export interface AllInOne {
   stop(): Promise<void>;
 }
 
+/**
+ * The internal services' HTTP ports (health and metrics) in the all-in-one follow the gateway's:
+ * `GATEWAY_PORT` + 1..4, so one setting moves every port of a copy and a second copy started with
+ * another `GATEWAY_PORT` does not collide with the first; `GATEWAY_PORT=0` makes them all
+ * ephemeral. A port set explicitly wins.
+ */
+export const INTERNAL_PORT_OFFSETS = {
+  EVALUATOR_PORT: 1,
+  EXECUTOR_PORT: 2,
+  JOURNAL_PORT: 3,
+  WORKTREE_PORT: 4,
+} as const;
+
+function internalPorts(gatewayPort: number): Record<keyof typeof INTERNAL_PORT_OFFSETS, string> {
+  const last = gatewayPort + Math.max(...Object.values(INTERNAL_PORT_OFFSETS));
+  if (gatewayPort !== 0 && last > 65535) {
+    throw new ConfigError(
+      `GATEWAY_PORT ${gatewayPort} leaves no room for the internal ports (+1..+4); choose a lower one or set EVALUATOR_PORT, EXECUTOR_PORT, JOURNAL_PORT and WORKTREE_PORT`,
+    );
+  }
+  const port = (offset: number) => String(gatewayPort === 0 ? 0 : gatewayPort + offset);
+  return {
+    EVALUATOR_PORT: port(INTERNAL_PORT_OFFSETS.EVALUATOR_PORT),
+    EXECUTOR_PORT: port(INTERNAL_PORT_OFFSETS.EXECUTOR_PORT),
+    JOURNAL_PORT: port(INTERNAL_PORT_OFFSETS.JOURNAL_PORT),
+    WORKTREE_PORT: port(INTERNAL_PORT_OFFSETS.WORKTREE_PORT),
+  };
+}
+
+/**
+ * Where a laptop's worktrees live by default: outside the repository they are made from (git
+ * refuses a worktree root inside it), in the user's state directory, one folder per repository.
+ */
+export function defaultWorktreeRoot(repo: string, env: NodeJS.ProcessEnv): string {
+  const state = env.XDG_STATE_HOME || path.join(os.homedir(), '.local', 'state');
+  const key = `${path.basename(repo) || 'root'}-${createHash('sha256').update(repo).digest('hex').slice(0, 12)}`;
+  const root = path.join(state, 'toolgate', 'worktrees', key);
+  const inside = path.relative(repo, root);
+  return inside.startsWith('..') || path.isAbsolute(inside)
+    ? root
+    : path.join(os.tmpdir(), 'toolgate-worktrees', key);
+}
+
 /** Reads every service's configuration from one environment, with the laptop defaults. */
 export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
   const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
+  env = { ...internalPorts(gateway.port), ...env };
   // Only when no tokens are configured at all: an explicitly empty list must not enable the
   // well-known development token.
   const tokens =
@@ -71,13 +117,14 @@ export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
     evaluator: loadEvaluatorConfig(env),
     executor: loadExecutorConfig(env),
     journal: loadJournalConfig(env),
-    // On a laptop the executor's pinned directory is also the repository agents get worktrees of.
-    worktree: loadWorktreeConfig({
-      WORKTREE_ROOT: path.resolve('.toolgate/worktrees'),
-      WORKTREE_REPO: path.resolve(env.EXECUTOR_CWD ?? process.cwd()),
-      ...env,
-    }),
+    worktree: loadWorktreeConfig(worktreeEnv(env)),
   };
+}
+
+/** On a laptop the executor's pinned directory is also the repository agents get worktrees of. */
+function worktreeEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const repo = env.WORKTREE_REPO ?? path.resolve(env.EXECUTOR_CWD ?? process.cwd());
+  return { WORKTREE_REPO: repo, WORKTREE_ROOT: defaultWorktreeRoot(repo, env), ...env };
 }
 
 /**
