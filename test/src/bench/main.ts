@@ -17,6 +17,7 @@ import {
 } from './dispatch';
 import { benchPermissions } from './permissions';
 import { round, since } from './stats';
+import { benchStartup, type StartupResult } from './startup';
 import { benchWorktree } from './worktree';
 
 interface Report {
@@ -32,6 +33,7 @@ interface Report {
     acquireVsGit: number;
     collectMs: number;
   };
+  startup?: StartupResult;
   run?: { mode: 'quick' | 'full'; totalSeconds: number; sectionSeconds: Record<string, number> };
 }
 
@@ -111,6 +113,7 @@ async function main(): Promise<Report> {
 
   report.permissions = await section('permissions', () => benchPermissions({ quick }));
   report.worktree = await section('worktree', () => benchWorktree({ quick }));
+  report.startup = await section('startup', () => benchStartup(nats.prefix));
   report.run = {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
@@ -212,6 +215,13 @@ function print(report: Report): void {
       ]),
     );
   }
+  if (report.startup)
+    out.push(
+      table('npm start until /readyz answers (from sources, nothing built)', [
+        ['first start of this run', `${report.startup.firstStartSeconds} s`],
+        ['second start', `${report.startup.warmStartSeconds} s`],
+      ]),
+    );
   if (report.run) out.push(`${report.run.mode} run: ${report.run.totalSeconds} s`);
   process.stdout.write(`${out.join('\n\n')}\n\n${JSON.stringify(report)}\n`);
 }
