@@ -700,8 +700,10 @@ function matchTableRule(rule: TableRuleEntry, state: CallState): Match {
     result = NO;
     for (let s = 0; s < segments.length; s++) {
       const seg = segments[s]!;
+      // An unmatchable segment keeps the candidates it has: a pattern that matches one of them
+      // (`python3 **` against inline python code) decides; otherwise nothing can be told.
+      if (segmentMatchesAny(rule.argv, seg) !== undefined) return MATCH;
       if (seg.unmatchable !== undefined) result = UNKNOWN;
-      else if (segmentMatchesAny(rule.argv, seg) !== undefined) return MATCH;
     }
     if (result === NO) return NO;
   }

@@ -1,20 +1,16 @@
-import { lexShell, isDotfilePath, SHELL_LIMITS, type ShellWord } from './shell-lexer';
 import {
-  basename,
-  CODE_EVALUATORS,
-  commandString,
-  ENVIRONMENT_CHANGERS,
-  SHELL_KEYWORDS,
-  sensitiveTokensOf,
-  WRAPPERS,
-} from './shell-programs';
+  analyseAssignment,
+  analyseProgram,
+  MATCH_LITERAL,
+  MATCH_ONE,
+  MATCH_REST,
+  type ArgvContext,
+  type StdinSource,
+} from './shell-argv-analysis';
+import { lexShell, isDotfilePath, SHELL_LIMITS, type ShellWord } from './shell-lexer';
+import { SHELL_KEYWORDS } from './shell-programs';
 
-/** A pattern literal may match this word. */
-export const MATCH_LITERAL = 1;
-/** A `*` in an allow pattern may stand for this word. */
-export const MATCH_ONE = 2;
-/** A trailing `**` in an allow pattern may cover this word. */
-export const MATCH_REST = 4;
+export { MATCH_LITERAL, MATCH_ONE, MATCH_REST } from './shell-argv-analysis';
 
 /** One segment of a command, ready for matching. */
 export interface AnalysedSegment {
@@ -25,10 +21,15 @@ export interface AnalysedSegment {
   /**
    * The argvs deny and ask patterns are tried against: the words as written, the command without
    * redirections and assignments, its basename form, every program a wrapper runs and every
-   * command inside a `sh -c` string.
+   * command inside a `sh -c` string, a pager option or an `-exec`. An unmatchable segment keeps
+   * the candidates it has (a deny pattern that matches one still denies it).
    */
   readonly candidates: readonly (readonly string[])[];
-  /** Why the segment cannot be matched (it always asks); undefined when it can. */
+  /**
+   * Why the segment cannot be matched (no allow pattern covers it, deny and ask rules that do not
+   * match it ask): text the lexer cannot pin down, or code the matcher cannot read (inline
+   * interpreter code, a script file, a command built from input). Undefined when it can.
+   */
   readonly unmatchable: string | undefined;
   /**
    * Files the segment may write: its redirection targets and the output operands and options
@@ -62,7 +63,6 @@ export interface ShellWriteTargets {
 }
 
 const NON_PRINTABLE_ASCII = /[^\x21-\x7e]/;
-const MAX_CANDIDATES = 256;
 const NETWORK_PSEUDO_FILE = /^\/dev\/(?:tcp|udp)\//;
 const FD_DUPLICATION = /^[0-9]*[<>]&(?:[0-9]+|-)$/;
 const NO_CANDIDATES: readonly (readonly string[])[] = [];
@@ -123,10 +123,11 @@ export function analyseShellCommand(command: string, depth = 0): AnalysedSegment
     }
     const analysed = analyseSegment(seg.words, depth);
     if (changedBy !== undefined && analysed.segment.unmatchable === undefined) {
-      out[s] = unmatchableSegment(
-        seg.words,
-        `an earlier segment changes the shell's state (${changedBy})`,
-      );
+      out[s] = {
+        ...analysed.segment,
+        allowMask: new Uint8Array(seg.words.length),
+        unmatchable: `an earlier segment changes the shell's state (${changedBy})`,
+      };
     } else {
       out[s] = analysed.segment;
     }
@@ -145,6 +146,8 @@ function unmatchableSegment(words: readonly ShellWord[], reason: string): Analys
   };
 }
 
+const nested = (command: string, depth: number) => analyseShellCommand(command, depth);
+
 function analyseSegment(
   words: readonly ShellWord[],
   depth: number,
@@ -152,6 +155,7 @@ function analyseSegment(
   const mask = new Uint8Array(words.length);
   const full: string[] = new Array(words.length);
   const core: string[] = [];
+  const wordAt: number[] = [];
   let programIndex = -1;
   let assignments = 0;
   for (let k = 0; k < words.length; k++) {
@@ -166,17 +170,19 @@ function analyseSegment(
       programIndex = k;
     }
     core.push(w.text);
+    wordAt.push(k);
   }
+  fillMask(words, mask, programIndex);
+  const writeTargets = redirectWriteTargets(words);
 
   if (programIndex < 0) {
     // Only assignments and redirections: `X=1`, `> file`.
-    fillMask(words, mask, programIndex, undefined);
     const segment: AnalysedSegment = {
       words,
       allowMask: mask,
       candidates: [full],
       unmatchable: undefined,
-      writeTargets: redirectWriteTargets(words),
+      writeTargets,
     };
     return { segment, changes: assignments > 0 ? 'variable assignment' : undefined };
   }
@@ -192,76 +198,60 @@ function analyseSegment(
   if (reason !== undefined)
     return { segment: unmatchableSegment(words, reason), changes: undefined };
 
-  const base = basename(program);
-  fillMask(words, mask, programIndex, base);
-
   const candidates: (readonly string[])[] = core.length !== full.length ? [full] : [];
-  const state = { changes: undefined as string | undefined };
-  reason = addProgramCandidates(core, candidates, depth, state);
-  if (reason === undefined && WRAPPERS.has(base)) {
-    for (let j = 1; j < core.length && candidates.length < MAX_CANDIDATES; j++) {
-      const first = core[j]!;
-      if (first.length === 0 || first.charCodeAt(0) === 45) continue;
-      reason = addProgramCandidates(core.slice(j), candidates, depth, state);
-      if (reason !== undefined) break;
-    }
-    if (candidates.length >= MAX_CANDIDATES) reason = 'too many wrapped commands to analyse';
-  }
-  if (reason !== undefined)
-    return { segment: unmatchableSegment(words, reason), changes: state.changes };
-  return {
-    segment: {
-      words,
-      allowMask: mask,
-      candidates,
-      unmatchable: undefined,
-      writeTargets: redirectWriteTargets(words),
-    },
-    changes: state.changes,
+  const ctx: ArgvContext = {
+    words,
+    argv: core,
+    wordAt,
+    mask,
+    candidates,
+    writeTargets: writeTargets === NO_TARGETS ? [] : (writeTargets as ShellWriteTarget[]),
+    depth,
+    stdin: stdinOf(words),
+    nested,
+    opaque: undefined,
+    changes: undefined,
+    placeholders: NO_PLACEHOLDERS,
   };
+  for (let k = 0; k < programIndex; k++) {
+    const w = words[k]!;
+    if (w.assignment) analyseAssignment(ctx, w.text, -1);
+  }
+  analyseProgram(ctx, 0, core.length, undefined);
+  const segment: AnalysedSegment = {
+    words,
+    allowMask: ctx.opaque === undefined ? mask : new Uint8Array(words.length),
+    candidates,
+    unmatchable: ctx.opaque,
+    writeTargets: ctx.writeTargets.length === 0 ? NO_TARGETS : ctx.writeTargets,
+  };
+  return { segment, changes: ctx.changes };
 }
 
-/** Adds `argv` (and its basename form, and any `sh -c` string's commands) to `out`. */
-function addProgramCandidates(
-  argv: readonly string[],
-  out: (readonly string[])[],
-  depth: number,
-  state: { changes: string | undefined },
-): string | undefined {
-  const program = argv[0]!;
-  const base = basename(program);
-  out.push(argv);
-  if (base !== program) out.push([base, ...argv.slice(1)]);
-  if (CODE_EVALUATORS.has(base)) return `'${base}' runs a string as shell code`;
-  if (
-    state.changes === undefined &&
-    (ENVIRONMENT_CHANGERS.has(base) || (base === 'printf' && argv.includes('-v')))
-  ) {
-    state.changes = base;
-  }
-  const inner = commandString(base, argv);
-  if (inner === null) return `'${base}' runs a command that cannot be located`;
-  if (inner !== undefined) {
-    const nested = analyseShellCommand(inner, depth + 1);
-    for (const seg of nested) {
-      if (seg.unmatchable !== undefined) return `inside '${base}': ${seg.unmatchable}`;
-      for (const c of seg.candidates) {
-        if (out.length >= MAX_CANDIDATES) return 'too many wrapped commands to analyse';
-        out.push(c);
-      }
+const NO_PLACEHOLDERS: readonly string[] = [];
+
+/** Where the segment's stdin comes from: a here-string's text, a file, or nothing known. */
+function stdinOf(words: readonly ShellWord[]): StdinSource {
+  let source: StdinSource = NO_STDIN;
+  for (let k = 0; k + 1 < words.length; k++) {
+    const w = words[k]!;
+    if (!w.redirect) continue;
+    const target = words[k + 1]!;
+    if (w.text === '<<<' || w.text === '0<<<') {
+      source = target.dynamic
+        ? { kind: 'unknown', what: 'a here-string with expansions' }
+        : { kind: 'text', text: target.text };
+    } else if (w.text === '<' || w.text === '0<' || w.text === '<>' || w.text === '0<>') {
+      source = { kind: 'unknown', what: `the file '${target.text}'` };
     }
   }
-  return undefined;
+  return source;
 }
 
-/** Decides, per word, which allow-pattern tokens may stand for it. */
-function fillMask(
-  words: readonly ShellWord[],
-  mask: Uint8Array,
-  programIndex: number,
-  base: string | undefined,
-): void {
-  const sensitive = base === undefined ? undefined : sensitiveTokensOf(base);
+const NO_STDIN: StdinSource = { kind: 'none' };
+
+/** Decides, per word, which allow-pattern tokens may stand for it (before the program table). */
+function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: number): void {
   for (let k = 0; k < words.length; k++) {
     const w = words[k]!;
     const literal = !w.dynamic && !w.glob ? MATCH_LITERAL : 0;
@@ -279,8 +269,6 @@ function fillMask(
           : literal | (literal ? one : 0) | MATCH_REST;
     } else if (programIndex < 0 || k <= programIndex) {
       // Leading assignments and the program itself are only ever matched literally.
-      mask[k] = literal;
-    } else if (sensitive !== undefined && sensitive(w.text)) {
       mask[k] = literal;
     } else {
       // Unquoted expansions and globs may become any number of words: only `**` covers them.

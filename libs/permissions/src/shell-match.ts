@@ -88,8 +88,8 @@ function compileList(list: readonly string[] | undefined, table: string): ShellP
 
 /**
  * Matches a shell command against allow/ask/deny pattern tables (sync). Each segment is denied if
- * a deny pattern matches it (or a program it runs), else asks if an ask pattern does, else is
- * allowed if an allow pattern matches its whole argv, else asks; unmatchable segments always ask.
+ * a deny pattern matches it (or a program it runs), else asks if it is unmatchable or an ask
+ * pattern matches it, else is allowed if an allow pattern matches its whole argv, else asks.
  * The verdict is the strictest across segments. Patterns are compiled once and cached.
  * @throws ConfigError on an invalid pattern
  */
@@ -142,12 +142,12 @@ function decideSegment(
   segment: AnalysedSegment,
   { allow, ask, deny }: CompiledTables,
 ): Omit<ShellSegmentDecision, 'argv'> {
-  if (segment.unmatchable !== undefined) {
-    return { verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
-  }
   const denied = segmentMatchesAny(deny, segment);
   if (denied !== undefined)
     return { verdict: 'deny', pattern: denied.source, reason: 'matches a deny pattern' };
+  if (segment.unmatchable !== undefined) {
+    return { verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
+  }
   const asked = segmentMatchesAny(ask, segment);
   if (asked !== undefined)
     return { verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
