@@ -995,7 +995,14 @@ function awkOperands(
 /** `find [-H|-L|-P] [paths] [expression]`: `-exec … ;`, `-fprint FILE`, `-delete`, .... */
 function findExpression(ctx: ArgvContext, at: number, end: number): void {
   const argv = ctx.argv;
-  for (let i = at + 1; i < end; i++) {
+  // Every suffix is a candidate too, so deny rules and path checks see the starting points with
+  // whatever the expression does to them.
+  suffixCandidates(ctx, at + 1, end);
+  let i = at + 1;
+  while (i < end && /^-(?:[HLP]|D|O[0-9]*)$/.test(argv[i]!)) i += argv[i] === '-D' ? 2 : 1;
+  const paths: number[] = [];
+  while (i < end && !/^[-(!),]/.test(argv[i]!)) paths.push(i++);
+  for (; i < end; i++) {
     const t = argv[i]!;
     switch (t) {
       case '-exec':
@@ -1013,6 +1020,8 @@ function findExpression(ctx: ArgvContext, at: number, end: number): void {
       }
       case '-delete':
         restrict(ctx, i, LITERAL);
+        for (const p of paths.length > 0 ? paths : [-1])
+          writes(ctx, p < 0 ? '.' : argv[p]!, 'find -delete', p);
         break;
       case '-fprint':
       case '-fprint0':
