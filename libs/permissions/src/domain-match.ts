@@ -1,51 +1,63 @@
+import { BlockList, isIP } from 'node:net';
 import { ConfigError } from '@toolgate/contracts';
+import { canonicalHost } from './canonical-host';
 
-/** A compiled host pattern: `example.com` (exact), `*.example.com` (subdomains only) or `*` (any). */
+/**
+ * A compiled host pattern: `example.com` (exact), `*.example.com` (subdomains only), `*` (any), an
+ * IP address in any spelling (`127.0.0.1`, `::1`, `[::ffff:7f00:1]`, `2130706433`), or an address
+ * range (`10.0.0.0/8`, `fd00::/8`). Hosts and patterns are both in {@link canonicalHost} form.
+ */
 export interface HostPattern {
   readonly source: string;
   readonly exact: string | undefined;
   /** `.example.com` for `*.example.com`. */
   readonly suffix: string | undefined;
   readonly any: boolean;
+  /** For an address range: the addresses it holds. */
+  readonly range: BlockList | undefined;
 }
 
-/** Normalises a host name the way the WHATWG URL parser does (lowercase, punycode, no trailing dot). */
-function normaliseHost(name: string): string | undefined {
-  try {
-    const host = new URL(`http://${name}/`).hostname;
-    return host.endsWith('.') ? host.slice(0, -1) : host;
-  } catch {
-    return undefined;
-  }
-}
+const CIDR = /^(.+)\/([0-9]{1,3})$/;
 
 /**
  * Compiles a domain-rule host pattern.
- * @throws ConfigError when the pattern is not a host name, `*.` + host name, or `*`
+ * @throws ConfigError when the pattern is not a host name, `*.` + host name, `*`, an IP address or
+ * an address range
  */
 export function compileHostPattern(source: string): HostPattern {
-  if (source === '*') return { source, exact: undefined, suffix: undefined, any: true };
+  const none = { exact: undefined, suffix: undefined, any: false, range: undefined };
+  if (source === '*') return { ...none, source, any: true };
+  const invalid = () =>
+    new ConfigError(
+      `invalid domain pattern ${JSON.stringify(source)}: use host, *.host, *, an IP address or a range (10.0.0.0/8)`,
+      { details: { domain: source } },
+    );
+  const cidr = CIDR.exec(source);
+  if (cidr !== null) {
+    const address = canonicalHost(cidr[1]!);
+    const prefix = Number(cidr[2]);
+    const family = address === undefined ? 0 : isIP(address);
+    if (family === 0 || prefix > (family === 4 ? 32 : 128)) throw invalid();
+    const range = new BlockList();
+    range.addSubnet(address!, prefix, family === 4 ? 'ipv4' : 'ipv6');
+    return { ...none, source, range };
+  }
   const wildcard = source.startsWith('*.');
   const name = wildcard ? source.slice(2) : source;
-  const host = /[/:@?#\s*]/.test(name) ? undefined : normaliseHost(name);
-  if (host === undefined || host.length === 0) {
-    throw new ConfigError(
-      `invalid domain pattern ${JSON.stringify(source)}: use host, *.host or *`,
-      {
-        details: { domain: source },
-      },
-    );
-  }
-  return wildcard
-    ? { source, exact: undefined, suffix: `.${host}`, any: false }
-    : { source, exact: host, suffix: undefined, any: false };
+  const host = /[/@?#\s*]/.test(name) ? undefined : canonicalHost(name);
+  if (host === undefined || (wildcard && isIP(host) !== 0)) throw invalid();
+  return wildcard ? { ...none, source, suffix: `.${host}` } : { ...none, source, exact: host };
 }
 
-/** The first pattern that matches `host` (already normalised), if any. */
+/** The first pattern that matches `host` (in {@link canonicalHost} form), if any. */
 export function matchHost(patterns: readonly HostPattern[], host: string): HostPattern | undefined {
   for (let i = 0; i < patterns.length; i++) {
     const p = patterns[i]!;
     if (p.any || p.exact === host || (p.suffix !== undefined && host.endsWith(p.suffix))) return p;
+    if (p.range !== undefined) {
+      const family = isIP(host);
+      if (family !== 0 && p.range.check(host, family === 4 ? 'ipv4' : 'ipv6')) return p;
+    }
   }
   return undefined;
 }
@@ -65,10 +77,7 @@ export function fetchTargetHost(input: unknown): string | undefined {
     return undefined;
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return undefined;
-  let host = parsed.hostname;
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  if (host.endsWith('.')) host = host.slice(0, -1);
-  return host.length > 0 ? host : undefined;
+  return canonicalHost(parsed.hostname);
 }
 
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]{1,15}:\/\/[^\s'"<>`)]+/gi;
@@ -105,7 +114,7 @@ function scanForHosts(
   if (scan.budget-- <= 0 || depth > 6) return;
   if (typeof value === 'string') {
     if (key !== undefined && HOST_KEYS.has(key)) {
-      const h = normaliseHost(value);
+      const h = canonicalHost(value);
       if (h) (scan.hosts ??= new Set()).add(h);
     }
     if (value.includes('://')) {
@@ -127,8 +136,7 @@ function scanForHosts(
 
 function safeHost(url: string): string | undefined {
   try {
-    const h = new URL(url).hostname;
-    return h.length > 0 ? h : undefined;
+    return canonicalHost(new URL(url).hostname);
   } catch {
     return undefined;
   }

@@ -78,6 +78,8 @@ export {
   type ProfilePermissions,
 } from './permission-types';
 export { checkFetchHost, type FetchHostVerdict } from './fetch-host-check';
+export { canonicalHost } from './canonical-host';
+export { compileHostPattern, matchHost, type HostPattern } from './domain-match';
 export {
   BUILTIN_PROTECTED_PATHS,
   compileProtectedPaths,

@@ -1,5 +1,9 @@
+import { promises as dns, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { Agent, fetch, Headers, type Response } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { canonicalHost } from '@toolgate/permissions';
 import { tool } from '@toolgate/tools';
 import type { BuiltinDeps, CheckDomain } from './builtin-deps';
 
@@ -46,10 +50,13 @@ export interface HttpFetchResult {
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
 /**
- * `http_fetch`: one HTTP(S) request. The target host is checked with the domain-rule callback
- * before connecting — the only place domain rules are enforced rather than advisory — and so is
- * every redirect hop: redirects are followed by hand, never by the client. Body capped; deadline
- * from the policy and the dispatch's signal.
+ * `http_fetch`: one HTTP(S) request. Domain rules are enforced here rather than advisory, on the
+ * canonical host (`canonicalHost`: every IPv4 and IPv6 spelling of an address is one host): the
+ * URL's host is checked before anything is resolved, then every address it resolves to is checked
+ * inside the connection's own `lookup`, so the socket connects to exactly the addresses that were
+ * allowed (TLS still verifies the name) and nothing resolves the name a second time in between.
+ * Every redirect hop goes through both checks: redirects are followed by hand, never by the client.
+ * Body capped; deadline from the policy and the dispatch's signal.
  */
 export function createHttpFetchTool(deps: BuiltinDeps) {
   return tool({
@@ -73,108 +80,174 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       let body: string | undefined = args.body;
       const headers = new Headers(args.headers ?? {});
       const redirects: string[] = [];
-      for (;;) {
-        await assertHostAllowed(deps.checkDomain, url);
-        let res: Response;
-        try {
-          res = await fetch(url, { method, headers, body, redirect: 'manual', signal });
-        } catch (err) {
-          throw fetchError(url, err, ctx.signal, policy.http.timeoutMs);
-        }
-        const location = res.headers.get('location');
-        if (res.status >= 300 && res.status < 400 && location !== null) {
-          await res.body?.cancel();
-          if (redirects.length >= policy.http.maxRedirects) {
-            throw new ToolgateError(
-              ErrorCode.ToolFailed,
-              `http_fetch: more than ${policy.http.maxRedirects} redirects`,
-              {
-                details: { redirects },
-              },
-            );
-          }
-          let next: URL;
+      const guard = new ConnectGuard(deps.checkDomain);
+      try {
+        for (;;) {
+          await assertHostAllowed(deps.checkDomain, url);
+          let res: Response;
           try {
-            next = new URL(location, url);
-          } catch {
-            throw new ToolgateError(
-              ErrorCode.ToolFailed,
-              'http_fetch: the redirect location is not a URL',
-            );
+            res = await fetch(url, {
+              method,
+              headers,
+              body,
+              redirect: 'manual',
+              signal,
+              dispatcher: guard.agent,
+            });
+          } catch (err) {
+            throw guard.refusal ?? fetchError(url, err, ctx.signal, policy.http.timeoutMs);
           }
-          if (next.protocol !== 'http:' && next.protocol !== 'https:') {
-            throw new ToolgateError(
-              ErrorCode.Denied,
-              `http_fetch: redirect to a ${next.protocol} URL refused`,
-              {
-                details: { redirects },
-              },
-            );
+          const location = res.headers.get('location');
+          if (res.status >= 300 && res.status < 400 && location !== null) {
+            await res.body?.cancel();
+            if (redirects.length >= policy.http.maxRedirects) {
+              throw new ToolgateError(
+                ErrorCode.ToolFailed,
+                `http_fetch: more than ${policy.http.maxRedirects} redirects`,
+                {
+                  details: { redirects },
+                },
+              );
+            }
+            let next: URL;
+            try {
+              next = new URL(location, url);
+            } catch {
+              throw new ToolgateError(
+                ErrorCode.ToolFailed,
+                'http_fetch: the redirect location is not a URL',
+              );
+            }
+            if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+              throw new ToolgateError(
+                ErrorCode.Denied,
+                `http_fetch: redirect to a ${next.protocol} URL refused`,
+                {
+                  details: { redirects },
+                },
+              );
+            }
+            if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) headers.delete(h);
+            // RFC 9110 §15.4: 303 turns into GET; 301/302 after POST do too in every client.
+            if (
+              res.status === 303 ||
+              ((res.status === 301 || res.status === 302) && method === 'POST')
+            ) {
+              if (method !== 'HEAD') method = 'GET';
+              body = undefined;
+              headers.delete('content-type');
+              headers.delete('content-length');
+            }
+            redirects.push(next.href);
+            url = next;
+            continue;
           }
-          if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) headers.delete(h);
-          // RFC 9110 §15.4: 303 turns into GET; 301/302 after POST do too in every client.
-          if (
-            res.status === 303 ||
-            ((res.status === 301 || res.status === 302) && method === 'POST')
-          ) {
-            if (method !== 'HEAD') method = 'GET';
-            body = undefined;
-            headers.delete('content-type');
-            headers.delete('content-length');
-          }
-          redirects.push(next.href);
-          url = next;
-          continue;
+          const { text, truncated } = await readCapped(
+            res,
+            policy.maxOutputBytes,
+            url,
+            ctx.signal,
+            policy.http.timeoutMs,
+          );
+          const outHeaders: Record<string, string> = {};
+          res.headers.forEach((value, name) => {
+            outHeaders[name] = value;
+          });
+          return {
+            status: res.status,
+            statusText: res.statusText,
+            url: url.href,
+            headers: outHeaders,
+            body: text,
+            truncated,
+            redirects,
+          };
         }
-        const { text, truncated } = await readCapped(
-          res,
-          policy.maxOutputBytes,
-          url,
-          ctx.signal,
-          policy.http.timeoutMs,
-        );
-        const outHeaders: Record<string, string> = {};
-        res.headers.forEach((value, name) => {
-          outHeaders[name] = value;
-        });
-        return {
-          status: res.status,
-          statusText: res.statusText,
-          url: url.href,
-          headers: outHeaders,
-          body: text,
-          truncated,
-          redirects,
-        };
+      } finally {
+        await guard.agent.destroy();
       }
     },
   });
 }
 
-/** The host as domain rules see it: lower-case, no brackets, no trailing dot, no port. */
-export function normalizeHost(url: URL): string {
-  let host = url.hostname.toLowerCase();
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  // "example.com." is the same host as "example.com"; a rule must not be dodged by the dot.
-  if (host.endsWith('.')) host = host.slice(0, -1);
-  return host;
+/**
+ * The connection half of the domain check: an undici agent whose sockets resolve names through
+ * {@link ConnectGuard.lookup}, which checks every address before handing it to the socket. The
+ * first refusal is kept so the call fails with it rather than with undici's generic error.
+ */
+class ConnectGuard {
+  refusal: ToolgateError | undefined = undefined;
+  readonly agent: Agent;
+
+  constructor(private readonly checkDomain: CheckDomain) {
+    this.agent = new Agent({ connect: { lookup: this.lookup } });
+  }
+
+  private readonly lookup: LookupFunction = (hostname, options, callback) => {
+    this.allowedAddresses(hostname, options.family).then(
+      (addresses) => {
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+
+  private async allowedAddresses(
+    hostname: string,
+    family: number | string | undefined,
+  ): Promise<LookupAddress[]> {
+    const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+    const literal = isIP(bare);
+    const addresses: LookupAddress[] =
+      literal !== 0
+        ? [{ address: bare, family: literal }]
+        : // The canonical name (`LocalHost.` is `localhost`): what the rules saw is what resolves.
+          await dns.lookup(canonicalHost(bare) ?? bare, {
+            all: true,
+            family: lookupFamily(family),
+          });
+    if (addresses.length === 0) throw Object.assign(new Error('no address'), { code: 'ENOTFOUND' });
+    // Every address must pass: a name that resolves to an allowed and a denied address is refused,
+    // whichever of them the socket would have tried first.
+    for (const a of addresses) {
+      const host = canonicalHost(a.address);
+      const verdict = host === undefined ? 'deny' : await verdictOf(this.checkDomain, host);
+      if (verdict !== 'allow') {
+        this.refusal ??= new ToolgateError(
+          ErrorCode.Denied,
+          `http_fetch: host ${bare} resolves to ${host ?? a.address}, which the domain rules do not allow`,
+          { details: { host: bare, address: host ?? a.address } },
+        );
+        throw Object.assign(new Error(this.refusal.message), { code: 'EACCES' });
+      }
+    }
+    return addresses;
+  }
+}
+
+function lookupFamily(family: number | string | undefined): 0 | 4 | 6 {
+  if (family === 4 || family === 'IPv4') return 4;
+  if (family === 6 || family === 'IPv6') return 6;
+  return 0;
+}
+
+async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknown> {
+  try {
+    return await checkDomain(host);
+  } catch {
+    return 'deny'; // fail closed
+  }
 }
 
 async function assertHostAllowed(checkDomain: CheckDomain, url: URL): Promise<void> {
-  const host = normalizeHost(url);
-  let verdict: unknown;
-  try {
-    verdict = await checkDomain(host);
-  } catch {
-    verdict = 'deny'; // fail closed
-  }
+  const host = canonicalHost(url.hostname);
+  const verdict = host === undefined ? 'deny' : await verdictOf(checkDomain, host);
   if (verdict !== 'allow') {
     throw new ToolgateError(
       ErrorCode.Denied,
-      `http_fetch: host ${host} is not allowed by the domain rules`,
-      {
-        details: { host },
-      },
+      `http_fetch: host ${host ?? url.hostname} is not allowed by the domain rules`,
+      { details: { host: host ?? url.hostname } },
     );
   }
 }
