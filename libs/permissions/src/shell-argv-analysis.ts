@@ -618,16 +618,23 @@ function wrapped(
     return;
   }
   if (parsed.programAt < 0) {
-    if (
-      spec.operands === 'sudo' &&
-      parsed.options.some(
-        (o) => o.option.kind === 'hazard' && /^-[si]$|^--(?:shell|login)$/.test(o.option.name),
-      )
-    )
-      opaque(ctx, `'${base}' starts a shell that reads commands from standard input`);
+    // Without a program these start an interactive shell, which reads commands from stdin.
+    const shell =
+      base === 'chroot' ||
+      (spec.operands === 'sudo' &&
+        parsed.options.some((o) => /^-[si]$|^--(?:shell|login)$/.test(o.option.name)));
+    if (shell) opaque(ctx, `'${base}' starts a shell that reads commands from standard input`);
     return;
   }
-  analyseProgram(ctx, parsed.programAt, end, `'${base}'`, placeholders);
+  const p = parsed.programAt;
+  if ((base === 'flock' || base === 'sg') && /^(?:-c|--command)$/.test(ctx.argv[p]!)) {
+    // `flock FILE -c COMMAND`, `sg GROUP -c COMMAND`: the option comes after the operand.
+    restrict(ctx, p, LITERAL);
+    if (p + 1 < end) runsCommand(ctx, ctx.argv[p + 1]!, `'${base} -c'`, p + 1);
+    else opaque(ctx, `'${base} -c' runs a command that cannot be located`);
+    return;
+  }
+  analyseProgram(ctx, p, end, `'${base}'`, placeholders);
 }
 
 /** `xargs [options] [program [args]]`: the program (default `echo`) gets arguments from stdin. */
@@ -691,6 +698,18 @@ function operandRule(
       return;
     case 'all-output':
       for (const p of operands) outputOperand(ctx, p, base);
+      if (base === 'script' && !options.some((o) => o.option.name === '-c'))
+        opaque(ctx, "'script' starts a shell that reads commands from standard input");
+      return;
+    case 'editor':
+      // `vim +CMD`, `less +CMD`: an editor or pager command run at start-up.
+      for (const p of operands) {
+        const a = argv[p]!;
+        if (a.length > 1 && a.charCodeAt(0) === 43 && !/^\+[0-9]+$/.test(a)) {
+          restrict(ctx, p, LITERAL);
+          opaque(ctx, `inline ${spec.language ?? base} commands (+) cannot be matched`);
+        }
+      }
       return;
     case 'last-output':
       if (operands.length >= 2 && !options.some((o) => o.option.name === '-t'))
@@ -1013,8 +1032,6 @@ function findExpression(ctx: ArgvContext, at: number, end: number): void {
         let j = i + 1;
         while (j < end && !(argv[j] === ';' || (argv[j] === '+' && argv[j - 1] === '{}'))) j++;
         if (j > i + 1) analyseProgram(ctx, i + 1, j, `'find ${t}'`, FIND_PLACEHOLDERS);
-        for (let p = i + 1; p < j; p++)
-          if (argv[p]!.includes('{}')) restrict(ctx, p, LITERAL_OR_ONE);
         i = j;
         break;
       }
@@ -1112,7 +1129,8 @@ function joinedCommand(
     last = first;
     while (last < end && !/^:{3,4}\+?$/.test(argv[last]!)) last++;
   }
-  for (let p = first; p < last; p++) restrict(ctx, p, LITERAL_OR_ONE);
+  // No option spells out that these words are a command line: a wildcard never stands for them.
+  for (let p = first; p < last; p++) restrict(ctx, p, LITERAL);
   runsCommand(ctx, argv.slice(first, last).join(' '), `'${base}'`, -1);
 }
 
@@ -1164,6 +1182,7 @@ function npmOperands(
 /** `gh alias set NAME EXPANSION [--shell]`, `gh alias import FILE`, `gh config set pager CMD`. */
 function ghOperands(ctx: ArgvContext, operands: readonly number[]): void {
   const argv = ctx.argv;
+  operands = operands.filter((p) => argv[p]!.charCodeAt(0) !== 45);
   const words = operands.map((p) => argv[p]!);
   if (words[0] === 'alias' && words[1] === 'set' && words.length >= 4) {
     const p = operands[3]!;

@@ -196,6 +196,7 @@ export interface OptionClassifier {
  *   that run programs or write files;
  * - `find`: the expression (`-exec ... ;`, `-fprint FILE`, `-delete`);
  * - `dd`: `of=FILE`; `all-output`, `last-output`, `second-output`: which operands are written;
+ * - `editor`: `+COMMAND` operands run an editor or pager command (`vim +'!cmd'`, `less +…`);
  * - `env`: `NAME=VALUE` operands, then the program; `join`: the operands are joined into a command
  *   line (`watch`, `ssh HOST ...`, `parallel`); `docker`: every suffix may be the program run;
  * - `git`, `npm`, `make`, `gh`, `tar`, `xargs`, `sudo`, `all-code`: see their routines.
@@ -211,6 +212,7 @@ export type OperandRule =
   | 'all-output'
   | 'last-output'
   | 'second-output'
+  | 'editor'
   | 'env'
   | 'join'
   | 'ssh'
@@ -590,6 +592,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   // Editors whose options run editor commands (`:!cmd`).
   vim: {
     language: 'Vim',
+    operands: 'editor',
     options: {
       '-c --cmd': 'code',
       '-S -u -U -s': 'script',
@@ -657,6 +660,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     },
   },
   rg: {
+    gnu: true,
     options: {
       '--pre': 'command',
       '--pre-glob': 'hazard-value',
@@ -741,6 +745,8 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   bc: { operands: 'all-code' },
   // Pagers, manuals and viewers.
   less: {
+    language: 'less',
+    operands: 'editor',
     options: {
       '-o --log-file -O --LOG-FILE': 'output',
       '-k --lesskey-file --lesskey-src --lesskey-content': 'script',
@@ -748,7 +754,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
         'value',
     },
   },
-  more: { options: { '-n --lines': 'value' } },
+  more: { language: 'more', operands: 'editor', options: { '-n --lines': 'value' } },
   man: {
     gnu: true,
     options: {
@@ -830,6 +836,7 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     },
   },
   curl: {
+    gnu: true,
     options: {
       '-o --output -D --dump-header -c --cookie-jar --trace --trace-ascii --stderr --libcurl --etag-save --hsts --alt-svc':
         'output',
