@@ -109,6 +109,7 @@ interface CompiledPattern {
 }
 
 const MAX_PATTERN_LENGTH = 1_024;
+const NONE: CompiledPattern[] = [];
 const EFFECT_RANK: Readonly<Record<ProtectedPathEffect, number>> = { ask: 1, deny: 2 };
 
 /**
@@ -157,11 +158,36 @@ export function compileProtectedPaths(
     }
     return { ...compiled, asPath: pathComponents(s) };
   });
+  // Most patterns are one literal name (`.git`, `.npmrc`): a set lookup per component finds them;
+  // only the rest are matched one by one.
+  // Patterns that start with a literal name are looked up by it at each depth; only those that
+  // start with a wildcard are tried everywhere.
+  const byFirst = new Map<string, CompiledPattern[]>();
+  const others: CompiledPattern[] = [];
+  for (const p of patterns) {
+    const first = p.parts[0];
+    if (typeof first === 'string') {
+      const list = byFirst.get(first);
+      if (list === undefined) byFirst.set(first, [p]);
+      else list.push(p);
+    } else others.push(p);
+  }
+  const candidates = (components: readonly string[]): CompiledPattern[] => {
+    let out: CompiledPattern[] | undefined;
+    for (let i = 0; i < components.length; i++) {
+      const list = byFirst.get(components[i]!);
+      if (list === undefined) continue;
+      for (const p of list) {
+        if (matchFrom(p.parts, 1, components, i + 1) && !out?.includes(p)) (out ??= []).push(p);
+      }
+    }
+    for (const p of others) if (matchesAnywhere(p.parts, components)) (out ??= []).push(p);
+    return out ?? NONE;
+  };
   const match = (path: string): ProtectedPathMatch | undefined => {
     const components = pathComponents(path);
     if (components.length === 0) return undefined;
-    for (const p of patterns) {
-      if (!matchesAnywhere(p.parts, components)) continue;
+    for (const p of candidates(components)) {
       // An exception waives a pattern's match when it covers this path and lies inside what the
       // pattern protects: `.github/workflows/docs.yml` waives that file only, and `.claude` does
       // not waive `.claude/.git/config` (`.git` does not cover `.claude`).
