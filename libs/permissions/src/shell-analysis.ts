@@ -12,6 +12,11 @@ import { SHELL_KEYWORDS } from './shell-programs';
 
 export { MATCH_LITERAL, MATCH_ONE, MATCH_REST } from './shell-argv-analysis';
 
+// Local copies: fillMask reads them once per word, and an imported binding is a property read.
+const LITERAL = MATCH_LITERAL;
+const ONE = MATCH_ONE;
+const REST = MATCH_REST;
+
 /** One segment of a command, ready for matching. */
 export interface AnalysedSegment {
   /** Every word in order, redirections and leading assignments included: what allow patterns see. */
@@ -254,25 +259,25 @@ const NO_STDIN: StdinSource = { kind: 'none' };
 function fillMask(words: readonly ShellWord[], mask: Uint8Array, programIndex: number): void {
   for (let k = 0; k < words.length; k++) {
     const w = words[k]!;
-    const literal = !w.dynamic && !w.glob ? MATCH_LITERAL : 0;
+    const literal = !w.dynamic && !w.glob ? LITERAL : 0;
     // One word for sure: a literal, or a double-quoted expansion (`"$FILE"`).
-    const one = !w.splits && !w.glob ? MATCH_ONE : 0;
+    const one = !w.splits && !w.glob ? ONE : 0;
     if (w.redirect) {
       // Descriptor duplications (`2>&1`, `>&2`, `2>&-`) touch no file: a trailing `**` covers them.
-      mask[k] = FD_DUPLICATION.test(w.text) ? MATCH_LITERAL | MATCH_REST : literal;
+      mask[k] = FD_DUPLICATION.test(w.text) ? LITERAL | REST : literal;
     } else if (w.redirectTarget) {
       // A wildcard never stands for a dotfile target: `echo ** > *` does not allow `> ~/.bashrc`.
       // Nor for bash's network pseudo-files (`> /dev/tcp/host/port` sends data off the machine).
       mask[k] =
         isDotfilePath(w.text) || NETWORK_PSEUDO_FILE.test(w.text)
           ? literal
-          : literal | (literal ? one : 0) | MATCH_REST;
+          : literal | (literal ? one : 0) | REST;
     } else if (programIndex < 0 || k <= programIndex) {
       // Leading assignments and the program itself are only ever matched literally.
       mask[k] = literal;
     } else {
       // Unquoted expansions and globs may become any number of words: only `**` covers them.
-      mask[k] = literal | one | MATCH_REST;
+      mask[k] = literal | one | REST;
     }
   }
 }

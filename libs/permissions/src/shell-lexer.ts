@@ -167,7 +167,8 @@ class Lexer {
     if (!this.inWord) return;
     const text = this.text;
     let assignment = false;
-    const m = ASSIGNMENT.exec(text);
+    // Most words hold no `=`: skip the regular expression for them.
+    const m = text.indexOf('=') > 0 ? ASSIGNMENT.exec(text) : null;
     if (m !== null && (this.firstQuoted < 0 || m[0].length <= this.firstQuoted)) assignment = true;
     // Quoted text that looks like shell code may be evaluated later by the program (array
     // subscripts in `printf -v`, `read`, `declare`, `[[ -eq ]]`, `trap`, ...): never match it.

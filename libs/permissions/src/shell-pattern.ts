@@ -2,6 +2,11 @@ import { ConfigError } from '@toolgate/contracts';
 import { MATCH_LITERAL, MATCH_ONE, MATCH_REST, type AnalysedSegment } from './shell-analysis';
 import { lexShell } from './shell-lexer';
 
+// Local copies: the matcher reads them once per word, and an imported binding is a property read.
+const LITERAL = MATCH_LITERAL;
+const ONE = MATCH_ONE;
+const REST = MATCH_REST;
+
 /** One token of a compiled pattern: a literal word, a redirection operator, or `*`. */
 export type PatternToken =
   | { readonly kind: 'literal'; readonly text: string; readonly redirect: boolean }
@@ -74,14 +79,14 @@ export function matchesStrictly(pattern: ShellPattern, segment: AnalysedSegment)
     const t = tokens[i]!;
     const m = mask[i]!;
     if (t.kind === 'one') {
-      if ((m & MATCH_ONE) === 0) return false;
+      if ((m & ONE) === 0) return false;
     } else {
       const w = words[i]!;
-      if ((m & MATCH_LITERAL) === 0 || w.text !== t.text || w.redirect !== t.redirect) return false;
+      if ((m & LITERAL) === 0 || w.text !== t.text || w.redirect !== t.redirect) return false;
     }
   }
   for (let i = fixed; i < words.length; i++) {
-    if ((mask[i]! & MATCH_REST) === 0) return false;
+    if ((mask[i]! & REST) === 0) return false;
   }
   return true;
 }

@@ -1064,7 +1064,8 @@ export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   nice: {
     runs: 0,
     strict: true,
-    options: { '-n --adjustment': 'value', ...HELP },
+    // `nice -10 prog`: the obsolete form of `-n 10`.
+    options: { '-n --adjustment': 'value', '-0 -1 -2 -3 -4 -5 -6 -7 -8 -9': 'flag', ...HELP },
   },
   nohup: PLAIN_WRAPPER,
   time: {
