@@ -223,6 +223,7 @@ function parseArgs(ctx: ArgvContext, cs: CompiledSpec, at: number, end: number):
   const permute = spec.gnu === true && spec.runs === undefined;
   const skipsAssignments = spec.operands === 'env' || spec.operands === 'sudo';
   let unknown: string | undefined;
+  let sawUnknown = false;
   let done = false;
   let programAt = -1;
   for (let i = at + 1; i < end; i++) {
@@ -242,7 +243,9 @@ function parseArgs(ctx: ArgvContext, cs: CompiledSpec, at: number, end: number):
         continue;
       }
       operands.push(i);
-      if (!permute) done = true;
+      // An interpreter's first operand is its script and ends its options, unless an option we do
+      // not know came first: it may have taken that word as its value (`node --opt V -e CODE`).
+      if (!permute && !(sawUnknown && spec.operands === 'script')) done = true;
       continue;
     }
     if (t === '--') {
@@ -255,6 +258,7 @@ function parseArgs(ctx: ArgvContext, cs: CompiledSpec, at: number, end: number):
       const option = longOption(cs, name);
       if (option === undefined) {
         if (spec.strict === true) unknown ??= t;
+        sawUnknown = true;
         continue;
       }
       if (eq >= 0) {
@@ -285,6 +289,7 @@ function parseArgs(ctx: ArgvContext, cs: CompiledSpec, at: number, end: number):
       const option = cs.short.get(letter);
       if (option === undefined) {
         if (spec.strict === true) unknown ??= t;
+        sawUnknown = true;
         continue;
       }
       const spelling = `-${letter}`;

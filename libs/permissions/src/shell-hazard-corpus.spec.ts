@@ -572,6 +572,7 @@ add('inline-code', S.openhuman, 'ask', [
   "node --eval='process.exit()'",
   "node -p 'process.env'",
   "node -pe '1'",
+  "node --max-http-header-size 100 -e '1'",
   "perl -e 'unlink q(victim)'",
   "perl -E 'say 1'",
   "perl -ne 'print' file",
