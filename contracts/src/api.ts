@@ -10,6 +10,7 @@ import {
 } from './events';
 import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
+import { boundedJson, mergeableJson } from './json-limits';
 
 /**
  * Request and response bodies of the gateway's API. The HTTP routes and the NATS request/reply
@@ -55,7 +56,8 @@ export const SubmitDispatchRequestSchema = z.strictObject({
   callId: z.string().min(1).max(256),
   agent: AgentRefSchema,
   tool: ToolNameSchema,
-  input: z.unknown().refine((v) => v !== undefined, 'input is required'),
+  /** Any JSON, nested at most `MAX_JSON_DEPTH` (100) levels deep. */
+  input: boundedJson(z.unknown().refine((v) => v !== undefined, 'input is required')),
   isolation: IsolationSchema.default('none'),
   profile: z.string().min(1).max(128).optional(),
   taint: TaintSchema.optional(),
@@ -104,8 +106,11 @@ export const GetDispatchRequestSchema = z.strictObject({ dispatchId: Token });
 export const GetRunRequestSchema = z.strictObject({ runId: Token });
 
 export const PutPolicyRequestSchema = z.strictObject({
-  /** The policy document (validated against the permissions library's schema). */
-  document: z.record(z.string(), z.unknown()),
+  /**
+   * The policy document (validated against the permissions library's schema). No key at any depth
+   * may be `__proto__`, `constructor` or `prototype`.
+   */
+  document: mergeableJson(z.record(z.string(), z.unknown())),
   /** Optimistic concurrency: the revision this edit was based on. */
   expectedRevision: z.number().int().min(0).optional(),
 });
@@ -113,7 +118,7 @@ export type PutPolicyRequest = z.input<typeof PutPolicyRequestSchema>;
 
 export const EvaluatePolicyRequestSchema = z.strictObject({
   tool: ToolNameSchema,
-  input: z.unknown(),
+  input: boundedJson(z.unknown()),
   agent: AgentRefSchema.default({ agentType: 'dry-run' }),
   profile: z.string().min(1).max(128).optional(),
   isolation: IsolationSchema.default('none'),
@@ -198,9 +203,12 @@ export function normaliseApprovalDecision(value: unknown): 'allow' | 'deny' {
   return 'deny';
 }
 
+/** A successful NATS reply of the gateway's API (and of the journal's queries). */
+export const ApiOkReplySchema = z.object({ ok: z.literal(true), data: z.unknown() });
+
 /** The NATS reply envelope. */
 export const ApiReplySchema = z.union([
-  z.object({ ok: z.literal(true), data: z.unknown() }),
+  ApiOkReplySchema,
   z.object({ ok: z.literal(false), error: WireErrorSchema }),
 ]);
 export type ApiReply<T = unknown> =

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { NonSerializableValueError } from './errors';
+import { MAX_JSON_DEPTH } from './json-limits';
+
+/**
+ * How deep a value canonical JSON takes: twice what the edges let in ({@link MAX_JSON_DEPTH}), so
+ * the arrays Toolgate wraps around an input to hash it always fit, and far below the depth at which
+ * a recursive walk would overflow the stack. Deeper values are refused, never crash.
+ */
+export const CANONICAL_JSON_MAX_DEPTH = 2 * MAX_JSON_DEPTH;
 
 /**
  * RFC 8785 (JCS) canonical JSON of `value`: keys sorted by UTF-16 code units, numbers in their
@@ -8,10 +16,11 @@ import { NonSerializableValueError } from './errors';
  * byte-identical canonical forms, whatever their key order.
  *
  * Throws {@link NonSerializableValueError} for anything JSON cannot represent faithfully:
- * `undefined` at the top, functions, symbols, bigints, non-finite numbers and cycles.
+ * `undefined` at the top, functions, symbols, bigints, non-finite numbers and cycles, and for
+ * values nested deeper than {@link CANONICAL_JSON_MAX_DEPTH}.
  */
 export function canonicalJson(value: unknown): string {
-  assertJsonValue(value, new Set(), '$');
+  assertJsonValue(value, new Set(), '$', 0);
   const out = canonicalize(value);
   if (out === undefined) throw new NonSerializableValueError('value is not JSON-serialisable');
   return out;
@@ -30,14 +39,14 @@ export function sha256Hex(text: string): string {
 /** Whether `value` survives JSON unchanged (see {@link canonicalJson}). */
 export function isJsonValue(value: unknown): boolean {
   try {
-    assertJsonValue(value, new Set(), '$');
+    assertJsonValue(value, new Set(), '$', 0);
     return true;
   } catch {
     return false;
   }
 }
 
-function assertJsonValue(value: unknown, seen: Set<object>, path: string): void {
+function assertJsonValue(value: unknown, seen: Set<object>, path: string, depth: number): void {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -50,6 +59,12 @@ function assertJsonValue(value: unknown, seen: Set<object>, path: string): void 
     case 'object': {
       if (value === null) return;
       if (seen.has(value)) throw new NonSerializableValueError(`cycle at ${path}`, { path });
+      if (depth >= CANONICAL_JSON_MAX_DEPTH) {
+        throw new NonSerializableValueError(
+          `nests deeper than ${CANONICAL_JSON_MAX_DEPTH} levels of objects and arrays`,
+          { maxDepth: CANONICAL_JSON_MAX_DEPTH },
+        );
+      }
       const proto = Object.getPrototypeOf(value) as unknown;
       if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
         const kind = (value as { constructor?: { name?: string } }).constructor?.name ?? 'object';
@@ -57,11 +72,11 @@ function assertJsonValue(value: unknown, seen: Set<object>, path: string): void 
       }
       seen.add(value);
       if (Array.isArray(value)) {
-        value.forEach((item, i) => assertJsonValue(item, seen, `${path}[${i}]`));
+        value.forEach((item, i) => assertJsonValue(item, seen, `${path}[${i}]`, depth + 1));
       } else {
         for (const [k, v] of Object.entries(value)) {
           if (v === undefined) continue; // dropped by JSON, as JSON.stringify does
-          assertJsonValue(v, seen, `${path}.${k}`);
+          assertJsonValue(v, seen, `${path}.${k}`, depth + 1);
         }
       }
       seen.delete(value);

@@ -12,6 +12,8 @@ export const ErrorCode = {
   Config: 'config',
   /** A request at an edge is malformed (HTTP body, bus payload, CLI flag). */
   InvalidRequest: 'invalid-request',
+  /** A request, or the event it would journal, is larger than the edge or the broker takes. */
+  TooLarge: 'too-large',
   /** The dispatch names a tool that is not registered. */
   UnknownTool: 'unknown-tool',
   /** The call's arguments do not satisfy the tool's parameters schema. */

@@ -455,16 +455,18 @@ export type WorktreeView = z.infer<typeof WorktreeViewSchema>;
 
 const WorktreeErrorReplySchema = z.strictObject({ ok: z.literal(false), error: WireErrorSchema });
 
-/** `restarted` is set when the spawn's previous tree was dropped: the agent must start over. */
+/** A successful acquire. `restarted` is set when the spawn's previous tree was dropped: the agent must start over. */
+export const WorktreeAcquiredReplySchema = z.strictObject({
+  ok: z.literal(true),
+  /** The tree's path (`worktree.path`), where the executor pins `ctx.cwd`. */
+  path: z.string(),
+  worktree: WorktreeViewSchema,
+  created: z.boolean(),
+  restarted: z.strictObject({ droppedWorktreeId: Token, reason: z.string() }).optional(),
+});
+
 export const WorktreeAcquireReplySchema = z.union([
-  z.strictObject({
-    ok: z.literal(true),
-    /** The tree's path (`worktree.path`), where the executor pins `ctx.cwd`. */
-    path: z.string(),
-    worktree: WorktreeViewSchema,
-    created: z.boolean(),
-    restarted: z.strictObject({ droppedWorktreeId: Token, reason: z.string() }).optional(),
-  }),
+  WorktreeAcquiredReplySchema,
   WorktreeErrorReplySchema,
 ]);
 export type WorktreeAcquireReply = z.infer<typeof WorktreeAcquireReplySchema>;

@@ -10,3 +10,5 @@ export * from './tool-context';
 export * from './api';
 export * from './remote-tool';
 export * from './tolerant-reader';
+export * from './json-limits';
+export * from './remote-hook';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { mergeableJson } from './json-limits';
 
 /** What the model calls; also the rule-matching key. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -21,8 +22,12 @@ export const ExecutorKindSchema = z.enum([
 ]);
 export type ExecutorKind = z.infer<typeof ExecutorKindSchema>;
 
-/** A JSON Schema object (checked for the supported subset by `compileJsonSchema`). */
-export const JsonSchemaObjectSchema = z.record(z.string(), z.unknown());
+/**
+ * A JSON Schema object (checked for the supported subset by `compileJsonSchema`). Nested at most
+ * `MAX_JSON_DEPTH` levels; no key may be `__proto__`, `constructor` or `prototype` (a validator
+ * reading a property of that name off the call's input would find the prototype's).
+ */
+export const JsonSchemaObjectSchema = mergeableJson(z.record(z.string(), z.unknown()));
 
 /**
  * A tool's identity: the tuple (name, description, canonical parameters schema, version).

@@ -51,7 +51,10 @@ export class AckedPublisher {
       msg = await this.requests.request(subject, data, { timeoutMs: this.timeoutMs, headers: h });
     } catch (err) {
       if (err instanceof NoRespondersError)
-        throw new Error(`no JetStream stream is listening on ${subject} (no responders)`);
+        throw Object.assign(
+          new Error(`no JetStream stream is listening on ${subject} (no responders)`),
+          { name: 'NoRespondersError' },
+        );
       if (err instanceof RequestTimeoutError)
         throw Object.assign(new Error(`no JetStream ack within ${this.timeoutMs} ms`), {
           name: 'TimeoutError',

@@ -33,6 +33,11 @@ export class RequestTimeoutError extends Error {
   }
 }
 
+/** The connection (or this requester) closed before the reply came. */
+export class RequestClosedError extends Error {
+  override readonly name = 'ClosedConnectionError';
+}
+
 /**
  * Request/reply over ONE long-lived inbox subscription, replies correlated by a token in the reply
  * subject — what `nc.request` does, without what it costs on a hot path: it allocates two errors (a
@@ -40,7 +45,7 @@ export class RequestTimeoutError extends Error {
  * measured ~6% of the dispatch path's CPU. Deadlines are swept together instead.
  *
  * Rejects with `NoRespondersError` when nobody listens, `RequestTimeoutError` (name `TimeoutError`)
- * after the deadline, and a plain error once the connection or this requester is closed.
+ * after the deadline, and `RequestClosedError` once the connection or this requester is closed.
  */
 export class InboxRequests {
   private readonly inbox = createInbox();
@@ -56,7 +61,8 @@ export class InboxRequests {
     data: Uint8Array,
     options: { timeoutMs: number; headers?: MsgHdrs },
   ): Promise<Msg> {
-    if (this.nc.isClosed()) return Promise.reject(new Error('the NATS connection is closed'));
+    if (this.nc.isClosed())
+      return Promise.reject(new RequestClosedError('the NATS connection is closed'));
     this.sub ??= this.nc.subscribe(`${this.inbox}.*`, {
       callback: (err, msg) => {
         if (!err) this.settle(msg);
@@ -87,7 +93,7 @@ export class InboxRequests {
 
   /** Fails every request still waiting and drops the inbox subscription. */
   close(): void {
-    this.failAll(new Error('closed before the reply came'));
+    this.failAll(new RequestClosedError('closed before the reply came'));
     this.sub?.unsubscribe();
     this.sub = undefined;
   }
@@ -105,7 +111,7 @@ export class InboxRequests {
 
   private sweep(): void {
     if (this.nc.isClosed()) {
-      this.failAll(new Error('the NATS connection closed before the reply came'));
+      this.failAll(new RequestClosedError('the NATS connection closed before the reply came'));
       return;
     }
     const now = Date.now();

@@ -1,4 +1,5 @@
-export { JsApiCode, isJsApiError, isTransitionTaken } from './nats-errors';
+export { JsApiCode, isJsApiError, isTransitionTaken, messagingFailure } from './nats-errors';
+export { requestReply, type RequestReplyOptions } from './request-reply';
 export {
   ensureJournalStreams,
   ensureConsumer,
@@ -6,7 +7,12 @@ export {
   type ConsumerSpec,
   type JournalStreamOptions,
 } from './journal-infrastructure';
-export { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';
+export {
+  InboxRequests,
+  NoRespondersError,
+  RequestClosedError,
+  RequestTimeoutError,
+} from './inbox-requests';
 export { JournalPublisher, type AppendResult, type StoredEvent } from './journal-publisher';
 export {
   runJournalConsumer,

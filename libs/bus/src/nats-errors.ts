@@ -1,4 +1,5 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 
 /** JetStream API error codes Toolgate acts on (see nats-server's errors.json). */
 export const JsApiCode = {
@@ -18,4 +19,45 @@ export function isJsApiError(err: unknown, code: JsApiCode): boolean {
 /** Whether the broker refused a once-per-dispatch transition because one is already recorded. */
 export function isTransitionTaken(err: unknown): boolean {
   return isJsApiError(err, JsApiCode.WrongLastSequence);
+}
+
+/** Error names of the NATS client (and of `InboxRequests`) that mean: the peer or broker is not there. */
+const UNREACHABLE_NAMES: ReadonlySet<string> = new Set([
+  'TimeoutError',
+  'NoResponders',
+  'NoRespondersError',
+  'ConnectionError',
+  'ClosedConnectionError',
+  'DrainingConnectionError',
+  'RequestError',
+  'JetStreamNotEnabled',
+]);
+
+/**
+ * The typed error for a failure of the messaging itself, or undefined when `err` is anything else
+ * (a typed error, a bug): `peer` (the message broker, a service) not answering in time, nobody
+ * subscribed, the connection closed or draining → `unavailable` (retryable: a retried submission
+ * is deduplicated by its key); a message over the broker's `max_payload` → `too-large`. Edges map
+ * an operation's failure through it once, so an outage never answers `internal`. The NATS error
+ * stays the cause, out of the wire form.
+ *
+ * Errors raised by the NATS client in this process are matched by name (the client names them),
+ * never across a process boundary.
+ */
+export function messagingFailure(err: unknown, peer: string): ToolgateError | undefined {
+  if (err instanceof ToolgateError || !(err instanceof Error)) return undefined;
+  if (err.name === 'InvalidArgumentError' && /max_payload/.test(err.message)) {
+    return new ToolgateError(
+      ErrorCode.TooLarge,
+      'too large for the message broker (over its max_payload)',
+      { cause: err },
+    );
+  }
+  if (UNREACHABLE_NAMES.has(err.name)) {
+    const why = err.name === 'TimeoutError' ? 'did not answer in time' : 'is not reachable';
+    return new ToolgateError(ErrorCode.Unavailable, `${peer} ${why}; retry later`, {
+      cause: err,
+    });
+  }
+  return undefined;
 }

@@ -18,6 +18,13 @@ function call(overrides: Partial<CallFacts> = {}): CallFacts {
   };
 }
 
+/** `{ modifiedInput: {a:{a:...}} }`, `levels` deep. */
+function deeplyNested(levels: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < levels; i++) value = { a: value };
+  return { modifiedInput: value };
+}
+
 describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
   let t: TestNats;
   let store: PolicyStore;
@@ -212,6 +219,7 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       ['not JSON', 'this is not json'],
       ['an array', [1, 2]],
       ['an unexpected verdict', { verdict: 'maybe' }],
+      ['a modified input nested 3,000 levels deep', deeplyNested(3000)],
     ])('a reply that is %s denies and keeps the reason', async (_what, reply) => {
       const name = `odd${tenants}`;
       const tenant = await tenantWith({ remote: { engine: { hooks: [{ name }] } } });

@@ -1,6 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import type { Subjects } from '@toolgate/contracts';
+import {
+  RemoteHookReplySchema,
+  type RemoteHookReply,
+  type RemoteHookRequest,
+  type Subjects,
+} from '@toolgate/contracts';
 import type { CanUseTool, HookContext, NamedHook } from '@toolgate/permissions';
 import { injectTraceContext } from '@toolgate/telemetry';
 import type { RemoteClosure } from './stored-policy';
@@ -8,44 +13,34 @@ import type { RemoteClosure } from './stored-policy';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/**
- * The request a remote hook or canUseTool service receives on `subjects.hook(tenant, name)`.
- * Reply `{ "verdict": "allow" | "deny" | "ask" }`, `{ "modifiedInput": ... }`, or `{}` to pass.
- * canUseTool may not answer `ask`. No answer in time, an error or a malformed reply denies.
- */
-export interface RemoteHookRequest {
-  kind: 'hook' | 'canUseTool';
-  tenant: string;
-  toolName: string;
-  input: unknown;
-  context: HookContext;
-}
+export type { RemoteHookRequest };
 
+/**
+ * Asks a remote hook or canUseTool service (the contracts' request and reply shapes). Anything
+ * but a well-formed reply in time throws, and the chain denies.
+ */
 async function ask(
   nc: NatsConnection,
   subject: string,
   body: RemoteHookRequest,
   timeoutMs: number,
-): Promise<unknown> {
+): Promise<RemoteHookReply> {
   const reply = await nc.request(subject, encoder.encode(JSON.stringify(body)), {
     timeout: timeoutMs,
     headers: injectTraceContext(natsHeaders()),
   });
-  return JSON.parse(decoder.decode(reply.data)) as unknown;
+  const parsed = RemoteHookReplySchema.safeParse(JSON.parse(decoder.decode(reply.data)));
+  if (!parsed.success) throw new Error('malformed reply');
+  return parsed.data;
 }
 
 function interpret(
-  reply: unknown,
+  reply: RemoteHookReply,
   allowAsk: boolean,
 ): 'allow' | 'deny' | 'ask' | { modifiedInput: unknown } | undefined {
-  if (reply === null || typeof reply !== 'object' || Array.isArray(reply))
-    throw new Error('malformed reply');
-  const r = reply as { verdict?: unknown; modifiedInput?: unknown };
-  if ('modifiedInput' in r) return { modifiedInput: r.modifiedInput };
-  if (r.verdict === undefined) return undefined;
-  if (r.verdict === 'allow' || r.verdict === 'deny' || (allowAsk && r.verdict === 'ask'))
-    return r.verdict;
-  throw new Error(`unexpected verdict ${JSON.stringify(r.verdict)}`);
+  if (reply.modifiedInput !== undefined) return { modifiedInput: reply.modifiedInput };
+  if (reply.verdict === 'ask' && !allowAsk) throw new Error('canUseTool may not answer ask');
+  return reply.verdict;
 }
 
 /** A hook closure that asks a team's service on the bus; the chain's deadline bounds it too. */

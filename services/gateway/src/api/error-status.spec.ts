@@ -9,6 +9,7 @@ describe('HTTP_STATUS_BY_CODE', () => {
   it.each<[ErrorCode, number]>([
     [ErrorCode.Config, 422],
     [ErrorCode.InvalidRequest, 400],
+    [ErrorCode.TooLarge, 413],
     [ErrorCode.UnknownTool, 404],
     [ErrorCode.InvalidArguments, 422],
     [ErrorCode.ModelRetry, 422],

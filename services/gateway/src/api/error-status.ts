@@ -8,6 +8,7 @@ import { ErrorCode } from '@toolgate/contracts';
 export const HTTP_STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.Config]: 422,
   [ErrorCode.InvalidRequest]: 400,
+  [ErrorCode.TooLarge]: 413,
   [ErrorCode.UnknownTool]: 404,
   [ErrorCode.InvalidArguments]: 422,
   [ErrorCode.ModelRetry]: 422,

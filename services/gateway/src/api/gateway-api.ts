@@ -14,6 +14,7 @@ import {
   type RegisterToolResponse,
 } from '@toolgate/contracts';
 import { context, propagation, SpanKind } from '@opentelemetry/api';
+import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import { Attr, inSpan } from '@toolgate/telemetry';
 import { TokenAuth, type Principal } from '../auth/token-auth';
@@ -104,8 +105,11 @@ export class GatewayApi {
         TokenAuth.require(principal, op.scope);
         return await op.run(principal, body);
       } catch (err) {
-        span.setAttribute(Attr.ErrorCode, toWireError(err).code);
-        throw err;
+        // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
+        // on every edge this table serves, never `internal`.
+        const typed = messagingFailure(err, 'the message broker') ?? err;
+        span.setAttribute(Attr.ErrorCode, toWireError(typed).code);
+        throw typed;
       }
     });
   }

@@ -1,25 +1,18 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  ApiReplySchema,
-  ErrorCode,
-  fromWireError,
-  ToolgateError,
-  type QueryOperation,
-  type Subjects,
-} from '@toolgate/contracts';
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+import { requestReply } from '@toolgate/bus';
+import { ApiOkReplySchema, type QueryOperation, type Subjects } from '@toolgate/contracts';
 
 /**
  * The gateway's read side: it never opens the journal's database, it asks the journal service over
- * NATS request/reply (`subjects.query(op)`). The tenant always comes from the caller's token.
+ * NATS request/reply (`subjects.query(op)`, the bus's {@link requestReply}). The tenant always
+ * comes from the caller's token. `headers` go with every query (a service credential).
  */
 export class JournalQueries {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
     private readonly timeoutMs: number,
+    private readonly headers: Readonly<Record<string, string>> = {},
   ) {}
 
   async ask<T>(
@@ -27,31 +20,17 @@ export class JournalQueries {
     tenant: string,
     body: Record<string, unknown>,
   ): Promise<T> {
-    let reply;
-    try {
-      reply = await this.nc.request(
-        this.subjects.query(operation),
-        encoder.encode(JSON.stringify({ ...body, tenant })),
-        {
-          timeout: this.timeoutMs,
-        },
-      );
-    } catch (cause) {
-      throw new ToolgateError(ErrorCode.Unavailable, 'the journal service did not answer', {
-        cause,
-      });
-    }
-    const parsed = ApiReplySchema.safeParse(parseJson(decoder.decode(reply.data)));
-    if (!parsed.success) throw new ToolgateError(ErrorCode.Internal, 'malformed journal reply');
-    if (parsed.data.ok) return parsed.data.data as T;
-    throw fromWireError(parsed.data.error);
-  }
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+    const reply = await requestReply(
+      this.nc,
+      this.subjects.query(operation),
+      { ...body, tenant },
+      {
+        ok: ApiOkReplySchema,
+        timeoutMs: this.timeoutMs,
+        peer: 'the journal service',
+        headers: this.headers,
+      },
+    );
+    return reply.data as T;
   }
 }

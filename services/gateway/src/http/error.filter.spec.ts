@@ -43,10 +43,40 @@ describe('toHttpError', () => {
     });
   });
 
-  it('maps a body that is too large to 413 invalid-request', () => {
+  it('maps a body that is too large to 413 too-large', () => {
     expect(toHttpError(new PayloadTooLargeException())).toEqual({
       status: 413,
-      error: { code: ErrorCode.InvalidRequest, message: 'request body too large' },
+      error: { code: ErrorCode.TooLarge, message: 'request body too large' },
+    });
+  });
+
+  // What express's body-parser throws before a route runs (its `http-errors` shape).
+  const parserError = (type: string, status: number, extra: object = {}) =>
+    Object.assign(new Error('raw parser message'), { type, status, expose: true, ...extra });
+
+  it('maps the body parser refusing a body over its limit to 413 too-large, naming the limit', () => {
+    expect(
+      toHttpError(parserError('entity.too.large', 413, { limit: 102400, length: 200_123 })),
+    ).toEqual({
+      status: 413,
+      error: {
+        code: ErrorCode.TooLarge,
+        message: 'request body too large: the limit is 102400 bytes',
+        details: { limitBytes: 102400, bytes: 200_123 },
+      },
+    });
+  });
+
+  it.each([
+    ['entity.parse.failed', 400],
+    ['encoding.unsupported', 415],
+    ['charset.unsupported', 415],
+    ['request.aborted', 400],
+    ['request.size.invalid', 400],
+  ])('maps the body parser refusing a body (%s) to 400 invalid-request', (type, status) => {
+    expect(toHttpError(parserError(type, status))).toEqual({
+      status: 400,
+      error: { code: ErrorCode.InvalidRequest, message: 'malformed request body (expected JSON)' },
     });
   });
 
@@ -62,6 +92,10 @@ describe('toHttpError', () => {
     ['a framework 5xx', new HttpException('boom', 502)],
     ['a thrown string', 'oops'],
     ['an object with an unknown code', { code: 'weird', message: 'x' }],
+    [
+      'a body-parser 5xx (our bug)',
+      Object.assign(new Error('x'), { type: 'stream.encoding.set', status: 500 }),
+    ],
   ])('maps %s to 500 internal without leaking its message', (_what, thrown) => {
     expect(toHttpError(thrown)).toEqual({
       status: 500,

@@ -13,30 +13,58 @@ export class HttpErrorFilter implements ExceptionFilter {
   }
 }
 
-/** The status and body for any thrown value (a tested table lives in error-status.ts). */
+/**
+ * The status and body for any thrown value: its wire error, and the status the one table
+ * (`error-status.ts`) gives its code.
+ */
 export function toHttpError(exception: unknown): { status: number; error: WireError } {
-  if (exception instanceof ToolgateError) {
-    return { status: HTTP_STATUS_BY_CODE[exception.code], error: exception.toWire() };
-  }
+  const error = wireErrorOf(exception);
+  return { status: HTTP_STATUS_BY_CODE[error.code], error };
+}
+
+function wireErrorOf(exception: unknown): WireError {
+  if (exception instanceof ToolgateError) return exception.toWire();
+  const parsing = bodyParserError(exception);
+  if (parsing) return parsing;
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
-    if (status === 404)
-      return { status, error: { code: ErrorCode.NotFound, message: 'no such route' } };
-    if (status === 413)
-      return {
-        status,
-        error: { code: ErrorCode.InvalidRequest, message: 'request body too large' },
-      };
+    if (status === 404) return { code: ErrorCode.NotFound, message: 'no such route' };
+    if (status === 413) return { code: ErrorCode.TooLarge, message: 'request body too large' };
     if (status >= 400 && status < 500) {
-      return {
-        status: 400,
-        error: {
-          code: ErrorCode.InvalidRequest,
-          message: 'malformed request body (expected JSON)',
-        },
-      };
+      return { code: ErrorCode.InvalidRequest, message: 'malformed request body (expected JSON)' };
     }
   }
-  const wire = toWireError(exception);
-  return { status: HTTP_STATUS_BY_CODE[wire.code], error: wire };
+  return toWireError(exception);
+}
+
+/**
+ * An error of the JSON body parser (express's body-parser, before any route runs): it carries a
+ * `type` and a 4xx `status`. A body over the limit (100 KB, express's default) is `too-large`;
+ * any other refusal of the body (not JSON, an unsupported charset or encoding, an aborted upload)
+ * is `invalid-request`. Its 5xx kinds are our bugs and stay `internal`.
+ */
+function bodyParserError(exception: unknown): WireError | undefined {
+  if (typeof exception !== 'object' || exception === null) return undefined;
+  const { type, status, limit, length } = exception as {
+    type?: unknown;
+    status?: unknown;
+    limit?: unknown;
+    length?: unknown;
+  };
+  if (typeof type !== 'string' || typeof status !== 'number' || status < 400 || status >= 500)
+    return undefined;
+  if (type === 'entity.too.large' || type === 'parameters.too.many') {
+    return {
+      code: ErrorCode.TooLarge,
+      message:
+        typeof limit === 'number'
+          ? `request body too large: the limit is ${limit} bytes`
+          : 'request body too large',
+      details: {
+        ...(typeof limit === 'number' ? { limitBytes: limit } : {}),
+        ...(typeof length === 'number' ? { bytes: length } : {}),
+      },
+    };
+  }
+  return { code: ErrorCode.InvalidRequest, message: 'malformed request body (expected JSON)' };
 }

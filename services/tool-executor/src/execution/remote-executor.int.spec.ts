@@ -41,6 +41,7 @@ describe('runRemoteTool against workers on a real NATS server', () => {
       JSON.stringify({ ok: false, error: { code: 'tool-failed', message: 'nope' } }),
     );
     serve('garbled', () => 'not json');
+    serve('deep', () => `{"ok":true,"result":${'['.repeat(200_000)}${']'.repeat(200_000)}}`);
     serve('silent', () => undefined);
     await t.nc.flush();
   });
@@ -72,6 +73,11 @@ describe('runRemoteTool against workers on a real NATS server', () => {
     expect(await runRemoteTool(requests, t.subjects, call('garbled'))).toMatchObject({
       ok: false,
       error: { code: ErrorCode.NonSerializableResult },
+    });
+    // Journaled, a result this deep would stop the projection (PostgreSQL refuses to parse it).
+    expect(await runRemoteTool(requests, t.subjects, call('deep'))).toMatchObject({
+      ok: false,
+      error: { code: ErrorCode.NonSerializableResult, message: expect.stringMatching(/deeper/) },
     });
   });
 });

@@ -3,6 +3,8 @@ import { NoRespondersError, RequestTimeoutError, type InboxRequests } from '@too
 import {
   ErrorCode,
   isWireError,
+  MAX_JSON_DEPTH,
+  withinJsonDepth,
   type RemoteToolRequest,
   type Subjects,
   type WireError,
@@ -48,6 +50,12 @@ function parseOutcome(data: Uint8Array): ToolRunOutcome {
     return failure(
       ErrorCode.NonSerializableResult,
       'the worker replied with something that is not JSON',
+    );
+  }
+  if (!withinJsonDepth(value, MAX_JSON_DEPTH + 2)) {
+    return failure(
+      ErrorCode.NonSerializableResult,
+      `the worker's result nests deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`,
     );
   }
   if (typeof value === 'object' && value !== null) {

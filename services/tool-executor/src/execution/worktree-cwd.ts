@@ -1,14 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { requestReply } from '@toolgate/bus';
 import {
-  fromWireError,
-  WorktreeAcquireReplySchema,
+  WorktreeAcquiredReplySchema,
   type Subjects,
   type WorktreeAcquireRequest,
 } from '@toolgate/contracts';
 import type { CwdResolver } from './tool-runner';
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * The working directory for a call: the pinned cwd under isolation `none`/`readonly`; under
@@ -30,20 +27,11 @@ export function worktreeCwdResolver(
       ...(call.isolation.ref ? { ref: call.isolation.ref } : {}),
       causationId: call.causationId,
     };
-    const reply = await nc.request(
-      subjects.worktree('acquire'),
-      encoder.encode(JSON.stringify(request)),
-      { timeout: timeoutMs },
-    );
-    let body: unknown;
-    try {
-      body = JSON.parse(decoder.decode(reply.data));
-    } catch {
-      throw new Error('worktree acquire replied with something that is not JSON');
-    }
-    const parsed = WorktreeAcquireReplySchema.safeParse(body);
-    if (!parsed.success) throw new Error('worktree acquire replied with a malformed answer');
-    if (!parsed.data.ok) throw fromWireError(parsed.data.error);
-    return parsed.data.path;
+    const reply = await requestReply(nc, subjects.worktree('acquire'), request, {
+      ok: WorktreeAcquiredReplySchema,
+      timeoutMs,
+      peer: 'the worktree service',
+    });
+    return reply.path;
   };
 }

@@ -1,0 +1,52 @@
+import {
+  ClosedConnectionError,
+  ConnectionError,
+  DrainingConnectionError,
+  InvalidArgumentError,
+  NoRespondersError,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/transport-node';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import {
+  NoRespondersError as InboxNoResponders,
+  RequestClosedError,
+  RequestTimeoutError,
+} from './inbox-requests';
+import { messagingFailure } from './nats-errors';
+
+describe('messagingFailure', () => {
+  it.each<[string, Error]>([
+    ['a client timeout', new TimeoutError()],
+    ['no responders', new NoRespondersError('x.y')],
+    ['a lost connection', new ConnectionError('connection refused')],
+    ['a closed connection', new ClosedConnectionError()],
+    ['a draining connection', new DrainingConnectionError()],
+    ['a failed request', new RequestError('connection disconnected')],
+    ['an inbox request timeout', new RequestTimeoutError(5000)],
+    ['an inbox request with no responders', new InboxNoResponders('x.y')],
+    ['an inbox request on a closed connection', new RequestClosedError('closed')],
+  ])('maps %s to a retryable unavailable that names the peer', (_what, err) => {
+    const typed = messagingFailure(err, 'the message broker');
+    expect(typed?.code).toBe(ErrorCode.Unavailable);
+    expect(typed?.retryable).toBe(true);
+    expect(typed?.message).toMatch(/^the message broker /);
+    expect(typed?.cause).toBe(err);
+    // The NATS error's own text stays behind (it may name hosts and subjects).
+    expect(JSON.stringify(typed?.toWire())).not.toContain('x.y');
+  });
+
+  it('maps a message over max_payload to too-large', () => {
+    const err = InvalidArgumentError.format('payload', 'max_payload size exceeded');
+    expect(messagingFailure(err, 'the message broker')?.code).toBe(ErrorCode.TooLarge);
+  });
+
+  it.each<[string, unknown]>([
+    ['a typed error', new ToolgateError(ErrorCode.NotFound, 'x')],
+    ['a bug', new TypeError('cannot read properties of undefined')],
+    ['another invalid argument', InvalidArgumentError.format('subject', 'is empty')],
+    ['a thrown string', 'timeout'],
+  ])('leaves %s alone', (_what, err) => {
+    expect(messagingFailure(err, 'the message broker')).toBeUndefined();
+  });
+});

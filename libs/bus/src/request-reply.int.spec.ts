@@ -1,0 +1,117 @@
+import type { Msg } from '@nats-io/transport-node';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { z } from 'zod';
+import { requestReply } from './request-reply';
+
+const encoder = new TextEncoder();
+
+describe('requestReply against a real broker', () => {
+  let t: TestNats;
+  /** What the responder answers (raw text); undefined leaves the request unanswered. */
+  let answer: string | undefined;
+  const received: Msg[] = [];
+  const Ok = z.object({ ok: z.literal(true), data: z.strictObject({ n: z.number() }) });
+  let subject: string;
+
+  beforeAll(async () => {
+    t = await useTestNats('bus-request-reply');
+    subject = `${t.prefix}.probe`;
+    t.nc.subscribe(subject, {
+      callback: (_err, msg) => {
+        received.push(msg);
+        if (answer !== undefined) msg.respond(encoder.encode(answer));
+      },
+    });
+    await t.nc.flush();
+  });
+  afterAll(() => t?.cleanup());
+
+  const call = (body: unknown = { q: 1 }, headers?: Record<string, string>) =>
+    requestReply(t.nc, subject, body, {
+      ok: Ok,
+      timeoutMs: 300,
+      peer: 'the probe',
+      ...(headers ? { headers } : {}),
+    });
+  const failure = async (promise: Promise<unknown>): Promise<ToolgateError> => {
+    const err = await promise.then(
+      () => new Error('expected a failure'),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ToolgateError);
+    return err as ToolgateError;
+  };
+
+  it('answers the parsed reply, sending JSON, the headers given and the trace context', async () => {
+    answer = JSON.stringify({ ok: true, data: { n: 7 } });
+    received.length = 0;
+    await expect(call({ q: 'x' }, { Authorization: 'Bearer t0k' })).resolves.toEqual({
+      ok: true,
+      data: { n: 7 },
+    });
+    expect(JSON.parse(received[0]!.string())).toEqual({ q: 'x' });
+    expect(received[0]!.headers?.get('Authorization')).toBe('Bearer t0k');
+  });
+
+  it('reads a reply from a newer peer: fields it does not know are dropped', async () => {
+    answer = JSON.stringify({ ok: true, data: { n: 1, later: true }, meta: { v: 2 } });
+    await expect(call()).resolves.toEqual({ ok: true, data: { n: 1 } });
+  });
+
+  it('rejects with the typed error the peer sent', async () => {
+    answer = JSON.stringify({
+      ok: false,
+      error: { code: 'not-found', message: 'no such run', details: { runId: 'r' } },
+    });
+    const err = await failure(call());
+    expect(err.toWire()).toEqual({
+      code: ErrorCode.NotFound,
+      message: 'no such run',
+      details: { runId: 'r' },
+    });
+  });
+
+  it.each([
+    [
+      'an error with a code this release does not know',
+      '{"ok":false,"error":{"code":"x","message":"y"}}',
+    ],
+    ['a reply that is not JSON', 'garbled{'],
+    ['a reply outside the envelope', '{"data":1}'],
+    ['a success of the wrong shape', '{"ok":true,"data":{"n":"seven"}}'],
+  ])('rejects %s as internal, never with a raw parse error', async (_what, raw) => {
+    answer = raw;
+    const err = await failure(call());
+    expect(err.code).toBe(ErrorCode.Internal);
+    expect(err.message).not.toContain('garbled');
+  });
+
+  it('is unavailable when nobody serves the subject, and when nobody answers in time', async () => {
+    const lonely = requestReply(
+      t.nc,
+      `${t.prefix}.nobody`,
+      {},
+      {
+        ok: Ok,
+        timeoutMs: 300,
+        peer: 'nobody',
+      },
+    );
+    const none = await failure(lonely);
+    expect(none.code).toBe(ErrorCode.Unavailable);
+    expect(none.retryable).toBe(true);
+    answer = undefined;
+    const late = await failure(call());
+    expect(late.code).toBe(ErrorCode.Unavailable);
+    expect(late.message).toMatch(/the probe .* did not answer in time/);
+  });
+
+  it('is too-large for a request over the broker max_payload, before anything is sent', async () => {
+    received.length = 0;
+    const max = t.nc.info!.max_payload;
+    const err = await failure(call({ blob: 'x'.repeat(max) }));
+    expect(err.code).toBe(ErrorCode.TooLarge);
+    expect(received).toHaveLength(0);
+  });
+});

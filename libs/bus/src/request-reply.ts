@@ -1,0 +1,83 @@
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, fromWireError, tolerantReader, ToolgateError } from '@toolgate/contracts';
+import { injectTraceContext } from '@toolgate/telemetry';
+import type { z } from 'zod';
+import { messagingFailure } from './nats-errors';
+
+/** Options of {@link requestReply}. */
+export interface RequestReplyOptions<S extends z.ZodType> {
+  /**
+   * The shape of a successful reply (`{ ok: true, ... }`). Read as a tolerant reader: fields this
+   * release does not know are dropped, so a newer peer can add some.
+   */
+  ok: S;
+  timeoutMs: number;
+  /** Who answers, for messages: `the gateway`, `the journal service`. */
+  peer: string;
+  /** Message headers to send (a bearer token, a service credential); trace context is added. */
+  headers?: Readonly<Record<string, string>>;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const readers = new WeakMap<z.ZodType, z.ZodType>();
+
+/**
+ * One request/reply call to a Toolgate service over core NATS, with JSON both ways and replies
+ * `{ ok: true, ... }` or `{ ok: false, error: WireError }`. What the caller gets is one thing to
+ * check, `err.code`:
+ * - the successful reply, parsed with `options.ok`;
+ * - `{ ok: false, error }` → that typed error (`fromWireError`; a code this release does not know
+ *   is `internal`, never a parse failure);
+ * - nobody serving the subject, no answer within `timeoutMs`, a closed connection → `unavailable`
+ *   (retryable), a request over the broker's `max_payload` → `too-large` ({@link messagingFailure});
+ * - a reply that is not JSON or not either shape → `internal`.
+ *
+ * The SDK's gateway calls, the gateway's journal queries and the executor's worktree requests are
+ * all this function.
+ */
+export async function requestReply<S extends z.ZodType>(
+  nc: NatsConnection,
+  subject: string,
+  body: unknown,
+  options: RequestReplyOptions<S>,
+): Promise<z.output<S>> {
+  const who = `${options.peer} (${subject})`;
+  const headers = natsHeaders();
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers.set(name, value);
+  let data: Uint8Array;
+  try {
+    const reply = await nc.request(subject, encoder.encode(JSON.stringify(body)), {
+      timeout: options.timeoutMs,
+      headers: injectTraceContext(headers),
+    });
+    data = reply.data;
+  } catch (err) {
+    throw (
+      messagingFailure(err, who) ??
+      new ToolgateError(ErrorCode.Unavailable, `${who} is not reachable; retry later`, {
+        cause: err,
+      })
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(decoder.decode(data));
+  } catch (cause) {
+    throw new ToolgateError(ErrorCode.Internal, `${who} replied with something that is not JSON`, {
+      cause,
+    });
+  }
+  if (typeof json === 'object' && json !== null && (json as { ok?: unknown }).ok === false) {
+    throw fromWireError((json as { error?: unknown }).error);
+  }
+  const parsed = readerOf(options.ok).safeParse(json);
+  if (!parsed.success) throw new ToolgateError(ErrorCode.Internal, `malformed reply from ${who}`);
+  return parsed.data as z.output<S>;
+}
+
+function readerOf(schema: z.ZodType): z.ZodType {
+  let reader = readers.get(schema);
+  if (!reader) readers.set(schema, (reader = tolerantReader(schema)));
+  return reader;
+}
