@@ -1,0 +1,115 @@
+import { bwrapArgv, type HostLayout, type SandboxPlan } from './bwrap-argv';
+
+const layout: HostLayout = {
+  entries: [
+    { kind: 'bind', path: '/usr' },
+    { kind: 'symlink', path: '/bin', target: 'usr/bin' },
+    { kind: 'bind', path: '/etc/passwd' },
+  ],
+};
+const plan: SandboxPlan = {
+  cwd: '/work/repo',
+  cwdWritable: true,
+  readOnlyPaths: [],
+  protectedPaths: ['/work/repo/.git'],
+  network: false,
+  tmpBytes: 1024 * 1024,
+};
+
+/** The value following `flag` each time it occurs (pairs for two-argument flags). */
+function occurrences(args: string[], flag: string, arity = 1): string[][] {
+  const found: string[][] = [];
+  args.forEach((a, i) => {
+    if (a === flag) found.push(args.slice(i + 1, i + 1 + arity));
+  });
+  return found;
+}
+
+it('unshares every namespace, drops capabilities and dies with its parent', () => {
+  const args = bwrapArgv('/usr/bin/bwrap', layout, plan);
+  expect(args[0]).toBe('/usr/bin/bwrap');
+  expect(args).toEqual(
+    expect.arrayContaining([
+      '--unshare-all',
+      '--unshare-user',
+      '--disable-userns',
+      '--die-with-parent',
+      '--new-session',
+    ]),
+  );
+  expect(occurrences(args, '--cap-drop')).toEqual([['ALL']]);
+  expect(args).not.toContain('--share-net');
+  expect(args.at(-1)).toBe('--');
+  expect(occurrences(args, '--chdir')).toEqual([['/work/repo']]);
+});
+
+it('shares the network only when the plan says so', () => {
+  expect(bwrapArgv('bwrap', layout, { ...plan, network: true })).toContain('--share-net');
+});
+
+it('reproduces the host layout read-only: binds and symlinks, nothing writable', () => {
+  const args = bwrapArgv('bwrap', layout, plan);
+  expect(occurrences(args, '--ro-bind', 2)).toEqual(
+    expect.arrayContaining([
+      ['/usr', '/usr'],
+      ['/etc/passwd', '/etc/passwd'],
+    ]),
+  );
+  expect(occurrences(args, '--symlink', 2)).toEqual([['usr/bin', '/bin']]);
+  expect(occurrences(args, '--bind', 2)).toEqual([['/work/repo', '/work/repo']]);
+});
+
+it('mounts a fresh /proc, a minimal /dev and a sized private /tmp', () => {
+  const args = bwrapArgv('bwrap', layout, plan);
+  expect(occurrences(args, '--proc')).toEqual([['/proc']]);
+  expect(occurrences(args, '--dev')).toEqual([['/dev']]);
+  const tmp = args.indexOf('--tmpfs');
+  expect(args.slice(tmp - 4, tmp + 2)).toEqual([
+    '--perms',
+    '1777',
+    '--size',
+    String(1024 * 1024),
+    '--tmpfs',
+    '/tmp',
+  ]);
+});
+
+it('binds cwd after /tmp and its read-only parents, and protected paths over cwd', () => {
+  const args = bwrapArgv('bwrap', layout, {
+    ...plan,
+    cwd: '/tmp/w/repo',
+    readOnlyPaths: ['/tmp/w/repo/docs', '/tmp/w', '/opt/tools'],
+    protectedPaths: ['/tmp/w/repo/.git', '/tmp/w/repo/.env'],
+  });
+  const after = args.slice(args.indexOf('--tmpfs'));
+  const binds = after.flatMap((a, i) =>
+    a === '--bind' || a === '--ro-bind' ? [`${a} ${after[i + 1]}`] : [],
+  );
+  expect(binds).toEqual([
+    '--ro-bind /tmp/w',
+    '--ro-bind /opt/tools',
+    '--bind /tmp/w/repo',
+    '--ro-bind /tmp/w/repo/docs',
+    '--ro-bind /tmp/w/repo/.git',
+    '--ro-bind /tmp/w/repo/.env',
+  ]);
+});
+
+it('binds a read-only cwd read-only, once, even when it is also a read path', () => {
+  const args = bwrapArgv('bwrap', layout, {
+    ...plan,
+    cwdWritable: false,
+    readOnlyPaths: ['/work/repo'],
+    protectedPaths: [],
+  });
+  expect(occurrences(args, '--bind', 2)).toEqual([]);
+  expect(occurrences(args, '--ro-bind', 2).filter(([p]) => p === '/work/repo')).toHaveLength(1);
+});
+
+it('lets a writable cwd win over the same path given as a read path', () => {
+  const args = bwrapArgv('bwrap', layout, { ...plan, readOnlyPaths: ['/work/repo'] });
+  const cwdBinds = args.flatMap((a, i) =>
+    (a === '--bind' || a === '--ro-bind') && args[i + 1] === '/work/repo' ? [a] : [],
+  );
+  expect(cwdBinds.at(-1)).toBe('--bind');
+});

@@ -1,0 +1,108 @@
+/**
+ * The bubblewrap command line of one sandboxed run, built from a host layout (probed once) and a
+ * mount plan (resolved per run). Pure: every path it receives is already absolute and real.
+ */
+
+/** A system path the sandbox reproduces from the host, read-only. */
+export type HostEntry =
+  /** A directory or file bound read-only at the same path. */
+  | { kind: 'bind'; path: string }
+  /** A symlink recreated as is (`/bin -> usr/bin` on merged-/usr systems). */
+  | { kind: 'symlink'; path: string; target: string };
+
+/** What of the host's system a sandbox sees: every entry read-only, nothing else. */
+export interface HostLayout {
+  readonly entries: readonly HostEntry[];
+}
+
+/** The mounts and namespaces of one run. */
+export interface SandboxPlan {
+  /** The working directory (real path). */
+  readonly cwd: string;
+  /** Whether `cwd` is bound writable: the only writable host path a sandbox ever has. */
+  readonly cwdWritable: boolean;
+  /** Further host paths bound read-only at the same path (real paths). */
+  readonly readOnlyPaths: readonly string[];
+  /**
+   * Existing paths inside `cwd` (real paths) bound read-only over the writable `cwd`: `.git` and
+   * the other protected paths. A mount point cannot be written, renamed or removed.
+   */
+  readonly protectedPaths: readonly string[];
+  /**
+   * Share the host's network namespace. Without it the sandbox has a network namespace of its own
+   * with only a loopback interface: no route anywhere, the host's 127.0.0.1 included.
+   */
+  readonly network: boolean;
+  /** Size of the private `/tmp` (a tmpfs of the sandbox's own), in bytes. */
+  readonly tmpBytes: number;
+}
+
+/** The private /tmp inside every sandbox; HOME and TMPDIR point at it. */
+export const SANDBOX_TMP = '/tmp';
+
+/**
+ * `bwrap` arguments up to and including `--`; the command (prlimit and the tool's argv) follows.
+ *
+ * - every namespace unshared (user, mount, pid, ipc, uts, cgroup, and net unless `network`), no
+ *   nested user namespaces, all capabilities dropped, a new session (no TIOCSTI into a terminal);
+ * - `--die-with-parent`: the sandbox dies with the process that started it;
+ * - the new PID namespace has bubblewrap as its init: when the command exits or bubblewrap is
+ *   killed, the kernel kills every process left in the namespace;
+ * - a fresh `/proc` of that namespace (the host's processes, the service's environment among
+ *   them, are not in it), a minimal `/dev`, a private `/tmp`;
+ * - binds in path order, so a deeper bind always lands on top of a shallower one (a protected
+ *   path over the writable `cwd`, `cwd` over a read-only parent).
+ */
+export function bwrapArgv(bwrap: string, layout: HostLayout, plan: SandboxPlan): string[] {
+  const args = [
+    bwrap,
+    '--unshare-all',
+    // Explicit, unlike --unshare-all's "try": a host without user namespaces fails at start-up.
+    '--unshare-user',
+    '--disable-userns',
+    ...(plan.network ? ['--share-net'] : []),
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--hostname',
+    'sandbox',
+  ];
+  for (const entry of layout.entries) {
+    if (entry.kind === 'symlink') args.push('--symlink', entry.target, entry.path);
+    else args.push('--ro-bind', entry.path, entry.path);
+  }
+  args.push(
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--perms',
+    '1777',
+    '--size',
+    String(Math.max(4096, Math.floor(plan.tmpBytes))),
+    '--tmpfs',
+    SANDBOX_TMP,
+  );
+  const binds: { path: string; writable: boolean; order: number }[] = [
+    ...plan.readOnlyPaths.map((path) => ({ path, writable: false, order: 0 })),
+    { path: plan.cwd, writable: plan.cwdWritable, order: 1 },
+    ...plan.protectedPaths.map((path) => ({ path, writable: false, order: 2 })),
+  ];
+  const seen = new Set<string>();
+  binds
+    .sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order)
+    .forEach(({ path, writable }) => {
+      // The last bind of a path wins; a read-only path repeated as cwd keeps cwd's mode.
+      const key = `${path}\0${writable}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      args.push(writable ? '--bind' : '--ro-bind', path, path);
+    });
+  args.push('--chdir', plan.cwd, '--');
+  return args;
+}
+
+function depth(path: string): number {
+  return path.split('/').filter(Boolean).length;
+}

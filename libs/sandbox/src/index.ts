@@ -1,0 +1,24 @@
+export {
+  Sandbox,
+  DEFAULT_PROTECTED_PATHS,
+  type SandboxRequest,
+  type SandboxSettings,
+} from './sandbox';
+export {
+  bwrapArgv,
+  SANDBOX_TMP,
+  type HostEntry,
+  type HostLayout,
+  type SandboxPlan,
+} from './bwrap-argv';
+export { ETC_ENTRIES, findExecutable, probeHostLayout } from './host-layout';
+export {
+  DEFAULT_LIMITS,
+  effectiveLimits,
+  prlimitArgv,
+  type ResourceLimits,
+} from './resource-limits';
+export { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
+export { CappedBuffer } from './capped-buffer';
+export { PidsCgroup } from './pids-cgroup';
+export { launcherArgv, LAUNCHER_SCRIPT } from './launcher-argv';

@@ -1,0 +1,22 @@
+/**
+ * The script the host runs first, before bubblewrap, as `bash --norc --noprofile -c`:
+ * - it closes every file descriptor above stderr that the service inherited without close-on-exec
+ *   (a socket or pipe the service's own parent leaked), so none reaches bubblewrap or the tool;
+ * - when the run has a pids cgroup (`$0`), it moves itself into it before anything forks;
+ * - then it becomes bubblewrap (exec), so it costs no process of its own.
+ * Fixed text: the cgroup directory and the argv are arguments, never spliced into it. `--norc`:
+ * bash reads ~/.bashrc when its stdin is a socket (Node's pipes are), even for `-c`.
+ */
+export const LAUNCHER_SCRIPT =
+  'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && [ -e "$f" ] && exec {n}>&-; done; ' +
+  '[ -z "$0" ] || echo $$ > "$0/cgroup.procs" || exit 125; ' +
+  'exec "$@"';
+
+/** `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given. Pure. */
+export function launcherArgv(
+  bash: string,
+  cgroup: string | undefined,
+  argv: readonly string[],
+): string[] {
+  return [bash, '--norc', '--noprofile', '-c', LAUNCHER_SCRIPT, cgroup ?? '', ...argv];
+}

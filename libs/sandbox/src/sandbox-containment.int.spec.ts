@@ -1,0 +1,271 @@
+/**
+ * Containment, proved by attacks with real bubblewrap and real processes: each test does what a
+ * hostile tool would, and most first show that the same probe succeeds where it is not contained
+ * (so the assertion can fail).
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { eventually } from '@toolgate/testing';
+import { runProcess, Sandbox, type ProcessResult, type SandboxRequest } from './index';
+
+const PATH = '/usr/bin:/bin';
+let sandbox: Sandbox;
+let work: string;
+let outside: string;
+
+beforeAll(async () => {
+  sandbox = await Sandbox.open();
+});
+
+beforeEach(async () => {
+  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-sandbox-')));
+  outside = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-outside-')));
+});
+
+afterEach(async () => {
+  await fs.rm(work, { recursive: true, force: true });
+  await fs.rm(outside, { recursive: true, force: true });
+});
+
+const sh = (script: string, extra: Partial<SandboxRequest> = {}): Promise<ProcessResult> =>
+  sandbox.run({
+    argv: ['/bin/sh', '-c', script],
+    cwd: work,
+    env: { PATH },
+    timeoutMs: 20_000,
+    maxOutputBytes: 1024 * 1024,
+    ...extra,
+  });
+
+const bare = (script: string): Promise<ProcessResult> =>
+  runProcess({
+    argv: ['/bin/sh', '-c', script],
+    cwd: work,
+    env: { PATH },
+    timeoutMs: 20_000,
+    maxOutputBytes: 1024 * 1024,
+  });
+
+/** Host processes whose command line contains `marker`. */
+function hostProcessesWith(marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // A zombie runs nothing and holds nothing: it is gone for this purpose.
+      if (cmdline.includes(marker) && !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) {
+        pids.push(Number(entry));
+      }
+    } catch {
+      // Exited while we looked.
+    }
+  }
+  return pids;
+}
+
+it('runs argv in its directory with JSON on stdin and its output captured', async () => {
+  const result = await sandbox.run({
+    argv: ['/bin/sh', '-c', 'pwd; cat'],
+    cwd: work,
+    env: { PATH },
+    stdin: '{"name":"toolgate"}',
+    timeoutMs: 10_000,
+    maxOutputBytes: 4096,
+  });
+  expect(result).toMatchObject({ ending: 'exited', exitCode: 0 });
+  expect(result.stdout.text()).toBe(`${work}\n{"name":"toolgate"}`);
+});
+
+it('cannot read a secret in the service home or anywhere outside its scope', async () => {
+  const home = await fs.mkdtemp(path.join(outside, 'home-'));
+  await fs.mkdir(path.join(home, '.ssh'));
+  const secret = `-----BEGIN KEY ${randomBytes(12).toString('hex')}-----`;
+  await fs.writeFile(path.join(home, '.ssh', 'id_ed25519'), secret);
+  const probe = `cat ${home}/.ssh/id_ed25519; ls ${home}; cat /etc/shadow; ls /root /home; echo "HOME=$HOME"`;
+
+  expect((await bare(probe)).stdout.text()).toContain(secret);
+
+  const contained = await sh(probe, { env: { PATH, HOME: home } });
+  const out = contained.stdout.text();
+  expect(out).not.toContain(secret);
+  expect(out).not.toContain('root:');
+  expect(out).toContain('HOME=/tmp');
+  expect(contained.stderr.text()).toContain('No such file or directory');
+});
+
+it("cannot read the service's environment: not through /proc, not from its parent", async () => {
+  const name = `TG_SERVICE_SECRET_${randomBytes(4).toString('hex').toUpperCase()}`;
+  const secret = `s3cr3t-${randomBytes(12).toString('hex')}`;
+  process.env[name] = secret;
+  try {
+    // The variables this process started with: the parent's environment a tool would read today.
+    const ours = readFileSync('/proc/self/environ', 'utf8')
+      .split('\0')
+      .filter((kv) => kv.includes('=') && !kv.startsWith('PATH='));
+    const probe =
+      'cat /proc/$PPID/environ; echo; cat /proc/1/environ; echo; ' +
+      'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f"; echo; done; env';
+    expect((await bare('cat /proc/$PPID/environ')).stdout.text().split('\0')).toEqual(
+      expect.arrayContaining(ours),
+    );
+
+    const result = await sh(probe);
+    const out = result.stdout.text();
+    expect(out).toContain(`PATH=${PATH}`);
+    expect(out).not.toContain(secret);
+    for (const kv of ours) expect(out).not.toContain(kv);
+    // The service's own process is not in the sandbox's process table at all.
+    expect(out).not.toContain(process.argv[1] ?? 'jest');
+  } finally {
+    delete process.env[name];
+  }
+});
+
+it('cannot write outside its directory; /tmp is private; writes inside land', async () => {
+  const probe =
+    `echo x > ${outside}/planted; echo x > /usr/planted; echo x > /etc/planted; ` +
+    `echo x > /tmp/private && echo tmp-ok; echo inside > ${work}/result.txt && echo cwd-ok`;
+  const result = await sh(probe);
+  expect(result.stdout.text()).toBe('tmp-ok\ncwd-ok\n');
+  expect(result.stderr.text()).toMatch(/Read-only file system|No such file or directory/);
+  await expect(fs.access(path.join(outside, 'planted'))).rejects.toThrow();
+  await expect(fs.access('/usr/planted')).rejects.toThrow();
+  await expect(fs.access('/tmp/private')).rejects.toThrow();
+  expect(await fs.readFile(path.join(work, 'result.txt'), 'utf8')).toBe('inside\n');
+});
+
+it('writes nothing at all under read-only isolation', async () => {
+  const result = await sh(`echo x > ${work}/file || echo refused`, { writable: false });
+  expect(result.stdout.text()).toBe('refused\n');
+  await expect(fs.access(path.join(work, 'file'))).rejects.toThrow();
+});
+
+it('cannot write into, replace or remove .git', async () => {
+  execFileSync('git', ['init', '-q', work]);
+  const config = await fs.readFile(path.join(work, '.git', 'config'), 'utf8');
+  const probe =
+    'echo "[core] fsmonitor = evil" >> .git/config; touch .git/hooks/pre-commit; ' +
+    'rm -rf .git; mv .git moved; echo src > src.txt && echo worktree-ok';
+  const result = await sh(probe);
+  expect(result.stdout.text()).toBe('worktree-ok\n');
+  expect(await fs.readFile(path.join(work, '.git', 'config'), 'utf8')).toBe(config);
+  await expect(fs.access(path.join(work, '.git', 'hooks', 'pre-commit'))).rejects.toThrow();
+  await expect(fs.access(path.join(work, 'moved'))).rejects.toThrow();
+  expect(await fs.readFile(path.join(work, 'src.txt'), 'utf8')).toBe('src\n');
+});
+
+it('refuses to run where .git is a symlink it could swap', async () => {
+  await fs.mkdir(path.join(work, 'real-git'));
+  await fs.symlink('real-git', path.join(work, '.git'));
+  await expect(sh('true')).rejects.toMatchObject({ code: 'config' });
+});
+
+it('cannot reach a TCP listener on the host loopback without network', async () => {
+  let connections = 0;
+  const server = net.createServer((socket) => {
+    connections++;
+    socket.end('hello\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  const probe =
+    `node -e "require('net').connect(${port},'127.0.0.1')` +
+    `.on('data',d=>{process.stdout.write('reached '+d);process.exit(0)})` +
+    `.on('error',e=>{console.log(e.code);process.exit(3)})"`;
+  try {
+    const open = await sh(probe, { network: true });
+    expect(open.stdout.text()).toBe('reached hello\n');
+    expect(connections).toBe(1);
+
+    const closed = await sh(probe);
+    expect(closed.exitCode).toBe(3);
+    expect(closed.stdout.text()).toBe('ECONNREFUSED\n');
+    expect(connections).toBe(1);
+  } finally {
+    server.close();
+  }
+});
+
+it('cannot start more processes than its limit', async () => {
+  // Each started sleep prints a line; the shell stops at the first fork that fails.
+  const probe = 'i=0; while [ $i -lt 40 ]; do sleep 30 & i=$((i+1)); echo $i; done';
+  const roomy = await sh(probe, { limits: { processes: 64 }, timeoutMs: 10_000 });
+  expect(roomy.stdout.text().trim().split('\n')).toHaveLength(40);
+
+  const bounded = await sh(probe, { limits: { processes: 8 } });
+  const started = bounded.stdout.text().trim().split('\n').filter(Boolean);
+  expect(started.length).toBeLessThan(8);
+  expect(bounded.stderr.text()).toMatch(/fork/i);
+});
+
+it('contains a fork bomb: it ends at its deadline and leaves no process', async () => {
+  const marker = `bomb${randomBytes(6).toString('hex')}`;
+  const result = await sandbox.run({
+    argv: ['/bin/sh', '-c', `${marker}() { ${marker} | ${marker} & }; ${marker}; sleep 30`],
+    cwd: work,
+    env: { PATH },
+    limits: { processes: 16 },
+    timeoutMs: 2000,
+    maxOutputBytes: 4096,
+  });
+  expect(result.ending).toBe('timeout');
+  expect(hostProcessesWith(marker)).toEqual([]);
+});
+
+it('kills the whole tree at the deadline: a child ignoring SIGTERM and a sleeping grandchild', async () => {
+  const marker = `${3000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+  const script =
+    `trap '' TERM; sh -c 'trap "" TERM; sleep ${marker} & sleep ${marker}; wait' & ` +
+    `sleep ${marker}; wait`;
+  const running = sh(script, { timeoutMs: 5000 });
+  // Three sleeps with the marker run (the shell, its child and its grandchild each start one).
+  await eventually(() => (hostProcessesWith(marker).length >= 3 ? true : undefined), {
+    timeoutMs: 4000,
+    what: 'the tree running',
+  });
+  const result = await running;
+  expect(result.ending).toBe('timeout');
+  expect(hostProcessesWith(marker)).toEqual([]);
+});
+
+it('kills the whole tree when the call is cancelled', async () => {
+  const marker = `${3000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+  const controller = new AbortController();
+  const running = sh(`(trap '' TERM; sleep ${marker}) & sleep ${marker}; wait`, {
+    signal: controller.signal,
+  });
+  await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
+    what: 'the tree running',
+  });
+  controller.abort();
+  expect((await running).ending).toBe('cancelled');
+  expect(hostProcessesWith(marker)).toEqual([]);
+});
+
+it('applies the resource limits and passes no descriptor but stdio', async () => {
+  const result = await sh('ulimit -n; ulimit -t; ulimit -v; ls /proc/self/fd', {
+    limits: { openFiles: 32, cpuSeconds: 7, addressSpaceBytes: 512 * 1024 * 1024 },
+  });
+  const [files, cpu, vmem, ...fds] = result.stdout.text().trim().split('\n');
+  expect([files, cpu, vmem]).toEqual(['32', '7', String(512 * 1024)]);
+  // 0-2 and the directory ls itself opened to list them.
+  expect(fds).toEqual(['0', '1', '2', '3']);
+});
+
+it('caps stdout and stderr, draining the rest', async () => {
+  const result = await sh(
+    "head -c 100000 /dev/zero | tr '\\000' a; head -c 10 /dev/zero | tr '\\000' b >&2",
+    { maxOutputBytes: 1000 },
+  );
+  expect(result.stdout.text()).toBe('a'.repeat(1000));
+  expect(result.stdout.truncated).toBe(true);
+  expect(result.stderr.text()).toBe('b'.repeat(10));
+  expect(result.exitCode).toBe(0);
+});

@@ -1,0 +1,259 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { bwrapArgv, SANDBOX_TMP, type HostLayout, type SandboxPlan } from './bwrap-argv';
+import { findExecutable, probeHostLayout } from './host-layout';
+import { launcherArgv } from './launcher-argv';
+import { PidsCgroup } from './pids-cgroup';
+import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
+import {
+  DEFAULT_LIMITS,
+  effectiveLimits,
+  prlimitArgv,
+  type ResourceLimits,
+} from './resource-limits';
+
+/** Paths inside a run's directory that are bound read-only when they exist. */
+export const DEFAULT_PROTECTED_PATHS: readonly string[] = Object.freeze(['.git']);
+
+/** The operator's sandbox configuration, fixed when the sandbox is opened. */
+export interface SandboxSettings {
+  /** bubblewrap: a path, or a name looked up on PATH. Default `bwrap`. */
+  bwrap?: string;
+  /** util-linux prlimit, as above. Default `prlimit`. */
+  prlimit?: string;
+  /**
+   * Host paths every run sees read-only, besides the system directories (e.g. `/opt/tools`).
+   * Operator configuration only: a tool's registration never names a host path to mount.
+   */
+  readOnlyPaths?: readonly string[];
+  /** The most any run may have; a request may lower a limit, never raise one. */
+  limits?: Partial<ResourceLimits>;
+  /** Size of each run's private /tmp, in bytes. Default 64 MiB. */
+  tmpBytes?: number;
+  /**
+   * A pids cgroup directory to create each run's cgroup under (see {@link PidsCgroup}). Default:
+   * this process's cgroup v1 pids hierarchy, when there is one and it is writable.
+   */
+  pidsCgroup?: string;
+}
+
+/** One run in the sandbox. */
+export interface SandboxRequest extends Pick<
+  ProcessRequest,
+  'stdin' | 'timeoutMs' | 'maxOutputBytes' | 'signal'
+> {
+  /** The command: `argv[0]` is looked up on `env.PATH` inside the sandbox. Never a shell string. */
+  argv: readonly string[];
+  /** The run's directory: the only host path it may write (see `writable`). */
+  cwd: string;
+  /** Whether `cwd` is writable. Default true; false under read-only isolation. */
+  writable?: boolean;
+  /**
+   * More host paths to bind read-only for this run (the caller's read scopes). Trusted caller
+   * input only, as {@link SandboxSettings.readOnlyPaths}.
+   */
+  readOnlyPaths?: readonly string[];
+  /** Paths relative to `cwd` bound read-only when they exist. Default {@link DEFAULT_PROTECTED_PATHS}. */
+  protectedPaths?: readonly string[];
+  /** Share the host's network. Default false: a network namespace with loopback only. */
+  network?: boolean;
+  /**
+   * The whole environment of the command (build it from an allowlist). HOME and TMPDIR, when
+   * present, are replaced with the private /tmp: the host's home is not in the sandbox.
+   */
+  env: Readonly<Record<string, string>>;
+  /** Lower limits for this run than the operator's. */
+  limits?: Partial<ResourceLimits>;
+}
+
+const DEFAULT_TMP_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Runs commands under bubblewrap with resource limits, a deadline that kills the whole process
+ * tree, output caps and an environment of the caller's choosing. Open it once per service: opening
+ * checks that bubblewrap and prlimit are installed and that a sandbox actually starts on this host,
+ * and refuses with a ConfigError naming the Debian package otherwise — there is no fallback to
+ * running on the host.
+ */
+export class Sandbox {
+  private constructor(
+    private readonly bash: string,
+    private readonly bwrap: string,
+    private readonly prlimit: string,
+    private readonly layout: HostLayout,
+    private readonly readOnlyPaths: readonly string[],
+    /** The operator's maxima. */
+    readonly limits: Readonly<ResourceLimits>,
+    private readonly tmpBytes: number,
+    private readonly pids: PidsCgroup | null,
+  ) {}
+
+  static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
+    const bwrap = await findExecutable(settings.bwrap ?? 'bwrap');
+    if (!bwrap) {
+      throw new ConfigError(
+        `bubblewrap (${settings.bwrap ?? 'bwrap'}) is not installed: install the Debian package "bubblewrap" (apt-get install bubblewrap), or opt out of the sandbox explicitly`,
+        { details: { package: 'bubblewrap' } },
+      );
+    }
+    const prlimit = await findExecutable(settings.prlimit ?? 'prlimit');
+    if (!prlimit) {
+      throw new ConfigError(
+        `prlimit (${settings.prlimit ?? 'prlimit'}) is not installed: install the Debian package "util-linux"`,
+        { details: { package: 'util-linux' } },
+      );
+    }
+    const bash = await findExecutable('bash');
+    if (!bash) {
+      throw new ConfigError('bash is not installed: install the Debian package "bash"', {
+        details: { package: 'bash' },
+      });
+    }
+    const readOnlyPaths: string[] = [];
+    for (const p of settings.readOnlyPaths ?? []) {
+      const real = await fs.realpath(p).catch(() => {
+        throw new ConfigError(`sandbox read-only path ${p} does not exist`, {
+          details: { field: 'readOnlyPaths' },
+        });
+      });
+      if (real === '/') {
+        throw new ConfigError('the sandbox cannot bind the whole root file system', {
+          details: { field: 'readOnlyPaths' },
+        });
+      }
+      readOnlyPaths.push(real);
+    }
+    const limits = effectiveLimits(
+      { ...DEFAULT_LIMITS, ...definedOnly(settings.limits) },
+      undefined,
+    );
+    const pids = await PidsCgroup.open(settings.pidsCgroup);
+    if (!pids && process.getuid?.() === 0) {
+      throw new ConfigError(
+        'the sandbox cannot limit processes: the kernel does not apply RLIMIT_NPROC to root, and no writable pids cgroup was found. Run the executor as a non-root user, or name a pids cgroup directory it may create cgroups in',
+        { details: { field: 'pidsCgroup' } },
+      );
+    }
+    const sandbox = new Sandbox(
+      bash,
+      bwrap,
+      prlimit,
+      await probeHostLayout(),
+      readOnlyPaths,
+      limits,
+      settings.tmpBytes ?? DEFAULT_TMP_BYTES,
+      pids,
+    );
+    await sandbox.selfTest();
+    return sandbox;
+  }
+
+  /** Runs `request.argv` in the sandbox; resolves for every ending (see {@link runProcess}). */
+  async run(request: SandboxRequest): Promise<ProcessResult> {
+    const plan = await this.plan(request);
+    const limits = effectiveLimits(this.limits, request.limits);
+    // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
+    // bubblewrap outside it.
+    const cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
+    const argv = launcherArgv(this.bash, cgroup, [
+      ...bwrapArgv(this.bwrap, this.layout, plan),
+      ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
+      ...request.argv,
+    ]);
+    try {
+      return await runProcess({
+        argv,
+        cwd: plan.cwd,
+        env: sandboxEnv(request.env),
+        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+        timeoutMs: request.timeoutMs,
+        maxOutputBytes: request.maxOutputBytes,
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+    } finally {
+      // Awaited: once the cgroup is gone, so is every process of the run.
+      if (cgroup) await this.pids!.remove(cgroup);
+    }
+  }
+
+  /**
+   * The mounts of one run: real paths, checked. A `cwd` that is `/`, or a protected path that is a
+   * symlink (the command could replace it), refuses the run.
+   */
+  async plan(request: SandboxRequest): Promise<SandboxPlan> {
+    const cwd = await fs.realpath(request.cwd).catch((err: NodeJS.ErrnoException) => {
+      throw new ToolgateError(
+        ErrorCode.ToolFailed,
+        `the working directory cannot be used: ${err.code ?? 'error'}`,
+      );
+    });
+    if (cwd === '/') {
+      throw new ConfigError('the sandbox cannot make the whole root file system writable');
+    }
+    const readOnlyPaths = [...this.readOnlyPaths];
+    for (const p of request.readOnlyPaths ?? []) {
+      const real = await fs.realpath(p).catch(() => undefined);
+      if (real === '/') throw new ConfigError('the sandbox cannot bind the whole root file system');
+      if (real !== undefined) readOnlyPaths.push(real);
+    }
+    const protectedPaths: string[] = [];
+    for (const rel of request.protectedPaths ?? DEFAULT_PROTECTED_PATHS) {
+      const abs = path.resolve(cwd, rel);
+      if (!abs.startsWith(`${cwd}/`)) continue;
+      const stat = await fs.lstat(abs).catch(() => undefined);
+      if (!stat) continue;
+      if (stat.isSymbolicLink()) {
+        throw new ToolgateError(
+          ErrorCode.Config,
+          `${rel} in the working directory is a symlink: the sandbox cannot keep it read-only`,
+          { details: { path: rel } },
+        );
+      }
+      protectedPaths.push(abs);
+    }
+    return {
+      cwd,
+      cwdWritable: request.writable ?? true,
+      readOnlyPaths,
+      protectedPaths,
+      network: request.network ?? false,
+      tmpBytes: this.tmpBytes,
+    };
+  }
+
+  /** Starts one sandbox for real: bubblewrap that cannot set up its namespaces fails here. */
+  private async selfTest(): Promise<void> {
+    let result: ProcessResult;
+    try {
+      result = await this.run({
+        argv: ['true'],
+        cwd: os.tmpdir(),
+        env: { PATH: '/usr/bin:/bin' },
+        timeoutMs: 10_000,
+        maxOutputBytes: 4096,
+      });
+    } catch (err) {
+      throw new ConfigError(`the sandbox does not start: ${(err as Error).message}`);
+    }
+    if (result.exitCode !== 0) {
+      throw new ConfigError(
+        `the sandbox does not start on this host (${result.ending}, exit ${result.exitCode ?? result.signal}): ${result.stderr.text().trim().slice(0, 500)}. bubblewrap needs unprivileged user namespaces (a container's seccomp profile may block them)`,
+      );
+    }
+  }
+}
+
+function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = { ...env };
+  if ('HOME' in out) out.HOME = SANDBOX_TMP;
+  if ('TMPDIR' in out) out.TMPDIR = SANDBOX_TMP;
+  return out;
+}
+
+function definedOnly<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(
+    Object.entries(o ?? {}).filter(([, v]) => v !== undefined),
+  ) as Partial<T>;
+}
