@@ -2,6 +2,7 @@ export * from './errors';
 export * from './canonical-json';
 export * from './schema-spec';
 export * from './tool-contract';
+export * from './subprocess-command';
 export * from './contract-hash';
 export * from './subjects';
 export * from './events';

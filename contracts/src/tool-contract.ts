@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { mergeableJson } from './json-limits';
+import { SubprocessCommandSchema } from './subprocess-command';
 
 /** What the model calls; also the rule-matching key. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -51,6 +52,8 @@ export const ToolPolicySchema = z.strictObject({
   clearance: z.enum(['public', 'internal', 'private']).optional(),
   /** Per-call deadline in milliseconds. */
   timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+  /** How a `subprocess` tool runs (required for that executor, refused for the others). */
+  command: SubprocessCommandSchema.optional(),
 });
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+
+/** A top-level input field a placeholder names. */
+const FieldName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,127}$/, {
+  message: 'a top-level input field name',
+});
+
+const NoNul = (what: string) =>
+  z
+    .string()
+    .max(4096)
+    .refine((s) => !s.includes('\0'), { message: `${what} must not contain a NUL byte` });
+
+/**
+ * One argv element: a literal string, or the value of one top-level field of the (validated)
+ * input. A placeholder always becomes exactly one argv element — no shell, no splitting, no
+ * globbing — and its field must hold a string, number or boolean. A value that starts with `-` is
+ * refused unless `allowLeadingDash` (it would read as an option; put `--` before it instead).
+ */
+export const ArgvElementSchema = z.union([
+  NoNul('an argv element'),
+  z.strictObject({ input: FieldName, allowLeadingDash: z.boolean().optional() }),
+]);
+export type ArgvElement = z.infer<typeof ArgvElementSchema>;
+
+/** An exact host name (no wildcard, no port): what a networked subprocess tool may reach. */
+const HostName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(?=.*[a-z])[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, {
+    message: 'an exact lower-case host name',
+  });
+
+const Positive = z.number().int().positive();
+
+/**
+ * How a `subprocess` tool runs: one process per call, in the sandbox, with the call's input as
+ * JSON on stdin and its result as JSON on stdout. Registered as the tool's `policy.command`
+ * (published by the gateway's `tools.register`, read by the tool-executor from the registry); like
+ * every policy field it is not part of the contract hash.
+ */
+export const SubprocessCommandSchema = z.strictObject({
+  /**
+   * The command line as argv, never a shell string. `argv[0]` is a literal: an absolute path, or a
+   * program name found on the sandbox's PATH (the host's system directories, read-only).
+   */
+  argv: z
+    .array(ArgvElementSchema)
+    .min(1)
+    .max(256)
+    .refine((argv) => typeof argv[0] === 'string' && argv[0].length > 0, {
+      message: 'argv[0] must be a literal program, not a placeholder',
+    }),
+  /** Fixed environment variables for the tool, on top of the operator's allowlist. */
+  env: z
+    .record(
+      z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an environment variable name' }),
+      NoNul('an environment value'),
+    )
+    .optional(),
+  /**
+   * The hosts the tool needs. Network is given to a call only when the tool's risk is `network`
+   * and every host here passes the call's domain rules; the sandbox does not restrict which
+   * addresses the process then connects to (see the README).
+   */
+  network: z.strictObject({ hosts: z.array(HostName).min(1).max(64) }).optional(),
+  /** Lower resource limits than the operator's maxima (never higher). */
+  limits: z
+    .strictObject({
+      cpuSeconds: Positive.max(86_400).optional(),
+      memoryMb: Positive.max(1024 * 1024).optional(),
+      openFiles: Positive.max(1_000_000).optional(),
+      processes: Positive.max(100_000).optional(),
+      outputBytes: Positive.max(64 * 1024 * 1024).optional(),
+    })
+    .optional(),
+});
+export type SubprocessCommand = z.infer<typeof SubprocessCommandSchema>;
