@@ -219,6 +219,89 @@ describe('ToolRegistry on a real KV bucket', () => {
     expect(await registry.contract(v.contractHash)).toBeUndefined();
   });
 
+  describe('subprocess tools', () => {
+    const echo = (overrides: Partial<RegisteredTool['policy']> = {}): RegisteredTool => ({
+      name: 'echo_name',
+      description: 'Echoes a name.',
+      parameters: {
+        type: 'object',
+        properties: { name: { type: 'string' }, note: { type: 'string' } },
+        required: ['name'],
+      },
+      policy: {
+        needsApproval: false,
+        executor: 'subprocess',
+        command: { argv: ['/bin/echo', { input: 'name' }] },
+        ...overrides,
+      },
+    });
+
+    beforeAll(() => registry.announce([], ['subprocess']));
+
+    it('registers one with a command whose placeholders are required parameters', async () => {
+      const view = await registry.register('acme', echo());
+      expect(view.policy.command?.argv).toEqual(['/bin/echo', { input: 'name' }]);
+    });
+
+    it('refuses a subprocess tool without a command, and a command on another executor', async () => {
+      for (const tool of [
+        echo({ command: undefined }),
+        { ...echo(), policy: { ...echo().policy, executor: 'remote' as const } },
+      ]) {
+        const err = await refusal(registry.register('acme', { ...tool, name: 'no_command' }));
+        expect(err.code).toBe(ErrorCode.Config);
+        expect(err.details).toEqual({ tool: 'no_command', field: 'policy.command' });
+      }
+      expect(registry.resolve('acme', 'no_command')).toBeUndefined();
+    });
+
+    it('refuses a placeholder for an optional or unknown parameter', async () => {
+      for (const input of ['note', 'nope']) {
+        const err = await refusal(
+          registry.register('acme', echo({ command: { argv: ['/bin/echo', { input }] } })),
+        );
+        expect(err.message).toContain(`placeholder ${input}`);
+      }
+    });
+
+    it('refuses declared network hosts without risk network', async () => {
+      const command = { argv: ['/usr/bin/curl'], network: { hosts: ['example.com'] } };
+      expect((await refusal(registry.register('acme', echo({ command })))).code).toBe(
+        ErrorCode.Config,
+      );
+      const view = await registry.register('acme', {
+        ...echo({ command, risk: 'network' }),
+        name: 'fetcher',
+      });
+      expect(view.policy.command?.network).toEqual({ hosts: ['example.com'] });
+    });
+
+    it('current() finds the version a call was decided on, even before the mirror has it', async () => {
+      const registered = await registry.register('acme', echo());
+      expect((await registry.current('acme', 'echo_name', registered.contractHash))?.name).toBe(
+        'echo_name',
+      );
+      expect(await registry.current('acme', 'echo_name', '0'.repeat(64))).toBeUndefined();
+      expect(await registry.current('acme', 'missing', registered.contractHash)).toBeUndefined();
+
+      // Another replica's mirror has not seen a new registration yet: it reads the bucket.
+      const stale = await ToolRegistry.open(t.nc, t.subjects);
+      try {
+        stale.stop();
+        const changed = await registry.register('acme', {
+          ...echo(),
+          description: 'Echoes a name, changed.',
+        });
+        expect(stale.resolve('acme', 'echo_name')?.contractHash).toBe(registered.contractHash);
+        expect((await stale.current('acme', 'echo_name', changed.contractHash))?.description).toBe(
+          'Echoes a name, changed.',
+        );
+      } finally {
+        stale.stop();
+      }
+    });
+  });
+
   it('a second registry on the same bucket sees registrations', async () => {
     const other = await ToolRegistry.open(t.nc, t.subjects);
     try {

@@ -107,6 +107,7 @@ export class ToolRegistry {
       });
     }
     const { warnings } = compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
+    checkCommand(tool);
     if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
       throw new ConfigError(`${tool.name} is a builtin tool and cannot be registered`, {
         details: { tool: tool.name },
@@ -166,6 +167,25 @@ export class ToolRegistry {
     return undefined;
   }
 
+  /**
+   * A tenant's registered tool as it is now, if its contract hash is `contractHash`: what the
+   * executor runs a decided call with. When the mirror does not have that version (yet), the
+   * bucket is read directly, so a call dispatched right after its registration finds it.
+   */
+  async current(tenant: string, name: string, hash: string): Promise<ToolView | undefined> {
+    const key = `${tenant}.${name}`;
+    const cached = this.cache.get(key)?.value;
+    if (cached && 'contractHash' in cached && cached.contractHash === hash) {
+      return view(cached, false);
+    }
+    const entry = await this.cache.kv.get(key);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    const parsed = StoredToolSchema.safeParse(entry.json());
+    if (!parsed.success) return undefined;
+    const stored = { ...parsed.data, contractHash: contractHash(parsed.data) };
+    return stored.contractHash === hash ? view(stored, false) : undefined;
+  }
+
   /** Every tool a tenant can call, and the toolsetHash over their contracts. */
   list(tenant: string): { tools: ToolView[]; toolsetHash: string } {
     const byName = new Map<string, ToolView>();
@@ -191,6 +211,36 @@ export class ToolRegistry {
 
   stop(): void {
     this.cache.stop();
+  }
+}
+
+/**
+ * `policy.command` belongs to subprocess tools, which need one; its placeholders name required
+ * top-level parameters (a placeholder always has a value); declared network hosts need risk
+ * `network`, which is what the permission chain sees.
+ */
+function checkCommand(tool: RegisteredTool): void {
+  const { executor, command, risk } = tool.policy;
+  const refuse = (message: string) => {
+    throw new ConfigError(`tool ${tool.name}: ${message}`, {
+      details: { tool: tool.name, field: 'policy.command' },
+    });
+  };
+  if (executor !== 'subprocess') {
+    if (command) refuse(`policy.command is for the subprocess executor, not ${executor}`);
+    return;
+  }
+  if (!command) return refuse('a subprocess tool needs policy.command (its argv)');
+  const required = new Set(
+    Array.isArray(tool.parameters.required) ? (tool.parameters.required as unknown[]) : [],
+  );
+  for (const element of command.argv) {
+    if (typeof element === 'object' && !required.has(element.input)) {
+      refuse(`the argv placeholder ${element.input} must name a required top-level parameter`);
+    }
+  }
+  if (command.network && risk !== 'network') {
+    refuse('a command that declares network hosts needs risk "network"');
   }
 }
 
