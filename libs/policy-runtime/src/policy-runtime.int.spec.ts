@@ -271,6 +271,23 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       expect(runtime.checkFetchHost(tenant, undefined, 'mail.example')).toBe('deny');
     });
 
+    it('checks a networked subprocess tool by its own name and risk', async () => {
+      const tenant = await tenantWith({
+        engine: {
+          deny: [
+            { tool: 'gh_search', domains: ['api.github.com'] },
+            { risk: 'network', domains: ['evil.example'] },
+          ],
+        },
+      });
+      const tool = { name: 'gh_search', risk: 'network' as const };
+      expect(runtime.checkFetchHost(tenant, undefined, 'api.github.com', tool)).toBe('deny');
+      expect(runtime.checkFetchHost(tenant, undefined, 'evil.example', tool)).toBe('deny');
+      expect(runtime.checkFetchHost(tenant, undefined, 'docs.example', tool)).toBe('allow');
+      // The rule scoped to gh_search does not refuse http_fetch.
+      expect(runtime.checkFetchHost(tenant, undefined, 'api.github.com')).toBe('allow');
+    });
+
     it('uses the profile chain, and an unknown profile denies', async () => {
       const tenant = await tenantWith({ profiles: { web: { deny: [{ domains: ['*'] }] } } });
       expect(runtime.checkFetchHost(tenant, undefined, 'docs.example')).toBe('allow');

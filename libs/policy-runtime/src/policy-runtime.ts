@@ -3,6 +3,7 @@ import {
   ConfigError,
   type AgentRef,
   type Isolation,
+  type Risk,
   type Subjects,
   type Taint,
   type ToolRef,
@@ -94,12 +95,21 @@ export class PolicyRuntime {
   }
 
   /**
-   * Whether the fetch tool may connect to `host` for a tenant's call under `profile` (checked before
-   * every connection). Anything that goes wrong denies.
+   * Whether the fetch tool (or `tool`: a networked subprocess tool) may connect to `host` for a
+   * tenant's call under `profile` (checked before every connection). Anything that goes wrong
+   * denies.
    */
-  checkFetchHost(tenant: string, profile: string | undefined, host: string): 'allow' | 'deny' {
+  checkFetchHost(
+    tenant: string,
+    profile: string | undefined,
+    host: string,
+    tool?: { name: string; risk?: Risk | undefined },
+  ): 'allow' | 'deny' {
     try {
-      return checkFetchHost(this.chainFor(tenant, profile).chain, host).verdict;
+      const chain = this.chainFor(tenant, profile).chain;
+      return (
+        tool ? checkFetchHost(chain, host, tool.risk, tool.name) : checkFetchHost(chain, host)
+      ).verdict;
     } catch {
       return 'deny';
     }

@@ -158,7 +158,8 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     );
     const executor = await startToolExecutor({
       config: options.executor,
-      checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+      checkDomain: (call, host) =>
+        runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
       protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
       ...common,
     });

@@ -1,10 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Subjects } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
 import { BusModule } from '@toolgate/service-kit';
+import type { ExecutorKind, Subjects } from '@toolgate/contracts';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
+import type { CallExecutor } from './execution/call-executor';
 import { ExecutionController } from './execution/execution.controller';
 import type { InputCheck } from './execution/input-check';
 import { ToolRunner } from './execution/tool-runner';
@@ -17,6 +18,7 @@ export class ToolExecutorModule {
     subjects: Subjects,
     config: ExecutorConfig,
     builtins: ToolDef[],
+    executors: Partial<Record<ExecutorKind, CallExecutor>>,
     inputCheck?: InputCheck,
   ): DynamicModule {
     return {
@@ -33,6 +35,7 @@ export class ToolExecutorModule {
               subjects,
               publisher,
               builtins: new Map(builtins.map((b) => [b.contract.name, b])),
+              executors,
               resolveCwd: worktreeCwdResolver(nc, subjects, config.cwd, config.worktreeTimeoutMs),
               defaultTimeoutMs: config.defaultTimeoutMs,
               inprocessSlots: config.inprocessConcurrency,

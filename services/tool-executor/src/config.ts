@@ -24,7 +24,36 @@ const Env = z.object({
   EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * `on`: `shell` and every `subprocess` tool run under bubblewrap, and a host without it refuses
+   * to start. `off` runs `shell` on the host (with the env allowlist and pinned cwd only) and serves
+   * no `subprocess` executor. Only an explicit `off` turns it off.
+   */
+  EXECUTOR_SANDBOX: z.enum(['on', 'off']).default('on'),
+  /** Host paths every sandbox sees read-only besides the system directories (e.g. /opt/tools). */
+  EXECUTOR_SANDBOX_READ_PATHS: list,
+  EXECUTOR_SANDBOX_CPU_SECONDS: z.coerce.number().int().min(1).default(60),
+  EXECUTOR_SANDBOX_MEMORY_MB: z.coerce.number().int().min(16).default(4096),
+  EXECUTOR_SANDBOX_OPEN_FILES: z.coerce.number().int().min(16).default(256),
+  EXECUTOR_SANDBOX_PROCESSES: z.coerce.number().int().min(2).default(64),
+  EXECUTOR_SANDBOX_TMP_MB: z.coerce.number().int().min(1).default(64),
+  /** A pids cgroup directory for per-run cgroups; unset: this process's cgroup v1 pids hierarchy. */
+  EXECUTOR_SANDBOX_PIDS_CGROUP: z.string().min(1).optional(),
 });
+
+/** The sandbox of `shell` and `subprocess` tools, or `off`. */
+export type ExecutorSandboxConfig =
+  | { mode: 'off' }
+  | {
+      mode: 'on';
+      readOnlyPaths: string[];
+      cpuSeconds: number;
+      memoryMb: number;
+      openFiles: number;
+      processes: number;
+      tmpMb: number;
+      pidsCgroup?: string;
+    };
 
 export type ExecutorConfig = NatsSettings &
   Readonly<{
@@ -40,6 +69,7 @@ export type ExecutorConfig = NatsSettings &
     ackWaitMs: number;
     maxDeliver: number;
     worktreeTimeoutMs: number;
+    sandbox: ExecutorSandboxConfig;
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -59,5 +89,20 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+    sandbox:
+      e.EXECUTOR_SANDBOX === 'off'
+        ? { mode: 'off' as const }
+        : {
+            mode: 'on' as const,
+            readOnlyPaths: e.EXECUTOR_SANDBOX_READ_PATHS ?? [],
+            cpuSeconds: e.EXECUTOR_SANDBOX_CPU_SECONDS,
+            memoryMb: e.EXECUTOR_SANDBOX_MEMORY_MB,
+            openFiles: e.EXECUTOR_SANDBOX_OPEN_FILES,
+            processes: e.EXECUTOR_SANDBOX_PROCESSES,
+            tmpMb: e.EXECUTOR_SANDBOX_TMP_MB,
+            ...(e.EXECUTOR_SANDBOX_PIDS_CGROUP
+              ? { pidsCgroup: e.EXECUTOR_SANDBOX_PIDS_CGROUP }
+              : {}),
+          },
   });
 }

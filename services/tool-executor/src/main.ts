@@ -16,7 +16,7 @@ void runUntilSignalled('tool-executor', async () => {
   );
   const service = await startToolExecutor({
     config,
-    checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host),
+    checkDomain: (call, host) => runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
     protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
   });
   return {

@@ -1,6 +1,7 @@
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import { createBuiltinTools, type CheckDomain } from './builtins';
+import { buildEnv, parseExecutionPolicy } from './builtins/execution-policy';
 import {
   bootstrapService,
   stopOnce,
@@ -14,6 +15,9 @@ import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
+import type { ExecutorKind } from '@toolgate/contracts';
+import { openExecutorSandbox } from './subprocess/open-sandbox';
+import { SubprocessExecutor } from './subprocess/subprocess-executor';
 
 export interface ToolExecutorOptions {
   config: ExecutorConfig;
@@ -39,21 +43,25 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     if (!call) return 'deny';
     return options.checkDomain(call, host);
   };
-  // Parsed once, by createBuiltinTools: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd])
-  // live in the policy schema, and a bad value is a ConfigError naming it.
+  // First: a host that cannot sandbox refuses to start here, before anything connects.
+  const sandbox = await openExecutorSandbox(config.sandbox);
+  // Parsed once: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd]) live in the policy
+  // schema, and a bad value is a ConfigError naming it.
+  const policy = parseExecutionPolicy({
+    cwd: config.cwd,
+    ...(config.readPaths ? { readPaths: config.readPaths } : {}),
+    ...(config.writePaths ? { writePaths: config.writePaths } : {}),
+    ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
+  });
   const builtins = createBuiltinTools({
-    policy: {
-      cwd: config.cwd,
-      ...(config.readPaths ? { readPaths: config.readPaths } : {}),
-      ...(config.writePaths ? { writePaths: config.writePaths } : {}),
-      ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
-    },
+    policy,
     checkDomain,
     protectedPaths: () => {
       const call = callScope.getStore();
       if (!call || !options.protectedPaths) return DEFAULT_PROTECTION;
       return options.protectedPaths(call);
     },
+    sandbox,
   });
   // Every input is checked against its registered contract before an executor sees it; the
   // registry opens on the service's connection below, and a call that comes first waits for it.
@@ -65,6 +73,17 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   });
   registryReady.catch(() => undefined);
   const inputCheck = new InputCheck(() => registryReady);
+  const executors: Partial<Record<ExecutorKind, SubprocessExecutor>> = sandbox
+    ? {
+        subprocess: new SubprocessExecutor({
+          sandbox,
+          lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
+          checkDomain: (call, host) => options.checkDomain(call, host),
+          baseEnv: buildEnv(policy, process.env),
+          maxOutputBytes: policy.maxOutputBytes,
+        }),
+      }
+    : {};
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,
@@ -73,7 +92,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),
     module: (nc, subjects) =>
-      ToolExecutorModule.forRoot(nc, subjects, config, builtins, inputCheck),
+      ToolExecutorModule.forRoot(nc, subjects, config, builtins, executors, inputCheck),
     transport: {
       role: 'executor',
       handlers: {
@@ -104,7 +123,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   registryOpened(registry);
   await registry.announce(
     builtins.map((b) => ({ ...b.contract, policy: b.policy })),
-    ['inprocess', 'remote'],
+    ['inprocess', 'remote', ...(Object.keys(executors) as ExecutorKind[])],
   );
   const stop = service.stop;
   return {

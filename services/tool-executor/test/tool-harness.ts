@@ -19,9 +19,14 @@ export function toolContext(
   };
 }
 
-/** One builtin, by name, bound to `options`. */
-export function builtin(name: string, options: BuiltinToolsOptions): ToolDef {
-  const found = createBuiltinTools(options).find((t) => t.contract.name === name);
+/** One builtin, by name, bound to `options` (without a sandbox unless the test gives one). */
+export function builtin(
+  name: string,
+  options: Omit<BuiltinToolsOptions, 'sandbox'> & Partial<Pick<BuiltinToolsOptions, 'sandbox'>>,
+): ToolDef {
+  const found = createBuiltinTools({ sandbox: null, ...options }).find(
+    (t) => t.contract.name === name,
+  );
   if (!found) throw new Error(`no builtin named ${name}`);
   return found;
 }

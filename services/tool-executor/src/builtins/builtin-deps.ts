@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ToolContext } from '@toolgate/contracts';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
+import type { Sandbox } from '@toolgate/sandbox';
 import type { ExecutionPolicy } from './execution-policy';
 
 /** A domain rule callback's answer for one host. Anything but `'allow'` refuses the connection. */
@@ -25,6 +26,8 @@ export interface BuiltinDeps {
   protectedPaths(ctx: ToolContext): ProtectedPathMatcher;
   /** The environment `buildEnv` filters; the executor's `process.env` unless a test injects one. */
   hostEnv: NodeJS.ProcessEnv;
+  /** The sandbox `shell` runs in; null only when the operator turned the sandbox off. */
+  sandbox: Sandbox | null;
 }
 
 /** A path argument: bounded, and without a NUL byte (the OS would refuse it anyway). */

@@ -1,6 +1,7 @@
 import type { ToolContext } from '@toolgate/contracts';
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
+import type { Sandbox } from '@toolgate/sandbox';
 import type { ToolDef } from '@toolgate/tools';
 import type { BuiltinDeps, CheckDomain } from './builtin-deps';
 import {
@@ -35,6 +36,11 @@ export interface BuiltinToolsOptions {
   protectedPaths?: (ctx: ToolContext) => ProtectedPathMatcher;
   /** The environment the allowlist filters. Default `process.env`. */
   hostEnv?: NodeJS.ProcessEnv;
+  /**
+   * The sandbox `shell` runs in. Required, so no caller runs shell on the host by forgetting it:
+   * `null` is the explicit opt-out (EXECUTOR_SANDBOX=off).
+   */
+  sandbox: Sandbox | null;
 }
 
 /**
@@ -50,6 +56,7 @@ export function createBuiltinTools(options: BuiltinToolsOptions): ToolDef[] {
     checkDomain: options.checkDomain,
     protectedPaths: options.protectedPaths ?? (() => DEFAULT_PROTECTION),
     hostEnv: options.hostEnv ?? process.env,
+    sandbox: options.sandbox,
   };
   return [
     createReadFileTool(deps),

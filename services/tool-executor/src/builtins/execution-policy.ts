@@ -45,9 +45,11 @@ const EnvSpecSchema = z.strictObject({
  * The execution policy of the in-process builtins: what a running tool may touch. Parse it with
  * {@link parseExecutionPolicy}; defaults live only here.
  *
- * A guardrail, not a sandbox: path scopes bind the file tools (read_file, list_dir, grep,
- * write_file); `shell` gets only the filtered environment and the pinned directory and can touch
- * anything the executor's OS user can. Whether shell runs at all is the permission chain's call.
+ * Path scopes bind the file tools (read_file, list_dir, grep, write_file). `shell` runs in the
+ * sandbox, which sees the read and write scopes read-only and the pinned directory writable (when
+ * it is in a write scope); with the sandbox turned off it gets only the filtered environment and
+ * the pinned directory and can touch anything the executor's OS user can. Whether shell runs at
+ * all is the permission chain's call.
  */
 export const ExecutionPolicySchema = z.strictObject({
   env: EnvSpecSchema.default(() => EnvSpecSchema.parse({})),

@@ -9,7 +9,10 @@ import type { ExecutionPolicyInput } from './execution-policy';
 
 function tools(policy: ExecutionPolicyInput): Map<string, ToolDef> {
   return new Map(
-    createBuiltinTools({ policy, checkDomain: () => 'deny' }).map((t) => [t.contract.name, t]),
+    createBuiltinTools({ policy, checkDomain: () => 'deny', sandbox: null }).map((t) => [
+      t.contract.name,
+      t,
+    ]),
   );
 }
 

@@ -48,6 +48,7 @@ beforeEach(async () => {
     policy: { cwd: repo },
     checkDomain: () => 'deny',
     protectedPaths: () => chain.protectedPaths,
+    sandbox: null,
   }).find((t) => t.contract.name === 'write_file')!;
 });
 

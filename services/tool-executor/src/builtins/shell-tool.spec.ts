@@ -9,6 +9,10 @@ import { builtin, errorOf, ok as okResult, toolContext } from '../../test/tool-h
 import type { ExecutionPolicyInput } from './execution-policy';
 import type { ShellResult } from './shell-tool';
 
+/*
+ * `shell` with the sandbox explicitly off (EXECUTOR_SANDBOX=off): on the host, as a process group.
+ * The sandboxed default is shell-sandbox.int.spec.ts.
+ */
 const context = (cwd: string, signal?: AbortSignal, isolation?: Isolation) =>
   toolContext(cwd, { ...(signal ? { signal } : {}), ...(isolation ? { isolation } : {}) });
 const ok = okResult<ShellResult>;
@@ -58,7 +62,12 @@ let shell: (policy?: Partial<ExecutionPolicyInput>) => ToolDef;
 beforeEach(async () => {
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-shell-')));
   shell = (policy = {}) =>
-    builtin('shell', { policy: { cwd: work, ...policy }, checkDomain: () => 'deny', hostEnv });
+    builtin('shell', {
+      policy: { cwd: work, ...policy },
+      checkDomain: () => 'deny',
+      hostEnv,
+      sandbox: null,
+    });
 });
 
 afterEach(async () => {

@@ -6,6 +6,7 @@ import {
   ErrorCode,
   journalEvent,
   type DecidedEvent,
+  type ExecutorKind,
   type ResolvedEvent,
   type Subjects,
   type ToolContext,
@@ -19,6 +20,7 @@ import {
   type PendingCall,
 } from './pending-call';
 import { runRemoteTool } from './remote-executor';
+import type { CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
 import { Slots } from './slots';
 
@@ -31,6 +33,8 @@ export interface ToolRunnerOptions {
   publisher: JournalPublisher;
   /** In-process builtins by name. */
   builtins: ReadonlyMap<string, ToolDef>;
+  /** Executors that run whole calls (`subprocess`, …); one not listed is not served here. */
+  executors?: Partial<Record<ExecutorKind, CallExecutor>>;
   resolveCwd: CwdResolver;
   /** Deadline for a tool that declares none. */
   defaultTimeoutMs: number;
@@ -199,7 +203,10 @@ export class ToolRunner {
             cwd,
             deadlineMs: timeoutMs,
           });
-        default:
+        default: {
+          const executor = this.options.executors?.[call.tool.executor];
+          // Local processes load this machine like builtins do: they share the builtins' slots.
+          if (executor) return await this.slots.run(() => executor.run(call, { cwd, timeoutMs }));
           return {
             ok: false,
             error: {
@@ -207,6 +214,7 @@ export class ToolRunner {
               message: `the ${call.tool.executor} executor is not served here`,
             },
           };
+        }
       }
     } finally {
       clearInterval(heartbeat);

@@ -1,0 +1,226 @@
+/**
+ * The subprocess executor with a real sandbox and real processes: the protocol (JSON in on stdin,
+ * JSON out on stdout, exits to typed errors), the argv template, network only when the tool's risk
+ * and the domain rules allow it. The registry is a plain lookup here; the pipeline test runs it
+ * over NATS.
+ */
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  contractHash,
+  ErrorCode,
+  type ArgvElement,
+  type RegisteredTool,
+} from '@toolgate/contracts';
+import { Sandbox } from '@toolgate/sandbox';
+import type { PendingCall } from '../execution/pending-call';
+import { SubprocessExecutor } from './subprocess-executor';
+
+let sandbox: Sandbox;
+let work: string;
+const registered = new Map<string, RegisteredTool>();
+const domainChecks: string[] = [];
+
+beforeAll(async () => {
+  sandbox = await Sandbox.open();
+});
+beforeEach(async () => {
+  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-subprocess-')));
+  registered.clear();
+  domainChecks.length = 0;
+});
+afterEach(() => fs.rm(work, { recursive: true, force: true }));
+
+const executor = () =>
+  new SubprocessExecutor({
+    sandbox,
+    lookup: async (tenant, name, hash) => {
+      const tool = registered.get(`${tenant}.${name}`);
+      return tool && contractHash(tool) === hash ? tool : undefined;
+    },
+    checkDomain: (_call, host) => {
+      domainChecks.push(host);
+      return host === 'localhost' ? 'allow' : 'deny';
+    },
+    baseEnv: { PATH: '/usr/bin:/bin', HOME: '/root', SECRET_OF_THE_SERVICE: 'never' },
+    maxOutputBytes: 64 * 1024,
+  });
+
+/** Registers `tool` for tenant acme and returns a decided call of it with `input`. */
+function callOf(
+  tool: RegisteredTool,
+  input: unknown,
+  extra: Partial<PendingCall> = {},
+): PendingCall {
+  registered.set(`acme.${tool.name}`, tool);
+  return {
+    tenant: 'acme',
+    runId: 'run-1',
+    dispatchId: 'd-1',
+    tool: {
+      name: tool.name,
+      contractHash: contractHash(tool),
+      needsApproval: false,
+      executor: 'subprocess',
+      ...(tool.policy.risk ? { risk: tool.policy.risk } : {}),
+    },
+    input,
+    agent: { agentType: 'tester' },
+    isolation: 'none',
+    causationId: 'c-1',
+    decidedBy: 'default',
+    ...extra,
+  };
+}
+
+function tool(
+  name: string,
+  argv: ArgvElement[],
+  policy: Partial<RegisteredTool['policy']> = {},
+): RegisteredTool {
+  return {
+    name,
+    description: `${name} test tool`,
+    parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    policy: { needsApproval: false, executor: 'subprocess', command: { argv }, ...policy },
+  };
+}
+
+const run = (call: PendingCall, timeoutMs = 10_000) =>
+  executor().run(call, { cwd: work, timeoutMs });
+
+/** A small jq-less JSON tool in sh: reads the input, writes a result naming the input and env. */
+const GREET =
+  'read -r input; printf \'{"input":%s,"arg":"%s","dispatch":"%s","home":"%s","secret":"%s"}\' ' +
+  '"$input" "$1" "$TOOLGATE_DISPATCH_ID" "$HOME" "$SECRET_OF_THE_SERVICE"';
+
+it('gives the input as JSON on stdin and takes the JSON on stdout as the result', async () => {
+  const call = callOf(tool('greet', ['/bin/sh', '-c', GREET, 'greet', { input: 'name' }]), {
+    name: 'Ada; $(id)',
+  });
+  expect(await run(call)).toEqual({
+    ok: true,
+    result: {
+      input: { name: 'Ada; $(id)' },
+      arg: 'Ada; $(id)',
+      dispatch: 'd-1',
+      home: '/tmp',
+      secret: 'never',
+    },
+  });
+});
+
+it('refuses input that would be an option, before anything runs', async () => {
+  const call = callOf(tool('rm_it', ['/bin/rm', { input: 'name' }]), { name: '-rf' });
+  expect(await run(call)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.InvalidArguments, details: { issues: [{ path: ['name'] }] } },
+  });
+});
+
+it('maps a failing exit to tool-failed with stderr, and a declared error to its code', async () => {
+  const failing = callOf(tool('fails', ['/bin/sh', '-c', 'echo "no such user" >&2; exit 4']), {
+    name: 'x',
+  });
+  expect(await run(failing)).toEqual({
+    ok: false,
+    error: {
+      code: ErrorCode.ToolFailed,
+      message: 'fails exited with code 4',
+      details: { exitCode: 4, stderrTail: 'no such user\n' },
+    },
+  });
+  const retry = callOf(
+    tool('retry', [
+      '/bin/sh',
+      '-c',
+      'echo \'{"error":{"code":"model-retry","message":"give a full name"}}\'; exit 1',
+    ]),
+    { name: 'x' },
+  );
+  expect(await run(retry)).toEqual({
+    ok: false,
+    error: { code: ErrorCode.ModelRetry, message: 'give a full name' },
+  });
+  const missing = callOf(tool('missing', ['/nonexistent/tool']), { name: 'x' });
+  expect(await run(missing)).toMatchObject({ ok: false, error: { code: ErrorCode.Config } });
+  const garbled = callOf(tool('garbled', ['/bin/echo', 'not json']), { name: 'x' });
+  expect(await run(garbled)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.NonSerializableResult },
+  });
+});
+
+it('kills the tool at the call deadline: timeout', async () => {
+  const call = callOf(tool('slow', ['/bin/sleep', '30']), { name: 'x' });
+  expect(await run(call, 500)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.Timeout, message: 'slow did not finish within 500 ms' },
+  });
+});
+
+it('writes in the call directory, but not under readonly isolation', async () => {
+  const writer = tool('writer', ['/bin/sh', '-c', 'echo data > out.txt && echo true']);
+  expect(await run(callOf(writer, { name: 'x' }))).toEqual({ ok: true, result: true });
+  expect(await fs.readFile(path.join(work, 'out.txt'), 'utf8')).toBe('data\n');
+  await fs.rm(path.join(work, 'out.txt'));
+  expect(await run(callOf(writer, { name: 'x' }, { isolation: 'readonly' }))).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.ToolFailed },
+  });
+  await expect(fs.access(path.join(work, 'out.txt'))).rejects.toThrow();
+});
+
+it('refuses a call whose contract is no longer the registered one', async () => {
+  const call = callOf(tool('greet', ['/bin/true']), { name: 'x' });
+  registered.set('acme.greet', { ...tool('greet', ['/bin/true']), description: 'changed' });
+  expect(await run(call)).toMatchObject({ ok: false, error: { code: ErrorCode.Conflict } });
+});
+
+describe('network', () => {
+  let server: net.Server;
+  let port: number;
+  beforeAll(async () => {
+    server = net.createServer((socket) => socket.end('pong'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const dial = () =>
+    `require('net').connect(${port},'localhost').on('data',d=>{console.log(JSON.stringify(String(d)));process.exit(0)}).on('error',e=>{console.log(JSON.stringify(e.code));process.exit(0)})`;
+  const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
+    tool('dial', [], {
+      risk,
+      command: { argv: ['/usr/bin/node', '-e', dial()], network: { hosts } },
+    });
+
+  it('is given to a network tool whose declared hosts the domain rules allow', async () => {
+    expect(await run(callOf(networked(['localhost']), { name: 'x' }))).toEqual({
+      ok: true,
+      result: 'pong',
+    });
+    expect(domainChecks).toEqual(['localhost']);
+  });
+
+  it('is not given without risk network: the same command is cut off', async () => {
+    expect(await run(callOf(networked(['localhost'], 'execute'), { name: 'x' }))).toEqual({
+      ok: true,
+      result: 'ECONNREFUSED',
+    });
+    expect(domainChecks).toEqual([]);
+  });
+
+  it('refuses the call when the domain rules refuse a declared host', async () => {
+    expect(await run(callOf(networked(['localhost', 'evil.example']), { name: 'x' }))).toEqual({
+      ok: false,
+      error: {
+        code: ErrorCode.Denied,
+        message: 'dial needs evil.example, which the domain rules refuse',
+        details: { host: 'evil.example' },
+      },
+    });
+  });
+});

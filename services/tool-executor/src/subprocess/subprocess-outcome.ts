@@ -1,0 +1,124 @@
+import { constants } from 'node:os';
+import { ErrorCode, type WireError } from '@toolgate/contracts';
+import type { ProcessResult } from '@toolgate/sandbox';
+import type { ToolRunOutcome } from '@toolgate/tools';
+
+/** Codes a subprocess tool may put in its own error (anything else becomes `tool-failed`). */
+const TOOL_ERROR_CODES: ReadonlySet<string> = new Set([
+  ErrorCode.ToolFailed,
+  ErrorCode.ModelRetry,
+  ErrorCode.InvalidArguments,
+  ErrorCode.Unavailable,
+]);
+
+/** How much of stdout/stderr an error carries, so the model sees where the command failed. */
+const TAIL_BYTES = 2048;
+const MAX_MESSAGE = 2000;
+
+const SIGNAL_NAMES = new Map<number, string>(
+  Object.entries(constants.signals).map(([name, n]) => [n, name]),
+);
+
+/**
+ * What a finished subprocess run means — the subprocess protocol's exit table. Pure.
+ *
+ * | the run | outcome |
+ * |---|---|
+ * | killed at the deadline / cancelled | `timeout` / `cancelled`, with the tails of stdout and stderr |
+ * | exit 0, stdout one JSON value | ok, that value (blank stdout: `null`) |
+ * | exit 0, stdout not JSON, or over the output cap | `non-serializable-result` / `tool-failed` |
+ * | exit ≠ 0, stdout `{"error":{"code","message"}}` with code tool-failed, model-retry, invalid-arguments or unavailable | that error |
+ * | exit 126 / 127 (not executable / not found in the sandbox) | `config` |
+ * | exit 152 (SIGXCPU: over the CPU limit) | `tool-failed`, "exceeded its CPU time limit" |
+ * | any other exit ≠ 0, or a signal | `tool-failed` with the exit code (or signal) and stderr's tail |
+ */
+export function subprocessOutcome(
+  toolName: string,
+  run: ProcessResult,
+  timeoutMs: number,
+): ToolRunOutcome {
+  const tails = () => ({
+    stdoutTail: run.stdout.tail(TAIL_BYTES),
+    stderrTail: run.stderr.tail(TAIL_BYTES),
+  });
+  if (run.ending === 'timeout') {
+    return fail(ErrorCode.Timeout, `${toolName} did not finish within ${timeoutMs} ms`, tails());
+  }
+  if (run.ending === 'cancelled') {
+    return fail(ErrorCode.Cancelled, `${toolName} was cancelled`, tails());
+  }
+  if (run.exitCode === 0) {
+    if (run.stdout.truncated) {
+      return fail(ErrorCode.ToolFailed, `${toolName} wrote more than its output cap to stdout`);
+    }
+    const text = run.stdout.text();
+    if (text.trim() === '') return { ok: true, result: null };
+    try {
+      return { ok: true, result: JSON.parse(text) as unknown };
+    } catch {
+      return fail(
+        ErrorCode.NonSerializableResult,
+        `${toolName} wrote something that is not JSON to stdout`,
+        { stdoutTail: run.stdout.tail(TAIL_BYTES) },
+      );
+    }
+  }
+  const declared = declaredError(run);
+  if (declared) return { ok: false, error: declared };
+  const stderrTail = run.stderr.tail(TAIL_BYTES);
+  const code = run.exitCode;
+  if (code === 126 || code === 127) {
+    return fail(
+      ErrorCode.Config,
+      `${toolName}: the command ${code === 127 ? 'was not found' : 'could not be executed'} in the sandbox (exit ${code})`,
+      { exitCode: code, stderrTail },
+    );
+  }
+  if (code === 128 + constants.signals.SIGXCPU) {
+    return fail(ErrorCode.ToolFailed, `${toolName} exceeded its CPU time limit`, {
+      exitCode: code,
+      stderrTail,
+    });
+  }
+  const signal =
+    run.signal ?? (code !== null && code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined);
+  const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+  return fail(ErrorCode.ToolFailed, `${toolName} ${how}`, {
+    exitCode: code,
+    ...(signal ? { signal } : {}),
+    stderrTail,
+  });
+}
+
+/** The tool's own error, when it wrote one as its stdout: `{"error":{"code","message","details"?}}`. */
+function declaredError(run: ProcessResult): WireError | undefined {
+  if (run.stdout.truncated) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(run.stdout.text());
+  } catch {
+    return undefined;
+  }
+  const error = (parsed as { error?: unknown } | null)?.error as
+    { code?: unknown; message?: unknown; details?: unknown } | undefined;
+  if (typeof error !== 'object' || error === null || typeof error.message !== 'string') {
+    return undefined;
+  }
+  const code =
+    typeof error.code === 'string' && TOOL_ERROR_CODES.has(error.code)
+      ? (error.code as ErrorCode)
+      : ErrorCode.ToolFailed;
+  const details =
+    typeof error.details === 'object' && error.details !== null && !Array.isArray(error.details)
+      ? (error.details as Record<string, unknown>)
+      : undefined;
+  return {
+    code,
+    message: error.message.slice(0, MAX_MESSAGE),
+    ...(details ? { details } : {}),
+  };
+}
+
+function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolRunOutcome {
+  return { ok: false, error: details ? { code, message, details } : { code, message } };
+}
