@@ -1,4 +1,5 @@
 import { runUntilSignalled } from '@toolgate/service-kit';
+import { SANDBOX_OFF_WARNING } from '@toolgate/tool-executor';
 import { DEV_TOKEN_GRANT, loadAllInOneOptions, startAllInOne } from './all-in-one';
 
 void runUntilSignalled('all-in-one', async () => {
@@ -9,6 +10,7 @@ void runUntilSignalled('all-in-one', async () => {
       'toolgate: TOOLGATE_TOKENS is not set; the development token from the README is active (tenant "dev")',
     );
   }
+  if (options.executor.sandbox.mode === 'off') console.warn(SANDBOX_OFF_WARNING);
   const all = await startAllInOne(options);
   console.log(
     `toolgate: gateway listening on ${all.gateway.url} (NATS ${options.gateway.natsUrl}, prefix ${options.gateway.prefix})`,

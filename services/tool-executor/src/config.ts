@@ -41,6 +41,10 @@ const Env = z.object({
   EXECUTOR_SANDBOX_PIDS_CGROUP: z.string().min(1).optional(),
 });
 
+/** What the executor says at start-up when the operator turned the sandbox off. */
+export const SANDBOX_OFF_WARNING =
+  "toolgate: EXECUTOR_SANDBOX=off — shell commands run on the host with the service user's rights (they can read and write anything it can), and no subprocess tool is served";
+
 /** The sandbox of `shell` and `subprocess` tools, or `off`. */
 export type ExecutorSandboxConfig =
   | { mode: 'off' }

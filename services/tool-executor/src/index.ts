@@ -1,4 +1,4 @@
 export { startToolExecutor, type ToolExecutorOptions } from './tool-executor.service';
-export { loadExecutorConfig, type ExecutorConfig } from './config';
+export { loadExecutorConfig, SANDBOX_OFF_WARNING, type ExecutorConfig } from './config';
 
 export type { PendingCall } from './execution/pending-call';

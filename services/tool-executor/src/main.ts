@@ -2,11 +2,12 @@ import { createSubjects } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
 import { runUntilSignalled, connectNats } from '@toolgate/service-kit';
-import { loadExecutorConfig } from './config';
+import { loadExecutorConfig, SANDBOX_OFF_WARNING } from './config';
 import { startToolExecutor } from './tool-executor.service';
 
 void runUntilSignalled('tool-executor', async () => {
   const config = loadExecutorConfig(process.env);
+  if (config.sandbox.mode === 'off') console.warn(SANDBOX_OFF_WARNING);
   const nc = await connectNats(config, 'toolgate-tool-executor-policy');
   const subjects = createSubjects(config.prefix);
   const runtime = new PolicyRuntime(

@@ -1,0 +1,135 @@
+/**
+ * A registered subprocess tool dispatched through the whole pipeline over real NATS: gateway →
+ * evaluator → executor (bubblewrap) → journal. The containment itself is proved in
+ * libs/sandbox and the executor's own specs; this proves the wiring end to end.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { settled } from '../support/dispatch-probes';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+const agent = { agentType: 'coder', label: 'subprocess' };
+let seq = 0;
+const call = (tool: string, input: unknown) => ({
+  runId: 'run-subprocess',
+  callId: `call-${++seq}`,
+  agent,
+  tool,
+  input,
+  wait: 15_000,
+});
+
+/** Counts the words of `text` and reads notes.txt from the call's directory. */
+const WORD_COUNT =
+  'read -r input; words=$(printf %s "$1" | wc -w); ' +
+  'printf \'{"words":%d,"notes":"%s","input":%s}\' "$words" "$(cat notes.txt)" "$input"';
+
+const textParams = {
+  type: 'object',
+  properties: { text: { type: 'string' } },
+  required: ['text'],
+};
+
+describe('subprocess executor through the pipeline', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack('subprocess');
+    await writeFile(path.join(stack.workdir, 'notes.txt'), 'from the workdir');
+  });
+  afterAll(() => stack.stop());
+
+  it('is served: registering a subprocess tool needs a command', async () => {
+    const refused = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: {
+        name: 'no_command',
+        description: 'Has no command.',
+        parameters: textParams,
+        policy: { executor: 'subprocess', risk: 'read' },
+      },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body.error).toMatchObject({ code: 'config', details: { tool: 'no_command' } });
+  });
+
+  it('settles ok with the JSON the tool wrote, run in the call directory', async () => {
+    const registered = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: {
+        name: 'word_count',
+        description: 'Counts the words of a text.',
+        parameters: textParams,
+        policy: {
+          executor: 'subprocess',
+          risk: 'read',
+          command: { argv: ['/bin/sh', '-c', WORD_COUNT, 'word_count', { input: 'text' }] },
+        },
+      },
+    });
+    expect(registered.status).toBe(201);
+
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('word_count', { text: 'one two $(three) *' }),
+    );
+    expect(res.body).toMatchObject({
+      status: 'accepted',
+      state: 'settled',
+      settled: {
+        outcome: 'ok',
+        result: { words: 4, notes: 'from the workdir', input: { text: 'one two $(three) *' } },
+      },
+    });
+    const view = await settled(stack, res.body.dispatchId);
+    expect(view.events.map((e) => e.event.type)).toEqual([
+      'requested',
+      'decided',
+      'started',
+      'settled',
+    ]);
+    expect(view.events[2]!.event).toMatchObject({ executor: 'subprocess', cwd: stack.workdir });
+  });
+
+  it('maps a failing exit to a typed error with the exit code and stderr', async () => {
+    await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: {
+        name: 'always_fails',
+        description: 'Fails.',
+        parameters: textParams,
+        policy: {
+          executor: 'subprocess',
+          risk: 'read',
+          command: { argv: ['/bin/sh', '-c', 'echo "bad text" >&2; exit 3'] },
+        },
+      },
+    });
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('always_fails', { text: 'x' }),
+    );
+    expect(res.body.settled).toMatchObject({
+      outcome: 'error',
+      error: {
+        code: 'tool-failed',
+        message: 'always_fails exited with code 3',
+        details: { exitCode: 3, stderrTail: 'bad text\n' },
+      },
+    });
+  });
+
+  it('settles invalid-arguments when the input cannot fill the argv', async () => {
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      call('word_count', { text: '--help' }),
+    );
+    expect(res.body.settled).toMatchObject({
+      outcome: 'error',
+      error: { code: 'invalid-arguments', details: { issues: [{ path: ['text'] }] } },
+    });
+  });
+});
