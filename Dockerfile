@@ -12,9 +12,10 @@ RUN npx nx run-many -t build --exclude=@toolgate/system-tests \
  && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:22-bookworm-slim AS runtime
-# git: the worktree service drives it (simple-git); tini: signals reach node as PID 1 would not.
+# git: the worktree service drives it (simple-git); tini: signals reach node as PID 1 would not;
+# bubblewrap and util-linux (prlimit): the tool-executor's sandbox for shell and subprocess tools.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git tini ca-certificates \
+ && apt-get install -y --no-install-recommends git tini ca-certificates bubblewrap util-linux \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 toolgate \
  && useradd --uid 10001 --gid toolgate --home-dir /app --shell /usr/sbin/nologin toolgate

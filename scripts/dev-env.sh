@@ -59,6 +59,16 @@ if ! port_open "$nats_host" "$nats_port"; then
   wait_port "$nats_host" "$nats_port" "nats-server"
 fi
 
+# The tool-executor runs shell and subprocess tools under bubblewrap and refuses to start without it.
+if [ "${EXECUTOR_SANDBOX:-on}" != off ]; then
+  for need in bwrap:bubblewrap prlimit:util-linux; do
+    if ! command -v "${need%%:*}" >/dev/null; then
+      say "no ${need%%:*} here: the tool-executor's sandbox needs it (Debian: apt-get install ${need##*:})"
+      exit 1
+    fi
+  done
+fi
+
 if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then
   pg_host=127.0.0.1 pg_port=5432
   if [ -n "${DATABASE_URL:-}" ]; then

@@ -43,6 +43,7 @@ const SERVICE_KEYS = new Set([
   'stop_grace_period',
   'ulimits',
   'profiles',
+  'security_opt',
 ]);
 const HEALTHCHECK_KEYS = new Set([
   'test',
