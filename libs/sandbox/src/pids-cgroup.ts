@@ -66,6 +66,8 @@ export class PidsCgroup {
    * bubblewrap's init dies, a moment after the run's pipes close, so a busy cgroup is retried.
    */
   async remove(dir: string): Promise<void> {
+    // The kernel releases exited tasks from a cgroup a moment after they are reaped: retry
+    // quickly first (most runs need one short retry at most), backing off to 50 ms, ~2 s in all.
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
         await fs.rmdir(dir);
@@ -74,7 +76,7 @@ export class PidsCgroup {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') return;
         if (code !== 'EBUSY') throw err;
-        await new Promise((resolve) => setTimeout(resolve, 10 + attempt * 5));
+        await new Promise((resolve) => setTimeout(resolve, Math.min(50, 2 ** attempt)));
       }
     }
   }

@@ -15,6 +15,7 @@ import {
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
+import { benchExecutors, type ExecutorsResult } from './executors';
 import { benchPermissions } from './permissions';
 import { round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
@@ -26,6 +27,7 @@ interface Report {
   permissions?: { decisionsPerSec: number; shellMatchesPerSec: number };
   dispatch?: DispatchResult & { throughputVsBound: number };
   approvals?: ApprovalsResult;
+  executors?: ExecutorsResult;
   worktree?: {
     files: number;
     acquireMs: number;
@@ -114,6 +116,8 @@ async function main(): Promise<Report> {
   report.permissions = await section('permissions', () => benchPermissions({ quick }));
   report.worktree = await section('worktree', () => benchWorktree({ quick }));
   report.startup = await section('startup', () => benchStartup(nats.prefix));
+  const executors = await section('executors', () => benchExecutors({ quick }));
+  if (executors) report.executors = executors;
   report.run = {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
@@ -130,6 +134,7 @@ function print(report: Report): void {
     approvals: a,
     permissions: p,
     worktree: w,
+    executors: x,
   } = report;
   const out: string[] = [];
   if (m)
@@ -222,6 +227,24 @@ function print(report: Report): void {
         ['second start', `${report.startup.warmStartSeconds} s`],
       ]),
     );
+  if (x) {
+    out.push(
+      table(`executors (${x.samples} calls each, interleaved)`, [
+        [
+          `subprocess in the sandbox p50 / p99 (${x.command})`,
+          `${x.subprocessP50Ms} / ${x.subprocessP99Ms} ms`,
+        ],
+        ['same command, bare spawn p50', `${x.bareSpawnP50Ms} ms`],
+        ['sandbox ÷ bare', x.sandboxVsBare],
+        [
+          `trivial command (${x.trivialCommand}): sandbox / bare p50`,
+          `${x.trivialSubprocessP50Ms} / ${x.trivialBareSpawnP50Ms} ms`,
+        ],
+        ['trivial: sandbox ÷ bare', x.trivialSandboxVsBare],
+        ['sandbox overhead per call', `${x.sandboxOverheadMs} ms`],
+      ]),
+    );
+  }
   if (report.run) out.push(`${report.run.mode} run: ${report.run.totalSeconds} s`);
   process.stdout.write(`${out.join('\n\n')}\n\n${JSON.stringify(report)}\n`);
 }
