@@ -55,7 +55,11 @@ export interface SandboxRequest extends Pick<
    * input only, as {@link SandboxSettings.readOnlyPaths}.
    */
   readOnlyPaths?: readonly string[];
-  /** Paths relative to `cwd` bound read-only when they exist. Default {@link DEFAULT_PROTECTED_PATHS}. */
+  /**
+   * Paths in `cwd` (absolute, or relative to it) bound read-only over it when they exist: the
+   * protected paths, found by the caller's policy. Default {@link DEFAULT_PROTECTED_PATHS}. Paths
+   * outside `cwd` are skipped (they are not in the sandbox at all); a symlink refuses the run.
+   */
   protectedPaths?: readonly string[];
   /** Share the host's network. Default false: a network namespace with loopback only. */
   network?: boolean;

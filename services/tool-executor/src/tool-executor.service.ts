@@ -79,6 +79,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
           sandbox,
           lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
           checkDomain: (call, host) => options.checkDomain(call, host),
+          protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
           baseEnv: buildEnv(policy, process.env),
           maxOutputBytes: policy.maxOutputBytes,
         }),

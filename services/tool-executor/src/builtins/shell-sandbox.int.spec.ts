@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, type Isolation } from '@toolgate/contracts';
+import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
 import { runTool } from '@toolgate/tools';
 import { builtin, errorOf, ok as okResult, toolContext } from '../../test/tool-harness';
@@ -35,7 +36,13 @@ afterEach(async () => {
 
 /** `shell` as the executor builds it, on this process's real environment, HOME a temp dir. */
 const shell = (mode: Sandbox | null, hostEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home }) =>
-  builtin('shell', { policy: { cwd: work }, checkDomain: () => 'deny', hostEnv, sandbox: mode });
+  builtin('shell', {
+    policy: { cwd: work },
+    checkDomain: () => 'deny',
+    protectedPaths: () => DEFAULT_PROTECTION,
+    hostEnv,
+    sandbox: mode,
+  });
 
 const run = (mode: Sandbox | null, command: string, isolation: Isolation = 'none', cwd = work) =>
   runTool(shell(mode), { command }, toolContext(cwd, { isolation }));
@@ -68,16 +75,18 @@ it('cannot read a secret planted in the service home', async () => {
 
 it('writes in its directory only, never into .git, and not at all under readonly isolation', async () => {
   execFileSync('git', ['init', '-q', work]);
+  await fs.writeFile(path.join(work, '.env.local'), 'KEY=1\n');
   const outside = `${home}/planted`;
   const result = ok(
     await run(
       sandbox,
-      `echo x > ${outside}; echo x >> .git/config; echo kept > kept.txt && echo wrote`,
+      `echo x > ${outside}; echo x >> .git/config; echo x >> .env.local; echo kept > kept.txt && echo wrote`,
     ),
   );
   expect(result.stdout).toBe('wrote\n');
   await expect(fs.access(outside)).rejects.toThrow();
   expect(await fs.readFile(path.join(work, '.git', 'config'), 'utf8')).not.toContain('x\n');
+  expect(await fs.readFile(path.join(work, '.env.local'), 'utf8')).toBe('KEY=1\n');
   expect(await fs.readFile(path.join(work, 'kept.txt'), 'utf8')).toBe('kept\n');
 
   const readonly = ok(await run(sandbox, 'echo x > new.txt || echo refused', 'readonly'));

@@ -3,6 +3,7 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { runProcess, type ProcessResult } from '@toolgate/sandbox';
 import { tool } from '@toolgate/tools';
 import { isInside } from '@toolgate/worktree-guard';
+import { protectedBinds } from '../subprocess/protected-binds';
 import type { BuiltinDeps } from './builtin-deps';
 import { buildEnv } from './execution-policy';
 
@@ -41,7 +42,8 @@ const TAIL_ON_TIMEOUT = 2048;
  * the executor's own secrets), in the pinned cwd, with no stdin, a deadline and an output cap.
  *
  * By default it runs in the sandbox (see `@toolgate/sandbox`): the call's directory is the only
- * writable path (none under read-only isolation), `.git` stays read-only, there is no network and
+ * writable path (none under read-only isolation), the protected paths in it (`.git`, `.env*`, …)
+ * stay read-only, there is no network and
  * no view of the host's processes, home or other files, and the deadline or a cancel kills the
  * whole process tree. With the sandbox explicitly off, it runs on the host as its own process
  * group, killed as a group — a child that calls setsid() escapes that, which is why the sandbox is
@@ -72,6 +74,7 @@ export function createShellTool(deps: BuiltinDeps) {
             writable: policy.writePaths.some((root) => isInside(root, policy.cwd)),
             // Visible, read-only: a shell command writes only in its own directory.
             readOnlyPaths: [...policy.readPaths, ...policy.writePaths],
+            protectedPaths: await protectedBinds(deps.protectedPaths(ctx), policy.cwd),
           })
         : await runProcess(request);
       return shellResult(run, timeoutMs);

@@ -14,6 +14,7 @@ import {
   type ArgvElement,
   type RegisteredTool,
 } from '@toolgate/contracts';
+import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
 import type { PendingCall } from '../execution/pending-call';
 import { SubprocessExecutor } from './subprocess-executor';
@@ -44,6 +45,7 @@ const executor = () =>
       domainChecks.push(host);
       return host === 'localhost' ? 'allow' : 'deny';
     },
+    protectedPaths: () => DEFAULT_PROTECTION,
     baseEnv: { PATH: '/usr/bin:/bin', HOME: '/root', SECRET_OF_THE_SERVICE: 'never' },
     maxOutputBytes: 64 * 1024,
   });
@@ -171,6 +173,21 @@ it('writes in the call directory, but not under readonly isolation', async () =>
     error: { code: ErrorCode.ToolFailed },
   });
   await expect(fs.access(path.join(work, 'out.txt'))).rejects.toThrow();
+});
+
+it("binds the policy's protected paths in the call directory read-only", async () => {
+  await fs.mkdir(path.join(work, 'app'));
+  await fs.writeFile(path.join(work, 'app', '.env'), 'TOKEN=1\n');
+  await fs.mkdir(path.join(work, '.github', 'workflows'), { recursive: true });
+  const tamper = tool('tamper', [
+    '/bin/sh',
+    '-c',
+    'echo EVIL=1 >> app/.env; echo "run: evil" > .github/workflows/ci.yml; echo ok > app/code.ts; echo true',
+  ]);
+  expect(await run(callOf(tamper, { name: 'x' }))).toEqual({ ok: true, result: true });
+  expect(await fs.readFile(path.join(work, 'app', '.env'), 'utf8')).toBe('TOKEN=1\n');
+  await expect(fs.access(path.join(work, '.github', 'workflows', 'ci.yml'))).rejects.toThrow();
+  expect(await fs.readFile(path.join(work, 'app', 'code.ts'), 'utf8')).toBe('ok\n');
 });
 
 it('refuses a call whose contract is no longer the registered one', async () => {

@@ -5,10 +5,12 @@ import {
   type RegisteredTool,
 } from '@toolgate/contracts';
 import type { Sandbox } from '@toolgate/sandbox';
+import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import type { CallExecutor, CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 import { fillArgv } from './argv-template';
+import { protectedBinds } from './protected-binds';
 import { subprocessOutcome } from './subprocess-outcome';
 
 export interface SubprocessExecutorOptions {
@@ -18,6 +20,8 @@ export interface SubprocessExecutorOptions {
    * `current`). The command is read at run time: it is policy, not part of the decided event.
    */
   lookup(tenant: string, name: string, contractHash: string): Promise<RegisteredTool | undefined>;
+  /** The protected paths of the call's policy, bound read-only in its directory. */
+  protectedPaths(call: PendingCall): ProtectedPathMatcher;
   /** Whether the call may reach `host` (the domain rules of its tenant and profile). Fails closed. */
   checkDomain(call: PendingCall, host: string): Promise<'allow' | 'deny'> | 'allow' | 'deny';
   /** The environment every tool process starts from: the operator's allowlist applied to the host's. */
@@ -66,6 +70,7 @@ export class SubprocessExecutor implements CallExecutor {
         argv: filled.argv,
         cwd,
         writable: call.isolation !== 'readonly',
+        protectedPaths: await protectedBinds(this.options.protectedPaths(call), cwd),
         network,
         env: {
           ...this.options.baseEnv,
