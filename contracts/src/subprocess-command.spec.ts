@@ -27,6 +27,9 @@ describe('SubprocessCommandSchema', () => {
     expect(issues({ argv: ['echo', { input: 'a.b' }] })).toEqual(['argv.1.input']);
     expect(issues({ argv: ['echo'], env: { 'BAD-NAME': 'x' } })).toEqual(['env.BAD-NAME']);
     expect(issues({ argv: ['echo'], shell: true })).toEqual(['']);
+    expect(issues(JSON.parse('{"argv":["echo"],"env":{"__proto__":"x"}}'))).toEqual([
+      'env.__proto__',
+    ]);
   });
 
   it('takes exact host names only: no wildcard, no port, no scheme', () => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { mergeableJson } from './json-limits';
 
 /** A top-level input field a placeholder names. */
 const FieldName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,127}$/, {
@@ -53,12 +54,12 @@ export const SubprocessCommandSchema = z.strictObject({
       message: 'argv[0] must be a literal program, not a placeholder',
     }),
   /** Fixed environment variables for the tool, on top of the operator's allowlist. */
-  env: z
-    .record(
+  env: mergeableJson(
+    z.record(
       z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an environment variable name' }),
       NoNul('an environment value'),
-    )
-    .optional(),
+    ),
+  ).optional(),
   /**
    * The hosts the tool needs. Network is given to a call only when the tool's risk is `network`
    * and every host here passes the call's domain rules; the sandbox does not restrict which
