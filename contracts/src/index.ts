@@ -13,3 +13,4 @@ export * from './remote-tool';
 export * from './tolerant-reader';
 export * from './json-limits';
 export * from './remote-hook';
+export * from './script-tool';
