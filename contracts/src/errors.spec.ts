@@ -5,6 +5,7 @@ import {
   hasErrorCode,
   InvalidArgumentsError,
   isErrorCode,
+  isRetryableCode,
   isWireError,
   ModelRetry,
   NonSerializableValueError,
@@ -96,6 +97,7 @@ describe('wire round trip', () => {
   it('marks only transient failures retryable, unless told otherwise', () => {
     const retryable = codes.filter((c) => new ToolgateError(c, 'm').retryable);
     expect(retryable.sort()).toEqual(['timeout', 'unavailable']);
+    expect(codes.filter(isRetryableCode).sort()).toEqual(['timeout', 'unavailable']);
     expect(new ToolgateError('internal', 'm', { retryable: true }).retryable).toBe(true);
     expect(new ToolgateError('timeout', 'm', { retryable: false }).retryable).toBe(false);
   });

@@ -69,6 +69,15 @@ const retryableCodes: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   ErrorCode.Unavailable,
 ]);
 
+/**
+ * Whether a failure with this code may succeed when retried unchanged (a dependency that is not
+ * reachable right now, a deadline) — the default of {@link ToolgateError.retryable}. The
+ * tool-executor retries such a failure itself only when it happened before the tool could start.
+ */
+export function isRetryableCode(code: ErrorCode): boolean {
+  return retryableCodes.has(code);
+}
+
 /** JSON-safe details attached to an error. */
 export type ErrorDetails = Record<string, unknown>;
 

@@ -1,4 +1,10 @@
-export { JsApiCode, isJsApiError, isTransitionTaken, messagingFailure } from './nats-errors';
+export {
+  JsApiCode,
+  isJsApiError,
+  isPublishRefused,
+  isTransitionTaken,
+  messagingFailure,
+} from './nats-errors';
 export { requestReply, type RequestReplyOptions } from './request-reply';
 export {
   ensureJournalStreams,
@@ -13,7 +19,12 @@ export {
   RequestClosedError,
   RequestTimeoutError,
 } from './inbox-requests';
-export { JournalPublisher, type AppendResult, type StoredEvent } from './journal-publisher';
+export {
+  JournalPublisher,
+  type AppendOptions,
+  type AppendResult,
+  type StoredEvent,
+} from './journal-publisher';
 export {
   runJournalConsumer,
   type BatchEntry,

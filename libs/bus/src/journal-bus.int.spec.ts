@@ -77,6 +77,49 @@ describe('journal bus on a real JetStream server', () => {
     expect(await publisher.last('acme', 'run1', 'nope', 'requested')).toBeNull();
   });
 
+  it('appends an event only where its subject last holds the expected sequence (compare-and-set)', async () => {
+    const started = (attempt: number) =>
+      journalEvent({
+        type: 'started',
+        id: `cas:started:${attempt}`,
+        tenant: 'acme',
+        runId: 'run1',
+        dispatchId: 'cas',
+        at: '2026-11-30T00:00:00.000Z',
+        causationId: 'cas:decided',
+        attempt,
+        toolName: 'noop',
+        executor: 'inprocess',
+      });
+    const first = await publisher.append(started(1), { lastSubjectSequence: 0 });
+    expect(first.appended).toBe(true);
+    // Two racing takeovers of the first claim: one wins.
+    const racing = await Promise.all([
+      publisher.append(started(2), { lastSubjectSequence: first.seq! }),
+      publisher.append(started(3), { lastSubjectSequence: first.seq! }),
+    ]);
+    expect(racing.filter((r) => r.appended)).toHaveLength(1);
+    expect(await publisher.append(started(4), { lastSubjectSequence: 0 })).toEqual({
+      appended: false,
+    });
+    const last = await publisher.last('acme', 'run1', 'cas', 'started');
+    const winner = racing.find((r) => r.appended)!;
+    expect(last?.seq).toBe(winner.seq);
+    expect(last?.storedAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
+    expect(await publisher.lastPosition('acme', 'run1', 'cas', 'started')).toEqual({
+      seq: winner.seq,
+      storedAt: last?.storedAt,
+    });
+    // Unreadable, its position is still known: a claim can supersede it.
+    const garbage = await jetstream(t.nc).publish(
+      t.subjects.journal.event('acme', 'run1', 'cas', 'started'),
+      'not an event',
+    );
+    expect(await publisher.last('acme', 'run1', 'cas', 'started')).toBeNull();
+    expect((await publisher.lastPosition('acme', 'run1', 'cas', 'started'))?.seq).toBe(garbage.seq);
+    expect(await publisher.lastPosition('acme', 'run1', 'nope', 'started')).toBeNull();
+  });
+
   it('lets exactly one of 20 racing writers win', async () => {
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => publisher.append(requested('race', `race-${i}`))),

@@ -2,7 +2,7 @@ import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats
 import { jetstream, type JetStreamManager } from '@nats-io/jetstream';
 import {
   ONCE_PER_DISPATCH,
-  parseJournalEvent,
+  decodeJournalEvent,
   type JournalEvent,
   type JournalEventOf,
   type JournalEventType,
@@ -22,10 +22,22 @@ export type AppendResult =
 export interface StoredEvent<E extends JournalEvent = JournalEvent> {
   event: E;
   seq: number;
+  /** When the broker stored it (its clock, not the publisher's `at`, which the publisher chose). */
+  storedAt: Date;
+}
+
+/** How one append is published. */
+export interface AppendOptions {
+  headers?: MsgHdrs;
+  /**
+   * Refuse the append (`{ appended: false }`) unless the event's subject last holds this stream
+   * sequence: a compare-and-set on a subject (0 = nothing recorded yet). Once-per-dispatch types
+   * always expect 0; this is for the others, such as the executor's claim on `started`.
+   */
+  lastSubjectSequence?: number;
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /**
  * Appends events to the journal stream and reads single events back by subject. The only writer
@@ -44,10 +56,11 @@ export class JournalPublisher {
   }
 
   /**
-   * Publishes `event`. A once-per-dispatch type whose transition is already recorded returns
-   * `{ appended: false }` instead of throwing: that is how racing writers learn they lost.
+   * Publishes `event`. A once-per-dispatch type whose transition is already recorded, or an append
+   * whose `lastSubjectSequence` does not hold, returns `{ appended: false }` instead of throwing:
+   * that is how racing writers learn they lost.
    */
-  async append(event: JournalEvent, extraHeaders?: MsgHdrs): Promise<AppendResult> {
+  async append(event: JournalEvent, options: AppendOptions = {}): Promise<AppendResult> {
     const subject = this.subjects.journal.event(
       event.tenant,
       event.runId,
@@ -62,12 +75,15 @@ export class JournalPublisher {
         [Attr.Tenant]: event.tenant,
       },
       async () => {
-        const headers = injectTraceContext(extraHeaders ?? natsHeaders());
+        const headers = injectTraceContext(options.headers ?? natsHeaders());
+        const lastSubjectSequence = ONCE_PER_DISPATCH.has(event.type)
+          ? 0
+          : options.lastSubjectSequence;
         try {
           const ack = await this.acked.publish(subject, encoder.encode(JSON.stringify(event)), {
             msgID: event.id,
             headers,
-            ...(ONCE_PER_DISPATCH.has(event.type) ? { lastSubjectSequence: 0 } : {}),
+            ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
           });
           return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
         } catch (err) {
@@ -91,9 +107,29 @@ export class JournalPublisher {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     if (!msg) return null;
-    const event = parseJournalEvent(JSON.parse(decoder.decode(msg.data)));
+    // Anything else on the subject (not JSON, not an event) reads as nothing recorded.
+    const event = decodeJournalEvent(msg.data);
     if (!event || event.type !== type) return null;
-    return { event: event as JournalEventOf<T>, seq: msg.seq };
+    return { event: event as JournalEventOf<T>, seq: msg.seq, storedAt: msg.time };
+  }
+
+  /**
+   * Where the last message on an event's subject sits, read or not: its sequence and when it was
+   * stored. For a compare-and-set on a subject whose last message {@link last} cannot read (not an
+   * event, or one this version refuses), so an unreadable message can still be superseded.
+   */
+  async lastPosition(
+    tenant: string,
+    runId: string,
+    key: string,
+    type: JournalEventType,
+  ): Promise<{ seq: number; storedAt: Date } | null> {
+    this.jsm ??= jetstream(this.nc).jetstreamManager(false);
+    const jsm = await this.jsm;
+    const msg = await jsm.direct.getMessage(this.subjects.journal.stream, {
+      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
+    });
+    return msg ? { seq: msg.seq, storedAt: msg.time } : null;
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated). */

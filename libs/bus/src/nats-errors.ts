@@ -5,6 +5,9 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 export const JsApiCode = {
   StreamNameInUse: 10058,
   ConsumerNotFound: 10014,
+  StreamNotFound: 10059,
+  /** The message is larger than the stream's `max_msg_size`. */
+  MessageTooLarge: 10054,
   ConsumerNameExists: 10013,
   /** `expect.lastSubjectSequence` did not hold: the once-per-dispatch transition already happened. */
   WrongLastSequence: 10071,
@@ -60,4 +63,17 @@ export function messagingFailure(err: unknown, peer: string): ToolgateError | un
     });
   }
   return undefined;
+}
+
+/**
+ * Whether a publish was refused for what it is — larger than the server's `max_payload` (refused by
+ * the client before sending) or the stream's maximum message size — so publishing it again
+ * unchanged fails the same way. Any other failure (no ack in time, no responders while a stream
+ * leader is elected, a reconnecting connection) may pass on a retry.
+ */
+export function isPublishRefused(err: unknown): boolean {
+  return (
+    isJsApiError(err, JsApiCode.MessageTooLarge) ||
+    (err instanceof Error && err.name === 'InvalidArgumentError' && /max_payload/.test(err.message))
+  );
 }

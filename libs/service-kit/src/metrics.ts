@@ -18,6 +18,13 @@ export const MetricName = {
   ConsumerAckPending: 'toolgate_consumer_ack_pending',
   /** Approvals waiting for a human, from the journal's projection. */
   ApprovalsPending: 'toolgate_approvals_pending',
+  /**
+   * The tool-executor's claims on calls, by outcome: claimed, took-over (from a holder presumed
+   * gone), waited (for a live holder), settled (found settled: the tool did not run).
+   */
+  ExecutorClaims: 'toolgate_executor_claims_total',
+  /** Decisions the tool-executor refused because they do not match the recorded request, by reason. */
+  ExecutorRefusals: 'toolgate_executor_refusals_total',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
@@ -42,6 +49,8 @@ export class Metrics {
   private readonly pending: Gauge<'consumer'>;
   private readonly ackPending: Gauge<'consumer'>;
   private approvalsPending: Gauge<'tenant'> | undefined;
+  private readonly claims: Counter<'outcome'>;
+  private readonly refusals: Counter<'reason'>;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -64,6 +73,18 @@ export class Metrics {
       labelNames: ['consumer'],
       registers: [this.registry],
     });
+    this.claims = new Counter({
+      name: MetricName.ExecutorClaims,
+      help: 'Tool-executor claims on calls, by outcome (claimed, took-over, waited, settled).',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+    this.refusals = new Counter({
+      name: MetricName.ExecutorRefusals,
+      help: 'Decisions the tool-executor refused to run (they do not match the recorded request), by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
     this.ackPending = new Gauge({
       name: MetricName.ConsumerAckPending,
       help: 'Messages delivered by the durable consumer and not acknowledged yet (polled from the broker).',
@@ -76,6 +97,16 @@ export class Metrics {
   recordProcessed(role: string, event: string, outcome: ProcessedOutcome, seconds: number): void {
     this.processed.inc({ role, event, outcome });
     this.processing.observe({ role, event }, seconds);
+  }
+
+  /** Called by the tool-executor once per delivery that reached its claim. */
+  recordClaim(outcome: string): void {
+    this.claims.inc({ outcome });
+  }
+
+  /** Called by the tool-executor for every decision it refused to run. */
+  recordRefusal(reason: string): void {
+    this.refusals.inc({ reason });
   }
 
   /** The broker's view of a durable consumer; every replica reports the same value. */

@@ -1,13 +1,14 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { JournalPublisher } from '@toolgate/bus';
-import { BusModule } from '@toolgate/service-kit';
 import type { ExecutorKind, Subjects } from '@toolgate/contracts';
+import { JournalPublisher } from '@toolgate/bus';
+import { BusModule, Metrics } from '@toolgate/service-kit';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
 import type { CallExecutor } from './execution/call-executor';
 import { ExecutionController } from './execution/execution.controller';
 import type { InputCheck } from './execution/input-check';
+import { PolicyRevisions } from './execution/policy-history';
 import { ToolRunner } from './execution/tool-runner';
 import { worktreeCwdResolver } from './execution/worktree-cwd';
 
@@ -28,9 +29,10 @@ export class ToolExecutorModule {
       providers: [
         {
           provide: ToolRunner,
-          inject: [JournalPublisher],
-          useFactory: (publisher: JournalPublisher) =>
-            new ToolRunner({
+          inject: [JournalPublisher, Metrics],
+          useFactory: (publisher: JournalPublisher, metrics: Metrics) => {
+            const logger = new Logger('ToolRunner');
+            return new ToolRunner({
               nc,
               subjects,
               publisher,
@@ -39,10 +41,22 @@ export class ToolExecutorModule {
               resolveCwd: worktreeCwdResolver(nc, subjects, config.cwd, config.worktreeTimeoutMs),
               defaultTimeoutMs: config.defaultTimeoutMs,
               inprocessSlots: config.inprocessConcurrency,
-              heartbeatMs: Math.max(500, Math.floor(config.ackWaitMs / 3)),
+              heartbeatMs: Math.max(100, Math.floor(config.ackWaitMs / 3)),
+              // A holder settles within one ack wait of its deadline, or is presumed gone.
+              claimGraceMs: config.ackWaitMs,
+              policyRevisions: new PolicyRevisions(nc, subjects),
               now: () => new Date(),
+              log: (level, message, data) => {
+                const line = data ? `${message} ${JSON.stringify(data)}` : message;
+                if (level === 'error') logger.error(line);
+                else if (level === 'warn') logger.warn(line);
+                else logger.log(line);
+              },
+              onClaim: (outcome) => metrics.recordClaim(outcome),
+              onRefused: (reason) => metrics.recordRefusal(reason),
               ...(inputCheck ? { checkInput: (call) => inputCheck.check(call) } : {}),
-            }),
+            });
+          },
         },
       ],
     };

@@ -13,6 +13,7 @@ import type { PendingCall } from './execution/pending-call';
 import { callScope } from './execution/call-scope';
 import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
+import { ToolRunner } from './execution/tool-runner';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import type { ExecutorKind } from '@toolgate/contracts';
@@ -131,6 +132,8 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     ...service,
     stop: stopOnce(async () => {
       registry.stop();
+      // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
+      service.app.get(ToolRunner).close();
       await stop();
     }),
   };

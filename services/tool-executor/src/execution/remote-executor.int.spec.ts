@@ -61,11 +61,16 @@ describe('runRemoteTool against workers on a real NATS server', () => {
     });
   });
 
-  it('turns no worker, a silent worker and a garbled reply into typed outcomes', async () => {
-    expect(await runRemoteTool(requests, t.subjects, call('nobody'))).toMatchObject({
-      ok: false,
-      error: { code: ErrorCode.Unavailable, message: 'no worker is serving nobody' },
+  it('throws a transient unavailable error when no worker received the call', async () => {
+    const err = await runRemoteTool(requests, t.subjects, call('nobody')).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: ErrorCode.Unavailable,
+      message: 'no worker is serving nobody',
+      retryable: true,
     });
+  });
+
+  it('turns a silent worker and a garbled reply into typed outcomes', async () => {
     expect(await runRemoteTool(requests, t.subjects, call('silent', 150))).toMatchObject({
       ok: false,
       error: { code: ErrorCode.Timeout },

@@ -5,6 +5,7 @@ import {
   isWireError,
   MAX_JSON_DEPTH,
   withinJsonDepth,
+  ToolgateError,
   type RemoteToolRequest,
   type Subjects,
   type WireError,
@@ -15,7 +16,12 @@ import { injectTraceContext } from '@toolgate/telemetry';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Runs a tool on a team's worker over NATS request/reply. Never throws: failures are outcomes. */
+/**
+ * Runs a tool on a team's worker over NATS request/reply. A call no worker received (no worker is
+ * serving the tool: no responders) is thrown as a transient `unavailable` error — the tool did not
+ * start, so the runner may retry it. Every other failure is an outcome: once a worker may have the
+ * request, trying again could run the tool twice.
+ */
 export async function runRemoteTool(
   requests: InboxRequests,
   subjects: Subjects,
@@ -30,7 +36,9 @@ export async function runRemoteTool(
     return parseOutcome(reply.data);
   } catch (err) {
     if (err instanceof NoRespondersError) {
-      return failure(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`);
+      throw new ToolgateError(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`, {
+        retryable: true,
+      });
     }
     if (err instanceof RequestTimeoutError) {
       return failure(

@@ -1,18 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { trace } from '@opentelemetry/api';
-import { InboxRequests, type DeliveryContext, type JournalPublisher } from '@toolgate/bus';
+import {
+  InboxRequests,
+  isPublishRefused,
+  type DeliveryContext,
+  type JournalPublisher,
+} from '@toolgate/bus';
 import {
   ErrorCode,
+  isRetryableCode,
   journalEvent,
+  ToolgateError,
+  toWireError,
   type DecidedEvent,
   type ExecutorKind,
   type ResolvedEvent,
+  type StartedEvent,
   type Subjects,
   type ToolContext,
+  type WireError,
 } from '@toolgate/contracts';
 import { Attr, annotate, inSpan } from '@toolgate/telemetry';
 import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
+import { checkDecided, checkSuspended, type Refusal } from './call-checks';
+import { decideClaim, type AttemptsView, type CurrentClaim } from './claim-rule';
 import {
   decideOnDecided,
   decideOnResolved,
@@ -22,10 +34,27 @@ import {
 import { runRemoteTool } from './remote-executor';
 import type { CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
+import { isTransient, retryDelayMs, settledError, toolFailure } from './retry-rule';
 import { Slots } from './slots';
 
 /** Resolves the working directory for a call (the worktree service under worktree isolation). */
 export type CwdResolver = (call: PendingCall) => Promise<string>;
+
+/** How a delivery's claim ended (a metric label). */
+export type ClaimOutcome =
+  /** Claimed with nothing recorded before: the common case. */
+  | 'claimed'
+  /** Took over the claim of a holder presumed gone. */
+  | 'took-over'
+  /** Found a live claim of another holder and waited for it (counted once per delivery). */
+  | 'waited'
+  /** Found the dispatch settled: the tool did not run. */
+  | 'settled';
+
+/** Whether a decision's policy revision existed when it was recorded (see `PolicyRevisions`). */
+export interface RevisionCheck {
+  existed(tenant: string, revision: number, decidedAtMs: number): Promise<boolean>;
+}
 
 export interface ToolRunnerOptions {
   nc: NatsConnection;
@@ -40,8 +69,14 @@ export interface ToolRunnerOptions {
   defaultTimeoutMs: number;
   /** Builtins running at once; further in-process calls wait for a slot (remote calls do not). */
   inprocessSlots: number;
-  /** How often a long tool run tells the broker it is still working. */
+  /** How often a call tells the broker it is still working (ack wait / 3). */
   heartbeatMs: number;
+  /**
+   * How long a claim outlives its call's deadline before another replica may take it over: time
+   * for its holder to settle (the consumer's ack wait).
+   */
+  claimGraceMs: number;
+  policyRevisions: RevisionCheck;
   now: () => Date;
   log?: (level: string, message: string, data?: Record<string, unknown>) => void;
   /**
@@ -49,13 +84,39 @@ export interface ToolRunnerOptions {
    * null to run, or the outcome to settle with instead.
    */
   checkInput?: (call: PendingCall) => Promise<ToolRunOutcome | null>;
+  /** Called once per delivery that reached the claim (metrics). Must not throw. */
+  onClaim?(outcome: ClaimOutcome): void;
+  /** Called once per decision the cross-checks refused (metrics). Must not throw. */
+  onRefused?(refusal: Refusal): void;
 }
 
+/** The claim this delivery holds: its `started` event and where it sits in the stream. */
+interface HeldClaim {
+  seq: number;
+  /** When the call's deadline runs out (ms since the epoch). */
+  deadlineAt: number;
+}
+
+/** The working directory, or why there is none (the call then settles with that error). */
+type CwdResult = { ok: true; cwd: string } | { ok: false; error: WireError };
+
 /**
- * Runs allowed calls: journals `started`, runs the tool in its executor, journals `settled`. The
- * settlement is once per dispatch at the broker, so a redelivered decision after a crash can run
- * the tool again (at least once; the dispatch id is the tool's idempotency key) but never settles
- * twice, and a decision redelivered after settlement does not run the tool at all.
+ * Runs allowed calls, at most once per settlement and — without a crash — at most once:
+ *
+ * 1. Claim. The delivery appends `started` with `expect.lastSubjectSequence` = 0 on a first delivery
+ *    (no read), or = the sequence of the `started` it read on a redelivery, and waits for the ack
+ *    before running anything (`claim-rule.ts`). A replica that loses the claim never runs the
+ *    tool: it keeps the message alive and waits for the settlement, taking over only from a holder
+ *    presumed gone (the broker redelivered past its ack wait, or its lease ran out).
+ * 2. Check, in parallel with the claim: the decision must match the recorded `requested` and name
+ *    a policy revision that existed (`call-checks.ts`); a refused one settles as denied.
+ * 3. Run, retrying a transient failure that happened before the tool could start within the
+ *    call's deadline (`retry-rule.ts`); every other outcome settles at once.
+ * 4. Settle (once per dispatch at the broker), retrying the publish while the message is kept
+ *    alive — never nak-ing after the side effect, which would run it again without any crash.
+ *
+ * Only a crash between the side effect and the settlement runs a call again, once per crash; the
+ * dispatch id is the tool's idempotency key for that window.
  */
 export class ToolRunner {
   /** Remote tool calls: one inbox for all of them (see `InboxRequests`). */
@@ -63,162 +124,392 @@ export class ToolRunner {
 
   private readonly slots: Slots;
 
+  /** Set by `close()`: waits and retries give up, so a stop does not hang on them. */
+  private closing = false;
+
   constructor(private readonly options: ToolRunnerOptions) {
     this.remote = new InboxRequests(options.nc);
     this.slots = new Slots(options.inprocessSlots);
   }
 
+  /** Stops waiting for other holders and retrying publishes (calls in flight still finish). */
+  close(): void {
+    this.closing = true;
+  }
+
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
-    // A first delivery of an allow decision cannot find a settlement (decided happens once, and
-    // only the executor settles an allowed call): the read is spent on redeliveries only.
-    await this.execute(decideOnDecided(event), delivery, delivery.deliveryCount > 1);
+    const command = decideOnDecided(event);
+    if (command.kind !== 'run' || this.offItsSubject(event, delivery)) return;
+    const { publisher, policyRevisions } = this.options;
+    // Read while the claim is appended: the checks cost no latency on the happy path.
+    const checks = Promise.all([
+      publisher.last(event.tenant, event.runId, event.dispatchId, 'requested'),
+      policyRevisions.existed(event.tenant, event.policyRevision, storedAtMs(delivery)),
+    ]).then(([requested, revisionExisted]) =>
+      checkDecided(event, {
+        requested: requested?.event ?? null,
+        revisionExisted,
+      }),
+    );
+    await this.execute(command, 'decided', delivery, checks);
   }
 
   async onResolved(event: ResolvedEvent, delivery: DeliveryContext): Promise<void> {
-    const suspended = await this.options.publisher.last(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      'suspended',
-    );
-    await this.execute(decideOnResolved(event, suspended?.event ?? null), delivery, true);
+    if (this.offItsSubject(event, delivery)) return;
+    const { publisher, policyRevisions } = this.options;
+    const [suspended, requested] = await Promise.all([
+      publisher.last(event.tenant, event.runId, event.dispatchId, 'suspended'),
+      publisher.last(event.tenant, event.runId, event.dispatchId, 'requested'),
+    ]);
+    const command = decideOnResolved(event, suspended?.event ?? null);
+    if (command.kind === 'ignore' || !suspended) return;
+    if (command.kind === 'settle-denied') {
+      await this.settle(command.call, delivery.deliveryCount, {
+        outcome: 'denied',
+        error: { code: ErrorCode.Denied, message: command.reason },
+        durationMs: 0,
+      });
+      return;
+    }
+    const checks = policyRevisions
+      .existed(event.tenant, suspended.event.policyRevision, suspended.storedAt.getTime())
+      .then((revisionExisted) =>
+        checkSuspended(suspended.event, {
+          requested: requested?.event ?? null,
+          revisionExisted,
+        }),
+      );
+    await this.execute(command, 'resolved', delivery, checks);
   }
 
   private async execute(
-    command: ExecutorCommand,
+    command: Extract<ExecutorCommand, { kind: 'run' }>,
+    source: ClaimSource,
     delivery: DeliveryContext,
-    mayBeSettled: boolean,
+    checks: Promise<Refusal | null>,
   ): Promise<void> {
-    if (command.kind === 'ignore') return;
     const { call } = command;
     annotate({
       [Attr.DispatchId]: call.dispatchId,
       [Attr.Tool]: call.tool.name,
       [Attr.Executor]: call.tool.executor,
     });
-    // Already settled (by us before a crash, or by a deny): never run the tool again.
-    if (
-      mayBeSettled &&
-      (await this.options.publisher.last(call.tenant, call.runId, call.dispatchId, 'settled'))
-    )
-      return;
-    if (command.kind === 'settle-denied') {
-      await this.settle(
-        call,
-        delivery.deliveryCount,
-        { ok: false, error: { code: ErrorCode.Denied, message: command.reason } },
-        0,
-        true,
-      );
-      return;
-    }
-    const started = Date.now();
-    const outcome = await inSpan(
-      `execute ${call.tool.name}`,
-      {
-        attributes: {
-          [Attr.Tool]: call.tool.name,
-          [Attr.Executor]: call.tool.executor,
-          [Attr.DispatchId]: call.dispatchId,
-          ...(call.tool.risk ? { [Attr.Risk]: call.tool.risk } : {}),
+    // Observed now so a failure is never an unhandled rejection; it is rethrown where awaited.
+    checks.catch(() => undefined);
+    const timeoutMs = call.tool.timeoutMs ?? this.options.defaultTimeoutMs;
+    // From the first moment to the settlement — claim, waits, retries, the slot, the run — the
+    // message is kept alive, so the broker redelivers it only if this replica is gone.
+    const heartbeat = setInterval(() => delivery.working(), this.options.heartbeatMs);
+    try {
+      const handlingDeadline = Date.now() + timeoutMs;
+      // A worktree is acquired only for a call that passed the checks: a forged decision must not
+      // make the worktree service create trees. Other isolations need no round trip.
+      const cwd =
+        typeof call.isolation === 'object'
+          ? checks.then((refusal) =>
+              refusal ? noCwd(refusal) : this.resolveCwd(call, handlingDeadline),
+            )
+          : this.resolveCwd(call, handlingDeadline);
+      cwd.catch(() => undefined);
+      const claim = await this.claim(call, source, delivery, cwd, timeoutMs);
+      if (!claim) return;
+      const refusal = await checks;
+      if (refusal) {
+        this.refuse(call, refusal);
+        await this.settle(call, delivery.deliveryCount, {
+          outcome: 'denied',
+          error: {
+            code: ErrorCode.Denied,
+            message: `refused: the decision does not match the recorded request (${refusal})`,
+            details: { refused: refusal, retryable: false },
+          },
+          durationMs: 0,
+        });
+        return;
+      }
+      const started = Date.now();
+      const outcome = await inSpan(
+        `execute ${call.tool.name}`,
+        {
+          attributes: {
+            [Attr.Tool]: call.tool.name,
+            [Attr.Executor]: call.tool.executor,
+            [Attr.DispatchId]: call.dispatchId,
+            ...(call.tool.risk ? { [Attr.Risk]: call.tool.risk } : {}),
+          },
         },
-      },
-      async (span) => {
-        const result = await this.runCall(call, delivery);
-        span.setAttribute(Attr.Outcome, result.ok ? 'ok' : 'error');
-        if (!result.ok) span.setAttribute(Attr.ErrorCode, result.error.code);
-        return result;
-      },
-    );
-    await this.settle(call, delivery.deliveryCount, outcome, Date.now() - started, false);
+        async (span) => {
+          const where = await cwd;
+          const result: ToolRunOutcome = where.ok
+            ? await this.runWithRetries(call, where.cwd, claim.deadlineAt)
+            : { ok: false, error: where.error };
+          span.setAttribute(Attr.Outcome, result.ok ? 'ok' : 'error');
+          if (!result.ok) span.setAttribute(Attr.ErrorCode, result.error.code);
+          return result;
+        },
+      );
+      await this.settle(call, delivery.deliveryCount, {
+        outcome: outcome.ok ? 'ok' : 'error',
+        ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
+        durationMs: Date.now() - started,
+      });
+    } finally {
+      clearInterval(heartbeat);
+    }
   }
 
-  private async runCall(call: PendingCall, delivery: DeliveryContext): Promise<ToolRunOutcome> {
-    const { publisher, now } = this.options;
-    const refused = await this.options.checkInput?.(call);
-    if (refused) return refused;
-    let cwd: string;
-    try {
-      cwd = await this.options.resolveCwd(call);
-    } catch (err) {
+  /**
+   * Claims the call for this delivery (see `claim-rule.ts`), waiting while another holder's claim
+   * is live. Null: the dispatch is settled, and the tool must not run.
+   */
+  private async claim(
+    call: PendingCall,
+    source: ClaimSource,
+    delivery: DeliveryContext,
+    cwd: Promise<CwdResult>,
+    timeoutMs: number,
+  ): Promise<HeldClaim | null> {
+    const leaseMs = timeoutMs + this.options.claimGraceMs;
+    const first = delivery.deliveryCount === 1;
+    // A first delivery claims without reading: nothing can have claimed a decision nobody was
+    // handed before. Whether the dispatch was settled by someone else (a dead-lettered event
+    // settles it) is read meanwhile, and looked at before anything runs.
+    const settledMeanwhile = first ? this.isSettled(call) : undefined;
+    settledMeanwhile?.catch(() => undefined);
+    let view: AttemptsView | null = first ? { settled: false, started: null } : null;
+    let waited = false;
+    const claimNonce = randomBytes(4).toString('hex');
+    for (;;) {
+      view ??= await this.readAttempts(call);
+      const step = decideClaim(view, {
+        causationId: call.causationId,
+        deliveryCount: delivery.deliveryCount,
+        nowMs: Date.now(),
+        leaseMs,
+      });
+      view = null;
+      if (step.kind === 'settled') {
+        this.report('settled');
+        return null;
+      }
+      if (step.kind === 'wait') {
+        if (!waited) this.report('waited');
+        waited = true;
+        if (this.closing) throw new Error('stopping while another replica holds the call');
+        // Looked at again well before the lease ends, to ack as soon as the holder settles.
+        const pause = Math.min(Math.max(step.untilMs - Date.now(), 0), this.options.heartbeatMs);
+        await sleep(pause);
+        continue;
+      }
+      const where = await cwd;
+      const appended = await this.appendClaim(
+        journalEvent({
+          type: 'started',
+          // Unique per claim: a retried append of this one is deduplicated (and answers with its
+          // sequence), another delivery's never is — even a recreated consumer's, which counts
+          // its deliveries from 1 again.
+          id: `${call.dispatchId}:started:${source}:${delivery.deliveryCount}:${claimNonce}`,
+          tenant: call.tenant,
+          runId: call.runId,
+          dispatchId: call.dispatchId,
+          at: this.options.now().toISOString(),
+          causationId: call.causationId,
+          attempt: delivery.deliveryCount,
+          toolName: call.tool.name,
+          executor: call.tool.executor,
+          ...(where.ok ? { cwd: where.cwd } : {}),
+        }),
+        step.expectSeq,
+      );
+      if (appended === null) continue; // lost the race: read what won
+      // On a redelivery the holder taken over may have settled between the read and the claim
+      // (it was alive after all): read once more, on this rare path only.
+      if (await (settledMeanwhile ?? this.isSettled(call))) {
+        this.report('settled');
+        return null;
+      }
+      this.report(waited || step.takeover ? 'took-over' : 'claimed');
+      return { seq: appended, deadlineAt: Date.now() + timeoutMs };
+    }
+  }
+
+  /** Appends a claim; the sequence it got, or null when the compare-and-set lost. */
+  private async appendClaim(started: StartedEvent, expectSeq: number): Promise<number | null> {
+    for (let failures = 1; ; failures++) {
+      try {
+        const result = await this.options.publisher.append(started, {
+          lastSubjectSequence: expectSeq,
+        });
+        return result.appended ? result.seq : null;
+      } catch (err) {
+        // Nothing ran yet: a broker hiccup is retried (the same id: an append that did land is
+        // deduplicated and answers with its sequence), for as long as the delivery is kept alive.
+        if (this.closing || this.options.nc.isClosed() || isPublishRefused(err)) throw err;
+        await sleep(retryDelayMs(failures));
+      }
+    }
+  }
+
+  /** The dispatch's settlement and current claim, as the journal holds them now. */
+  private async readAttempts(call: PendingCall): Promise<AttemptsView> {
+    const { publisher } = this.options;
+    const [settled, started] = await Promise.all([
+      this.isSettled(call),
+      publisher.last(call.tenant, call.runId, call.dispatchId, 'started'),
+    ]);
+    if (settled) return { settled, started: null };
+    if (started) {
       return {
-        ok: false,
-        error: {
-          code: ErrorCode.Unavailable,
-          message: `isolation unavailable: ${(err as { message?: string }).message ?? 'unknown'}`,
+        settled,
+        started: {
+          seq: started.seq,
+          causationId: started.event.causationId,
+          attempt: started.event.attempt,
+          storedAtMs: started.storedAt.getTime(),
         },
       };
     }
-    // `started` is journaled while the tool runs (its ack is awaited before `settled`, so the stream
-    // order holds): one broker round trip less on every call's path.
-    const startedAck = publisher.append(
-      journalEvent({
-        type: 'started',
-        id: `${call.dispatchId}:started:${delivery.deliveryCount}`,
-        tenant: call.tenant,
-        runId: call.runId,
-        dispatchId: call.dispatchId,
-        at: now().toISOString(),
-        causationId: call.causationId,
-        attempt: delivery.deliveryCount,
-        toolName: call.tool.name,
-        executor: call.tool.executor,
-        cwd,
-      }),
+    // Something may sit there that cannot be read as a claim: it is superseded only by a
+    // compare-and-set on its sequence, once its lease has run out.
+    const position = await publisher.lastPosition(
+      call.tenant,
+      call.runId,
+      call.dispatchId,
+      'started',
     );
-    // Observed now so a failure is never an unhandled rejection; it is rethrown by the await below.
-    startedAck.catch(() => undefined);
-    const timeoutMs = call.tool.timeoutMs ?? this.options.defaultTimeoutMs;
-    const heartbeat = setInterval(() => delivery.working(), this.options.heartbeatMs);
-    try {
-      switch (call.tool.executor) {
-        case 'inprocess': {
-          const def = this.options.builtins.get(call.tool.name);
-          if (!def) {
-            return {
-              ok: false,
-              error: {
-                code: ErrorCode.UnknownTool,
-                message: `no in-process tool named ${call.tool.name}`,
-              },
-            };
-          }
-          // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
-          return await this.slots.run(() =>
-            callScope.run(call, () =>
-              runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
-            ),
-          );
+    const unreadable: CurrentClaim | null = position
+      ? {
+          seq: position.seq,
+          causationId: null,
+          attempt: 0,
+          storedAtMs: position.storedAt.getTime(),
         }
-        case 'remote':
-          return await runRemoteTool(this.remote, this.options.subjects, {
-            dispatchId: call.dispatchId,
-            tenant: call.tenant,
-            runId: call.runId,
-            toolName: call.tool.name,
-            contractHash: call.tool.contractHash,
-            input: call.input,
-            agent: call.agent,
-            isolation: call.isolation,
-            cwd,
-            deadlineMs: timeoutMs,
-          });
-        default: {
-          const executor = this.options.executors?.[call.tool.executor];
-          // Local processes load this machine like builtins do: they share the builtins' slots.
-          if (executor) return await this.slots.run(() => executor.run(call, { cwd, timeoutMs }));
+      : null;
+    return { settled, started: unreadable };
+  }
+
+  private async isSettled(call: PendingCall): Promise<boolean> {
+    const settled = await this.options.publisher.last(
+      call.tenant,
+      call.runId,
+      call.dispatchId,
+      'settled',
+    );
+    return settled !== null;
+  }
+
+  /** The call's working directory, retrying a transient failure within `deadlineAt`. */
+  private async resolveCwd(call: PendingCall, deadlineAt: number): Promise<CwdResult> {
+    const resolved = await this.retryTransient(() => this.options.resolveCwd(call), deadlineAt);
+    return resolved.ok ? { ok: true, cwd: resolved.value } : resolved;
+  }
+
+  /** Runs the call, retrying a failure from before the tool could start within `deadlineAt`. */
+  private async runWithRetries(
+    call: PendingCall,
+    cwd: string,
+    deadlineAt: number,
+  ): Promise<ToolRunOutcome> {
+    const ran = await this.retryTransient(
+      () => this.runCall(call, cwd, Math.max(1, deadlineAt - Date.now())),
+      deadlineAt,
+    );
+    if (!ran.ok) return ran;
+    return ran.value.ok ? ran.value : { ok: false, error: toolFailure(ran.value.error) };
+  }
+
+  /**
+   * Calls `attempt` until it resolves, a failure is permanent, or no try fits before `deadlineAt`
+   * any more. A thrown failure is one from before the tool could start (see `retry-rule.ts`).
+   */
+  private async retryTransient<T>(
+    attempt: () => Promise<T>,
+    deadlineAt: number,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: WireError }> {
+    for (let attempts = 1; ; attempts++) {
+      try {
+        return { ok: true, value: await attempt() };
+      } catch (err) {
+        const wire = toWireError(err);
+        if (!isTransient(err))
+          return { ok: false, error: settledError(wire, { retryable: false }) };
+        // The last pause is cut short so one more try still has some of the deadline left.
+        const left = deadlineAt - Date.now() - LAST_TRY_MS;
+        const delay = Math.min(retryDelayMs(attempts), left);
+        if (this.closing || delay <= 0) {
+          return {
+            ok: false,
+            error: settledError(wire, {
+              retryable: true,
+              attempts,
+              exhausted: !this.closing,
+            }),
+          };
+        }
+        await sleep(delay);
+      }
+    }
+  }
+
+  /**
+   * Runs the call once in its executor. Returns the tool's outcome; throws only a failure from
+   * before the tool could start (no worker received the call), which the runner may retry.
+   */
+  private async runCall(
+    call: PendingCall,
+    cwd: string,
+    timeoutMs: number,
+  ): Promise<ToolRunOutcome> {
+    const refused = await this.options.checkInput?.(call);
+    if (refused && !refused.ok && isRetryableCode(refused.error.code)) {
+      // The contract could not be read: nothing ran, so this is retried like any such failure.
+      throw new ToolgateError(refused.error.code, refused.error.message, { retryable: true });
+    }
+    if (refused) return refused;
+    switch (call.tool.executor) {
+      case 'inprocess': {
+        const def = this.options.builtins.get(call.tool.name);
+        if (!def) {
           return {
             ok: false,
             error: {
-              code: ErrorCode.ExecutorUnregistered,
-              message: `the ${call.tool.executor} executor is not served here`,
+              code: ErrorCode.UnknownTool,
+              message: `no in-process tool named ${call.tool.name}`,
             },
           };
         }
+        // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
+        return await this.slots.run(() =>
+          callScope.run(call, () =>
+            runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
+          ),
+        );
       }
-    } finally {
-      clearInterval(heartbeat);
-      await startedAck;
+      case 'remote':
+        return await runRemoteTool(this.remote, this.options.subjects, {
+          dispatchId: call.dispatchId,
+          tenant: call.tenant,
+          runId: call.runId,
+          toolName: call.tool.name,
+          contractHash: call.tool.contractHash,
+          input: call.input,
+          agent: call.agent,
+          isolation: call.isolation,
+          cwd,
+          deadlineMs: timeoutMs,
+        });
+      default: {
+        const executor = this.options.executors?.[call.tool.executor];
+        // Local processes load this machine like builtins do: they share the builtins' slots.
+        if (executor) return await this.slots.run(() => executor.run(call, { cwd, timeoutMs }));
+        return {
+          ok: false,
+          error: {
+            code: ErrorCode.ExecutorUnregistered,
+            message: `the ${call.tool.executor} executor is not served here`,
+          },
+        };
+      }
     }
   }
 
@@ -239,14 +530,18 @@ export class ToolRunner {
     };
   }
 
+  /**
+   * Journals the dispatch's outcome (once per dispatch at the broker: a settlement already there
+   * wins). A failed publish is retried while the message is kept alive — after the side effect, a
+   * nak would make another replica run the call again without any crash. An outcome the broker
+   * refuses for what it is (too large for a message) settles as an `internal` error instead.
+   */
   private async settle(
     call: PendingCall,
     attempt: number,
-    outcome: ToolRunOutcome,
-    durationMs: number,
-    denied: boolean,
+    outcome: Pick<SettledFields, 'outcome' | 'result' | 'error' | 'durationMs'>,
   ): Promise<void> {
-    await this.options.publisher.append(
+    const event = (fields: typeof outcome) =>
       journalEvent({
         type: 'settled',
         id: `${call.dispatchId}:settled`,
@@ -256,14 +551,110 @@ export class ToolRunner {
         at: this.options.now().toISOString(),
         causationId: call.causationId,
         toolName: call.tool.name,
-        outcome: denied ? 'denied' : outcome.ok ? 'ok' : 'error',
-        ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
-        durationMs,
+        ...fields,
         attempt,
-        verdict: denied ? 'deny' : 'allow',
+        verdict: fields.outcome === 'denied' ? 'deny' : 'allow',
         decidedBy: call.decidedBy,
         ...(call.rule !== undefined ? { rule: call.rule } : {}),
-      }),
-    );
+      });
+    let settled = event(outcome);
+    let fellBack = false;
+    for (let failures = 1; ; failures++) {
+      try {
+        await this.options.publisher.append(settled);
+        return;
+      } catch (err) {
+        if (isPublishRefused(err)) {
+          // Refused for what it is (a result too large for a message): retrying it unchanged
+          // fails the same way, so the call settles as an error that says so.
+          if (fellBack) throw err;
+          fellBack = true;
+          this.options.log?.('error', 'the outcome could not be journaled; settling an error', {
+            dispatchId: call.dispatchId,
+          });
+          settled = event({
+            outcome: 'error',
+            error: {
+              code: ErrorCode.Internal,
+              message: 'the call ended, but its outcome could not be recorded (too large?)',
+              details: { retryable: false },
+            },
+            durationMs: outcome.durationMs,
+          });
+          continue;
+        }
+        if (this.closing || this.options.nc.isClosed()) throw err;
+        this.options.log?.('warn', 'settling failed; retrying', {
+          dispatchId: call.dispatchId,
+          failures,
+        });
+        await sleep(retryDelayMs(failures));
+      }
+    }
   }
+
+  /**
+   * Whether the event came on a subject other than the one its own fields name. Such an event is
+   * refused and dropped without touching the dispatch it names: settling that one would let anyone
+   * who may publish somewhere settle a dispatch anywhere (another tenant's included).
+   */
+  private offItsSubject(event: DecidedEvent | ResolvedEvent, delivery: DeliveryContext): boolean {
+    const own = this.options.subjects.journal.event(
+      event.tenant,
+      event.runId,
+      event.dispatchId,
+      event.type,
+    );
+    if (delivery.msg.subject === own) return false;
+    this.refuse({ dispatchId: event.dispatchId, tenant: event.tenant }, 'subject');
+    return true;
+  }
+
+  private refuse(call: Pick<PendingCall, 'dispatchId' | 'tenant'>, refusal: Refusal): void {
+    this.options.log?.('warn', `refused a decision that does not match its request: ${refusal}`, {
+      dispatchId: call.dispatchId,
+      tenant: call.tenant,
+    });
+    try {
+      this.options.onRefused?.(refusal);
+    } catch {
+      // Metrics never change what happens to a call.
+    }
+  }
+
+  private report(outcome: ClaimOutcome): void {
+    try {
+      this.options.onClaim?.(outcome);
+    } catch {
+      // Metrics never change what happens to a call.
+    }
+  }
+}
+
+/** The least of its deadline a retried attempt is started with. */
+const LAST_TRY_MS = 100;
+
+/** Which consumer delivered the authorisation: a `started` id names it, so claims never collide. */
+type ClaimSource = 'decided' | 'resolved';
+
+/** The fields of a settlement that differ by outcome. */
+type SettledFields = {
+  outcome: 'ok' | 'error' | 'denied';
+  result?: unknown;
+  error?: WireError;
+  durationMs: number;
+};
+
+/** No working directory for a refused call: nothing will run in it. */
+function noCwd(refusal: Refusal): CwdResult {
+  return { ok: false, error: { code: ErrorCode.Denied, message: `refused (${refusal})` } };
+}
+
+/** When the broker stored the delivered event (ms since the epoch, broker clock). */
+function storedAtMs(delivery: DeliveryContext): number {
+  return Number(BigInt(delivery.msg.info.timestampNanos) / 1_000_000n);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,4 +1,4 @@
-import { ErrorCode } from '@toolgate/contracts';
+import { createSubjects, ErrorCode } from '@toolgate/contracts';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import type { PendingCall } from './pending-call';
 import { worktreeCwdResolver } from './worktree-cwd';
@@ -44,7 +44,8 @@ function call(isolation: PendingCall['isolation'] = { kind: 'worktree' }): Pendi
 
 describe('worktreeCwdResolver against a worktree responder on a real NATS server', () => {
   let t: TestNats;
-  let answer: (request: unknown) => string;
+  /** The responder's reply; undefined: it does not answer. */
+  let answer: (request: unknown) => string | undefined;
   const seen: unknown[] = [];
 
   beforeAll(async () => {
@@ -53,7 +54,8 @@ describe('worktreeCwdResolver against a worktree responder on a real NATS server
       callback: (_err, msg) => {
         const request = JSON.parse(decoder.decode(msg.data)) as unknown;
         seen.push(request);
-        msg.respond(encoder.encode(answer(request)));
+        const reply = answer(request);
+        if (reply !== undefined) msg.respond(encoder.encode(reply));
       },
     });
     await t.nc.flush();
@@ -90,10 +92,36 @@ describe('worktreeCwdResolver against a worktree responder on a real NATS server
     await expect(resolve(call())).rejects.toMatchObject({
       code: ErrorCode.Config,
       message: 'unknown ref "nope"',
+      retryable: false,
+    });
+    answer = () =>
+      JSON.stringify({ ok: false, error: { code: 'unavailable', message: 'git is busy' } });
+    await expect(resolve(call())).rejects.toMatchObject({
+      code: ErrorCode.Unavailable,
+      retryable: true,
     });
     answer = () => JSON.stringify({ ok: true, data: { path: VIEW.path } });
-    await expect(resolve(call())).rejects.toThrow('malformed');
+    await expect(resolve(call())).rejects.toMatchObject({
+      code: ErrorCode.Internal,
+      message: expect.stringContaining('malformed'),
+      retryable: false,
+    });
     answer = () => '{not json';
     await expect(resolve(call())).rejects.toThrow('not JSON');
+  });
+
+  it('reports a worktree service that does not answer as transient', async () => {
+    const unserved = worktreeCwdResolver(t.nc, t.subjects, '/srv/pinned', 200);
+    // Another prefix: nobody serves its worktree subject.
+    const nobody = worktreeCwdResolver(t.nc, createSubjects(`${t.prefix}x`), '/srv/pinned', 200);
+    answer = () => undefined;
+    await expect(unserved(call())).rejects.toMatchObject({
+      code: ErrorCode.Unavailable,
+      retryable: true,
+    });
+    await expect(nobody(call())).rejects.toMatchObject({
+      code: ErrorCode.Unavailable,
+      retryable: true,
+    });
   });
 });

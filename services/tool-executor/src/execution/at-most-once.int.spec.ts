@@ -1,0 +1,217 @@
+import fc from 'fast-check';
+import { JournalPublisher } from '@toolgate/bus';
+import { journalEvent } from '@toolgate/contracts';
+import { Metrics } from '@toolgate/service-kit';
+import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  crash,
+  dispatch,
+  journalCounts,
+  closeRegistry,
+  registerRemoteTool,
+  serveCountingTool,
+  sleep,
+  startReplica,
+  TENANT,
+  type Replica,
+} from '../../test/executor-harness';
+
+/**
+ * At most once per settlement, and at most once without a crash: executor replicas share one
+ * durable consumer, their ack wait (1 s) is far shorter than the tool (seconds), and a worker counts
+ * every execution and whether it began after its dispatch was settled.
+ */
+describe('a call runs once: executor replicas against a slow remote tool', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+  let n = 0;
+  const runId = () => `run${++n}`;
+
+  beforeAll(async () => {
+    t = await useTestNats('once');
+    publisher = new JournalPublisher(t.nc, t.subjects);
+  });
+  afterAll(async () => {
+    await closeRegistry(t);
+    await t.cleanup();
+  });
+
+  async function settledAll(run: string, ids: string[], timeoutMs = 30_000) {
+    return eventually(
+      async () => {
+        const all = await Promise.all(ids.map((id) => publisher.last(TENANT, run, id, 'settled')));
+        return all.every(Boolean) ? all.map((s) => s!.event) : undefined;
+      },
+      { timeoutMs, intervalMs: 100, what: `${ids.length} dispatches settled` },
+    );
+  }
+
+  /** Runs `count` slow calls over replicas of the given concurrencies; checks each ran once. */
+  async function scenario(concurrencies: number[], count: number, delayMs: number) {
+    const tool = `slow${n + 1}`;
+    const run = runId();
+    const worker = serveCountingTool(t, publisher, tool, async () => {
+      await sleep(delayMs);
+      return { ok: true, result: 'done' };
+    });
+    const replicas: Replica[] = [];
+    try {
+      for (const concurrency of concurrencies)
+        replicas.push(await startReplica(t, { EXECUTOR_CONCURRENCY: String(concurrency) }));
+      // Dispatch ids are unique, as content keys are: event ids (and their dedupe) derive from them.
+      const ids = Array.from({ length: count }, (_, i) => `${run}d${i}`);
+      const ref = await registerRemoteTool(t, tool);
+      for (const id of ids) await dispatch(publisher, run, id, ref, { id });
+      const settled = await settledAll(run, ids, 60_000);
+      expect(settled.map((s) => s.outcome)).toEqual(ids.map(() => 'ok'));
+      expect(worker.total()).toBe(count);
+      expect([...worker.executions.values()].every((e) => e === 1)).toBe(true);
+      expect(worker.afterSettlement).toEqual([]);
+      for (const id of ids) {
+        const counts = await journalCounts(t, run, id);
+        expect([id, counts.started, counts.settled]).toEqual([id, 1, 1]);
+      }
+    } finally {
+      worker.stop();
+      await Promise.all(replicas.map((r) => r.stop()));
+    }
+  }
+
+  it('concurrency 1 and 16: 16 calls of 2.5 s run 16 times, none after settlement', async () => {
+    await scenario([1, 16], 16, 2500);
+  }, 90_000);
+
+  it('concurrency 4 and 4: 16 calls of 2.5 s run 16 times, none after settlement', async () => {
+    await scenario([4, 4], 16, 2500);
+  }, 90_000);
+
+  it('holds for any number of replicas, concurrency and tool delay (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 2, max: 12 }),
+        fc.integer({ min: 0, max: 1800 }),
+        async (concurrencies, count, delayMs) => scenario(concurrencies, count, delayMs),
+      ),
+      { numRuns: 5 },
+    );
+  }, 240_000);
+
+  it('a replica that dies mid-call: the call runs again once on another, and settles once', async () => {
+    const run = runId();
+    // The first execution never answers: its replica dies while it waits.
+    const worker = serveCountingTool(t, publisher, 'hangs_once', (_input, execution) =>
+      execution === 1 ? undefined : { ok: true, result: { execution } },
+    );
+    const doomed = await startReplica(t);
+    let survivor: Replica | undefined;
+    try {
+      await dispatch(publisher, run, 'k1', await registerRemoteTool(t, 'hangs_once'), {});
+      await eventually(() => (worker.total() === 1 ? true : undefined), { what: 'first run' });
+      await crash(doomed);
+      survivor = await startReplica(t);
+      const [settled] = await settledAll(run, ['k1']);
+      expect(settled).toMatchObject({ outcome: 'ok', result: { execution: 2 }, attempt: 2 });
+      expect(worker.total()).toBe(2);
+      expect(worker.afterSettlement).toEqual([]);
+      const counts = await journalCounts(t, run, 'k1');
+      expect(counts).toMatchObject({ started: 2, settled: 1 });
+    } finally {
+      worker.stop();
+      await survivor?.stop();
+    }
+  }, 60_000);
+
+  describe('a delivery that finds another holder’s live claim', () => {
+    /** A `started` as another holder's claim would be: of another decision, or unreadable. */
+    async function claimHeldElsewhere(run: string, id: string) {
+      const appended = await publisher.append(
+        journalEvent({
+          type: 'started',
+          id: `${id}:started:elsewhere`,
+          tenant: TENANT,
+          runId: run,
+          dispatchId: id,
+          at: new Date().toISOString(),
+          causationId: `${id}:resolved`,
+          attempt: 1,
+          toolName: 'quick',
+          executor: 'remote',
+        }),
+        { lastSubjectSequence: 0 },
+      );
+      expect(appended.appended).toBe(true);
+    }
+
+    const claims = async (replica: Replica, outcome: string) => {
+      const text = await replica.app.get(Metrics).render();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith(`toolgate_executor_claims_total{outcome="${outcome}"}`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+
+    it('waits, keeps the message, and never runs the call once the holder settles', async () => {
+      const run = runId();
+      const worker = serveCountingTool(t, publisher, 'quick', () => ({ ok: true, result: 1 }));
+      const replica = await startReplica(t);
+      try {
+        await claimHeldElsewhere(run, 'w1');
+        await dispatch(publisher, run, 'w1', await registerRemoteTool(t, 'quick', 60_000), {});
+        await eventually(async () => ((await claims(replica, 'waited')) === 1 ? true : undefined), {
+          what: 'the delivery waiting on the claim',
+        });
+        // The holder settles.
+        await publisher.append(
+          journalEvent({
+            type: 'settled',
+            id: 'w1:settled',
+            tenant: TENANT,
+            runId: run,
+            dispatchId: 'w1',
+            at: new Date().toISOString(),
+            causationId: 'w1:resolved',
+            toolName: 'quick',
+            outcome: 'ok',
+            result: 'by the holder',
+            durationMs: 1,
+            attempt: 1,
+          }),
+        );
+        await eventually(
+          async () => ((await claims(replica, 'settled')) === 1 ? true : undefined),
+          { what: 'the waiting delivery seeing the settlement' },
+        );
+        const consumer = await t.jsm.consumers.info(
+          t.subjects.journal.stream,
+          `${t.subjects.consumer('executor')}-decided`,
+        );
+        expect(consumer.num_ack_pending + consumer.num_pending).toBe(0);
+        expect(worker.total()).toBe(0);
+        expect(await journalCounts(t, run, 'w1')).toMatchObject({ started: 1, settled: 1 });
+      } finally {
+        worker.stop();
+        await replica.stop();
+      }
+    }, 30_000);
+
+    it('takes the claim over once its lease has run out, and runs the call once', async () => {
+      const run = runId();
+      const worker = serveCountingTool(t, publisher, 'quick2', () => ({ ok: true, result: 2 }));
+      const replica = await startReplica(t);
+      try {
+        await claimHeldElsewhere(run, 'w2');
+        // Lease: the tool's 500 ms deadline plus one ack wait.
+        await dispatch(publisher, run, 'w2', await registerRemoteTool(t, 'quick2', 500), {});
+        const [settled] = await settledAll(run, ['w2']);
+        expect(settled).toMatchObject({ outcome: 'ok', result: 2 });
+        expect(await claims(replica, 'took-over')).toBe(1);
+        expect(worker.total()).toBe(1);
+        expect(await journalCounts(t, run, 'w2')).toMatchObject({ started: 2, settled: 1 });
+      } finally {
+        worker.stop();
+        await replica.stop();
+      }
+    }, 30_000);
+  });
+});
