@@ -116,7 +116,7 @@ describe('the executor retries transient failures, settles permanent ones, refus
       expect(await journalCounts(t, 'r-retry', 'perm1')).toMatchObject({ started: 1 });
     });
 
-    it('a tool’s own failure settles as it is, marked by its code', async () => {
+    it('a tool’s own failure settles as the tool returned it, and is not retried', async () => {
       const worker = serveCountingTool(t, publisher, 'flaky', () => ({
         ok: false,
         error: { code: 'unavailable', message: 'my database is down' },
@@ -126,7 +126,7 @@ describe('the executor retries transient failures, settles permanent ones, refus
         await dispatch(publisher, 'r-retry', 'own1', flaky, {});
         expect(await settled('r-retry', 'own1')).toMatchObject({
           outcome: 'error',
-          error: { code: 'unavailable', details: { retryable: true } },
+          error: { code: 'unavailable', message: 'my database is down' },
         });
         // It ran: running it again would be a second execution without a crash.
         expect(worker.total()).toBe(1);

@@ -1,5 +1,5 @@
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { isTransient, retryDelayMs, settledError, toolFailure } from './retry-rule';
+import { isTransient, retryDelayMs, settledError } from './retry-rule';
 
 describe('retry by kind', () => {
   it('backs off from 100 ms, doubling, to at most 2 s', () => {
@@ -34,14 +34,5 @@ describe('retry by kind', () => {
     expect(
       settledError({ code: ErrorCode.Forbidden, message: 'no' }, { retryable: false }),
     ).toEqual({ code: 'forbidden', message: 'no', details: { retryable: false } });
-  });
-
-  it('marks a tool’s own failure by its code, never as retried', () => {
-    expect(toolFailure({ code: ErrorCode.ToolFailed, message: 'x' }).details).toEqual({
-      retryable: false,
-    });
-    expect(toolFailure({ code: ErrorCode.Timeout, message: 'x' }).details).toEqual({
-      retryable: true,
-    });
   });
 });

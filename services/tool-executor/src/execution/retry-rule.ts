@@ -1,12 +1,12 @@
-import { isRetryableCode, type WireError } from '@toolgate/contracts';
+import type { WireError } from '@toolgate/contracts';
 
 /**
  * Retry by kind (pure). A failure is transient when its error says `retryable` (by default its code:
  * `unavailable`, `timeout`), permanent otherwise. The executor retries a transient failure itself,
  * with backoff, within the call's deadline — but only one that happened before the tool could
  * start (no worker serving the tool yet, the worktree service down, the broker unreachable), so a
- * retry never runs a tool twice. Everything else settles at once, and the settled error says which
- * kind it was.
+ * retry never runs a tool twice. Everything else settles at once. An error the executor produced
+ * says which kind it was (`details.retryable`); one the tool returned is passed on as it is.
  */
 
 const FIRST_DELAY_MS = 100;
@@ -49,9 +49,4 @@ export function settledError(error: WireError, kind: FailureKind): WireError {
       ...(kind.exhausted ? { exhausted: true } : {}),
     },
   };
-}
-
-/** A tool's own failure (it ran, or may have): settled as it is, marked by its code's kind. */
-export function toolFailure(error: WireError): WireError {
-  return settledError(error, { retryable: isRetryableCode(error.code) });
 }

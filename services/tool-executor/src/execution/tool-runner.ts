@@ -34,7 +34,7 @@ import {
 import { runRemoteTool } from './remote-executor';
 import type { CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
-import { isTransient, retryDelayMs, settledError, toolFailure } from './retry-rule';
+import { isTransient, retryDelayMs, settledError } from './retry-rule';
 import { Slots } from './slots';
 
 /** Resolves the working directory for a call (the worktree service under worktree isolation). */
@@ -202,6 +202,17 @@ export class ToolRunner {
     const heartbeat = setInterval(() => delivery.working(), this.options.heartbeatMs);
     try {
       const handlingDeadline = Date.now() + timeoutMs;
+      // An input its contract refuses runs nowhere (the check is the same on every replica): it
+      // settles without a claim, and no `started` says otherwise.
+      const invalid = await this.checkInput(call, handlingDeadline);
+      if (invalid) {
+        await this.settle(call, delivery.deliveryCount, {
+          outcome: 'error',
+          error: invalid,
+          durationMs: 0,
+        });
+        return;
+      }
       // A worktree is acquired only for a call that passed the checks: a forged decision must not
       // make the worktree service create trees. Other isolations need no round trip.
       const cwd =
@@ -398,6 +409,24 @@ export class ToolRunner {
     return settled !== null;
   }
 
+  /**
+   * The input checked against the call's contract: null when it may run, else the (permanent)
+   * error to settle with. A contract that cannot be read right now is retried within `deadlineAt`.
+   */
+  private async checkInput(call: PendingCall, deadlineAt: number): Promise<WireError | null> {
+    const check = this.options.checkInput;
+    if (!check) return null;
+    const checked = await this.retryTransient(async () => {
+      const refused = await check(call);
+      if (refused && !refused.ok && isRetryableCode(refused.error.code))
+        throw new ToolgateError(refused.error.code, refused.error.message, { retryable: true });
+      return refused;
+    }, deadlineAt);
+    if (!checked.ok) return checked.error;
+    const refused = checked.value;
+    return refused && !refused.ok ? settledError(refused.error, { retryable: false }) : null;
+  }
+
   /** The call's working directory, retrying a transient failure within `deadlineAt`. */
   private async resolveCwd(call: PendingCall, deadlineAt: number): Promise<CwdResult> {
     const resolved = await this.retryTransient(() => this.options.resolveCwd(call), deadlineAt);
@@ -414,8 +443,9 @@ export class ToolRunner {
       () => this.runCall(call, cwd, Math.max(1, deadlineAt - Date.now())),
       deadlineAt,
     );
-    if (!ran.ok) return ran;
-    return ran.value.ok ? ran.value : { ok: false, error: toolFailure(ran.value.error) };
+    // A failure it threw is the executor's (marked with its kind); an outcome is the tool's own,
+    // passed on as the tool returned it (its code says its kind).
+    return ran.ok ? ran.value : ran;
   }
 
   /**
@@ -460,22 +490,19 @@ export class ToolRunner {
     cwd: string,
     timeoutMs: number,
   ): Promise<ToolRunOutcome> {
-    const refused = await this.options.checkInput?.(call);
-    if (refused && !refused.ok && isRetryableCode(refused.error.code)) {
-      // The contract could not be read: nothing ran, so this is retried like any such failure.
-      throw new ToolgateError(refused.error.code, refused.error.message, { retryable: true });
-    }
-    if (refused) return refused;
     switch (call.tool.executor) {
       case 'inprocess': {
         const def = this.options.builtins.get(call.tool.name);
         if (!def) {
           return {
             ok: false,
-            error: {
-              code: ErrorCode.UnknownTool,
-              message: `no in-process tool named ${call.tool.name}`,
-            },
+            error: settledError(
+              {
+                code: ErrorCode.UnknownTool,
+                message: `no in-process tool named ${call.tool.name}`,
+              },
+              { retryable: false },
+            ),
           };
         }
         // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
@@ -504,10 +531,13 @@ export class ToolRunner {
         if (executor) return await this.slots.run(() => executor.run(call, { cwd, timeoutMs }));
         return {
           ok: false,
-          error: {
-            code: ErrorCode.ExecutorUnregistered,
-            message: `the ${call.tool.executor} executor is not served here`,
-          },
+          error: settledError(
+            {
+              code: ErrorCode.ExecutorUnregistered,
+              message: `the ${call.tool.executor} executor is not served here`,
+            },
+            { retryable: false },
+          ),
         };
       }
     }
