@@ -24,7 +24,9 @@ export const ETC_ENTRIES: readonly string[] = Object.freeze([
   'host.conf',
   'resolv.conf',
   'gai.conf',
-  'ssl',
+  // Certificates and OpenSSL's configuration, not /etc/ssl/private (the host's TLS keys).
+  'ssl/certs',
+  'ssl/openssl.cnf',
   'ca-certificates',
   'ca-certificates.conf',
   'protocols',

@@ -100,6 +100,14 @@ it('cannot read a secret in the service home or anywhere outside its scope', asy
   expect(contained.stderr.text()).toContain('No such file or directory');
 });
 
+it('sees the system read-only: TLS roots yes, the host TLS keys and /etc at large no', async () => {
+  const probe =
+    'for p in /etc/ssl/certs /etc/passwd /etc/ssl/private /etc/shadow /etc/ssh /root /var /home; do ' +
+    'if [ -e "$p" ]; then echo "$p"; fi; done; touch /usr/x /etc/passwd 2>/dev/null || echo read-only';
+  expect((await bare(probe)).stdout.text()).toContain('/etc/ssl/certs\n/etc/passwd\n');
+  expect((await sh(probe)).stdout.text()).toBe('/etc/ssl/certs\n/etc/passwd\nread-only\n');
+});
+
 it("cannot read the service's environment: not through /proc, not from its parent", async () => {
   const name = `TG_SERVICE_SECRET_${randomBytes(4).toString('hex').toUpperCase()}`;
   const secret = `s3cr3t-${randomBytes(12).toString('hex')}`;
