@@ -26,7 +26,7 @@ function occurrences(args: string[], flag: string, arity = 1): string[][] {
 }
 
 it('unshares every namespace, drops capabilities and dies with its parent', () => {
-  const args = bwrapArgv('/usr/bin/bwrap', layout, plan);
+  const args = bwrapArgv('/usr/bin/bwrap', layout, plan, {});
   expect(args[0]).toBe('/usr/bin/bwrap');
   expect(args).toEqual(
     expect.arrayContaining([
@@ -43,12 +43,26 @@ it('unshares every namespace, drops capabilities and dies with its parent', () =
   expect(occurrences(args, '--chdir')).toEqual([['/work/repo']]);
 });
 
+it('sets the command environment inside the sandbox, starting from nothing', () => {
+  const args = bwrapArgv('bwrap', layout, plan, { PATH: '/usr/bin', LD_PRELOAD: '/x.so' });
+  const env = args.slice(args.indexOf('--clearenv'), args.indexOf('--chdir'));
+  expect(env).toEqual([
+    '--clearenv',
+    '--setenv',
+    'PATH',
+    '/usr/bin',
+    '--setenv',
+    'LD_PRELOAD',
+    '/x.so',
+  ]);
+});
+
 it('shares the network only when the plan says so', () => {
-  expect(bwrapArgv('bwrap', layout, { ...plan, network: true })).toContain('--share-net');
+  expect(bwrapArgv('bwrap', layout, { ...plan, network: true }, {})).toContain('--share-net');
 });
 
 it('reproduces the host layout read-only: binds and symlinks, nothing writable', () => {
-  const args = bwrapArgv('bwrap', layout, plan);
+  const args = bwrapArgv('bwrap', layout, plan, {});
   expect(occurrences(args, '--ro-bind', 2)).toEqual(
     expect.arrayContaining([
       ['/usr', '/usr'],
@@ -60,7 +74,7 @@ it('reproduces the host layout read-only: binds and symlinks, nothing writable',
 });
 
 it('mounts a fresh /proc, a minimal /dev and a sized private /tmp', () => {
-  const args = bwrapArgv('bwrap', layout, plan);
+  const args = bwrapArgv('bwrap', layout, plan, {});
   expect(occurrences(args, '--proc')).toEqual([['/proc']]);
   expect(occurrences(args, '--dev')).toEqual([['/dev']]);
   const tmp = args.indexOf('--tmpfs');
@@ -75,12 +89,17 @@ it('mounts a fresh /proc, a minimal /dev and a sized private /tmp', () => {
 });
 
 it('binds cwd after /tmp and its read-only parents, and protected paths over cwd', () => {
-  const args = bwrapArgv('bwrap', layout, {
-    ...plan,
-    cwd: '/tmp/w/repo',
-    readOnlyPaths: ['/tmp/w/repo/docs', '/tmp/w', '/opt/tools'],
-    protectedPaths: ['/tmp/w/repo/.git', '/tmp/w/repo/.env'],
-  });
+  const args = bwrapArgv(
+    'bwrap',
+    layout,
+    {
+      ...plan,
+      cwd: '/tmp/w/repo',
+      readOnlyPaths: ['/tmp/w/repo/docs', '/tmp/w', '/opt/tools'],
+      protectedPaths: ['/tmp/w/repo/.git', '/tmp/w/repo/.env'],
+    },
+    {},
+  );
   const after = args.slice(args.indexOf('--tmpfs'));
   const binds = after.flatMap((a, i) =>
     a === '--bind' || a === '--ro-bind' ? [`${a} ${after[i + 1]}`] : [],
@@ -96,18 +115,23 @@ it('binds cwd after /tmp and its read-only parents, and protected paths over cwd
 });
 
 it('binds a read-only cwd read-only, once, even when it is also a read path', () => {
-  const args = bwrapArgv('bwrap', layout, {
-    ...plan,
-    cwdWritable: false,
-    readOnlyPaths: ['/work/repo'],
-    protectedPaths: [],
-  });
+  const args = bwrapArgv(
+    'bwrap',
+    layout,
+    {
+      ...plan,
+      cwdWritable: false,
+      readOnlyPaths: ['/work/repo'],
+      protectedPaths: [],
+    },
+    {},
+  );
   expect(occurrences(args, '--bind', 2)).toEqual([]);
   expect(occurrences(args, '--ro-bind', 2).filter(([p]) => p === '/work/repo')).toHaveLength(1);
 });
 
 it('lets a writable cwd win over the same path given as a read path', () => {
-  const args = bwrapArgv('bwrap', layout, { ...plan, readOnlyPaths: ['/work/repo'] });
+  const args = bwrapArgv('bwrap', layout, { ...plan, readOnlyPaths: ['/work/repo'] }, {});
   const cwdBinds = args.flatMap((a, i) =>
     (a === '--bind' || a === '--ro-bind') && args[i + 1] === '/work/repo' ? [a] : [],
   );

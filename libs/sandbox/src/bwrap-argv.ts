@@ -42,6 +42,9 @@ export const SANDBOX_TMP = '/tmp';
 
 /**
  * `bwrap` arguments up to and including `--`; the command (prlimit and the tool's argv) follows.
+ * `env` is the command's whole environment, set by bubblewrap inside the sandbox (`--clearenv`,
+ * `--setenv`): the launcher and bubblewrap themselves run on the host with a fixed environment,
+ * so no variable a tool chooses (`LD_PRELOAD`, `BASH_ENV`, …) acts outside the sandbox.
  *
  * - every namespace unshared (user, mount, pid, ipc, uts, cgroup, and net unless `network`), no
  *   nested user namespaces, all capabilities dropped, a new session (no TIOCSTI into a terminal);
@@ -53,7 +56,12 @@ export const SANDBOX_TMP = '/tmp';
  * - binds in path order, so a deeper bind always lands on top of a shallower one (a protected
  *   path over the writable `cwd`, `cwd` over a read-only parent).
  */
-export function bwrapArgv(bwrap: string, layout: HostLayout, plan: SandboxPlan): string[] {
+export function bwrapArgv(
+  bwrap: string,
+  layout: HostLayout,
+  plan: SandboxPlan,
+  env: Readonly<Record<string, string>>,
+): string[] {
   const args = [
     bwrap,
     '--unshare-all',
@@ -99,6 +107,8 @@ export function bwrapArgv(bwrap: string, layout: HostLayout, plan: SandboxPlan):
       seen.add(key);
       args.push(writable ? '--bind' : '--ro-bind', path, path);
     });
+  args.push('--clearenv');
+  for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);
   args.push('--chdir', plan.cwd, '--');
   return args;
 }

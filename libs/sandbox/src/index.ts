@@ -21,4 +21,4 @@ export {
 export { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 export { CappedBuffer } from './capped-buffer';
 export { PidsCgroup } from './pids-cgroup';
-export { launcherArgv, LAUNCHER_SCRIPT } from './launcher-argv';
+export { launcherArgv, LAUNCHER_ENV, LAUNCHER_SCRIPT } from './launcher-argv';

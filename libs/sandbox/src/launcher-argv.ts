@@ -12,6 +12,15 @@ export const LAUNCHER_SCRIPT =
   '[ -z "$0" ] || echo $$ > "$0/cgroup.procs" || exit 125; ' +
   'exec "$@"';
 
+/**
+ * The whole environment of the launcher and of bubblewrap, on the host. Fixed: a variable from the
+ * service or a tool (`BASH_ENV`, `LD_PRELOAD`, …) would run code on the host, outside the sandbox.
+ * The command's own environment is set inside the sandbox (see `bwrapArgv`).
+ */
+export const LAUNCHER_ENV: Readonly<Record<string, string>> = Object.freeze({
+  PATH: '/usr/bin:/bin:/usr/sbin:/sbin',
+});
+
 /** `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given. Pure. */
 export function launcherArgv(
   bash: string,

@@ -136,6 +136,26 @@ it("cannot read the service's environment: not through /proc, not from its paren
   }
 });
 
+it('runs none of its environment on the host: BASH_ENV and LD_PRELOAD act in the sandbox only', async () => {
+  const marker = path.join(outside, 'ran-on-host');
+  await fs.writeFile(path.join(work, 'hook.sh'), `echo pwned > ${marker}\n`);
+  const env = { PATH, BASH_ENV: path.join(work, 'hook.sh'), LD_PRELOAD: path.join(work, 'x.so') };
+  // A bash on the host started with these variables runs the tool's file.
+  await runProcess({
+    argv: ['/bin/bash', '-c', 'true'],
+    cwd: work,
+    env,
+    timeoutMs: 10_000,
+    maxOutputBytes: 4096,
+  });
+  expect(await fs.readFile(marker, 'utf8')).toBe('pwned\n');
+  await fs.rm(marker);
+
+  const result = await sh('echo "$BASH_ENV"', { env });
+  expect(result.stdout.text()).toBe(`${env.BASH_ENV}\n`);
+  await expect(fs.access(marker)).rejects.toThrow();
+});
+
 it('cannot write outside its directory; /tmp is private; writes inside land', async () => {
   const probe =
     `echo x > ${outside}/planted; echo x > /usr/planted; echo x > /etc/planted; ` +

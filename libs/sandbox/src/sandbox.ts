@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { bwrapArgv, SANDBOX_TMP, type HostLayout, type SandboxPlan } from './bwrap-argv';
 import { findExecutable, probeHostLayout } from './host-layout';
-import { launcherArgv } from './launcher-argv';
+import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { PidsCgroup } from './pids-cgroup';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
@@ -162,7 +162,7 @@ export class Sandbox {
     // bubblewrap outside it.
     const cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
     const argv = launcherArgv(this.bash, cgroup, [
-      ...bwrapArgv(this.bwrap, this.layout, plan),
+      ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
       ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
       ...request.argv,
     ]);
@@ -170,7 +170,7 @@ export class Sandbox {
       return await runProcess({
         argv,
         cwd: plan.cwd,
-        env: sandboxEnv(request.env),
+        env: LAUNCHER_ENV,
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
         timeoutMs: request.timeoutMs,
         maxOutputBytes: request.maxOutputBytes,
