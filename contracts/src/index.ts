@@ -3,6 +3,7 @@ export * from './canonical-json';
 export * from './schema-spec';
 export * from './tool-contract';
 export * from './subprocess-command';
+export * from './container-spec';
 export * from './contract-hash';
 export * from './subjects';
 export * from './events';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ContainerSpecSchema } from './container-spec';
 import { mergeableJson } from './json-limits';
 import { SubprocessCommandSchema } from './subprocess-command';
 
@@ -52,8 +53,13 @@ export const ToolPolicySchema = z.strictObject({
   clearance: z.enum(['public', 'internal', 'private']).optional(),
   /** Per-call deadline in milliseconds. */
   timeoutMs: z.number().int().positive().max(3_600_000).optional(),
-  /** How a `subprocess` tool runs (required for that executor, refused for the others). */
+  /**
+   * How a `subprocess` or `container` tool runs (required for those executors, refused for the
+   * others).
+   */
   command: SubprocessCommandSchema.optional(),
+  /** The image of a `container` tool (required for that executor, refused for the others). */
+  container: ContainerSpecSchema.optional(),
 });
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;

@@ -215,7 +215,8 @@ export class ToolRegistry {
 }
 
 /**
- * `policy.command` belongs to subprocess tools, which need one; its placeholders name required
+ * `policy.command` belongs to subprocess and container tools, which need one (and container tools
+ * `policy.container`, their image); its placeholders name required
  * top-level parameters (a placeholder always has a value); declared network hosts need risk
  * `network`, which is what the permission chain sees.
  */
@@ -226,11 +227,27 @@ function checkCommand(tool: RegisteredTool): void {
       details: { tool: tool.name, field: 'policy.command' },
     });
   };
-  if (executor !== 'subprocess') {
-    if (command) refuse(`policy.command is for the subprocess executor, not ${executor}`);
+  if (executor === 'container') {
+    if (!tool.policy.container) {
+      throw new ConfigError(
+        `tool ${tool.name}: a container tool needs policy.container (its image)`,
+        {
+          details: { tool: tool.name, field: 'policy.container' },
+        },
+      );
+    }
+  } else if (tool.policy.container) {
+    throw new ConfigError(
+      `tool ${tool.name}: policy.container is for the container executor, not ${executor}`,
+      { details: { tool: tool.name, field: 'policy.container' } },
+    );
+  }
+  if (executor !== 'subprocess' && executor !== 'container') {
+    if (command)
+      refuse(`policy.command is for the subprocess and container executors, not ${executor}`);
     return;
   }
-  if (!command) return refuse('a subprocess tool needs policy.command (its argv)');
+  if (!command) return refuse(`a ${executor} tool needs policy.command (its argv)`);
   const required = new Set(
     Array.isArray(tool.parameters.required) ? (tool.parameters.required as unknown[]) : [],
   );

@@ -2,3 +2,4 @@ export { NATS_URL, DATABASE_URL, uniqueName } from './names';
 export { useTestNats, type TestNats } from './test-nats';
 export { useTestSchema, type TestSchema } from './test-schema';
 export { eventually } from './eventually';
+export { BUSYBOX, makeBusyboxImage } from './busybox-image';

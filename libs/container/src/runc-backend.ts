@@ -1,0 +1,335 @@
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { CappedBuffer, findExecutable } from '@toolgate/sandbox';
+import {
+  containerLimits,
+  DEFAULT_CONTAINER_LIMITS,
+  type ContainerBackend,
+  type ContainerLimits,
+  type ContainerRequest,
+  type ContainerResult,
+} from './container-backend';
+import { ImageStore } from './image-store';
+import { MemoryCgroups } from './memory-cgroup';
+import { INPUT_FILE, ociConfig, WORK_DIR } from './oci-config';
+
+const run = promisify(execFile);
+
+/** The operator's configuration of the local backend. */
+export interface RuncSettings {
+  /** runc: a path, or a name looked up on PATH. Default `runc`. */
+  runc?: string;
+  /** The image directory: `<images>/<reference>/rootfs` (see {@link ImageStore}). */
+  images: string;
+  /**
+   * runc's state directory (`runc --root`) and the bundles of running calls. Default
+   * `/run/toolgate-runc`. Containers of this service only: stale ones are removed at open.
+   */
+  stateDir?: string;
+  /** The most any container may have; a tool may lower a limit, never raise one. */
+  limits?: Partial<ContainerLimits>;
+  /** The user tools run as inside the container (no capabilities either way). Default root. */
+  user?: { uid: number; gid: number };
+}
+
+/** How often a kill is repeated until runc has ended (a container still being created). */
+const KILL_RETRY_MS = 100;
+const ID_PREFIX = 'tg-';
+
+/**
+ * The local container backend: one runc container per call, from an image directory on this
+ * machine (see {@link ociConfig} for what the container is made of). The call's input goes to
+ * the container's stdin and is bound at /toolgate/input.json; its stdout and stderr come back
+ * capped. At the deadline or on cancel the container is killed; whatever the ending, it is
+ * deleted (with its cgroups) and its bundle removed before `run` resolves.
+ */
+export class RuncBackend implements ContainerBackend {
+  readonly kind = 'runc' as const;
+  private seq = 0;
+
+  private constructor(
+    private readonly runc: string,
+    /** `<stateDir>/runc`: runc's own state (`--root`), one directory per container. */
+    private readonly runcRoot: string,
+    /** `<stateDir>/bundles`: the bundle (config and input) of each running call. */
+    private readonly bundles: string,
+    private readonly images: ImageStore,
+    /** The operator's maxima. */
+    readonly limits: Readonly<ContainerLimits>,
+    private readonly user: { uid: number; gid: number },
+    private readonly memory: MemoryCgroups | null,
+  ) {}
+
+  /**
+   * Checks that runc is installed and can limit memory and processes here, and removes the
+   * containers a crashed run of this service left behind. Refuses with a ConfigError naming the
+   * Debian package otherwise.
+   */
+  static async open(settings: RuncSettings): Promise<RuncBackend> {
+    const runc = await findExecutable(settings.runc ?? 'runc');
+    if (!runc) {
+      throw new ConfigError(
+        `runc (${settings.runc ?? 'runc'}) is not installed: install the Debian package "runc" (apt-get install runc)`,
+        { details: { package: 'runc' } },
+      );
+    }
+    if (process.getuid?.() !== 0) {
+      throw new ConfigError(
+        'the runc container backend needs root (it creates namespaces and cgroups); run the executor as root, or use the Kubernetes backend',
+      );
+    }
+    const images = await fs.realpath(settings.images).catch(() => undefined);
+    if (!images || !(await fs.stat(images)).isDirectory()) {
+      throw new ConfigError(`the container image directory ${settings.images} does not exist`, {
+        details: { field: 'images' },
+      });
+    }
+    const memory = await MemoryCgroups.ofSelf();
+    if (!memory) {
+      throw new ConfigError(
+        'runc cannot limit memory here: this process has no memory cgroup (cgroup v1 memory hierarchy, or cgroup v2 with the memory controller)',
+      );
+    }
+    const stateDir = path.resolve(settings.stateDir ?? '/run/toolgate-runc');
+    for (const dir of ['runc', 'bundles']) {
+      await fs.mkdir(path.join(stateDir, dir), { recursive: true, mode: 0o700 });
+    }
+    const backend = new RuncBackend(
+      runc,
+      path.join(stateDir, 'runc'),
+      path.join(stateDir, 'bundles'),
+      new ImageStore(images),
+      containerLimits(DEFAULT_CONTAINER_LIMITS, settings.limits),
+      settings.user ?? { uid: 0, gid: 0 },
+      memory,
+    );
+    await backend.removeStale();
+    return backend;
+  }
+
+  async run(request: ContainerRequest): Promise<ContainerResult> {
+    const image = await this.images.resolve(request.image);
+    const protectedPaths = await checkedProtectedPaths(request.cwd, request.protectedPaths);
+    const limits = containerLimits(this.limits, request.limits);
+    const id = `${ID_PREFIX}${process.pid}-${++this.seq}-${randomBytes(3).toString('hex')}`;
+    const bundle = path.join(this.bundles, id);
+    const inputDir = path.join(bundle, 'input');
+    await fs.mkdir(inputDir, { recursive: true, mode: 0o700 });
+    try {
+      await fs.writeFile(path.join(inputDir, 'input.json'), request.input, { mode: 0o444 });
+      const config = ociConfig({
+        rootfs: image.rootfs,
+        argv: request.argv,
+        env: {
+          PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+          ...image.env,
+          HOME: '/tmp',
+          TMPDIR: '/tmp',
+          ...request.env,
+          TOOLGATE_INPUT_FILE: INPUT_FILE,
+        },
+        workDir: await fs.realpath(request.cwd),
+        workWritable: request.writable,
+        protectedPaths,
+        inputDir,
+        network: request.network,
+        memoryBytes: limits.memoryBytes,
+        processes: limits.processes,
+        cpus: limits.cpus,
+        cpuSeconds: limits.cpuSeconds,
+        tmpBytes: limits.tmpBytes,
+        openFiles: limits.openFiles,
+        user: this.user,
+      });
+      await fs.writeFile(path.join(bundle, 'config.json'), JSON.stringify(config));
+      const log = path.join(bundle, 'runc.log');
+      const result = await this.runContainer(id, bundle, log, request);
+      const oomKills = await this.memory?.oomKills(id);
+      const startError = result.exitCode === 0 ? undefined : await runFailure(log);
+      return {
+        ...result,
+        memoryExceeded: (oomKills ?? 0) > 0,
+        ...(startError ? { startError } : {}),
+      };
+    } finally {
+      await this.delete(id);
+      await fs.rm(bundle, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * `runc run` in the foreground: the container's stdio are our pipes, and runc exits with the
+   * container's init. `--keep` leaves the stopped container (and its cgroups, for the OOM count)
+   * until {@link delete}.
+   */
+  private runContainer(
+    id: string,
+    bundle: string,
+    log: string,
+    request: ContainerRequest,
+  ): Promise<Omit<ContainerResult, 'memoryExceeded'>> {
+    const stdout = new CappedBuffer(request.maxOutputBytes);
+    const stderr = new CappedBuffer(request.maxOutputBytes);
+    if (request.signal?.aborted) {
+      return Promise.resolve({ ending: 'cancelled', exitCode: null, signal: null, stdout, stderr });
+    }
+    return new Promise((resolve, reject) => {
+      const child = spawn(
+        this.runc,
+        // runc's own messages go to its log, so stderr is the tool's alone.
+        [
+          '--root',
+          this.runcRoot,
+          '--log',
+          log,
+          '--log-format',
+          'json',
+          'run',
+          '--keep',
+          '--bundle',
+          bundle,
+          id,
+        ],
+        {
+          cwd: bundle,
+          env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+          detached: true,
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      );
+      let ending: ContainerResult['ending'] = 'exited';
+      let killer: NodeJS.Timeout | undefined;
+      const stop = (why: ContainerResult['ending']) => {
+        if (ending !== 'exited') return;
+        ending = why;
+        // The container may still be being created, when `runc kill` cannot find it yet:
+        // repeat until runc has ended.
+        const kill = () => void this.kill(id);
+        kill();
+        killer = setInterval(kill, KILL_RETRY_MS);
+      };
+      const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
+      const onAbort = () => stop('cancelled');
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      const done = () => {
+        clearTimeout(timer);
+        clearInterval(killer);
+        request.signal?.removeEventListener('abort', onAbort);
+      };
+      child.stdout.on('data', (b: Buffer) => stdout.push(b));
+      child.stderr.on('data', (b: Buffer) => stderr.push(b));
+      // A tool that exits without reading its input closes the pipe: EPIPE is not a failure.
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(request.input);
+      child.once('error', (err) => {
+        done();
+        reject(
+          new ToolgateError(
+            ErrorCode.Unavailable,
+            `runc could not start: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+          ),
+        );
+      });
+      child.once('close', (exitCode, signal) => {
+        done();
+        resolve({ ending, exitCode, signal, stdout, stderr });
+      });
+    });
+  }
+
+  private async kill(id: string): Promise<void> {
+    await run(this.runc, ['--root', this.runcRoot, 'kill', '--all', id, 'KILL']).catch(
+      () => undefined,
+    );
+  }
+
+  /** Deletes the container, killing whatever is left of it; a missing one is fine. */
+  private async delete(id: string): Promise<void> {
+    await run(this.runc, ['--root', this.runcRoot, 'delete', '--force', id]).catch(() => undefined);
+  }
+
+  /**
+   * Containers of this service whose process is gone (a crash, a kill -9): they would hold their
+   * cgroups and mounts forever. A container of a live replica sharing the state directory is
+   * left alone.
+   */
+  private async removeStale(): Promise<void> {
+    const { stdout } = await run(this.runc, ['--root', this.runcRoot, 'list', '--quiet']).catch(
+      () => ({ stdout: '' }),
+    );
+    const bundles = await fs.readdir(this.bundles).catch(() => []);
+    const ids = new Set([...stdout.split('\n'), ...bundles].filter((s) => s.startsWith(ID_PREFIX)));
+    for (const id of ids) {
+      const owner = Number(/^tg-(\d+)-/.exec(id)?.[1]);
+      if (owner === process.pid || alive(owner)) continue;
+      await this.delete(id);
+      await fs.rm(path.join(this.bundles, id), { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * Why runc could not start the container's command, from its JSON log (`runc run failed: …`),
+ * or undefined when the command itself ran (and its exit status is the tool's).
+ */
+async function runFailure(log: string): Promise<string | undefined> {
+  const text = await fs.readFile(log, 'utf8').catch(() => '');
+  for (const line of text.split('\n').reverse()) {
+    let entry: { level?: unknown; msg?: unknown };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue;
+    }
+    if (entry.level === 'error' && typeof entry.msg === 'string') {
+      return entry.msg.replace(/^runc run failed: /, '').slice(0, 1000);
+    }
+  }
+  return undefined;
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The protected paths to bind, as real paths inside `cwd`. A symlink among them refuses the call:
+ * binding it would follow it, and the tool could have pointed it anywhere.
+ */
+async function checkedProtectedPaths(cwd: string, paths: readonly string[]): Promise<string[]> {
+  const root = await fs.realpath(cwd).catch((err: NodeJS.ErrnoException) => {
+    throw new ToolgateError(
+      ErrorCode.ToolFailed,
+      `the working directory cannot be used: ${err.code ?? 'error'}`,
+    );
+  });
+  if (root === '/') {
+    throw new ConfigError(`a container cannot have the whole root file system as ${WORK_DIR}`);
+  }
+  const out: string[] = [];
+  for (const p of paths) {
+    const abs = path.resolve(root, path.relative(cwd, p));
+    if (!abs.startsWith(`${root}/`)) continue;
+    const stat = await fs.lstat(abs).catch(() => undefined);
+    if (!stat) continue;
+    if (stat.isSymbolicLink()) {
+      throw new ToolgateError(
+        ErrorCode.Config,
+        `${path.relative(root, abs)} in the working directory is a symlink: the container cannot keep it read-only`,
+        { details: { path: path.relative(root, abs) } },
+      );
+    }
+    out.push(abs);
+  }
+  return out;
+}

@@ -1,0 +1,88 @@
+/** An OCI seccomp profile (the fields Toolgate writes). */
+export interface SeccompProfile {
+  defaultAction: 'SCMP_ACT_ALLOW';
+  syscalls: {
+    names: string[];
+    action: 'SCMP_ACT_ERRNO';
+    errnoRet: number;
+    args?: { index: number; value: number; valueTwo: number; op: 'SCMP_CMP_MASKED_EQ' }[];
+  }[];
+}
+
+const EPERM = 1;
+const ENOSYS = 38;
+
+/**
+ * System calls a tool never needs and that widen the kernel surface a contained process can reach:
+ * without capabilities most of them fail anyway, but creating a user namespace does not need one —
+ * and inside it a process has every capability again, for mounts and the rest.
+ */
+const DENIED = [
+  'acct',
+  'add_key',
+  'bpf',
+  'chroot',
+  'delete_module',
+  'fanotify_init',
+  'finit_module',
+  'fsconfig',
+  'fsmount',
+  'fsopen',
+  'fspick',
+  'init_module',
+  'io_uring_enter',
+  'io_uring_register',
+  'io_uring_setup',
+  'kexec_file_load',
+  'kexec_load',
+  'keyctl',
+  'lookup_dcookie',
+  'mount',
+  'mount_setattr',
+  'move_mount',
+  'name_to_handle_at',
+  'open_by_handle_at',
+  'open_tree',
+  'perf_event_open',
+  'pivot_root',
+  'process_vm_readv',
+  'process_vm_writev',
+  'ptrace',
+  'quotactl',
+  'reboot',
+  'request_key',
+  'setns',
+  'swapoff',
+  'swapon',
+  'syslog',
+  'umount2',
+  'unshare',
+  'userfaultfd',
+];
+
+/** clone(2) flags that create namespaces (CLONE_NEWNS … CLONE_NEWNET, CLONE_NEWCGROUP). */
+const NAMESPACE_FLAGS = [
+  0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
+];
+
+/**
+ * A deny-list on top of runc's defaults: the calls above fail with EPERM, clone(2) with a
+ * namespace flag too, and clone3(2) with ENOSYS so the C library falls back to clone(2), whose
+ * flags a filter can read (clone3 passes them in memory). Everything else is allowed: tools are
+ * ordinary programs and an allow-list would break them in ways nobody could predict. Pure.
+ */
+export function seccompProfile(): SeccompProfile {
+  return {
+    defaultAction: 'SCMP_ACT_ALLOW',
+    syscalls: [
+      { names: DENIED, action: 'SCMP_ACT_ERRNO', errnoRet: EPERM },
+      { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
+      ...NAMESPACE_FLAGS.map((flag) => ({
+        names: ['clone'],
+        action: 'SCMP_ACT_ERRNO' as const,
+        errnoRet: EPERM,
+        args: [{ index: 0, value: flag, valueTwo: flag, op: 'SCMP_CMP_MASKED_EQ' as const }],
+      })),
+    ],
+  };
+}
