@@ -4,7 +4,15 @@
 const path = require('node:path');
 
 const root = __dirname;
-const esmOnly = ['@marcbachmann/cel-js'];
+// @kubernetes/client-node and its OpenID client are ESM only too (loaded lazily by the container
+// executor's Kubernetes backend; plain Node 20.19+ requires them natively).
+const esmOnly = [
+  '@marcbachmann/cel-js',
+  '@kubernetes/client-node',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
+];
 
 module.exports = {
   testEnvironment: 'node',
@@ -24,10 +32,8 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmOnly.join('|')})/)`],
   moduleNameMapper: {
     '^@toolgate/contracts$': path.join(root, 'contracts/src/index.ts'),
-    '^@toolgate/(gateway|permission-evaluator|tool-executor|journal|worktree|all-in-one)$': path.join(
-      root,
-      'services/$1/src/index.ts',
-    ),
+    '^@toolgate/(gateway|permission-evaluator|tool-executor|journal|worktree|all-in-one)$':
+      path.join(root, 'services/$1/src/index.ts'),
     '^@toolgate/([a-z-]+)$': path.join(root, 'libs/$1/src/index.ts'),
   },
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],

@@ -26,6 +26,16 @@ export const DEFAULT_CONTAINER_LIMITS: Readonly<ContainerLimits> = Object.freeze
   tmpBytes: 64 * 1024 ** 2,
 });
 
+/** The operator's maxima: the defaults, with what the operator set instead. Pure. */
+export function operatorLimits(set: Partial<ContainerLimits> | undefined): ContainerLimits {
+  const out = { ...DEFAULT_CONTAINER_LIMITS };
+  for (const key of Object.keys(out) as (keyof ContainerLimits)[]) {
+    const value = set?.[key];
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0) out[key] = value;
+  }
+  return out;
+}
+
 /**
  * The limits of one container: what the tool asks for, never above the operator's maxima (a tool
  * may lower a limit, not raise it). Pure.

@@ -1,6 +1,7 @@
 export {
   containerLimits,
   DEFAULT_CONTAINER_LIMITS,
+  operatorLimits,
   type ContainerBackend,
   type ContainerLimits,
   type ContainerRequest,
@@ -17,3 +18,11 @@ export {
 } from './oci-config';
 export { seccompProfile, type SeccompProfile } from './seccomp-profile';
 export { RuncBackend, type RuncSettings } from './runc-backend';
+export {
+  jobManifest,
+  jobName,
+  JobLabel,
+  MAX_JOB_INPUT_BYTES,
+  type JobSettings,
+} from './job-manifest';
+export { KubernetesBackend, type KubernetesSettings } from './kubernetes-backend';

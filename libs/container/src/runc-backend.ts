@@ -7,7 +7,7 @@ import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { CappedBuffer, findExecutable } from '@toolgate/sandbox';
 import {
   containerLimits,
-  DEFAULT_CONTAINER_LIMITS,
+  operatorLimits,
   type ContainerBackend,
   type ContainerLimits,
   type ContainerRequest,
@@ -103,7 +103,7 @@ export class RuncBackend implements ContainerBackend {
       path.join(stateDir, 'runc'),
       path.join(stateDir, 'bundles'),
       new ImageStore(images),
-      containerLimits(DEFAULT_CONTAINER_LIMITS, settings.limits),
+      operatorLimits(settings.limits),
       settings.user ?? { uid: 0, gid: 0 },
       memory,
     );
