@@ -118,7 +118,14 @@ describe('ToolRegistry on a real KV bucket', () => {
     const err = await refusal(
       registry.register(
         'acme',
-        remoteTool('boxed', { policy: { needsApproval: false, executor: 'container' } }),
+        remoteTool('boxed', {
+          policy: {
+            needsApproval: false,
+            executor: 'container',
+            command: { argv: ['/bin/true'] },
+            container: { image: 'busybox' },
+          },
+        }),
       ),
     );
     expect(err.code).toBe(ErrorCode.ExecutorUnregistered);
@@ -299,6 +306,45 @@ describe('ToolRegistry on a real KV bucket', () => {
       } finally {
         stale.stop();
       }
+    });
+  });
+
+  describe('container tools', () => {
+    const lint = (overrides: Partial<RegisteredTool['policy']> = {}): RegisteredTool => ({
+      name: 'lint_ctr',
+      description: 'Lints in a container.',
+      parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+      policy: {
+        needsApproval: false,
+        executor: 'container',
+        command: { argv: ['/usr/bin/lint', { input: 'path' }] },
+        container: { image: 'tools/lint:1', cpus: 0.5 },
+        ...overrides,
+      },
+    });
+
+    beforeAll(() => registry.announce([], ['container']));
+
+    it('registers one with an image and a command', async () => {
+      const view = await registry.register('acme', lint());
+      expect(view.policy.container).toEqual({ image: 'tools/lint:1', cpus: 0.5 });
+    });
+
+    it('refuses a container tool without an image or a command, and an image on another executor', async () => {
+      const cases: [RegisteredTool, string][] = [
+        [lint({ container: undefined }), 'policy.container'],
+        [lint({ command: undefined }), 'policy.command'],
+        [
+          { ...lint(), policy: { ...lint().policy, executor: 'remote' as const } },
+          'policy.container',
+        ],
+      ];
+      for (const [tool, field] of cases) {
+        const err = await refusal(registry.register('acme', { ...tool, name: 'bad_ctr' }));
+        expect(err.code).toBe(ErrorCode.Config);
+        expect(err.details).toEqual({ tool: 'bad_ctr', field });
+      }
+      expect(registry.resolve('acme', 'bad_ctr')).toBeUndefined();
     });
   });
 

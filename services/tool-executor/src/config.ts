@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '@toolgate/contracts';
 import { commaList, NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
 
 const list = commaList;
@@ -39,6 +40,24 @@ const Env = z.object({
   EXECUTOR_SANDBOX_TMP_MB: z.coerce.number().int().min(1).default(64),
   /** A pids cgroup directory for per-run cgroups; unset: this process's cgroup v1 pids hierarchy. */
   EXECUTOR_SANDBOX_PIDS_CGROUP: z.string().min(1).optional(),
+  /**
+   * Where `container` tools run: `runc` on this machine, `kubernetes` as a Job per call, or `off`
+   * (no container executor is served, and registering a container tool fails).
+   */
+  EXECUTOR_CONTAINER: z.enum(['off', 'runc', 'kubernetes']).default('off'),
+  /** runc: the image directory (`<dir>/<reference>/rootfs`). Required for `runc`. */
+  EXECUTOR_CONTAINER_IMAGES: z.string().min(1).optional(),
+  /** runc: its state and the bundles of running calls. */
+  EXECUTOR_CONTAINER_STATE_DIR: z.string().min(1).default('/run/toolgate-runc'),
+  EXECUTOR_CONTAINER_MEMORY_MB: z.coerce.number().int().min(8).default(512),
+  EXECUTOR_CONTAINER_PROCESSES: z.coerce.number().int().min(2).default(64),
+  EXECUTOR_CONTAINER_CPUS: z.coerce.number().positive().max(64).default(1),
+  EXECUTOR_CONTAINER_TMP_MB: z.coerce.number().int().min(1).default(64),
+  /** Kubernetes: the namespace of the Jobs, their TTL after finishing, the user tools run as. */
+  EXECUTOR_K8S_NAMESPACE: z.string().min(1).default('toolgate-tools'),
+  EXECUTOR_K8S_JOB_TTL_SECONDS: z.coerce.number().int().min(0).default(300),
+  EXECUTOR_K8S_RUN_AS_USER: z.coerce.number().int().min(1).default(65532),
+  EXECUTOR_K8S_SERVICE_ACCOUNT: z.string().min(1).optional(),
 });
 
 /** What the executor says at start-up when the operator turned the sandbox off. */
@@ -59,6 +78,25 @@ export type ExecutorSandboxConfig =
       pidsCgroup?: string;
     };
 
+/** Where `container` tools run, with the operator's limits; or `off`. */
+export type ExecutorContainerConfig =
+  | { backend: 'off' }
+  | ({
+      memoryMb: number;
+      processes: number;
+      cpus: number;
+      tmpMb: number;
+    } & (
+      | { backend: 'runc'; images: string; stateDir: string }
+      | {
+          backend: 'kubernetes';
+          namespace: string;
+          jobTtlSeconds: number;
+          runAsUser: number;
+          serviceAccount?: string;
+        }
+    ));
+
 export type ExecutorConfig = NatsSettings &
   Readonly<{
     prefix: string;
@@ -74,11 +112,24 @@ export type ExecutorConfig = NatsSettings &
     maxDeliver: number;
     worktreeTimeoutMs: number;
     sandbox: ExecutorSandboxConfig;
+    container: ExecutorContainerConfig;
   }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   const e = Env.parse(env);
+  if (e.EXECUTOR_CONTAINER === 'runc' && !e.EXECUTOR_CONTAINER_IMAGES) {
+    throw new ConfigError(
+      'EXECUTOR_CONTAINER=runc needs EXECUTOR_CONTAINER_IMAGES, the directory of the images',
+      { details: { field: 'EXECUTOR_CONTAINER_IMAGES' } },
+    );
+  }
+  const limits = {
+    memoryMb: e.EXECUTOR_CONTAINER_MEMORY_MB,
+    processes: e.EXECUTOR_CONTAINER_PROCESSES,
+    cpus: e.EXECUTOR_CONTAINER_CPUS,
+    tmpMb: e.EXECUTOR_CONTAINER_TMP_MB,
+  };
   return Object.freeze({
     ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
@@ -108,5 +159,25 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
               ? { pidsCgroup: e.EXECUTOR_SANDBOX_PIDS_CGROUP }
               : {}),
           },
+    container:
+      e.EXECUTOR_CONTAINER === 'runc'
+        ? {
+            backend: 'runc' as const,
+            images: e.EXECUTOR_CONTAINER_IMAGES!,
+            stateDir: e.EXECUTOR_CONTAINER_STATE_DIR,
+            ...limits,
+          }
+        : e.EXECUTOR_CONTAINER === 'kubernetes'
+          ? {
+              backend: 'kubernetes' as const,
+              namespace: e.EXECUTOR_K8S_NAMESPACE,
+              jobTtlSeconds: e.EXECUTOR_K8S_JOB_TTL_SECONDS,
+              runAsUser: e.EXECUTOR_K8S_RUN_AS_USER,
+              ...(e.EXECUTOR_K8S_SERVICE_ACCOUNT
+                ? { serviceAccount: e.EXECUTOR_K8S_SERVICE_ACCOUNT }
+                : {}),
+              ...limits,
+            }
+          : { backend: 'off' as const },
   });
 }

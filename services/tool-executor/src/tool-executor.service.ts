@@ -17,6 +17,9 @@ import { ToolRunner } from './execution/tool-runner';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import type { ExecutorKind } from '@toolgate/contracts';
+import { openContainerBackend } from './container/open-container-backend';
+import { ContainerExecutor } from './container/container-executor';
+import type { CallExecutor } from './execution/call-executor';
 import { openExecutorSandbox } from './subprocess/open-sandbox';
 import { SubprocessExecutor } from './subprocess/subprocess-executor';
 
@@ -46,6 +49,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   };
   // First: a host that cannot sandbox refuses to start here, before anything connects.
   const sandbox = await openExecutorSandbox(config.sandbox);
+  const containers = await openContainerBackend(config.container);
   // Parsed once: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd]) live in the policy
   // schema, and a bad value is a ConfigError naming it.
   const policy = parseExecutionPolicy({
@@ -74,7 +78,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   });
   registryReady.catch(() => undefined);
   const inputCheck = new InputCheck(() => registryReady);
-  const executors: Partial<Record<ExecutorKind, SubprocessExecutor>> = sandbox
+  const executors: Partial<Record<ExecutorKind, CallExecutor>> = sandbox
     ? {
         subprocess: new SubprocessExecutor({
           sandbox,
@@ -86,6 +90,15 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
         }),
       }
     : {};
+  if (containers) {
+    executors.container = new ContainerExecutor({
+      backend: containers,
+      lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
+      checkDomain: (call, host) => options.checkDomain(call, host),
+      protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
+      maxOutputBytes: policy.maxOutputBytes,
+    });
+  }
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,

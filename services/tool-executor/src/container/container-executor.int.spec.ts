@@ -1,0 +1,294 @@
+/**
+ * The container executor with real runc, a real busybox image and real processes: the protocol
+ * (JSON in on stdin, JSON out on stdout, exits to typed errors), the argv template, what the
+ * container sees of the service (nothing), the policy's protected paths, and network only when
+ * the tool's risk and the domain rules allow it. The registry is a plain lookup here; the pipeline
+ * test runs it over NATS.
+ */
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  contractHash,
+  ErrorCode,
+  type ArgvElement,
+  type RegisteredTool,
+} from '@toolgate/contracts';
+import { RuncBackend } from '@toolgate/container';
+import { compileProtectedPaths, DEFAULT_PROTECTION } from '@toolgate/permissions';
+import { makeBusyboxImage } from '@toolgate/testing';
+import type { PendingCall } from '../execution/pending-call';
+import { ContainerExecutor } from './container-executor';
+
+const MIB = 1024 * 1024;
+let backend: RuncBackend;
+let images: string;
+let state: string;
+let work: string;
+const registered = new Map<string, RegisteredTool>();
+const domainChecks: string[] = [];
+let protection = DEFAULT_PROTECTION;
+
+beforeAll(async () => {
+  images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-images-'));
+  state = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-runc-'));
+  await makeBusyboxImage(images, 'tools/busybox:1');
+  backend = await RuncBackend.open({
+    images,
+    stateDir: state,
+    limits: { memoryBytes: 64 * MIB, processes: 32 },
+  });
+  process.env.SECRET_OF_THE_SERVICE = 'never-in-a-container';
+});
+
+afterAll(async () => {
+  delete process.env.SECRET_OF_THE_SERVICE;
+  await fs.rm(images, { recursive: true, force: true });
+  await fs.rm(state, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-container-')));
+  registered.clear();
+  domainChecks.length = 0;
+  protection = DEFAULT_PROTECTION;
+});
+afterEach(() => fs.rm(work, { recursive: true, force: true }));
+
+const executor = () =>
+  new ContainerExecutor({
+    backend,
+    lookup: async (tenant, name, hash) => {
+      const tool = registered.get(`${tenant}.${name}`);
+      return tool && contractHash(tool) === hash ? tool : undefined;
+    },
+    checkDomain: (_call, host) => {
+      domainChecks.push(host);
+      return host === 'localhost' ? 'allow' : 'deny';
+    },
+    protectedPaths: () => protection,
+    maxOutputBytes: 64 * 1024,
+  });
+
+/** Registers `tool` for tenant acme and returns a decided call of it with `input`. */
+function callOf(
+  tool: RegisteredTool,
+  input: unknown,
+  extra: Partial<PendingCall> = {},
+): PendingCall {
+  registered.set(`acme.${tool.name}`, tool);
+  return {
+    tenant: 'acme',
+    runId: 'run-1',
+    dispatchId: 'd-1',
+    tool: {
+      name: tool.name,
+      contractHash: contractHash(tool),
+      needsApproval: false,
+      executor: 'container',
+      ...(tool.policy.risk ? { risk: tool.policy.risk } : {}),
+    },
+    input,
+    agent: { agentType: 'tester' },
+    isolation: 'none',
+    causationId: 'c-1',
+    decidedBy: 'default',
+    ...extra,
+  };
+}
+
+function tool(
+  name: string,
+  argv: ArgvElement[],
+  policy: Partial<RegisteredTool['policy']> = {},
+): RegisteredTool {
+  return {
+    name,
+    description: `${name} test tool`,
+    parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    policy: {
+      needsApproval: false,
+      executor: 'container',
+      command: { argv },
+      container: { image: 'tools/busybox:1' },
+      ...policy,
+    },
+  };
+}
+
+const run = (call: PendingCall, timeoutMs = 10_000) =>
+  executor().run(call, { cwd: work, timeoutMs });
+
+/** A JSON tool in sh: reads the input, writes a result naming the input and its environment. */
+const GREET =
+  'read -r input; printf \'{"input":%s,"arg":"%s","dispatch":"%s","home":"%s","secret":"%s","pwd":"%s"}\' ' +
+  '"$input" "$1" "$TOOLGATE_DISPATCH_ID" "$HOME" "$SECRET_OF_THE_SERVICE" "$(pwd)"';
+
+it('gives the input as JSON on stdin and takes the JSON on stdout as the result', async () => {
+  const call = callOf(tool('greet', ['/bin/sh', '-c', GREET, 'greet', { input: 'name' }]), {
+    name: 'Ada; $(id)',
+  });
+  expect(await run(call)).toEqual({
+    ok: true,
+    result: {
+      input: { name: 'Ada; $(id)' },
+      arg: 'Ada; $(id)',
+      dispatch: 'd-1',
+      home: '/tmp',
+      secret: '',
+      pwd: '/work',
+    },
+  });
+});
+
+it('maps exits to typed errors: a failing exit, a declared error, a missing command, garbage', async () => {
+  const failing = callOf(tool('fails', ['/bin/sh', '-c', 'echo "no such user" >&2; exit 4']), {
+    name: 'x',
+  });
+  expect(await run(failing)).toEqual({
+    ok: false,
+    error: {
+      code: ErrorCode.ToolFailed,
+      message: 'fails exited with code 4',
+      details: { exitCode: 4, stderrTail: 'no such user\n' },
+    },
+  });
+  const retry = callOf(
+    tool('retry', [
+      '/bin/sh',
+      '-c',
+      'echo \'{"error":{"code":"model-retry","message":"give a full name"}}\'; exit 1',
+    ]),
+    { name: 'x' },
+  );
+  expect(await run(retry)).toEqual({
+    ok: false,
+    error: { code: ErrorCode.ModelRetry, message: 'give a full name' },
+  });
+  const missing = callOf(tool('missing', ['/nonexistent/tool']), { name: 'x' });
+  expect(await run(missing)).toMatchObject({
+    ok: false,
+    error: {
+      code: ErrorCode.Config,
+      message: expect.stringContaining('could not be started in its container'),
+    },
+  });
+  const garbled = callOf(tool('garbled', ['/bin/echo', 'not json']), { name: 'x' });
+  expect(await run(garbled)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.NonSerializableResult },
+  });
+});
+
+it('refuses an image that is not on this machine with config, and input that would be an option', async () => {
+  const absent = callOf(tool('absent', ['/bin/true'], { container: { image: 'tools/absent:2' } }), {
+    name: 'x',
+  });
+  expect(await run(absent)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.Config, message: expect.stringContaining('tools/absent:2') },
+  });
+  const option = callOf(tool('rm_it', ['/bin/rm', { input: 'name' }]), { name: '-rf' });
+  expect(await run(option)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.InvalidArguments },
+  });
+});
+
+it('says when the memory limit killed the tool, and kills it at the deadline', async () => {
+  const hungry = callOf(
+    tool('hungry', ['/bin/sh', '-c', 'x=$(head -c 100000000 /dev/zero | tr "\\0" a)'], {
+      command: {
+        argv: ['/bin/sh', '-c', 'x=$(head -c 100000000 /dev/zero | tr "\\0" a)'],
+        limits: { memoryMb: 24 },
+      },
+    }),
+    { name: 'x' },
+  );
+  expect(await run(hungry)).toMatchObject({
+    ok: false,
+    error: {
+      code: ErrorCode.ToolFailed,
+      message: 'hungry exceeded its memory limit and was killed',
+    },
+  });
+  const slow = callOf(tool('slow', ['/bin/sleep', '30']), { name: 'x' });
+  expect(await run(slow, 500)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.Timeout, message: 'slow did not finish within 500 ms' },
+  });
+});
+
+it('writes in the call directory, not under readonly isolation, never into protected paths', async () => {
+  protection = compileProtectedPaths([{ paths: ['secrets/**'] }]);
+  await fs.mkdir(path.join(work, 'secrets'));
+  await fs.writeFile(path.join(work, 'secrets', 'key'), 'k\n');
+  const writer = tool('writer', [
+    '/bin/sh',
+    '-c',
+    'echo data > out.txt; echo pwn > secrets/key; echo true',
+  ]);
+  expect(await run(callOf(writer, { name: 'x' }))).toEqual({ ok: true, result: true });
+  expect(await fs.readFile(path.join(work, 'out.txt'), 'utf8')).toBe('data\n');
+  expect(await fs.readFile(path.join(work, 'secrets', 'key'), 'utf8')).toBe('k\n');
+  await fs.rm(path.join(work, 'out.txt'));
+  expect(await run(callOf(writer, { name: 'x' }, { isolation: 'readonly' }))).toEqual({
+    ok: true,
+    result: true,
+  });
+  await expect(fs.access(path.join(work, 'out.txt'))).rejects.toThrow();
+});
+
+it('refuses a call whose contract is no longer the registered one', async () => {
+  const call = callOf(tool('greet', ['/bin/true']), { name: 'x' });
+  registered.set('acme.greet', { ...tool('greet', ['/bin/true']), description: 'changed' });
+  expect(await run(call)).toMatchObject({ ok: false, error: { code: ErrorCode.Conflict } });
+});
+
+describe('network', () => {
+  let server: net.Server;
+  let port: number;
+  beforeAll(async () => {
+    server = net.createServer((socket) => socket.end('"pong"'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as net.AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
+    tool('dial', [], {
+      risk,
+      command: {
+        argv: ['/bin/sh', '-c', `nc -w 2 127.0.0.1 ${port} </dev/null || echo '"refused"'`],
+        network: { hosts },
+      },
+    });
+
+  it('is given to a network tool whose declared hosts the domain rules allow', async () => {
+    expect(await run(callOf(networked(['localhost']), { name: 'x' }))).toEqual({
+      ok: true,
+      result: 'pong',
+    });
+    expect(domainChecks).toEqual(['localhost']);
+  });
+
+  it('is not given without risk network: the same command is cut off', async () => {
+    expect(await run(callOf(networked(['localhost'], 'execute'), { name: 'x' }))).toEqual({
+      ok: true,
+      result: 'refused',
+    });
+    expect(domainChecks).toEqual([]);
+  });
+
+  it('refuses the call when the domain rules refuse a declared host', async () => {
+    expect(await run(callOf(networked(['localhost', 'evil.example']), { name: 'x' }))).toEqual({
+      ok: false,
+      error: {
+        code: ErrorCode.Denied,
+        message: 'dial needs evil.example, which the domain rules refuse',
+        details: { host: 'evil.example' },
+      },
+    });
+  });
+});
