@@ -102,10 +102,12 @@ export interface ContainerResult extends ProcessResult {
  * Where containers run: `runc` on this machine, or a Kubernetes Job per call. `run` resolves for
  * every ending of the tool (a failing exit, a kill at the deadline); it rejects with a typed error
  * only when the container could not be made at all (a missing image is `config`, an API server
- * that does not answer `unavailable`). Whatever happens, nothing of the container is left behind
- * but what the backend documents (a finished Job until its TTL).
+ * that does not answer `unavailable`). When it resolves, nothing of the container runs any more;
+ * what is left of it (runc's state, a finished Job until its TTL) is removed afterwards.
  */
 export interface ContainerBackend {
   readonly kind: 'runc' | 'kubernetes';
   run(request: ContainerRequest): Promise<ContainerResult>;
+  /** Resolves when the clean-up of every finished run is done (a service awaits it on stop). */
+  idle(): Promise<void>;
 }

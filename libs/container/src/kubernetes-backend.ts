@@ -109,6 +109,9 @@ export class KubernetesBackend implements ContainerBackend {
     );
   }
 
+  /** Nothing to wait for: finished Jobs are Kubernetes' to remove (their TTL). */
+  async idle(): Promise<void> {}
+
   /** The Job this backend would create for `request` (what {@link run} sends). */
   manifest(request: ContainerRequest, suffix = randomBytes(4).toString('hex')): V1Job {
     return jobManifest(

@@ -44,12 +44,13 @@ const ID_PREFIX = 'tg-';
  * The local container backend: one runc container per call, from an image directory on this
  * machine (see {@link ociConfig} for what the container is made of). The call's input goes to
  * the container's stdin and is bound at /toolgate/input.json; its stdout and stderr come back
- * capped. At the deadline or on cancel the container is killed; whatever the ending, it is
- * deleted (with its cgroups) and its bundle removed before `run` resolves.
+ * capped. At the deadline or on cancel the container is killed before `run` resolves; whatever
+ * the ending, it is then deleted (with its cgroups) and its bundle removed (see {@link idle}).
  */
 export class RuncBackend implements ContainerBackend {
   readonly kind = 'runc' as const;
   private seq = 0;
+  private readonly cleanups = new Set<Promise<void>>();
 
   private constructor(
     private readonly runc: string,
@@ -156,9 +157,22 @@ export class RuncBackend implements ContainerBackend {
         ...(startError ? { startError } : {}),
       };
     } finally {
-      await this.delete(id);
-      await fs.rm(bundle, { recursive: true, force: true });
+      // The container has stopped (its init exited, and with it every process of its PID
+      // namespace): what is left is runc's state, empty cgroups and the bundle. They are removed
+      // right after the result is handed back rather than before — a delete is another runc
+      // process, a tenth of a call — and `idle()` waits for them; a crash in between leaves them
+      // to the next open's sweep.
+      const cleanup = this.delete(id)
+        .then(() => fs.rm(bundle, { recursive: true, force: true }))
+        .catch(() => undefined)
+        .finally(() => this.cleanups.delete(cleanup));
+      this.cleanups.add(cleanup);
     }
+  }
+
+  /** Resolves once every finished container has been deleted and its bundle removed. */
+  async idle(): Promise<void> {
+    while (this.cleanups.size) await Promise.all([...this.cleanups]);
   }
 
   /**

@@ -33,6 +33,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await backend.idle();
   await fs.rm(images, { recursive: true, force: true });
   await fs.rm(stateDir, { recursive: true, force: true });
 });
@@ -63,8 +64,12 @@ const sh = (script: string, extra: Partial<ContainerRequest> = {}): Promise<Cont
     ...extra,
   });
 
-/** runc containers left in the backend's state directory. */
-const containers = () =>
+/** runc containers left in the backend's state directory, once its clean-ups are done. */
+const containers = async () => {
+  await backend.idle();
+  return listContainers();
+};
+const listContainers = () =>
   execFileSync('runc', ['--root', path.join(stateDir, 'runc'), 'list', '--quiet'], {
     encoding: 'utf8',
   })
@@ -94,7 +99,7 @@ it('runs the command in the image: input on stdin and in /toolgate/input.json, /
   );
   expect(result).toMatchObject({ ending: 'exited', exitCode: 0, memoryExceeded: false });
   expect(result.stdout.text()).toBe('{"name":"Ada"}\n{"name":"Ada"}\n/work\n/tmp hello\n');
-  expect(containers()).toEqual([]);
+  expect(await containers()).toEqual([]);
   expect(await fs.readdir(path.join(stateDir, 'bundles'))).toEqual([]);
 });
 
@@ -197,7 +202,7 @@ it('cannot exceed its process limit: a process flood and a fork bomb stop at it'
     limits: { processes: 12 },
   });
   expect(bomb.stderr.text()).toMatch(/can't fork/);
-  expect(containers()).toEqual([]);
+  expect(await containers()).toEqual([]);
 });
 
 it('is killed by the kernel at its memory limit, and says so', async () => {
@@ -217,7 +222,7 @@ it('is killed at the deadline with everything it started, and deleted', async ()
   });
   expect(result.ending).toBe('timeout');
   expect(hostProcessesWith(`sleep\0${marker}`)).toEqual([]);
-  expect(containers()).toEqual([]);
+  expect(await containers()).toEqual([]);
   expect(await fs.readdir(path.join(stateDir, 'bundles'))).toEqual([]);
 });
 
@@ -228,7 +233,7 @@ it('is killed when the call is cancelled', async () => {
   setTimeout(() => controller.abort(), 300);
   expect((await running).ending).toBe('cancelled');
   expect(hostProcessesWith(`sleep\0${marker}`)).toEqual([]);
-  expect(containers()).toEqual([]);
+  expect(await containers()).toEqual([]);
 });
 
 it('cannot create namespaces of its own (user namespaces would give it capabilities again)', async () => {
@@ -266,9 +271,9 @@ it('removes the containers a crashed executor left behind when it opens', async 
       stdio: 'ignore',
     },
   );
-  expect(containers()).toEqual([orphan]);
+  expect(listContainers()).toEqual([orphan]);
   await RuncBackend.open({ images, stateDir });
-  expect(containers()).toEqual([]);
+  expect(await containers()).toEqual([]);
   expect(existsSync(bundle)).toBe(false);
 });
 

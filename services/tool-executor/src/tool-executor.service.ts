@@ -148,6 +148,8 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
       service.app.get(ToolRunner).close();
       await stop();
+      // After the consumers drained: the last containers' clean-up.
+      await containers?.idle();
     }),
   };
 }

@@ -15,6 +15,7 @@ import {
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
+import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
 import { benchPermissions } from './permissions';
 import { round, since } from './stats';
@@ -27,7 +28,8 @@ interface Report {
   permissions?: { decisionsPerSec: number; shellMatchesPerSec: number };
   dispatch?: DispatchResult & { throughputVsBound: number };
   approvals?: ApprovalsResult;
-  executors?: ExecutorsResult;
+  /** The sandbox's fields and the containers' (each set absent when it cannot run here). */
+  executors?: Partial<ExecutorsResult & ContainersResult>;
   worktree?: {
     files: number;
     acquireMs: number;
@@ -118,6 +120,8 @@ async function main(): Promise<Report> {
   report.startup = await section('startup', () => benchStartup(nats.prefix));
   const executors = await section('executors', () => benchExecutors({ quick }));
   if (executors) report.executors = executors;
+  const containers = await section('containers', () => benchContainers({ quick }));
+  if (containers) report.executors = { ...report.executors, ...containers };
   report.run = {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
@@ -227,7 +231,7 @@ function print(report: Report): void {
         ['second start', `${report.startup.warmStartSeconds} s`],
       ]),
     );
-  if (x) {
+  if (x?.subprocessP50Ms !== undefined) {
     out.push(
       table(`executors (${x.samples} calls each, interleaved)`, [
         [
@@ -242,6 +246,18 @@ function print(report: Report): void {
         ],
         ['trivial: sandbox ÷ bare', x.trivialSandboxVsBare],
         ['sandbox overhead per call', `${x.sandboxOverheadMs} ms`],
+      ]),
+    );
+  }
+  if (x?.containerP50Ms !== undefined) {
+    out.push(
+      table(`containers (${x.containerSamples} calls each, interleaved)`, [
+        [
+          `container executor, runc p50 / p99 (${x.containerCommand})`,
+          `${x.containerP50Ms} / ${x.containerP99Ms} ms`,
+        ],
+        ['same bundle, plain runc run p50', `${x.bareRuncP50Ms} ms`],
+        ['container ÷ runc', x.containerVsRunc],
       ]),
     );
   }

@@ -43,6 +43,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await backend.idle();
   delete process.env.SECRET_OF_THE_SERVICE;
   await fs.rm(images, { recursive: true, force: true });
   await fs.rm(state, { recursive: true, force: true });
