@@ -102,15 +102,20 @@ it('binds cwd after /tmp and its read-only parents, and protected paths over cwd
   );
   const after = args.slice(args.indexOf('--tmpfs'));
   const binds = after.flatMap((a, i) =>
-    a === '--bind' || a === '--ro-bind' ? [`${a} ${after[i + 1]}`] : [],
+    a === '--bind' || a === '--ro-bind'
+      ? [`${a} ${after[i + 1]}`]
+      : a === '--ro-bind-fd'
+        ? [`${a} ${after[i + 1]} ${after[i + 2]}`]
+        : [],
   );
   expect(binds).toEqual([
     '--ro-bind /tmp/w',
     '--ro-bind /opt/tools',
     '--bind /tmp/w/repo',
     '--ro-bind /tmp/w/repo/docs',
-    '--ro-bind /tmp/w/repo/.git',
-    '--ro-bind /tmp/w/repo/.env',
+    // Protected paths from the descriptors the caller opened, fd 3 for the first and so on.
+    '--ro-bind-fd 3 /tmp/w/repo/.git',
+    '--ro-bind-fd 4 /tmp/w/repo/.env',
   ]);
 });
 

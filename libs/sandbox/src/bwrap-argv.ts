@@ -25,7 +25,10 @@ export interface SandboxPlan {
   readonly readOnlyPaths: readonly string[];
   /**
    * Existing paths inside `cwd` (real paths) bound read-only over the writable `cwd`: `.git` and
-   * the other protected paths. A mount point cannot be written, renamed or removed.
+   * the other protected paths. A mount point cannot be written, renamed or removed. Each is bound
+   * from a descriptor the caller opened and checked (`--ro-bind-fd`), the i-th at fd
+   * {@link PROTECTED_FD_BASE} + i, so a path swapped for a symlink after the check binds nothing
+   * else.
    */
   readonly protectedPaths: readonly string[];
   /**
@@ -36,6 +39,9 @@ export interface SandboxPlan {
   /** Size of the private `/tmp` (a tmpfs of the sandbox's own), in bytes. */
   readonly tmpBytes: number;
 }
+
+/** The descriptor of the first protected path (after stdin, stdout and stderr). */
+export const PROTECTED_FD_BASE = 3;
 
 /** The private /tmp inside every sandbox; HOME and TMPDIR point at it. */
 export const SANDBOX_TMP = '/tmp';
@@ -92,15 +98,24 @@ export function bwrapArgv(
     '--tmpfs',
     SANDBOX_TMP,
   );
-  const binds: { path: string; writable: boolean; order: number }[] = [
+  const binds: { path: string; writable: boolean; order: number; fd?: number }[] = [
     ...plan.readOnlyPaths.map((path) => ({ path, writable: false, order: 0 })),
     { path: plan.cwd, writable: plan.cwdWritable, order: 1 },
-    ...plan.protectedPaths.map((path) => ({ path, writable: false, order: 2 })),
+    ...plan.protectedPaths.map((path, i) => ({
+      path,
+      writable: false,
+      order: 2,
+      fd: PROTECTED_FD_BASE + i,
+    })),
   ];
   const seen = new Set<string>();
   binds
     .sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order)
-    .forEach(({ path, writable }) => {
+    .forEach(({ path, writable, fd }) => {
+      if (fd !== undefined) {
+        args.push('--ro-bind-fd', String(fd), path);
+        return;
+      }
       // The last bind of a path wins; a read-only path repeated as cwd keeps cwd's mode.
       const key = `${path}\0${writable}`;
       if (seen.has(key)) return;

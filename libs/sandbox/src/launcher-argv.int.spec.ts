@@ -20,6 +20,14 @@ it('closes descriptors inherited without close-on-exec before the command runs',
   ]);
 });
 
+it('keeps the descriptors it is told to keep, and closes the rest', () => {
+  expect(
+    withLeakedFd(launcherArgv(bash, undefined, ['ls', '/proc/self/fd'], 7))
+      .trim()
+      .split('\n'),
+  ).toEqual(['0', '1', '2', '3', '7']);
+});
+
 it('passes argv through untouched: no word splitting, no expansion', () => {
   const [program, ...args] = launcherArgv(bash, undefined, [
     'printf',

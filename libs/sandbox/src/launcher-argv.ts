@@ -1,14 +1,16 @@
 /**
  * The script the host runs first, before bubblewrap, as `bash --norc --noprofile -c`:
- * - it closes every file descriptor above stderr that the service inherited without close-on-exec
- *   (a socket or pipe the service's own parent leaked), so none reaches bubblewrap or the tool;
+ * - it closes every file descriptor above `keep` (stderr, or the last descriptor the run passes to
+ *   bubblewrap on purpose) that the service inherited without close-on-exec (a socket or pipe the
+ *   service's own parent leaked), so none reaches bubblewrap or the tool;
  * - when the run has a pids cgroup (`$0`), it moves itself into it before anything forks;
  * - then it becomes bubblewrap (exec), so it costs no process of its own.
  * Fixed text: the cgroup directory and the argv are arguments, never spliced into it. `--norc`:
  * bash reads ~/.bashrc when its stdin is a socket (Node's pipes are), even for `-c`.
  */
 export const LAUNCHER_SCRIPT =
-  'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && [ -e "$f" ] && exec {n}>&-; done; ' +
+  'keep=$1; shift; ' +
+  'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt "$keep" ] && [ -e "$f" ] && exec {n}>&-; done; ' +
   '[ -z "$0" ] || echo $$ > "$0/cgroup.procs" || exit 125; ' +
   'exec "$@"';
 
@@ -21,11 +23,24 @@ export const LAUNCHER_ENV: Readonly<Record<string, string>> = Object.freeze({
   PATH: '/usr/bin:/bin:/usr/sbin:/sbin',
 });
 
-/** `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given. Pure. */
+/**
+ * `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given, keeping descriptors up
+ * to `keep` (2: stdio only). Pure.
+ */
 export function launcherArgv(
   bash: string,
   cgroup: string | undefined,
   argv: readonly string[],
+  keep = 2,
 ): string[] {
-  return [bash, '--norc', '--noprofile', '-c', LAUNCHER_SCRIPT, cgroup ?? '', ...argv];
+  return [
+    bash,
+    '--norc',
+    '--noprofile',
+    '-c',
+    LAUNCHER_SCRIPT,
+    cgroup ?? '',
+    String(keep),
+    ...argv,
+  ];
 }

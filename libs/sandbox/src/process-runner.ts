@@ -18,6 +18,8 @@ export interface ProcessRequest {
   readonly maxOutputBytes: number;
   /** Aborting kills the process group (a cancelled call). */
   readonly signal?: AbortSignal;
+  /** Open descriptors the process receives as fds 3, 4, … (the sandbox's protected paths). */
+  readonly passFds?: readonly number[];
 }
 
 /** How a run ended, whatever its exit status. */
@@ -58,7 +60,12 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       env: request.env,
       // A process-group leader: one kill(-pgid) reaches every descendant in its session.
       detached: true,
-      stdio: [request.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: [
+        request.stdin === undefined ? 'ignore' : 'pipe',
+        'pipe',
+        'pipe',
+        ...(request.passFds ?? []),
+      ],
     });
     let ending: ProcessResult['ending'] = 'exited';
     const killGroup = () => {

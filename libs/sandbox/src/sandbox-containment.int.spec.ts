@@ -195,6 +195,27 @@ it('refuses to run where .git is a symlink it could swap', async () => {
   await expect(sh('true')).rejects.toMatchObject({ code: 'config' });
 });
 
+it('binds a protected path only as checked: a symlink on its way binds nothing from the host', async () => {
+  // What a concurrent call could swap in after the walk saw a real directory: app -> the host's
+  // secrets. The protected path is named as the walk found it, app/.ssh.
+  await fs.mkdir(path.join(outside, '.ssh'));
+  await fs.writeFile(path.join(outside, '.ssh', 'id_rsa'), 'HOST KEY');
+  await fs.symlink(outside, path.join(work, 'app'));
+  await expect(
+    sh('cat app/.ssh/id_rsa', { protectedPaths: [path.join(work, 'app', '.ssh')] }),
+  ).rejects.toMatchObject({ code: 'config', details: { path: 'app/.ssh' } });
+});
+
+it('passes the protected paths to bubblewrap as descriptors the command never holds', async () => {
+  execFileSync('git', ['init', '-q', work]);
+  await fs.writeFile(path.join(work, '.env'), 'A=1\n');
+  const result = await sh('ls /proc/self/fd; echo x >> .env || echo refused', {
+    protectedPaths: ['.git', '.env'],
+  });
+  expect(result.stdout.text()).toBe('0\n1\n2\n3\nrefused\n');
+  expect(await fs.readFile(path.join(work, '.env'), 'utf8')).toBe('A=1\n');
+});
+
 it('cannot reach a TCP listener on the host loopback without network', async () => {
   let connections = 0;
   const server = net.createServer((socket) => {

@@ -1,8 +1,15 @@
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { bwrapArgv, SANDBOX_TMP, type HostLayout, type SandboxPlan } from './bwrap-argv';
+import {
+  bwrapArgv,
+  PROTECTED_FD_BASE,
+  SANDBOX_TMP,
+  type HostLayout,
+  type SandboxPlan,
+} from './bwrap-argv';
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { PidsCgroup } from './pids-cgroup';
@@ -156,19 +163,28 @@ export class Sandbox {
 
   /** Runs `request.argv` in the sandbox; resolves for every ending (see {@link runProcess}). */
   async run(request: SandboxRequest): Promise<ProcessResult> {
-    const plan = await this.plan(request);
+    const planned = await this.plan(request);
     const limits = effectiveLimits(this.limits, request.limits);
-    // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
-    // bubblewrap outside it.
-    const cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
-    const argv = launcherArgv(this.bash, cgroup, [
-      ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
-      ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
-      ...request.argv,
-    ]);
+    const handles: FileHandle[] = [];
+    let cgroup: string | undefined;
     try {
+      const plan = { ...planned, protectedPaths: await openProtected(planned, handles) };
+      // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
+      // bubblewrap outside it.
+      cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
+      const argv = launcherArgv(
+        this.bash,
+        cgroup,
+        [
+          ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
+          ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
+          ...request.argv,
+        ],
+        PROTECTED_FD_BASE - 1 + handles.length,
+      );
       return await runProcess({
         argv,
+        passFds: handles.map((h) => h.fd),
         cwd: plan.cwd,
         env: LAUNCHER_ENV,
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
@@ -177,6 +193,7 @@ export class Sandbox {
         ...(request.signal ? { signal: request.signal } : {}),
       });
     } finally {
+      await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
       // Awaited: once the cgroup is gone, so is every process of the run.
       if (cgroup) await this.pids!.remove(cgroup);
     }
@@ -247,6 +264,45 @@ export class Sandbox {
       );
     }
   }
+}
+
+/** Linux `O_PATH`: a handle on the file itself, opened without reading it (nor blocking on a FIFO). */
+const O_PATH = 0o10000000;
+
+/**
+ * Opens each protected path of `plan` as the descriptor bubblewrap binds (pushed to `handles`, for
+ * the caller to close) and returns the paths opened, in order. The path as opened must be the path
+ * that was checked — no symlink at its end (O_NOFOLLOW) nor on the way (the descriptor's real path
+ * must be the same): a concurrent call of the same directory that swaps a component for a symlink
+ * between the check and the bind would otherwise bind a host file into the sandbox. A path gone
+ * since the plan is skipped (what does not exist cannot be bound).
+ */
+async function openProtected(plan: SandboxPlan, handles: FileHandle[]): Promise<string[]> {
+  const opened: string[] = [];
+  for (const p of plan.protectedPaths) {
+    let handle: FileHandle;
+    try {
+      handle = await fs.open(p, fsConstants.O_NOFOLLOW | O_PATH);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    handles.push(handle);
+    const [real, stat] = await Promise.all([
+      fs.readlink(`/proc/self/fd/${handle.fd}`),
+      handle.stat(),
+    ]);
+    if (real !== p || stat.isSymbolicLink()) {
+      const rel = path.relative(plan.cwd, p);
+      throw new ToolgateError(
+        ErrorCode.Config,
+        `${rel} in the working directory is or went through a symlink: the sandbox cannot keep it read-only`,
+        { details: { path: rel } },
+      );
+    }
+    opened.push(p);
+  }
+  return opened;
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
