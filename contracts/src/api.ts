@@ -44,6 +44,21 @@ export const RegisterToolResponseSchema = ToolViewSchema.extend({
 });
 export type RegisterToolResponse = z.infer<typeof RegisterToolResponseSchema>;
 
+/** Reset a run's consecutive-error cap (the `approve` scope): its next dispatch runs again. */
+export const ResetErrorCapRequestSchema = z.strictObject({
+  runId: Token,
+  reason: z.string().max(2048).optional(),
+});
+export type ResetErrorCapRequest = z.input<typeof ResetErrorCapRequestSchema>;
+
+/** The streak before the reset, and after it (always 0). */
+export const ResetErrorCapResponseSchema = z.object({
+  runId: Token,
+  previousFailures: z.number().int().min(0),
+  failures: z.literal(0),
+});
+export type ResetErrorCapResponse = z.infer<typeof ResetErrorCapResponseSchema>;
+
 export const ListToolsResponseSchema = z.object({
   tools: z.array(ToolViewSchema),
   toolsetHash: z.string(),

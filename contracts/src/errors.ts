@@ -40,6 +40,11 @@ export const ErrorCode = {
   PathOutsideScope: 'path-outside-scope',
   /** A message could not be processed within its redelivery budget and was dead-lettered. */
   PoisonMessage: 'poison-message',
+  /**
+   * The run's consecutive-error cap is reached: its last calls all ended in an error or a denial,
+   * so its next dispatch is refused until a call succeeds or someone resets the cap.
+   */
+  ErrorCap: 'error-cap',
   /** No credentials, or credentials that do not verify. */
   Unauthorized: 'unauthorized',
   /** Credentials verify but lack the scope or tenant for the operation. */

@@ -166,6 +166,16 @@ const samples: { [T in JournalEventType]: NewJournalEvent<T> } = {
     droppedWorktreeId: 'wt_1',
     reason: 'retained tree was dropped',
   },
+  'error-streak': {
+    ...envelope,
+    id: 'e-streak',
+    dispatchId: 'run',
+    type: 'error-streak',
+    failures: 2,
+    cause: 'error',
+    settledDispatchId: 'd1',
+    recent: ['d0', 'd1'],
+  },
 };
 
 describe('journal events', () => {

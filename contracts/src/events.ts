@@ -258,6 +258,33 @@ export const WorktreeRestartedEventSchema = z.strictObject({
   reason: z.string().max(2048),
 });
 
+/** The key (subject token in place of a dispatch id) of a run's own events, such as its error streak. */
+export const RUN_KEY = 'run';
+
+/**
+ * A run's consecutive-error streak after one change (the error cap). Published by whoever settles a
+ * dispatch — the tool-executor, the evaluator for a deny — just before its `settled` (a failure
+ * extends the streak, a success ends it), and by the gateway for an explicit reset; read by the
+ * evaluator, which refuses the run's next dispatch with `error-cap` while `failures` has reached
+ * the policy's cap. One chain per run on the key {@link RUN_KEY}: each is appended with
+ * `expect.lastSubjectSequence` = the sequence of the one it follows, so the broker keeps exactly
+ * one successor of each state and concurrent settlements in one run never lose a count.
+ */
+export const ErrorStreakEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('error-streak'),
+  /** Calls in a row that ended in an error or a denial (0 after a success or a reset). */
+  failures: z.number().int().min(0),
+  /** What moved the streak. */
+  cause: z.enum(['error', 'denied', 'ok', 'reset']),
+  /** The dispatch whose settlement moved it (absent for a reset). */
+  settledDispatchId: Token.optional(),
+  /** Who reset it (a verified identity; absent otherwise). */
+  resetBy: z.string().max(256).optional(),
+  /** The dispatches applied most recently (at most 32): a settlement redone after a crash counts once. */
+  recent: z.array(Token).max(32),
+});
+
 export const JournalEventSchema = z.discriminatedUnion('type', [
   RequestedEventSchema,
   DecidedEventSchema,
@@ -271,6 +298,7 @@ export const JournalEventSchema = z.discriminatedUnion('type', [
   WorktreeDroppedEventSchema,
   WorktreeDisposedEventSchema,
   WorktreeRestartedEventSchema,
+  ErrorStreakEventSchema,
 ]);
 
 export type JournalEvent = z.infer<typeof JournalEventSchema>;
@@ -282,6 +310,7 @@ export type SuspendedEvent = JournalEventOf<'suspended'>;
 export type ResolvedEvent = JournalEventOf<'resolved'>;
 export type StartedEvent = JournalEventOf<'started'>;
 export type SettledEvent = JournalEventOf<'settled'>;
+export type ErrorStreakEvent = JournalEventOf<'error-streak'>;
 export type WorktreeEvent = JournalEventOf<
   | 'worktree-acquired'
   | 'worktree-collected'

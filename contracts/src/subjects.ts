@@ -42,6 +42,7 @@ export const ApiOperation = {
   SubmitDispatch: 'dispatch.submit',
   GetDispatch: 'dispatch.get',
   GetRun: 'run.get',
+  ResetErrorCap: 'run.reset-error-cap',
   PutPolicy: 'policy.put',
   GetPolicy: 'policy.get',
   EvaluatePolicy: 'policy.evaluate',

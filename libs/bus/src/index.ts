@@ -26,6 +26,13 @@ export {
   type StoredEvent,
 } from './journal-publisher';
 export {
+  ErrorStreaks,
+  isCapped,
+  nextStreak,
+  type Streak,
+  type StreakOutcome,
+} from './error-streak';
+export {
   runJournalConsumer,
   type BatchEntry,
   type BatchHandling,

@@ -5,6 +5,7 @@ import { registerApprovalCommands } from './commands/approvals-commands';
 import { registerDispatchCommand } from './commands/dispatch-command';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerToolsCommands } from './commands/tools-commands';
+import { registerRunsCommands } from './commands/runs-commands';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
 
@@ -80,6 +81,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerToolsCommands(program, ctx);
   registerDispatchCommand(program, ctx);
   registerPolicyCommands(program, ctx);
+  registerRunsCommands(program, ctx);
   for (const cmd of allCommands(program))
     cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });
 

@@ -1,6 +1,8 @@
 export {
   StoredPolicySchema,
   validateStoredPolicy,
+  errorCapOf,
+  DEFAULT_ERROR_CAP,
   type StoredPolicy,
   type RemoteClosure,
   type RemoteLayer,

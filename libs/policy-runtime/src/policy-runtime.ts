@@ -24,6 +24,8 @@ import type { PolicyStore } from '@toolgate/registry';
 import { remoteCanUseTool, remoteHook } from './remote-closures';
 import {
   separationOfDuties,
+  errorCapOf,
+  DEFAULT_ERROR_CAP,
   StoredPolicySchema,
   type RemoteLayer,
   type StoredPolicy,
@@ -92,6 +94,18 @@ export class PolicyRuntime {
       profile: call.profile,
     });
     return { decision, revision, separationOfDuties: sod };
+  }
+
+  /**
+   * The tenant's consecutive-error cap (null: off). A policy that does not compile keeps the
+   * default cap: the chain denies that tenant's calls anyway, and a cap never lets more through.
+   */
+  errorCap(tenant: string): number | null {
+    try {
+      return errorCapOf(this.compiled(tenant).policy);
+    } catch {
+      return DEFAULT_ERROR_CAP;
+    }
   }
 
   /**

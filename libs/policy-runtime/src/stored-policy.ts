@@ -43,6 +43,14 @@ export const StoredPolicySchema = PolicyDocumentSchema.extend({
       profiles: z.record(z.string(), RemoteLayerSchema).optional(),
     })
     .optional(),
+  /**
+   * The consecutive-error cap: once this many calls of a run in a row ended in an error or a
+   * denial, the run's next dispatch is refused (`error-cap`) until a call succeeds or the cap is
+   * reset. Default {@link DEFAULT_ERROR_CAP}; `false` turns it off.
+   */
+  errorCap: z
+    .union([z.literal(false), z.strictObject({ consecutive: z.number().int().min(1).max(10_000) })])
+    .optional(),
 });
 export type StoredPolicy = z.output<typeof StoredPolicySchema>;
 
@@ -70,12 +78,21 @@ export function validateStoredPolicy(document: unknown): StoredPolicy {
       throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
   }
   // Already parsed (the stored schema extends the permissions one): compiling is what is left.
-  const { remote: _remote, approvals: _approvals, ...permissions } = policy;
+  const { remote: _remote, approvals: _approvals, errorCap: _errorCap, ...permissions } = policy;
   compilePolicyDocument(permissions);
   return policy;
 }
 
 export type { PolicyDocument };
+
+/** Failures in a row after which a run's next dispatch is refused, when the policy says nothing. */
+export const DEFAULT_ERROR_CAP = 5;
+
+/** The error cap of a policy: failures in a row that stop a run, or null when it is off. */
+export function errorCapOf(policy: StoredPolicy): number | null {
+  if (policy.errorCap === false) return null;
+  return policy.errorCap?.consecutive ?? DEFAULT_ERROR_CAP;
+}
 
 /** Whether separation of duties applies to a profile's approvals (the profile's setting wins). */
 export function separationOfDuties(policy: StoredPolicy, profile: string | undefined): boolean {

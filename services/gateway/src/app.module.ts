@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
-import { JournalPublisher } from '@toolgate/bus';
+import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import { BusModule } from '@toolgate/service-kit';
@@ -53,6 +53,7 @@ export class GatewayModule {
               submitter,
               new ApprovalResolver(nc, subjects, publisher, queries, now),
               queries,
+              new ErrorStreaks(publisher, now),
             );
           },
         },

@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
-import { JournalPublisher } from '@toolgate/bus';
+import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
 import type { PolicyRuntime } from '@toolgate/policy-runtime';
 import { BusModule } from '@toolgate/service-kit';
 import { EvaluationController } from './evaluation/evaluation.controller';
@@ -18,8 +18,17 @@ export class PermissionEvaluatorModule {
         {
           provide: Evaluator,
           inject: [JournalPublisher],
-          useFactory: (publisher: JournalPublisher) =>
-            new Evaluator(nc, subjects, publisher, runtime, () => new Date()),
+          useFactory: (publisher: JournalPublisher) => {
+            const now = () => new Date();
+            return new Evaluator(
+              nc,
+              subjects,
+              publisher,
+              runtime,
+              now,
+              new ErrorStreaks(publisher, now),
+            );
+          },
         },
       ],
     };

@@ -1,7 +1,7 @@
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ExecutorKind, Subjects } from '@toolgate/contracts';
-import { JournalPublisher } from '@toolgate/bus';
+import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
 import { BusModule, Metrics } from '@toolgate/service-kit';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
@@ -32,6 +32,7 @@ export class ToolExecutorModule {
           inject: [JournalPublisher, Metrics],
           useFactory: (publisher: JournalPublisher, metrics: Metrics) => {
             const logger = new Logger('ToolRunner');
+            const streaks = new ErrorStreaks(publisher, () => new Date());
             return new ToolRunner({
               nc,
               subjects,
@@ -55,6 +56,16 @@ export class ToolExecutorModule {
               onClaim: (outcome) => metrics.recordClaim(outcome),
               onRefused: (reason) => metrics.recordRefusal(reason),
               ...(inputCheck ? { checkInput: (call) => inputCheck.check(call) } : {}),
+              // The streak is best effort here: after a tool's side effect nothing may hold up
+              // its settlement (a failed streak write is logged; the run's count misses one).
+              onSettling: (call, outcome) =>
+                streaks
+                  .record(call.tenant, call.runId, call.dispatchId, outcome)
+                  .catch((err: unknown) =>
+                    logger.warn(
+                      `error streak of run ${call.runId} not recorded: ${(err as Error).message}`,
+                    ),
+                  ),
             });
           },
         },

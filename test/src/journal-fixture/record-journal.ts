@@ -6,7 +6,7 @@
  * real remote-tool and hook subjects and the real worktree service — ok; errors with several
  * codes; denied by a deny rule, an expression, a remote hook, canUseTool and an approval;
  * suspended and resolved allow, deny and by timeout (both ways); a parked call left open; a replay;
- * a model-retry chain; a second tenant; a worktree acquired, collected, disposed, retained,
+ * a model-retry chain; a run stopped by its error cap and reset; a second tenant; a worktree acquired, collected, disposed, retained,
  * dropped by the pin cap and restarted — then waits for the journal service's live projection to
  * fold everything and writes, under `services/journal/test/fixtures/recorded/`:
  *
@@ -265,6 +265,35 @@ async function record(stack: TestStack): Promise<void> {
   settledAs(
     'retry of a model-retry',
     await dispatch(run, 'c-retry-2', 'flaky', { mode: 'ok' }, { retryOf: retried.body.dispatchId }),
+    'ok',
+  );
+
+  // The consecutive-error cap: five failures, the sixth call refused, a reset, a success.
+  const capped = 'run-error-cap';
+  for (let i = 1; i <= 5; i++) {
+    settledAs(
+      `failure ${i} of a run`,
+      await dispatch(capped, `c-cap-${i}`, 'flaky', { mode: 'fail' }),
+      'error',
+      'tool-failed',
+    );
+  }
+  settledAs(
+    'error cap reached',
+    await dispatch(capped, 'c-cap-refused', 'flaky', { mode: 'ok' }),
+    'error',
+    'error-cap',
+  );
+  const reset = await stack.http(
+    'POST',
+    `/v1/runs/${capped}/error-cap/reset`,
+    TOKENS.acmeApprover,
+    {},
+  );
+  expectThat('error cap reset', reset.body?.previousFailures === 5, reset);
+  settledAs(
+    'runs again after a reset',
+    await dispatch(capped, 'c-cap-after', 'flaky', { mode: 'ok' }),
     'ok',
   );
 

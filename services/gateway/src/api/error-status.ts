@@ -22,6 +22,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.ToolFailed]: 500,
   [ErrorCode.PathOutsideScope]: 403,
   [ErrorCode.PoisonMessage]: 500,
+  [ErrorCode.ErrorCap]: 429,
   [ErrorCode.Unauthorized]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.NotFound]: 404,

@@ -12,10 +12,13 @@ import {
   type ListToolsResponse,
   type Scope,
   type RegisterToolResponse,
+  type ResetErrorCapResponse,
+  ResetErrorCapRequestSchema,
 } from '@toolgate/contracts';
 import { context, propagation, SpanKind } from '@opentelemetry/api';
 import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
+import type { ErrorStreaks } from '@toolgate/bus';
 import { Attr, inSpan } from '@toolgate/telemetry';
 import { TokenAuth, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
@@ -46,6 +49,7 @@ export class GatewayApi {
     private readonly submitter: DispatchSubmitter,
     private readonly approvals: ApprovalResolver,
     private readonly queries: JournalQueries,
+    private readonly streaks: ErrorStreaks,
   ) {
     this.operations = {
       [ApiOperation.RegisterTool]: { scope: 'admin', run: (p, b) => this.registerTool(p, b) },
@@ -62,6 +66,10 @@ export class GatewayApi {
       [ApiOperation.GetRun]: {
         scope: 'dispatch',
         run: (p, b) => this.queries.ask('run.get', p.tenant, parseRequest(GetRunRequestSchema, b)),
+      },
+      [ApiOperation.ResetErrorCap]: {
+        scope: 'approve',
+        run: (p, b) => this.resetErrorCap(p, b),
       },
       [ApiOperation.PutPolicy]: { scope: 'admin', run: (p, b) => this.putPolicy(p, b) },
       [ApiOperation.GetPolicy]: {
@@ -123,6 +131,13 @@ export class GatewayApi {
       toolsetHash: this.registry.list(principal.tenant).toolsetHash,
       warnings: [...warnings],
     };
+  }
+
+  /** Ends a run's error streak (journaled with who did it): its next dispatch is decided again. */
+  private async resetErrorCap(principal: Principal, body: unknown): Promise<ResetErrorCapResponse> {
+    const { runId } = parseRequest(ResetErrorCapRequestSchema, body);
+    const previousFailures = await this.streaks.reset(principal.tenant, runId, principal.identity);
+    return { runId, previousFailures, failures: 0 };
   }
 
   private listTools(principal: Principal): ListToolsResponse {

@@ -69,6 +69,17 @@ export class GatewayController {
     return this.api.call(ApiOperation.GetRun, h.authorization, { runId }, h);
   }
 
+  @Post('runs/:runId/error-cap/reset')
+  @HttpCode(200)
+  resetErrorCap(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('runId') runId: string,
+    @Body() body: unknown,
+  ) {
+    const extra = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
+    return this.api.call(ApiOperation.ResetErrorCap, h.authorization, { ...extra, runId }, h);
+  }
+
   @Put('policy')
   putPolicy(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
     return this.api.call(ApiOperation.PutPolicy, h.authorization, body, h);

@@ -5,6 +5,7 @@ import {
   PutPolicyRequestSchema,
   RegisterToolRequestSchema,
   RegisterToolResponseSchema,
+  ResetErrorCapResponseSchema,
   ResolveApprovalRequestSchema,
   SubmitDispatchRequestSchema,
   SubmitDispatchResponseSchema,
@@ -74,6 +75,17 @@ export const OPENAPI_DOCUMENT = {
         summary: "A run's status and open approvals",
         parameters: [{ name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
         responses: { '200': { description: 'Run' }, ...errors },
+      },
+    },
+    '/v1/runs/{runId}/error-cap/reset': {
+      post: {
+        summary:
+          "Reset a run's consecutive-error cap (approve): its next dispatch is decided again",
+        parameters: [{ name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'Reset', ...json(ResetErrorCapResponseSchema) },
+          ...errors,
+        },
       },
     },
     '/v1/policy': {

@@ -71,6 +71,29 @@ export function followUpsFor(
     at: at.toISOString(),
     causationId: decided.id,
   };
+  const cap = errorCapOfRule(decided.rule);
+  if (decided.verdict === 'deny' && cap) {
+    // Refused by the run's error cap: an error the model sees as such, not a policy denial.
+    return [
+      journalEvent({
+        ...base,
+        type: 'settled',
+        id: `${decided.dispatchId}:settled`,
+        toolName: decided.tool.name,
+        outcome: 'error',
+        error: {
+          code: ErrorCode.ErrorCap,
+          message: decided.reason ?? 'the run reached its consecutive-error cap',
+          details: { ...cap, runId: decided.runId },
+        },
+        durationMs: 0,
+        attempt: 0,
+        verdict: 'deny',
+        decidedBy: decided.decidedBy,
+        rule: decided.rule,
+      }),
+    ];
+  }
   if (decided.verdict === 'deny') {
     return [
       journalEvent({
@@ -118,6 +141,38 @@ export function followUpsFor(
     ];
   }
   return [];
+}
+
+/** What the error cap refused a dispatch on: the run's failures in a row, and the cap. */
+export interface ErrorCapFacts {
+  failures: number;
+  consecutive: number;
+}
+
+/**
+ * The run's next dispatch after `failures` calls in a row ended in an error or a denial (the
+ * policy's cap is `consecutive`): denied before the chain runs, recorded as the `errorCap` rule.
+ */
+export function errorCapAnswer(input: unknown, cap: ErrorCapFacts, revision: number): ChainAnswer {
+  return {
+    decision: {
+      verdict: 'deny',
+      decidedBy: 'deny-rule',
+      rule: { source: 'error-cap', kind: 'error-cap', errorCap: cap },
+      reason: `the run's last ${cap.failures} calls ended in an error or a denial (cap ${cap.consecutive}): it dispatches again after a reset of its error cap`,
+      input,
+      advisory: [],
+    },
+    revision,
+    separationOfDuties: false,
+  };
+}
+
+/** The error-cap facts of a decision's rule, when the error cap decided it. */
+export function errorCapOfRule(rule: unknown): ErrorCapFacts | null {
+  const cap = (rule as { errorCap?: Partial<ErrorCapFacts> } | null | undefined)?.errorCap;
+  if (typeof cap?.failures !== 'number' || typeof cap.consecutive !== 'number') return null;
+  return { failures: cap.failures, consecutive: cap.consecutive };
 }
 
 /** A chain that failed to evaluate (bad stored policy, unknown profile): fail closed. */

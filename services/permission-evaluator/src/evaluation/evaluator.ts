@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { JournalPublisher } from '@toolgate/bus';
+import { isCapped, type ErrorStreaks, type JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
   toWireError,
@@ -9,7 +9,13 @@ import {
 } from '@toolgate/contracts';
 import type { PolicyRuntime } from '@toolgate/policy-runtime';
 import { Attr, annotate } from '@toolgate/telemetry';
-import { decidedFor, failClosedAnswer, followUpsFor, type ChainAnswer } from './decision-events';
+import {
+  decidedFor,
+  errorCapAnswer,
+  failClosedAnswer,
+  followUpsFor,
+  type ChainAnswer,
+} from './decision-events';
 
 const encoder = new TextEncoder();
 
@@ -25,18 +31,24 @@ export class Evaluator {
     private readonly publisher: JournalPublisher,
     private readonly runtime: PolicyRuntime,
     private readonly now: () => Date,
+    private readonly streaks?: ErrorStreaks,
   ) {}
 
   async onRequested(requested: RequestedEvent): Promise<void> {
     let answer: ChainAnswer;
-    try {
-      // The requested event carries every fact the chain decides on (tool, input, agent, ...).
-      answer = await this.runtime.decide(requested.tenant, requested);
-    } catch (err) {
-      answer = failClosedAnswer(
-        requested.input,
-        `policy could not be evaluated: ${toWireError(err).message}`,
-      );
+    const capped = await this.errorCapReached(requested);
+    if (capped) {
+      answer = capped;
+    } else {
+      try {
+        // The requested event carries every fact the chain decides on (tool, input, agent, ...).
+        answer = await this.runtime.decide(requested.tenant, requested);
+      } catch (err) {
+        answer = failClosedAnswer(
+          requested.input,
+          `policy could not be evaluated: ${toWireError(err).message}`,
+        );
+      }
     }
     annotate({
       [Attr.Verdict]: answer.decision.verdict,
@@ -71,6 +83,10 @@ export class Evaluator {
       { separationOfDuties: answer.separationOfDuties, approval: answer.decision.approval },
       at,
     )) {
+      if (event.type === 'settled' && event.outcome === 'denied') {
+        // A denial extends the run's error streak before the caller can see it.
+        await this.streaks?.record(event.tenant, event.runId, event.dispatchId, 'denied');
+      }
       const result = await this.publisher.append(event);
       if (result.appended && !result.duplicate && event.type === 'suspended') {
         this.nc.publish(
@@ -79,5 +95,24 @@ export class Evaluator {
         );
       }
     }
+  }
+
+  /**
+   * The answer for a run whose last calls all ended in an error or a denial, up to the policy's
+   * cap (read from the journal, so every replica and restart agrees); null when it may dispatch.
+   */
+  private async errorCapReached(requested: RequestedEvent): Promise<ChainAnswer | null> {
+    if (!this.streaks) return null;
+    const consecutive = this.runtime.errorCap(requested.tenant);
+    if (consecutive === null) return null;
+    const streak = await this.streaks.current(requested.tenant, requested.runId);
+    if (!isCapped(streak, consecutive)) return null;
+    let revision = 0;
+    try {
+      revision = this.runtime.chainFor(requested.tenant, requested.profile).revision;
+    } catch {
+      // A policy that does not compile: the refusal stands, recorded under revision 0.
+    }
+    return errorCapAnswer(requested.input, { failures: streak.failures, consecutive }, revision);
   }
 }

@@ -88,6 +88,11 @@ export interface ToolRunnerOptions {
   onClaim?(outcome: ClaimOutcome): void;
   /** Called once per decision the cross-checks refused (metrics). Must not throw. */
   onRefused?(refusal: Refusal): void;
+  /**
+   * Told how a call ended just before its `settled` is journaled (the run's error streak, see
+   * `ErrorStreaks`). Must not throw: nothing may hold up a settlement after the side effect.
+   */
+  onSettling?: (call: PendingCall, outcome: 'ok' | 'error' | 'denied') => Promise<void>;
 }
 
 /** The claim this delivery holds: its `started` event and where it sits in the stream. */
@@ -571,6 +576,7 @@ export class ToolRunner {
     attempt: number,
     outcome: Pick<SettledFields, 'outcome' | 'result' | 'error' | 'durationMs'>,
   ): Promise<void> {
+    await this.options.onSettling?.(call, outcome.outcome);
     const event = (fields: typeof outcome) =>
       journalEvent({
         type: 'settled',
