@@ -69,6 +69,18 @@ if [ "${EXECUTOR_SANDBOX:-on}" != off ]; then
   done
 fi
 
+# The container executor's tests run runc on a root file system made from the static busybox.
+if [ "$mode" = test ]; then
+  if ! command -v runc >/dev/null; then
+    say "no runc here: the container executor's tests need it (Debian: apt-get install runc)"
+    exit 1
+  fi
+  if [ ! -x /usr/bin/busybox ] || ldd /usr/bin/busybox >/dev/null 2>&1; then
+    say "no static busybox here: the container tests build an image from it (Debian: apt-get install busybox-static)"
+    exit 1
+  fi
+fi
+
 if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then
   pg_host=127.0.0.1 pg_port=5432
   if [ -n "${DATABASE_URL:-}" ]; then
