@@ -12,6 +12,7 @@ import type { PendingCall } from '../execution/pending-call';
 import { fillArgv } from './argv-template';
 import { protectedBinds } from './protected-binds';
 import { subprocessOutcome } from './subprocess-outcome';
+import { callNetwork } from './call-network';
 
 export interface SubprocessExecutorOptions {
   sandbox: Sandbox;
@@ -63,7 +64,7 @@ export class SubprocessExecutor implements CallExecutor {
       if (!filled.ok) {
         return { ok: false, error: new InvalidArgumentsError(name, filled.issues).toWire() };
       }
-      const network = await this.network(call, command.network?.hosts);
+      const network = await callNetwork(call, command.network?.hosts, this.options.checkDomain);
       if (typeof network === 'object') return network;
       const limits = command.limits ?? {};
       const result = await this.options.sandbox.run({
@@ -99,33 +100,6 @@ export class SubprocessExecutor implements CallExecutor {
     } catch (err) {
       return { ok: false, error: toWireError(err) };
     }
-  }
-
-  /**
-   * Network for this call: only for risk `network` (what the chain decided on) and only when every
-   * declared host passes the domain rules; a host the rules refuse refuses the call.
-   */
-  private async network(
-    call: PendingCall,
-    hosts: readonly string[] | undefined,
-  ): Promise<boolean | ToolRunOutcome> {
-    if (!hosts?.length || call.tool.risk !== 'network') return false;
-    for (const host of hosts) {
-      let verdict: 'allow' | 'deny';
-      try {
-        verdict = await this.options.checkDomain(call, host);
-      } catch {
-        verdict = 'deny';
-      }
-      if (verdict !== 'allow') {
-        return fail(
-          ErrorCode.Denied,
-          `${call.tool.name} needs ${host}, which the domain rules refuse`,
-          { host },
-        );
-      }
-    }
-    return true;
   }
 }
 

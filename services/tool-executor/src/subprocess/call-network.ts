@@ -1,0 +1,42 @@
+import { ErrorCode } from '@toolgate/contracts';
+import type { ToolRunOutcome } from '@toolgate/tools';
+import type { PendingCall } from '../execution/pending-call';
+
+/** Whether a call may reach `host`: the domain rules of its tenant and profile. */
+export type CheckCallDomain = (
+  call: PendingCall,
+  host: string,
+) => Promise<'allow' | 'deny'> | 'allow' | 'deny';
+
+/**
+ * Network for a subprocess or container call: only for risk `network` (what the chain decided
+ * on) and only when every host the tool declares passes the call's domain rules (a throw is a
+ * deny). Returns whether to give the network, or the `denied` outcome when the rules refuse a
+ * declared host — the call then settles before anything runs.
+ */
+export async function callNetwork(
+  call: PendingCall,
+  hosts: readonly string[] | undefined,
+  checkDomain: CheckCallDomain,
+): Promise<boolean | ToolRunOutcome> {
+  if (!hosts?.length || call.tool.risk !== 'network') return false;
+  for (const host of hosts) {
+    let verdict: 'allow' | 'deny';
+    try {
+      verdict = await checkDomain(call, host);
+    } catch {
+      verdict = 'deny';
+    }
+    if (verdict !== 'allow') {
+      return {
+        ok: false,
+        error: {
+          code: ErrorCode.Denied,
+          message: `${call.tool.name} needs ${host}, which the domain rules refuse`,
+          details: { host },
+        },
+      };
+    }
+  }
+  return true;
+}
