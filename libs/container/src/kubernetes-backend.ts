@@ -249,9 +249,11 @@ export class KubernetesBackend implements ContainerBackend {
           container: 'tool',
           limitBytes: request.maxOutputBytes + 1,
         });
-        // stdout and stderr arrive merged: a failure's tail reads from stderr, as locally.
+        // stdout and stderr arrive merged: the log is the result (or a declared error) as stdout,
+        // and after a failing exit also the stderr whose tail the error carries.
         const bytes = Buffer.from(log);
-        (terminated.exitCode === 0 ? stdout : stderr).push(bytes);
+        stdout.push(bytes);
+        if (terminated.exitCode !== 0) stderr.push(bytes);
       } catch (err) {
         throw apiError(err, `the log of ${pod.metadata?.name} could not be read`);
       }
