@@ -76,7 +76,10 @@ export type ProcessedOutcome = 'ack' | 'nak' | 'dead-letter';
 export interface RunningConsumer {
   /** Stops pulling, waits for in-flight handlers to finish and settle their messages. */
   stop(): Promise<void>;
-  /** Resolves once the consumer is pulling. */
+  /**
+   * Resolves once the consumer is pulling; rejects if it could not start (the consumer's info did
+   * not come back), so the service's start-up fails and is retried instead of running without it.
+   */
   readonly ready: Promise<void>;
 }
 
@@ -139,7 +142,17 @@ export function runJournalConsumer(
   let lingering: (() => void) | undefined;
   let keepAlive: NodeJS.Timeout | undefined;
   let markReady!: () => void;
-  const ready = new Promise<void>((resolve) => (markReady = resolve));
+  let failStart!: (err: unknown) => void;
+  let started = false;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = () => {
+      started = true;
+      resolve();
+    };
+    failStart = reject;
+  });
+  // A caller that never awaits `ready` must not turn a failed start into an unhandled rejection.
+  ready.catch(() => undefined);
 
   const wakeOneWorker = () => idleWorkers.shift()?.();
   const endLinger = () => {
@@ -239,8 +252,8 @@ export function runJournalConsumer(
       }
     }
   })().catch((err) => {
-    markReady();
-    if (!stopping) options.onError?.(err);
+    if (!started) failStart(err);
+    else if (!stopping) options.onError?.(err);
   });
 
   return {

@@ -4,6 +4,7 @@ import type { Subjects } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
 import { HealthController, Readiness } from './health';
 import { Metrics, MetricsController, metricsFor } from './metrics';
+import { natsReadinessCheck } from './nats-readiness';
 
 /** Injection tokens for what every service shares. */
 export const NATS_CONNECTION = Symbol('NATS_CONNECTION');
@@ -34,7 +35,7 @@ export class BusModule {
           provide: Readiness,
           useFactory: () => {
             const readiness = new Readiness();
-            readiness.add({ name: 'nats', check: () => !nc.isClosed() && !nc.isDraining() });
+            readiness.add(natsReadinessCheck(nc));
             return readiness;
           },
         },

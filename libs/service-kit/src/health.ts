@@ -14,6 +14,12 @@ export interface ReadinessCheck {
   check(): Promise<boolean> | boolean;
 }
 
+/**
+ * How long one check may take before it counts as failed: a dependency that hangs (a stopped
+ * broker, a database behind a dead route) must turn /readyz to 503 within a second, not hold it.
+ */
+export const READINESS_CHECK_TIMEOUT_MS = 800;
+
 /** Collects readiness checks; a service registers its own at start-up. */
 @Injectable()
 export class Readiness {
@@ -31,15 +37,28 @@ export class Readiness {
 
   async report(): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
     const results: Record<string, boolean> = {};
-    for (const c of this.checks) {
-      try {
-        results[c.name] = Boolean(await c.check());
-      } catch {
-        results[c.name] = false;
-      }
-    }
+    await Promise.all(
+      this.checks.map(async (c) => {
+        results[c.name] = await withTimeout(c, READINESS_CHECK_TIMEOUT_MS);
+      }),
+    );
     if (this.draining) results.draining = false;
     return { ready: Object.values(results).every(Boolean), checks: results };
+  }
+}
+
+/** A check's answer, false when it throws or does not answer within `timeoutMs`. */
+async function withTimeout(c: ReadinessCheck, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      Promise.resolve()
+        .then(() => c.check())
+        .then(Boolean, () => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -4,11 +4,27 @@ export { BusModule, NATS_CONNECTION, SUBJECTS } from './bus.module';
 export {
   bootstrapService,
   stopOnce,
+  natsServersForLog,
   type ServiceBootstrapOptions,
   type RunningService,
 } from './service-bootstrap';
 export { settlePoisoned } from './poison-settlement';
 export { runUntilSignalled } from './run-until-signalled';
+export {
+  startWithRetry,
+  startupRetryDelayMs,
+  DEFAULT_STARTUP_BACKOFF,
+  type StartupBackoff,
+  type StartupRetryOptions,
+} from './startup-retry';
+export {
+  classifyStartupFailure,
+  describeFailure,
+  startupStep,
+  StartupStepError,
+  type StartupFailureKind,
+} from './startup-failure';
+export { OpenedResources, startClean } from './opened-resources';
 export { Metrics, MetricName, type ApprovalsPendingSource } from './metrics';
 export {
   NatsEnvShape,

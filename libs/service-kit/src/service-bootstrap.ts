@@ -7,6 +7,8 @@ import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/cont
 import type { JournalStreamOptions, PoisonReport } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
+import { startClean } from './opened-resources';
+import { startupStep } from './startup-failure';
 
 export interface ServiceBootstrapOptions {
   /** Service name: the NATS connection name and the log context. */
@@ -47,50 +49,76 @@ export interface RunningService {
  * all five in one.
  */
 export async function bootstrapService(options: ServiceBootstrapOptions): Promise<RunningService> {
-  const subjects = createSubjects(options.prefix);
-  const nc = await connectNats(options.nats, `toolgate-${options.name}`);
-  const streams = options.streams ?? { replicas: options.nats.streamReplicas };
-  const app = await NestFactory.create(options.module(nc, subjects) as never, {
-    // Nest's route-mapping chatter is noise in production logs; warnings and errors are kept.
-    logger: options.logger ?? ['error', 'warn'],
-    abortOnError: false,
-  });
-  options.configure?.(app);
-  let server: JetStreamServer | undefined;
-  if (options.transport) {
-    const transport = options.transport;
-    app.connectMicroservice(
-      {
-        strategy: (server = new JetStreamServer({
-          nc,
-          subjects,
-          role: transport.role,
-          streams,
-          ...(transport.handlers ? { handlers: transport.handlers } : {}),
-          ...(transport.onPoison ? { onPoison: (report) => transport.onPoison!(app, report) } : {}),
-        })),
-      },
-      { inheritAppConfig: true },
+  return startClean(async (opened) => {
+    const subjects = createSubjects(options.prefix);
+    const nc = opened.add(
+      await startupStep(`connecting to NATS at ${natsServersForLog(options.nats)}`, () =>
+        connectNats(options.nats, `toolgate-${options.name}`),
+      ),
+      (c) => c.close(),
     );
-    await app.startAllMicroservices();
-  }
-  await app.listen(options.port, options.host ?? '0.0.0.0');
-  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
-  return {
-    name: options.name,
-    app,
-    nc,
-    subjects,
-    url,
-    stop: stopOnce(async () => {
-      app.get(Readiness).drain();
-      // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
-      // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
-      await server?.close();
-      await app.close();
-      if (!nc.isClosed()) await nc.drain();
-    }),
-  };
+    const streams = options.streams ?? { replicas: options.nats.streamReplicas };
+    const app = opened.add(
+      await startupStep('creating the application', () =>
+        NestFactory.create(options.module(nc, subjects) as never, {
+          // Nest's route-mapping chatter is noise in production logs; warnings and errors are kept.
+          logger: options.logger ?? ['error', 'warn'],
+          abortOnError: false,
+        }),
+      ),
+      (a) => a.close(),
+    );
+    options.configure?.(app);
+    let server: JetStreamServer | undefined;
+    if (options.transport) {
+      const transport = options.transport;
+      app.connectMicroservice(
+        {
+          strategy: (server = new JetStreamServer({
+            nc,
+            subjects,
+            role: transport.role,
+            streams,
+            ...(transport.handlers ? { handlers: transport.handlers } : {}),
+            ...(transport.onPoison
+              ? { onPoison: (report) => transport.onPoison!(app, report) }
+              : {}),
+          })),
+        },
+        { inheritAppConfig: true },
+      );
+      await startupStep('ensuring the journal streams and consumers', () =>
+        app.startAllMicroservices(),
+      );
+    }
+    await startupStep(`listening on HTTP port ${options.port}`, () =>
+      app.listen(options.port, options.host ?? '0.0.0.0'),
+    );
+    const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+    return {
+      name: options.name,
+      app,
+      nc,
+      subjects,
+      url,
+      stop: stopOnce(async () => {
+        app.get(Readiness).drain();
+        // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
+        // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
+        await server?.close();
+        await app.close();
+        if (!nc.isClosed()) await nc.drain();
+      }),
+    };
+  });
+}
+
+/** The configured NATS servers without any credentials embedded in their URLs, for log lines. */
+export function natsServersForLog(nats: NatsSettings): string {
+  return nats.natsUrl
+    .split(',')
+    .map((s) => s.trim().replace(/\/\/[^@/]*@/, '//'))
+    .join(',');
 }
 
 /** Wraps a stop function so calling it again (a restart after a failed stop, a test's afterAll) is harmless. */

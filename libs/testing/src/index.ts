@@ -3,3 +3,12 @@ export { useTestNats, type TestNats } from './test-nats';
 export { useTestSchema, type TestSchema } from './test-schema';
 export { eventually } from './eventually';
 export { BUSYBOX, makeBusyboxImage } from './busybox-image';
+export {
+  startNatsServer,
+  freePort,
+  portAccepts,
+  natsServerBinary,
+  type NatsServerProcess,
+  type NatsServerOptions,
+} from './nats-server-process';
+export { tcpProxy, type TcpProxy } from './tcp-proxy';

@@ -18,7 +18,13 @@ import {
 } from '@toolgate/permission-evaluator';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { stopOnce, type RunningService, connectNats } from '@toolgate/service-kit';
+import {
+  connectNats,
+  startClean,
+  startupStep,
+  stopOnce,
+  type RunningService,
+} from '@toolgate/service-kit';
 import {
   loadExecutorConfig,
   startToolExecutor,
@@ -137,37 +143,44 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false as const } : {}),
   };
-  const started: { stop(): Promise<void> }[] = [];
-  try {
-    const journal = await startJournal({ config: options.journal, ...common });
-    started.push(journal);
-    const evaluator = await startPermissionEvaluator({ config: options.evaluator, ...common });
-    started.push(evaluator);
-    const policyConnection: NatsConnection = await connectNats(
-      options.executor,
-      'toolgate-executor-policy',
+  return startClean(async (opened) => {
+    const journal = opened.add(await startJournal({ config: options.journal, ...common }), (s) =>
+      s.stop(),
     );
-    started.push({ stop: () => policyConnection.drain() });
+    const evaluator = opened.add(
+      await startPermissionEvaluator({ config: options.evaluator, ...common }),
+      (s) => s.stop(),
+    );
+    const policyConnection: NatsConnection = opened.add(
+      await startupStep("connecting to NATS for the executor's policy store", () =>
+        connectNats(options.executor, 'toolgate-executor-policy'),
+      ),
+      (nc) => nc.close(),
+    );
     const subjects = createSubjects(options.executor.prefix);
-    const runtime = new PolicyRuntime(
-      await PolicyStore.open(policyConnection, subjects, {
-        replicas: options.executor.streamReplicas,
-      }),
-      policyConnection,
-      subjects,
+    const policyStore = opened.add(
+      await startupStep("opening the executor's policy store", () =>
+        PolicyStore.open(policyConnection, subjects, {
+          replicas: options.executor.streamReplicas,
+        }),
+      ),
+      (p) => p.stop(),
     );
-    const executor = await startToolExecutor({
-      config: options.executor,
-      checkDomain: (call, host) =>
-        runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
-      protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
-      ...common,
-    });
-    started.push(executor);
-    const worktree = await startWorktree({ config: options.worktree, ...common });
-    started.push(worktree);
+    const runtime = new PolicyRuntime(policyStore, policyConnection, subjects);
+    const executor = opened.add(
+      await startToolExecutor({
+        config: options.executor,
+        checkDomain: (call, host) =>
+          runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
+        protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
+        ...common,
+      }),
+      (s) => s.stop(),
+    );
+    const worktree = opened.add(await startWorktree({ config: options.worktree, ...common }), (s) =>
+      s.stop(),
+    );
     const gateway = await startGateway({ config: options.gateway, ...common });
-    started.push(gateway);
     const all: AllInOne = {
       gateway,
       evaluator,
@@ -178,12 +191,10 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       stop: stopOnce(async () => {
         for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])
           await s.stop();
+        policyStore.stop();
         await policyConnection.drain();
       }),
     };
     return all;
-  } catch (err) {
-    for (const s of started.reverse()) await s.stop().catch(() => undefined);
-    throw err;
-  }
+  });
 }

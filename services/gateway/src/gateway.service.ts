@@ -3,6 +3,8 @@ import { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import {
   bootstrapService,
   stopOnce,
+  startClean,
+  startupStep,
   type RunningService,
   connectNats,
 } from '@toolgate/service-kit';
@@ -21,41 +23,57 @@ export async function startGateway(options: {
   logger?: false;
 }): Promise<RunningService> {
   const { config } = options;
-  const kvConnection = await connectNats(config, 'toolgate-gateway-kv');
-  const subjects = createSubjects(config.prefix);
-  const registry = await ToolRegistry.open(kvConnection, subjects, {
-    replicas: config.streamReplicas,
+  return startClean(async (opened) => {
+    const kvConnection = opened.add(
+      await startupStep('connecting to NATS for the registry', () =>
+        connectNats(config, 'toolgate-gateway-kv'),
+      ),
+      (nc) => nc.close(),
+    );
+    const subjects = createSubjects(config.prefix);
+    const registry = opened.add(
+      await startupStep('opening the tool registry', () =>
+        ToolRegistry.open(kvConnection, subjects, { replicas: config.streamReplicas }),
+      ),
+      (r) => r.stop(),
+    );
+    const policies = opened.add(
+      await startupStep('opening the policy store', () =>
+        PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas }),
+      ),
+      (p) => p.stop(),
+    );
+    const service = opened.add(
+      await bootstrapService({
+        name: 'gateway',
+        nats: config,
+        prefix: config.prefix,
+        port: config.port,
+        host: config.host,
+        ...(options.streams ? { streams: options.streams } : {}),
+        ...(options.logger === false ? { logger: false } : {}),
+        module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),
+        configure: (app) => {
+          app.useGlobalFilters(new HttpErrorFilter());
+        },
+      }),
+      (s) => s.stop(),
+    );
+    const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
+    const submitter = service.app.get(DispatchSubmitter);
+    const stop = service.stop;
+    return {
+      ...service,
+      stop: stopOnce(async () => {
+        // First, so submissions waiting for an outcome answer now with the state they have instead of
+        // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
+        submitter.stop();
+        await natsApi.stop();
+        await stop();
+        registry.stop();
+        policies.stop();
+        await kvConnection.drain();
+      }),
+    };
   });
-  const policies = await PolicyStore.open(kvConnection, subjects, {
-    replicas: config.streamReplicas,
-  });
-  const service = await bootstrapService({
-    name: 'gateway',
-    nats: config,
-    prefix: config.prefix,
-    port: config.port,
-    host: config.host,
-    ...(options.streams ? { streams: options.streams } : {}),
-    ...(options.logger === false ? { logger: false } : {}),
-    module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),
-    configure: (app) => {
-      app.useGlobalFilters(new HttpErrorFilter());
-    },
-  });
-  const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
-  const submitter = service.app.get(DispatchSubmitter);
-  const stop = service.stop;
-  return {
-    ...service,
-    stop: stopOnce(async () => {
-      // First, so submissions waiting for an outcome answer now with the state they have instead of
-      // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
-      submitter.stop();
-      await natsApi.stop();
-      await stop();
-      registry.stop();
-      policies.stop();
-      await kvConnection.drain();
-    }),
-  };
 }

@@ -4,6 +4,8 @@ import {
   stopOnce,
   Metrics,
   Readiness,
+  startClean,
+  startupStep,
   type RunningService,
 } from '@toolgate/service-kit';
 import { sql } from 'kysely';
@@ -26,63 +28,79 @@ export async function startJournal(options: {
 }): Promise<RunningService & { sweeper: ApprovalTimeoutSweeper }> {
   const { config } = options;
   const now = options.now ?? (() => new Date());
-  const handle = await createDb({
-    ...(config.databaseUrl ? { url: config.databaseUrl } : { pglitePath: config.pglitePath }),
-    ...(config.schema ? { schema: config.schema } : {}),
-  });
-  const service = await bootstrapService({
-    name: 'journal',
-    nats: config,
-    prefix: config.prefix,
-    port: config.port,
-    ...(options.streams ? { streams: options.streams } : {}),
-    ...(options.logger === false ? { logger: false } : {}),
-    module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
-    transport: {
-      role: 'journal',
-      // One at a time: events of a dispatch are folded in stream order.
-      handlers: {
-        '*': {
-          concurrency: 1,
-          batch: 128,
-          batchLingerMs: config.batchLingerMs,
-          maxDeliver: config.maxDeliver,
+  return startClean(async (opened) => {
+    const handle = opened.add(
+      await startupStep(
+        config.databaseUrl ? 'opening and migrating PostgreSQL' : 'opening and migrating PGlite',
+        () =>
+          createDb({
+            ...(config.databaseUrl
+              ? { url: config.databaseUrl }
+              : { pglitePath: config.pglitePath }),
+            ...(config.schema ? { schema: config.schema } : {}),
+            onConnectionLost: (err) =>
+              console.error(`journal: a database connection dropped: ${err.message}`),
+          }),
+      ),
+      (h) => h.db.destroy(),
+    );
+    const service = opened.add(
+      await bootstrapService({
+        name: 'journal',
+        nats: config,
+        prefix: config.prefix,
+        port: config.port,
+        ...(options.streams ? { streams: options.streams } : {}),
+        ...(options.logger === false ? { logger: false } : {}),
+        module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
+        transport: {
+          role: 'journal',
+          // One at a time: events of a dispatch are folded in stream order.
+          handlers: {
+            '*': {
+              concurrency: 1,
+              batch: 128,
+              batchLingerMs: config.batchLingerMs,
+              maxDeliver: config.maxDeliver,
+            },
+          },
         },
+      }),
+      (s) => s.stop(),
+    );
+    service.app.get(Readiness).add({
+      name: 'database',
+      check: async () => {
+        await sql`select 1`.execute(handle.db);
+        return true;
       },
-    },
+    });
+    // Pending approvals are read from the projection at scrape time: it is the journal's own state,
+    // so the gauge is exact after a restart, unlike a counter kept in memory.
+    service.app.get(Metrics).collectApprovalsPending(
+      () => pendingApprovalCounts(handle.db),
+      (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
+    );
+    const queries = serveQueries(service.nc, service.subjects, handle.db, now);
+    const sweeper = new ApprovalTimeoutSweeper(
+      handle.db,
+      service.nc,
+      service.subjects,
+      service.app.get(JournalPublisher),
+      now,
+      (err) => console.error(`journal: sweeper: ${(err as Error)?.message ?? err}`),
+    );
+    sweeper.start(config.sweepIntervalMs);
+    const stop = service.stop;
+    return {
+      ...service,
+      sweeper,
+      stop: stopOnce(async () => {
+        await sweeper.stop();
+        await queries.stop();
+        await stop();
+        await handle.db.destroy();
+      }),
+    };
   });
-  service.app.get(Readiness).add({
-    name: 'database',
-    check: async () => {
-      await sql`select 1`.execute(handle.db);
-      return true;
-    },
-  });
-  // Pending approvals are read from the projection at scrape time: it is the journal's own state,
-  // so the gauge is exact after a restart, unlike a counter kept in memory.
-  service.app.get(Metrics).collectApprovalsPending(
-    () => pendingApprovalCounts(handle.db),
-    (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
-  );
-  const queries = serveQueries(service.nc, service.subjects, handle.db, now);
-  const sweeper = new ApprovalTimeoutSweeper(
-    handle.db,
-    service.nc,
-    service.subjects,
-    service.app.get(JournalPublisher),
-    now,
-    (err) => console.error(`journal: sweeper: ${(err as Error)?.message ?? err}`),
-  );
-  sweeper.start(config.sweepIntervalMs);
-  const stop = service.stop;
-  return {
-    ...service,
-    sweeper,
-    stop: stopOnce(async () => {
-      await sweeper.stop();
-      await queries.stop();
-      await stop();
-      await handle.db.destroy();
-    }),
-  };
 }

@@ -6,6 +6,8 @@ import {
   bootstrapService,
   stopOnce,
   settlePoisoned,
+  startClean,
+  startupStep,
   type RunningService,
   connectNats,
 } from '@toolgate/service-kit';
@@ -19,35 +21,47 @@ export async function startPermissionEvaluator(options: {
   logger?: false;
 }): Promise<RunningService> {
   const { config } = options;
-  // The policy mirror has its own connection: it must be up before the consumer starts deciding.
-  const kvConnection = await connectNats(config, 'toolgate-permission-evaluator-kv');
-  const subjects = createSubjects(config.prefix);
-  const store = await PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas });
-  let runtime: PolicyRuntime | undefined;
-  const service = await bootstrapService({
-    name: 'permission-evaluator',
-    nats: config,
-    prefix: config.prefix,
-    port: config.port,
-    ...(options.streams ? { streams: options.streams } : {}),
-    ...(options.logger === false ? { logger: false } : {}),
-    module: (nc, s) => {
-      runtime = new PolicyRuntime(store, nc, s);
-      return PermissionEvaluatorModule.forRoot(nc, s, runtime);
-    },
-    transport: {
-      role: 'evaluator',
-      handlers: { requested: { concurrency: config.concurrency, maxDeliver: config.maxDeliver } },
-      onPoison: settlePoisoned,
-    },
+  return startClean(async (opened) => {
+    // The policy mirror has its own connection: it must be up before the consumer starts deciding.
+    const kvConnection = opened.add(
+      await startupStep('connecting to NATS for the policy store', () =>
+        connectNats(config, 'toolgate-permission-evaluator-kv'),
+      ),
+      (nc) => nc.close(),
+    );
+    const subjects = createSubjects(config.prefix);
+    const store = opened.add(
+      await startupStep('opening the policy store', () =>
+        PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas }),
+      ),
+      (s) => s.stop(),
+    );
+    let runtime: PolicyRuntime | undefined;
+    const service = await bootstrapService({
+      name: 'permission-evaluator',
+      nats: config,
+      prefix: config.prefix,
+      port: config.port,
+      ...(options.streams ? { streams: options.streams } : {}),
+      ...(options.logger === false ? { logger: false } : {}),
+      module: (nc, s) => {
+        runtime = new PolicyRuntime(store, nc, s);
+        return PermissionEvaluatorModule.forRoot(nc, s, runtime);
+      },
+      transport: {
+        role: 'evaluator',
+        handlers: { requested: { concurrency: config.concurrency, maxDeliver: config.maxDeliver } },
+        onPoison: settlePoisoned,
+      },
+    });
+    const stop = service.stop;
+    return {
+      ...service,
+      stop: stopOnce(async () => {
+        await stop();
+        store.stop();
+        await kvConnection.drain();
+      }),
+    };
   });
-  const stop = service.stop;
-  return {
-    ...service,
-    stop: stopOnce(async () => {
-      await stop();
-      store.stop();
-      await kvConnection.drain();
-    }),
-  };
 }

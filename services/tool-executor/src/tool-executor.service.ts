@@ -6,6 +6,7 @@ import {
   bootstrapService,
   stopOnce,
   settlePoisoned,
+  startupStep,
   type RunningService,
 } from '@toolgate/service-kit';
 import { ToolRegistry } from '@toolgate/registry';
@@ -125,21 +126,27 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
       onPoison: settlePoisoned,
     },
   });
-  let registry: ToolRegistry;
+  let opened: ToolRegistry | undefined;
   try {
-    registry = await ToolRegistry.open(service.nc, service.subjects, {
-      replicas: config.streamReplicas,
-    });
+    opened = await startupStep('opening the tool registry', () =>
+      ToolRegistry.open(service.nc, service.subjects, { replicas: config.streamReplicas }),
+    );
+    registryOpened(opened);
+    const announcing = opened;
+    await startupStep('announcing the builtin tools', () =>
+      announcing.announce(
+        builtins.map((b) => ({ ...b.contract, policy: b.policy })),
+        ['inprocess', 'remote', ...(Object.keys(executors) as ExecutorKind[])],
+      ),
+    );
   } catch (err) {
+    // A start-up failing part-way closes what it opened, so a retried start-up begins clean.
     registryFailed(err);
+    opened?.stop();
     await service.stop();
     throw err;
   }
-  registryOpened(registry);
-  await registry.announce(
-    builtins.map((b) => ({ ...b.contract, policy: b.policy })),
-    ['inprocess', 'remote', ...(Object.keys(executors) as ExecutorKind[])],
-  );
+  const registry = opened;
   const stop = service.stop;
   return {
     ...service,

@@ -2,7 +2,14 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
 import type { JournalStreamOptions } from '@toolgate/bus';
-import { bootstrapService, stopOnce, BusModule, type RunningService } from '@toolgate/service-kit';
+import {
+  bootstrapService,
+  stopOnce,
+  startClean,
+  startupStep,
+  BusModule,
+  type RunningService,
+} from '@toolgate/service-kit';
 import type { WorktreeConfig } from './config';
 import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
 
@@ -23,32 +30,39 @@ export async function startWorktree(options: {
   logger?: false;
 }): Promise<RunningService & { worktree: RunningWorktreeService }> {
   const { config } = options;
-  const service = await bootstrapService({
-    name: 'worktree',
-    nats: config,
-    prefix: config.prefix,
-    port: config.port,
-    ...(options.logger === false ? { logger: false } : {}),
-    module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
+  return startClean(async (opened) => {
+    const service = opened.add(
+      await bootstrapService({
+        name: 'worktree',
+        nats: config,
+        prefix: config.prefix,
+        port: config.port,
+        ...(options.logger === false ? { logger: false } : {}),
+        module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
+      }),
+      (s) => s.stop(),
+    );
+    const worktree = await startupStep('starting the worktree lifecycle', () =>
+      startWorktreeService({
+        nc: service.nc,
+        subjects: service.subjects,
+        root: config.root,
+        pinCap: config.pinCap,
+        keepOnError: config.keepOnError,
+        ...(config.repo ? { repo: config.repo } : {}),
+        ...(config.allowedRepos ? { allowedRepos: config.allowedRepos } : {}),
+        // As bootstrapService gives every other service: the configured replicas unless overridden.
+        streams: options.streams ?? { replicas: config.streamReplicas },
+      }),
+    );
+    const stop = service.stop;
+    return {
+      ...service,
+      worktree,
+      stop: stopOnce(async () => {
+        await worktree.stop();
+        await stop();
+      }),
+    };
   });
-  const worktree = await startWorktreeService({
-    nc: service.nc,
-    subjects: service.subjects,
-    root: config.root,
-    pinCap: config.pinCap,
-    keepOnError: config.keepOnError,
-    ...(config.repo ? { repo: config.repo } : {}),
-    ...(config.allowedRepos ? { allowedRepos: config.allowedRepos } : {}),
-    // As bootstrapService gives every other service: the configured replicas unless overridden.
-    streams: options.streams ?? { replicas: config.streamReplicas },
-  });
-  const stop = service.stop;
-  return {
-    ...service,
-    worktree,
-    stop: stopOnce(async () => {
-      await worktree.stop();
-      await stop();
-    }),
-  };
 }

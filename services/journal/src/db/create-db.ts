@@ -19,6 +19,8 @@ export interface CreateDbOptions {
   migrate?: boolean;
   /** Pool size for PostgreSQL (default 10). */
   poolMax?: number;
+  /** Told when an idle pooled connection drops (the database restarted or the route to it broke). */
+  onConnectionLost?(err: Error): void;
 }
 
 /** A kysely handle plus what it was opened with. `db.destroy()` ends the pool or closes PGlite. */
@@ -39,7 +41,7 @@ const INT8_OID = 20;
  * schema, and (unless `migrate: false`) migrations have run under the migrator's lock.
  */
 export async function createDb(options: CreateDbOptions): Promise<JournalDb> {
-  const { url, schema, pglitePath, migrate = true, poolMax = 10 } = options;
+  const { url, schema, pglitePath, migrate = true, poolMax = 10, onConnectionLost } = options;
   if (schema !== undefined && !SCHEMA_PATTERN.test(schema)) {
     throw new ConfigError(
       `journal schema must be a plain SQL identifier, got ${JSON.stringify(schema)}`,
@@ -52,22 +54,24 @@ export async function createDb(options: CreateDbOptions): Promise<JournalDb> {
   let kind: JournalDb['kind'];
   if (url !== undefined && url !== '') {
     kind = 'postgres';
-    dialect = new PostgresDialect({
-      pool: new pg.Pool({
-        connectionString: url,
-        max: poolMax,
-        // The schema must exist before a session can use it; `create schema` below runs on the
-        // same search path, which is harmless when the schema does not exist yet.
-        ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
-        // Stream sequences are int8; they stay far below 2^53, and every reader wants a number.
-        types: {
-          getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-            oid === INT8_OID
-              ? (value: string) => Number(value)
-              : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-        },
-      }),
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolMax,
+      // The schema must exist before a session can use it; `create schema` below runs on the
+      // same search path, which is harmless when the schema does not exist yet.
+      ...(schema === undefined ? {} : { options: `-c search_path="${schema}"` }),
+      // Stream sequences are int8; they stay far below 2^53, and every reader wants a number.
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === INT8_OID
+            ? (value: string) => Number(value)
+            : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
     });
+    // An idle connection that drops is no query's failure: the pool discards it and the next query
+    // connects afresh. Unheard, the pool's 'error' event would end the process on a database restart.
+    pool.on('error', (err) => onConnectionLost?.(err));
+    dialect = new PostgresDialect({ pool });
   } else {
     if (pglitePath === undefined || pglitePath === '') {
       throw new ConfigError('journal database: give a PostgreSQL url or a PGlite data directory', {

@@ -1,0 +1,57 @@
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { freePort } from './nats-server-process';
+
+/**
+ * A TCP relay on a loopback port of its own to a real server (PostgreSQL, NATS) that a test can
+ * cut: a database that is unreachable, then back, without touching the shared server itself.
+ */
+export interface TcpProxy {
+  readonly port: number;
+  /** Whether it accepts connections now. */
+  readonly open: boolean;
+  /** Starts accepting on its port (again). */
+  listen(): Promise<void>;
+  /** Stops accepting and destroys every relayed connection, as a server that went away. */
+  cut(): Promise<void>;
+}
+
+/** A relay to `target`, not yet accepting (call `listen`). */
+export async function tcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  return {
+    port,
+    get open() {
+      return server !== undefined;
+    },
+    async listen() {
+      if (server) return;
+      const listening = createServer((client) => {
+        const upstream = createConnection(target);
+        sockets.add(client).add(upstream);
+        const forget = () => {
+          sockets.delete(client);
+          sockets.delete(upstream);
+          client.destroy();
+          upstream.destroy();
+        };
+        client.on('error', forget).on('close', forget);
+        upstream.on('error', forget).on('close', forget);
+        client.pipe(upstream).pipe(client);
+      });
+      await new Promise<void>((resolve, reject) => {
+        listening.once('error', reject);
+        listening.listen(port, '127.0.0.1', () => resolve());
+      });
+      server = listening;
+    },
+    async cut() {
+      const closing = server;
+      server = undefined;
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+      if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
+    },
+  };
+}
