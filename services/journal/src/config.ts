@@ -12,6 +12,8 @@ const Env = z.object({
   /** How often the approval timeout sweeper looks for expired approvals. */
   JOURNAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
+  /** How long a folded batch may go unacked before it is redelivered: a crash's recovery time. */
+  JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   /**
    * How long the projection lets an event wait for others to fold in the same transaction: the
    * projection's staleness under light load, traded for far fewer transactions.
@@ -28,6 +30,7 @@ export type JournalConfig = NatsSettings &
     pglitePath: string;
     sweepIntervalMs: number;
     maxDeliver: number;
+    ackWaitMs: number;
     batchLingerMs: number;
   }>;
 
@@ -43,6 +46,7 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     pglitePath: e.JOURNAL_PGLITE_PATH,
     sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
     maxDeliver: e.JOURNAL_MAX_DELIVER,
+    ackWaitMs: e.JOURNAL_ACK_WAIT_MS,
     batchLingerMs: e.JOURNAL_BATCH_LINGER_MS,
   });
 }

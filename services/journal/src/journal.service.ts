@@ -62,6 +62,7 @@ export async function startJournal(options: {
               batch: 128,
               batchLingerMs: config.batchLingerMs,
               maxDeliver: config.maxDeliver,
+              ackWaitMs: config.ackWaitMs,
             },
           },
         },

@@ -8,10 +8,18 @@ const Env = z.object({
   /** Evaluations in flight per replica: each mostly waits for its decision's ack from the broker. */
   EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
+  /** How long an evaluation may go unacked before another replica gets it: a crash's recovery time. */
+  EVALUATOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
 });
 
 export type EvaluatorConfig = NatsSettings &
-  Readonly<{ prefix: string; port: number; concurrency: number; maxDeliver: number }>;
+  Readonly<{
+    prefix: string;
+    port: number;
+    concurrency: number;
+    maxDeliver: number;
+    ackWaitMs: number;
+  }>;
 
 /** Parses the environment once; defaults live only here. */
 export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
@@ -22,5 +30,6 @@ export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
     port: e.EVALUATOR_PORT,
     concurrency: e.EVALUATOR_CONCURRENCY,
     maxDeliver: e.EVALUATOR_MAX_DELIVER,
+    ackWaitMs: e.EVALUATOR_ACK_WAIT_MS,
   });
 }

@@ -50,7 +50,13 @@ export async function startPermissionEvaluator(options: {
       },
       transport: {
         role: 'evaluator',
-        handlers: { requested: { concurrency: config.concurrency, maxDeliver: config.maxDeliver } },
+        handlers: {
+          requested: {
+            concurrency: config.concurrency,
+            maxDeliver: config.maxDeliver,
+            ackWaitMs: config.ackWaitMs,
+          },
+        },
         onPoison: settlePoisoned,
       },
     });

@@ -43,19 +43,20 @@ const grants: TokenGrant[] = [
 ];
 
 /**
- * The environment of an all-in-one that shares this machine's NATS and PostgreSQL: a stream prefix
- * and schema of its own, free ports, `workdir` as the executor's directory (its worktrees beside
+ * The environment of an all-in-one that shares this machine's NATS and PostgreSQL (or of the
+ * services as processes, see process-stack.ts; `nats.url` names a broker of the caller's own): a
+ * stream prefix and schema of its own, free ports, `workdir` as the executor's directory (its worktrees beside
  * it, see {@link removeWorkdir}) and `tokens` as the only grants. Everything else keeps the
  * services' defaults. The system tests and the bench both start their stacks from it.
  */
 export function stackEnv(
-  nats: TestNats,
-  schema: TestSchema,
+  nats: Pick<TestNats, 'prefix'> & { url?: string },
+  schema: Pick<TestSchema, 'url' | 'schema'>,
   workdir: string,
   tokens: readonly TokenGrant[],
 ): NodeJS.ProcessEnv {
   return {
-    NATS_URL,
+    NATS_URL: nats.url ?? NATS_URL,
     TOOLGATE_PREFIX: nats.prefix,
     GATEWAY_PORT: '0',
     GATEWAY_HOST: '127.0.0.1',

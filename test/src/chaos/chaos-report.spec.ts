@@ -1,0 +1,154 @@
+import { chaosReport, type ChaosFacts, type KillRecord } from './chaos-report';
+
+const kill = (target: KillRecord['target'], inFlight: string[] = []): KillRecord => ({
+  target,
+  inFlight,
+  timeToRecoverMs: 1000,
+  timeToReadyMs: 800,
+});
+
+/** A run where d1..d3 were submitted, settled once each and ran once each. */
+function facts(overrides: Partial<ChaosFacts> = {}): ChaosFacts {
+  const ids = ['d1', 'd2', 'd3'];
+  return {
+    mode: 'short',
+    submitted: new Map(ids.map((id) => [id, { runId: 'load-0' }])),
+    settledCount: new Map(ids.map((id) => [id, 1])),
+    outcomes: new Map(ids.map((id) => [id, { outcome: 'ok' }])),
+    executions: new Map(ids.map((id) => [id, 1])),
+    kills: [kill('tool-executor'), kill('nats-server')],
+    lastEventOfLost: new Map(),
+    projectionDifferences: 0,
+    durationMs: 30_000,
+    runFailures: [],
+    startup: { cameUpAfterBroker: true, permanentFailureExits: true },
+    ...overrides,
+  };
+}
+
+describe('chaosReport', () => {
+  it('passes a run where every call settled once, ran once and the projection equals its rebuild', () => {
+    expect(chaosReport(facts())).toMatchObject({
+      ok: true,
+      submitted: 3,
+      settled: 3,
+      lost: 0,
+      settledTwice: 0,
+      executions: 3,
+      duplicateExecutions: 0,
+      unexplainedDuplicates: 0,
+      projectionEqualsRebuild: true,
+      failures: [],
+    });
+  });
+
+  it('counts a submitted call without a settlement as lost, by the last event the journal has', () => {
+    const report = chaosReport(
+      facts({
+        settledCount: new Map([['d1', 1]]),
+        lastEventOfLost: new Map([
+          ['d2', 'decided'],
+          ['d3', 'decided'],
+        ]),
+      }),
+    );
+    expect(report).toMatchObject({
+      ok: false,
+      settled: 1,
+      lost: 2,
+      lostByLastEvent: { decided: 2 },
+    });
+    expect(report.failures).toContain('2 submitted dispatches never settled');
+  });
+
+  it('fails on a dispatch settled twice', () => {
+    const report = chaosReport(
+      facts({
+        settledCount: new Map([
+          ['d1', 2],
+          ['d2', 1],
+          ['d3', 1],
+        ]),
+      }),
+    );
+    expect(report).toMatchObject({ ok: false, settledTwice: 1 });
+  });
+
+  it('accepts one repeat per executor or broker kill a call was in flight at, and reports them per kill', () => {
+    const report = chaosReport(
+      facts({
+        executions: new Map([
+          ['d1', 3],
+          ['d2', 2],
+          ['d3', 1],
+        ]),
+        kills: [
+          kill('tool-executor', ['d1', 'd2']),
+          kill('journal', ['d3']),
+          kill('nats-server', ['d1']),
+        ],
+      }),
+    );
+    expect(report).toMatchObject({ ok: true, duplicateExecutions: 3, unexplainedDuplicates: 0 });
+    expect(report.kills.map((k) => [k.target, k.inFlight, k.duplicateExecutions])).toEqual([
+      ['tool-executor', 2, 3],
+      ['journal', 1, 0],
+      ['nats-server', 1, 2],
+    ]);
+  });
+
+  it('fails on a repeat no crash accounts for: not in flight, or in flight only at another kill', () => {
+    const report = chaosReport(
+      facts({
+        executions: new Map([
+          ['d1', 2],
+          ['d2', 2],
+          ['d3', 3],
+        ]),
+        kills: [kill('gateway', ['d1']), kill('tool-executor', ['d3'])],
+      }),
+    );
+    // d1: in flight at a gateway kill only; d2: in flight nowhere; d3: one repeat too many.
+    expect(report).toMatchObject({ ok: false, duplicateExecutions: 4, unexplainedDuplicates: 3 });
+  });
+
+  it('fails when the projection differs from its rebuild, or was not compared', () => {
+    expect(chaosReport(facts({ projectionDifferences: 2 }))).toMatchObject({
+      ok: false,
+      projectionEqualsRebuild: false,
+      failures: ['the projection differs from a rebuild in 2 rows'],
+    });
+    expect(chaosReport(facts({ projectionDifferences: null })).failures).toEqual([
+      'the projection was not compared with a rebuild',
+    ]);
+  });
+
+  it('fails on a kill nothing recovered from, a start-up goal missed, or a run that never submitted', () => {
+    const report = chaosReport(
+      facts({
+        submitted: new Map(),
+        kills: [{ ...kill('journal'), timeToRecoverMs: null }],
+        startup: { cameUpAfterBroker: false, permanentFailureExits: false },
+      }),
+    );
+    expect(report.failures).toEqual([
+      'no dispatch was submitted',
+      'no recovery after killing journal',
+      'the services did not all come up by themselves after a late broker',
+      'a service with a bad setting did not exit at once saying so',
+    ]);
+  });
+
+  it('counts outcomes and error codes of what settled', () => {
+    const report = chaosReport(
+      facts({
+        outcomes: new Map([
+          ['d1', { outcome: 'ok' }],
+          ['d2', { outcome: 'error', errorCode: 'timeout' }],
+          ['d3', { outcome: 'error', errorCode: 'timeout' }],
+        ]),
+      }),
+    );
+    expect(report).toMatchObject({ outcomes: { ok: 1, error: 2 }, errorCodes: { timeout: 2 } });
+  });
+});

@@ -1,0 +1,579 @@
+/**
+ * `npm run chaos [-- --short]`: the five services as separate processes on a nats-server of the
+ * run's own (free loopback port, temp store) and a PostgreSQL schema of its own, a remote tool worker
+ * counting executions per dispatch, closed-loop load through the gateway's HTTP API, and a kill -9
+ * of each service in turn and of the broker (each restarted at once, the broker after a second).
+ * Prints progress on stderr and ONE JSON line on stdout (see chaos-report.ts); exits 1 when a goal
+ * fails. Everything it started is stopped and removed, on success, failure or a signal.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { createSubjects, type Subjects } from '@toolgate/contracts';
+import { compareProjections, createDb, readJournal, rebuildProjection } from '@toolgate/journal';
+import {
+  startNatsServer,
+  uniqueName,
+  useTestSchema,
+  type NatsServerProcess,
+} from '@toolgate/testing';
+import {
+  startProcessStack,
+  type ProcessStack,
+  type ServiceName,
+  type ServiceProcess,
+} from '../support/process-stack';
+import { stackEnv } from '../support/test-stack';
+import {
+  CHAOS_GRANTS,
+  CHAOS_TENANT,
+  CHAOS_TOKENS,
+  CHAOS_TOOL,
+  CHAOS_TOOL_AFTER,
+  CountingWorker,
+  LoadDriver,
+  SettlementWatch,
+  connectToBroker,
+  submitUntilAccepted,
+} from './chaos-load';
+import { chaosReport, type ChaosFacts, type KillRecord, type KillTarget } from './chaos-report';
+
+/** What the run notes as it goes, besides what it returns. */
+interface RunFacts {
+  runFailures: string[];
+  /** The services' logs: kept when the run fails, removed when it passes. */
+  logDir?: string;
+  startup: ChaosFacts['startup'];
+}
+
+interface Mode {
+  name: 'short' | 'full';
+  /** Load before each kill. */
+  warmMs: number;
+  /** How long the broker stays down. */
+  brokerDownMs: number;
+  rounds: number;
+  clients: number;
+  toolDelayMs: number;
+  /** How long, after the load stops, every submitted call has to settle. */
+  drainMs: number;
+  /** The whole run's bound. */
+  budgetMs: number;
+}
+
+const MODES: Record<'short' | 'full', Mode> = {
+  short: {
+    name: 'short',
+    warmMs: 1500,
+    brokerDownMs: 1000,
+    rounds: 1,
+    clients: 8,
+    toolDelayMs: 100,
+    drainMs: 30_000,
+    budgetMs: 150_000,
+  },
+  full: {
+    name: 'full',
+    warmMs: 6000,
+    brokerDownMs: 3000,
+    rounds: 3,
+    clients: 32,
+    toolDelayMs: 200,
+    drainMs: 90_000,
+    budgetMs: 900_000,
+  },
+};
+
+/** The order of the kills in each round. */
+const TARGETS: readonly KillTarget[] = [
+  'tool-executor',
+  'permission-evaluator',
+  'journal',
+  'gateway',
+  'worktree',
+  'nats-server',
+];
+
+/** How long the services keep retrying, after each failed once, before their broker starts. */
+const BROKER_LATE_BY_MS = 1000;
+
+/** Ack waits of the run: a killed consumer's messages come back after this, not after 30 s. */
+const ACK_WAIT_MS = '2000';
+
+const log = (line: string) => process.stderr.write(`chaos: ${line}\n`);
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const cleanups: { what: string; run: () => Promise<unknown> }[] = [];
+async function cleanUp(): Promise<void> {
+  while (cleanups.length) {
+    const c = cleanups.pop()!;
+    try {
+      await c.run();
+    } catch (err) {
+      log(`cleanup of ${c.what} failed: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** A git repository with one commit: the executor's directory and the worktree service's host repo. */
+async function hostRepository(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-chaos-'));
+  const git = (...args: string[]) =>
+    execFileSync(
+      'git',
+      ['-c', 'user.name=Chaos', '-c', 'user.email=chaos@example.invalid', ...args],
+      {
+        cwd: dir,
+      },
+    );
+  git('init', '-q', '-b', 'main');
+  await writeFile(path.join(dir, 'README.md'), '# chaos\n');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'base');
+  return dir;
+}
+
+async function run(
+  mode: Mode,
+  facts: RunFacts,
+): Promise<Omit<ChaosFacts, 'durationMs' | 'runFailures' | 'mode' | 'startup'>> {
+  // Reserved, not started: the services are started first and must come up by themselves.
+  const nats = await startNatsServer({ start: false });
+  cleanups.push({ what: 'the nats-server', run: () => nats.cleanup() });
+  const schema = await useTestSchema('chaos');
+  cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
+  const workdir = await hostRepository();
+  cleanups.push({
+    what: 'the host repository',
+    run: async () => {
+      await rm(workdir, { recursive: true, force: true });
+      await rm(`${workdir}-worktrees`, { recursive: true, force: true });
+    },
+  });
+  const prefix = uniqueName('chaos');
+  const subjects = createSubjects(prefix);
+  log(`broker ${nats.url}, prefix ${prefix}, schema ${schema.schema} (${mode.name} run)`);
+
+  const env = {
+    ...stackEnv({ prefix, url: nats.url }, schema, workdir, CHAOS_GRANTS),
+    WORKTREE_REPO: workdir,
+    EXECUTOR_ACK_WAIT_MS: ACK_WAIT_MS,
+    EVALUATOR_ACK_WAIT_MS: ACK_WAIT_MS,
+    JOURNAL_ACK_WAIT_MS: ACK_WAIT_MS,
+  };
+  const logDir = await mkdtemp(path.join(tmpdir(), 'toolgate-chaos-logs-'));
+  facts.logDir = logDir;
+  facts.startup.permanentFailureExits = await badConfigurationExits(env, logDir);
+
+  const stack = await startProcessStack({ waitReady: false, env, logDir });
+  cleanups.push({ what: 'the services', run: () => stack.stop() });
+  // The broker comes up once every service has failed to reach it at least once (and said so).
+  const retried = (s: ServiceProcess) =>
+    /start-up attempt 1 failed: connecting to NATS/.test(s.output());
+  const all = [...stack.services.values()];
+  const deadline = Date.now() + 30_000;
+  while (!all.every(retried) && all.every((s) => s.running) && Date.now() < deadline)
+    await sleep(50);
+  // …and each keeps retrying while it is away: none gives up.
+  await sleep(BROKER_LATE_BY_MS);
+  const gaveUp = all.filter((s) => !s.running).map((s) => s.name);
+  const silent = all.filter((s) => !retried(s)).map((s) => s.name);
+  await nats.start();
+  await stack.waitReady();
+  facts.startup.cameUpAfterBroker = gaveUp.length === 0 && silent.length === 0;
+  if (!facts.startup.cameUpAfterBroker)
+    facts.runFailures.push(
+      `started before the broker: gave up: ${gaveUp.join(', ') || 'none'}; logged no retry: ${silent.join(', ') || 'none'}`,
+    );
+  log(`services up by themselves once the broker came up; logs in ${stack.logDir}`);
+
+  const nc = await connectToBroker(nats.url, 'chaos-harness');
+  cleanups.push({ what: 'the harness connection', run: () => nc.close() });
+  const worker = await CountingWorker.start(nats.url, subjects, mode.toolDelayMs);
+  cleanups.push({ what: 'the worker', run: () => worker.stop() });
+  const watch = new SettlementWatch(nc, subjects);
+  cleanups.push({ what: 'the settlement watch', run: async () => watch.stop() });
+  await registerTool(stack.gatewayUrl);
+
+  const load = new LoadDriver(() => stack.gatewayUrl, watch, {
+    clients: mode.clients,
+    settleWaitMs: 15_000,
+  });
+  load.start();
+  const kills: KillRecord[] = [];
+  const probes = new Map<string, { runId: string }>();
+  for (let round = 0; round < mode.rounds; round++) {
+    for (const target of TARGETS) {
+      await sleep(mode.warmMs);
+      const kill = await killAndRecover(target, kills.length, {
+        stack,
+        nats,
+        worker,
+        watch,
+        mode,
+        probes,
+      });
+      kills.push(kill);
+      log(
+        `killed ${target}: ${kill.inFlight.length} in flight, ready again after ${kill.timeToReadyMs} ms, serving after ${kill.timeToRecoverMs} ms`,
+      );
+      if (kill.timeToRecoverMs === null) facts.runFailures.push(`${target} did not recover`);
+    }
+  }
+  await load.stop();
+  const watchesFollowed = await hotReloadAfterKills(stack.gatewayUrl, watch, probes);
+  if (!watchesFollowed)
+    facts.runFailures.push(
+      'a tool registered or a policy put after the kills did not take effect (a KV watch did not resume)',
+    );
+  const submitted = new Map([...load.submitted, ...probes]);
+  log(`load stopped: ${submitted.size} dispatches submitted; waiting for every one to settle`);
+
+  const jsm = await jetstreamManager(nc);
+  const settledCount = await drain(jsm, subjects, submitted, mode.drainMs);
+  const outcomes = await readOutcomes(nc, subjects, settledCount);
+  const lastEventOfLost = new Map<string, string>();
+  for (const [id, { runId }] of submitted) {
+    if (settledCount.has(id)) continue;
+    lastEventOfLost.set(id, await lastEventOf(jsm, subjects, runId, id));
+  }
+  const projectionDifferences = await compareWithRebuild(nc, jsm, subjects, schema, facts);
+  return {
+    submitted,
+    settledCount,
+    outcomes,
+    executions: worker.executions,
+    kills,
+    lastEventOfLost,
+    projectionDifferences,
+  };
+}
+
+/**
+ * A permanent start-up failure is not retried: a service with a setting that does not parse exits
+ * at once (status 1) and says what is wrong — while the broker it would need is not even up.
+ */
+async function badConfigurationExits(env: NodeJS.ProcessEnv, logDir: string): Promise<boolean> {
+  const bad = await startProcessStack({
+    waitReady: false,
+    logDir,
+    services: ['permission-evaluator'],
+    env: { ...env, EVALUATOR_CONCURRENCY: '0' },
+  });
+  const evaluator = bad.service('permission-evaluator');
+  const exit = await Promise.race([evaluator.exited(), sleep(15_000).then(() => undefined)]);
+  await evaluator.kill();
+  const said =
+    /failed to start, not retrying: invalid configuration: .*EVALUATOR_CONCURRENCY/s.test(
+      evaluator.output(),
+    );
+  log(
+    `a bad setting: ${exit ? `exited with ${exit.code}` : 'still running after 15 s'}, ${said ? 'saying which' : `said: ${evaluator.output()}`}`,
+  );
+  return exit?.code === 1 && said && !/start-up attempt/.test(evaluator.output());
+}
+
+async function registerTool(gatewayUrl: string, name = CHAOS_TOOL): Promise<void> {
+  const res = await fetch(`${gatewayUrl}/v1/tools`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${CHAOS_TOKENS.admin}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      tool: {
+        name,
+        description: 'Echoes its input after a short delay (chaos run).',
+        parameters: {
+          type: 'object',
+          properties: { client: { type: 'integer' }, n: { type: 'integer' } },
+        },
+        policy: { executor: 'remote', risk: 'read', timeoutMs: 10_000 },
+      },
+    }),
+  });
+  if (res.status !== 201) throw new Error(`registering ${name}: ${res.status} ${await res.text()}`);
+}
+
+/**
+ * After every kill (the broker's included), what is kept in KV must still reach the services: a
+ * tool registered now runs, and a policy put now is applied. Each service mirrors its buckets with a
+ * watch that has to survive the broker's restart.
+ */
+async function hotReloadAfterKills(
+  gatewayUrl: string,
+  watch: SettlementWatch,
+  probes: Map<string, { runId: string }>,
+): Promise<boolean> {
+  const runId = 'after-kills';
+  const dispatch = async (callId: string) => {
+    const dispatchId = await submitUntilAccepted(
+      () => gatewayUrl,
+      { runId, callId, tool: CHAOS_TOOL_AFTER, input: { n: 1 } },
+      () => false,
+    );
+    probes.set(dispatchId!, { runId });
+    await watch.waitFor(runId, dispatchId!, 20_000);
+    return watch.outcome(runId, dispatchId!);
+  };
+  const putPolicy = (document: unknown) =>
+    fetch(`${gatewayUrl}/v1/policy`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${CHAOS_TOKENS.admin}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ document }),
+    });
+  await registerTool(gatewayUrl, CHAOS_TOOL_AFTER);
+  const ran = await dispatch('registered-after');
+  await putPolicy({
+    engine: { deny: [{ tool: CHAOS_TOOL_AFTER, reason: 'chaos: denied after the kills' }] },
+  });
+  const denied = await dispatch('denied-after');
+  await putPolicy({});
+  log(
+    `after the kills: a new tool ${ran === 'ok' ? 'ran' : `gave ${ran}`}, a new deny rule ${denied === 'denied' ? 'denied' : `gave ${denied}`}`,
+  );
+  return ran === 'ok' && denied === 'denied';
+}
+
+/**
+ * Kills one target with SIGKILL, notes what was in flight, restarts it, and measures how long until
+ * it is ready and until a call submitted right after the kill settles.
+ */
+async function killAndRecover(
+  target: KillTarget,
+  index: number,
+  ctx: {
+    stack: ProcessStack;
+    nats: NatsServerProcess;
+    worker: CountingWorker;
+    watch: SettlementWatch;
+    mode: Mode;
+    probes: Map<string, { runId: string }>;
+  },
+): Promise<KillRecord> {
+  const { stack, nats, worker, watch } = ctx;
+  const killedAt = Date.now();
+  if (target === 'nats-server') await nats.kill();
+  else await stack.service(target as ServiceName).kill();
+  // Requests already on the wire when the target died reach the worker within a moment.
+  await sleep(150);
+  const inFlight = worker.inFlight(watch.settled);
+
+  // Serving again = a call submitted after the kill settles ok. A call that settles as an error
+  // while the target is away (the worktree service unreachable, say) is followed by another.
+  const runId = 'probe';
+  const probe = (attempt: number) => {
+    const callId = `probe-${index}-${attempt}`;
+    return target === 'worktree'
+      ? // The worktree service is on a call's path only under worktree isolation.
+        { runId, callId, tool: 'list_dir', input: { path: '.' }, isolation: { kind: 'worktree' } }
+      : { runId, callId, tool: CHAOS_TOOL, input: { probe: index, attempt } };
+  };
+  const recovered = (async () => {
+    const deadline = killedAt + 60_000;
+    for (let attempt = 0; Date.now() < deadline; attempt++) {
+      const dispatchId = await submitUntilAccepted(
+        () => stack.gatewayUrl,
+        probe(attempt),
+        () => Date.now() > deadline,
+      );
+      if (!dispatchId) return null;
+      ctx.probes.set(dispatchId, { runId });
+      if (!(await watch.waitFor(runId, dispatchId, deadline - Date.now()))) return null;
+      if ((await watch.outcome(runId, dispatchId)) === 'ok') return Date.now() - killedAt;
+      await sleep(100);
+    }
+    return null;
+  })();
+
+  let timeToReadyMs: number | null = null;
+  try {
+    if (target === 'nats-server') {
+      await sleep(ctx.mode.brokerDownMs);
+      await nats.start();
+      await stack.waitReady(60_000);
+    } else {
+      const service = stack.service(target as ServiceName);
+      await service.start();
+      await service.waitReady(60_000);
+    }
+    timeToReadyMs = Date.now() - killedAt;
+  } catch (err) {
+    log(`${target} did not come back: ${(err as Error).message}`);
+  }
+  return { target, inFlight, timeToReadyMs, timeToRecoverMs: await recovered };
+}
+
+/** Waits until every submitted dispatch has a `settled` in the stream (or the time is up); returns the counts. */
+async function drain(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  submitted: ReadonlyMap<string, unknown>,
+  drainMs: number,
+): Promise<Map<string, number>> {
+  const deadline = Date.now() + drainMs;
+  for (;;) {
+    const counts = await settledCounts(jsm, subjects);
+    const missing = [...submitted.keys()].filter((id) => !counts.has(id)).length;
+    if (missing === 0 || Date.now() > deadline) {
+      if (missing) log(`${missing} dispatches still unsettled after ${drainMs} ms`);
+      return counts;
+    }
+    await sleep(500);
+  }
+}
+
+/** `settled` messages per dispatch id, as the stream holds them (its per-subject counts). */
+async function settledCounts(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+): Promise<Map<string, number>> {
+  const info = await jsm.streams.info(subjects.journal.stream, {
+    subjects_filter: subjects.journal.ofType('settled'),
+  });
+  const counts = new Map<string, number>();
+  for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+    const dispatchId = subject.split('.')[4];
+    if (dispatchId) counts.set(dispatchId, n);
+  }
+  return counts;
+}
+
+/** The outcome of every settled dispatch, read from its `settled` event. */
+async function readOutcomes(
+  nc: NatsConnection,
+  subjects: Subjects,
+  settled: ReadonlyMap<string, number>,
+): Promise<Map<string, { outcome: string; errorCode?: string }>> {
+  const outcomes = new Map<string, { outcome: string; errorCode?: string }>();
+  for await (const entry of readJournal(jetstream(nc), subjects)) {
+    const e = entry.event;
+    if (e.type !== 'settled' || !settled.has(e.dispatchId) || outcomes.has(e.dispatchId)) continue;
+    outcomes.set(e.dispatchId, {
+      outcome: e.outcome,
+      ...(e.outcome !== 'ok' && e.error ? { errorCode: e.error.code } : {}),
+    });
+  }
+  return outcomes;
+}
+
+/** The last event type the journal holds for a dispatch ('none' when it has nothing). */
+async function lastEventOf(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  runId: string,
+  dispatchId: string,
+): Promise<string> {
+  const info = await jsm.streams.info(subjects.journal.stream, {
+    subjects_filter: subjects.journal.forKey(CHAOS_TENANT, runId, dispatchId),
+  });
+  let last = 'none';
+  let lastSeq = 0;
+  for (const subject of Object.keys(info.state.subjects ?? {})) {
+    const msg = await jsm.streams.getMessage(subjects.journal.stream, { last_by_subj: subject });
+    if (msg && msg.seq > lastSeq) {
+      lastSeq = msg.seq;
+      last = subject.split('.').pop() ?? 'none';
+    }
+  }
+  return last;
+}
+
+/**
+ * Waits for the journal's projection to fold the whole stream, rebuilds a projection from the
+ * stream into a fresh schema and compares the two row by row; returns the number of differences.
+ */
+async function compareWithRebuild(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  schema: { url: string; schema: string },
+  facts: { runFailures: string[] },
+): Promise<number | null> {
+  const lastSeq = (await jsm.streams.info(subjects.journal.stream)).state.last_seq;
+  const live = await createDb({ url: schema.url, schema: schema.schema, migrate: false });
+  const fresh = await useTestSchema('chaosrebuild');
+  const rebuilt = await createDb({ url: fresh.url, schema: fresh.schema });
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const row = await live.db
+        .selectFrom('audit_log')
+        .select((eb) => eb.fn.max('seq').as('max'))
+        .executeTakeFirst();
+      if (Number(row?.max ?? 0) >= lastSeq) break;
+      if (Date.now() > deadline) {
+        facts.runFailures.push(`the projection did not fold up to stream sequence ${lastSeq}`);
+        return null;
+      }
+      await sleep(250);
+    }
+    await rebuildProjection(rebuilt.db, readJournal(jetstream(nc), subjects));
+    const differences = await compareProjections(live.db, rebuilt.db);
+    for (const d of differences.slice(0, 5)) log(`projection difference: ${JSON.stringify(d)}`);
+    return differences.length;
+  } finally {
+    await live.db.destroy();
+    await rebuilt.db.destroy();
+    await fresh.cleanup();
+  }
+}
+
+async function main(): Promise<number> {
+  const mode = MODES[process.argv.includes('--short') ? 'short' : 'full'];
+  const startedAt = Date.now();
+  const facts: RunFacts = {
+    runFailures: [],
+    startup: { cameUpAfterBroker: false, permanentFailureExits: false },
+  };
+  let observed: Awaited<ReturnType<typeof run>> | undefined;
+  const budget = sleep(mode.budgetMs).then(() => 'budget' as const);
+  try {
+    const outcome = await Promise.race([run(mode, facts).then((o) => (observed = o)), budget]);
+    if (outcome === 'budget')
+      facts.runFailures.push(`the run did not finish within ${mode.budgetMs} ms`);
+  } catch (err) {
+    facts.runFailures.push(`the run failed: ${(err as Error).stack ?? err}`);
+  }
+  await cleanUp();
+  const report = chaosReport({
+    mode: mode.name,
+    submitted: observed?.submitted ?? new Map(),
+    settledCount: observed?.settledCount ?? new Map(),
+    outcomes: observed?.outcomes ?? new Map(),
+    executions: observed?.executions ?? new Map(),
+    kills: observed?.kills ?? [],
+    lastEventOfLost: observed?.lastEventOfLost ?? new Map(),
+    projectionDifferences: observed?.projectionDifferences ?? null,
+    durationMs: Date.now() - startedAt,
+    runFailures: facts.runFailures,
+    startup: facts.startup,
+  });
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  if (facts.logDir) {
+    if (report.ok) await rm(facts.logDir, { recursive: true, force: true });
+    else log(`the services' logs are in ${facts.logDir}`);
+  }
+  return report.ok ? 0 : 1;
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    log(`${signal}: cleaning up`);
+    void cleanUp().then(() => process.exit(130));
+  });
+}
+
+void main().then(
+  (code) => process.exit(code),
+  (err) => {
+    log(`failed: ${(err as Error).stack ?? err}`);
+    process.exit(1);
+  },
+);
