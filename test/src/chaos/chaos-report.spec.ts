@@ -5,6 +5,7 @@ const kill = (target: KillRecord['target'], inFlight: string[] = []): KillRecord
   inFlight,
   timeToRecoverMs: 1000,
   timeToReadyMs: 800,
+  failedProbes: 0,
 });
 
 /** A run where d1..d3 were submitted, settled once each and ran once each. */
@@ -13,6 +14,7 @@ function facts(overrides: Partial<ChaosFacts> = {}): ChaosFacts {
   return {
     mode: 'short',
     submitted: new Map(ids.map((id) => [id, { runId: 'load-0' }])),
+    probeIds: new Set(),
     settledCount: new Map(ids.map((id) => [id, 1])),
     outcomes: new Map(ids.map((id) => [id, { outcome: 'ok' }])),
     executions: new Map(ids.map((id) => [id, 1])),
@@ -139,16 +141,25 @@ describe('chaosReport', () => {
     ]);
   });
 
-  it('counts outcomes and error codes of what settled', () => {
+  it('counts outcomes and error codes of the load, not of the probes', () => {
     const report = chaosReport(
       facts({
+        submitted: new Map(['d1', 'd2', 'd3', 'p1'].map((id) => [id, { runId: 'r' }])),
+        settledCount: new Map(['d1', 'd2', 'd3', 'p1'].map((id) => [id, 1])),
+        probeIds: new Set(['p1']),
         outcomes: new Map([
           ['d1', { outcome: 'ok' }],
           ['d2', { outcome: 'error', errorCode: 'timeout' }],
           ['d3', { outcome: 'error', errorCode: 'timeout' }],
+          ['p1', { outcome: 'error', errorCode: 'unavailable' }],
         ]),
       }),
     );
-    expect(report).toMatchObject({ outcomes: { ok: 1, error: 2 }, errorCodes: { timeout: 2 } });
+    expect(report).toMatchObject({
+      submitted: 4,
+      settled: 4,
+      outcomes: { ok: 1, error: 2 },
+      errorCodes: { timeout: 2 },
+    });
   });
 });

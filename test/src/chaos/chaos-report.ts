@@ -23,6 +23,8 @@ export interface KillRecord {
   timeToRecoverMs: number | null;
   /** From the kill until the target answered /readyz again. */
   timeToReadyMs: number | null;
+  /** Calls submitted after the kill that settled as an error before one settled `ok`. */
+  failedProbes: number;
 }
 
 /** Everything the run observed; the report is a function of this. */
@@ -30,6 +32,8 @@ export interface ChaosFacts {
   mode: 'short' | 'full';
   /** Every dispatch the gateway accepted, with its run (the load's and the probes'). */
   submitted: ReadonlyMap<string, { runId: string }>;
+  /** Which of them were probes (recovery checks), not load. */
+  probeIds: ReadonlySet<string>;
   /** `settled` messages per dispatch id, counted in the journal stream at the end. */
   settledCount: ReadonlyMap<string, number>;
   /** Outcome (and error code) of each settled dispatch. */
@@ -64,7 +68,7 @@ export interface ChaosReport {
   settledTwice: number;
   /** Lost dispatches by the last event the journal has of them (where each one is stuck). */
   lostByLastEvent: Record<string, number>;
-  /** Settled dispatches by outcome, and errors by code. */
+  /** Settled load dispatches (not probes) by outcome, and their errors by code. */
   outcomes: Record<string, number>;
   errorCodes: Record<string, number>;
   /** Tool executions the worker counted, and those beyond the first per dispatch. */
@@ -79,6 +83,7 @@ export interface ChaosReport {
     duplicateExecutions: number;
     timeToRecoverMs: number | null;
     timeToReadyMs: number | null;
+    failedProbes: number;
   }[];
   /** Start-up: retried until the broker came (goal true); a bad setting exits at once (goal true). */
   startup: ChaosFacts['startup'];
@@ -108,7 +113,8 @@ export function chaosReport(facts: ChaosFacts): ChaosReport {
 
   const outcomes: Record<string, number> = {};
   const errorCodes: Record<string, number> = {};
-  for (const { outcome, errorCode } of facts.outcomes.values()) {
+  for (const [id, { outcome, errorCode }] of facts.outcomes) {
+    if (facts.probeIds.has(id)) continue;
     count(outcomes, outcome);
     if (errorCode) count(errorCodes, errorCode);
   }
@@ -138,6 +144,7 @@ export function chaosReport(facts: ChaosFacts): ChaosReport {
     ),
     timeToRecoverMs: kill.timeToRecoverMs,
     timeToReadyMs: kill.timeToReadyMs,
+    failedProbes: kill.failedProbes,
   }));
 
   const lost = facts.submitted.size - settled;

@@ -67,7 +67,7 @@ interface Mode {
 const MODES: Record<'short' | 'full', Mode> = {
   short: {
     name: 'short',
-    warmMs: 1500,
+    warmMs: 1000,
     brokerDownMs: 1000,
     rounds: 1,
     clients: 8,
@@ -103,7 +103,9 @@ const BROKER_LATE_BY_MS = 1000;
 /** Ack waits of the run: a killed consumer's messages come back after this, not after 30 s. */
 const ACK_WAIT_MS = '2000';
 
-const log = (line: string) => process.stderr.write(`chaos: ${line}\n`);
+const runStartedAt = Date.now();
+const log = (line: string) =>
+  process.stderr.write(`chaos: [${((Date.now() - runStartedAt) / 1000).toFixed(1)} s] ${line}\n`);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const cleanups: { what: string; run: () => Promise<unknown> }[] = [];
@@ -166,7 +168,8 @@ async function run(
   };
   const logDir = await mkdtemp(path.join(tmpdir(), 'toolgate-chaos-logs-'));
   facts.logDir = logDir;
-  facts.startup.permanentFailureExits = await badConfigurationExits(env, logDir);
+  // Meanwhile, on the side: a service with a bad setting must exit at once.
+  const badSetting = badConfigurationExits(env, logDir);
 
   const stack = await startProcessStack({ waitReady: false, env, logDir });
   cleanups.push({ what: 'the services', run: () => stack.stop() });
@@ -189,6 +192,7 @@ async function run(
       `started before the broker: gave up: ${gaveUp.join(', ') || 'none'}; logged no retry: ${silent.join(', ') || 'none'}`,
     );
   log(`services up by themselves once the broker came up; logs in ${stack.logDir}`);
+  facts.startup.permanentFailureExits = await badSetting;
 
   const nc = await connectToBroker(nats.url, 'chaos-harness');
   cleanups.push({ what: 'the harness connection', run: () => nc.close() });
@@ -218,7 +222,7 @@ async function run(
       });
       kills.push(kill);
       log(
-        `killed ${target}: ${kill.inFlight.length} in flight, ready again after ${kill.timeToReadyMs} ms, serving after ${kill.timeToRecoverMs} ms`,
+        `killed ${target}: ${kill.inFlight.length} in flight, ready again after ${kill.timeToReadyMs} ms, serving after ${kill.timeToRecoverMs} ms (${kill.failedProbes} calls failed meanwhile)`,
       );
       if (kill.timeToRecoverMs === null) facts.runFailures.push(`${target} did not recover`);
     }
@@ -230,6 +234,7 @@ async function run(
       'a tool registered or a policy put after the kills did not take effect (a KV watch did not resume)',
     );
   const submitted = new Map([...load.submitted, ...probes]);
+  const probeIds = new Set(probes.keys());
   log(`load stopped: ${submitted.size} dispatches submitted; waiting for every one to settle`);
 
   const jsm = await jetstreamManager(nc);
@@ -243,6 +248,7 @@ async function run(
   const projectionDifferences = await compareWithRebuild(nc, jsm, subjects, schema, facts);
   return {
     submitted,
+    probeIds,
     settledCount,
     outcomes,
     executions: worker.executions,
@@ -365,6 +371,7 @@ async function killAndRecover(
   // Serving again = a call submitted after the kill settles ok. A call that settles as an error
   // while the target is away (the worktree service unreachable, say) is followed by another.
   const runId = 'probe';
+  let failedProbes = 0;
   const probe = (attempt: number) => {
     const callId = `probe-${index}-${attempt}`;
     return target === 'worktree'
@@ -384,7 +391,8 @@ async function killAndRecover(
       ctx.probes.set(dispatchId, { runId });
       if (!(await watch.waitFor(runId, dispatchId, deadline - Date.now()))) return null;
       if ((await watch.outcome(runId, dispatchId)) === 'ok') return Date.now() - killedAt;
-      await sleep(100);
+      failedProbes++;
+      await sleep(250);
     }
     return null;
   })();
@@ -404,7 +412,8 @@ async function killAndRecover(
   } catch (err) {
     log(`${target} did not come back: ${(err as Error).message}`);
   }
-  return { target, inFlight, timeToReadyMs, timeToRecoverMs: await recovered };
+  const timeToRecoverMs = await recovered;
+  return { target, inFlight, timeToReadyMs, timeToRecoverMs, failedProbes };
 }
 
 /** Waits until every submitted dispatch has a `settled` in the stream (or the time is up); returns the counts. */
@@ -542,6 +551,7 @@ async function main(): Promise<number> {
   const report = chaosReport({
     mode: mode.name,
     submitted: observed?.submitted ?? new Map(),
+    probeIds: observed?.probeIds ?? new Set(),
     settledCount: observed?.settledCount ?? new Map(),
     outcomes: observed?.outcomes ?? new Map(),
     executions: observed?.executions ?? new Map(),
