@@ -372,10 +372,11 @@ async function killAndRecover(
 
   // Serving again = a call submitted after the kill settles ok. A call that settles as an error
   // while the target is away (the worktree service unreachable, say) is followed by another.
-  const runId = 'probe';
   let failedProbes = 0;
+  // A run per probe: the error cap would stop a run whose calls keep failing while a target is away.
   const probe = (attempt: number) => {
-    const callId = `probe-${index}-${attempt}`;
+    const runId = `probe-${index}-${attempt}`;
+    const callId = 'probe';
     return target === 'worktree'
       ? // The worktree service is on a call's path only under worktree isolation.
         { runId, callId, tool: 'list_dir', input: { path: '.' }, isolation: { kind: 'worktree' } }
@@ -384,9 +385,11 @@ async function killAndRecover(
   const recovered = (async () => {
     const deadline = killedAt + 60_000;
     for (let attempt = 0; Date.now() < deadline; attempt++) {
+      const call = probe(attempt);
+      const { runId } = call;
       const dispatchId = await submitUntilAccepted(
         () => stack.gatewayUrl,
-        probe(attempt),
+        call,
         () => Date.now() > deadline,
       );
       if (!dispatchId) return null;
