@@ -229,12 +229,17 @@ describe('dispatch pipeline end to end (gateway → evaluator → executor → j
   });
 
   it('refuses to register a tool whose executor nothing serves', async () => {
+    // A complete container tool: the only thing wrong is that no executor here runs containers.
     const res = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
       tool: {
         name: 'sandboxed',
         description: 'Runs in a container.',
         parameters: { type: 'object' },
-        policy: { executor: 'container' },
+        policy: {
+          executor: 'container',
+          command: { argv: ['/bin/true'] },
+          container: { image: 'tools/busybox:1' },
+        },
       },
     });
     expect(res.status).toBe(422);
