@@ -1,2 +1,7 @@
-export { ToolRegistry } from './tool-registry';
+export {
+  ToolRegistry,
+  type ScriptDirectoryInventory,
+  type ScriptInstall,
+  type ScriptToolRecord,
+} from './tool-registry';
 export { PolicyStore, type PolicyAtRevision } from './policy-store';

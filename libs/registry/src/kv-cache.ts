@@ -98,6 +98,23 @@ export class KvCache<T> {
     return revision;
   }
 
+  /** Deletes `key` and waits until the mirror has dropped it, so the writer reads its own delete. */
+  async remove(key: string): Promise<void> {
+    await this.kv.delete(key);
+    const deadline = Date.now() + 5000;
+    while (this.entries.has(key) && Date.now() <= deadline) {
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.waiters.delete(wake);
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(wake, 50);
+        this.waiters.add(wake);
+      });
+    }
+  }
+
   /** Waits until the cache has caught up with at least `revision` for `key` (after our own write). */
   async waitFor(key: string, revision: number, timeoutMs = 5000): Promise<void> {
     const deadline = Date.now() + timeoutMs;

@@ -133,12 +133,14 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('an executor announced later becomes registrable', async () => {
-    const boxed = remoteTool('scripted', { policy: { needsApproval: false, executor: 'script' } });
+    const boxed = remoteTool('contained', {
+      policy: { needsApproval: false, executor: 'container' },
+    });
     expect((await refusal(registry.register('acme', boxed))).code).toBe(
       ErrorCode.ExecutorUnregistered,
     );
-    await registry.announce([], ['script']);
-    expect((await registry.register('acme', boxed)).policy.executor).toBe('script');
+    await registry.announce([], ['container']);
+    expect((await registry.register('acme', boxed)).policy.executor).toBe('container');
   });
 
   it('refuses a schema outside the supported subset with a ConfigError', async () => {

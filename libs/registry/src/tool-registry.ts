@@ -1,16 +1,22 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   assertSubjectToken,
+  canonicalJson,
   compileJsonSchema,
   ConfigError,
   contractHash,
   ErrorCode,
   RegisteredToolSchema,
+  ScriptRefusalCode,
+  scriptHashOfVersion,
+  sha256Hex,
+  SkippedScriptSchema,
   ToolContractSchema,
   ToolgateError,
   toolsetHash,
   type ExecutorKind,
   type RegisteredTool,
+  type SkippedScript,
   type Subjects,
   type ToolContract,
   type ToolView,
@@ -20,8 +26,36 @@ import { KvCache } from './kv-cache';
 const BUILTIN = '_builtin';
 const SERVED = '_served';
 const CONTRACT = '_contract';
+const SCRIPT = '_script';
+const INVENTORY = '_inventory';
 /** Key prefixes that are not tenants. */
-const RESERVED: ReadonlySet<string> = new Set([BUILTIN, SERVED, CONTRACT]);
+const RESERVED: ReadonlySet<string> = new Set([BUILTIN, SERVED, CONTRACT, SCRIPT, INVENTORY]);
+
+/**
+ * A script tool as the registry stores it: its contract (version `script:<sha256>` of the source
+ * and sidecar), the policy it runs with (executor `script`), and the files the hash covers.
+ */
+export interface ScriptToolRecord {
+  tool: RegisteredTool;
+  source: string;
+  sidecar?: unknown;
+}
+
+/** What the executor's scripts directory held when it was last loaded. */
+export interface ScriptDirectoryInventory {
+  path: string;
+  loadedAt: string;
+  skipped: SkippedScript[];
+}
+
+/** The result of an install: the tool as stored, what it replaced, and how to take it back. */
+export interface ScriptInstall {
+  view: ToolView;
+  /** The contract hash of the tool it replaced. */
+  replaced?: string;
+  /** Puts back what was there before (for an install whose journal entry could not be written). */
+  undo(): Promise<void>;
+}
 
 interface StoredTool extends RegisteredTool {
   contractHash: string;
@@ -41,7 +75,9 @@ const StoredToolSchema = RegisteredToolSchema.extend({
  * builtins, `_served.<executor>` for the executors some tool-executor replica serves, and
  * `_contract.<contractHash>` for every contract ever registered (content-addressed, never
  * replaced: a call submitted against a contract is checked against that contract, even when the
- * tool was re-registered since). Contracts are read on demand, not mirrored.
+ * tool was re-registered since). Contracts are read on demand, not mirrored. Script tools add
+ * `_script.<sha256>` (a script's source and sidecar, content-addressed like contracts) and
+ * `_inventory.scripts` (what the executor's scripts directory skipped, and why).
  */
 export class ToolRegistry {
   private constructor(private readonly cache: KvCache<StoredTool | { served: true }>) {}
@@ -114,6 +150,12 @@ export class ToolRegistry {
       });
     }
     const executor = tool.policy.executor;
+    if (executor === 'script') {
+      throw new ConfigError(
+        `script tools are installed with their source (tools.scripts.install), not registered`,
+        { details: { tool: tool.name, field: 'policy.executor' } },
+      );
+    }
     if (executor === 'inprocess' || !this.cache.get(`${SERVED}.${executor}`)) {
       throw new ToolgateError(
         ErrorCode.ExecutorUnregistered,
@@ -137,6 +179,170 @@ export class ToolRegistry {
     );
     await this.cache.write(`${tenant}.${tool.name}`, stored);
     return { ...view(stored, false), warnings };
+  }
+
+  /** Whether `name` is a builtin's (or a directory script's): every tenant resolves it. */
+  isBuiltin(name: string): boolean {
+    return this.cache.get(`${BUILTIN}.${name}`) !== undefined;
+  }
+
+  /**
+   * Installs (or, with `overwrite`, replaces) a tenant's script tool. The caller has checked the
+   * script (`checkScript`); here the registry refuses a builtin's name (`builtin-name`), an
+   * existing tool without `overwrite` (`conflict`, reason `exists`), a tool whose entry changed
+   * while this ran (`conflict`: compare-and-set on the entry's revision), and a deployment where
+   * no executor serves scripts (`executor-unregistered`). Source and contract are written first
+   * (content-addressed), the tool entry last: a call can only name the contract once it resolves.
+   */
+  async installScript(
+    tenant: string,
+    script: ScriptToolRecord,
+    options: { overwrite: boolean },
+  ): Promise<ScriptInstall> {
+    assertSubjectToken('tenant', tenant);
+    if (RESERVED.has(tenant)) {
+      throw new ConfigError(`${tenant} is a reserved name, not a tenant`, {
+        details: { field: 'tenant' },
+      });
+    }
+    const { tool } = script;
+    if (tool.policy.executor !== 'script' || !scriptHashOfVersion(tool.version)) {
+      throw new ConfigError(`${tool.name} is not a script tool`, { details: { tool: tool.name } });
+    }
+    if (this.isBuiltin(tool.name)) {
+      throw new ConfigError(`${tool.name} is the name of a builtin tool`, {
+        details: { tool: tool.name, reason: ScriptRefusalCode.BuiltinName },
+      });
+    }
+    if (!this.cache.get(`${SERVED}.script`)) {
+      throw new ToolgateError(
+        ErrorCode.ExecutorUnregistered,
+        'no tool-executor serves the "script" executor',
+        { details: { tool: tool.name, executor: 'script' } },
+      );
+    }
+    const key = `${tenant}.${tool.name}`;
+    const previous = await this.cache.kv.get(key);
+    const existed = previous !== null && previous.operation === 'PUT';
+    let replaced: string | undefined;
+    if (existed) {
+      if (!options.overwrite) {
+        throw new ToolgateError(
+          ErrorCode.Conflict,
+          `${tenant} already has a tool named ${tool.name}; install with overwrite to replace it`,
+          { details: { tool: tool.name, reason: ScriptRefusalCode.Exists } },
+        );
+      }
+      const parsed = StoredToolSchema.safeParse(previous.json());
+      if (parsed.success) replaced = contractHash(parsed.data);
+    }
+    await this.storeScript(script);
+    const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
+    let revision: number;
+    try {
+      revision = await this.cache.write(key, stored, existed ? previous.revision : 0);
+    } catch (err) {
+      throw new ToolgateError(
+        ErrorCode.Conflict,
+        `${tool.name} changed while it was being installed; try again`,
+        { cause: err, details: { tool: tool.name } },
+      );
+    }
+    const undo = async () => {
+      if (existed) await this.cache.write(key, previous.json(), revision);
+      else await this.cache.kv.delete(key, { previousSeq: revision });
+    };
+    return { view: view(stored, false), ...(replaced ? { replaced } : {}), undo };
+  }
+
+  /**
+   * Announces the scripts an executor loaded from its directory: offered to every tenant, like
+   * builtins (`_builtin.<name>`, executor `script`). Directory scripts that are gone are removed;
+   * `inventory` (what was skipped, and why) replaces the last one. Executors that share a directory
+   * announce the same set.
+   */
+  async announceScripts(
+    scripts: readonly ScriptToolRecord[],
+    inventory: ScriptDirectoryInventory,
+  ): Promise<void> {
+    const names = new Set<string>();
+    for (const script of scripts) {
+      names.add(script.tool.name);
+      await this.storeScript(script);
+      const stored: StoredTool = { ...script.tool, contractHash: contractHash(script.tool) };
+      const current = this.cache.get(`${BUILTIN}.${script.tool.name}`)?.value;
+      if (current && 'contractHash' in current && current.contractHash === stored.contractHash)
+        continue;
+      await this.cache.write(`${BUILTIN}.${script.tool.name}`, stored);
+    }
+    for (const [key, entry] of this.cache.list(`${BUILTIN}.`)) {
+      const value = entry.value;
+      if ('contractHash' in value && value.policy.executor === 'script' && !names.has(value.name))
+        await this.cache.remove(key);
+    }
+    await this.cache.kv.put(`${INVENTORY}.scripts`, JSON.stringify(inventory));
+  }
+
+  /** What the scripts directory skipped when an executor last loaded it; undefined if none did. */
+  async scriptDirectory(): Promise<ScriptDirectoryInventory | undefined> {
+    const entry = await this.cache.kv.get(`${INVENTORY}.scripts`);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    try {
+      const raw = entry.json<Partial<ScriptDirectoryInventory>>();
+      if (typeof raw.path !== 'string' || typeof raw.loadedAt !== 'string') return undefined;
+      const skipped = SkippedScriptSchema.array().safeParse(raw.skipped);
+      return {
+        path: raw.path,
+        loadedAt: raw.loadedAt,
+        skipped: skipped.success ? skipped.data : [],
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The source and sidecar whose hash is `sha256`; undefined when none was stored. Checked against
+   * the hash, so what comes back is exactly what was checked when it was installed.
+   */
+  async scriptFiles(sha256: string): Promise<{ source: string; sidecar?: unknown } | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(sha256)) return undefined;
+    const entry = await this.cache.kv.get(`${SCRIPT}.${sha256}`);
+    if (!entry || entry.operation !== 'PUT') return undefined;
+    try {
+      const raw = entry.json<{ source?: unknown; sidecar?: unknown }>();
+      if (typeof raw.source !== 'string') return undefined;
+      const files = { source: raw.source, sidecar: raw.sidecar ?? null };
+      if (sha256Hex(canonicalJson(files)) !== sha256) return undefined;
+      return raw.sidecar === undefined || raw.sidecar === null
+        ? { source: raw.source }
+        : { source: raw.source, sidecar: raw.sidecar };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Every script tool a tenant can call: the directory's (`builtin`) and its own. */
+  scripts(tenant: string): ToolView[] {
+    return this.list(tenant).tools.filter((t) => t.policy.executor === 'script');
+  }
+
+  private async storeScript(script: ScriptToolRecord): Promise<void> {
+    const { name, description, parameters, version } = script.tool;
+    const sha256 = scriptHashOfVersion(version)!;
+    await this.cache.kv.put(
+      `${SCRIPT}.${sha256}`,
+      JSON.stringify({ source: script.source, sidecar: script.sidecar ?? null }),
+    );
+    await this.cache.kv.put(
+      `${CONTRACT}.${contractHash(script.tool)}`,
+      JSON.stringify({
+        name,
+        description,
+        parameters,
+        ...(version === undefined ? {} : { version }),
+      }),
+    );
   }
 
   /**

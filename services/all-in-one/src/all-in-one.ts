@@ -173,6 +173,16 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
         checkDomain: (call, host) =>
           runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
         protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
+        decideHostCall: async (call, tool, input) =>
+          (
+            await runtime.decide(call.tenant, {
+              tool,
+              input,
+              agent: call.agent,
+              isolation: call.isolation,
+              profile: call.profile,
+            })
+          ).decision,
         ...common,
       }),
       (s) => s.stop(),

@@ -30,6 +30,12 @@ const Env = z.object({
    * to start. `off` runs `shell` on the host (with the env allowlist and pinned cwd only) and serves
    * no `subprocess` executor. Only an explicit `off` turns it off.
    */
+  /** A directory of script tools (`<name>.js`, optional `<name>.json`) offered to every tenant. */
+  EXECUTOR_SCRIPTS_DIR: z.string().min(1).optional(),
+  /** Heap of one script call's QuickJS runtime. */
+  EXECUTOR_SCRIPT_MEMORY_MB: z.coerce.number().int().min(1).max(1024).default(64),
+  /** Interpreter time one script call may spend (it holds the event loop while it runs). */
+  EXECUTOR_SCRIPT_CPU_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
   EXECUTOR_SANDBOX: z.enum(['on', 'off']).default('on'),
   /** Host paths every sandbox sees read-only besides the system directories (e.g. /opt/tools). */
   EXECUTOR_SANDBOX_READ_PATHS: list,
@@ -113,6 +119,8 @@ export type ExecutorConfig = NatsSettings &
     worktreeTimeoutMs: number;
     sandbox: ExecutorSandboxConfig;
     container: ExecutorContainerConfig;
+    /** Script tools: the directory loaded at start-up, and each call's limits. */
+    scripts?: { dir?: string; memoryMb: number; cpuMs: number };
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -144,6 +152,11 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+    scripts: {
+      ...(e.EXECUTOR_SCRIPTS_DIR ? { dir: e.EXECUTOR_SCRIPTS_DIR } : {}),
+      memoryMb: e.EXECUTOR_SCRIPT_MEMORY_MB,
+      cpuMs: e.EXECUTOR_SCRIPT_CPU_MS,
+    },
     sandbox:
       e.EXECUTOR_SANDBOX === 'off'
         ? { mode: 'off' as const }

@@ -17,12 +17,16 @@ import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
-import type { ExecutorKind } from '@toolgate/contracts';
+import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
 import { openContainerBackend } from './container/open-container-backend';
 import { ContainerExecutor } from './container/container-executor';
 import type { CallExecutor } from './execution/call-executor';
 import { openExecutorSandbox } from './subprocess/open-sandbox';
 import { SubprocessExecutor } from './subprocess/subprocess-executor';
+import { ScriptEngine } from '@toolgate/script-tools';
+import { loadScriptDirectory } from './scripts/script-directory';
+import type { DecideHostCall } from './scripts/script-host';
+import { ScriptExecutor } from './scripts/script-executor';
 
 export interface ToolExecutorOptions {
   config: ExecutorConfig;
@@ -36,6 +40,11 @@ export interface ToolExecutorOptions {
    * built-in and default ones. Must not throw; fall back to the defaults.
    */
   protectedPaths?(call: PendingCall): ProtectedPathMatcher;
+  /**
+   * The permission chain's decision on a script's host call (the call's tenant and profile, the
+   * builtin the host function runs through, its input). Absent: scripts' host calls are refused.
+   */
+  decideHostCall?: DecideHostCall;
   streams?: JournalStreamOptions;
   logger?: false;
 }
@@ -79,18 +88,37 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   });
   registryReady.catch(() => undefined);
   const inputCheck = new InputCheck(() => registryReady);
-  const executors: Partial<Record<ExecutorKind, CallExecutor>> = sandbox
-    ? {
-        subprocess: new SubprocessExecutor({
-          sandbox,
-          lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
-          checkDomain: (call, host) => options.checkDomain(call, host),
-          protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
-          baseEnv: buildEnv(policy, process.env),
-          maxOutputBytes: policy.maxOutputBytes,
-        }),
-      }
-    : {};
+  const engine = await ScriptEngine.load();
+  const scripts = new ScriptExecutor({
+    engine,
+    registry: () => registryReady,
+    builtins: new Map(builtins.map((b) => [b.contract.name, b])),
+    ...(options.decideHostCall ? { decideHostCall: options.decideHostCall } : {}),
+    ...(config.scripts
+      ? {
+          limits: {
+            memoryBytes: config.scripts.memoryMb * 1024 * 1024,
+            cpuMs: config.scripts.cpuMs,
+          },
+        }
+      : {}),
+  });
+  // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.
+  const executors: Partial<Record<ExecutorKind, CallExecutor>> = {
+    script: scripts,
+    ...(sandbox
+      ? {
+          subprocess: new SubprocessExecutor({
+            sandbox,
+            lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
+            checkDomain: (call, host) => options.checkDomain(call, host),
+            protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
+            baseEnv: buildEnv(policy, process.env),
+            maxOutputBytes: policy.maxOutputBytes,
+          }),
+        }
+      : {}),
+  };
   if (containers) {
     executors.container = new ContainerExecutor({
       backend: containers,
@@ -139,6 +167,25 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
         ['inprocess', 'remote', ...(Object.keys(executors) as ExecutorKind[])],
       ),
     );
+    const scriptsDir = config.scripts?.dir;
+    if (scriptsDir) {
+      // Loaded once at start-up: restart the executor to pick up changed files.
+      const directory = await loadScriptDirectory(scriptsDir, {
+        engine,
+        isBuiltin: (name) => builtins.some((b) => b.contract.name === name),
+      }).catch((err: unknown) => {
+        throw new ConfigError(
+          `EXECUTOR_SCRIPTS_DIR ${scriptsDir} cannot be read: ${(err as Error).message}`,
+          { details: { field: 'EXECUTOR_SCRIPTS_DIR' } },
+        );
+      });
+      await startupStep('announcing the scripts directory', () =>
+        announcing.announceScripts(
+          directory.loaded.map((loaded) => loaded.record),
+          { path: scriptsDir, loadedAt: new Date().toISOString(), skipped: directory.skipped },
+        ),
+      );
+    }
   } catch (err) {
     // A start-up failing part-way closes what it opened, so a retried start-up begins clean.
     registryFailed(err);
