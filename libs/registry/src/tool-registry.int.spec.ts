@@ -134,7 +134,12 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('an executor announced later becomes registrable', async () => {
     const boxed = remoteTool('contained', {
-      policy: { needsApproval: false, executor: 'container' },
+      policy: {
+        needsApproval: false,
+        executor: 'container',
+        command: { argv: ['/bin/true'] },
+        container: { image: 'busybox' },
+      },
     });
     expect((await refusal(registry.register('acme', boxed))).code).toBe(
       ErrorCode.ExecutorUnregistered,
