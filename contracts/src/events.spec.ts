@@ -176,6 +176,19 @@ const samples: { [T in JournalEventType]: NewJournalEvent<T> } = {
     settledDispatchId: 'd1',
     recent: ['d0', 'd1'],
   },
+  'script-installed': {
+    ...envelope,
+    id: 'e-script',
+    type: 'script-installed',
+    runId: '_scripts',
+    dispatchId: 'upper',
+    toolName: 'upper',
+    contractHash: 'c'.repeat(64),
+    sha256: 'd'.repeat(64),
+    requires: ['read_file'],
+    risk: 'read',
+    installedBy: 'admin@acme',
+  },
 };
 
 describe('journal events', () => {
@@ -203,7 +216,7 @@ describe('journal events', () => {
       // ...and it has a subject under the journal grammar.
       const subjects = createSubjects('tg');
       expect(subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type)).toBe(
-        `tg.journal.acme.run_1.${event.dispatchId}.${type}`,
+        `tg.journal.acme.${event.runId}.${event.dispatchId}.${type}`,
       );
     },
   );

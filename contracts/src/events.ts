@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ErrorCode } from './errors';
 import { SubjectTokenSchema as Token } from './subjects';
 import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract';
+import { ScriptHostFunctionSchema } from './script-tool';
 import { tolerantReader } from './tolerant-reader';
 
 /**
@@ -285,6 +286,29 @@ export const ErrorStreakEventSchema = z.strictObject({
   recent: z.array(Token).max(32),
 });
 
+/** The run id under which script installs are journaled (`<prefix>.journal.<tenant>._scripts.<tool>.script-installed`). */
+export const SCRIPTS_RUN_ID = '_scripts';
+
+/**
+ * Published by the gateway when an admin installs or replaces a script tool
+ * (`tools.scripts.install`), after the registry holds it; consumed by the journal (audit log).
+ * Subject key: run {@link SCRIPTS_RUN_ID}, key = the tool's name, so one tool's history is one
+ * subject. `dispatchId` carries the tool name; `replaced` is the contract hash it replaced.
+ */
+export const ScriptInstalledEventSchema = z.strictObject({
+  ...envelope,
+  type: z.literal('script-installed'),
+  toolName: ToolNameSchema,
+  contractHash: Sha256,
+  /** sha256 of the source and sidecar (the contract's version is `script:<sha256>`). */
+  sha256: Sha256,
+  requires: z.array(ScriptHostFunctionSchema),
+  risk: RiskSchema,
+  replaced: Sha256.optional(),
+  /** The authenticated identity that installed it. */
+  installedBy: z.string().min(1).max(256),
+});
+
 export const JournalEventSchema = z.discriminatedUnion('type', [
   RequestedEventSchema,
   DecidedEventSchema,
@@ -299,6 +323,7 @@ export const JournalEventSchema = z.discriminatedUnion('type', [
   WorktreeDisposedEventSchema,
   WorktreeRestartedEventSchema,
   ErrorStreakEventSchema,
+  ScriptInstalledEventSchema,
 ]);
 
 export type JournalEvent = z.infer<typeof JournalEventSchema>;
@@ -311,6 +336,7 @@ export type ResolvedEvent = JournalEventOf<'resolved'>;
 export type StartedEvent = JournalEventOf<'started'>;
 export type SettledEvent = JournalEventOf<'settled'>;
 export type ErrorStreakEvent = JournalEventOf<'error-streak'>;
+export type ScriptInstalledEvent = JournalEventOf<'script-installed'>;
 export type WorktreeEvent = JournalEventOf<
   | 'worktree-acquired'
   | 'worktree-collected'

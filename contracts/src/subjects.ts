@@ -48,6 +48,8 @@ export const ApiOperation = {
   EvaluatePolicy: 'policy.evaluate',
   ListApprovals: 'approvals.list',
   ResolveApproval: 'approvals.resolve',
+  InstallScript: 'tools.scripts.install',
+  ListScripts: 'tools.scripts',
 } as const;
 export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
 

@@ -14,6 +14,7 @@ import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { ApprovalEventsController } from './http/approval-events.controller';
 import { GatewayController } from './http/gateway.controller';
 import { PolicyGate } from './policy/policy-gate';
+import { ScriptInstaller } from './scripts/script-installer';
 
 @Module({})
 export class GatewayModule {
@@ -54,6 +55,7 @@ export class GatewayModule {
               new ApprovalResolver(nc, subjects, publisher, queries, now),
               queries,
               new ErrorStreaks(publisher, now),
+              new ScriptInstaller(registry, publisher, now),
             );
           },
         },

@@ -15,6 +15,10 @@ import { GatewayModule } from './app.module';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { HttpErrorFilter } from './http/error.filter';
+import { json, type NextFunction, type Request, type Response } from 'express';
+
+/** The body limit of the script install route: a 256 KiB script as JSON, with room for escapes. */
+const SCRIPT_BODY_LIMIT = 2 * 1024 * 1024;
 
 /** Starts the gateway: HTTP API, the same operations over NATS request/reply, tool registry and policies. */
 export async function startGateway(options: {
@@ -54,6 +58,14 @@ export async function startGateway(options: {
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),
         configure: (app) => {
+          // A script may be 256 KiB, over the 100 KB every other body gets: this route alone
+          // parses more (registered before Nest's own parser, which then leaves the parsed body
+          // alone). Wrapped, because Nest skips its global JSON parser when it finds a middleware
+          // named `jsonParser`.
+          const scriptBodies = json({ limit: SCRIPT_BODY_LIMIT });
+          app.use('/v1/tools/scripts', (req: Request, res: Response, next: NextFunction) =>
+            scriptBodies(req, res, next),
+          );
           app.useGlobalFilters(new HttpErrorFilter());
         },
       }),

@@ -161,6 +161,44 @@ describe('toolgate CLI against the whole stack', () => {
     expect(json.toolsetHash).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it('installs a script tool and lists the scripts inventory, refusals with their reason', async () => {
+    const file = path.join(stack.workdir, 'cli_echo.js');
+    await writeFile(
+      file,
+      '// @tool cli_echo\n// @description Echoes a word\n// @param word string required "w"\nreturn params.word;',
+    );
+    const installed = await cli(['tools', 'install-script', file]);
+    expect(installed).toMatchObject({
+      code: 0,
+      stdout: 'installed cli_echo (requires nothing, risk read)\n',
+    });
+    const again = await cli(['tools', 'install-script', file]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^conflict: /);
+    expect((await cli(['tools', 'install-script', file, '--overwrite'])).stdout).toMatch(
+      /^replaced cli_echo/,
+    );
+    const agentOnly = await cli(['tools', 'install-script', file, '--overwrite'], {
+      TOOLGATE_TOKEN: TOKENS.acmeAgent,
+    });
+    expect(agentOnly.stderr).toMatch(/^forbidden: /);
+    const table = await cli(['tools', 'scripts']);
+    expect(table.stdout).toMatch(/^cli_echo\s+installed\s+read\s+-\s+word\s/m);
+    const inventory = JSON.parse((await cli(['tools', 'scripts', '--json'])).stdout) as {
+      loaded: { name: string; requires: string[]; parameters: unknown }[];
+      skipped: unknown[];
+    };
+    expect(inventory.loaded).toEqual([
+      expect.objectContaining({ name: 'cli_echo', requires: [], parameters: expect.any(Object) }),
+    ]);
+    expect(inventory.skipped).toEqual([]);
+    const broken = path.join(stack.workdir, 'cli_broken.js');
+    await writeFile(broken, '// @tool cli_broken\n// @description d\nreturn (;');
+    const refused = await cli(['tools', 'install-script', broken]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^config: script cli_broken refused \(syntax-error\)/);
+  });
+
   it('puts, gets and dry-runs the policy', async () => {
     const file = path.join(stack.workdir, 'policy.json');
     await writeFile(

@@ -6,7 +6,8 @@
  * real remote-tool and hook subjects and the real worktree service — ok; errors with several
  * codes; denied by a deny rule, an expression, a remote hook, canUseTool and an approval;
  * suspended and resolved allow, deny and by timeout (both ways); a parked call left open; a replay;
- * a model-retry chain; a run stopped by its error cap and reset; a second tenant; a worktree acquired, collected, disposed, retained,
+ * a model-retry chain; a run stopped by its error cap and reset; a script tool installed
+ * and run; a second tenant; a worktree acquired, collected, disposed, retained,
  * dropped by the pin cap and restarted — then waits for the journal service's live projection to
  * fold everything and writes, under `services/journal/test/fixtures/recorded/`:
  *
@@ -167,6 +168,8 @@ async function record(stack: TestStack): Promise<void> {
       name: 'orphan',
       description: 'Registered, but its worker is gone.',
       parameters: { type: 'object' },
+      // No responders are retried within the deadline: a short one settles it well within `wait`.
+      policy: { timeoutMs: 2000 },
     },
     () => undefined,
   );
@@ -237,6 +240,13 @@ async function record(stack: TestStack): Promise<void> {
     await dispatch(run, 'c-read', 'read_file', { path: 'notes.txt' }),
     'ok',
   );
+  const installed = await stack.http('PUT', '/v1/tools/scripts/shout', TOKENS.acmeAdmin, {
+    source:
+      '// @tool shout\n// @description Upper-cases a note\n// @param path string required "a file"\n' +
+      '// @requires read_file\nreturn (await read_file(params.path)).toUpperCase();',
+  });
+  expectThat('script installed', installed.status === 200, installed);
+  settledAs('script ok', await dispatch(run, 'c-shout', 'shout', { path: 'notes.txt' }), 'ok');
   settledAs(
     'invalid arguments',
     await dispatch(run, 'c-badargs', 'read_file', { path: 42 }),

@@ -26,6 +26,7 @@ import type { ApprovalResolver } from '../approvals/approval-resolver';
 import type { PolicyGate } from '../policy/policy-gate';
 import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
+import type { ScriptInstaller } from '../scripts/script-installer';
 
 /** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
 type Operation = {
@@ -50,10 +51,13 @@ export class GatewayApi {
     private readonly approvals: ApprovalResolver,
     private readonly queries: JournalQueries,
     private readonly streaks: ErrorStreaks,
+    private readonly scripts: ScriptInstaller,
   ) {
     this.operations = {
       [ApiOperation.RegisterTool]: { scope: 'admin', run: (p, b) => this.registerTool(p, b) },
       [ApiOperation.ListTools]: { scope: 'dispatch', run: async (p) => this.listTools(p) },
+      [ApiOperation.InstallScript]: { scope: 'admin', run: (p, b) => this.scripts.install(p, b) },
+      [ApiOperation.ListScripts]: { scope: 'dispatch', run: (p) => this.scripts.inventory(p) },
       [ApiOperation.SubmitDispatch]: {
         scope: 'dispatch',
         run: (p, b) => this.submitter.submit(p, b),

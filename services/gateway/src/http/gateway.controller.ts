@@ -43,6 +43,23 @@ export class GatewayController {
     return this.api.call(ApiOperation.ListTools, h.authorization, {}, h);
   }
 
+  @Get('tools/scripts')
+  listScripts(@Headers() h: IncomingHttpHeaders) {
+    return this.api.call(ApiOperation.ListScripts, h.authorization, {}, h);
+  }
+
+  @Put('tools/scripts/:name')
+  installScript(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('name') name: string,
+    @Body() body: unknown,
+  ) {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new ToolgateError(ErrorCode.InvalidRequest, 'expected a JSON object body');
+    }
+    return this.api.call(ApiOperation.InstallScript, h.authorization, { ...body, name }, h);
+  }
+
   @Post('dispatches')
   async submit(
     @Headers() h: IncomingHttpHeaders,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import {
   EvaluatePolicyRequestSchema,
+  InstallScriptRequestSchema,
+  InstallScriptResponseSchema,
+  ScriptInventorySchema,
   ListToolsResponseSchema,
   PutPolicyRequestSchema,
   RegisterToolRequestSchema,
@@ -44,6 +47,31 @@ export const OPENAPI_DOCUMENT = {
         requestBody: json(RegisterToolRequestSchema),
         responses: {
           '201': { description: 'Registered', ...json(RegisterToolResponseSchema) },
+          '422': errorResponse,
+          ...errors,
+        },
+      },
+    },
+    '/v1/tools/scripts': {
+      get: {
+        summary:
+          'Script tools this tenant can call (the executor directory’s and its own), with params and requires, and the directory’s skipped files with reasons',
+        responses: {
+          '200': { description: 'Inventory', ...json(ScriptInventorySchema) },
+          ...errors,
+        },
+      },
+    },
+    '/v1/tools/scripts/{name}': {
+      put: {
+        summary:
+          'Install or replace (overwrite: true) a script tool (admin); refusals carry details.reason; journaled as script-installed',
+        parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+        requestBody: json(InstallScriptRequestSchema.omit({ name: true })),
+        responses: {
+          '200': { description: 'Installed', ...json(InstallScriptResponseSchema) },
+          '409': errorResponse,
+          '413': errorResponse,
           '422': errorResponse,
           ...errors,
         },

@@ -102,7 +102,8 @@ export async function applyEvents(
     fold(stored, events, evolveWorktree),
   );
   await insertArtifacts(trx, collected);
-  await touchRuns(trx, runTouches(fresh));
+  // A script install is journaled under a run id of its own, not an agent's run: no run row.
+  await touchRuns(trx, runTouches(fresh.filter(({ event }) => event.type !== 'script-installed')));
   return fresh.length;
 }
 
