@@ -15,6 +15,7 @@ import {
   SCRIPTS_RUN_ID,
   type ScriptInstalledEvent,
 } from '@toolgate/contracts';
+import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const agent = { agentType: 'coder', label: 'scripts' };
@@ -107,15 +108,9 @@ describe('script tools through the pipeline', () => {
       state: 'settled',
       settled: { outcome: 'ok', result: { text: 'HELLO THERE HELLO THERE' } },
     });
-    const history = await stack.http(
-      'GET',
-      `/v1/dispatches/${res.body.dispatchId}`,
-      TOKENS.acmeAgent,
-    );
-    const started = history.body.events.find(
-      (e: { event: { type: string } }) => e.event.type === 'started',
-    );
-    expect(started.event.executor).toBe('script');
+    // The projection folds the journal behind the settlement: wait until it has the whole history.
+    const history = await settled(stack, res.body.dispatchId);
+    expect(history.events.find((e) => e.event.type === 'started')?.event.executor).toBe('script');
 
     // Input is checked against the contract before the script sees it.
     const invalid = await stack.http(
