@@ -2,3 +2,4 @@ export { startToolExecutor, type ToolExecutorOptions } from './tool-executor.ser
 export { loadExecutorConfig, SANDBOX_OFF_WARNING, type ExecutorConfig } from './config';
 
 export type { PendingCall } from './execution/pending-call';
+export { ScriptExecutor, type ScriptSource } from './scripts/script-executor';

@@ -17,6 +17,7 @@ import {
 } from './dispatch';
 import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
+import { benchScripts, type ScriptsResult } from './scripts';
 import { benchPermissions } from './permissions';
 import { round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
@@ -29,7 +30,7 @@ interface Report {
   dispatch?: DispatchResult & { throughputVsBound: number };
   approvals?: ApprovalsResult;
   /** The sandbox's fields and the containers' (each set absent when it cannot run here). */
-  executors?: Partial<ExecutorsResult & ContainersResult>;
+  executors?: Partial<ExecutorsResult & ContainersResult & ScriptsResult>;
   worktree?: {
     files: number;
     acquireMs: number;
@@ -122,6 +123,8 @@ async function main(): Promise<Report> {
   if (executors) report.executors = executors;
   const containers = await section('containers', () => benchContainers({ quick }));
   if (containers) report.executors = { ...report.executors, ...containers };
+  const scripts = await section('scripts', () => benchScripts({ quick }));
+  report.executors = { ...report.executors, ...scripts };
   report.run = {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
@@ -258,6 +261,17 @@ function print(report: Report): void {
         ],
         ['same bundle, plain runc run p50', `${x.bareRuncP50Ms} ms`],
         ['container ÷ runc', x.containerVsRunc],
+      ]),
+    );
+  }
+  if (x?.scriptP50Ms !== undefined) {
+    out.push(
+      table(`scripts (${x.scriptSamples} calls, warm)`, [
+        [
+          'a trivial script tool through the script executor p50 / p99',
+          `${x.scriptP50Ms} / ${x.scriptP99Ms} ms`,
+        ],
+        ['the QuickJS run alone p50', `${x.scriptEngineP50Ms} ms`],
       ]),
     );
   }
