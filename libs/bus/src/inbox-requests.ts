@@ -39,13 +39,23 @@ export class RequestClosedError extends Error {
 }
 
 /**
+ * A request that was not sent because the connection to the broker is down: the client would drop
+ * it when it reconnects (it clears what it buffered on every dial), so the peer never gets it and
+ * waiting for its deadline only delays the answer. Named like the client's own connection errors.
+ */
+export class RequestNotSentError extends Error {
+  override readonly name = 'ConnectionError';
+}
+
+/**
  * Request/reply over ONE long-lived inbox subscription, replies correlated by a token in the reply
  * subject — what `nc.request` does, without what it costs on a hot path: it allocates two errors (a
  * timeout error up front and a cancellation error on every completion) and a timer per call, which
  * measured ~6% of the dispatch path's CPU. Deadlines are swept together instead.
  *
  * Rejects with `NoRespondersError` when nobody listens, `RequestTimeoutError` (name `TimeoutError`)
- * after the deadline, and `RequestClosedError` once the connection or this requester is closed.
+ * after the deadline, `RequestNotSentError` at once while the connection is down, and
+ * `RequestClosedError` once the connection or this requester is closed.
  */
 export class InboxRequests {
   private readonly inbox = createInbox();
@@ -53,8 +63,17 @@ export class InboxRequests {
   private sub: Subscription | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private next = 0;
+  /** Whether the connection is up, from its status events (`isClosed()` stays false while it reconnects). */
+  private connected = true;
 
-  constructor(private readonly nc: NatsConnection) {}
+  constructor(private readonly nc: NatsConnection) {
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (status.type === 'disconnect') this.connected = false;
+        else if (status.type === 'reconnect') this.connected = true;
+      }
+    })().catch(() => undefined);
+  }
 
   request(
     subject: string,
@@ -63,6 +82,10 @@ export class InboxRequests {
   ): Promise<Msg> {
     if (this.nc.isClosed())
       return Promise.reject(new RequestClosedError('the NATS connection is closed'));
+    if (!this.connected)
+      return Promise.reject(
+        new RequestNotSentError(`not sent to ${subject}: the NATS connection is reconnecting`),
+      );
     this.sub ??= this.nc.subscribe(`${this.inbox}.*`, {
       callback: (err, msg) => {
         if (!err) this.settle(msg);

@@ -17,6 +17,7 @@ export {
   InboxRequests,
   NoRespondersError,
   RequestClosedError,
+  RequestNotSentError,
   RequestTimeoutError,
 } from './inbox-requests';
 export {

@@ -1,6 +1,7 @@
+import { connect } from '@nats-io/transport-node';
 import { InboxRequests } from '@toolgate/bus';
-import { ErrorCode, type RemoteToolRequest } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { createSubjects, ErrorCode, type RemoteToolRequest } from '@toolgate/contracts';
+import { startNatsServer, useTestNats, type TestNats } from '@toolgate/testing';
 import { runRemoteTool } from './remote-executor';
 
 const encoder = new TextEncoder();
@@ -84,5 +85,41 @@ describe('runRemoteTool against workers on a real NATS server', () => {
       ok: false,
       error: { code: ErrorCode.NonSerializableResult, message: expect.stringMatching(/deeper/) },
     });
+  });
+});
+
+describe('runRemoteTool while the broker is away', () => {
+  it('throws a transient unavailable error for a call it could not send: the tool did not start', async () => {
+    const broker = await startNatsServer({ jetstream: false });
+    const nc = await connect({ servers: broker.url, maxReconnectAttempts: -1 });
+    const requests = new InboxRequests(nc);
+    try {
+      const disconnected = (async () => {
+        for await (const s of nc.status()) if (s.type === 'disconnect') return;
+      })();
+      await broker.kill();
+      await disconnected;
+      const err = await runRemoteTool(requests, createSubjects('tbroker'), {
+        dispatchId: 'd'.repeat(64),
+        tenant: 'acme',
+        runId: 'run-1',
+        toolName: 'echo',
+        contractHash: 'c'.repeat(64),
+        input: {},
+        agent: { agentType: 'tester' },
+        isolation: 'none',
+        cwd: '/tmp',
+        deadlineMs: 60_000,
+      }).catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: ErrorCode.Unavailable,
+        message: 'the broker is unreachable: the call to echo was not sent',
+        retryable: true,
+      });
+    } finally {
+      requests.close();
+      await nc.close();
+      await broker.cleanup();
+    }
   });
 });

@@ -1,5 +1,10 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { NoRespondersError, RequestTimeoutError, type InboxRequests } from '@toolgate/bus';
+import {
+  NoRespondersError,
+  RequestNotSentError,
+  RequestTimeoutError,
+  type InboxRequests,
+} from '@toolgate/bus';
 import {
   ErrorCode,
   isWireError,
@@ -18,7 +23,8 @@ const decoder = new TextDecoder();
 
 /**
  * Runs a tool on a team's worker over NATS request/reply. A call no worker received (no worker is
- * serving the tool: no responders) is thrown as a transient `unavailable` error — the tool did not
+ * serving the tool: no responders; or the connection was down, so it was never sent) is thrown as
+ * a transient `unavailable` error — the tool did not
  * start, so the runner may retry it. Every other failure is an outcome: once a worker may have the
  * request, trying again could run the tool twice.
  */
@@ -39,6 +45,13 @@ export async function runRemoteTool(
       throw new ToolgateError(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`, {
         retryable: true,
       });
+    }
+    if (err instanceof RequestNotSentError) {
+      throw new ToolgateError(
+        ErrorCode.Unavailable,
+        `the broker is unreachable: the call to ${request.toolName} was not sent`,
+        { retryable: true },
+      );
     }
     if (err instanceof RequestTimeoutError) {
       return failure(
