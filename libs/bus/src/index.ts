@@ -41,5 +41,6 @@ export {
   type JournalConsumerOptions,
   type PoisonReport,
   type ProcessedOutcome,
+  type InFlightMessage,
   type RunningConsumer,
 } from './journal-consumer';

@@ -73,9 +73,19 @@ export interface JournalConsumerOptions {
 /** How a message was settled: acked, nak-ed for redelivery, or dead-lettered (and terminated). */
 export type ProcessedOutcome = 'ack' | 'nak' | 'dead-letter';
 
+/** A message a handler is working on (for a stop to say what it waits for). */
+export interface InFlightMessage {
+  subject: string;
+  seq: number;
+  /** When its handler took it (ms since the epoch). */
+  sinceMs: number;
+}
+
 export interface RunningConsumer {
   /** Stops pulling, waits for in-flight handlers to finish and settle their messages. */
   stop(): Promise<void>;
+  /** The messages handlers are working on now, oldest first. */
+  inFlight(): InFlightMessage[];
   /**
    * Resolves once the consumer is pulling; rejects if it could not start (the consumer's info did
    * not come back), so the service's start-up fails and is retried instead of running without it.
@@ -132,6 +142,8 @@ export function runJournalConsumer(
       : Math.max(1, concurrency - busy - queue.length);
   const queue: JsMsg[] = [];
   const idleWorkers: (() => void)[] = [];
+  /** What the workers are handling now, in the order they took it. */
+  const handlingNow = new Set<{ msgs: JsMsg[]; sinceMs: number }>();
   let busy = 0;
   let stopping = false;
   let fetcherWaiting: (() => void) | undefined;
@@ -195,12 +207,15 @@ export function runJournalConsumer(
         continue;
       }
       busy++;
+      const handling = { msgs: taken, sinceMs: Date.now() };
+      handlingNow.add(handling);
       try {
         if (options.batch && taken.length > 1) await processBatch(settlement, options.batch, taken);
         else await processOne(settlement, taken[0]!);
       } catch (err) {
         options.onError?.(err);
       } finally {
+        handlingNow.delete(handling);
         busy--;
       }
     }
@@ -258,6 +273,10 @@ export function runJournalConsumer(
 
   return {
     ready,
+    inFlight: () =>
+      [...handlingNow].flatMap(({ msgs, sinceMs }) =>
+        msgs.map((msg) => ({ subject: msg.subject, seq: msg.seq, sinceMs })),
+      ),
     async stop() {
       stopping = true;
       endLinger();

@@ -11,6 +11,13 @@ export {
 export { settlePoisoned } from './poison-settlement';
 export { runUntilSignalled } from './run-until-signalled';
 export {
+  describeInFlight,
+  drainWithin,
+  loadDrainSettings,
+  type Drainable,
+  type DrainSettings,
+} from './drain';
+export {
   startWithRetry,
   startupRetryDelayMs,
   DEFAULT_STARTUP_BACKOFF,

@@ -10,6 +10,7 @@ import {
   runJournalConsumer,
   type BatchEntry,
   type DeliveryContext,
+  type InFlightMessage,
   type JournalStreamOptions,
   type PoisonReport,
   type RunningConsumer,
@@ -150,7 +151,14 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
     clearInterval(this.lagTimer);
     for (const name of this.polledConsumers.splice(0))
       metricsFor(this.options.nc).forgetConsumer(name);
-    await Promise.all(this.running.splice(0).map((c) => c.stop()));
+    // Still listed while they stop, so `inFlight` says what the stop waits for.
+    await Promise.all(this.running.map((c) => c.stop()));
+    this.running.length = 0;
+  }
+
+  /** The messages this service's handlers are working on now. */
+  inFlight(): InFlightMessage[] {
+    return this.running.flatMap((c) => c.inFlight());
   }
 
   on(): never {

@@ -1,27 +1,41 @@
 import { setupTelemetry } from '@toolgate/telemetry';
+import { drainWithin, loadDrainSettings, type Drainable } from './drain';
 import { describeFailure } from './startup-failure';
 import { startWithRetry } from './startup-retry';
 
 /**
  * A service process's main: telemetry, start — retried with backoff while NATS or the database do
  * not answer, a permanent failure (bad configuration) exiting at once — and a graceful stop on
- * SIGTERM/SIGINT (fail readiness, stop pulling, finish in-flight work, drain). A signal during
- * start-up ends it; a second signal exits at once.
+ * SIGTERM/SIGINT (fail readiness, stop pulling, finish in-flight work, drain — saying what it waits
+ * for, and for at most TOOLGATE_DRAIN_TIMEOUT_MS). A signal during start-up ends it; a second
+ * signal exits at once.
  */
 export async function runUntilSignalled(
   name: string,
-  start: () => Promise<{ stop(): Promise<void> }>,
+  start: () => Promise<Drainable>,
 ): Promise<void> {
+  let drain: ReturnType<typeof loadDrainSettings>;
+  try {
+    drain = loadDrainSettings(process.env);
+  } catch (err) {
+    console.error(`${name}: failed to start, not retrying: ${describeFailure(err)}`);
+    process.exit(1);
+  }
   const telemetry = setupTelemetry({ serviceName: `toolgate-${name}` });
   const starting = new AbortController();
-  let service: { stop(): Promise<void> } | undefined;
+  let service: Drainable | undefined;
   let stopping = false;
   let received = '';
   const stop = async (signal: string) => {
-    console.log(`${name}: ${signal} received, shutting down`);
-    await service?.stop();
+    console.log(`${name}: ${signal} received, shutting down (a second signal exits at once)`);
+    const ending = service
+      ? await drainWithin(service, {
+          capMs: drain.capMs,
+          log: (line) => console.log(`${name}: ${line}`),
+        })
+      : 'drained';
     await telemetry.shutdown();
-    process.exit(0);
+    process.exit(ending === 'drained' ? 0 : 1);
   };
   const onSignal = (signal: string) => {
     if (stopping) process.exit(1);

@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsSettings } from './nats-settings';
 import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
-import type { JournalStreamOptions, PoisonReport } from '@toolgate/bus';
+import type { InFlightMessage, JournalStreamOptions, PoisonReport } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
 import { startClean } from './opened-resources';
@@ -41,6 +41,8 @@ export interface RunningService {
   url: string;
   /** Graceful shutdown: fail readiness, stop pulling, finish in-flight work, close HTTP, drain NATS. */
   stop(): Promise<void>;
+  /** The journal messages its handlers are working on now (what a stop waits for). */
+  inFlight(): InFlightMessage[];
 }
 
 /**
@@ -101,6 +103,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       nc,
       subjects,
       url,
+      inFlight: () => server?.inFlight() ?? [],
       stop: stopOnce(async () => {
         app.get(Readiness).drain();
         // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ConfigError, createSubjects } from '@toolgate/contracts';
-import type { JournalStreamOptions } from '@toolgate/bus';
+import type { InFlightMessage, JournalStreamOptions } from '@toolgate/bus';
 import {
   loadGatewayConfig,
   startGateway,
@@ -63,6 +63,8 @@ export interface AllInOne {
   worktree: RunningService;
   /** Stops every service gracefully, gateway first so no new work comes in. */
   stop(): Promise<void>;
+  /** The journal messages every service's handlers are working on now. */
+  inFlight(): InFlightMessage[];
 }
 
 /**
@@ -197,6 +199,10 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       executor,
       journal,
       worktree,
+      inFlight: () =>
+        [all.gateway, all.worktree, all.executor, all.evaluator, all.journal].flatMap((s) =>
+          s.inFlight(),
+        ),
       // Reads the fields at stop time: a test may have replaced a service (a simulated crash).
       stop: stopOnce(async () => {
         for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])

@@ -40,6 +40,7 @@ void runUntilSignalled('tool-executor', () =>
         ).decision,
     });
     return {
+      inFlight: () => service.inFlight(),
       async stop() {
         await service.stop();
         store.stop();

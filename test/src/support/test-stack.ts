@@ -25,7 +25,8 @@ export const TOKENS = {
   globexAdmin: 'globex-admin-token-01234567',
 } as const;
 
-const grants: TokenGrant[] = [
+/** The grants behind {@link TOKENS}. */
+export const TEST_GRANTS: readonly TokenGrant[] = [
   {
     token: TOKENS.acmeAdmin,
     tenant: 'acme',
@@ -111,7 +112,7 @@ export async function startTestStack(
   const schema = await useTestSchema(label);
   const workdir = await mkdtemp(path.join(tmpdir(), `toolgate-${label}-`));
   const env = {
-    ...stackEnv(nats, schema, workdir, grants),
+    ...stackEnv(nats, schema, workdir, TEST_GRANTS),
     JOURNAL_SWEEP_INTERVAL_MS: '100',
     EXECUTOR_ACK_WAIT_MS: '2000',
     ...overrides,
