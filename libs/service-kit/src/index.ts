@@ -32,7 +32,17 @@ export {
   type StartupFailureKind,
 } from './startup-failure';
 export { OpenedResources, startClean } from './opened-resources';
-export { Metrics, MetricName, type ApprovalsPendingSource } from './metrics';
+export { Metrics, MetricName, SECONDS_BUCKETS, type ConsumerLag } from './metrics';
+export {
+  MetricsEnvShape,
+  metricsSettings,
+  BoundedLabel,
+  Children,
+  OTHER,
+  DEFAULT_METRICS_SETTINGS,
+  type MetricsSettings,
+  type LabelSet,
+} from './metric-labels';
 export {
   NatsEnvShape,
   natsSettings,

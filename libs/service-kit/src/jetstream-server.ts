@@ -3,7 +3,12 @@ import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jets
 import type { NatsConnection } from '@nats-io/transport-node';
 import { lastValueFrom } from 'rxjs';
 import { metricsFor } from './metrics';
-import type { ConsumerRole, JournalEvent, Subjects } from '@toolgate/contracts';
+import {
+  JOURNAL_EVENT_TYPES,
+  type ConsumerRole,
+  type JournalEvent,
+  type Subjects,
+} from '@toolgate/contracts';
 import {
   ensureConsumer,
   ensureJournalStreams,
@@ -88,6 +93,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           maxAckPending: settings.maxAckPending,
         });
         consumers.push(name);
+        metrics.initConsumer(role, eventType === '*' ? JOURNAL_EVENT_TYPES : [eventType]);
         const invoke = async (payload: unknown, delivery?: DeliveryContext) => {
           const result = this.transformToObservable(await handler(payload, delivery));
           await lastValueFrom(result, { defaultValue: undefined });
@@ -130,7 +136,12 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
         for (const name of consumers) {
           try {
             const info = await jsm.consumers.info(subjects.journal.stream, name);
-            metrics.setConsumerLag(name, info.num_pending, info.num_ack_pending);
+            metrics.setConsumerLag(name, {
+              pending: info.num_pending,
+              ackPending: info.num_ack_pending,
+              redelivered: info.num_redelivered,
+              ackFloor: info.ack_floor.stream_seq,
+            });
           } catch {
             // Broker unreachable or consumer gone: keep the last value; readiness reports NATS.
           }

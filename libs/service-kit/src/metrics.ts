@@ -2,10 +2,19 @@ import { Controller, Get, Header, Inject } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ProcessedOutcome } from '@toolgate/bus';
+import {
+  BoundedLabel,
+  Children,
+  DEFAULT_METRICS_SETTINGS,
+  type MetricsSettings,
+} from './metric-labels';
 
 /**
- * Every metric name Toolgate defines. The Grafana dashboard and the deploy tests read this object,
- * so a renamed metric breaks a test instead of silently emptying a panel.
+ * The metric names every service may report: its consumers' and its process's. Each service's own
+ * metrics (the gateway's API, the journal's dispatch outcomes and latencies, the executor's claims
+ * and tool runs) are defined beside it and registered only in its registry. The dashboards and
+ * alert rules in deploy/ are checked against a live scrape, so a renamed metric fails a test
+ * instead of silently emptying a panel.
  */
 export const MetricName = {
   /** Journal messages a consumer settled, by consumer role, event type and settlement. */
@@ -16,135 +25,152 @@ export const MetricName = {
   ConsumerPending: 'toolgate_consumer_pending',
   /** Messages delivered to the consumer and not acked yet. */
   ConsumerAckPending: 'toolgate_consumer_ack_pending',
-  /** Approvals waiting for a human, from the journal's projection. */
-  ApprovalsPending: 'toolgate_approvals_pending',
-  /**
-   * The tool-executor's claims on calls, by outcome: claimed, took-over (from a holder presumed
-   * gone), waited (for a live holder), settled (found settled: the tool did not run).
-   */
-  ExecutorClaims: 'toolgate_executor_claims_total',
-  /** Decisions the tool-executor refused because they do not match the recorded request, by reason. */
-  ExecutorRefusals: 'toolgate_executor_refusals_total',
+  /** Messages delivered more than once and not acked yet (the broker's `num_redelivered`). */
+  ConsumerRedelivered: 'toolgate_consumer_redelivered',
+  /** The stream sequence below which the consumer has acked everything; stuck = stalled. */
+  ConsumerAckFloor: 'toolgate_consumer_ack_floor',
+  /** NATS connections this service holds open. */
+  NatsConnections: 'toolgate_nats_connections',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
-/** Pending approvals per tenant, as the journal's projection counts them. */
-export type ApprovalsPendingSource = () => Promise<readonly { tenant: string; count: number }[]>;
-
-// Buckets from 1 ms to 30 s: a no-op dispatch step is ~1 ms, a shell tool or a remote hook can take
-// seconds, and ack wait (30 s by default) bounds everything that is not redelivered.
-const PROCESSING_BUCKETS = [
+/**
+ * Buckets from 1 ms to 30 s: a no-op dispatch step is ~1 ms, a shell tool or a remote hook can take
+ * seconds, and ack wait (30 s by default) bounds everything that is not redelivered.
+ */
+export const SECONDS_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ];
 
-/**
- * One service's Prometheus registry: default process metrics plus Toolgate's own. Each service has
- * a registry of its own (not prom-client's global one) so the five services of the all-in-one
- * process each report only their own consumers on their own `/metrics`.
- */
-export class Metrics {
-  readonly registry = new Registry();
-  private readonly processed: Counter<'role' | 'event' | 'outcome'>;
-  private readonly processing: Histogram<'role' | 'event'>;
-  private readonly pending: Gauge<'consumer'>;
-  private readonly ackPending: Gauge<'consumer'>;
-  private approvalsPending: Gauge<'tenant'> | undefined;
-  private readonly claims: Counter<'outcome'>;
-  private readonly refusals: Counter<'reason'>;
+const PROCESSED_OUTCOMES: readonly ProcessedOutcome[] = ['ack', 'nak', 'dead-letter'];
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
+/** The broker's numbers for one durable consumer (`consumers.info`). */
+export interface ConsumerLag {
+  pending: number;
+  ackPending: number;
+  redelivered: number;
+  ackFloor: number;
+}
+
+/** What the consumer loop records; registered on first use, so a service without one prints none. */
+class ConsumerMetrics {
+  readonly processed: Counter<'role' | 'event' | 'outcome'>;
+  readonly processing: Histogram<'role' | 'event'>;
+  readonly lag: Record<keyof ConsumerLag, Gauge<'consumer'>>;
+  private readonly processedChildren: Children<{ inc(): void }>;
+  private readonly processingChildren: Children<{ observe(v: number): void }>;
+
+  constructor(registry: Registry) {
     this.processed = new Counter({
       name: MetricName.MessagesProcessed,
       help: 'Journal messages settled by a consumer, by role, event type and outcome (ack, nak, dead-letter).',
       labelNames: ['role', 'event', 'outcome'],
-      registers: [this.registry],
+      registers: [registry],
     });
     this.processing = new Histogram({
       name: MetricName.MessageProcessingSeconds,
       help: 'Seconds from a journal message reaching the consumer loop to its settlement.',
       labelNames: ['role', 'event'],
-      buckets: PROCESSING_BUCKETS,
-      registers: [this.registry],
+      buckets: SECONDS_BUCKETS,
+      registers: [registry],
     });
-    this.pending = new Gauge({
-      name: MetricName.ConsumerPending,
-      help: 'Stream messages the durable consumer has not delivered yet (polled from the broker).',
-      labelNames: ['consumer'],
+    const gauge = (name: string, help: string) =>
+      new Gauge({ name, help, labelNames: ['consumer'], registers: [registry] });
+    this.lag = {
+      pending: gauge(
+        MetricName.ConsumerPending,
+        'Stream messages the durable consumer has not delivered yet (polled from the broker).',
+      ),
+      ackPending: gauge(
+        MetricName.ConsumerAckPending,
+        'Messages delivered by the durable consumer and not acknowledged yet (polled from the broker).',
+      ),
+      redelivered: gauge(
+        MetricName.ConsumerRedelivered,
+        'Messages the durable consumer delivered more than once and that are not acknowledged yet (polled from the broker).',
+      ),
+      ackFloor: gauge(
+        MetricName.ConsumerAckFloor,
+        'Stream sequence up to which the durable consumer has acknowledged every message (polled from the broker); a floor that stops moving while messages are pending is a stalled consumer.',
+      ),
+    };
+    this.processedChildren = new Children((labels) => this.processed.labels(labels));
+    this.processingChildren = new Children((labels) => this.processing.labels(labels));
+  }
+
+  /** Zero series for every settlement of these event types, so the first dead letter is an increase. */
+  init(role: string, events: readonly string[]): void {
+    for (const event of events)
+      for (const outcome of PROCESSED_OUTCOMES) this.processed.inc({ role, event, outcome }, 0);
+  }
+
+  record(role: string, event: string, outcome: ProcessedOutcome, seconds: number): void {
+    this.processedChildren.get(`${role}\0${event}\0${outcome}`, { role, event, outcome }).inc();
+    this.processingChildren.get(`${role}\0${event}`, { role, event }).observe(seconds);
+  }
+}
+
+/**
+ * One service's Prometheus registry: default process metrics (heap, event-loop lag, …), its NATS
+ * connections, its consumers' metrics when it has consumers, and whatever the service registers in
+ * `registry` itself. Each service has a registry of its own (not prom-client's global one) so the
+ * five services of the all-in-one process each report only their own series on their own `/metrics`.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  /** The `tenant` label: kept or dropped, capped (see `MetricsSettings`). */
+  readonly tenant: BoundedLabel;
+  /** The `tool` label: kept or dropped, capped. */
+  readonly tool: BoundedLabel;
+  private consumerMetrics: ConsumerMetrics | undefined;
+  private readonly connections = new Set<NatsConnection>();
+
+  constructor(readonly settings: MetricsSettings = DEFAULT_METRICS_SETTINGS) {
+    collectDefaultMetrics({ register: this.registry });
+    this.tenant = new BoundedLabel(settings.labels.includes('tenant'), settings.labelCap);
+    this.tool = new BoundedLabel(settings.labels.includes('tool'), settings.labelCap);
+    const connections = this.connections;
+    new Gauge({
+      name: MetricName.NatsConnections,
+      help: 'NATS connections this service holds open (counted at scrape).',
       registers: [this.registry],
+      collect() {
+        let open = 0;
+        for (const nc of connections) if (!nc.isClosed()) open++;
+        this.set(open);
+      },
     });
-    this.claims = new Counter({
-      name: MetricName.ExecutorClaims,
-      help: 'Tool-executor claims on calls, by outcome (claimed, took-over, waited, settled).',
-      labelNames: ['outcome'],
-      registers: [this.registry],
-    });
-    this.refusals = new Counter({
-      name: MetricName.ExecutorRefusals,
-      help: 'Decisions the tool-executor refused to run (they do not match the recorded request), by reason.',
-      labelNames: ['reason'],
-      registers: [this.registry],
-    });
-    this.ackPending = new Gauge({
-      name: MetricName.ConsumerAckPending,
-      help: 'Messages delivered by the durable consumer and not acknowledged yet (polled from the broker).',
-      labelNames: ['consumer'],
-      registers: [this.registry],
-    });
+  }
+
+  /** Counts `nc` among the service's open connections (until it closes). */
+  trackConnection(nc: NatsConnection): void {
+    this.connections.add(nc);
+  }
+
+  private consumers(): ConsumerMetrics {
+    return (this.consumerMetrics ??= new ConsumerMetrics(this.registry));
+  }
+
+  /** Called when a consumer starts: its settlements of `events` start at zero. */
+  initConsumer(role: string, events: readonly string[]): void {
+    this.consumers().init(role, events);
   }
 
   /** Called by the consumer loop once per settled message. */
   recordProcessed(role: string, event: string, outcome: ProcessedOutcome, seconds: number): void {
-    this.processed.inc({ role, event, outcome });
-    this.processing.observe({ role, event }, seconds);
-  }
-
-  /** Called by the tool-executor once per delivery that reached its claim. */
-  recordClaim(outcome: string): void {
-    this.claims.inc({ outcome });
-  }
-
-  /** Called by the tool-executor for every decision it refused to run. */
-  recordRefusal(reason: string): void {
-    this.refusals.inc({ reason });
+    this.consumers().record(role, event, outcome, seconds);
   }
 
   /** The broker's view of a durable consumer; every replica reports the same value. */
-  setConsumerLag(consumer: string, pending: number, ackPending: number): void {
-    this.pending.set({ consumer }, pending);
-    this.ackPending.set({ consumer }, ackPending);
+  setConsumerLag(consumer: string, lag: ConsumerLag): void {
+    const gauges = this.consumers().lag;
+    for (const key of Object.keys(gauges) as (keyof ConsumerLag)[])
+      gauges[key].set({ consumer }, lag[key]);
   }
 
   /** Drops a consumer's series when this replica stops following it, so no stale lag lingers. */
   forgetConsumer(consumer: string): void {
-    this.pending.remove({ consumer });
-    this.ackPending.remove({ consumer });
-  }
-
-  /**
-   * Registers the pending-approvals gauge, refreshed from `source` at every scrape (the journal
-   * service owns the projection it counts). Only the journal calls this, so the series exists in
-   * one service and a sum over instances does not double count.
-   */
-  collectApprovalsPending(source: ApprovalsPendingSource, onError?: (err: unknown) => void): void {
-    if (this.approvalsPending) throw new Error('approvals pending gauge is already registered');
-    this.approvalsPending = new Gauge({
-      name: MetricName.ApprovalsPending,
-      help: 'Approvals waiting for a resolution, per tenant (journal projection).',
-      labelNames: ['tenant'],
-      registers: [this.registry],
-      async collect() {
-        try {
-          const rows = await source();
-          // Reset first: a tenant whose last approval was resolved must drop to no series, not stay.
-          this.reset();
-          for (const row of rows) this.set({ tenant: row.tenant }, row.count);
-        } catch (err) {
-          // A failed count keeps the previous values; the readiness probe reports the database.
-          onError?.(err);
-        }
-      },
-    });
+    for (const gauge of Object.values(this.consumers().lag)) gauge.remove({ consumer });
   }
 
   /** The exposition text of every metric in this registry. */
@@ -158,11 +184,15 @@ export class Metrics {
 // that connection hands both the same `Metrics` without widening the bootstrap's API.
 const byConnection = new WeakMap<NatsConnection, Metrics>();
 
-/** The `Metrics` of the service that owns `nc`, created on first use. */
-export function metricsFor(nc: NatsConnection): Metrics {
+/**
+ * The `Metrics` of the service that owns `nc`, created on first use (with `settings`, which the
+ * service's bootstrap passes first) and counting `nc` among its connections.
+ */
+export function metricsFor(nc: NatsConnection, settings?: MetricsSettings): Metrics {
   let metrics = byConnection.get(nc);
   if (!metrics) {
-    metrics = new Metrics();
+    metrics = new Metrics(settings);
+    metrics.trackConnection(nc);
     byConnection.set(nc, metrics);
   }
   return metrics;

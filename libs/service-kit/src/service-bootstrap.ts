@@ -9,11 +9,15 @@ import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-serve
 import { Readiness } from './health';
 import { startClean } from './opened-resources';
 import { startupStep } from './startup-failure';
+import type { MetricsSettings } from './metric-labels';
+import { metricsFor } from './metrics';
 
 export interface ServiceBootstrapOptions {
   /** Service name: the NATS connection name and the log context. */
   name: string;
   nats: NatsSettings;
+  /** Which user-valued labels the service's metrics carry (default: tenant and tool, capped). */
+  metrics?: MetricsSettings;
   prefix: string;
   /** HTTP port for health (and the gateway's API); 0 picks a free one. */
   port: number;
@@ -59,6 +63,8 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       ),
       (c) => c.close(),
     );
+    // First, so the registry every part of the service records into has the service's settings.
+    metricsFor(nc, options.metrics);
     const streams = options.streams ?? { replicas: options.nats.streamReplicas };
     const app = opened.add(
       await startupStep('creating the application', () =>

@@ -4,8 +4,9 @@ import type { Subjects } from '@toolgate/contracts';
 import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
-import { BusModule } from '@toolgate/service-kit';
+import { BusModule, Metrics } from '@toolgate/service-kit';
 import { GatewayApi } from './api/gateway-api';
+import { GatewayMetrics } from './api/gateway-metrics';
 import { JournalQueries } from './api/journal-queries';
 import { ApprovalResolver } from './approvals/approval-resolver';
 import { TokenAuth } from './auth/token-auth';
@@ -31,19 +32,29 @@ export class GatewayModule {
       controllers: [GatewayController, ApprovalEventsController],
       providers: [
         {
+          provide: GatewayMetrics,
+          inject: [Metrics],
+          useFactory: (metrics: Metrics) => new GatewayMetrics(metrics),
+        },
+        {
           // A provider of its own so the gateway's stop can close its outcome subscriptions.
           provide: DispatchSubmitter,
-          inject: [JournalPublisher],
-          useFactory: (publisher: JournalPublisher) =>
+          inject: [JournalPublisher, GatewayMetrics],
+          useFactory: (publisher: JournalPublisher, metrics: GatewayMetrics) =>
             new DispatchSubmitter(nc, subjects, publisher, registry, {
               waitDefaultMs: config.waitDefaultMs,
               now: () => new Date(),
+              onSubmitted: (status, tenant, tool) => metrics.recordSubmission(status, tenant, tool),
             }),
         },
         {
           provide: GatewayApi,
-          inject: [JournalPublisher, DispatchSubmitter],
-          useFactory: (publisher: JournalPublisher, submitter: DispatchSubmitter) => {
+          inject: [JournalPublisher, DispatchSubmitter, GatewayMetrics],
+          useFactory: (
+            publisher: JournalPublisher,
+            submitter: DispatchSubmitter,
+            metrics: GatewayMetrics,
+          ) => {
             const now = () => new Date();
             const queries = new JournalQueries(nc, subjects, config.requestTimeoutMs);
             return new GatewayApi(
@@ -56,6 +67,7 @@ export class GatewayModule {
               queries,
               new ErrorStreaks(publisher, now),
               new ScriptInstaller(registry, publisher, now),
+              metrics,
             );
           },
         },

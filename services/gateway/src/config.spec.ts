@@ -27,6 +27,7 @@ describe('loadGatewayConfig', () => {
       tokens: [],
       waitDefaultMs: 30_000,
       requestTimeoutMs: 5_000,
+      metrics: { labels: ['tenant', 'tool'], labelCap: 50 },
     });
     expect(Object.isFrozen(config)).toBe(true);
   });

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import {
+  MetricsEnvShape,
+  metricsSettings,
+  NatsEnvShape,
+  natsSettings,
+  type MetricsSettings,
+  type NatsSettings,
+} from '@toolgate/service-kit';
 import { ScopeSchema } from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
@@ -23,6 +30,7 @@ export type TokenGrant = z.infer<typeof TokenGrantSchema>;
 
 const Env = z.object({
   ...NatsEnvShape,
+  ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   GATEWAY_HOST: z.string().default('0.0.0.0'),
@@ -41,6 +49,7 @@ export interface GatewayConfig extends NatsSettings {
   tokens: TokenGrant[];
   waitDefaultMs: number;
   requestTimeoutMs: number;
+  metrics: MetricsSettings;
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
@@ -69,6 +78,7 @@ export function loadGatewayConfig(
   }
   return Object.freeze({
     ...natsSettings(e),
+    metrics: metricsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.GATEWAY_PORT,
     host: e.GATEWAY_HOST,

@@ -2,6 +2,7 @@ import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import {
   bootstrapService,
+  Metrics,
   stopOnce,
   startClean,
   startupStep,
@@ -51,6 +52,7 @@ export async function startGateway(options: {
       await bootstrapService({
         name: 'gateway',
         nats: config,
+        metrics: config.metrics,
         prefix: config.prefix,
         port: config.port,
         host: config.host,
@@ -71,6 +73,7 @@ export async function startGateway(options: {
       }),
       (s) => s.stop(),
     );
+    service.app.get(Metrics).trackConnection(kvConnection);
     const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
     const submitter = service.app.get(DispatchSubmitter);
     const stop = service.stop;

@@ -1,2 +1,3 @@
 export { startGateway } from './gateway.service';
 export { loadGatewayConfig, type GatewayConfig, type TokenGrant } from './config';
+export { GatewayMetricName } from './api/gateway-metrics';

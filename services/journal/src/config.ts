@@ -1,8 +1,16 @@
 import { z } from 'zod';
-import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import {
+  MetricsEnvShape,
+  metricsSettings,
+  NatsEnvShape,
+  natsSettings,
+  type MetricsSettings,
+  type NatsSettings,
+} from '@toolgate/service-kit';
 
 const Env = z.object({
   ...NatsEnvShape,
+  ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   JOURNAL_PORT: z.coerce.number().int().min(0).max(65535).default(8083),
   /** PostgreSQL; when unset an embedded PGlite database on disk is used. */
@@ -32,6 +40,7 @@ export type JournalConfig = NatsSettings &
     maxDeliver: number;
     ackWaitMs: number;
     batchLingerMs: number;
+    metrics: MetricsSettings;
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -39,6 +48,7 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
   const e = Env.parse(env);
   return Object.freeze({
     ...natsSettings(e),
+    metrics: metricsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.JOURNAL_PORT,
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),

@@ -90,3 +90,10 @@ export {
 export { startJournal } from './journal.service';
 export { loadJournalConfig, type JournalConfig } from './config';
 export { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
+export { JournalMetricName } from './service/journal-metrics';
+export {
+  measureDispatch,
+  DISPATCH_HOPS,
+  type DispatchMeasurement,
+  type DispatchHop,
+} from './projection/dispatch-measurements';

@@ -1,8 +1,8 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
 import {
   bootstrapService,
   stopOnce,
-  Metrics,
   Readiness,
   startClean,
   startupStep,
@@ -13,6 +13,8 @@ import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
 import { createDb } from './db/create-db';
 import { pendingApprovalCounts } from './queries/approval-queries';
+import { appliedSequence } from './queries/projection-queries';
+import { JournalMetrics } from './service/journal-metrics';
 import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 import { serveQueries } from './service/query-responder';
 
@@ -48,6 +50,7 @@ export async function startJournal(options: {
       await bootstrapService({
         name: 'journal',
         nats: config,
+        metrics: config.metrics,
         prefix: config.prefix,
         port: config.port,
         ...(options.streams ? { streams: options.streams } : {}),
@@ -76,12 +79,20 @@ export async function startJournal(options: {
         return true;
       },
     });
-    // Pending approvals are read from the projection at scrape time: it is the journal's own state,
-    // so the gauge is exact after a restart, unlike a counter kept in memory.
-    service.app.get(Metrics).collectApprovalsPending(
-      () => pendingApprovalCounts(handle.db),
-      (err) => console.error(`journal: approvals gauge: ${(err as Error)?.message ?? err}`),
-    );
+    const jsm = await jetstreamManager(service.nc);
+    service.app.get(JournalMetrics).collectFromProjection({
+      pendingApprovals: () => pendingApprovalCounts(handle.db),
+      positions: async () => {
+        const stream = service.subjects.journal.stream;
+        const [info, appliedSeq] = await Promise.all([
+          jsm.streams.info(stream),
+          appliedSequence(handle.db, stream),
+        ]);
+        return { streamSeq: info.state.last_seq, appliedSeq };
+      },
+      now,
+      onError: (err) => console.error(`journal: metrics: ${(err as Error)?.message ?? err}`),
+    });
     const queries = serveQueries(service.nc, service.subjects, handle.db, now);
     const sweeper = new ApprovalTimeoutSweeper(
       handle.db,

@@ -6,6 +6,7 @@ import {
   bootstrapService,
   stopOnce,
   settlePoisoned,
+  Metrics,
   startClean,
   startupStep,
   type RunningService,
@@ -60,6 +61,7 @@ export async function startPermissionEvaluator(options: {
         onPoison: settlePoisoned,
       },
     });
+    service.app.get(Metrics).trackConnection(kvConnection);
     const stop = service.stop;
     return {
       ...service,

@@ -6,6 +6,7 @@ import { BusModule, Metrics } from '@toolgate/service-kit';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
 import type { CallExecutor } from './execution/call-executor';
+import { ExecutorMetrics } from './execution/executor-metrics';
 import { ExecutionController } from './execution/execution.controller';
 import type { InputCheck } from './execution/input-check';
 import { PolicyRevisions } from './execution/policy-history';
@@ -30,8 +31,9 @@ export class ToolExecutorModule {
         {
           provide: ToolRunner,
           inject: [JournalPublisher, Metrics],
-          useFactory: (publisher: JournalPublisher, metrics: Metrics) => {
+          useFactory: (publisher: JournalPublisher, registry: Metrics) => {
             const logger = new Logger('ToolRunner');
+            const metrics = new ExecutorMetrics(registry);
             const streaks = new ErrorStreaks(publisher, () => new Date());
             return new ToolRunner({
               nc,
@@ -55,6 +57,8 @@ export class ToolExecutorModule {
               },
               onClaim: (outcome) => metrics.recordClaim(outcome),
               onRefused: (reason) => metrics.recordRefusal(reason),
+              onRan: (call, outcome, seconds) =>
+                metrics.recordRun(call.tool.executor, call.tool.name, outcome, seconds),
               ...(inputCheck ? { checkInput: (call) => inputCheck.check(call) } : {}),
               // The streak is best effort here: after a tool's side effect nothing may hold up
               // its settlement (a failed streak write is logged; the run's count misses one).

@@ -1,11 +1,20 @@
 import { z } from 'zod';
 import { ConfigError } from '@toolgate/contracts';
-import { commaList, NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import {
+  commaList,
+  MetricsEnvShape,
+  metricsSettings,
+  NatsEnvShape,
+  natsSettings,
+  type MetricsSettings,
+  type NatsSettings,
+} from '@toolgate/service-kit';
 
 const list = commaList;
 
 const Env = z.object({
   ...NatsEnvShape,
+  ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
   /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
@@ -121,6 +130,7 @@ export type ExecutorConfig = NatsSettings &
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
     scripts?: { dir?: string; memoryMb: number; cpuMs: number };
+    metrics: MetricsSettings;
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -140,6 +150,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   };
   return Object.freeze({
     ...natsSettings(e),
+    metrics: metricsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.EXECUTOR_PORT,
     cwd: e.EXECUTOR_CWD,

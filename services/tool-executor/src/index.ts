@@ -2,4 +2,5 @@ export { startToolExecutor, type ToolExecutorOptions } from './tool-executor.ser
 export { loadExecutorConfig, SANDBOX_OFF_WARNING, type ExecutorConfig } from './config';
 
 export type { PendingCall } from './execution/pending-call';
+export { ExecutorMetricName } from './execution/executor-metrics';
 export { ScriptExecutor, type ScriptSource } from './scripts/script-executor';

@@ -131,6 +131,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,
+    metrics: config.metrics,
     prefix: config.prefix,
     port: config.port,
     ...(options.streams ? { streams: options.streams } : {}),

@@ -24,6 +24,7 @@ import { TokenAuth, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
 import type { PolicyGate } from '../policy/policy-gate';
+import type { GatewayMetrics } from './gateway-metrics';
 import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
 import type { ScriptInstaller } from '../scripts/script-installer';
@@ -52,6 +53,7 @@ export class GatewayApi {
     private readonly queries: JournalQueries,
     private readonly streaks: ErrorStreaks,
     private readonly scripts: ScriptInstaller,
+    private readonly metrics?: GatewayMetrics,
   ) {
     this.operations = {
       [ApiOperation.RegisterTool]: { scope: 'admin', run: (p, b) => this.registerTool(p, b) },
@@ -98,8 +100,9 @@ export class GatewayApi {
 
   /**
    * Authenticates, authorises and runs one operation inside a SERVER span, continuing the caller's
-   * trace when `carrier` holds a W3C `traceparent` (HTTP headers); over NATS the responder's
-   * consumer span is already the parent.
+   * trace when `carrier` holds a W3C `traceparent` (HTTP headers); over NATS (no `carrier`) the
+   * responder's consumer span is already the parent. Counted and timed per transport, operation
+   * and answer (`ok` or the error code) for `/metrics`.
    */
   async call(
     operation: ApiOperation,
@@ -110,20 +113,36 @@ export class GatewayApi {
     const op = this.operations[operation];
     if (!op) throw new ToolgateError(ErrorCode.NotFound, `unknown operation ${String(operation)}`);
     const parent = carrier ? propagation.extract(context.active(), carrier) : context.active();
-    return inSpan(`gateway ${operation}`, { kind: SpanKind.SERVER, parent }, async (span) => {
-      try {
-        const principal = this.auth.authenticate(authorization);
-        span.setAttribute(Attr.Tenant, principal.tenant);
-        TokenAuth.require(principal, op.scope);
-        return await op.run(principal, body);
-      } catch (err) {
-        // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
-        // on every edge this table serves, never `internal`.
-        const typed = messagingFailure(err, 'the message broker') ?? err;
-        span.setAttribute(Attr.ErrorCode, toWireError(typed).code);
-        throw typed;
-      }
-    });
+    const startedAt = performance.now();
+    let status = 'ok';
+    try {
+      return await inSpan(
+        `gateway ${operation}`,
+        { kind: SpanKind.SERVER, parent },
+        async (span) => {
+          try {
+            const principal = this.auth.authenticate(authorization);
+            span.setAttribute(Attr.Tenant, principal.tenant);
+            TokenAuth.require(principal, op.scope);
+            return await op.run(principal, body);
+          } catch (err) {
+            // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
+            // on every edge this table serves, never `internal`.
+            const typed = messagingFailure(err, 'the message broker') ?? err;
+            status = toWireError(typed).code;
+            span.setAttribute(Attr.ErrorCode, status);
+            throw typed;
+          }
+        },
+      );
+    } finally {
+      this.metrics?.recordRequest(
+        carrier ? 'http' : 'nats',
+        operation,
+        status,
+        (performance.now() - startedAt) / 1000,
+      );
+    }
   }
 
   private async registerTool(principal: Principal, body: unknown): Promise<RegisterToolResponse> {

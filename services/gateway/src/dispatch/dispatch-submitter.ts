@@ -44,7 +44,12 @@ export class DispatchSubmitter {
     private readonly subjects: Subjects,
     private readonly publisher: JournalPublisher,
     private readonly registry: ToolRegistry,
-    private readonly options: { waitDefaultMs: number; now: () => Date },
+    private readonly options: {
+      waitDefaultMs: number;
+      now: () => Date;
+      /** Told whether each journaled submission was new or a replay (metrics). Must not throw. */
+      onSubmitted?(status: 'accepted' | 'replayed', tenant: string, tool: string): void;
+    },
   ) {
     this.routeStart = `${subjects.prefix}.journal.`.length;
     // JetStream publishes reach core subscribers too. A callback, not an iterator: every settlement
@@ -116,6 +121,7 @@ export class DispatchSubmitter {
     try {
       const appended = await this.publisher.append(event);
       const status = appended.appended && !appended.duplicate ? 'accepted' : 'replayed';
+      this.options.onSubmitted?.(status, principal.tenant, tool.name);
       if (status === 'replayed') {
         const recorded = await this.publisher.last(
           principal.tenant,

@@ -2,7 +2,13 @@ import type { JournalEvent, WorktreeEvent } from '@toolgate/contracts';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, Db } from '../db/database';
 import { evolveApproval, isApprovalEvent, type ApprovalEvent } from './approval-fold';
-import { evolveDispatch, isDispatchEvent, laterInstant, type DispatchEvent } from './dispatch-fold';
+import {
+  evolveDispatch,
+  isDispatchEvent,
+  laterInstant,
+  type DispatchEvent,
+  type DispatchState,
+} from './dispatch-fold';
 import {
   APPROVAL_ROWS,
   DISPATCH_ROWS,
@@ -57,10 +63,15 @@ export async function applyEvent(db: Db, entry: JournalEntry): Promise<ApplyOutc
  * saved with one statement each, every row with all of its new events folded in memory in stream
  * order; each run is counted once. Sequences already recorded (and repeats within the run) are
  * skipped, as `applyEvent` would report them `duplicate`. Returns how many events were applied.
+ *
+ * `onDispatch` sees each dispatch row the run changed, before and after (undefined before: a new
+ * row), for the metrics measured from it (`dispatch-measurements.ts`); it is only told about
+ * events applied now, never about duplicates, and what it learns holds only if the caller commits.
  */
 export async function applyEvents(
   trx: Transaction<Database>,
   entries: readonly JournalEntry[],
+  onDispatch?: (before: DispatchState | undefined, after: DispatchState) => void,
 ): Promise<number> {
   const unique = new Map<string, JournalEntry>();
   for (const entry of entries) {
@@ -91,10 +102,14 @@ export async function applyEvents(
   // An approval belongs to its dispatch: the dispatch's lock covers it.
   await lockProjectionKeys(trx, [...dispatches.keys(), ...worktrees.keys()]);
 
-  await foldRows(trx, DISPATCH_ROWS, dispatches, (stored, events) => ({
-    ...fold(stored, events, evolveDispatch),
-    eventCount: (stored?.eventCount ?? 0) + events.length,
-  }));
+  await foldRows(trx, DISPATCH_ROWS, dispatches, (stored, events) => {
+    const folded = {
+      ...fold(stored, events, evolveDispatch),
+      eventCount: (stored?.eventCount ?? 0) + events.length,
+    };
+    onDispatch?.(stored?.state, folded.state);
+    return folded;
+  });
   await foldRows(trx, APPROVAL_ROWS, approvals, (stored, events) =>
     fold(stored, events, evolveApproval),
   );

@@ -128,13 +128,27 @@ export async function dueApprovals(db: Db, now: Date, limit = 100): Promise<DueA
   }));
 }
 
-/** How many approvals each tenant has pending (tenants with none are left out). */
-export async function pendingApprovalCounts(db: Db): Promise<{ tenant: string; count: number }[]> {
+/**
+ * How many approvals each tenant has pending, and when the first of them expires (tenants with
+ * none are left out).
+ */
+export async function pendingApprovalCounts(
+  db: Db,
+): Promise<{ tenant: string; count: number; nextExpiry: Date }[]> {
   const rows = await db
     .selectFrom('approvals')
-    .select(['tenant', (eb) => eb.fn.countAll<string>().as('count')])
+    .select([
+      'tenant',
+      (eb) => eb.fn.countAll<string>().as('count'),
+      (eb) => eb.fn.min('expires_at').as('next_expiry'),
+    ])
     .where('status', '=', 'pending')
     .groupBy('tenant')
     .execute();
-  return rows.map((r) => ({ tenant: r.tenant, count: Number(r.count) }));
+  return rows.map((r) => ({
+    tenant: r.tenant,
+    count: Number(r.count),
+    // A pending approval always has its expiry (set by `suspended`); one without is not due yet.
+    nextExpiry: r.next_expiry ? new Date(r.next_expiry) : new Date(8.64e15),
+  }));
 }

@@ -214,12 +214,12 @@ describe('read-side queries (PostgreSQL)', () => {
         'acme/d7',
       ]);
       expect(await listApprovals(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
-      // The pending-approvals gauge counts the same rows per tenant.
+      // The pending-approvals gauges count the same rows per tenant, with the earliest expiry.
       expect(
         (await pendingApprovalCounts(t.db)).sort((a, b) => a.tenant.localeCompare(b.tenant)),
       ).toEqual([
-        { tenant: 'acme', count: 3 },
-        { tenant: 'globex', count: 1 },
+        { tenant: 'acme', count: 3, nextExpiry: new Date(at(100)) },
+        { tenant: 'globex', count: 1, nextExpiry: new Date(at(90)) },
       ]);
       const run = await knownRun(t.db, 'acme', 'run-4');
       expect(run).toMatchObject({ status: 'running', pending: [] });

@@ -88,6 +88,8 @@ export interface ToolRunnerOptions {
   onClaim?(outcome: ClaimOutcome): void;
   /** Called once per decision the cross-checks refused (metrics). Must not throw. */
   onRefused?(refusal: Refusal): void;
+  /** Called once per run of a tool with how it ended and how long it took (metrics). Must not throw. */
+  onRan?(call: PendingCall, outcome: 'ok' | 'error', seconds: number): void;
   /**
    * Told how a call ended just before its `settled` is journaled (the run's error streak, see
    * `ErrorStreaks`). Must not throw: nothing may hold up a settlement after the side effect.
@@ -264,10 +266,12 @@ export class ToolRunner {
           return result;
         },
       );
+      const durationMs = Date.now() - started;
+      this.ran(call, outcome.ok ? 'ok' : 'error', durationMs);
       await this.settle(call, delivery.deliveryCount, {
         outcome: outcome.ok ? 'ok' : 'error',
         ...(outcome.ok ? { result: outcome.result } : { error: outcome.error }),
-        durationMs: Date.now() - started,
+        durationMs,
       });
     } finally {
       clearInterval(heartbeat);
@@ -653,6 +657,14 @@ export class ToolRunner {
     });
     try {
       this.options.onRefused?.(refusal);
+    } catch {
+      // Metrics never change what happens to a call.
+    }
+  }
+
+  private ran(call: PendingCall, outcome: 'ok' | 'error', durationMs: number): void {
+    try {
+      this.options.onRan?.(call, outcome, durationMs / 1000);
     } catch {
       // Metrics never change what happens to a call.
     }
