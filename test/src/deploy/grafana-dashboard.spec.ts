@@ -18,6 +18,24 @@ describe('Grafana dashboards (deploy/grafana)', () => {
     expect(all.map((d) => d.file)).toContain('toolgate-overview.json');
   });
 
+  it('is described panel by panel, row by row, in docs/deploy.md under "What the dashboards show"', () => {
+    const doc = readFileSync(path.join(REPO_ROOT, 'docs/deploy.md'), 'utf8');
+    const start = doc.indexOf('\n## What the dashboards show\n');
+    expect(start).toBeGreaterThan(-1);
+    const end = doc.indexOf('\n## ', start + 1);
+    const section = doc.slice(start, end === -1 ? undefined : end);
+    const described = [...section.matchAll(/\*\*([^*]+)\*\*/g)]
+      .map((m) => m[1]!.replace(/\s+/g, ' '))
+      .filter((t) => !['journal', 'gateway', 'executor'].includes(t));
+    const rows = [...section.matchAll(/^### (.+)$/gm)].map((m) => m[1]!);
+    const titles = all.flatMap((d) => panelsOf(d).map((p) => p.title));
+    const rowTitles = all.flatMap((d) =>
+      d.panels.filter((p) => p.type === 'row').map((p) => p.title),
+    );
+    expect(described.sort()).toEqual([...titles].sort());
+    expect(rows).toEqual(rowTitles);
+  });
+
   for (const dashboard of all) {
     describe(dashboard.file, () => {
       const panels = panelsOf(dashboard);
