@@ -79,6 +79,10 @@ if [ "$mode" = test ]; then
     say "no static busybox here: the container tests build an image from it (Debian: apt-get install busybox-static)"
     exit 1
   fi
+  if ! command -v promtool >/dev/null; then
+    say "no promtool here: the alert rules' tests need it (Debian: apt-get install --no-install-recommends prometheus)"
+    exit 1
+  fi
 fi
 
 if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then

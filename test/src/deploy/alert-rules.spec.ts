@@ -1,8 +1,25 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse } from 'yaml';
-import { REPO_ROOT, ruleFiles } from './observability-queries';
-import { selectorsOf } from './promql';
+import { parse, stringify } from 'yaml';
+import { dashboards, panelsOf, REPO_ROOT, RULES_DIR, ruleFiles } from './observability-queries';
+import { selectorsOf, withGrafanaVariables } from './promql';
+
+/**
+ * Runs Prometheus's own `promtool` (Debian `prometheus`; .ci/run installs it). Missing, it fails
+ * the test saying so: these checks are not optional.
+ */
+function promtool(args: string[]): string {
+  try {
+    return execFileSync('promtool', args, { encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
+    if (e.code === 'ENOENT')
+      throw new Error('promtool is not installed (Debian: apt-get install prometheus)');
+    throw new Error(`promtool ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`);
+  }
+}
 
 /**
  * The alert rules in deploy/prometheus: valid PromQL over Toolgate's metrics, each with a
@@ -52,6 +69,35 @@ describe('alert rules (deploy/prometheus)', () => {
     expect(watching(/toolgate_projection_lag/)).toHaveLength(1);
     expect(watching(/toolgate_approvals_next_expiry_seconds/)).toHaveLength(1);
     expect(watching(/toolgate_consumer_ack_floor/)).toHaveLength(1);
+  });
+
+  it('passes promtool check rules, and so does every dashboard query as a recording rule (syntax and types)', () => {
+    for (const { file } of files)
+      expect(promtool(['check', 'rules', path.join(RULES_DIR, file)])).toMatch(/SUCCESS/);
+    const exprs = dashboards().flatMap((d) =>
+      panelsOf(d).flatMap((p) =>
+        (p.targets ?? []).flatMap((t) => (t.expr ? [withGrafanaVariables(t.expr)] : [])),
+      ),
+    );
+    const dir = mkdtempSync(path.join(tmpdir(), 'toolgate-dashboard-rules-'));
+    try {
+      const file = path.join(dir, 'dashboards.rules.yml');
+      const rules = (named: { record: string; expr: string }[]) =>
+        writeFileSync(file, stringify({ groups: [{ name: 'dashboards', rules: named }] }));
+      rules(exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })));
+      expect(promtool(['check', 'rules', file])).toContain(`SUCCESS: ${exprs.length} rules found`);
+      // The check can fail: a range vector where an instant one is needed is a type error.
+      rules([{ record: 'bad:query', expr: 'sum(toolgate_projection_lag[5m]) > 1' }]);
+      expect(() => promtool(['check', 'rules', file])).toThrow(/range vector/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fires each alert on the series that should raise it, and stays quiet on the rest (promtool test rules)', () => {
+    expect(promtool(['test', 'rules', path.join(__dirname, 'alert-rules.promtool.yml')])).toMatch(
+      /SUCCESS/,
+    );
   });
 
   it('is loaded by the compose Prometheus from the mounted directory', () => {

@@ -42,9 +42,7 @@ const OPS: Readonly<Record<string, LabelMatcher['op']>> = {
  * Grafana's `$__…` variables are replaced first, as Grafana does.
  */
 export function selectorsOf(expression: string): SeriesSelector[] {
-  let expr = expression;
-  for (const [name, value] of Object.entries(GRAFANA_VARIABLES))
-    expr = expr.split(name).join(value);
+  const expr = withGrafanaVariables(expression);
   const tree = parser.parse(expr);
   const selectors: SeriesSelector[] = [];
   const cursor = tree.cursor();
@@ -77,6 +75,14 @@ export function selectorsOf(expression: string): SeriesSelector[] {
     selectors.push({ metric: expr.slice(identifier.from, identifier.to), matchers, text });
   } while (cursor.next());
   return selectors;
+}
+
+/** A dashboard query as Prometheus receives it: Grafana's `$__…` variables replaced. */
+export function withGrafanaVariables(expression: string): string {
+  let expr = expression;
+  for (const [name, value] of Object.entries(GRAFANA_VARIABLES))
+    expr = expr.split(name).join(value);
+  return expr;
 }
 
 /** A PromQL string literal's value: "…" and '…' with escapes, `…` raw. */
