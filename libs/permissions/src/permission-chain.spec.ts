@@ -660,4 +660,13 @@ describe('policy document', () => {
       true,
     );
   });
+
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
+    'a profile named %s is unknown unless the document has one of that name',
+    (name) => {
+      const policy = compilePolicyDocument(parsePolicyDocument({ profiles: { ops: {} } }));
+      expect(configError(() => policy.chainFor(name))).toBe(true);
+      expect(configError(() => policy.chainFor(name, policy.engine))).toBe(true);
+    },
+  );
 });

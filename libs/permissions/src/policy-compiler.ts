@@ -52,12 +52,14 @@ export function compilePolicyDocument(
   const engine = compilePermissionChain(engineLayer);
   const chains = new Map<string, PermissionChain>();
   const profileLayer = (name: string) => {
-    const layer = document.profiles[name];
+    // Own keys only: a profile named `__proto__` or `toString` must be unknown, not Object's.
+    const layer = Object.hasOwn(document.profiles, name) ? document.profiles[name] : undefined;
     if (layer === undefined)
       throw new ConfigError(`unknown permission profile ${JSON.stringify(name)}`, {
         details: { profile: name },
       });
-    return { ...layer, ...closures.profiles?.[name] };
+    const own = closures.profiles && Object.hasOwn(closures.profiles, name);
+    return { ...layer, ...(own ? closures.profiles?.[name] : undefined) };
   };
   for (const name of Object.keys(document.profiles)) {
     chains.set(
@@ -73,6 +75,7 @@ export function compilePolicyDocument(
       if (profile === undefined) return engine;
       const own = chains.get(profile);
       if (own === undefined) profileLayer(profile);
+      // `profileLayer` has thrown for anything but an own profile by now.
       if (parent === undefined || document.profiles[profile]?.inheritPermissions !== true)
         return own!;
       let byName = inherited.get(parent);

@@ -96,7 +96,10 @@ export function errorCapOf(policy: StoredPolicy): number | null {
 
 /** Whether separation of duties applies to a profile's approvals (the profile's setting wins). */
 export function separationOfDuties(policy: StoredPolicy, profile: string | undefined): boolean {
+  const profiles = policy.approvals?.profiles;
   const own =
-    profile === undefined ? undefined : policy.approvals?.profiles?.[profile]?.separationOfDuties;
+    profile === undefined || !profiles || !Object.hasOwn(profiles, profile)
+      ? undefined
+      : profiles[profile]?.separationOfDuties;
   return own ?? policy.approvals?.separationOfDuties ?? false;
 }

@@ -31,6 +31,15 @@ describe('tool(): definition-time checks', () => {
     expect(err.message).toContain('name');
   });
 
+  it.each<[string, unknown]>([
+    ['an object that cannot be made a string', { toString: 'x', valueOf: 1 }],
+    ['a number', 42],
+    ['a null-prototype object', Object.create(null)],
+  ])('refuses a name that is %s with a ConfigError, not a TypeError', (_what, name) => {
+    configErrorOf(() => tool({ ...searchIssues, name: name as never }));
+    configErrorOf(() => tool({ ...searchIssues, name: name as never, execute: 'x' as never }));
+  });
+
   it('accepts a 64-character name of letters, digits, _ and -', () => {
     const name = `${'a'.repeat(60)}_-9Z`;
     expect(tool({ ...searchIssues, name }).contract.name).toBe(name);

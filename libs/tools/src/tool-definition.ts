@@ -52,10 +52,12 @@ export interface ToolDef<I = unknown, R = unknown> {
 export function tool<S extends SchemaSpec, R>(def: ToolDefinition<S, R>): ToolDef<Out<S>, R> {
   if (typeof def !== 'object' || def === null)
     throw new ConfigError('tool(): expected a definition object');
+  // Named in messages before the name is validated: whatever a JavaScript caller passed.
+  const name = typeof def.name === 'string' ? def.name : `(a name of type ${typeof def.name})`;
   if (typeof def.execute !== 'function') {
-    throw new ConfigError(`tool ${String(def.name)}: execute must be a function`);
+    throw new ConfigError(`tool ${name}: execute must be a function`);
   }
-  const schema = compileSchema(def.parameters, `tool ${String(def.name)} parameters`);
+  const schema = compileSchema(def.parameters, `tool ${name} parameters`);
   const contract = parseOrConfigError(
     ToolContractSchema,
     {
@@ -64,7 +66,7 @@ export function tool<S extends SchemaSpec, R>(def: ToolDefinition<S, R>): ToolDe
       parameters: schema.jsonSchema,
       ...(def.version === undefined ? {} : { version: def.version }),
     },
-    `tool ${String(def.name)}`,
+    `tool ${name}`,
   );
   const policy = parseOrConfigError(
     ToolPolicySchema,

@@ -1,10 +1,13 @@
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import {
   ApiOperation,
+  ErrorCode,
+  ToolgateError,
   assertSubjectToken,
   ConfigError,
   createSubjects,
   decodeJournalEvent,
+  isSubjectToken,
   parseJournalEvent,
   type AgentRef,
   type Isolation,
@@ -158,9 +161,26 @@ class Client implements ToolgateClient {
   async dispatch(
     request: DispatchRequest<unknown> & { tool: string | ToolDef },
   ): Promise<DispatchHandle<unknown>> {
+    // Plain JavaScript callers can pass anything: refuse what is not a request before using it.
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) {
+      throw new ToolgateError(ErrorCode.InvalidRequest, 'dispatch: expected a request object');
+    }
     const { tool, ...call } = request;
-    const toolName = typeof tool === 'string' ? tool : tool.contract.name;
-    const risk = typeof tool === 'string' ? undefined : tool.policy.risk;
+    const def = typeof tool === 'object' && tool !== null ? tool : undefined;
+    const toolName = typeof tool === 'string' ? tool : def?.contract?.name;
+    if (typeof toolName !== 'string') {
+      throw new ToolgateError(
+        ErrorCode.InvalidRequest,
+        'dispatch: `tool` must be a tool name or a ToolDef',
+      );
+    }
+    if (!isSubjectToken(call.runId)) {
+      throw new ToolgateError(
+        ErrorCode.InvalidRequest,
+        'dispatch: `runId` must be 1-128 characters of [A-Za-z0-9_-]',
+      );
+    }
+    const risk = def?.policy?.risk;
     // Subscribe to the run BEFORE submitting: the dispatch id is only known from the reply, and a
     // fast pipeline can settle before the reply reaches us. Events are buffered until then. The
     // SUB reaches the server before the request on this same connection, so nothing is missed.

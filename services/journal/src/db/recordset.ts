@@ -42,9 +42,42 @@ export function insertFromRecordset<T extends ProjectionTable>(
   const types = columns.map((c) => `${c} ${spec.columns[c]}`).join(', ');
   return sql`insert into ${sql.raw(spec.table)} (${sql.raw(columns.join(', '))})
     select ${sql.raw(select)}
-    from jsonb_to_recordset(cast(cast(${JSON.stringify(rows)} as text) as jsonb)) as r(${sql.raw(types)})`;
+    from jsonb_to_recordset(cast(cast(${storableJson(rows)} as text) as jsonb)) as r(${sql.raw(types)})`;
 }
 
+/** A NUL or an unpaired surrogate: what PostgreSQL's `text` and `jsonb` refuse. */
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** How JSON.stringify writes them: `\u0000` and a lone surrogate's `\udxxx` escape. */
+const UNSTORABLE_ESCAPE = /\\u0000|\\ud[89a-f]/i;
+
+/**
+ * JSON text PostgreSQL takes: it refuses U+0000 in `text` and `jsonb` and unpaired UTF-16
+ * surrogates in `jsonb`, and both are valid in a journal event (a tool's result read from a binary
+ * file, a caller's input). Such strings — values and keys — are stored with U+FFFD in their place,
+ * so one odd string never stops the projection; the stream keeps the event as it was. The common
+ * case costs one scan of the text for the escapes JSON.stringify writes for them.
+ */
+export function storableJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (!UNSTORABLE_ESCAPE.test(text)) return text;
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v === 'string') return storable(v);
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const keys = Object.keys(v);
+      if (keys.some((k) => storable(k) !== k)) {
+        return Object.fromEntries(
+          keys.map((k) => [storable(k), (v as Record<string, unknown>)[k]]),
+        );
+      }
+    }
+    return v;
+  });
+}
+
+function storable(text: string): string {
+  return text.replace(UNSTORABLE, '\uFFFD');
+}
 /** `on conflict (<primary key>) do update` replacing every other column with the proposed row's. */
 export function replaceOnConflict<T extends ProjectionTable>(
   spec: TableSpec<T>,
