@@ -191,6 +191,24 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
     },
     { requiredKeys: ['runId', 'callId', 'agent', 'tool', 'input'] },
   ),
+  [ApiOperation.ResetErrorCap]: fc.record(
+    { runId: fc.oneof(token, junkString), reason: fc.string({ maxLength: 30 }) },
+    { requiredKeys: ['runId'] },
+  ),
+  [ApiOperation.InstallScript]: fc.record(
+    {
+      name: fc.oneof(fc.constantFrom('fz_script', 'fz_script2'), junkString),
+      source: fc.oneof(
+        fc.constant('export default function run(input) { return input; }'),
+        fc.string({ maxLength: 80 }),
+      ),
+      sidecar: anyJson,
+      overwrite: fc.boolean(),
+      policy: fc.record({ risk: fc.constantFrom('read', 'write', 'exotic') }),
+    },
+    { requiredKeys: ['name', 'source'] },
+  ),
+  [ApiOperation.ListScripts]: fc.constant({}),
   [ApiOperation.GetDispatch]: fc.record({ dispatchId: fc.oneof(token, junkString) }),
   [ApiOperation.GetRun]: fc.record({ runId: fc.oneof(token, junkString) }),
   [ApiOperation.PutPolicy]: fc.record(
