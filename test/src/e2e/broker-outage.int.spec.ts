@@ -1,0 +1,92 @@
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { eventually, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+const agent = { agentType: 'coder' };
+
+/**
+ * The gateway while its broker is down: every operation that needs the broker answers
+ * 503 `unavailable` (retryable), never a 500; nothing refused was journaled; and once the broker is
+ * back the same calls go through.
+ * Runs on a nats-server of its own, which it kills and restarts.
+ */
+describe('the HTTP API while the broker is down', () => {
+  let server: NatsServerProcess;
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    server = await startNatsServer();
+    stack = await startTestStack('outage', { NATS_URL: server.url });
+  }, 60_000);
+  afterAll(async () => {
+    if (!server.running) await server.start().catch(() => undefined);
+    await stack?.stop();
+    await server?.cleanup();
+  }, 60_000);
+
+  const submit = (callId: string) =>
+    stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId: 'outage',
+      callId,
+      agent,
+      tool: 'list_dir',
+      input: { path: '.' },
+      wait: 15_000,
+    });
+  const putPolicy = () =>
+    stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: { engine: {} } });
+
+  it('answers 503 unavailable on submit, policy put, register and reads, and recovers', async () => {
+    const before = await submit('before');
+    expect(before.body.settled).toMatchObject({ outcome: 'ok' });
+
+    await server.kill();
+    const refused = {
+      submit: await submit('during'),
+      policy: await putPolicy(),
+      register: await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+        tool: {
+          name: 'during_outage',
+          description: 'Registered while the broker is down.',
+          parameters: { type: 'object' },
+          policy: { executor: 'remote' },
+        },
+      }),
+      run: await stack.http('GET', '/v1/runs/outage', TOKENS.acmeAgent),
+    };
+    for (const [what, res] of Object.entries(refused)) {
+      expect({ what, status: res.status, code: res.body?.error?.code }).toEqual({
+        what,
+        status: 503,
+        code: 'unavailable',
+      });
+    }
+
+    await server.start();
+    // Nothing refused was journaled: the run holds the first call's events only.
+    const nc = await connect({ servers: server.url });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const { subjects } = stack.nats;
+      const info = await jsm.streams.info(subjects.journal.stream, {
+        subjects_filter: subjects.journal.forRun('acme', 'outage'),
+      });
+      const keys = new Set(Object.keys(info.state.subjects ?? {}).map((s) => s.split('.')[4]));
+      expect([...keys]).toEqual([before.body.dispatchId]);
+    } finally {
+      await nc.close();
+    }
+
+    // Once the services have reconnected, the same calls go through.
+    const again = await eventually(
+      async () => {
+        const res = await submit('during');
+        return res.status < 500 ? res : undefined;
+      },
+      { what: 'a submission accepted after the broker restarted', timeoutMs: 30_000 },
+    );
+    expect(again.body.settled).toMatchObject({ outcome: 'ok' });
+    expect((await putPolicy()).status).toBe(200);
+  }, 120_000);
+});
