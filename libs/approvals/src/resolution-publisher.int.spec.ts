@@ -1,3 +1,6 @@
+import { SpanKind } from '@opentelemetry/api';
+import { hrTimeToMilliseconds } from '@opentelemetry/core';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
@@ -6,6 +9,7 @@ import {
   ToolgateError,
   type ResolvedEvent,
 } from '@toolgate/contracts';
+import { inSpan, setupTelemetry, type Telemetry } from '@toolgate/telemetry';
 import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
 import { APPROVAL_KEY, suspendedEvent } from '../test/fixtures/suspended-event.fixture';
 import { decideResolution } from './resolution-decider';
@@ -27,13 +31,22 @@ function resolution(
   });
 }
 
+/** A parked call as a resolver holds it when nothing was read back: no headers, no trace. */
+const parked = (dispatchId: string) => ({
+  event: suspendedEvent({ dispatchId }),
+  headers: undefined,
+});
+
 describe('publishResolution on a real JetStream stream', () => {
+  const spans = new InMemorySpanExporter();
+  let telemetry: Telemetry;
   let t: TestNats;
   let publisher: JournalPublisher;
   let announcements: Subscription;
   const announced: ResolvedEvent[] = [];
 
   beforeAll(async () => {
+    telemetry = setupTelemetry({ serviceName: 'approvals-spec', exporter: spans, simple: true });
     t = await useTestNats('approvals');
     await ensureJournalStreams(t.jsm, t.subjects);
     publisher = new JournalPublisher(t.nc, t.subjects);
@@ -47,14 +60,17 @@ describe('publishResolution on a real JetStream stream', () => {
   afterAll(async () => {
     announcements?.unsubscribe();
     await t?.cleanup();
+    await telemetry.shutdown();
   });
 
   it('the first resolution wins and is announced; the second gets already-resolved naming the winner', async () => {
     const first = resolution('d1', 'allow', 'user:bob', 'attempt-1');
-    expect(await publishResolution(publisher, t.nc, t.subjects, first)).toEqual(first);
+    expect(await publishResolution(publisher, t.nc, t.subjects, first, parked('d1'))).toEqual(
+      first,
+    );
 
     const second = resolution('d1', 'deny', 'user:carol', 'attempt-2');
-    const err = await publishResolution(publisher, t.nc, t.subjects, second).then(
+    const err = await publishResolution(publisher, t.nc, t.subjects, second, parked('d1')).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -86,7 +102,7 @@ describe('publishResolution on a real JetStream stream', () => {
       resolution('d2', i % 2 ? 'allow' : 'deny', `user:r${i}`, `race-${i}`),
     );
     const results = await Promise.allSettled(
-      attempts.map((r) => publishResolution(publisher, t.nc, t.subjects, r)),
+      attempts.map((r) => publishResolution(publisher, t.nc, t.subjects, r, parked('d2'))),
     );
     const won = results.filter((r) => r.status === 'fulfilled');
     expect(won).toHaveLength(1);
@@ -96,5 +112,61 @@ describe('publishResolution on a real JetStream stream', () => {
       expect(reason.code).toBe(ErrorCode.AlreadyResolved);
       expect(reason.details).toMatchObject({ decision: winner.decision, by: winner.by });
     }
+  });
+
+  it("resumes the parked call's trace: an approval wait from the suspension, linked to the resolver", async () => {
+    spans.reset();
+    // The evaluator parks the call inside the dispatch's trace; its headers carry that trace.
+    const event = suspendedEvent({
+      dispatchId: 'd3',
+      at: new Date(Date.now() - 5000).toISOString(),
+    });
+    await inSpan('dispatch', {}, () => publisher.append(event));
+    const stored = await publisher.last('acme', 'run1', 'd3', 'suspended');
+    expect(stored).not.toBeNull();
+
+    // An approver's request, in a trace of its own, resolves it.
+    const resolved = decideResolution(event, {
+      decision: 'allow',
+      by: 'user:bob',
+      source: 'human',
+      approvalKey: APPROVAL_KEY,
+      at: new Date(),
+      attemptId: 'attempt-3',
+    });
+    await inSpan('approver request', { kind: SpanKind.SERVER }, () =>
+      publishResolution(publisher, t.nc, t.subjects, resolved, stored!),
+    );
+
+    const finished = spans.getFinishedSpans();
+    const one = (name: string) => {
+      const found = finished.filter((s) => s.name === name);
+      expect(found).toHaveLength(1);
+      return found[0]!;
+    };
+    const sendSuspended = one(
+      `send ${t.subjects.journal.event('acme', 'run1', 'd3', 'suspended')}`,
+    );
+    const sendResolved = one(`send ${t.subjects.journal.event('acme', 'run1', 'd3', 'resolved')}`);
+    const wait = one('approval wait');
+    const approver = one('approver request');
+
+    const dispatchTrace = sendSuspended.spanContext().traceId;
+    expect(approver.spanContext().traceId).not.toBe(dispatchTrace);
+    expect(wait.spanContext().traceId).toBe(dispatchTrace);
+    expect(wait.parentSpanContext?.spanId).toBe(sendSuspended.spanContext().spanId);
+    expect(wait.links.map((l) => l.context.spanId)).toEqual([approver.spanContext().spanId]);
+    // It covers the wait: from the suspension's time to after the resolution was published.
+    expect(hrTimeToMilliseconds(wait.startTime)).toBe(Date.parse(event.at));
+    expect(sendResolved.parentSpanContext?.spanId).toBe(wait.spanContext().spanId);
+    expect(wait.attributes).toMatchObject({
+      'toolgate.dispatch_id': 'd3',
+      'toolgate.tool': 'delete_branch',
+      'toolgate.approval.decision': 'allow',
+      'toolgate.approval.source': 'human',
+    });
+    // Consumers of `resolved` continue the dispatch's trace from its headers.
+    const resolvedStored = await publisher.last('acme', 'run1', 'd3', 'resolved');
+    expect(resolvedStored?.headers?.get('traceparent')).toContain(dispatchTrace);
   });
 });

@@ -24,6 +24,8 @@ export interface StoredEvent<E extends JournalEvent = JournalEvent> {
   seq: number;
   /** When the broker stored it (its clock, not the publisher's `at`, which the publisher chose). */
   storedAt: Date;
+  /** Its message headers: the trace context it was published in (a parked call resumes it). */
+  headers: MsgHdrs | undefined;
 }
 
 /** How one append is published. */
@@ -73,6 +75,15 @@ export class JournalPublisher {
         [Attr.MessageId]: event.id,
         [Attr.DispatchId]: event.dispatchId,
         [Attr.Tenant]: event.tenant,
+        // How the call ended, on the span that records it, whoever settles (evaluator, executor,
+        // timeout sweep): a trace shows a deny or an error code without opening the journal.
+        ...(event.type === 'settled'
+          ? {
+              [Attr.Tool]: event.toolName,
+              [Attr.Outcome]: event.outcome,
+              ...(event.error ? { [Attr.ErrorCode]: event.error.code } : {}),
+            }
+          : {}),
       },
       async () => {
         const headers = injectTraceContext(options.headers ?? natsHeaders());
@@ -110,7 +121,12 @@ export class JournalPublisher {
     // Anything else on the subject (not JSON, not an event) reads as nothing recorded.
     const event = decodeJournalEvent(msg.data);
     if (!event || event.type !== type) return null;
-    return { event: event as JournalEventOf<T>, seq: msg.seq, storedAt: msg.time };
+    return {
+      event: event as JournalEventOf<T>,
+      seq: msg.seq,
+      storedAt: msg.time,
+      headers: msg.header,
+    };
   }
 
   /**

@@ -7,7 +7,7 @@ import {
   type Subjects,
 } from '@toolgate/contracts';
 import type { CanUseTool, HookContext, NamedHook } from '@toolgate/permissions';
-import { injectTraceContext } from '@toolgate/telemetry';
+import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import type { RemoteClosure } from './stored-policy';
 
 const encoder = new TextEncoder();
@@ -25,10 +25,13 @@ async function ask(
   body: RemoteHookRequest,
   timeoutMs: number,
 ): Promise<RemoteHookReply> {
-  const reply = await nc.request(subject, encoder.encode(JSON.stringify(body)), {
-    timeout: timeoutMs,
-    headers: injectTraceContext(natsHeaders()),
-  });
+  // The team's hook joins the dispatch's trace: its request carries this span as `traceparent`.
+  const reply = await producerSpan(subject, { [Attr.Tool]: body.toolName }, () =>
+    nc.request(subject, encoder.encode(JSON.stringify(body)), {
+      timeout: timeoutMs,
+      headers: injectTraceContext(natsHeaders()),
+    }),
+  );
   const parsed = RemoteHookReplySchema.safeParse(JSON.parse(decoder.decode(reply.data)));
   if (!parsed.success) throw new Error('malformed reply');
   return parsed.data;

@@ -4,5 +4,13 @@ export {
   injectTraceContext,
   extractTraceContext,
 } from './nats-header-propagation';
-export { Attr, inSpan, consumerSpan, producerSpan, annotate, recordFailure } from './spans';
+export {
+  Attr,
+  inSpan,
+  consumerSpan,
+  producerSpan,
+  resumedSpan,
+  annotate,
+  recordFailure,
+} from './spans';
 export { setupTelemetry, type Telemetry, type TelemetryOptions } from './telemetry-setup';

@@ -2,7 +2,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags } from '@open
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { headers } from '@nats-io/transport-node';
 import { injectTraceContext } from './nats-header-propagation';
-import { annotate, Attr, consumerSpan, inSpan, producerSpan } from './spans';
+import { annotate, Attr, consumerSpan, inSpan, producerSpan, resumedSpan } from './spans';
 import { setupTelemetry, type Telemetry } from './telemetry-setup';
 
 describe('spans, read from an in-memory exporter', () => {
@@ -101,5 +101,40 @@ describe('spans, read from an in-memory exporter', () => {
     const span = finished('process toolgate.journal.settled');
     expect(span.parentSpanContext).toBeUndefined();
     expect(span.status.code).toBe(SpanStatusCode.ERROR);
+  });
+
+  it('resumedSpan continues the parked trace from its headers, starts at `since` and links to the resumer', async () => {
+    const parked = {
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.SAMPLED,
+    };
+    const h = injectTraceContext(headers(), trace.setSpanContext(ROOT_CONTEXT, parked));
+    const since = new Date(Date.now() - 60_000);
+    await inSpan('approver', {}, () =>
+      resumedSpan('approval wait', h, since, { [Attr.DispatchId]: 'd1' }, async () =>
+        producerSpan('toolgate.journal.resolved', {}, async () => undefined),
+      ),
+    );
+    const wait = finished('approval wait');
+    const approver = finished('approver');
+    expect(wait.spanContext().traceId).toBe(parked.traceId);
+    expect(wait.parentSpanContext?.spanId).toBe(parked.spanId);
+    expect(wait.links.map((l) => l.context.spanId)).toEqual([approver.spanContext().spanId]);
+    expect(wait.startTime[0]).toBe(Math.floor(since.getTime() / 1000));
+    expect(wait.attributes).toEqual({ [Attr.DispatchId]: 'd1' });
+    // What is published while resuming belongs to the parked trace.
+    const send = finished('send toolgate.journal.resolved');
+    expect(send.parentSpanContext?.spanId).toBe(wait.spanContext().spanId);
+  });
+
+  it('resumedSpan without trace headers stays in the current trace, unlinked', async () => {
+    await inSpan('sweep', {}, () =>
+      resumedSpan('approval wait', headers(), new Date(), {}, async () => undefined),
+    );
+    const wait = finished('approval wait');
+    const sweep = finished('sweep');
+    expect(wait.parentSpanContext?.spanId).toBe(sweep.spanContext().spanId);
+    expect(wait.links).toEqual([]);
   });
 });

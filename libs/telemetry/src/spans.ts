@@ -1,18 +1,27 @@
 import {
   context,
+  ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
+  type TimeInput,
 } from '@opentelemetry/api';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { extractTraceContext } from './nats-header-propagation';
 
 const TRACER = 'toolgate';
 
-/** Attribute names on Toolgate's spans (messaging semantic conventions plus our own). */
+/**
+ * Attribute names on Toolgate's spans: the messaging semantic conventions plus our own. The
+ * messaging names are still incubating in `@opentelemetry/semantic-conventions` (only its
+ * `/incubating` entry has them, which may change in a minor release), so they are written here, as
+ * that package advises for incubating names. Values are low-risk by design: ids, names, verdicts,
+ * codes — never a call's input, a result or a secret.
+ */
 export const Attr = {
   MessagingSystem: 'messaging.system',
   MessagingOperation: 'messaging.operation.type',
@@ -31,6 +40,8 @@ export const Attr = {
   Outcome: 'toolgate.outcome',
   ErrorCode: 'toolgate.error_code',
   PolicyRevision: 'toolgate.policy_revision',
+  ApprovalDecision: 'toolgate.approval.decision',
+  ApprovalSource: 'toolgate.approval.source',
 } as const;
 
 /** The tracer every Toolgate span comes from. */
@@ -44,13 +55,25 @@ function tracer() {
  */
 export async function inSpan<T>(
   name: string,
-  options: { kind?: SpanKind; attributes?: Attributes; parent?: Context },
+  options: {
+    kind?: SpanKind;
+    attributes?: Attributes;
+    parent?: Context;
+    /** When it began, if before now (a wait that started elsewhere). */
+    startTime?: TimeInput;
+    links?: Link[];
+  },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
   const parent = options.parent ?? context.active();
   const span = tracer().startSpan(
     name,
-    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes ?? {} },
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      attributes: options.attributes ?? {},
+      ...(options.startTime !== undefined ? { startTime: options.startTime } : {}),
+      ...(options.links?.length ? { links: options.links } : {}),
+    },
     parent,
   );
   try {
@@ -87,6 +110,35 @@ export function consumerSpan<T>(
         [Attr.MessagingDestination]: destination,
         ...attributes,
       },
+    },
+    fn,
+  );
+}
+
+/**
+ * Resumes a trace that was parked on a message: a span `name` that began at `since`, a child of
+ * the context carried by `headers` (the message that parked it), linked to the span active now
+ * (whatever ends the wait — an approver's request, a timeout sweep — which lives in a trace of its
+ * own). It ends when `fn` does, so it covers the whole wait, and publishes inside `fn` carry the
+ * resumed trace onward. Headers without trace context leave the span in the current trace.
+ */
+export function resumedSpan<T>(
+  name: string,
+  headers: MsgHdrs | undefined,
+  since: TimeInput,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parked = extractTraceContext(headers, ROOT_CONTEXT);
+  const now = trace.getSpanContext(context.active());
+  if (!trace.getSpanContext(parked)) return inSpan(name, { attributes, startTime: since }, fn);
+  return inSpan(
+    name,
+    {
+      parent: parked,
+      attributes,
+      startTime: since,
+      ...(now ? { links: [{ context: now }] } : {}),
     },
     fn,
   );

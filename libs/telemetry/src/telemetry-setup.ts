@@ -8,8 +8,10 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
 export interface TelemetryOptions {
+  /** The resource's `service.name`, unless `OTEL_SERVICE_NAME` names it (as `deploy/` does). */
   serviceName: string;
   /** Where spans go; when omitted, OTLP/HTTP if `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else nowhere. */
   exporter?: SpanExporter;
@@ -38,7 +40,9 @@ export function setupTelemetry(options: TelemetryOptions): Telemetry {
       options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
     );
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': options.serviceName }),
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME || options.serviceName,
+    }),
     spanProcessors: processors,
   });
   provider.register();

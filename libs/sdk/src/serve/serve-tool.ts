@@ -61,11 +61,20 @@ export function serveTool(
   });
 
   async function handle(msg: Msg): Promise<void> {
+    // In the trace the request's `traceparent` carries (the executor's call): one dispatch, one
+    // trace, this worker included.
     const outcome = await consumerSpan(
       subject,
       msg.headers,
-      { [Attr.Tool]: def.contract.name },
-      async (span) => answer(msg.data, span.spanContext().spanId),
+      { [Attr.MessagingConsumerGroup]: queue, [Attr.Tool]: def.contract.name },
+      async (span) => {
+        const result = await answer(msg.data, span.spanContext().spanId);
+        annotate({
+          [Attr.Outcome]: result.ok ? 'ok' : 'error',
+          [Attr.ErrorCode]: result.ok ? undefined : result.error.code,
+        });
+        return result;
+      },
     );
     if (msg.reply) msg.respond(encoder.encode(JSON.stringify(outcome)));
   }
@@ -85,7 +94,11 @@ export function serveTool(
       });
     }
     const req = parsed.data;
-    annotate({ [Attr.DispatchId]: req.dispatchId, [Attr.Tenant]: req.tenant });
+    annotate({
+      [Attr.DispatchId]: req.dispatchId,
+      [Attr.Tenant]: req.tenant,
+      [Attr.RunId]: req.runId,
+    });
     // The dispatch was keyed and decided under a contract; running a different one (an old worker
     // after a contract change, or the reverse) would record a result the contract never promised.
     if (req.contractHash !== def.contractHash) {

@@ -69,7 +69,15 @@ export class ApprovalResolver {
       at: this.now(),
       attemptId: randomUUID(),
     });
-    return { resolved: await publishResolution(this.publisher, this.nc, this.subjects, resolved) };
+    return {
+      resolved: await publishResolution(
+        this.publisher,
+        this.nc,
+        this.subjects,
+        resolved,
+        suspended,
+      ),
+    };
   }
 
   /** Finds a parked call by key, giving the projection a moment to fold a fresh suspension. */

@@ -59,7 +59,7 @@ export class ApprovalTimeoutSweeper {
         attemptId: randomUUID(),
       });
       try {
-        await publishResolution(this.publisher, this.nc, this.subjects, resolved);
+        await publishResolution(this.publisher, this.nc, this.subjects, resolved, suspended);
         won++;
       } catch (err) {
         if (!hasErrorCode(err, ErrorCode.AlreadyResolved)) throw err;

@@ -16,7 +16,7 @@ import {
   type WireError,
 } from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
-import { injectTraceContext } from '@toolgate/telemetry';
+import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -35,10 +35,16 @@ export async function runRemoteTool(
 ): Promise<ToolRunOutcome> {
   const { subject } = subjects.remoteTool(request.tenant, request.toolName);
   try {
-    const reply = await requests.request(subject, encoder.encode(JSON.stringify(request)), {
-      timeoutMs: request.deadlineMs,
-      headers: injectTraceContext(natsHeaders()),
-    });
+    // The worker joins the dispatch's trace: its request carries this span as `traceparent`.
+    const reply = await producerSpan(
+      subject,
+      { [Attr.Tool]: request.toolName, [Attr.DispatchId]: request.dispatchId },
+      () =>
+        requests.request(subject, encoder.encode(JSON.stringify(request)), {
+          timeoutMs: request.deadlineMs,
+          headers: injectTraceContext(natsHeaders()),
+        }),
+    );
     return parseOutcome(reply.data);
   } catch (err) {
     if (err instanceof NoRespondersError) {
