@@ -15,3 +15,4 @@ export * from './tolerant-reader';
 export * from './json-limits';
 export * from './remote-hook';
 export * from './script-tool';
+export * from './policy-whatif';

@@ -106,6 +106,8 @@ describe('createSubjects', () => {
     expect(s.journal.forRun('acme', 'run1')).toBe('tg.journal.acme.run1.>');
     expect(s.journal.ofType('settled')).toBe('tg.journal.*.*.*.settled');
     expect(s.journal.forTenant('acme')).toBe('tg.journal.acme.>');
+    expect(s.journal.ofTypeIn('decided', 'acme', 'run1')).toBe('tg.journal.acme.run1.*.decided');
+    expect(s.journal.ofTypeIn('decided', 'acme', '*')).toBe('tg.journal.acme.*.*.decided');
   });
 
   it('builds the other subjects', () => {
@@ -150,6 +152,9 @@ describe('createSubjects', () => {
     ['journal.forRun runId', (x, b) => x.journal.forRun('t', b)],
     ['journal.ofType', (x, b) => x.journal.ofType(b)],
     ['journal.forTenant', (x, b) => x.journal.forTenant(b)],
+    ['journal.ofTypeIn type', (x, b) => x.journal.ofTypeIn(b, 't', 'r')],
+    ['journal.ofTypeIn tenant', (x, b) => x.journal.ofTypeIn('requested', b, 'r')],
+    ['journal.ofTypeIn runId', (x, b) => x.journal.ofTypeIn('requested', 't', b)],
     ['deadLetter.forRole', (x, b) => x.deadLetter.forRole(b)],
     ['consumer', (x, b) => x.consumer(b)],
     ['api', (x, b) => x.api(b)],
@@ -165,7 +170,9 @@ describe('createSubjects', () => {
 
   it.each(builders)('%s refuses every hostile token', (_name, build) => {
     for (const bad of hostile) {
-      if (bad === '*' && _name === 'approvals event') continue; // the documented wildcard
+      // The documented wildcards.
+      if (bad === '*' && (_name === 'approvals event' || _name === 'journal.ofTypeIn runId'))
+        continue;
       configError(() => build(s, bad as never));
     }
   });
@@ -192,6 +199,10 @@ describe('createSubjects', () => {
           expect(matches(s.journal.forRun(tenant, run), subject)).toBe(true);
           expect(matches(s.journal.forKey(tenant, run, key), subject)).toBe(true);
           expect(matches(s.journal.ofType(type), subject)).toBe(true);
+          expect(matches(s.journal.ofTypeIn(type, tenant, run), subject)).toBe(true);
+          expect(matches(s.journal.ofTypeIn(type, tenant, '*'), subject)).toBe(true);
+          if (t2 !== tenant)
+            expect(matches(s.journal.ofTypeIn(type, t2, '*'), subject)).toBe(false);
           if (t2 !== tenant) expect(matches(s.journal.forTenant(t2), subject)).toBe(false);
           if (r2 !== run) expect(matches(s.journal.forRun(tenant, r2), subject)).toBe(false);
           if (k2 !== key) expect(matches(s.journal.forKey(tenant, run, k2), subject)).toBe(false);

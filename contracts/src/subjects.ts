@@ -46,6 +46,7 @@ export const ApiOperation = {
   PutPolicy: 'policy.put',
   GetPolicy: 'policy.get',
   EvaluatePolicy: 'policy.evaluate',
+  WhatIfPolicy: 'policy.whatif',
   ListApprovals: 'approvals.list',
   ResolveApproval: 'approvals.resolve',
   InstallScript: 'tools.scripts.install',
@@ -103,6 +104,8 @@ export interface Subjects {
     ofType(type: string): string;
     /** Every tenant's events. */
     forTenant(tenant: string): string;
+    /** One event type of one tenant: of one run, or of every run (`'*'`). */
+    ofTypeIn(type: string, tenant: string, runId: string | '*'): string;
   };
   /** Dead-lettered messages, one subject per consuming role. */
   readonly deadLetter: {
@@ -168,6 +171,8 @@ export function createSubjects(prefix: string): Subjects {
         `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.>`,
       ofType: (type: string) => `${p}.journal.*.*.*.${tok('event type', type)}`,
       forTenant: (tenant: string) => `${p}.journal.${tok('tenant', tenant)}.>`,
+      ofTypeIn: (type: string, tenant: string, runId: string) =>
+        `${p}.journal.${tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.*.${tok('event type', type)}`,
     }),
     deadLetter: Object.freeze({
       stream: `${p}_deadletter`,

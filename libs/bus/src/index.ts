@@ -44,3 +44,10 @@ export {
   type InFlightMessage,
   type RunningConsumer,
 } from './journal-consumer';
+export {
+  readJournalCalls,
+  type JournalCall,
+  type JournalCallsFilter,
+  type JournalCallsStats,
+  type ReadJournalCallsOptions,
+} from './journal-calls-reader';

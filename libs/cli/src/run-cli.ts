@@ -8,18 +8,27 @@ import { registerToolsCommands } from './commands/tools-commands';
 import { registerRunsCommands } from './commands/runs-commands';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
+import {
+  terminalProgress,
+  type MaybeTerminal,
+  type ProgressBar,
+  type ProgressFactory,
+} from './format/progress-bar';
 
 /** Where the CLI writes and what it reads; `process` in `main.ts`, buffers in tests. */
 export interface CliIo {
   env: Record<string, string | undefined>;
   stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
+  /** Errors, and a progress bar when it is a terminal (`isTTY`). */
+  stderr: MaybeTerminal;
   /** The HTTP client's fetch (default: the global one). */
   fetch?: FetchFn;
   /** Reads a file named on the command line (default: `fs.readFile` as UTF-8). */
   readFile?: (path: string) => Promise<string>;
   /** The clock for ages and expiries (default: now). */
   now?: () => Date;
+  /** Progress displays of long commands (default: a bar on stderr when it is a terminal). */
+  progress?: ProgressFactory;
 }
 
 /** Exit codes: 0 ok, 1 an API error or a call that did not succeed, 2 bad input. */
@@ -31,6 +40,8 @@ export interface CommandContext {
   gateway(): GatewayHttpClient;
   readFile(path: string): Promise<string>;
   now(): Date;
+  /** A progress display for a long command, or undefined (stderr is not a terminal). */
+  progress(label: string): Promise<ProgressBar | undefined>;
   /** Set by a command whose call went through but did not succeed (a denied dispatch). */
   fail(): void;
 }
@@ -73,6 +84,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     },
     readFile: io.readFile ?? ((path) => readFile(path, 'utf8')),
     now: io.now ?? (() => new Date()),
+    progress: io.progress ?? terminalProgress(io.stderr),
     fail: () => {
       failed = true;
     },

@@ -9,3 +9,16 @@ export {
 } from './stored-policy';
 export { remoteHook, remoteCanUseTool, type RemoteHookRequest } from './remote-closures';
 export { PolicyRuntime, type CallFacts, type RevisionedDecision } from './policy-runtime';
+export { PolicyReplay, type RecordedCall, type ReplayedCall } from './policy-replay';
+export { WhatIfTally, WHATIF_HOOKS_NOTE } from './whatif-report';
+export {
+  PolicyTestCaseSchema,
+  PolicyTestCasesSchema,
+  parsePolicyTestCases,
+  runPolicyTests,
+  type HookAnswer,
+  type PolicyTestCase,
+  type PolicyTestCases,
+  type PolicyTestResult,
+  type PolicyTestRun,
+} from './policy-cases';

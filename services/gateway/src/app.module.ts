@@ -14,8 +14,10 @@ import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { ApprovalEventsController } from './http/approval-events.controller';
 import { GatewayController } from './http/gateway.controller';
+import { PolicyWhatIfController } from './http/policy-whatif.controller';
 import { PolicyGate } from './policy/policy-gate';
 import { ScriptInstaller } from './scripts/script-installer';
+import { PolicyWhatIf } from './policy/policy-whatif';
 
 @Module({})
 export class GatewayModule {
@@ -29,7 +31,7 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [BusModule.forRoot(nc, subjects)],
-      controllers: [GatewayController, ApprovalEventsController],
+      controllers: [GatewayController, ApprovalEventsController, PolicyWhatIfController],
       providers: [
         {
           provide: GatewayMetrics,
@@ -67,6 +69,7 @@ export class GatewayModule {
               queries,
               new ErrorStreaks(publisher, now),
               new ScriptInstaller(registry, publisher, now),
+              new PolicyWhatIf(nc, subjects),
               metrics,
             );
           },

@@ -22,11 +22,14 @@ import { benchPermissions } from './permissions';
 import { round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
 import { benchWorktree } from './worktree';
+import { benchWhatIf, type WhatIfResult } from './whatif';
 
 interface Report {
   machine?: { cpus: number; node: string; natsServer: string; platform: string; cpuModel: string };
   baseline?: BaselineResult;
   permissions?: { decisionsPerSec: number; shellMatchesPerSec: number };
+  /** Policy what-if: recorded calls replayed through a candidate policy from the journal. */
+  policy?: WhatIfResult;
   dispatch?: DispatchResult & { throughputVsBound: number };
   approvals?: ApprovalsResult;
   /** The sandbox's fields and the containers' (each set absent when it cannot run here). */
@@ -117,6 +120,9 @@ async function main(): Promise<Report> {
   await stopStack();
 
   report.permissions = await section('permissions', () => benchPermissions({ quick }));
+  report.policy = await section('policy what-if', () =>
+    benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
+  );
   report.worktree = await section('worktree', () => benchWorktree({ quick }));
   report.startup = await section('startup', () => benchStartup(nats.prefix));
   const executors = await section('executors', () => benchExecutors({ quick }));
@@ -217,6 +223,19 @@ function print(report: Report): void {
         ['shell matches/s', p.shellMatchesPerSec],
       ]),
     );
+  if (report.policy) {
+    const q = report.policy;
+    out.push(
+      table(
+        `policy what-if (${q.whatifCalls.toLocaleString('en-US')} recorded calls, ${q.whatifJournalEvents.toLocaleString('en-US')} journal events)`,
+        [
+          ['calls replayed/s (stream read → report)', q.whatifCallsPerSec],
+          ['seconds for all', q.whatifSeconds],
+          ['calls whose verdict changed', q.whatifChanged],
+        ],
+      ),
+    );
+  }
   if (w) {
     out.push(
       table(`worktree (${w.files} files)`, [

@@ -1,4 +1,10 @@
-import { ErrorCode, fromWireError, isWireError, ToolgateError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  fromWireError,
+  isWireError,
+  NDJSON_MEDIA_TYPE,
+  ToolgateError,
+} from '@toolgate/contracts';
 
 /** The `fetch` the CLI uses; injectable so tests can point it at a real in-process gateway. */
 export type FetchFn = typeof fetch;
@@ -27,15 +33,57 @@ export class GatewayHttpClient {
     return this.request<T>('PUT', route, body);
   }
 
+  /**
+   * POSTs `body` asking for an NDJSON answer (`Accept: application/x-ndjson`) and hands each line,
+   * parsed, to `onLine` as it arrives. A refusal (a non-2xx status) throws as any request does.
+   */
+  async postLines(route: string, body: unknown, onLine: (line: unknown) => void): Promise<void> {
+    const res = await this.send('POST', route, body, NDJSON_MEDIA_TYPE);
+    if (!res.ok || res.body === null) {
+      await this.read(res);
+      return;
+    }
+    const decoder = new TextDecoder();
+    let buffered = '';
+    const flush = (final: boolean) => {
+      const lines = buffered.split('\n');
+      buffered = final ? '' : (lines.pop() ?? '');
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(line);
+        } catch {
+          throw new ToolgateError(ErrorCode.Internal, 'the gateway sent a line that is not JSON');
+        }
+        onLine(parsed);
+      }
+    };
+    for await (const chunk of res.body) {
+      buffered += decoder.decode(chunk as Uint8Array, { stream: true });
+      flush(false);
+    }
+    buffered += decoder.decode();
+    flush(true);
+  }
+
   private async request<T>(method: string, route: string, body?: unknown): Promise<T> {
+    return this.read<T>(await this.send(method, route, body, 'application/json'));
+  }
+
+  private async send(
+    method: string,
+    route: string,
+    body: unknown,
+    accept: string,
+  ): Promise<Response> {
     const url = `${this.baseUrl.replace(/\/+$/, '')}${route}`;
-    let res: Response;
     try {
-      res = await this.fetchFn(url, {
+      return await this.fetchFn(url, {
         method,
         headers: {
           authorization: `Bearer ${this.token}`,
-          accept: 'application/json',
+          accept,
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -48,6 +96,9 @@ export class GatewayHttpClient {
         { cause },
       );
     }
+  }
+
+  private async read<T>(res: Response): Promise<T> {
     const text = await res.text();
     let parsed: unknown;
     try {

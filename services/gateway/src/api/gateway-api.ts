@@ -10,6 +10,7 @@ import {
   ToolgateError,
   toWireError,
   type ListToolsResponse,
+  type Progress,
   type Scope,
   type RegisterToolResponse,
   type ResetErrorCapResponse,
@@ -25,14 +26,23 @@ import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
 import type { PolicyGate } from '../policy/policy-gate';
 import type { GatewayMetrics } from './gateway-metrics';
+import type { PolicyWhatIf } from '../policy/policy-whatif';
 import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
 import type { ScriptInstaller } from '../scripts/script-installer';
 
+/** What an edge may pass an operation besides its body. */
+export interface CallOptions {
+  /** Progress of a long operation (a policy what-if), for an edge that can stream it. */
+  onProgress?: (progress: Progress) => void;
+  /** Aborted when the caller is gone (an HTTP client that hung up): a long operation stops. */
+  signal?: AbortSignal;
+}
+
 /** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
 type Operation = {
   scope: Scope;
-  run(principal: Principal, body: unknown): Promise<unknown>;
+  run(principal: Principal, body: unknown, options: CallOptions): Promise<unknown>;
 };
 
 /**
@@ -53,6 +63,7 @@ export class GatewayApi {
     private readonly queries: JournalQueries,
     private readonly streaks: ErrorStreaks,
     private readonly scripts: ScriptInstaller,
+    private readonly whatIf: PolicyWhatIf,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.operations = {
@@ -86,6 +97,10 @@ export class GatewayApi {
         scope: 'dispatch',
         run: (p, b) => this.policyGate.evaluate(p.tenant, b),
       },
+      [ApiOperation.WhatIfPolicy]: {
+        scope: 'admin',
+        run: (p, b, o) => this.whatIf.run(p.tenant, b, o),
+      },
       [ApiOperation.ListApprovals]: {
         scope: 'approve',
         run: (p, b) =>
@@ -109,6 +124,7 @@ export class GatewayApi {
     authorization: string | undefined,
     body: unknown,
     carrier?: Record<string, string | string[] | undefined>,
+    options: CallOptions = {},
   ): Promise<unknown> {
     const op = this.operations[operation];
     if (!op) throw new ToolgateError(ErrorCode.NotFound, `unknown operation ${String(operation)}`);
@@ -124,7 +140,7 @@ export class GatewayApi {
             const principal = this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
-            return await op.run(principal, body);
+            return await op.run(principal, body, options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
             // on every edge this table serves, never `internal`.

@@ -5,6 +5,10 @@ import {
   InstallScriptResponseSchema,
   ScriptInventorySchema,
   ListToolsResponseSchema,
+  NDJSON_MEDIA_TYPE,
+  PolicyWhatIfFrameSchema,
+  PolicyWhatIfReportSchema,
+  PolicyWhatIfRequestSchema,
   PutPolicyRequestSchema,
   RegisterToolRequestSchema,
   RegisterToolResponseSchema,
@@ -137,6 +141,25 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Dry-run the permission chain for a hypothetical call',
         requestBody: json(EvaluatePolicyRequestSchema),
         responses: { '200': { description: 'Verdict' }, ...errors },
+      },
+    },
+    '/v1/policy/whatif': {
+      post: {
+        summary:
+          "Replay the journal's recorded calls through a candidate policy (admin scope); remote hooks are not called. With Accept: application/x-ndjson, progress lines then the report",
+        requestBody: json(PolicyWhatIfRequestSchema),
+        responses: {
+          '200': {
+            description: 'Every call whose verdict the candidate changes, and counts',
+            content: {
+              'application/json': { schema: schema(PolicyWhatIfReportSchema) },
+              [NDJSON_MEDIA_TYPE]: { schema: schema(PolicyWhatIfFrameSchema) },
+            },
+          },
+          '422': errorResponse,
+          '503': errorResponse,
+          ...errors,
+        },
       },
     },
     '/v1/approvals': {

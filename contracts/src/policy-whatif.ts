@@ -1,0 +1,126 @@
+import { z } from 'zod';
+import { AgentRefSchema, DecidedBySchema, VerdictSchema, WireErrorSchema } from './events';
+import { mergeableJson } from './json-limits';
+import { SubjectTokenSchema as Token } from './subjects';
+import { ToolNameSchema } from './tool-contract';
+
+/**
+ * Policy what-if: the journal's recorded calls replayed through a candidate policy.
+ *
+ * `POST /v1/policy/whatif` and the `policy.whatif` NATS operation (admin scope) take a
+ * {@link PolicyWhatIfRequest} and answer a {@link PolicyWhatIfReport}. Over HTTP, a client that
+ * sends `Accept: application/x-ndjson` gets the answer as {@link PolicyWhatIfFrame} lines instead:
+ * progress while the journal streams, then the report (or an error). Read only: nothing is
+ * journaled, no hook is called, no tool runs.
+ */
+
+/** The media type of a what-if answer streamed with its progress. */
+export const NDJSON_MEDIA_TYPE = 'application/x-ndjson';
+
+/** How many changed calls a report lists when the request does not say. */
+export const DEFAULT_WHATIF_CHANGE_LIMIT = 1000;
+
+export const PolicyWhatIfRequestSchema = z.strictObject({
+  /**
+   * The candidate policy document, in the stored form `PUT /v1/policy` takes (rules, profiles,
+   * `remote` hooks, approvals). Validated as a put would; never stored.
+   */
+  candidate: mergeableJson(z.record(z.string(), z.unknown())),
+  /** Only calls recorded at or after this instant (the stream's own timestamps). */
+  since: z.iso.datetime({ offset: true }).optional(),
+  /** Only this run's calls. */
+  runId: Token.optional(),
+  /** How many changed calls to list in full (the counts always cover every call). */
+  limit: z.number().int().min(0).max(10_000).default(DEFAULT_WHATIF_CHANGE_LIMIT),
+});
+export type PolicyWhatIfRequest = z.input<typeof PolicyWhatIfRequestSchema>;
+
+/** One side of a changed call: the verdict and what decided it. */
+export const WhatIfVerdictSchema = z.object({
+  verdict: VerdictSchema,
+  decidedBy: DecidedBySchema,
+  rule: z.unknown().optional(),
+  reason: z.string().optional(),
+});
+export type WhatIfVerdict = z.infer<typeof WhatIfVerdictSchema>;
+
+/**
+ * How a replay dealt with remote hooks and canUseTool, which it never calls: `reused` — a hook's
+ * (or canUseTool's) verdict recorded with the call was given again; `unknown` — the candidate
+ * consults a hook whose answer the journal does not record (a hook the recorded decision never
+ * reached, or one the recorded policy did not have): it was taken to pass, so the call's new
+ * verdict depends on that hook.
+ */
+export const WhatIfHookUseSchema = z.enum(['reused', 'unknown']);
+export type WhatIfHookUse = z.infer<typeof WhatIfHookUseSchema>;
+
+/** A recorded call whose verdict the candidate changes. */
+export const WhatIfChangeSchema = z.object({
+  /** The stream sequence of the recorded `decided`. */
+  seq: z.number().int().min(1),
+  dispatchId: Token,
+  runId: Token,
+  callId: z.string(),
+  tool: ToolNameSchema,
+  agent: AgentRefSchema,
+  profile: z.string().optional(),
+  /** When the call was decided. */
+  at: z.string(),
+  before: WhatIfVerdictSchema.extend({ policyRevision: z.number().int().min(0) }),
+  after: WhatIfVerdictSchema,
+  hooks: WhatIfHookUseSchema.optional(),
+});
+export type WhatIfChange = z.infer<typeof WhatIfChangeSchema>;
+
+export const PolicyWhatIfReportSchema = z.object({
+  /** What was read: the stream sequences and the request's filters. */
+  window: z.object({
+    firstSeq: z.number().int().min(0),
+    lastSeq: z.number().int().min(0),
+    since: z.string().optional(),
+    runId: z.string().optional(),
+  }),
+  /** Recorded calls replayed (a `requested` with its `decided`). */
+  calls: z.number().int().min(0),
+  changed: z.number().int().min(0),
+  unchanged: z.number().int().min(0),
+  /** Recorded calls not replayed, and why. */
+  skipped: z.object({
+    /** Requested but not decided in the window (still in flight, or decided later). */
+    undecided: z.number().int().min(0),
+    /** Refused by the run's consecutive-error cap before the chain ran. */
+    errorCap: z.number().int().min(0),
+  }),
+  /** Remote hooks are never called: how often a recorded answer was reused or guessed. */
+  hooks: z.object({
+    reused: z.number().int().min(0),
+    unknown: z.number().int().min(0),
+    note: z.string(),
+  }),
+  byTool: z.array(
+    z.object({ tool: z.string(), calls: z.number().int(), changed: z.number().int() }),
+  ),
+  byChange: z.array(
+    z.object({ from: VerdictSchema, to: VerdictSchema, count: z.number().int().min(1) }),
+  ),
+  /** The changed calls in stream order, at most the request's `limit`. */
+  changes: z.array(WhatIfChangeSchema),
+  /** Whether more calls changed than `changes` lists. */
+  truncated: z.boolean(),
+});
+export type PolicyWhatIfReport = z.infer<typeof PolicyWhatIfReportSchema>;
+
+/** How far a long operation has come: `done` of `total` units (messages read, rows folded). */
+export const ProgressSchema = z.object({
+  done: z.number().int().min(0),
+  total: z.number().int().min(0),
+});
+export type Progress = z.infer<typeof ProgressSchema>;
+
+/** One line of a streamed what-if answer: progress, then exactly one report or error. */
+export const PolicyWhatIfFrameSchema = z.union([
+  z.object({ progress: ProgressSchema }),
+  z.object({ report: PolicyWhatIfReportSchema }),
+  z.object({ error: WireErrorSchema }),
+]);
+export type PolicyWhatIfFrame = z.infer<typeof PolicyWhatIfFrameSchema>;

@@ -1,0 +1,114 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { ONCE_PER_DISPATCH, type JournalEvent } from '@toolgate/contracts';
+import { callEvents, useTestNats, type TestNats } from '@toolgate/testing';
+import { ensureJournalStreams, readJournalCalls, type JournalCallsStats } from './index';
+
+async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
+  for (const event of events) {
+    await js.publish(
+      t.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type),
+      JSON.stringify(event),
+      {
+        msgID: event.id,
+        ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+      },
+    );
+  }
+}
+
+async function collect(iterable: AsyncIterable<{ decided: { dispatchId: string } }>) {
+  const ids: string[] = [];
+  for await (const call of iterable) ids.push(call.decided.dispatchId);
+  return ids;
+}
+
+describe('readJournalCalls on a real JetStream server', () => {
+  let t: TestNats;
+  let js: JetStreamClient;
+
+  beforeAll(async () => {
+    t = await useTestNats('calls');
+    js = jetstream(t.nc);
+    await ensureJournalStreams(t.jsm, t.subjects);
+  });
+  afterAll(() => t.cleanup());
+
+  it('reads nothing from an empty stream, and leaves no consumer behind', async () => {
+    const reader = readJournalCalls(js, t.jsm, t.subjects, { tenant: 'acme' });
+    expect(await collect(reader)).toEqual([]);
+    expect(reader.stats).toMatchObject({ total: 0, read: 0, undecided: 0 });
+    const consumers = await t.jsm.consumers.list(t.subjects.journal.stream).next();
+    expect(consumers).toEqual([]);
+  });
+
+  it("joins each requested with its decided, in stream order, for one tenant's runs", async () => {
+    const a = callEvents({ dispatchId: 'a', input: { command: 'ls' } });
+    const b = callEvents({ dispatchId: 'b', runId: 'run-2', verdict: 'deny' });
+    const c = callEvents({ dispatchId: 'c', verdict: 'ask' });
+    const inFlight = callEvents({ dispatchId: 'in-flight' });
+    const other = callEvents({ dispatchId: 'x', tenant: 'globex' });
+    // Interleaved as concurrent dispatches are: b is requested first but decided last.
+    await publish(js, t, [
+      b.requested,
+      a.requested,
+      ...a.all.slice(1),
+      c.requested,
+      other.requested,
+    ]);
+    await publish(js, t, [c.decided, inFlight.requested, ...other.all.slice(1), ...b.all.slice(1)]);
+    // Not an event at all, on a requested subject: skipped and counted.
+    await js.publish(t.subjects.journal.event('acme', 'run-1', 'junk', 'requested'), 'not json');
+
+    const progress: JournalCallsStats[] = [];
+    const reader = readJournalCalls(
+      js,
+      t.jsm,
+      t.subjects,
+      { tenant: 'acme' },
+      {
+        onProgress: (s) => progress.push({ ...s }),
+        progressEvery: 2,
+        batch: 2,
+      },
+    );
+    const calls = [];
+    for await (const call of reader) calls.push(call);
+    expect(calls.map((c) => c.decided.dispatchId)).toEqual(['a', 'c', 'b']);
+    expect(calls[0]!.requested).toEqual(a.requested);
+    expect(calls[0]!.decided).toEqual(a.decided);
+    expect(calls.map((c) => c.seq)).toEqual([...calls.map((c) => c.seq)].sort((x, y) => x - y));
+    // 4 requested + 3 decided + the junk message of acme; globex's are never delivered.
+    expect(reader.stats).toMatchObject({ total: 8, read: 8, skipped: 1, undecided: 1 });
+    expect(progress[0]).toMatchObject({ total: 8, read: 0 });
+    expect(progress.at(-1)).toMatchObject({ read: 8, undecided: 1 });
+    expect(progress.length).toBeGreaterThan(3);
+
+    expect(
+      await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'acme', runId: 'run-2' })),
+    ).toEqual(['b']);
+    expect(await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'globex' }))).toEqual([
+      'x',
+    ]);
+    expect(await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'initech' }))).toEqual(
+      [],
+    );
+    const consumers = await t.jsm.consumers.list(t.subjects.journal.stream).next();
+    expect(consumers).toEqual([]);
+  });
+
+  it('reads from an instant on: a decision whose request came before it is not a call of the window', async () => {
+    const early = callEvents({ tenant: 'since', dispatchId: 'early' });
+    const straddles = callEvents({ tenant: 'since', dispatchId: 'straddles' });
+    const late = callEvents({ tenant: 'since', dispatchId: 'late' });
+    await publish(js, t, [...early.all, straddles.requested]);
+    // The stream stamps messages with the server's clock; leave a gap around the instant.
+    await sleep(50);
+    const since = new Date();
+    await sleep(50);
+    await publish(js, t, [...straddles.all.slice(1), ...late.all]);
+    const reader = readJournalCalls(js, t.jsm, t.subjects, { tenant: 'since', since });
+    expect(await collect(reader)).toEqual(['late']);
+    expect(reader.stats).toMatchObject({ total: 3, read: 3, undecided: 0 });
+  });
+});
