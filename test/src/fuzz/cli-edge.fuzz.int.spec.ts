@@ -142,6 +142,19 @@ const commandLine: fc.Arbitrary<string[]> = fc
       fc
         .tuple(fc.oneof(word, junkArg), jsonText)
         .map(([tool, input]) => ['policy', 'evaluate', tool, '--input', input]),
+      // One run (mostly one that does not exist) keeps each replay small.
+      fc
+        .tuple(fc.oneof(word, junkArg), fc.option(fc.oneof(fc.constant('1h'), junkArg)))
+        .map(([run, since]) => [
+          'policy',
+          'whatif',
+          '--candidate',
+          'policy.json',
+          '--run',
+          run,
+          ...(since === null ? [] : ['--since', since]),
+        ]),
+      fc.constant<string[]>(['policy', 'test', 'policy.json', '--cases', 'cases.json']),
       fc.array(fc.oneof(word, junkArg), { maxLength: 5 }),
     ),
     // Now and then an argument out of place.

@@ -230,6 +230,20 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
     { requiredKeys: ['document'] },
   ),
   [ApiOperation.GetPolicy]: fc.constant({}),
+  // Always within one run (mostly one that does not exist), so each replay reads a few messages.
+  [ApiOperation.WhatIfPolicy]: fc.record(
+    {
+      candidate: fc.oneof(
+        fc.constant({ engine: { deny: [{ tool: 'shell' }] } }),
+        fc.dictionary(fc.string({ maxLength: 10 }), anyJson, { maxKeys: 3 }),
+        hostileJson.filter((v) => typeof v === 'object' && v !== null && !Array.isArray(v)),
+      ),
+      runId: fc.oneof(token, junkString),
+      since: fc.oneof(fc.constant('2026-01-01T00:00:00.000Z'), junkString),
+      limit: fc.integer({ min: -1, max: 20_000 }),
+    },
+    { requiredKeys: ['candidate', 'runId'] },
+  ),
   [ApiOperation.EvaluatePolicy]: fc.record(
     { tool: toolName, input: anyJson, agent, isolation, profile: junkString },
     { requiredKeys: ['tool', 'input'] },
