@@ -141,12 +141,21 @@ export const EvaluatePolicyRequestSchema = z.strictObject({
 });
 export type EvaluatePolicyRequest = z.input<typeof EvaluatePolicyRequestSchema>;
 
+const ApprovalKeySchema = z.string().regex(/^[0-9a-f]{64}$/, 'approval keys are sha256 hex');
+
 export const ListApprovalsRequestSchema = z.strictObject({
   runId: Token.optional(),
   tool: ToolNameSchema.optional(),
+  /** Only the approvals of this key (identical calls share one: the same call in several runs). */
+  key: ApprovalKeySchema.optional(),
   /** Only approvals pending for at least this long. */
   minAgeMs: z.number().int().min(0).optional(),
   status: z.enum(['pending', 'resolved', 'all']).optional(),
+  /**
+   * `oldest` (default): oldest suspension first, the order to work through a queue in; `newest`:
+   * latest activity (resolution, else suspension) first, the order of a history.
+   */
+  order: z.enum(['oldest', 'newest']).optional(),
   limit: z.number().int().min(1).max(1000).default(100),
 });
 export type ListApprovalsRequest = z.input<typeof ListApprovalsRequestSchema>;
@@ -156,7 +165,7 @@ export type ListApprovalsRequest = z.input<typeof ListApprovalsRequestSchema>;
  * ApprovalDecision and fails closed — anything but an explicit allow is a deny.
  */
 export const ResolveApprovalRequestSchema = z.strictObject({
-  key: z.string().regex(/^[0-9a-f]{64}$/, 'approval keys are sha256 hex'),
+  key: ApprovalKeySchema,
   decision: z.unknown(),
   reason: z.string().max(2048).optional(),
   /** When given, must equal the digest of the input that was asked for. */
@@ -164,12 +173,88 @@ export const ResolveApprovalRequestSchema = z.strictObject({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
-  /** Which parked dispatch, when one key parks several (the same call in two runs). */
+  /**
+   * Which parked dispatch. A key alone names identical calls (the same call in two runs): when it
+   * matches more than one pending approval the resolution is refused with `conflict`, listing them
+   * in `details.matches`, and nothing is resolved.
+   */
   dispatchId: Token.optional(),
-  /** The dispatch's run: with `dispatchId`, the parked call is read straight from the journal. */
+  /**
+   * The dispatch's run: with `dispatchId`, the parked call is read straight from the journal;
+   * without it, it narrows a key to that run's pending approvals.
+   */
   runId: Token.optional(),
 });
 export type ResolveApprovalRequest = z.input<typeof ResolveApprovalRequestSchema>;
+
+/** One approval with what an approver needs to decide it (`GET /v1/approvals/{key}`, `approvals.get`). */
+export const GetApprovalRequestSchema = z.strictObject({
+  key: ApprovalKeySchema,
+  /** Which dispatch; a key alone must match exactly one pending approval (else `conflict`). */
+  dispatchId: Token.optional(),
+  /** With `dispatchId`, the approval is read straight from the journal stream. */
+  runId: Token.optional(),
+});
+export type GetApprovalRequest = z.input<typeof GetApprovalRequestSchema>;
+
+/** A pending approval a key matched, as `conflict` lists them (`details.matches`). */
+export interface ApprovalMatch {
+  dispatchId: string;
+  runId: string;
+  toolName: string | null;
+  agent: z.infer<typeof AgentRefSchema> | null;
+  suspendedAt: string | null;
+}
+
+/** How a parked call ended after its resolution: `settled`'s outcome. */
+export interface ApprovalOutcome {
+  outcome: 'ok' | 'error' | 'denied';
+  /** The error's code when the call did not succeed. */
+  errorCode: string | null;
+  at: string;
+}
+
+/** One segment of a shell command (`a; b && c | d` has four), as an approver sees it. */
+export interface ShellSegmentView {
+  /** Its words after quote removal: what the program receives (redirections included). */
+  argv: string[];
+  /** Whether this segment is what made the policy ask. */
+  asked: boolean;
+  /** Why it asked: the pattern it matched, or why it cannot be checked. */
+  why: string | null;
+  /** Why no allow pattern can cover it (inline code, a substitution, ...), when that is so. */
+  unmatchable: string | null;
+}
+
+/**
+ * A pending shell call, parsed the way the permission chain parsed it. `scope` says whether the
+ * rule that asked singled out segments (`segments`: an argv pattern, a protected path, a command
+ * that cannot be checked) or covers the call as a whole (`call`: a rule on the tool or its risk,
+ * a hook, the default), in which case no segment is marked.
+ */
+export interface ShellApprovalView {
+  command: string;
+  scope: 'segments' | 'call';
+  segments: ShellSegmentView[];
+}
+
+/** What `GET /v1/approvals/{key}` answers. */
+export interface ApprovalDetail {
+  approval: ApprovalView;
+  /** The reason the chain gave for asking (the `decided` event's), when it gave one. */
+  askReason: string | null;
+  /** The tool's declared risk class (`undeclared` when it declares none). */
+  risk: string;
+  /** For a `shell` call: its segments, with the one that asked marked. */
+  shell: ShellApprovalView | null;
+}
+
+/** Who a bearer token is (`GET /v1/whoami`): its tenant, identity and scopes. */
+export interface WhoAmIResponse {
+  tenant: string;
+  identity: string;
+  scopes: Scope[];
+}
 
 /**
  * An approval as the read API lists it (`approvals.list`, `run.get`): the journal's fold of one
@@ -203,6 +288,8 @@ export interface ApprovalView {
   source: 'human' | 'timeout' | 'policy' | null;
   resolvedAt: string | null;
   updatedAt: string;
+  /** How the call ended, once it settled (filled by the listing and the detail; null before). */
+  settled?: ApprovalOutcome | null;
 }
 
 /** Normalises any resolution value; fails closed. */

@@ -48,9 +48,11 @@ export const ApiOperation = {
   EvaluatePolicy: 'policy.evaluate',
   WhatIfPolicy: 'policy.whatif',
   ListApprovals: 'approvals.list',
+  GetApproval: 'approvals.get',
   ResolveApproval: 'approvals.resolve',
   InstallScript: 'tools.scripts.install',
   ListScripts: 'tools.scripts',
+  WhoAmI: 'whoami',
 } as const;
 export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
 

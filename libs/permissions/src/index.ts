@@ -93,3 +93,4 @@ export {
   type ProtectedPathsConfig,
 } from './protected-paths';
 export { protectedFieldWrite, protectedShellWrite, type ProtectedWrite } from './protected-writes';
+export { shellApprovalView } from './shell-approval-view';

@@ -31,7 +31,9 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [BusModule.forRoot(nc, subjects)],
-      controllers: [GatewayController, ApprovalEventsController, PolicyWhatIfController],
+      // Order matters: express tries routes in registration order, and `GET /v1/approvals/events`
+      // must be matched before `GET /v1/approvals/:key` would take "events" for a key.
+      controllers: [ApprovalEventsController, GatewayController, PolicyWhatIfController],
       providers: [
         {
           provide: GatewayMetrics,

@@ -1,4 +1,5 @@
 import type { ApprovalView } from '@toolgate/contracts';
+import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
@@ -10,7 +11,7 @@ import {
   type CountingTool,
 } from './approval-helpers';
 
-describe('approvals: racing resolutions, tenants, scopes and separation of duties', () => {
+describe('approvals: racing resolutions, shared keys, tenants, scopes and separation of duties', () => {
   let stack: TestStack;
   let gated: CountingTool;
   let raced: CountingTool;
@@ -27,6 +28,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
             { id: 'gate-it', tool: 'gated' },
             // Expires at once: the timeout is due as soon as the sweeper looks.
             { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 },
+            { id: 'shell-rm', tool: 'shell', argv: 'rm **' },
           ],
         },
       },
@@ -193,11 +195,21 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
   });
 
-  it('refuses listing and resolving without the approve scope: 403 forbidden, nothing journaled', async () => {
+  it('lets a token without the approve scope read approvals but never resolve one: 403 forbidden, nothing journaled', async () => {
     const parked = await park(stack, 'gated');
-    const list = await stack.http('GET', '/v1/approvals', TOKENS.acmeAgent);
-    expect(list.status).toBe(403);
-    expect(list.body.error.code).toBe('forbidden');
+    const list = await stack.http('GET', `/v1/approvals?runId=${parked.runId}`, TOKENS.acmeAgent);
+    expect(list.status).toBe(200);
+    expect(list.body.approvals.map((a: ApprovalView) => a.dispatchId)).toEqual([parked.dispatchId]);
+    const detail = await stack.http(
+      'GET',
+      `/v1/approvals/${parked.approval.approvalKey}?dispatchId=${parked.dispatchId}`,
+      TOKENS.acmeAgent,
+    );
+    expect(detail.status).toBe(200);
+    expect(detail.body.approval).toMatchObject({
+      dispatchId: parked.dispatchId,
+      status: 'pending',
+    });
     const res = await resolve(
       stack,
       parked.approval.approvalKey,
@@ -209,16 +221,179 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
     const anonymous = await resolve(stack, parked.approval.approvalKey, { decision: 'allow' }, '');
     expect(anonymous.status).toBe(401);
     expect(anonymous.body.error.code).toBe('unauthorized');
+    const anonymousList = await stack.http('GET', '/v1/approvals', undefined);
+    expect(anonymousList.status).toBe(401);
+    const abort = new AbortController();
     const events = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
       headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
+      signal: abort.signal,
     });
-    expect(events.status).toBe(403);
-    expect(((await events.json()) as { error: { code: string } }).error.code).toBe('forbidden');
+    expect(events.status).toBe(200);
+    expect(events.headers.get('content-type')).toContain('text/event-stream');
+    abort.abort();
+    const unauthenticatedEvents = await fetch(`${stack.all.gateway.url}/v1/approvals/events`);
+    expect(unauthenticatedEvents.status).toBe(401);
     expect((await journalOf(stack, parked)).resolved).toBeUndefined();
     expect(gated.runsOf(parked.input.n)).toBe(0);
     expect((await resolve(stack, parked.approval.approvalKey, { decision: 'deny' })).status).toBe(
       200,
     );
+  });
+
+  it('tells a token who it is: tenant, identity and scopes', async () => {
+    expect(await stack.http('GET', '/v1/whoami', TOKENS.acmeAgent)).toEqual({
+      status: 200,
+      body: { tenant: 'acme', identity: 'acme-agent', scopes: ['dispatch'] },
+    });
+    expect((await stack.http('GET', '/v1/whoami', 'not-a-token')).status).toBe(401);
+  });
+
+  it('refuses a key two runs share with conflict, listing both calls, and resolves only a named one', async () => {
+    const n = unique('shared');
+    const first = await park(stack, 'gated', { n });
+    const second = await park(stack, 'gated', { n });
+    const key = first.approval.approvalKey;
+    expect(second.approval.approvalKey).toBe(key);
+    expect(second.runId).not.toBe(first.runId);
+
+    const ambiguous = await resolve(stack, key, { decision: 'allow' });
+    expect(ambiguous.status).toBe(409);
+    expect(ambiguous.body.error).toMatchObject({
+      code: 'conflict',
+      details: {
+        key,
+        matches: [
+          { dispatchId: first.dispatchId, runId: first.runId, toolName: 'gated' },
+          { dispatchId: second.dispatchId, runId: second.runId, toolName: 'gated' },
+        ],
+      },
+    });
+    expect(ambiguous.body.error.details.matches).toHaveLength(2);
+    const detail = await stack.http('GET', `/v1/approvals/${key}`, TOKENS.acmeApprover);
+    expect(detail.status).toBe(409);
+    expect(detail.body.error.code).toBe('conflict');
+    expect((await journalOf(stack, first)).resolved).toBeUndefined();
+    expect((await journalOf(stack, second)).resolved).toBeUndefined();
+
+    // Named by its run, the key is one call again; named by dispatch, the other.
+    const byRun = await resolve(stack, key, { decision: 'deny', runId: second.runId });
+    expect(byRun.status).toBe(200);
+    expect(byRun.body.resolved).toMatchObject({ dispatchId: second.dispatchId, decision: 'deny' });
+    const byDispatch = await resolve(stack, key, {
+      decision: 'allow',
+      dispatchId: first.dispatchId,
+    });
+    expect(byDispatch.status).toBe(200);
+    expect(byDispatch.body.resolved).toMatchObject({ dispatchId: first.dispatchId });
+    expect((await settled(stack, first.dispatchId)).dispatch.outcome).toBe('ok');
+    expect((await settled(stack, second.dispatchId)).dispatch.outcome).toBe('denied');
+    expect(gated.runsOf(n)).toBe(1);
+    // With none pending, the key alone hears who resolved it last.
+    const late = await resolve(stack, key, { decision: 'allow' });
+    expect(late.status).toBe(409);
+    expect(late.body.error.code).toBe('already-resolved');
+  });
+
+  it('shows one approval from the journal: the call, why it asked, and for shell the segment that asked; then its outcome', async () => {
+    const runId = unique('run-shell');
+    const submitted = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId,
+      callId: unique('call'),
+      agent: { agentType: 'coder' },
+      tool: 'shell',
+      input: { command: 'ls && rm -rf no-such-dir' },
+      wait: 10_000,
+    });
+    expect(submitted.body.state).toBe('suspended');
+    const dispatchId = submitted.body.dispatchId as string;
+    const listed = await eventually(
+      async () =>
+        (await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover)).body
+          .approvals[0] as ApprovalView | undefined,
+      { what: 'the shell call listed' },
+    );
+    // Straight from the journal with the run named; through the projection without it.
+    for (const query of [`dispatchId=${dispatchId}&runId=${runId}`, `dispatchId=${dispatchId}`]) {
+      const detail = await stack.http(
+        'GET',
+        `/v1/approvals/${listed.approvalKey}?${query}`,
+        TOKENS.acmeApprover,
+      );
+      expect(detail.status).toBe(200);
+      expect(detail.body).toEqual({
+        approval: expect.objectContaining({
+          dispatchId,
+          runId,
+          status: 'pending',
+          toolName: 'shell',
+          input: { command: 'ls && rm -rf no-such-dir' },
+          inputDigest: listed.inputDigest,
+          policyRevision: listed.policyRevision,
+          decidedBy: 'ask-rule',
+          rule: expect.objectContaining({ id: 'shell-rm', argv: 'rm **' }),
+          expiresAt: listed.expiresAt,
+          settled: null,
+        }),
+        askReason: expect.any(String),
+        risk: 'execute',
+        shell: {
+          command: 'ls && rm -rf no-such-dir',
+          scope: 'segments',
+          segments: [
+            { argv: ['ls'], asked: false, why: null, unmatchable: null },
+            {
+              argv: ['rm', '-rf', 'no-such-dir'],
+              asked: true,
+              why: 'matches rm **',
+              unmatchable: null,
+            },
+          ],
+        },
+      });
+    }
+    const other = await stack.http(
+      'GET',
+      `/v1/approvals/${'0'.repeat(64)}?dispatchId=${dispatchId}&runId=${runId}`,
+      TOKENS.acmeApprover,
+    );
+    expect(other.status).toBe(404);
+    const bad = await stack.http('GET', '/v1/approvals/not-a-key', TOKENS.acmeApprover);
+    expect(bad.status).toBe(400);
+
+    const denied = await resolve(stack, listed.approvalKey, {
+      decision: 'deny',
+      reason: 'not today',
+      dispatchId,
+      runId,
+    });
+    expect(denied.status).toBe(200);
+    await settled(stack, dispatchId);
+    const after = await stack.http(
+      'GET',
+      `/v1/approvals/${listed.approvalKey}?dispatchId=${dispatchId}&runId=${runId}`,
+      TOKENS.acmeApprover,
+    );
+    expect(after.body.approval).toMatchObject({
+      status: 'resolved',
+      decision: 'deny',
+      reason: 'not today',
+      resolvedBy: 'acme-approver',
+      settled: { outcome: 'denied' },
+    });
+    // The history lists it newest first, with the same outcome once the projection has it.
+    const history = await eventually(
+      async () => {
+        const res = await stack.http(
+          'GET',
+          '/v1/approvals?status=resolved&order=newest&limit=5',
+          TOKENS.acmeApprover,
+        );
+        const top = res.body.approvals[0] as ApprovalView;
+        return top.dispatchId === dispatchId && top.settled ? top : undefined;
+      },
+      { what: 'the denied shell call at the top of the history, settled' },
+    );
+    expect(history).toMatchObject({ decision: 'deny', settled: { outcome: 'denied' } });
   });
 
   it('enforces separation of duties: the submitter cannot approve its own call, another approver can', async () => {
@@ -262,6 +437,7 @@ describe('approvals: racing resolutions, tenants, scopes and separation of dutie
             ask: [
               { id: 'gate-it', tool: 'gated' },
               { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 },
+              { id: 'shell-rm', tool: 'shell', argv: 'rm **' },
             ],
           },
         },

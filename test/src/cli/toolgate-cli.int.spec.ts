@@ -247,6 +247,50 @@ describe('toolgate CLI against the whole stack', () => {
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   });
 
+  it('refuses a key two runs share, listing both calls, until --dispatch or --run names one', async () => {
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: { engine: { ask: [{ tool: 'shell' }] } },
+    });
+    const input = '{"command":"echo same-call"}';
+    const park = async (run: string) => {
+      const r = await cli(['dispatch', 'shell', '--run', run, '--call', 'c1', '--input', input]);
+      expect(r.code).toBe(0);
+      return /dispatch (\S+)/.exec(r.stdout)![1]!;
+    };
+    const first = await park('cli-shared-1');
+    const second = await park('cli-shared-2');
+    const rows = await eventually(async () => {
+      const r = await cli(['approvals', 'list', '--tool', 'shell', '--json']);
+      const all = (JSON.parse(r.stdout) as { approvalKey: string; dispatchId: string }[]).filter(
+        (a) => a.dispatchId === first || a.dispatchId === second,
+      );
+      return all.length === 2 ? all : undefined;
+    });
+    const key = rows[0]!.approvalKey;
+    expect(rows[1]!.approvalKey).toBe(key);
+
+    const ambiguous = await cli(['approvals', 'resolve', key, '--allow']);
+    expect(ambiguous).toMatchObject({ code: 1, stdout: '' });
+    expect(ambiguous.stderr).toMatch(/^conflict: approval key \S+ matches 2 pending calls/);
+    expect(ambiguous.stderr).toMatch(
+      new RegExp(`--dispatch ${first}\\s+run cli-shared-1\\s+shell`),
+    );
+    expect(ambiguous.stderr).toMatch(
+      new RegExp(`--dispatch ${second}\\s+run cli-shared-2\\s+shell`),
+    );
+
+    const shown = await cli(['approvals', 'show', key, '--json']);
+    expect((JSON.parse(shown.stdout) as unknown[]).length).toBe(2);
+
+    const byDispatch = await cli(['approvals', 'resolve', key, '--deny', '--dispatch', second]);
+    expect(byDispatch).toMatchObject({ code: 0, stderr: '' });
+    expect(byDispatch.stdout).toContain(`(dispatch ${second})`);
+    const byRun = await cli(['approvals', 'resolve', key, '--deny', '--run', 'cli-shared-1']);
+    expect(byRun).toMatchObject({ code: 0, stderr: '' });
+    expect(byRun.stdout).toContain(`(dispatch ${first})`);
+    await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
+  });
+
   it('exits 2 on bad input, naming the problem', async () => {
     const badJson = await cli([
       'dispatch',
@@ -287,7 +331,9 @@ describe('toolgate CLI against the whole stack', () => {
   });
 
   it('exits 1 with code: message on API errors, and never prints the token', async () => {
-    const forbidden = await cli(['approvals', 'list'], { TOOLGATE_TOKEN: TOKENS.acmeAgent });
+    const forbidden = await cli(['approvals', 'resolve', 'f'.repeat(64), '--allow'], {
+      TOOLGATE_TOKEN: TOKENS.acmeAgent,
+    });
     expect(forbidden).toMatchObject({ code: 1, stdout: '' });
     expect(forbidden.stderr).toBe('forbidden: this token lacks the "approve" scope\n');
 

@@ -399,8 +399,14 @@ describe('@toolgate/sdk against the whole stack', () => {
     try {
       const forbidden = await agentClient.registerTool(greet).catch((e: unknown) => e);
       expect(hasErrorCode(forbidden, 'forbidden')).toBe(true);
+      // It may read the tenant's approvals, never resolve one.
+      expect(Array.isArray(await agentClient.approvals.list())).toBe(true);
       expect(
-        ((await agentClient.approvals.list().catch((e: unknown) => e)) as ToolgateError).code,
+        (
+          (await agentClient.approvals
+            .resolve('f'.repeat(64), { decision: 'allow' })
+            .catch((e: unknown) => e)) as ToolgateError
+        ).code,
       ).toBe('forbidden');
     } finally {
       await agentClient.close();

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import {
   ErrorCode,
+  hasErrorCode,
   ToolgateError,
+  type ApprovalMatch,
   type ApprovalView,
   type ResolvedEvent,
 } from '@toolgate/contracts';
@@ -92,7 +94,11 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--allow', 'let the call run')
     .option('--deny', 'refuse the call')
     .option('--reason <text>', 'why; journaled with the resolution, shown to the model on deny')
-    .option('--dispatch <dispatchId>', 'which parked dispatch, when one key parks several')
+    .option(
+      '--dispatch <dispatchId>',
+      'which parked dispatch: needed when the key matches several pending calls',
+    )
+    .option('--run <runId>', "narrow the key to this run's pending calls")
     .option('--json', 'print JSON')
     .action(
       async (
@@ -102,6 +108,7 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
           deny?: boolean;
           reason?: string;
           dispatch?: string;
+          run?: string;
           json?: boolean;
         },
       ) => {
@@ -114,6 +121,10 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
             decision: opts.allow ? 'allow' : 'deny',
             ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
             ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
+            ...(opts.run !== undefined ? { runId: opts.run } : {}),
+          })
+          .catch((err: unknown) => {
+            throw withMatches(err);
           });
         if (opts.json) return ctx.out(`${JSON.stringify(resolved, null, 2)}\n`);
         ctx.out(
@@ -124,17 +135,34 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     );
 }
 
-/**
- * The gateway has no single-approval route, so `show` reads the tenant's listing (every status)
- * and picks the key; one key can park several dispatches (the same call in two runs).
- */
+/** Every approval of a key, pending ones first: one key can park several dispatches. */
 async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalView[]> {
-  const { approvals: rows } = await ctx
+  const { approvals: matches } = await ctx
     .gateway()
-    .get<{ approvals: ApprovalView[] }>('/v1/approvals', { status: 'all', limit: 1000 });
-  const matches = rows.filter((a) => a.approvalKey === key);
+    .get<{ approvals: ApprovalView[] }>('/v1/approvals', { key, status: 'all', limit: 1000 });
   if (matches.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));
+}
+
+/**
+ * A `conflict` (the key matches several pending calls) with the calls listed, one per line, each
+ * with the `--dispatch` that names it; any other error as it came.
+ */
+function withMatches(err: unknown): unknown {
+  if (!hasErrorCode(err, ErrorCode.Conflict)) return err;
+  const matches = (err as ToolgateError).details?.matches;
+  if (!Array.isArray(matches)) return err;
+  const lines = (matches as ApprovalMatch[]).map(
+    (m) =>
+      `  --dispatch ${m.dispatchId}  run ${m.runId}  ${m.toolName ?? '?'}` +
+      `${m.agent ? `  ${m.agent.agentType}${m.agent.label ? ` (${m.agent.label})` : ''}` : ''}` +
+      `  since ${m.suspendedAt ?? '?'}`,
+  );
+  return new ToolgateError(
+    ErrorCode.Conflict,
+    `${(err as ToolgateError).message}; pick one:\n${lines.join('\n')}`,
+    { details: (err as ToolgateError).details },
+  );
 }
 
 function describe(a: ApprovalView): string {

@@ -11,7 +11,7 @@ import {
   toWireError,
   type ListToolsResponse,
   type Progress,
-  type Scope,
+  type WhoAmIResponse,
   type RegisterToolResponse,
   type ResetErrorCapResponse,
   ResetErrorCapRequestSchema,
@@ -21,7 +21,7 @@ import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import type { ErrorStreaks } from '@toolgate/bus';
 import { Attr, inSpan } from '@toolgate/telemetry';
-import { TokenAuth, type Principal } from '../auth/token-auth';
+import { TokenAuth, type Access, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
 import type { PolicyGate } from '../policy/policy-gate';
@@ -39,9 +39,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** One API operation: the scope it needs and what it does. The same table serves HTTP and NATS. */
+/**
+ * One API operation: what it needs of a token (a scope, `read`: any of dispatch/approve, or `any`)
+ * and what it does. The same table serves HTTP and NATS.
+ */
 type Operation = {
-  scope: Scope;
+  scope: Access;
   run(principal: Principal, body: unknown, options: CallOptions): Promise<unknown>;
 };
 
@@ -76,12 +79,12 @@ export class GatewayApi {
         run: (p, b) => this.submitter.submit(p, b),
       },
       [ApiOperation.GetDispatch]: {
-        scope: 'dispatch',
+        scope: 'read',
         run: (p, b) =>
           this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
       },
       [ApiOperation.GetRun]: {
-        scope: 'dispatch',
+        scope: 'read',
         run: (p, b) => this.queries.ask('run.get', p.tenant, parseRequest(GetRunRequestSchema, b)),
       },
       [ApiOperation.ResetErrorCap]: {
@@ -102,14 +105,19 @@ export class GatewayApi {
         run: (p, b, o) => this.whatIf.run(p.tenant, b, o),
       },
       [ApiOperation.ListApprovals]: {
-        scope: 'approve',
+        scope: 'read',
         run: (p, b) =>
           this.queries.ask('approvals.list', p.tenant, parseRequest(ListApprovalsRequestSchema, b)),
+      },
+      [ApiOperation.GetApproval]: {
+        scope: 'read',
+        run: (p, b) => this.approvals.get(p, b),
       },
       [ApiOperation.ResolveApproval]: {
         scope: 'approve',
         run: (p, b) => this.approvals.resolve(p, b),
       },
+      [ApiOperation.WhoAmI]: { scope: 'any', run: async (p) => whoAmI(p) },
     };
   }
 
@@ -189,4 +197,13 @@ export class GatewayApi {
     const revision = await this.policies.put(principal.tenant, document, req.expectedRevision);
     return { revision };
   }
+}
+
+/** Who the caller is, as its token says: what a console shows and enables. */
+function whoAmI(principal: Principal): WhoAmIResponse {
+  return {
+    tenant: principal.tenant,
+    identity: principal.identity,
+    scopes: [...principal.scopes].sort(),
+  };
 }

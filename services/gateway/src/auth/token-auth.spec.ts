@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, ToolgateError, type Scope } from '@toolgate/contracts';
-import { TokenAuth, type Principal } from './token-auth';
+import { TokenAuth, type Access, type Principal } from './token-auth';
 
 const ALICE_TOKEN = 'alice-secret-token-0123456789';
 const BOB_TOKEN = 'bob-secret-token-abcdefghijkl';
@@ -95,7 +95,7 @@ describe('TokenAuth.require', () => {
     scopes: new Set(scopes),
   });
 
-  it.each<[Scope[], Scope, boolean]>([
+  it.each<[Scope[], Access, boolean]>([
     [['dispatch'], 'dispatch', true],
     [['dispatch'], 'approve', false],
     [['dispatch'], 'admin', false],
@@ -105,6 +105,11 @@ describe('TokenAuth.require', () => {
     [['admin'], 'dispatch', true],
     [['admin'], 'approve', true],
     [['admin'], 'admin', true],
+    [['dispatch'], 'read', true],
+    [['approve'], 'read', true],
+    [['admin'], 'read', true],
+    [[], 'read', false],
+    [[], 'any', true],
   ])('scopes %j, requiring %s: allowed=%s', (scopes, needed, allowed) => {
     if (allowed) {
       expect(() => TokenAuth.require(principal(scopes), needed)).not.toThrow();

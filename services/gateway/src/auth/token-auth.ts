@@ -36,11 +36,23 @@ export class TokenAuth {
     return found;
   }
 
-  /** Throws `forbidden` unless the principal holds `scope` (admin holds every scope). */
-  static require(principal: Principal, scope: Scope): void {
-    if (principal.scopes.has(scope) || principal.scopes.has('admin')) return;
-    throw new ToolgateError(ErrorCode.Forbidden, `this token lacks the "${scope}" scope`, {
-      details: { scope },
-    });
+  /**
+   * Throws `forbidden` unless the principal may do what `access` names: a scope (admin holds every
+   * scope), `read` (any of dispatch, approve, admin: the tenant's dispatches, runs and approvals
+   * are read by its agents and its approvers alike), or `any` (an authenticated token).
+   */
+  static require(principal: Principal, access: Access): void {
+    if (access === 'any' || principal.scopes.has('admin')) return;
+    if (access === 'read') {
+      if (principal.scopes.has('dispatch') || principal.scopes.has('approve')) return;
+    } else if (principal.scopes.has(access)) return;
+    const message =
+      access === 'read'
+        ? 'this token lacks a "dispatch" or "approve" scope'
+        : `this token lacks the "${access}" scope`;
+    throw new ToolgateError(ErrorCode.Forbidden, message, { details: { scope: access } });
   }
 }
+
+/** What an operation needs of a token: one scope, any reading scope, or only to be valid. */
+export type Access = Scope | 'read' | 'any';

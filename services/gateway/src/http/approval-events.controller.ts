@@ -10,8 +10,11 @@ import { toHttpError } from './error.filter';
 const decoder = new TextDecoder();
 
 /**
- * Server-sent events of a tenant's approval events (`pending`, `resolved`) for dashboards and chat
- * bots. Each event's data is the journal event as JSON.
+ * Server-sent events of a tenant's approval events (`pending`, `resolved`) for dashboards, chat
+ * bots and the console, for any token that may read the tenant's approvals. Each event's data is
+ * the journal event as JSON, as it came over core NATS: a notification to look, not a record to
+ * act on (anyone allowed to publish on the approvals subject can send one); the console reads the
+ * approval it names from the API before showing it.
  */
 @Controller('v1')
 export class ApprovalEventsController {
@@ -30,7 +33,7 @@ export class ApprovalEventsController {
     let tenant: string;
     try {
       const principal = this.api.auth.authenticate(auth);
-      TokenAuth.require(principal, 'approve');
+      TokenAuth.require(principal, 'read');
       tenant = principal.tenant;
     } catch (err) {
       const { status, error } = toHttpError(err);

@@ -118,6 +118,21 @@ export class GatewayController {
     return this.api.call(ApiOperation.ListApprovals, h.authorization, queryToBody(query), h);
   }
 
+  /** One approval with its detail. Declared after `approvals/events` (see the module). */
+  @Get('approvals/:key')
+  getApproval(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('key') key: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.api.call(ApiOperation.GetApproval, h.authorization, { ...query, key }, h);
+  }
+
+  @Get('whoami')
+  whoAmI(@Headers() h: IncomingHttpHeaders) {
+    return this.api.call(ApiOperation.WhoAmI, h.authorization, {}, h);
+  }
+
   @Post('approvals/:key/resolve')
   @HttpCode(200)
   resolve(@Headers() h: IncomingHttpHeaders, @Param('key') key: string, @Body() body: unknown) {

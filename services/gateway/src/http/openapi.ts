@@ -162,21 +162,43 @@ export const OPENAPI_DOCUMENT = {
         },
       },
     },
+    '/v1/whoami': {
+      get: {
+        summary: "The token's tenant, identity and scopes (any valid token)",
+        responses: { '200': { description: 'Who the token is' }, '401': errorResponse },
+      },
+    },
     '/v1/approvals': {
       get: {
-        summary: 'Pending (or resolved) approvals (approve scope)',
-        parameters: ['runId', 'tool', 'minAgeMs', 'status', 'limit'].map((name) => ({
-          name,
-          in: 'query',
-          required: false,
-          schema: { type: 'string' },
-        })),
+        summary:
+          "Pending (or resolved) approvals, each with its call's outcome once settled (dispatch or approve scope). `key` lists the calls that share an approval key; `order=newest` lists latest activity first",
+        parameters: ['runId', 'tool', 'key', 'minAgeMs', 'status', 'order', 'limit'].map(
+          (name) => ({
+            name,
+            in: 'query',
+            required: false,
+            schema: { type: 'string' },
+          }),
+        ),
         responses: { '200': { description: 'Approvals' }, ...errors },
+      },
+    },
+    '/v1/approvals/{key}': {
+      get: {
+        summary:
+          'One approval read from the journal: the call it covers (post-hook input, digest, rule, policy revision, expiry), the reason it asked, the risk, its resolution and outcome, and for a shell call its segments with the one that asked marked (dispatch or approve scope). Without dispatchId the key must match exactly one pending call: 409 conflict lists them in details.matches',
+        parameters: [
+          { name: 'key', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'dispatchId', in: 'query', required: false, schema: { type: 'string' } },
+          { name: 'runId', in: 'query', required: false, schema: { type: 'string' } },
+        ],
+        responses: { '200': { description: 'Approval' }, '409': errorResponse, ...errors },
       },
     },
     '/v1/approvals/{key}/resolve': {
       post: {
-        summary: 'Resolve an approval (approve scope); anything but an explicit allow denies',
+        summary:
+          'Resolve an approval (approve scope); anything but an explicit allow denies. A key that matches more than one pending call without a dispatchId is refused with 409 conflict listing them (details.matches), and nothing is resolved',
         parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string' } }],
         requestBody: json(ResolveApprovalRequestSchema.omit({ key: true })),
         responses: { '200': { description: 'Resolved' }, '409': errorResponse, ...errors },
@@ -184,7 +206,8 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/approvals/events': {
       get: {
-        summary: 'Server-sent events: approval:pending, approval:resolved',
+        summary:
+          'Server-sent events: approval:pending, approval:resolved (dispatch or approve scope; the Authorization header is required, so read it with a streaming fetch, not EventSource). Notifications to look, not records: read the approval they name before acting',
         responses: { '200': { description: 'text/event-stream' }, ...errors },
       },
     },

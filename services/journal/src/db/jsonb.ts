@@ -11,3 +11,9 @@ export function toIso(value: Date | null): string | null {
 export function fromJsonb(value: Json | null): unknown {
   return value === null ? undefined : value;
 }
+
+/** The `code` of a wire error stored in a JSON column (`dispatches.error`), if it has one. */
+export function errorCodeOf(value: Json | null): string | null {
+  const code = (value as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : null;
+}

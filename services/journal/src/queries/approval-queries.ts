@@ -1,6 +1,7 @@
-import type { ApprovalView } from '@toolgate/contracts';
+import type { ApprovalOutcome, ApprovalView } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import type { Db } from '../db/database';
+import { errorCodeOf, toIso } from '../db/jsonb';
 import type { ApprovalStatus } from '../projection/approval-fold';
 import { approvalFromRow } from '../projection/projection-repository';
 
@@ -10,15 +11,22 @@ export interface ApprovalFilter {
   runId?: string;
   /** Tool name. */
   tool?: string;
+  /** Approval key: identical calls share one. */
+  key?: string;
   /** Only approvals suspended at least this long before `now`. */
   minAgeMs?: number;
   /** Default `pending`. */
   status?: ApprovalStatus | 'all';
+  /** `oldest` suspension first (default), or `newest` activity (resolution, else suspension) first. */
+  order?: 'oldest' | 'newest';
   /** Default 100, at most 1000. */
   limit?: number;
 }
 
-/** Approvals of one tenant, oldest suspension first. `now` comes from the caller (no clock here). */
+/**
+ * Approvals of one tenant, each with how its call ended once it settled (`settled`), oldest
+ * suspension first or newest activity first. `now` comes from the caller (no clock here).
+ */
 export async function listApprovals(
   db: Db,
   filter: ApprovalFilter,
@@ -26,15 +34,45 @@ export async function listApprovals(
 ): Promise<ApprovalView[]> {
   const status = filter.status ?? 'pending';
   const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
-  let query = db.selectFrom('approvals').selectAll().where('tenant', '=', filter.tenant);
-  if (status !== 'all') query = query.where('status', '=', status);
-  if (filter.runId !== undefined) query = query.where('run_id', '=', filter.runId);
-  if (filter.tool !== undefined) query = query.where('tool_name', '=', filter.tool);
+  let query = db
+    .selectFrom('approvals')
+    .leftJoin('dispatches', (join) =>
+      join
+        .onRef('dispatches.tenant', '=', 'approvals.tenant')
+        .onRef('dispatches.dispatch_id', '=', 'approvals.dispatch_id'),
+    )
+    .selectAll('approvals')
+    .select([
+      'dispatches.outcome as call_outcome',
+      'dispatches.error as call_error',
+      'dispatches.settled_at as call_settled_at',
+    ])
+    .where('approvals.tenant', '=', filter.tenant);
+  if (status !== 'all') query = query.where('approvals.status', '=', status);
+  if (filter.runId !== undefined) query = query.where('approvals.run_id', '=', filter.runId);
+  if (filter.tool !== undefined) query = query.where('approvals.tool_name', '=', filter.tool);
+  if (filter.key !== undefined) query = query.where('approvals.approval_key', '=', filter.key);
   if (filter.minAgeMs !== undefined) {
-    query = query.where('suspended_at', '<=', new Date(now.getTime() - filter.minAgeMs));
+    query = query.where('approvals.suspended_at', '<=', new Date(now.getTime() - filter.minAgeMs));
   }
-  const rows = await query.orderBy('suspended_at').orderBy('dispatch_id').limit(limit).execute();
-  return rows.map(approvalFromRow);
+  query =
+    filter.order === 'newest'
+      ? query
+          .orderBy(sql`coalesce(approvals.resolved_at, approvals.suspended_at) desc nulls last`)
+          .orderBy('approvals.dispatch_id')
+      : query.orderBy('approvals.suspended_at').orderBy('approvals.dispatch_id');
+  const rows = await query.limit(limit).execute();
+  return rows.map(({ call_outcome, call_error, call_settled_at, ...row }) => ({
+    ...approvalFromRow(row),
+    settled:
+      call_outcome === null || call_settled_at === null
+        ? null
+        : {
+            outcome: call_outcome as ApprovalOutcome['outcome'],
+            errorCode: errorCodeOf(call_error),
+            at: toIso(call_settled_at),
+          },
+  }));
 }
 
 /**

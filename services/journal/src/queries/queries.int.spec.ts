@@ -23,6 +23,7 @@ async function knownRun(...args: Parameters<typeof getRun>) {
  * One journal, two tenants. acme/run-1: d1 allowed and settled, d2 parked on read_file (asked at
  * t=10, expires t=100), d3 parked on shell (asked at t=50, expires t=1000). acme/run-2: d4 settled
  * denied. acme/run-3: d5 parked, d6 started. acme/run-4: d7 asked, resolved (allow), not yet run.
+ * acme/run-5: d8, the same call as d2 (so the same approval key), asked, allowed, ran and failed.
  * globex reuses run-1 and the dispatch id d1, parked.
  */
 const acme1 = dispatchFixture({ dispatchId: 'd1' });
@@ -36,6 +37,7 @@ const acme4 = dispatchFixture({ dispatchId: 'd4', runId: 'run-2', toolName: 'wri
 const acme5 = dispatchFixture({ dispatchId: 'd5', runId: 'run-3' });
 const acme6 = dispatchFixture({ dispatchId: 'd6', runId: 'run-3' });
 const acme7 = dispatchFixture({ dispatchId: 'd7', runId: 'run-4', toolName: 'http_fetch' });
+const acme8 = dispatchFixture({ dispatchId: 'd8', runId: 'run-5', input: acme2.input });
 const globex1 = dispatchFixture({
   tenant: 'globex',
   dispatchId: 'd1',
@@ -69,6 +71,12 @@ const journal: JournalEvent[] = [
   acme7.decided(85, 'ask'),
   acme7.suspended(85, 200),
   acme7.resolved(90, 'allow'),
+  acme8.requested(91),
+  acme8.decided(91, 'ask'),
+  acme8.suspended(91, 5000),
+  acme8.resolved(92, 'allow', 'carol'),
+  acme8.started(92),
+  acme8.settled(93, 'error'),
 ];
 
 describe('read-side queries (PostgreSQL)', () => {
@@ -154,6 +162,31 @@ describe('read-side queries (PostgreSQL)', () => {
       expect(running.pending.map((p) => p.dispatchId)).toEqual(['d5']);
     });
 
+    it("lists each dispatch's verdict, what decided it, its resolution and its outcome", async () => {
+      const run = await knownRun(t.db, 'acme', 'run-5');
+      expect(run.dispatches).toEqual([
+        {
+          dispatchId: 'd8',
+          callId: expect.any(String),
+          toolName: 'read_file',
+          status: 'settled',
+          verdict: 'ask',
+          decidedBy: expect.any(String),
+          decision: 'allow',
+          resolvedBy: 'carol',
+          outcome: 'error',
+          errorCode: 'tool-failed',
+          approvalKey: acme2.approvalKey,
+          requestedAt: at(91),
+          settledAt: at(93),
+        },
+      ]);
+      const denied = await knownRun(t.db, 'acme', 'run-2');
+      expect(denied.dispatches).toMatchObject([
+        { verdict: 'deny', decision: null, outcome: 'denied', errorCode: null },
+      ]);
+    });
+
     it('nothing for a run the tenant does not have', async () => {
       expect(await getRun(t.db, 'acme', 'run-404')).toBeUndefined();
       expect(await getRun(t.db, 'initech', 'run-1')).toBeUndefined();
@@ -206,12 +239,14 @@ describe('read-side queries (PostgreSQL)', () => {
     it('filters by status: a resolved approval is no longer pending', async () => {
       expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'resolved' }, now))).toEqual([
         'acme/d7',
+        'acme/d8',
       ]);
       expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'all' }, now))).toEqual([
         'acme/d2',
         'acme/d3',
         'acme/d5',
         'acme/d7',
+        'acme/d8',
       ]);
       expect(await listApprovals(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
       // The pending-approvals gauges count the same rows per tenant, with the earliest expiry.
@@ -231,6 +266,35 @@ describe('read-side queries (PostgreSQL)', () => {
         source: 'human',
         resolvedAt: at(90),
       });
+    });
+
+    it('filters by key: identical calls in two runs share one', async () => {
+      const byKey = { tenant: 'acme', key: acme2.approvalKey };
+      expect(acme8.approvalKey).toBe(acme2.approvalKey);
+      expect(ids(await listApprovals(t.db, byKey, now))).toEqual(['acme/d2']);
+      expect(ids(await listApprovals(t.db, { ...byKey, status: 'all' }, now))).toEqual([
+        'acme/d2',
+        'acme/d8',
+      ]);
+      expect(await listApprovals(t.db, { ...byKey, tenant: 'globex' }, now)).toEqual([]);
+    });
+
+    it('lists a history newest first, each approval with how its call ended', async () => {
+      const history = await listApprovals(
+        t.db,
+        { tenant: 'acme', status: 'all', order: 'newest' },
+        now,
+      );
+      // d8 resolved at 92, d7 at 90; then the pending ones by suspension, newest first.
+      expect(ids(history)).toEqual(['acme/d8', 'acme/d7', 'acme/d5', 'acme/d3', 'acme/d2']);
+      expect(history[0]).toMatchObject({
+        decision: 'allow',
+        resolvedBy: 'carol',
+        settled: { outcome: 'error', errorCode: 'tool-failed', at: at(93) },
+      });
+      // Allowed but not run yet, and still pending: no outcome.
+      expect(history[1]).toMatchObject({ decision: 'allow', settled: null });
+      expect(history[2]).toMatchObject({ status: 'pending', settled: null });
     });
   });
 

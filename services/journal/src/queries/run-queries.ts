@@ -1,5 +1,5 @@
 import type { Db } from '../db/database';
-import { toIso } from '../db/jsonb';
+import { errorCodeOf, toIso } from '../db/jsonb';
 import type { DispatchStatus } from '../projection/dispatch-fold';
 import { runStatus, type RunStatus } from '../projection/run-status';
 import { approvalFromRow } from '../projection/projection-repository';
@@ -11,7 +11,14 @@ export interface RunDispatchSummary {
   toolName: string | null;
   status: DispatchStatus;
   verdict: string | null;
+  /** What decided the verdict (a deny rule, the default, ...). */
+  decidedBy: string | null;
+  /** An approval's resolution and who gave it, for a call that was asked about. */
+  decision: string | null;
+  resolvedBy: string | null;
   outcome: string | null;
+  /** The error's code when the call settled with an error or was denied. */
+  errorCode: string | null;
   approvalKey: string | null;
   requestedAt: string | null;
   settledAt: string | null;
@@ -58,7 +65,11 @@ export async function getRun(db: Db, tenant: string, runId: string): Promise<Run
         'tool_name',
         'status',
         'verdict',
+        'decided_by',
+        'decision',
+        'resolved_by',
         'outcome',
+        'error',
         'approval_key',
         'requested_at',
         'settled_at',
@@ -85,7 +96,11 @@ export async function getRun(db: Db, tenant: string, runId: string): Promise<Run
     toolName: d.tool_name,
     status: d.status as DispatchStatus,
     verdict: d.verdict,
+    decidedBy: d.decided_by,
+    decision: d.decision,
+    resolvedBy: d.resolved_by,
     outcome: d.outcome,
+    errorCode: errorCodeOf(d.error),
     approvalKey: d.approval_key,
     requestedAt: toIso(d.requested_at),
     settledAt: toIso(d.settled_at),

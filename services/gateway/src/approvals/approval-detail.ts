@@ -1,0 +1,69 @@
+import {
+  type ApprovalDetail,
+  type ApprovalView,
+  type DecidedEvent,
+  type ResolvedEvent,
+  type SettledEvent,
+  type SuspendedEvent,
+} from '@toolgate/contracts';
+import { SHELL_TOOL_NAME, shellApprovalView } from '@toolgate/permissions';
+
+/** A parked call's events as the journal stream holds them (the suspension is required). */
+export interface ApprovalEvents {
+  suspended: SuspendedEvent;
+  decided?: DecidedEvent | null;
+  resolved?: ResolvedEvent | null;
+  settled?: SettledEvent | null;
+}
+
+/**
+ * What an approver is shown of one parked call (pure): the approval as the journal's projection
+ * would fold it, built here from the stream's own events so a call parked a moment ago is complete
+ * before the projection catches up; the reason the chain gave, the tool's declared risk, how the
+ * call ended, and for a shell call its segments with the one that asked marked.
+ */
+export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
+  const { suspended, decided, resolved, settled } = events;
+  const times = [suspended.at, resolved?.at, settled?.at].filter((t): t is string => !!t);
+  const approval: ApprovalView = {
+    tenant: suspended.tenant,
+    runId: suspended.runId,
+    dispatchId: suspended.dispatchId,
+    approvalKey: suspended.approvalKey,
+    inputDigest: suspended.inputDigest,
+    policyRevision: suspended.policyRevision,
+    status: resolved ? 'resolved' : 'pending',
+    toolName: suspended.tool.name,
+    tool: suspended.tool,
+    input: suspended.input,
+    agent: suspended.agent,
+    isolation: suspended.isolation,
+    profile: suspended.profile ?? null,
+    decidedBy: suspended.decidedBy,
+    rule: suspended.rule ?? null,
+    submittedBy: suspended.submittedBy,
+    onTimeout: suspended.onTimeout,
+    separationOfDuties: suspended.separationOfDuties,
+    suspendedAt: suspended.at,
+    expiresAt: suspended.expiresAt,
+    decision: resolved?.decision ?? null,
+    reason: resolved?.reason ?? null,
+    resolvedBy: resolved?.by ?? null,
+    source: resolved?.source ?? null,
+    resolvedAt: resolved?.at ?? null,
+    updatedAt: times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a)),
+    settled: settled
+      ? { outcome: settled.outcome, errorCode: settled.error?.code ?? null, at: settled.at }
+      : null,
+  };
+  const command = (suspended.input as { command?: unknown } | null)?.command;
+  return {
+    approval,
+    askReason: decided?.reason ?? null,
+    risk: suspended.tool.risk ?? 'undeclared',
+    shell:
+      suspended.tool.name === SHELL_TOOL_NAME
+        ? shellApprovalView(command, suspended.rule ?? null)
+        : null,
+  };
+}
