@@ -47,6 +47,8 @@ export default tseslint.config(
       '**/coverage/**',
       '**/*.js',
       '**/*.mjs',
+      // The approvals console is plain browser JavaScript: linted below.
+      '!services/gateway/console/*.js',
     ],
   },
   js.configs.recommended,
@@ -77,6 +79,37 @@ export default tseslint.config(
       // Tests read JSON bodies off the wire; typing every response shape adds nothing there.
       '@typescript-eslint/no-explicit-any': 'off',
       '@nx/enforce-module-boundaries': boundaries(specConstraints),
+    },
+  },
+  {
+    // The approvals console runs in a browser on attacker-controlled data: it builds DOM nodes
+    // and text, never HTML from strings (its Trusted Types CSP enforces the same at run time).
+    files: ['services/gateway/console/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        URL: 'readonly',
+        CSS: 'readonly',
+        TextDecoderStream: 'readonly',
+        AbortController: 'readonly',
+        setTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+      },
+    },
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['innerHTML', 'outerHTML', 'insertAdjacentHTML', 'write', 'writeln'].map(
+          (property) => ({ property, message: 'Build nodes with dom.js; never HTML strings.' }),
+        ),
+      ],
+      'no-restricted-globals': ['error', 'eval'],
     },
   },
 );

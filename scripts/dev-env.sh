@@ -85,6 +85,12 @@ if [ "$mode" = test ]; then
   fi
 fi
 
+# The approvals console's browser test drives the system Chromium (nothing downloads a browser);
+# the bench and the journal recorder, which come through here too, do not need it.
+if [ "$mode" = test ] && [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  say "no chromium here: the approvals console's browser test will fail (Debian: apt-get install chromium)"
+fi
+
 if [ "$mode" = test ] || [ -n "${DATABASE_URL:-}" ]; then
   pg_host=127.0.0.1 pg_port=5432
   if [ -n "${DATABASE_URL:-}" ]; then

@@ -13,6 +13,7 @@ import { TokenAuth } from './auth/token-auth';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { ApprovalEventsController } from './http/approval-events.controller';
+import { ConsoleController } from './http/console.controller';
 import { GatewayController } from './http/gateway.controller';
 import { PolicyWhatIfController } from './http/policy-whatif.controller';
 import { PolicyGate } from './policy/policy-gate';
@@ -33,7 +34,12 @@ export class GatewayModule {
       imports: [BusModule.forRoot(nc, subjects)],
       // Order matters: express tries routes in registration order, and `GET /v1/approvals/events`
       // must be matched before `GET /v1/approvals/:key` would take "events" for a key.
-      controllers: [ApprovalEventsController, GatewayController, PolicyWhatIfController],
+      controllers: [
+        ApprovalEventsController,
+        GatewayController,
+        PolicyWhatIfController,
+        ConsoleController,
+      ],
       providers: [
         {
           provide: GatewayMetrics,

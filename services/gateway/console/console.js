@@ -1,0 +1,932 @@
+// @ts-check
+/**
+ * The approvals console: sign in with a bearer token, watch the tenant's pending approvals live,
+ * review one (the exact input it covers, its digest, the rule and policy revision, the shell
+ * segment that asked), allow or deny it with a reason, read the history with each call's outcome,
+ * and follow a run's dispatches. Plain ES modules, no framework, no HTML strings (see dom.js).
+ *
+ * Events from the stream are notifications only: the approval they name is read from the API
+ * (which reads the journal) before anything is shown, so a forged notification shows nothing.
+ */
+import { Api, ApiError } from './api.js';
+import { byId, h, replace } from './dom.js';
+import { age, agentText, outcomeText, refreshAges, ruleSummary, time, until } from './format.js';
+import { jsonView } from './json-view.js';
+
+const TOKEN_KEY = 'toolgate.console.token';
+const TITLE = 'Toolgate approvals';
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+const KEY_PATTERN = /^[0-9a-f]{64}$/;
+/** How often the history and run views look for outcomes that settled since. */
+const POLL_MS = 5000;
+
+/**
+ * @typedef {{ approvalKey: string, dispatchId: string, runId: string, status: string,
+ *   toolName: string | null, tool: { risk?: string } | null, input: unknown,
+ *   agent: { agentType: string, label?: string } | null, decidedBy: string | null, rule: unknown,
+ *   submittedBy: string | null, policyRevision: number, inputDigest: string,
+ *   suspendedAt: string | null, expiresAt: string | null, onTimeout: string | null,
+ *   decision: string | null, reason: string | null, resolvedBy: string | null,
+ *   source: string | null, resolvedAt: string | null,
+ *   settled?: { outcome: string, errorCode: string | null, at: string } | null }} Approval
+ * @typedef {{ approval: Approval, askReason: string | null, risk: string,
+ *   shell: { command: string, scope: string, segments: { argv: string[], asked: boolean,
+ *   why: string | null, unmatchable: string | null }[] } | null }} Detail
+ */
+
+const state = {
+  /** @type {Api | null} */
+  api: null,
+  /** @type {{ tenant: string, identity: string, scopes: string[] } | null} */
+  who: null,
+  canApprove: false,
+  /** Pending approvals by dispatch id. @type {Map<string, Approval>} */
+  pending: new Map(),
+  /** The approval under review. @type {Detail | null} */
+  detail: null,
+  /** Resolutions this tab has in flight, by dispatch id: their answer says what happened. */
+  resolving: new Set(),
+  filters: { run: '', tool: '', minAgeMs: 0 },
+  /** @type {AbortController | null} */
+  stream: null,
+  /** @type {number | undefined} */
+  poll: undefined,
+  /** @type {'pending' | 'history' | 'runs'} */
+  view: 'pending',
+};
+
+// ---------------------------------------------------------------------------------------------
+// sign in and out
+
+async function start() {
+  byId('sign-in-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = /** @type {HTMLInputElement} */ (byId('token'));
+    void signIn(input.value.trim());
+  });
+  byId('sign-out').addEventListener('click', () => signOut(''));
+  window.addEventListener('hashchange', () => route());
+  setInterval(() => refreshAges(document), 1000);
+  const saved = sessionStorage.getItem(TOKEN_KEY);
+  if (saved) await signIn(saved);
+  else showSignIn('');
+}
+
+/** @param {string} message */
+function showSignIn(message) {
+  byId('app').hidden = true;
+  byId('who').hidden = true;
+  byId('sign-in').hidden = false;
+  byId('sign-in-error').textContent = message;
+  document.title = TITLE;
+  /** @type {HTMLInputElement} */ (byId('token')).focus();
+}
+
+/** @param {string} token */
+async function signIn(token) {
+  if (!token) return showSignIn('Paste a token first.');
+  const api = new Api(token);
+  try {
+    state.who = await api.get('whoami');
+  } catch (err) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    return showSignIn(
+      err instanceof ApiError && err.status === 401
+        ? 'That token was refused.'
+        : `Cannot sign in: ${errorText(err)}`,
+    );
+  }
+  sessionStorage.setItem(TOKEN_KEY, token);
+  /** @type {HTMLInputElement} */ (byId('token')).value = '';
+  state.api = api;
+  const scopes = state.who?.scopes ?? [];
+  state.canApprove = scopes.includes('approve') || scopes.includes('admin');
+  byId('sign-in').hidden = true;
+  byId('app').hidden = false;
+  byId('who').hidden = false;
+  replace(
+    byId('who-text'),
+    h('span', { class: 'tenant' }, `tenant ${state.who?.tenant}`),
+    ' · ',
+    h('span', { id: 'identity' }, String(state.who?.identity)),
+    ' · ',
+    h('span', { class: state.canApprove ? 'scope' : 'scope readonly' }, scopes.join(', ')),
+    state.canApprove ? null : h('span', { class: 'badge' }, 'read-only'),
+  );
+  follow();
+  route();
+}
+
+/** @param {string} message */
+function signOut(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.stream?.abort();
+  state.stream = null;
+  clearInterval(state.poll);
+  state.api = null;
+  state.who = null;
+  state.pending.clear();
+  state.detail = null;
+  replace(byId('view'));
+  showSignIn(message);
+}
+
+/**
+ * Every API failure goes through here: a refused token ends the session.
+ * @param {unknown} err
+ */
+function failed(err) {
+  if (err instanceof ApiError && err.status === 401) {
+    signOut('The gateway no longer accepts this token. Sign in again.');
+    return true;
+  }
+  return false;
+}
+
+/** @param {unknown} err */
+function errorText(err) {
+  return err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
+}
+
+/** @param {string} text */
+function announce(text) {
+  byId('announce').textContent = text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the live feed
+
+/**
+ * Follows the approval events, and reloads the pending list each time the stream (re)opens, so
+ * nothing parked or resolved while it was down is missed. Reconnects with backoff.
+ */
+function follow() {
+  const controller = new AbortController();
+  state.stream = controller;
+  const live = byId('live');
+  let backoff = 1000;
+  const connect = async () => {
+    if (controller.signal.aborted || !state.api) return;
+    try {
+      await state.api.followEvents({
+        signal: controller.signal,
+        onOpen: () => {
+          backoff = 1000;
+          live.textContent = 'Live';
+          live.className = 'live on';
+          void loadPending();
+        },
+        onEvent: (type, data) => void onApprovalEvent(type, data),
+      });
+    } catch (err) {
+      if (controller.signal.aborted || failed(err)) return;
+      if (err instanceof ApiError && err.status === 403) {
+        live.textContent = `No live updates: ${err.message}`;
+        live.className = 'live off';
+        return;
+      }
+    }
+    if (controller.signal.aborted) return;
+    live.textContent = 'Reconnecting…';
+    live.className = 'live off';
+    setTimeout(connect, backoff);
+    backoff = Math.min(backoff * 2, 15000);
+  };
+  void connect();
+}
+
+/**
+ * A notification names an approval; what is shown is read from the API.
+ * @param {string} type
+ * @param {string} data
+ */
+async function onApprovalEvent(type, data) {
+  /** @type {any} */
+  let event;
+  try {
+    event = JSON.parse(data);
+  } catch {
+    return;
+  }
+  const { approvalKey: key, dispatchId, runId } = event ?? {};
+  if (!KEY_PATTERN.test(key) || !TOKEN_PATTERN.test(dispatchId) || !TOKEN_PATTERN.test(runId))
+    return;
+  /** @type {Detail} */
+  let detail;
+  try {
+    detail = await /** @type {Api} */ (state.api).get(`approvals/${key}`, { dispatchId, runId });
+  } catch (err) {
+    failed(err);
+    return;
+  }
+  const approval = detail.approval;
+  if (approval.status === 'pending') {
+    if (!state.pending.has(dispatchId)) {
+      state.pending.set(dispatchId, approval);
+      announce(`New approval: ${approval.toolName} in run ${approval.runId}`);
+    }
+  } else {
+    state.pending.delete(dispatchId);
+  }
+  renderPendingList();
+  if (state.detail?.approval.dispatchId === dispatchId && !state.resolving.has(dispatchId)) {
+    showDetailStatus(detail);
+  }
+  if (type === 'approval:resolved') {
+    if (state.view === 'history') void loadHistory();
+    if (state.view === 'runs' && currentRun() === runId) void loadRun(runId);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// views
+
+function currentRun() {
+  const m = /^#\/runs\/([^/]+)$/.exec(location.hash);
+  return m ? decodeURIComponent(m[1] ?? '') : '';
+}
+
+function route() {
+  if (!state.api) return;
+  clearInterval(state.poll);
+  const hash = location.hash;
+  state.view = hash.startsWith('#/history')
+    ? 'history'
+    : hash.startsWith('#/runs')
+      ? 'runs'
+      : 'pending';
+  for (const [id, view] of [
+    ['nav-pending', 'pending'],
+    ['nav-history', 'history'],
+    ['nav-runs', 'runs'],
+  ]) {
+    const link = byId(/** @type {string} */ (id));
+    if (state.view === view) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (state.view === 'history') renderHistoryView();
+  else if (state.view === 'runs') renderRunsView(currentRun());
+  else renderPendingView();
+}
+
+// --- pending ---------------------------------------------------------------------------------
+
+async function loadPending() {
+  if (!state.api) return;
+  try {
+    const { approvals } = await state.api.get('approvals', { status: 'pending', limit: 1000 });
+    state.pending = new Map(approvals.map((/** @type {Approval} */ a) => [a.dispatchId, a]));
+  } catch (err) {
+    if (!failed(err)) announce(`Cannot list approvals: ${errorText(err)}`);
+    return;
+  }
+  renderPendingList();
+}
+
+function renderPendingView() {
+  state.detail = null;
+  const run = h('input', {
+    id: 'filter-run',
+    type: 'search',
+    value: state.filters.run,
+    autocomplete: 'off',
+    oninput: (/** @type {Event} */ e) => {
+      state.filters.run = /** @type {HTMLInputElement} */ (e.target).value.trim();
+      renderPendingList();
+    },
+  });
+  const tool = h('select', {
+    id: 'filter-tool',
+    onchange: (/** @type {Event} */ e) => {
+      state.filters.tool = /** @type {HTMLSelectElement} */ (e.target).value;
+      renderPendingList();
+    },
+  });
+  const ages = [
+    [0, 'any time'],
+    [60_000, '1 minute'],
+    [300_000, '5 minutes'],
+    [1_800_000, '30 minutes'],
+    [3_600_000, '1 hour'],
+    [86_400_000, '1 day'],
+  ];
+  const minAge = h(
+    'select',
+    {
+      id: 'filter-age',
+      onchange: (/** @type {Event} */ e) => {
+        state.filters.minAgeMs = Number(/** @type {HTMLSelectElement} */ (e.target).value);
+        renderPendingList();
+      },
+    },
+    ages.map(([ms, label]) =>
+      h('option', { value: ms, selected: ms === state.filters.minAgeMs }, label),
+    ),
+  );
+  replace(
+    byId('view'),
+    h('h2', { id: 'pending-title' }, 'Pending approvals'),
+    h(
+      'form',
+      {
+        class: 'filters',
+        role: 'search',
+        'aria-label': 'Filter pending approvals',
+        onsubmit: (/** @type {Event} */ e) => e.preventDefault(),
+      },
+      h('label', { for: 'filter-run' }, 'Run'),
+      run,
+      h('label', { for: 'filter-tool' }, 'Tool'),
+      tool,
+      h('label', { for: 'filter-age' }, 'Waiting at least'),
+      minAge,
+    ),
+    h(
+      'div',
+      { class: 'split' },
+      h('div', { id: 'pending-list', class: 'list' }),
+      h('section', {
+        id: 'detail',
+        class: 'detail',
+        'aria-labelledby': 'detail-title',
+        hidden: true,
+        onkeydown: (/** @type {KeyboardEvent} */ e) => {
+          if (e.key === 'Escape') closeDetail();
+        },
+      }),
+    ),
+  );
+  renderPendingList();
+}
+
+function filteredPending() {
+  const { run, tool, minAgeMs } = state.filters;
+  const now = Date.now();
+  return [...state.pending.values()]
+    .filter((a) => !run || a.runId.includes(run))
+    .filter((a) => !tool || a.toolName === tool)
+    .filter((a) => !minAgeMs || (a.suspendedAt && now - Date.parse(a.suspendedAt) >= minAgeMs))
+    .sort((a, b) => String(a.suspendedAt).localeCompare(String(b.suspendedAt)));
+}
+
+function renderPendingList() {
+  const count = state.pending.size;
+  document.title = count > 0 ? `(${count}) ${TITLE}` : TITLE;
+  byId('pending-count').textContent = String(count);
+  const list = document.getElementById('pending-list');
+  if (!list) return;
+  const select = /** @type {HTMLSelectElement | null} */ (document.getElementById('filter-tool'));
+  if (select) {
+    const tools = [...new Set([...state.pending.values()].map((a) => a.toolName ?? '?'))].sort();
+    if (state.filters.tool && !tools.includes(state.filters.tool)) tools.push(state.filters.tool);
+    replace(
+      select,
+      h('option', { value: '' }, 'any'),
+      tools.map((t) => h('option', { value: t, selected: t === state.filters.tool }, t)),
+    );
+  }
+  const focused = document.activeElement?.getAttribute('data-dispatch');
+  const rows = filteredPending();
+  if (rows.length === 0) {
+    replace(
+      list,
+      h(
+        'p',
+        { class: 'empty' },
+        count === 0
+          ? 'Nothing is waiting for approval.'
+          : 'No pending approval matches the filters.',
+      ),
+    );
+    return;
+  }
+  replace(
+    list,
+    h(
+      'table',
+      { class: 'approvals' },
+      h('caption', {}, `${rows.length} of ${count} pending, oldest first`),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Tool', 'Age', 'Run', 'Agent', 'Risk', 'Rule', 'Policy', 'Expires'].map((c) =>
+            h('th', { scope: 'col' }, c),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        rows.map((a) => {
+          const selected = state.detail?.approval.dispatchId === a.dispatchId;
+          const risk = a.tool?.risk ?? 'undeclared';
+          return h(
+            'tr',
+            { class: selected ? 'selected' : undefined, 'data-row': a.dispatchId },
+            h(
+              'td',
+              {},
+              h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'review',
+                  'data-dispatch': a.dispatchId,
+                  'aria-label': `Review ${a.toolName} in run ${a.runId}`,
+                  'aria-pressed': String(selected),
+                  onclick: () => void openDetail(a.approvalKey, a.dispatchId, a.runId),
+                },
+                a.toolName ?? '?',
+              ),
+            ),
+            h('td', { class: 'num' }, age(a.suspendedAt)),
+            h('td', { class: 'mono run' }, a.runId),
+            h('td', {}, agentText(a.agent)),
+            h('td', {}, h('span', { class: `risk risk-${risk}` }, risk)),
+            h(
+              'td',
+              { class: 'rule', title: ruleSummary(a.rule, a.decidedBy) },
+              ruleSummary(a.rule, a.decidedBy, { short: true }),
+            ),
+            h('td', { class: 'num' }, `rev ${a.policyRevision}`),
+            h('td', { class: 'num' }, until(a.expiresAt)),
+          );
+        }),
+      ),
+    ),
+  );
+  if (focused) {
+    /** @type {HTMLElement | null} */ (
+      list.querySelector(`button[data-dispatch="${CSS.escape(focused)}"]`)
+    )?.focus();
+  }
+}
+
+/**
+ * @param {string} key
+ * @param {string} dispatchId
+ * @param {string} runId
+ */
+async function openDetail(key, dispatchId, runId) {
+  if (!state.api) return;
+  /** @type {Detail} */
+  let detail;
+  try {
+    detail = await state.api.get(`approvals/${key}`, { dispatchId, runId });
+  } catch (err) {
+    if (!failed(err)) announce(`Cannot open the approval: ${errorText(err)}`);
+    return;
+  }
+  state.detail = detail;
+  renderDetail(detail);
+  renderPendingList();
+  byId('detail-title').focus();
+}
+
+function closeDetail() {
+  const dispatchId = state.detail?.approval.dispatchId;
+  state.detail = null;
+  const section = document.getElementById('detail');
+  if (section) {
+    section.hidden = true;
+    replace(section);
+  }
+  renderPendingList();
+  if (dispatchId) {
+    /** @type {HTMLElement | null} */ (
+      document.querySelector(`button[data-dispatch="${CSS.escape(dispatchId)}"]`)
+    )?.focus();
+  }
+}
+
+/** @param {Detail} detail */
+function renderDetail(detail) {
+  const section = byId('detail');
+  const a = detail.approval;
+  /** @type {[string, import('./dom.js').Child][]} */
+  const facts = [
+    ['Dispatch', h('code', {}, a.dispatchId)],
+    [
+      'Run',
+      h(
+        'span',
+        {},
+        h('code', {}, a.runId),
+        ' ',
+        h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, 'open run'),
+      ),
+    ],
+    ['Agent', agentText(a.agent)],
+    ['Submitted by', a.submittedBy ?? '—'],
+    ['Risk', h('span', { class: `risk risk-${detail.risk}` }, detail.risk)],
+    ['Asked by', `${a.decidedBy ?? '—'}: ${ruleSummary(a.rule, a.decidedBy)}`],
+    ['Why', detail.askReason ?? '—'],
+    ['Policy revision', String(a.policyRevision)],
+    ['Waiting since', h('span', {}, time(a.suspendedAt), ' (', age(a.suspendedAt), ')')],
+    [
+      'Expires',
+      h(
+        'span',
+        {},
+        time(a.expiresAt),
+        ' (',
+        until(a.expiresAt),
+        `, then ${a.onTimeout ?? 'deny'})`,
+      ),
+    ],
+    ['Input digest', h('code', { class: 'digest' }, a.inputDigest)],
+  ];
+  const reason = h('textarea', { id: 'reason', maxlength: '2048', rows: '2' });
+  const decide = state.canApprove
+    ? h(
+        'form',
+        {
+          id: 'decide',
+          class: 'decide',
+          'aria-label': 'Decision',
+          onsubmit: (/** @type {Event} */ e) => e.preventDefault(),
+        },
+        h(
+          'label',
+          { for: 'reason' },
+          'Reason ',
+          h('span', { class: 'hint' }, '(journaled; on deny the model sees it)'),
+        ),
+        reason,
+        h(
+          'div',
+          { class: 'buttons' },
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'allow',
+              onclick: () => void decideApproval(a, 'allow', reason),
+            },
+            'Allow',
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'deny',
+              onclick: () => void decideApproval(a, 'deny', reason),
+            },
+            'Deny',
+          ),
+        ),
+      )
+    : h(
+        'p',
+        { class: 'readonly-note' },
+        'Read-only: this token has no approve scope, so it can review but not resolve.',
+      );
+  replace(
+    section,
+    h(
+      'div',
+      { class: 'detail-head' },
+      h('h2', { id: 'detail-title', tabindex: '-1' }, `${a.toolName} in run ${a.runId}`),
+      h(
+        'button',
+        { type: 'button', class: 'quiet', onclick: closeDetail, 'aria-label': 'Close the review' },
+        'Close',
+      ),
+    ),
+    h('p', { id: 'detail-status', class: 'status' }),
+    h(
+      'dl',
+      { class: 'facts' },
+      facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
+    ),
+    detail.shell ? shellView(detail.shell) : null,
+    h(
+      'h3',
+      {},
+      'Input ',
+      h('span', { class: 'hint' }, '(after hooks: exactly what the tool will receive)'),
+    ),
+    jsonView(a.input),
+    h('div', { id: 'decision-area' }, decide),
+    h('p', { id: 'result', class: 'result', role: 'status' }),
+  );
+  section.hidden = false;
+  showDetailStatus(detail);
+}
+
+/** @param {NonNullable<Detail['shell']>} shell */
+function shellView(shell) {
+  const asked = shell.segments.filter((s) => s.asked).length;
+  return h(
+    'section',
+    { class: 'shell', 'aria-labelledby': 'shell-title' },
+    h('h3', { id: 'shell-title' }, 'Shell command'),
+    h('pre', { class: 'command' }, shell.command),
+    h(
+      'p',
+      { class: 'hint' },
+      shell.scope === 'call'
+        ? 'The rule covers the whole call, not one segment.'
+        : `${asked} of ${shell.segments.length} segments made the policy ask (highlighted).`,
+    ),
+    h(
+      'ol',
+      { class: 'segments' },
+      shell.segments.map((s) =>
+        h(
+          'li',
+          { class: s.asked ? 'asked' : undefined },
+          s.asked ? h('strong', { class: 'badge asked-badge' }, 'asked') : null,
+          h(
+            'span',
+            { class: 'argv' },
+            s.argv.map((w) => [h('code', {}, w), ' ']),
+          ),
+          s.why ? h('span', { class: 'why' }, s.why) : null,
+          !s.asked && s.unmatchable
+            ? h('span', { class: 'why' }, `cannot be checked: ${s.unmatchable}`)
+            : null,
+        ),
+      ),
+    ),
+  );
+}
+
+/**
+ * The detail's status line, and once resolved by someone else, who did and what.
+ * @param {Detail} detail
+ */
+function showDetailStatus(detail) {
+  const a = detail.approval;
+  const status = document.getElementById('detail-status');
+  if (!status) return;
+  if (a.status === 'pending') {
+    replace(status, 'Pending');
+    return;
+  }
+  replace(
+    status,
+    `Resolved ${a.decision ?? ''} by ${a.resolvedBy ?? '?'}`,
+    ' at ',
+    time(a.resolvedAt),
+  );
+  hideDecision();
+  const result = document.getElementById('result');
+  if (result && !result.textContent) {
+    result.className = 'result lost';
+    result.textContent = `Already resolved by ${a.resolvedBy ?? '?'}: ${a.decision ?? '?'}`;
+  }
+}
+
+function hideDecision() {
+  const area = document.getElementById('decision-area');
+  if (area) area.hidden = true;
+}
+
+/**
+ * @param {Approval} a
+ * @param {'allow' | 'deny'} decision
+ * @param {HTMLElement} reasonField
+ */
+async function decideApproval(a, decision, reasonField) {
+  if (!state.api) return;
+  const reason = /** @type {HTMLTextAreaElement} */ (reasonField).value.trim();
+  const result = byId('result');
+  for (const b of document.querySelectorAll('#decide button'))
+    /** @type {HTMLButtonElement} */ (b).disabled = true;
+  state.resolving.add(a.dispatchId);
+  try {
+    const { resolved } = await state.api.post(`approvals/${a.approvalKey}/resolve`, {
+      decision,
+      ...(reason ? { reason } : {}),
+      dispatchId: a.dispatchId,
+      runId: a.runId,
+      inputDigest: a.inputDigest,
+    });
+    result.className = `result ${resolved.decision}`;
+    result.textContent = `${resolved.decision === 'allow' ? 'Allowed' : 'Denied'} by ${resolved.by}${
+      resolved.reason ? `: ${resolved.reason}` : '.'
+    }`;
+    state.pending.delete(a.dispatchId);
+    hideDecision();
+  } catch (err) {
+    if (failed(err)) return;
+    if (err instanceof ApiError && err.code === 'already-resolved') {
+      const d = err.details;
+      result.className = 'result lost';
+      result.textContent = `Already resolved by ${String(d.by ?? '?')}: ${String(d.decision ?? '?')}`;
+      state.pending.delete(a.dispatchId);
+      hideDecision();
+    } else {
+      result.className = 'result error';
+      result.textContent = `Not resolved: ${errorText(err)}`;
+      for (const b of document.querySelectorAll('#decide button'))
+        /** @type {HTMLButtonElement} */ (b).disabled = false;
+    }
+  } finally {
+    state.resolving.delete(a.dispatchId);
+  }
+  renderPendingList();
+  result.focus();
+}
+
+// --- history ---------------------------------------------------------------------------------
+
+function renderHistoryView() {
+  replace(
+    byId('view'),
+    h(
+      'div',
+      { class: 'view-head' },
+      h('h2', {}, 'Resolved approvals'),
+      h('button', { type: 'button', class: 'quiet', onclick: () => void loadHistory() }, 'Refresh'),
+    ),
+    h('div', { id: 'history-list', class: 'list' }, h('p', { class: 'empty' }, 'Loading…')),
+  );
+  void loadHistory();
+  state.poll = window.setInterval(() => void loadHistory(), POLL_MS);
+}
+
+async function loadHistory() {
+  if (!state.api) return;
+  /** @type {Approval[]} */
+  let rows;
+  try {
+    ({ approvals: rows } = await state.api.get('approvals', {
+      status: 'resolved',
+      order: 'newest',
+      limit: 100,
+    }));
+  } catch (err) {
+    if (!failed(err)) announce(`Cannot load the history: ${errorText(err)}`);
+    return;
+  }
+  const list = document.getElementById('history-list');
+  if (!list) return;
+  if (rows.length === 0) return replace(list, h('p', { class: 'empty' }, 'Nothing resolved yet.'));
+  replace(
+    list,
+    h(
+      'table',
+      { class: 'history' },
+      h('caption', {}, `The ${rows.length} latest resolutions, newest first`),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Resolved', 'Tool', 'Run', 'Decision', 'By', 'Reason', 'Outcome'].map((c) =>
+            h('th', { scope: 'col' }, c),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        rows.map((a) =>
+          h(
+            'tr',
+            { 'data-dispatch': a.dispatchId },
+            h('td', {}, time(a.resolvedAt)),
+            h('td', {}, a.toolName ?? '?'),
+            h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, a.runId)),
+            h('td', {}, h('span', { class: `decision ${a.decision}` }, a.decision ?? '?')),
+            h(
+              'td',
+              {},
+              a.resolvedBy ?? '?',
+              a.source && a.source !== 'human' ? ` (${a.source})` : '',
+            ),
+            h('td', { class: 'reason' }, a.reason ?? ''),
+            h(
+              'td',
+              {},
+              h(
+                'span',
+                { class: `outcome ${a.settled?.outcome ?? 'open'}` },
+                outcomeText(a.settled),
+              ),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// --- runs ------------------------------------------------------------------------------------
+
+/** @param {string} runId */
+function renderRunsView(runId) {
+  const input = h('input', { id: 'run-id', type: 'text', value: runId, autocomplete: 'off' });
+  replace(
+    byId('view'),
+    h('h2', {}, 'Run'),
+    h(
+      'form',
+      {
+        class: 'filters',
+        onsubmit: (/** @type {Event} */ e) => {
+          e.preventDefault();
+          const id = /** @type {HTMLInputElement} */ (input).value.trim();
+          if (id) location.hash = `#/runs/${encodeURIComponent(id)}`;
+        },
+      },
+      h('label', { for: 'run-id' }, 'Run id'),
+      input,
+      h('button', { type: 'submit', class: 'primary' }, 'Open'),
+    ),
+    h('div', { id: 'run-view', class: 'list' }),
+  );
+  if (!runId) return;
+  void loadRun(runId);
+  state.poll = window.setInterval(() => void loadRun(runId), POLL_MS);
+}
+
+/** @param {string} runId */
+async function loadRun(runId) {
+  if (!state.api) return;
+  const out = document.getElementById('run-view');
+  if (!out) return;
+  if (!TOKEN_PATTERN.test(runId)) return replace(out, h('p', { class: 'error' }, 'Not a run id.'));
+  /** @type {any} */
+  let run;
+  try {
+    run = await state.api.get(`runs/${encodeURIComponent(runId)}`);
+  } catch (err) {
+    if (failed(err)) return;
+    return replace(
+      out,
+      h(
+        'p',
+        { class: 'error' },
+        err instanceof ApiError && err.code === 'not-found' ? `No run ${runId}.` : errorText(err),
+      ),
+    );
+  }
+  replace(
+    out,
+    h(
+      'h3',
+      { id: 'run-title' },
+      `Run ${run.runId}: `,
+      h('span', { class: `run-status ${run.status}` }, run.status),
+    ),
+    h(
+      'table',
+      { class: 'dispatches' },
+      h('caption', {}, `${run.dispatches.length} dispatches in the order they were requested`),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['#', 'Requested', 'Call', 'Tool', 'Verdict', 'Decided by', 'Approval', 'Outcome'].map(
+            (c) => h('th', { scope: 'col' }, c),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        run.dispatches.map((/** @type {any} */ d, /** @type {number} */ i) =>
+          h(
+            'tr',
+            { 'data-dispatch': d.dispatchId },
+            h('td', { class: 'num' }, String(i + 1)),
+            h('td', {}, time(d.requestedAt)),
+            h('td', { class: 'mono' }, d.callId ?? '—'),
+            h('td', {}, d.toolName ?? '?'),
+            h('td', {}, h('span', { class: `verdict ${d.verdict ?? 'none'}` }, d.verdict ?? '—')),
+            h('td', {}, d.decidedBy ?? '—'),
+            h(
+              'td',
+              {},
+              d.verdict !== 'ask'
+                ? '—'
+                : d.decision
+                  ? `${d.decision} by ${d.resolvedBy ?? '?'}`
+                  : 'pending',
+            ),
+            h(
+              'td',
+              {},
+              h(
+                'span',
+                { class: `outcome ${d.outcome ?? 'open'}` },
+                d.outcome ? outcomeText(d) : d.status,
+              ),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+void start();

@@ -1,0 +1,375 @@
+import { existsSync } from 'node:fs';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type Locator,
+  type Page,
+  type Route,
+} from 'playwright-core';
+import type { ApprovalView } from '@toolgate/contracts';
+import { eventually } from '@toolgate/testing';
+import {
+  countingTool,
+  journalOf,
+  park,
+  unique,
+  type CountingTool,
+} from '../approvals/approval-helpers';
+import { settled } from '../support/dispatch-probes';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+// Page-side code is passed as strings (`page.evaluate('document.title')`): this project compiles
+// without the DOM's types.
+
+/**
+ * The approvals console in a real browser: Debian's Chromium (no browser is downloaded), driven by
+ * playwright-core, against the whole stack. Every wait is on a condition the page shows.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Set to a path (docs/console.png) to write the README's screenshot from this run. */
+const SCREENSHOT = process.env.TOOLGATE_CONSOLE_SCREENSHOT;
+
+describe('the approvals console in Chromium', () => {
+  let stack: TestStack;
+  let gated: CountingTool;
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+  /** Every console error a page logged (a CSP or Trusted Types violation would land here). */
+  const pageErrors: string[] = [];
+  /** Every URL any page requested, to show the token is never in one. */
+  const requested: string[] = [];
+
+  beforeAll(async () => {
+    stack = await startTestStack('console', { JOURNAL_SWEEP_INTERVAL_MS: '3600000' });
+    gated = await countingTool(stack, 'gated');
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+      document: {
+        engine: {
+          ask: [
+            { id: 'gate-it', tool: 'gated', reason: 'gated calls need a person' },
+            { id: 'no-rm', tool: 'shell', argv: 'rm **' },
+          ],
+        },
+      },
+    });
+    expect(put.status).toBe(200);
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium) or set CHROMIUM_PATH`,
+      );
+    }
+    // launch() starts Chromium on a fresh temporary profile of its own and removes it on close.
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--headless',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    for (const c of contexts) await c.close().catch(() => undefined);
+    await browser?.close();
+    gated?.stop();
+    await stack?.stop();
+  });
+
+  afterEach(() => {
+    expect(pageErrors).toEqual([]);
+  });
+
+  /** A tab of its own (its own session storage), signed in with `token`. */
+  async function signedIn(token: string, viewport = { width: 1440, height: 900 }): Promise<Page> {
+    const context = await browser.newContext({ viewport });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('console', (msg) => {
+      // A refused API call (the lost race's 409) is logged as a failed resource: expected. Every
+      // other error is not, a CSP or Trusted Types violation above all.
+      if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource'))
+        pageErrors.push(msg.text());
+    });
+    page.on('response', (res) => {
+      if (!new URL(res.url()).pathname.startsWith('/v1/') && res.status() >= 400)
+        pageErrors.push(`${res.status()} ${res.url()}`);
+    });
+    page.on('pageerror', (err) => pageErrors.push(String(err)));
+    page.on('request', (req) => requested.push(req.url()));
+    await page.goto(`${stack.all.gateway.url}/console/`);
+    await page.getByLabel('Bearer token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#identity').waitFor();
+    return page;
+  }
+
+  /** The pending row of a dispatch. */
+  const row = (page: Page, dispatchId: string) => page.locator(`tr[data-row="${dispatchId}"]`);
+
+  /**
+   * Waits until `locator` shows `text` (a substring, or a pattern over its whole text). Playwright
+   * waits in the page; playwright-core has no test runner's assertions, so these helpers wait on
+   * conditions and jest asserts what they found.
+   */
+  async function shows(locator: Locator, text: string | RegExp): Promise<void> {
+    await locator.filter({ hasText: text }).first().waitFor();
+  }
+
+  /** Waits until `locator` matches exactly `n` elements. */
+  async function counted(locator: Locator, n: number): Promise<void> {
+    await eventually(async () => ((await locator.count()) === n ? true : undefined), {
+      what: `${n} of ${String(locator)}`,
+    });
+  }
+
+  /** The exact text pattern of `text`. */
+  const exactly = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+
+  /** Opens the review of a pending approval from its row. */
+  async function review(page: Page, dispatchId: string): Promise<void> {
+    await row(page, dispatchId).getByRole('button').click();
+    await page.locator('#detail-title').waitFor();
+  }
+
+  /** Parks a shell call the policy asks about, without waiting for anything else. */
+  async function parkShell(command: string, runId = unique('run-shell')) {
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId,
+      callId: unique('call'),
+      agent: { agentType: 'coder', label: 'refactor-bot' },
+      tool: 'shell',
+      input: { command },
+      wait: 10_000,
+    });
+    expect(res.body.state).toBe('suspended');
+    return { dispatchId: res.body.dispatchId as string, runId };
+  }
+
+  it('serves the page from the gateway under a strict Content-Security-Policy, nothing else', async () => {
+    const res = await fetch(`${stack.all.gateway.url}/console/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const csp = res.headers.get('content-security-policy') ?? '';
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "connect-src 'self'",
+      "require-trusted-types-for 'script'",
+      "trusted-types 'none'",
+      "frame-ancestors 'none'",
+    ])
+      expect(csp).toContain(directive);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    const redirect = await fetch(`${stack.all.gateway.url}/console`, { redirect: 'manual' });
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.get('location')).toBe('console/');
+    for (const probe of ['/console/..%2Fpackage.json', '/console/nope.js', '/console/%2e%2e']) {
+      const miss = await fetch(`${stack.all.gateway.url}${probe}`);
+      expect(miss.status).toBe(404);
+    }
+  });
+
+  it('signs in with a token kept in session storage, never in a URL, and shows pending approvals live with a count in the title', async () => {
+    const first = await park(stack, 'gated', { runId: unique('run-a') });
+    const page = await signedIn(TOKENS.acmeApprover);
+    await shows(page.locator('#who-text'), 'tenant acme · acme-approver · approve');
+    await row(page, first.dispatchId).waitFor();
+    await page.waitForFunction(`document.title === '(1) Toolgate approvals'`);
+    const firstRow = await row(page, first.dispatchId).innerText();
+    expect(firstRow).toContain('gated');
+    expect(firstRow).toContain(first.runId);
+    expect(firstRow).toContain('coder (approvals)');
+    expect(firstRow).toContain('"gate-it"');
+    expect(firstRow).toContain(`rev ${first.approval.policyRevision}`);
+    expect(firstRow).toMatch(/in 23h/);
+
+    // A call parked while the page is open appears without a reload.
+    await page.evaluate('window.marker = 42');
+    const second = await park(stack, 'gated', { runId: unique('run-b') });
+    await row(page, second.dispatchId).waitFor();
+    await page.waitForFunction(`document.title === '(2) Toolgate approvals'`);
+    expect(await page.evaluate('window.marker')).toBe(42);
+    await shows(page.locator('#live'), exactly('Live'));
+
+    // Filters: by run, by tool, by age.
+    await page.getByLabel('Run', { exact: true }).fill(second.runId);
+    await counted(page.locator('tbody tr'), 1);
+    await page.getByLabel('Run', { exact: true }).fill('');
+    await counted(page.locator('tbody tr'), 2);
+    await page.getByLabel('Waiting at least').selectOption({ label: '1 hour' });
+    await page.getByText('No pending approval matches the filters.').waitFor();
+    await page.getByLabel('Waiting at least').selectOption({ label: 'any time' });
+    await page.getByLabel('Tool').selectOption('gated');
+    await counted(page.locator('tbody tr'), 2);
+
+    expect(await page.evaluate(`sessionStorage.getItem('toolgate.console.token')`)).toBe(
+      TOKENS.acmeApprover,
+    );
+    expect(page.url()).not.toContain(TOKENS.acmeApprover);
+    // Signing out forgets the token.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Bearer token').waitFor();
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(await page.title()).toBe('Toolgate approvals');
+  });
+
+  it('reviews a shell call (exact input, digest, the segment that asked), denies it with a reason, and shows the history and the run', async () => {
+    const page = await signedIn(TOKENS.acmeApprover);
+    const shell = await parkShell('git status && rm -rf build | tee removed.txt');
+    await row(page, shell.dispatchId).waitFor();
+    await review(page, shell.dispatchId);
+    // The page read it from the journal; the listing (the projection) may lag it a moment.
+    const listed = await eventually(
+      async () =>
+        (await stack.http('GET', `/v1/approvals?runId=${shell.runId}`, TOKENS.acmeApprover)).body
+          .approvals[0] as ApprovalView | undefined,
+      { what: 'the shell call listed' },
+    );
+
+    const detail = page.locator('#detail');
+    await shows(detail.locator('#detail-title'), exactly(`shell in run ${shell.runId}`));
+    expect(await detail.locator('.digest').innerText()).toBe(listed.inputDigest);
+    expect(await detail.locator('pre.json').textContent()).toBe(
+      JSON.stringify({ command: 'git status && rm -rf build | tee removed.txt' }, null, 2),
+    );
+    expect(await detail.locator('.segments li').count()).toBe(3);
+    expect(await detail.locator('.segments li.asked').count()).toBe(1);
+    expect(await detail.locator('.segments li.asked .argv').innerText()).toBe('rm -rf build');
+    expect(await detail.locator('.segments li.asked .why').innerText()).toBe('matches rm **');
+    const facts = await detail.locator('dl.facts').innerText();
+    expect(facts).toContain('"no-rm"');
+    expect(facts).toMatch(new RegExp(`Policy revision\\s+${listed.policyRevision}\\n`));
+    expect(facts).toMatch(/Risk\s+execute\n/);
+    expect(facts).toContain('coder (refactor-bot)');
+    expect(await page.evaluate('document.activeElement.id')).toBe('detail-title');
+
+    if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    await page.getByLabel(/^Reason/).fill('not on my watch');
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await shows(page.locator('#result'), exactly('Denied by acme-approver: not on my watch'));
+    await counted(row(page, shell.dispatchId), 0);
+    expect((await settled(stack, shell.dispatchId)).dispatch).toMatchObject({
+      outcome: 'denied',
+      resolvedBy: 'acme-approver',
+    });
+
+    await page.getByRole('link', { name: 'History' }).click();
+    const history = page.locator(`table.history tr[data-dispatch="${shell.dispatchId}"]`);
+    // The outcome arrives with the projection; the view looks again until it has it.
+    await shows(history, /denied$/).catch(async (err: Error) => {
+      throw new Error(
+        `${err.message}\nhistory: ${await page.locator('#history-list').innerText()}`,
+      );
+    });
+    const cells = await history.locator('td').allInnerTexts();
+    expect(cells.slice(1)).toEqual([
+      'shell',
+      shell.runId,
+      'deny',
+      'acme-approver',
+      'not on my watch',
+      'denied',
+    ]);
+    expect(cells[0]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+
+    await history.getByRole('link', { name: shell.runId }).click();
+    const dispatch = page.locator(`table.dispatches tr[data-dispatch="${shell.dispatchId}"]`);
+    await shows(dispatch, 'deny by acme-approver');
+    expect((await dispatch.locator('td').allInnerTexts()).slice(3)).toEqual([
+      'shell',
+      'ask',
+      'ask-rule',
+      'deny by acme-approver',
+      'denied',
+    ]);
+    await shows(page.locator('#run-title'), exactly(`Run ${shell.runId}: settled`));
+  });
+
+  it('lets two tabs race to resolve one approval: one wins, the other says who already resolved it', async () => {
+    const raced = await park(stack, 'gated', { runId: unique('run-race') });
+    const approver = await signedIn(TOKENS.acmeApprover);
+    const admin = await signedIn(TOKENS.acmeAdmin);
+    await review(approver, raced.dispatchId);
+    await review(admin, raced.dispatchId);
+
+    // The approver's allow leaves its tab first and is held on the way; the admin's deny reaches
+    // the gateway while it is in flight. Both were clicked on a pending approval.
+    let held: Route | undefined;
+    await approver.route('**/resolve', (route) => {
+      held = route;
+    });
+    await approver.getByRole('button', { name: 'Allow' }).click();
+    await eventually(() => held, { what: "the approver's resolve request in flight" });
+    await admin.getByRole('button', { name: 'Deny' }).click();
+    await shows(admin.locator('#result'), exactly('Denied by acme-admin.'));
+    await held!.continue();
+    await shows(approver.locator('#result'), exactly('Already resolved by acme-admin: deny'));
+    await approver.getByRole('button', { name: 'Allow' }).waitFor({ state: 'hidden' });
+
+    expect((await settled(stack, raced.dispatchId)).dispatch.outcome).toBe('denied');
+    expect((await journalOf(stack, raced)).resolved).toBe(1);
+    expect(gated.runsOf(raced.input.n)).toBe(0);
+  });
+
+  it('shows a token without the approve scope a read-only view', async () => {
+    const parked = await park(stack, 'gated', { runId: unique('run-ro') });
+    const agent = await signedIn(TOKENS.acmeAgent);
+    await shows(agent.locator('#who-text'), 'read-only');
+    await review(agent, parked.dispatchId);
+    await agent.locator('.readonly-note').waitFor();
+    expect(await agent.getByRole('button', { name: 'Allow' }).count()).toBe(0);
+    expect(await agent.getByRole('button', { name: 'Deny' }).count()).toBe(0);
+    expect(await agent.locator('#detail').innerText()).toContain('gated calls need a person');
+    // Escape closes the review and gives focus back to the row it came from.
+    await agent.keyboard.press('Escape');
+    await agent.waitForFunction(
+      `document.activeElement?.getAttribute('data-dispatch') === ${JSON.stringify(parked.dispatchId)}`,
+    );
+    expect((await journalOf(stack, parked)).resolved).toBeUndefined();
+  });
+
+  it('shows attacker-controlled input as text: no script runs, no element is made from it', async () => {
+    const payload = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">';
+    const long = `${'A'.repeat(300)}<img src=y onerror="window.pwned=3">`;
+    const runId = unique('run-xss');
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId,
+      callId: unique('call'),
+      agent: { agentType: 'coder', label: payload },
+      tool: 'gated',
+      input: { n: payload, [payload]: long },
+      wait: 10_000,
+    });
+    expect(res.body.state).toBe('suspended');
+    const dispatchId = res.body.dispatchId as string;
+    const page = await signedIn(TOKENS.acmeApprover);
+    await row(page, dispatchId).waitFor();
+    expect(await row(page, dispatchId).innerText()).toContain(`coder (${payload})`);
+    await review(page, dispatchId);
+    const json = page.locator('pre.json');
+    expect(await json.textContent()).toContain(JSON.stringify(payload));
+    // The long string is folded; one press shows all of it.
+    expect(await json.textContent()).not.toContain('window.pwned=3');
+    await json.getByRole('button', { name: /show \d+ more characters/ }).click();
+    await shows(json, JSON.stringify(long));
+    expect(await page.locator('img, script:not([src])').count()).toBe(0);
+    expect(await page.evaluate('typeof window.pwned')).toBe('undefined');
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await shows(page.locator('#result'), exactly('Denied by acme-approver.'));
+  });
+
+  it('never put a token in a URL', () => {
+    expect(requested.length).toBeGreaterThan(0);
+    for (const token of Object.values(TOKENS))
+      expect(requested.filter((url) => url.includes(token))).toEqual([]);
+  });
+});
