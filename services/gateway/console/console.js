@@ -19,6 +19,9 @@ const TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 const KEY_PATTERN = /^[0-9a-f]{64}$/;
 /** How often the history and run views look for outcomes that settled since. */
 const POLL_MS = 5000;
+/** When the pending list is read again after the stream (re)opens, and then how often. */
+const RESYNC_AFTER_OPEN_MS = 2000;
+const RESYNC_MS = 30_000;
 
 /**
  * @typedef {{ approvalKey: string, dispatchId: string, runId: string, status: string,
@@ -46,6 +49,12 @@ const state = {
   detail: null,
   /** Resolutions this tab has in flight, by dispatch id: their answer says what happened. */
   resolving: new Set(),
+  /**
+   * Dispatches known to be resolved (here, or from the journal after a notification): a listing
+   * read from a projection that has not folded the resolution yet does not bring them back.
+   * @type {Set<string>}
+   */
+  resolved: new Set(),
   filters: { run: '', tool: '', minAgeMs: 0 },
   /** @type {AbortController | null} */
   stream: null,
@@ -67,6 +76,8 @@ async function start() {
   byId('sign-out').addEventListener('click', () => signOut(''));
   window.addEventListener('hashchange', () => route());
   setInterval(() => refreshAges(document), 1000);
+  // A safety net under the live feed (a notification lost on the way, a projection that lagged).
+  setInterval(() => void loadPending(), RESYNC_MS);
   const saved = sessionStorage.getItem(TOKEN_KEY);
   if (saved) await signIn(saved);
   else showSignIn('');
@@ -126,6 +137,7 @@ function signOut(message) {
   state.api = null;
   state.who = null;
   state.pending.clear();
+  state.resolved.clear();
   state.detail = null;
   replace(byId('view'));
   showSignIn(message);
@@ -175,6 +187,9 @@ function follow() {
           live.textContent = 'Live';
           live.className = 'live on';
           void loadPending();
+          // A call parked just before the stream opened has no notification coming, and the
+          // listing (the journal's projection) may lag it a moment: look once more.
+          setTimeout(() => void loadPending(), RESYNC_AFTER_OPEN_MS);
         },
         onEvent: (type, data) => void onApprovalEvent(type, data),
       });
@@ -226,6 +241,7 @@ async function onApprovalEvent(type, data) {
       announce(`New approval: ${approval.toolName} in run ${approval.runId}`);
     }
   } else {
+    state.resolved.add(dispatchId);
     state.pending.delete(dispatchId);
   }
   renderPendingList();
@@ -275,7 +291,11 @@ async function loadPending() {
   if (!state.api) return;
   try {
     const { approvals } = await state.api.get('approvals', { status: 'pending', limit: 1000 });
-    state.pending = new Map(approvals.map((/** @type {Approval} */ a) => [a.dispatchId, a]));
+    state.pending = new Map(
+      approvals
+        .filter((/** @type {Approval} */ a) => !state.resolved.has(a.dispatchId))
+        .map((/** @type {Approval} */ a) => [a.dispatchId, a]),
+    );
   } catch (err) {
     if (!failed(err)) announce(`Cannot list approvals: ${errorText(err)}`);
     return;
@@ -710,6 +730,7 @@ async function decideApproval(a, decision, reasonField) {
     result.textContent = `${resolved.decision === 'allow' ? 'Allowed' : 'Denied'} by ${resolved.by}${
       resolved.reason ? `: ${resolved.reason}` : '.'
     }`;
+    state.resolved.add(a.dispatchId);
     state.pending.delete(a.dispatchId);
     hideDecision();
   } catch (err) {
@@ -718,6 +739,7 @@ async function decideApproval(a, decision, reasonField) {
       const d = err.details;
       result.className = 'result lost';
       result.textContent = `Already resolved by ${String(d.by ?? '?')}: ${String(d.decision ?? '?')}`;
+      state.resolved.add(a.dispatchId);
       state.pending.delete(a.dispatchId);
       hideDecision();
     } else {

@@ -80,6 +80,35 @@ describe('approvals: the server-sent-events stream', () => {
     await stack.stop();
   });
 
+  it('misses no notification published as soon as the stream has answered', async () => {
+    // What the console relies on: once the stream has answered, the gateway's subscription is at
+    // the broker (it flushes it before answering), so a notification published on another
+    // connection the moment the headers arrive is delivered.
+    for (let i = 0; i < 20; i++) {
+      const abort = new AbortController();
+      const res = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
+        headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
+        signal: abort.signal,
+      });
+      expect(res.status).toBe(200);
+      const probe = `probe-${i}`;
+      stack.nats.nc.publish(
+        stack.nats.subjects.approvals('acme', 'pending'),
+        JSON.stringify({ dispatchId: probe }),
+      );
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes(`"dispatchId":"${probe}"`)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before ${probe}: ${text}`);
+        text += decoder.decode(value, { stream: true });
+      }
+      expect(text).toContain(`event: approval:pending\ndata: {"dispatchId":"${probe}"}`);
+      abort.abort();
+    }
+  });
+
   it("delivers approval:pending then approval:resolved to the tenant's approvers, and nothing to another tenant", async () => {
     const acme = await openEvents(stack, TOKENS.acmeApprover);
     const globex = await openEvents(stack, TOKENS.globexAdmin);

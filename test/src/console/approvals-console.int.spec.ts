@@ -191,13 +191,13 @@ describe('the approvals console in Chromium', () => {
     expect(firstRow).toContain(`rev ${first.approval.policyRevision}`);
     expect(firstRow).toMatch(/in 23h/);
 
-    // A call parked while the page is open appears without a reload.
+    // A call parked while the page is open (and live) appears without a reload.
+    await shows(page.locator('#live'), exactly('Live'));
     await page.evaluate('window.marker = 42');
     const second = await park(stack, 'gated', { runId: unique('run-b') });
     await row(page, second.dispatchId).waitFor();
     await page.waitForFunction(`document.title === '(2) Toolgate approvals'`);
     expect(await page.evaluate('window.marker')).toBe(42);
-    await shows(page.locator('#live'), exactly('Live'));
 
     // Filters: by run, by tool, by age.
     await page.getByLabel('Run', { exact: true }).fill(second.runId);
@@ -223,6 +223,7 @@ describe('the approvals console in Chromium', () => {
 
   it('reviews a shell call (exact input, digest, the segment that asked), denies it with a reason, and shows the history and the run', async () => {
     const page = await signedIn(TOKENS.acmeApprover);
+    await shows(page.locator('#live'), exactly('Live'));
     const shell = await parkShell('git status && rm -rf build | tee removed.txt');
     await row(page, shell.dispatchId).waitFor();
     await review(page, shell.dispatchId);
@@ -351,6 +352,12 @@ describe('the approvals console in Chromium', () => {
     });
     expect(res.body.state).toBe('suspended');
     const dispatchId = res.body.dispatchId as string;
+    await eventually(
+      async () =>
+        (await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover)).body
+          .approvals[0],
+      { what: 'the call listed' },
+    );
     const page = await signedIn(TOKENS.acmeApprover);
     await row(page, dispatchId).waitFor();
     expect(await row(page, dispatchId).innerText()).toContain(`coder (${payload})`);

@@ -2,6 +2,7 @@ import { Controller, Get, Headers, Inject, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
+import { messagingFailure } from '@toolgate/bus';
 import { NATS_CONNECTION, SUBJECTS } from '@toolgate/service-kit';
 import { GatewayApi } from '../api/gateway-api';
 import { TokenAuth } from '../auth/token-auth';
@@ -25,11 +26,11 @@ export class ApprovalEventsController {
   ) {}
 
   @Get('approvals/events')
-  stream(
+  async stream(
     @Headers('authorization') auth: string | undefined,
     @Req() req: Request,
     @Res() res: Response,
-  ): void {
+  ): Promise<void> {
     let tenant: string;
     try {
       const principal = this.api.auth.authenticate(auth);
@@ -40,23 +41,37 @@ export class ApprovalEventsController {
       res.status(status).json({ error });
       return;
     }
+    // Subscribed, and the broker has the subscription, before the client hears "connected": a
+    // client that lists the pending approvals once connected (as the console does) then misses no
+    // notification published after its list.
+    const sub = this.nc.subscribe(this.subjects.approvals(tenant, '*'));
+    let closed = false;
+    req.on('close', () => {
+      closed = true;
+      sub.unsubscribe();
+    });
+    try {
+      await this.nc.flush();
+    } catch (err) {
+      sub.unsubscribe();
+      const { status, error } = toHttpError(messagingFailure(err, 'the message broker') ?? err);
+      if (!closed) res.status(status).json({ error });
+      return;
+    }
+    if (closed) return;
     res.status(200);
     res.setHeader('Content-Type', 'text/event-stream');
     res.setHeader('Cache-Control', 'no-cache');
     res.setHeader('Connection', 'keep-alive');
     res.flushHeaders();
     res.write(': connected\n\n');
-    const sub = this.nc.subscribe(this.subjects.approvals(tenant, '*'));
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    req.on('close', () => clearInterval(keepAlive));
     void (async () => {
       for await (const msg of sub) {
         const event = msg.subject.endsWith('.pending') ? 'approval:pending' : 'approval:resolved';
         res.write(`event: ${event}\ndata: ${decoder.decode(msg.data)}\n\n`);
       }
     })();
-    req.on('close', () => {
-      clearInterval(keepAlive);
-      sub.unsubscribe();
-    });
   }
 }
