@@ -253,11 +253,29 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
       runId: fc.oneof(token, junkString),
       tool: toolName,
       minAgeMs: fc.integer({ min: -5, max: 10_000 }),
+      key: fc.oneof(sha, junkString),
       status: fc.constantFrom('pending', 'resolved', 'all', 'maybe'),
+      order: fc.constantFrom('oldest', 'newest', 'sideways'),
       limit: fc.integer({ min: -1, max: 2000 }),
     },
     { requiredKeys: [] },
   ),
+  [ApiOperation.GetApproval]: fc.oneof(
+    // As for a resolution: a key alone gives the projection two seconds, so it is rarer here.
+    {
+      weight: 30,
+      arbitrary: fc.record(
+        {
+          key: fc.oneof(sha, junkString),
+          dispatchId: fc.oneof(token, junkString),
+          runId: fc.oneof(token, junkString),
+        },
+        { requiredKeys: ['key', 'dispatchId', 'runId'] },
+      ),
+    },
+    { weight: 1, arbitrary: fc.record({ key: sha }) },
+  ),
+  [ApiOperation.WhoAmI]: fc.constant({}),
   [ApiOperation.ResolveApproval]: fc.oneof(
     // Naming the dispatch reads the stream at once; a key alone gives the projection two seconds
     // to show a fresh suspension, so those are rarer here.
@@ -282,6 +300,7 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
 /** Keys a mutant keeps: without them a case waits out a grace period instead of failing fast. */
 const KEEP: Partial<Record<ApiOperation, readonly string[]>> = {
   [ApiOperation.ResolveApproval]: ['dispatchId', 'runId'],
+  [ApiOperation.GetApproval]: ['dispatchId', 'runId'],
 };
 
 /** One change that makes a good body (probably) bad. */

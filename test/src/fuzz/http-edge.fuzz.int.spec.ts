@@ -88,6 +88,8 @@ describe('HTTP edge fuzz', () => {
           '/v1/runs/x',
           '/v1/dispatches/%2e%2e',
           '/v1/approvals/zz/resolve',
+          '/v1/approvals/zz',
+          '/v1/whoami',
           '/v1/approvals?limit=-1&minAgeMs=abc',
           '/v1/approvals?runId=a&runId=b',
           '/v1/approvals?__proto__[x]=1',
