@@ -21,6 +21,7 @@ import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
 import { openContainerBackend } from './container/open-container-backend';
 import { ContainerExecutor } from './container/container-executor';
 import type { CallExecutor } from './execution/call-executor';
+import type { CommandToolOptions } from './subprocess/command-call';
 import { openExecutorSandbox } from './subprocess/open-sandbox';
 import { SubprocessExecutor } from './subprocess/subprocess-executor';
 import { ScriptEngine } from '@toolgate/script-tools';
@@ -103,30 +104,23 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
         }
       : {}),
   });
-  // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.
-  const executors: Partial<Record<ExecutorKind, CallExecutor>> = {
-    script: scripts,
-    ...(sandbox
-      ? {
-          subprocess: new SubprocessExecutor({
-            sandbox,
-            lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
-            checkDomain: (call, host) => options.checkDomain(call, host),
-            protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
-            baseEnv: buildEnv(policy, process.env),
-            maxOutputBytes: policy.maxOutputBytes,
-          }),
-        }
-      : {}),
+  const commandTools: CommandToolOptions = {
+    lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
+    checkDomain: (call, host) => options.checkDomain(call, host),
+    protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
+    maxOutputBytes: policy.maxOutputBytes,
   };
-  if (containers) {
-    executors.container = new ContainerExecutor({
-      backend: containers,
-      lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
-      checkDomain: (call, host) => options.checkDomain(call, host),
-      protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
-      maxOutputBytes: policy.maxOutputBytes,
+  // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.
+  const executors: Partial<Record<ExecutorKind, CallExecutor>> = { script: scripts };
+  if (sandbox) {
+    executors.subprocess = new SubprocessExecutor({
+      ...commandTools,
+      sandbox,
+      baseEnv: buildEnv(policy, process.env),
     });
+  }
+  if (containers) {
+    executors.container = new ContainerExecutor({ ...commandTools, backend: containers });
   }
   const service = await bootstrapService({
     name: 'tool-executor',

@@ -1,29 +1,14 @@
-import {
-  ErrorCode,
-  InvalidArgumentsError,
-  toWireError,
-  type RegisteredTool,
-} from '@toolgate/contracts';
+import { ErrorCode, toWireError } from '@toolgate/contracts';
 import type { ContainerBackend, ContainerResult } from '@toolgate/container';
 import type { ToolRunOutcome } from '@toolgate/tools';
-import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
-import type { CallExecutor, CallRun } from '../execution/call-executor';
+import { failedOutcome, type CallExecutor, type CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
-import { fillArgv } from '../subprocess/argv-template';
+import { commandLaunch, decidedTool, type CommandToolOptions } from '../subprocess/command-call';
 import { protectedBinds } from '../subprocess/protected-binds';
 import { subprocessOutcome } from '../subprocess/subprocess-outcome';
-import { callNetwork } from '../subprocess/call-network';
 
-export interface ContainerExecutorOptions {
+export interface ContainerExecutorOptions extends CommandToolOptions {
   backend: ContainerBackend;
-  /** The tool as registered now, if its contract is the one the call was decided on. */
-  lookup(tenant: string, name: string, contractHash: string): Promise<RegisteredTool | undefined>;
-  /** The protected paths of the call's policy, bound read-only in its directory (runc). */
-  protectedPaths(call: PendingCall): ProtectedPathMatcher;
-  /** Whether the call may reach `host` (the domain rules of its tenant and profile). Fails closed. */
-  checkDomain(call: PendingCall, host: string): Promise<'allow' | 'deny'> | 'allow' | 'deny';
-  /** The cap on stdout and on stderr; a tool may lower it. */
-  maxOutputBytes: number;
 }
 
 const MIB = 1024 * 1024;
@@ -34,7 +19,9 @@ const MIB = 1024 * 1024;
  * result as JSON from stdout — the subprocess protocol, whose exit table it shares — on the
  * configured backend (runc here, a Job in Kubernetes). Network only for a tool of risk `network`
  * whose declared hosts all pass the call's domain rules. The environment is the image's, the
- * tool's fixed `env` and Toolgate's variables: nothing of the service's own.
+ * tool's fixed `env` and Toolgate's variables: nothing of the service's own. Under runc the
+ * policy's protected paths in the call directory are bound read-only; a Job's /work is an empty
+ * volume, so it has none.
  */
 export class ContainerExecutor implements CallExecutor {
   constructor(private readonly options: ContainerExecutorOptions) {}
@@ -42,53 +29,29 @@ export class ContainerExecutor implements CallExecutor {
   async run(call: PendingCall, { cwd, timeoutMs, signal }: CallRun): Promise<ToolRunOutcome> {
     const name = call.tool.name;
     try {
-      let tool: RegisteredTool | undefined;
-      try {
-        tool = await this.options.lookup(call.tenant, name, call.tool.contractHash);
-      } catch {
-        return fail(ErrorCode.Unavailable, `the registration of ${name} could not be read`);
-      }
-      if (!tool) {
-        return fail(
-          ErrorCode.Conflict,
-          `${name} is no longer registered with the contract this call was decided on`,
-        );
-      }
-      const { command, container } = tool.policy;
+      const decided = await decidedTool(call, this.options.lookup);
+      if (!decided.ok) return decided;
+      const { command, container } = decided.tool.policy;
       if (!command || !container) {
-        return fail(ErrorCode.Config, `${name} has no image or command to run`);
+        return failedOutcome(ErrorCode.Config, `${name} has no image or command to run`);
       }
-      const filled = fillArgv(command.argv, call.input);
-      if (!filled.ok) {
-        return { ok: false, error: new InvalidArgumentsError(name, filled.issues).toWire() };
-      }
-      const network = await callNetwork(call, command.network?.hosts, this.options.checkDomain);
-      if (typeof network === 'object') return network;
-      const limits = command.limits ?? {};
+      const launch = await commandLaunch(call, command, this.options, timeoutMs);
+      if (!launch.ok) return launch;
+      const { limits } = launch;
       const result = await this.options.backend.run({
         image: container.image,
-        argv: filled.argv,
-        env: {
-          ...command.env,
-          // Last, so a registration cannot shadow them: the dispatch id is the idempotency key.
-          TOOLGATE_DISPATCH_ID: call.dispatchId,
-          TOOLGATE_RUN_ID: call.runId,
-          TOOLGATE_TOOL: name,
-          TOOLGATE_DEADLINE_MS: String(timeoutMs),
-        },
+        argv: launch.argv,
+        env: launch.env,
         cwd,
         writable: call.isolation !== 'readonly',
         protectedPaths:
           this.options.backend.kind === 'runc'
             ? await protectedBinds(this.options.protectedPaths(call), cwd)
             : [],
-        network,
+        network: launch.network,
         input: JSON.stringify(call.input ?? null),
         timeoutMs,
-        maxOutputBytes: Math.min(
-          this.options.maxOutputBytes,
-          limits.outputBytes ?? this.options.maxOutputBytes,
-        ),
+        maxOutputBytes: launch.maxOutputBytes,
         limits: {
           ...(limits.memoryMb ? { memoryBytes: limits.memoryMb * MIB } : {}),
           ...(limits.processes ? { processes: limits.processes } : {}),
@@ -117,19 +80,19 @@ export function containerOutcome(
   timeoutMs: number,
 ): ToolRunOutcome {
   if (result.ending === 'exited' && result.startError) {
-    return fail(
+    return failedOutcome(
       ErrorCode.Config,
       `${toolName}: the command could not be started in its container: ${result.startError}`,
     );
   }
   if (result.ending === 'exited' && result.memoryExceeded) {
-    return fail(ErrorCode.ToolFailed, `${toolName} exceeded its memory limit and was killed`, {
-      stderrTail: result.stderr.tail(2048),
-    });
+    return failedOutcome(
+      ErrorCode.ToolFailed,
+      `${toolName} exceeded its memory limit and was killed`,
+      {
+        stderrTail: result.stderr.tail(2048),
+      },
+    );
   }
   return subprocessOutcome(toolName, result, timeoutMs);
-}
-
-function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolRunOutcome {
-  return { ok: false, error: details ? { code, message, details } : { code, message } };
 }

@@ -8,6 +8,7 @@ import {
 } from '@toolgate/contracts';
 import type { ToolRegistry } from '@toolgate/registry';
 import type { ToolRunOutcome } from '@toolgate/tools';
+import { failedOutcome, type FailedOutcome } from './call-executor';
 import type { PendingCall } from './pending-call';
 
 /** The registry reads a check needs: the tool as registered now, and any contract by its hash. */
@@ -41,9 +42,7 @@ export class InputCheck {
     return { ok: false, error: new InvalidArgumentsError(call.tool.name, issues).toWire() };
   }
 
-  private async validator(
-    call: PendingCall,
-  ): Promise<JsonSchemaValidator | { ok: false; error: { code: ErrorCode; message: string } }> {
+  private async validator(call: PendingCall): Promise<JsonSchemaValidator | FailedOutcome> {
     const hash = call.tool.contractHash;
     const cached = this.validators.get(hash);
     if (cached) return cached;
@@ -58,13 +57,13 @@ export class InputCheck {
         if (stored && stored.name === call.tool.name) parameters = stored.parameters;
       }
     } catch {
-      return refused(
+      return failedOutcome(
         ErrorCode.Unavailable,
         `the contract of ${call.tool.name} could not be read to check the input`,
       );
     }
     if (!parameters) {
-      return refused(
+      return failedOutcome(
         ErrorCode.UnknownTool,
         `no contract ${hash} is registered for ${call.tool.name}: the input cannot be checked, so the tool does not run`,
       );
@@ -74,7 +73,7 @@ export class InputCheck {
       validator = compileJsonSchema(parameters, `tool ${call.tool.name} parameters`);
     } catch (err) {
       // Registered contracts compiled at registration; one that no longer does is not run.
-      return refused(
+      return failedOutcome(
         hasErrorCode(err, ErrorCode.Config) ? ErrorCode.Config : ErrorCode.Internal,
         `the contract of ${call.tool.name} does not compile: ${(err as Error).message}`,
       );
@@ -85,11 +84,4 @@ export class InputCheck {
     }
     return validator;
   }
-}
-
-function refused(
-  code: ErrorCode,
-  message: string,
-): { ok: false; error: { code: ErrorCode; message: string } } {
-  return { ok: false, error: { code, message } };
 }

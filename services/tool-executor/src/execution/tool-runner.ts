@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { trace } from '@opentelemetry/api';
 import {
   InboxRequests,
   isPublishRefused,
@@ -18,7 +17,6 @@ import {
   type ResolvedEvent,
   type StartedEvent,
   type Subjects,
-  type ToolContext,
   type WireError,
 } from '@toolgate/contracts';
 import { Attr, annotate, inSpan } from '@toolgate/telemetry';
@@ -34,6 +32,7 @@ import {
 import { runRemoteTool } from './remote-executor';
 import type { CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
+import { toolContext, type ServiceLog } from './tool-context';
 import { isTransient, retryDelayMs, settledError } from './retry-rule';
 import { Slots } from './slots';
 
@@ -78,7 +77,7 @@ export interface ToolRunnerOptions {
   claimGraceMs: number;
   policyRevisions: RevisionCheck;
   now: () => Date;
-  log?: (level: string, message: string, data?: Record<string, unknown>) => void;
+  log?: ServiceLog;
   /**
    * Checks the call's input against its contract before any executor sees it (see `InputCheck`):
    * null to run, or the outcome to settle with instead.
@@ -517,7 +516,7 @@ export class ToolRunner {
         // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
         return await this.slots.run(() =>
           callScope.run(call, () =>
-            runTool(def, call.input, this.context(call, cwd), { timeoutMs }),
+            runTool(def, call.input, toolContext(call, cwd, this.options.log), { timeoutMs }),
           ),
         );
       }
@@ -550,23 +549,6 @@ export class ToolRunner {
         };
       }
     }
-  }
-
-  private context(call: PendingCall, cwd: string): Omit<ToolContext, 'signal'> {
-    const spanId = trace.getActiveSpan()?.spanContext().spanId ?? randomBytes(8).toString('hex');
-    const log = this.options.log;
-    return {
-      runId: call.runId,
-      dispatchId: call.dispatchId,
-      spanId,
-      agent: call.agent,
-      cwd,
-      isolation: call.isolation,
-      log(level, message, data) {
-        trace.getActiveSpan()?.addEvent('tool.log', { level, message });
-        log?.(level, message, { dispatchId: call.dispatchId, ...data });
-      },
-    };
   }
 
   /**

@@ -1,20 +1,23 @@
-import { randomBytes } from 'node:crypto';
-import { trace } from '@opentelemetry/api';
 import {
   ErrorCode,
   scriptHashOfVersion,
   ToolgateError,
   toWireError,
   type ScriptHostFunction,
-  type ToolContext,
   type ToolContract,
 } from '@toolgate/contracts';
 import type { ToolRegistry } from '@toolgate/registry';
 import { checkScript, type ScriptEngine, type ScriptLimits } from '@toolgate/script-tools';
 import { runTool, tool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
-import type { CallExecutor, CallRun } from '../execution/call-executor';
+import {
+  failedOutcome,
+  type CallExecutor,
+  type CallRun,
+  type FailedOutcome,
+} from '../execution/call-executor';
 import { callScope } from '../execution/call-scope';
 import type { PendingCall } from '../execution/pending-call';
+import { toolContext, type ServiceLog } from '../execution/tool-context';
 import { scriptHostFunctions, type DecideHostCall } from './script-host';
 
 /** The registry reads the script executor needs: a contract by hash, a script's files by hash. */
@@ -28,7 +31,7 @@ export interface ScriptExecutorOptions {
   /** The chain's decision on each host call; absent, every host call is refused. */
   decideHostCall?: DecideHostCall;
   limits?: Partial<ScriptLimits>;
-  log?: (level: string, message: string, data?: Record<string, unknown>) => void;
+  log?: ServiceLog;
 }
 
 /** A script version ready to run: its checked contract and what it may call. */
@@ -58,40 +61,16 @@ export class ScriptExecutor implements CallExecutor {
   async run(call: PendingCall, { cwd, timeoutMs, signal }: CallRun): Promise<ToolRunOutcome> {
     try {
       const compiled = await this.compile(call);
-      if ('error' in compiled) return { ok: false, error: compiled.error };
-      const ctx = this.context(call, cwd, signal);
+      if ('ok' in compiled) return compiled;
+      const ctx = toolContext(call, cwd, this.options.log, signal);
       return await callScope.run(call, () => runTool(compiled.def, call.input, ctx, { timeoutMs }));
     } catch (err) {
       return { ok: false, error: toWireError(err) };
     }
   }
 
-  private context(
-    call: PendingCall,
-    cwd: string,
-    signal: AbortSignal | undefined,
-  ): Omit<ToolContext, 'signal'> & { signal?: AbortSignal } {
-    const spanId = trace.getActiveSpan()?.spanContext().spanId ?? randomBytes(8).toString('hex');
-    const log = this.options.log;
-    return {
-      runId: call.runId,
-      dispatchId: call.dispatchId,
-      spanId,
-      agent: call.agent,
-      cwd,
-      isolation: call.isolation,
-      log(level, message, data) {
-        trace.getActiveSpan()?.addEvent('tool.log', { level, message });
-        log?.(level, message, { dispatchId: call.dispatchId, ...data });
-      },
-      ...(signal ? { signal } : {}),
-    };
-  }
-
   /** The version a call names, checked and compiled once per contract hash. */
-  private async compile(
-    call: PendingCall,
-  ): Promise<CompiledScript | { error: { code: ErrorCode; message: string } }> {
+  private async compile(call: PendingCall): Promise<CompiledScript | FailedOutcome> {
     const hash = call.tool.contractHash;
     const cached = this.compiled.get(hash);
     if (cached) return cached;
@@ -104,10 +83,10 @@ export class ScriptExecutor implements CallExecutor {
       const sha = scriptHashOfVersion(contract?.version);
       if (contract && sha) files = await registry.scriptFiles(sha);
     } catch {
-      return refused(ErrorCode.Unavailable, `the script of ${name} could not be read`);
+      return failedOutcome(ErrorCode.Unavailable, `the script of ${name} could not be read`);
     }
     if (!contract || contract.name !== name || !files) {
-      return refused(
+      return failedOutcome(
         ErrorCode.UnknownTool,
         `no script is stored for ${name} under contract ${hash}: it does not run`,
       );
@@ -119,14 +98,14 @@ export class ScriptExecutor implements CallExecutor {
       syntaxError: (source, fileName) => engine.syntaxError(source, fileName),
     });
     if (!checked.ok) {
-      return refused(
+      return failedOutcome(
         ErrorCode.Config,
         `the stored script of ${name} no longer passes its checks: ${checked.refusal.message}`,
       );
     }
     const { manifest } = checked;
     if (manifest.contractHash !== hash) {
-      return refused(
+      return failedOutcome(
         ErrorCode.Config,
         `the stored script of ${name} does not make contract ${hash}`,
       );
@@ -171,11 +150,4 @@ export class ScriptExecutor implements CallExecutor {
     }
     return compiled;
   }
-}
-
-function refused(
-  code: ErrorCode,
-  message: string,
-): { error: { code: ErrorCode; message: string } } {
-  return { error: { code, message } };
 }

@@ -1,5 +1,5 @@
 import { ErrorCode } from '@toolgate/contracts';
-import type { ToolRunOutcome } from '@toolgate/tools';
+import { failedOutcome, type FailedOutcome } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 
 /** Whether a call may reach `host`: the domain rules of its tenant and profile. */
@@ -18,7 +18,7 @@ export async function callNetwork(
   call: PendingCall,
   hosts: readonly string[] | undefined,
   checkDomain: CheckCallDomain,
-): Promise<boolean | ToolRunOutcome> {
+): Promise<boolean | FailedOutcome> {
   if (!hosts?.length || call.tool.risk !== 'network') return false;
   for (const host of hosts) {
     let verdict: 'allow' | 'deny';
@@ -28,14 +28,11 @@ export async function callNetwork(
       verdict = 'deny';
     }
     if (verdict !== 'allow') {
-      return {
-        ok: false,
-        error: {
-          code: ErrorCode.Denied,
-          message: `${call.tool.name} needs ${host}, which the domain rules refuse`,
-          details: { host },
-        },
-      };
+      return failedOutcome(
+        ErrorCode.Denied,
+        `${call.tool.name} needs ${host}, which the domain rules refuse`,
+        { host },
+      );
     }
   }
   return true;

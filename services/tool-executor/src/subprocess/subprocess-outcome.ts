@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { ErrorCode, type WireError } from '@toolgate/contracts';
 import type { ProcessResult } from '@toolgate/sandbox';
 import type { ToolRunOutcome } from '@toolgate/tools';
+import { failedOutcome } from '../execution/call-executor';
 
 /** Codes a subprocess tool may put in its own error (anything else becomes `tool-failed`). */
 const TOOL_ERROR_CODES: ReadonlySet<string> = new Set([
@@ -42,21 +43,28 @@ export function subprocessOutcome(
     stderrTail: run.stderr.tail(TAIL_BYTES),
   });
   if (run.ending === 'timeout') {
-    return fail(ErrorCode.Timeout, `${toolName} did not finish within ${timeoutMs} ms`, tails());
+    return failedOutcome(
+      ErrorCode.Timeout,
+      `${toolName} did not finish within ${timeoutMs} ms`,
+      tails(),
+    );
   }
   if (run.ending === 'cancelled') {
-    return fail(ErrorCode.Cancelled, `${toolName} was cancelled`, tails());
+    return failedOutcome(ErrorCode.Cancelled, `${toolName} was cancelled`, tails());
   }
   if (run.exitCode === 0) {
     if (run.stdout.truncated) {
-      return fail(ErrorCode.ToolFailed, `${toolName} wrote more than its output cap to stdout`);
+      return failedOutcome(
+        ErrorCode.ToolFailed,
+        `${toolName} wrote more than its output cap to stdout`,
+      );
     }
     const text = run.stdout.text();
     if (text.trim() === '') return { ok: true, result: null };
     try {
       return { ok: true, result: JSON.parse(text) as unknown };
     } catch {
-      return fail(
+      return failedOutcome(
         ErrorCode.NonSerializableResult,
         `${toolName} wrote something that is not JSON to stdout`,
         { stdoutTail: run.stdout.tail(TAIL_BYTES) },
@@ -68,14 +76,14 @@ export function subprocessOutcome(
   const stderrTail = run.stderr.tail(TAIL_BYTES);
   const code = run.exitCode;
   if (code === 126 || code === 127) {
-    return fail(
+    return failedOutcome(
       ErrorCode.Config,
       `${toolName}: the command ${code === 127 ? 'was not found' : 'could not be executed'} in the sandbox (exit ${code})`,
       { exitCode: code, stderrTail },
     );
   }
   if (code === 128 + constants.signals.SIGXCPU) {
-    return fail(ErrorCode.ToolFailed, `${toolName} exceeded its CPU time limit`, {
+    return failedOutcome(ErrorCode.ToolFailed, `${toolName} exceeded its CPU time limit`, {
       exitCode: code,
       stderrTail,
     });
@@ -83,7 +91,7 @@ export function subprocessOutcome(
   const signal =
     run.signal ?? (code !== null && code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined);
   const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-  return fail(ErrorCode.ToolFailed, `${toolName} ${how}`, {
+  return failedOutcome(ErrorCode.ToolFailed, `${toolName} ${how}`, {
     exitCode: code,
     ...(signal ? { signal } : {}),
     stderrTail,
@@ -117,8 +125,4 @@ function declaredError(run: ProcessResult): WireError | undefined {
     message: error.message.slice(0, MAX_MESSAGE),
     ...(details ? { details } : {}),
   };
-}
-
-function fail(code: ErrorCode, message: string, details?: Record<string, unknown>): ToolRunOutcome {
-  return { ok: false, error: details ? { code, message, details } : { code, message } };
 }
