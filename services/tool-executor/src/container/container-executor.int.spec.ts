@@ -6,18 +6,13 @@
  * test runs it over NATS.
  */
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  contractHash,
-  ErrorCode,
-  type ArgvElement,
-  type RegisteredTool,
-} from '@toolgate/contracts';
+import { ErrorCode } from '@toolgate/contracts';
 import { RuncBackend } from '@toolgate/container';
 import { compileProtectedPaths, DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { makeBusyboxImage } from '@toolgate/testing';
+import { commandTools, useReplyServer } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
 import { ContainerExecutor } from './container-executor';
 
@@ -26,8 +21,9 @@ let backend: RuncBackend;
 let images: string;
 let state: string;
 let work: string;
-const registered = new Map<string, RegisteredTool>();
-const domainChecks: string[] = [];
+const { registered, domainChecks, options, tool, callOf, reset } = commandTools('container', {
+  container: { image: 'tools/busybox:1' },
+});
 let protection = DEFAULT_PROTECTION;
 
 beforeAll(async () => {
@@ -51,72 +47,18 @@ afterAll(async () => {
 
 beforeEach(async () => {
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-container-')));
-  registered.clear();
-  domainChecks.length = 0;
+  reset();
   protection = DEFAULT_PROTECTION;
 });
 afterEach(() => fs.rm(work, { recursive: true, force: true }));
 
 const executor = () =>
   new ContainerExecutor({
+    ...options,
     backend,
-    lookup: async (tenant, name, hash) => {
-      const tool = registered.get(`${tenant}.${name}`);
-      return tool && contractHash(tool) === hash ? tool : undefined;
-    },
-    checkDomain: (_call, host) => {
-      domainChecks.push(host);
-      return host === 'localhost' ? 'allow' : 'deny';
-    },
     protectedPaths: () => protection,
     maxOutputBytes: 64 * 1024,
   });
-
-/** Registers `tool` for tenant acme and returns a decided call of it with `input`. */
-function callOf(
-  tool: RegisteredTool,
-  input: unknown,
-  extra: Partial<PendingCall> = {},
-): PendingCall {
-  registered.set(`acme.${tool.name}`, tool);
-  return {
-    tenant: 'acme',
-    runId: 'run-1',
-    dispatchId: 'd-1',
-    tool: {
-      name: tool.name,
-      contractHash: contractHash(tool),
-      needsApproval: false,
-      executor: 'container',
-      ...(tool.policy.risk ? { risk: tool.policy.risk } : {}),
-    },
-    input,
-    agent: { agentType: 'tester' },
-    isolation: 'none',
-    causationId: 'c-1',
-    decidedBy: 'default',
-    ...extra,
-  };
-}
-
-function tool(
-  name: string,
-  argv: ArgvElement[],
-  policy: Partial<RegisteredTool['policy']> = {},
-): RegisteredTool {
-  return {
-    name,
-    description: `${name} test tool`,
-    parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    policy: {
-      needsApproval: false,
-      executor: 'container',
-      command: { argv },
-      container: { image: 'tools/busybox:1' },
-      ...policy,
-    },
-  };
-}
 
 const run = (call: PendingCall, timeoutMs = 10_000) =>
   executor().run(call, { cwd: work, timeoutMs });
@@ -248,20 +190,17 @@ it('refuses a call whose contract is no longer the registered one', async () => 
 });
 
 describe('network', () => {
-  let server: net.Server;
-  let port: number;
-  beforeAll(async () => {
-    server = net.createServer((socket) => socket.end('"pong"'));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as net.AddressInfo).port;
-  });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const server = useReplyServer('"pong"');
 
   const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
     tool('dial', [], {
       risk,
       command: {
-        argv: ['/bin/sh', '-c', `nc -w 2 127.0.0.1 ${port} </dev/null || echo '"refused"'`],
+        argv: [
+          '/bin/sh',
+          '-c',
+          `nc -w 2 127.0.0.1 ${server.port()} </dev/null || echo '"refused"'`,
+        ],
         network: { hosts },
       },
     });

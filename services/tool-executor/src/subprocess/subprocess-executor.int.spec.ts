@@ -5,90 +5,36 @@
  * over NATS.
  */
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  contractHash,
-  ErrorCode,
-  type ArgvElement,
-  type RegisteredTool,
-} from '@toolgate/contracts';
+import { ErrorCode } from '@toolgate/contracts';
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
+import { commandTools, useReplyServer } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
 import { SubprocessExecutor } from './subprocess-executor';
 
 let sandbox: Sandbox;
 let work: string;
-const registered = new Map<string, RegisteredTool>();
-const domainChecks: string[] = [];
+const { registered, domainChecks, options, tool, callOf, reset } = commandTools('subprocess');
 
 beforeAll(async () => {
   sandbox = await Sandbox.open();
 });
 beforeEach(async () => {
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-subprocess-')));
-  registered.clear();
-  domainChecks.length = 0;
+  reset();
 });
 afterEach(() => fs.rm(work, { recursive: true, force: true }));
 
 const executor = () =>
   new SubprocessExecutor({
+    ...options,
     sandbox,
-    lookup: async (tenant, name, hash) => {
-      const tool = registered.get(`${tenant}.${name}`);
-      return tool && contractHash(tool) === hash ? tool : undefined;
-    },
-    checkDomain: (_call, host) => {
-      domainChecks.push(host);
-      return host === 'localhost' ? 'allow' : 'deny';
-    },
     protectedPaths: () => DEFAULT_PROTECTION,
     baseEnv: { PATH: '/usr/bin:/bin', HOME: '/root', SECRET_OF_THE_SERVICE: 'never' },
     maxOutputBytes: 64 * 1024,
   });
-
-/** Registers `tool` for tenant acme and returns a decided call of it with `input`. */
-function callOf(
-  tool: RegisteredTool,
-  input: unknown,
-  extra: Partial<PendingCall> = {},
-): PendingCall {
-  registered.set(`acme.${tool.name}`, tool);
-  return {
-    tenant: 'acme',
-    runId: 'run-1',
-    dispatchId: 'd-1',
-    tool: {
-      name: tool.name,
-      contractHash: contractHash(tool),
-      needsApproval: false,
-      executor: 'subprocess',
-      ...(tool.policy.risk ? { risk: tool.policy.risk } : {}),
-    },
-    input,
-    agent: { agentType: 'tester' },
-    isolation: 'none',
-    causationId: 'c-1',
-    decidedBy: 'default',
-    ...extra,
-  };
-}
-
-function tool(
-  name: string,
-  argv: ArgvElement[],
-  policy: Partial<RegisteredTool['policy']> = {},
-): RegisteredTool {
-  return {
-    name,
-    description: `${name} test tool`,
-    parameters: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-    policy: { needsApproval: false, executor: 'subprocess', command: { argv }, ...policy },
-  };
-}
 
 const run = (call: PendingCall, timeoutMs = 10_000) =>
   executor().run(call, { cwd: work, timeoutMs });
@@ -197,17 +143,10 @@ it('refuses a call whose contract is no longer the registered one', async () => 
 });
 
 describe('network', () => {
-  let server: net.Server;
-  let port: number;
-  beforeAll(async () => {
-    server = net.createServer((socket) => socket.end('pong'));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as net.AddressInfo).port;
-  });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const server = useReplyServer('pong');
 
   const dial = () =>
-    `require('net').connect(${port},'localhost').on('data',d=>{console.log(JSON.stringify(String(d)));process.exit(0)}).on('error',e=>{console.log(JSON.stringify(e.code));process.exit(0)})`;
+    `require('net').connect(${server.port()},'localhost').on('data',d=>{console.log(JSON.stringify(String(d)));process.exit(0)}).on('error',e=>{console.log(JSON.stringify(e.code));process.exit(0)})`;
   const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
     tool('dial', [], {
       risk,
