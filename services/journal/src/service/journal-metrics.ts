@@ -60,6 +60,14 @@ export interface ProjectionSources {
   onError(err: unknown): void;
 }
 
+/** Pending approvals as labelled: `tenant` undefined when tenant labels are off. */
+interface TenantApprovals {
+  tenant: string | undefined;
+  count: number;
+  /** Seconds until the earliest expiry. */
+  next: number;
+}
+
 /** Stands for an absent label in a child's key (no label value contains it). */
 const NONE = '\u0001';
 
@@ -208,7 +216,7 @@ export class JournalMetrics {
     const byTenant = async () => {
       const rows = await pending();
       const now = sources.now().getTime();
-      const merged = new Map<string, { tenant: string | undefined; count: number; next: number }>();
+      const merged = new Map<string, TenantApprovals>();
       for (const row of rows) {
         const tenant = tenantLabel.value(row.tenant);
         const key = tenant ?? '';
@@ -222,49 +230,52 @@ export class JournalMetrics {
       return [...merged.values()];
     };
     const labelled = (tenant: string | undefined) => (tenant === undefined ? {} : { tenant });
-    new Gauge({
-      name: JournalMetricName.ApprovalsPending,
-      help: 'Approvals waiting for a resolution, per tenant (journal projection, read at scrape).',
-      labelNames: ['tenant'],
-      registers,
-      async collect() {
-        try {
-          const rows = await byTenant();
-          // Reset first: a tenant whose last approval was resolved must drop to no series, not stay.
-          this.reset();
-          for (const row of rows) this.set(labelled(row.tenant), row.count);
-        } catch (err) {
-          sources.onError(err);
-        }
+    /** A gauge filled at scrape time; a failed read keeps its last values. */
+    const scraped = (
+      name: string,
+      help: string,
+      labelNames: string[],
+      fill: (gauge: Gauge) => Promise<void>,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        async collect() {
+          try {
+            await fill(this);
+          } catch (err) {
+            sources.onError(err);
+          }
+        },
+      });
+    /** A per-tenant approval gauge, one series per tenant with pending approvals. */
+    const perTenant = (name: string, help: string, value: (row: TenantApprovals) => number) =>
+      scraped(name, help, ['tenant'], async (gauge) => {
+        const rows = await byTenant();
+        // Reset first: a tenant whose last approval was resolved must drop to no series, not stay.
+        gauge.reset();
+        for (const row of rows) gauge.set(labelled(row.tenant), value(row));
+      });
+    perTenant(
+      JournalMetricName.ApprovalsPending,
+      'Approvals waiting for a resolution, per tenant (journal projection, read at scrape).',
+      (row) => row.count,
+    );
+    perTenant(
+      JournalMetricName.ApprovalsNextExpirySeconds,
+      'Seconds until the earliest pending approval of the tenant expires and its timeout decision applies (negative: overdue); no series without pending approvals.',
+      (row) => row.next,
+    );
+    scraped(
+      JournalMetricName.ProjectionLag,
+      'Journal events in the stream the projection has not applied yet (stream last sequence minus the highest applied sequence, read at scrape).',
+      [],
+      async (gauge) => {
+        const { streamSeq, appliedSeq } = await sources.positions();
+        gauge.set(Math.max(0, streamSeq - appliedSeq));
       },
-    });
-    new Gauge({
-      name: JournalMetricName.ApprovalsNextExpirySeconds,
-      help: 'Seconds until the earliest pending approval of the tenant expires and its timeout decision applies (negative: overdue); no series without pending approvals.',
-      labelNames: ['tenant'],
-      registers,
-      async collect() {
-        try {
-          const rows = await byTenant();
-          this.reset();
-          for (const row of rows) this.set(labelled(row.tenant), row.next);
-        } catch (err) {
-          sources.onError(err);
-        }
-      },
-    });
-    new Gauge({
-      name: JournalMetricName.ProjectionLag,
-      help: 'Journal events in the stream the projection has not applied yet (stream last sequence minus the highest applied sequence, read at scrape).',
-      registers,
-      async collect() {
-        try {
-          const { streamSeq, appliedSeq } = await sources.positions();
-          this.set(Math.max(0, streamSeq - appliedSeq));
-        } catch (err) {
-          sources.onError(err);
-        }
-      },
-    });
+    );
   }
 }
