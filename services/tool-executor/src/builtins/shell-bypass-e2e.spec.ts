@@ -32,25 +32,24 @@ interface Attack {
   readonly proof?: { readonly command: string; readonly writes: string };
 }
 
+/** An attack whose payload deletes `victim`. */
+const deletes = (command: string, verdict: Attack['verdict']): Attack => ({
+  command,
+  effect: { deletes: 'victim' },
+  verdict,
+});
+
 const attacks: Attack[] = [
   // Shell wrappers with extra arguments.
-  { command: "sh -c -- 'rm victim'", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "bash -o errexit -c 'rm victim'", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "script -qc 'rm victim' /dev/null", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "flock victim.lock -c 'rm victim'", effect: { deletes: 'victim' }, verdict: 'deny' },
+  deletes("sh -c -- 'rm victim'", 'deny'),
+  deletes("bash -o errexit -c 'rm victim'", 'deny'),
+  deletes("script -qc 'rm victim' /dev/null", 'deny'),
+  deletes("flock victim.lock -c 'rm victim'", 'deny'),
   // Options that run a command.
-  { command: "git -c alias.x='!rm victim' x", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "sed -n '1e rm victim' notes.txt", effect: { deletes: 'victim' }, verdict: 'deny' },
-  {
-    command: 'find . -name notes.txt -exec rm victim \\;',
-    effect: { deletes: 'victim' },
-    verdict: 'deny',
-  },
-  {
-    command: "tar -cf out.tar --checkpoint=1 --checkpoint-action=exec='rm victim' notes.txt",
-    effect: { deletes: 'victim' },
-    verdict: 'deny',
-  },
+  deletes("git -c alias.x='!rm victim' x", 'deny'),
+  deletes("sed -n '1e rm victim' notes.txt", 'deny'),
+  deletes('find . -name notes.txt -exec rm victim \\;', 'deny'),
+  deletes("tar -cf out.tar --checkpoint=1 --checkpoint-action=exec='rm victim' notes.txt", 'deny'),
   // Options that write a file (a protected one).
   {
     command: "sed -n 'w .git/hooks/pre-commit' notes.txt",
@@ -65,38 +64,18 @@ const attacks: Attack[] = [
     proof: { command: 'git log --output=written.txt -1', writes: 'written.txt' },
   },
   // Wrappers hiding their program's options.
-  {
-    command: "env X=1 nice git -c alias.x='!rm victim' x",
-    effect: { deletes: 'victim' },
-    verdict: 'deny',
-  },
-  {
-    command: "timeout 5 sed -n '1e rm victim' notes.txt",
-    effect: { deletes: 'victim' },
-    verdict: 'deny',
-  },
+  deletes("env X=1 nice git -c alias.x='!rm victim' x", 'deny'),
+  deletes("timeout 5 sed -n '1e rm victim' notes.txt", 'deny'),
   // Code fed to a shell on stdin.
-  { command: "bash <<< 'rm victim'", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "source /dev/stdin <<< 'rm victim'", effect: { deletes: 'victim' }, verdict: 'deny' },
-  { command: "echo 'rm victim' | sh", effect: { deletes: 'victim' }, verdict: 'ask' },
+  deletes("bash <<< 'rm victim'", 'deny'),
+  deletes("source /dev/stdin <<< 'rm victim'", 'deny'),
+  deletes("echo 'rm victim' | sh", 'ask'),
   // Inline code the matcher cannot read.
-  {
-    command: 'python3 -c \'import os; os.remove("victim")\'',
-    effect: { deletes: 'victim' },
-    verdict: 'ask',
-  },
-  { command: "perl -e 'unlink q(victim)'", effect: { deletes: 'victim' }, verdict: 'ask' },
-  {
-    command: 'node -e \'require("fs").rmSync("victim")\'',
-    effect: { deletes: 'victim' },
-    verdict: 'ask',
-  },
-  {
-    command: 'awk \'BEGIN { system("rm victim") }\'',
-    effect: { deletes: 'victim' },
-    verdict: 'ask',
-  },
-  { command: 'bash ./cleanup.sh', effect: { deletes: 'victim' }, verdict: 'ask' },
+  deletes('python3 -c \'import os; os.remove("victim")\'', 'ask'),
+  deletes("perl -e 'unlink q(victim)'", 'ask'),
+  deletes('node -e \'require("fs").rmSync("victim")\'', 'ask'),
+  deletes('awk \'BEGIN { system("rm victim") }\'', 'ask'),
+  deletes('bash ./cleanup.sh', 'ask'),
 ];
 
 /** Benign commands: allowed by the same chain, and they run. */
