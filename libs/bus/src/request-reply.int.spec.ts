@@ -1,6 +1,6 @@
 import type { Msg } from '@nats-io/transport-node';
-import { ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { ErrorCode } from '@toolgate/contracts';
+import { toolgateRejection, useTestNats, type TestNats } from '@toolgate/testing';
 import { z } from 'zod';
 import { requestReply } from './request-reply';
 
@@ -34,14 +34,6 @@ describe('requestReply against a real broker', () => {
       peer: 'the probe',
       ...(headers ? { headers } : {}),
     });
-  const failure = async (promise: Promise<unknown>): Promise<ToolgateError> => {
-    const err = await promise.then(
-      () => new Error('expected a failure'),
-      (e: unknown) => e,
-    );
-    expect(err).toBeInstanceOf(ToolgateError);
-    return err as ToolgateError;
-  };
 
   it('answers the parsed reply, sending JSON, the headers given and the trace context', async () => {
     answer = JSON.stringify({ ok: true, data: { n: 7 } });
@@ -64,7 +56,7 @@ describe('requestReply against a real broker', () => {
       ok: false,
       error: { code: 'not-found', message: 'no such run', details: { runId: 'r' } },
     });
-    const err = await failure(call());
+    const err = await toolgateRejection(call());
     expect(err.toWire()).toEqual({
       code: ErrorCode.NotFound,
       message: 'no such run',
@@ -82,7 +74,7 @@ describe('requestReply against a real broker', () => {
     ['a success of the wrong shape', '{"ok":true,"data":{"n":"seven"}}'],
   ])('rejects %s as internal, never with a raw parse error', async (_what, raw) => {
     answer = raw;
-    const err = await failure(call());
+    const err = await toolgateRejection(call());
     expect(err.code).toBe(ErrorCode.Internal);
     expect(err.message).not.toContain('garbled');
   });
@@ -98,11 +90,11 @@ describe('requestReply against a real broker', () => {
         peer: 'nobody',
       },
     );
-    const none = await failure(lonely);
+    const none = await toolgateRejection(lonely);
     expect(none.code).toBe(ErrorCode.Unavailable);
     expect(none.retryable).toBe(true);
     answer = undefined;
-    const late = await failure(call());
+    const late = await toolgateRejection(call());
     expect(late.code).toBe(ErrorCode.Unavailable);
     expect(late.message).toMatch(/the probe .* did not answer in time/);
   });
@@ -110,7 +102,7 @@ describe('requestReply against a real broker', () => {
   it('is too-large for a request over the broker max_payload, before anything is sent', async () => {
     received.length = 0;
     const max = t.nc.info!.max_payload;
-    const err = await failure(call({ blob: 'x'.repeat(max) }));
+    const err = await toolgateRejection(call({ blob: 'x'.repeat(max) }));
     expect(err.code).toBe(ErrorCode.TooLarge);
     expect(received).toHaveLength(0);
   });

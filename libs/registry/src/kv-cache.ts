@@ -103,15 +103,7 @@ export class KvCache<T> {
     await this.kv.delete(key);
     const deadline = Date.now() + 5000;
     while (this.entries.has(key) && Date.now() <= deadline) {
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          this.waiters.delete(wake);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(wake, 50);
-        this.waiters.add(wake);
-      });
+      await this.change();
     }
   }
 
@@ -120,16 +112,21 @@ export class KvCache<T> {
     const deadline = Date.now() + timeoutMs;
     while ((this.entries.get(key)?.revision ?? 0) < revision) {
       if (Date.now() > deadline) return;
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          this.waiters.delete(wake);
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(wake, 50);
-        this.waiters.add(wake);
-      });
+      await this.change();
     }
+  }
+
+  /** Resolves at the mirror's next change, or after 50 ms (the callers re-check their deadline). */
+  private change(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        this.waiters.delete(wake);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(wake, 50);
+      this.waiters.add(wake);
+    });
   }
 
   stop(): void {

@@ -5,10 +5,9 @@ import {
   ErrorCode,
   scriptVersion,
   sha256Hex,
-  ToolgateError,
   type RegisteredTool,
 } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { toolgateRejection, useTestNats, type TestNats } from '@toolgate/testing';
 import { ToolRegistry, type ScriptToolRecord } from './tool-registry';
 
 function script(name: string, body = 'return 1;'): ScriptToolRecord {
@@ -22,15 +21,6 @@ function script(name: string, body = 'return 1;'): ScriptToolRecord {
     policy: { risk: 'read', needsApproval: false, executor: 'script' },
   };
   return { tool, source };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<ToolgateError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolgateError);
-  return err as ToolgateError;
 }
 
 describe('script tools in the registry (real KV bucket)', () => {
@@ -77,7 +67,7 @@ describe('script tools in the registry (real KV bucket)', () => {
 
   it('refuses to replace a tool without overwrite, and replaces it with overwrite', async () => {
     await registry.installScript('acme', script('twice'), { overwrite: false });
-    const again = await refusal(
+    const again = await toolgateRejection(
       registry.installScript('acme', script('twice', 'return 2;'), { overwrite: false }),
     );
     expect(again).toMatchObject({ code: ErrorCode.Conflict, details: { reason: 'exists' } });
@@ -104,16 +94,17 @@ describe('script tools in the registry (real KV bucket)', () => {
 
   it('refuses a builtin’s name, a reserved tenant, and a script registered like any tool', async () => {
     const named = script('read_file');
-    expect(await refusal(registry.installScript('acme', named, { overwrite: true }))).toMatchObject(
-      {
-        code: ErrorCode.Config,
-        details: { reason: 'builtin-name' },
-      },
-    );
     expect(
-      (await refusal(registry.installScript('_script', script('x'), { overwrite: true }))).code,
+      await toolgateRejection(registry.installScript('acme', named, { overwrite: true })),
+    ).toMatchObject({
+      code: ErrorCode.Config,
+      details: { reason: 'builtin-name' },
+    });
+    expect(
+      (await toolgateRejection(registry.installScript('_script', script('x'), { overwrite: true })))
+        .code,
     ).toBe(ErrorCode.Config);
-    expect((await refusal(registry.register('acme', script('plain').tool))).code).toBe(
+    expect((await toolgateRejection(registry.register('acme', script('plain').tool))).code).toBe(
       ErrorCode.Config,
     );
   });
@@ -156,7 +147,11 @@ describe('script tools in the registry (real KV bucket)', () => {
     expect(registry.resolve('globex', 'read_file')).toBeDefined();
     // A tenant cannot install over a directory script.
     expect(
-      (await refusal(registry.installScript('acme', script('dir_b'), { overwrite: true }))).details,
+      (
+        await toolgateRejection(
+          registry.installScript('acme', script('dir_b'), { overwrite: true }),
+        )
+      ).details,
     ).toMatchObject({
       reason: 'builtin-name',
     });

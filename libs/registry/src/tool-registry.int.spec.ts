@@ -1,6 +1,6 @@
-import { ConfigError, ErrorCode, ToolgateError, type RegisteredTool } from '@toolgate/contracts';
+import { ConfigError, ErrorCode, type RegisteredTool } from '@toolgate/contracts';
 import { Kvm } from '@nats-io/kv';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { toolgateRejection, useTestNats, type TestNats } from '@toolgate/testing';
 import { ToolRegistry } from './tool-registry';
 
 const readFile: RegisteredTool = {
@@ -18,15 +18,6 @@ function remoteTool(name: string, overrides: Partial<RegisteredTool> = {}): Regi
     policy: { needsApproval: false, executor: 'remote' },
     ...overrides,
   };
-}
-
-async function refusal(promise: Promise<unknown>): Promise<ToolgateError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ToolgateError);
-  return err as ToolgateError;
 }
 
 describe('ToolRegistry on a real KV bucket', () => {
@@ -96,14 +87,14 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('a builtin name cannot be registered', async () => {
-    const err = await refusal(registry.register('acme', { ...remoteTool('read_file') }));
+    const err = await toolgateRejection(registry.register('acme', { ...remoteTool('read_file') }));
     expect(err).toBeInstanceOf(ConfigError);
     expect(err.details).toEqual({ tool: 'read_file' });
     expect(registry.resolve('acme', 'read_file')?.builtin).toBe(true);
   });
 
   it('refuses an inprocess tool with executor-unregistered', async () => {
-    const err = await refusal(
+    const err = await toolgateRejection(
       registry.register(
         'acme',
         remoteTool('local_thing', { policy: { needsApproval: false, executor: 'inprocess' } }),
@@ -115,7 +106,7 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('refuses a tool whose executor no tool-executor serves with executor-unregistered', async () => {
-    const err = await refusal(
+    const err = await toolgateRejection(
       registry.register(
         'acme',
         remoteTool('boxed', {
@@ -141,7 +132,7 @@ describe('ToolRegistry on a real KV bucket', () => {
         container: { image: 'busybox' },
       },
     });
-    expect((await refusal(registry.register('acme', boxed))).code).toBe(
+    expect((await toolgateRejection(registry.register('acme', boxed))).code).toBe(
       ErrorCode.ExecutorUnregistered,
     );
     await registry.announce([], ['container']);
@@ -149,7 +140,7 @@ describe('ToolRegistry on a real KV bucket', () => {
   });
 
   it('refuses a schema outside the supported subset with a ConfigError', async () => {
-    const err = await refusal(
+    const err = await toolgateRejection(
       registry.register(
         'acme',
         remoteTool('bad_schema', {
@@ -163,7 +154,7 @@ describe('ToolRegistry on a real KV bucket', () => {
 
   it('refuses the reserved tenants, which would otherwise plant builtins or served executors', async () => {
     for (const tenant of ['_builtin', '_served', '_contract']) {
-      expect((await refusal(registry.register(tenant, remoteTool('planted')))).code).toBe(
+      expect((await toolgateRejection(registry.register(tenant, remoteTool('planted')))).code).toBe(
         ErrorCode.Config,
       );
     }
@@ -262,7 +253,9 @@ describe('ToolRegistry on a real KV bucket', () => {
         echo({ command: undefined }),
         { ...echo(), policy: { ...echo().policy, executor: 'remote' as const } },
       ]) {
-        const err = await refusal(registry.register('acme', { ...tool, name: 'no_command' }));
+        const err = await toolgateRejection(
+          registry.register('acme', { ...tool, name: 'no_command' }),
+        );
         expect(err.code).toBe(ErrorCode.Config);
         expect(err.details).toEqual({ tool: 'no_command', field: 'policy.command' });
       }
@@ -271,7 +264,7 @@ describe('ToolRegistry on a real KV bucket', () => {
 
     it('refuses a placeholder for an optional or unknown parameter', async () => {
       for (const input of ['note', 'nope']) {
-        const err = await refusal(
+        const err = await toolgateRejection(
           registry.register('acme', echo({ command: { argv: ['/bin/echo', { input }] } })),
         );
         expect(err.message).toContain(`placeholder ${input}`);
@@ -280,7 +273,7 @@ describe('ToolRegistry on a real KV bucket', () => {
 
     it('refuses declared network hosts without risk network', async () => {
       const command = { argv: ['/usr/bin/curl'], network: { hosts: ['example.com'] } };
-      expect((await refusal(registry.register('acme', echo({ command })))).code).toBe(
+      expect((await toolgateRejection(registry.register('acme', echo({ command })))).code).toBe(
         ErrorCode.Config,
       );
       const view = await registry.register('acme', {
@@ -347,7 +340,9 @@ describe('ToolRegistry on a real KV bucket', () => {
         ],
       ];
       for (const [tool, field] of cases) {
-        const err = await refusal(registry.register('acme', { ...tool, name: 'bad_ctr' }));
+        const err = await toolgateRejection(
+          registry.register('acme', { ...tool, name: 'bad_ctr' }),
+        );
         expect(err.code).toBe(ErrorCode.Config);
         expect(err.details).toEqual({ tool: 'bad_ctr', field });
       }

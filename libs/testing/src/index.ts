@@ -2,6 +2,7 @@ export { NATS_URL, DATABASE_URL, uniqueName } from './names';
 export { useTestNats, type TestNats } from './test-nats';
 export { useTestSchema, type TestSchema } from './test-schema';
 export { eventually } from './eventually';
+export { toolgateRejection } from './rejection';
 export { BUSYBOX, makeBusyboxImage } from './busybox-image';
 export {
   startNatsServer,
