@@ -1,4 +1,3 @@
-import { hasErrorCode } from '@toolgate/contracts';
 import {
   compilePermissionChain,
   compilePolicyDocument,
@@ -7,18 +6,10 @@ import {
   parsePolicyDocument,
   type PermissionHook,
 } from './index';
+import { configError } from '../test/config-error';
 
 const shell = { name: 'shell', risk: 'execute' as const };
 const fetchTool = { name: 'http_fetch', risk: 'network' as const };
-
-function configError(fn: () => unknown): boolean {
-  try {
-    fn();
-  } catch (err) {
-    return hasErrorCode(err, 'config');
-  }
-  return false;
-}
 
 describe('hooks', () => {
   it('run in registration order, sync or async, and undefined passes', async () => {

@@ -1,4 +1,3 @@
-import { hasErrorCode } from '@toolgate/contracts';
 import {
   compilePermissionChain,
   compilePolicyDocument,
@@ -9,19 +8,11 @@ import {
   type PermissionChain,
   type ProfilePermissions,
 } from './index';
+import { configError } from '../test/config-error';
 
 const writeFile = { name: 'write_file', risk: 'write' as const };
 const readFile = { name: 'read_file', risk: 'read' as const };
 const shell = { name: 'shell', risk: 'execute' as const };
-
-function configError(fn: () => unknown): boolean {
-  try {
-    fn();
-  } catch (err) {
-    return hasErrorCode(err, 'config');
-  }
-  return false;
-}
 
 describe('the protected-path matcher', () => {
   const p = compileProtectedPaths();
