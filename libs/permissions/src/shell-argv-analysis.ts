@@ -932,37 +932,49 @@ const NOT_FROM_STDIN = new Set([
   '--help-xoptions',
 ]);
 
+/**
+ * The inline scripts of a sed or awk call: every `-e` value; without one, and without a script
+ * file, the first operand (and `files` are the operands after it).
+ */
+function inlineScripts(
+  ctx: ArgvContext,
+  options: readonly ParsedOption[],
+  operands: readonly number[],
+  isScriptFile: (o: ParsedOption) => boolean,
+): { scripts: { text: string; pos: number }[]; files: readonly number[] } {
+  const scripts: { text: string; pos: number }[] = [];
+  let fromFile = false;
+  for (const o of options) {
+    if (o.option.name === '-e' && o.value !== undefined)
+      scripts.push({ text: o.value, pos: o.valueAt >= 0 ? o.valueAt : o.at });
+    else if (isScriptFile(o)) fromFile = true;
+  }
+  if (scripts.length > 0 || fromFile || operands.length === 0) return { scripts, files: operands };
+  scripts.push({ text: ctx.argv[operands[0]!]!, pos: operands[0]! });
+  return { scripts, files: operands.slice(1) };
+}
+
+/** Whether the script word at `pos` is a literal; one that is not makes the segment opaque. */
+function literalScript(ctx: ArgvContext, pos: number, what: string): boolean {
+  const w = wordAtPos(ctx, pos);
+  if (w === undefined || !w.dynamic) return true;
+  restrict(ctx, pos, LITERAL);
+  opaque(ctx, `${what} is not a literal`);
+  return false;
+}
+
 /** `sed [options] SCRIPT [file...]`, `sed -e SCRIPT ...`, `sed -i ...`. */
 function sedOperands(
   ctx: ArgvContext,
   options: readonly ParsedOption[],
   operands: readonly number[],
 ): void {
-  const scripts: { text: string; pos: number }[] = [];
-  let fromFile = false;
-  let sandbox = false;
-  let inPlace = false;
-  for (const o of options) {
-    if (o.option.name === '-e' && o.value !== undefined)
-      scripts.push({ text: o.value, pos: o.valueAt >= 0 ? o.valueAt : o.at });
-    else if (o.option.name === '-f') fromFile = true;
-    else if (o.option.name === '--sandbox') sandbox = true;
-    else if (o.option.name === '-i') inPlace = true;
-  }
-  let files = operands;
-  if (scripts.length === 0 && !fromFile && operands.length > 0) {
-    scripts.push({ text: ctx.argv[operands[0]!]!, pos: operands[0]! });
-    files = operands.slice(1);
-  }
+  const { scripts, files } = inlineScripts(ctx, options, operands, (o) => o.option.name === '-f');
+  const inPlace = options.some((o) => o.option.name === '-i');
   if (inPlace) for (const p of files) outputOperand(ctx, p, 'sed -i');
-  if (sandbox) return;
+  if (options.some((o) => o.option.name === '--sandbox')) return;
   for (const { text, pos } of scripts) {
-    const w = wordAtPos(ctx, pos);
-    if (w !== undefined && w.dynamic) {
-      restrict(ctx, pos, LITERAL);
-      opaque(ctx, 'the sed script is not a literal');
-      continue;
-    }
+    if (!literalScript(ctx, pos, 'the sed script')) continue;
     const scan = scanSedScript(text);
     if (scan.error !== undefined) {
       restrict(ctx, pos, LITERAL);
@@ -991,22 +1003,9 @@ function awkOperands(
   options: readonly ParsedOption[],
   operands: readonly number[],
 ): void {
-  const programs: { text: string; pos: number }[] = [];
-  let fromFile = false;
-  for (const o of options) {
-    if (o.option.name === '-e' && o.value !== undefined)
-      programs.push({ text: o.value, pos: o.valueAt >= 0 ? o.valueAt : o.at });
-    else if (o.option.kind === 'script') fromFile = true;
-  }
-  if (programs.length === 0 && !fromFile && operands.length > 0)
-    programs.push({ text: ctx.argv[operands[0]!]!, pos: operands[0]! });
-  for (const { text, pos } of programs) {
-    const w = wordAtPos(ctx, pos);
-    if (w !== undefined && w.dynamic) {
-      restrict(ctx, pos, LITERAL);
-      opaque(ctx, 'the awk program is not a literal');
-      continue;
-    }
+  const { scripts } = inlineScripts(ctx, options, operands, (o) => o.option.kind === 'script');
+  for (const { text, pos } of scripts) {
+    if (!literalScript(ctx, pos, 'the awk program')) continue;
     const scan = scanAwkProgram(text);
     if (scan.runsCommands || scan.writesFiles || scan.readsFiles || scan.indirect)
       restrict(ctx, pos, LITERAL);
