@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import type { NatsConnection } from '@nats-io/transport-node';
-import { ConfigError, createSubjects } from '@toolgate/contracts';
+import { ConfigError } from '@toolgate/contracts';
 import type { InFlightMessage, JournalStreamOptions } from '@toolgate/bus';
 import {
   loadGatewayConfig,
@@ -16,17 +15,10 @@ import {
   startPermissionEvaluator,
   type EvaluatorConfig,
 } from '@toolgate/permission-evaluator';
-import { PolicyRuntime } from '@toolgate/policy-runtime';
-import { PolicyStore } from '@toolgate/registry';
-import {
-  connectNats,
-  startClean,
-  startupStep,
-  stopOnce,
-  type RunningService,
-} from '@toolgate/service-kit';
+import { startClean, stopOnce, type RunningService } from '@toolgate/service-kit';
 import {
   loadExecutorConfig,
+  openExecutorPolicy,
   startToolExecutor,
   type ExecutorConfig,
 } from '@toolgate/tool-executor';
@@ -153,40 +145,9 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       await startPermissionEvaluator({ config: options.evaluator, ...common }),
       (s) => s.stop(),
     );
-    const policyConnection: NatsConnection = opened.add(
-      await startupStep("connecting to NATS for the executor's policy store", () =>
-        connectNats(options.executor, 'toolgate-executor-policy'),
-      ),
-      (nc) => nc.close(),
-    );
-    const subjects = createSubjects(options.executor.prefix);
-    const policyStore = opened.add(
-      await startupStep("opening the executor's policy store", () =>
-        PolicyStore.open(policyConnection, subjects, {
-          replicas: options.executor.streamReplicas,
-        }),
-      ),
-      (p) => p.stop(),
-    );
-    const runtime = new PolicyRuntime(policyStore, policyConnection, subjects);
+    const policy = await openExecutorPolicy(options.executor, opened);
     const executor = opened.add(
-      await startToolExecutor({
-        config: options.executor,
-        checkDomain: (call, host) =>
-          runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),
-        protectedPaths: (call) => runtime.protectedPaths(call.tenant, call.profile),
-        decideHostCall: async (call, tool, input) =>
-          (
-            await runtime.decide(call.tenant, {
-              tool,
-              input,
-              agent: call.agent,
-              isolation: call.isolation,
-              profile: call.profile,
-            })
-          ).decision,
-        ...common,
-      }),
+      await startToolExecutor({ config: options.executor, ...policy.decisions, ...common }),
       (s) => s.stop(),
     );
     const worktree = opened.add(await startWorktree({ config: options.worktree, ...common }), (s) =>
@@ -207,8 +168,7 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
       stop: stopOnce(async () => {
         for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])
           await s.stop();
-        policyStore.stop();
-        await policyConnection.drain();
+        await policy.close();
       }),
     };
     return all;
