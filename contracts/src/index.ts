@@ -16,3 +16,4 @@ export * from './json-limits';
 export * from './remote-hook';
 export * from './script-tool';
 export * from './policy-whatif';
+export * from './journal-ops';

@@ -10,6 +10,7 @@ import {
   QueryOperation,
   type Subjects,
   WorktreeOperation,
+  JournalOperation,
 } from './subjects';
 
 /** NATS subject matching: `*` matches one token, a trailing `>` one or more. */
@@ -122,6 +123,7 @@ describe('createSubjects', () => {
       queue: 'tg.tools.acme.search_issues',
     });
     expect(s.worktree(WorktreeOperation.Acquire)).toBe('tg.worktree.acquire');
+    expect(s.ops(JournalOperation.Rebuild)).toBe('tg.ops.journal.rebuild');
   });
 
   it('names every consumer and dead-letter subject for every role, and every API subject', () => {
@@ -182,6 +184,7 @@ describe('createSubjects', () => {
     configError(() => s.api('tools.delete' as ApiOperation));
     configError(() => s.query('dispatch.submit' as QueryOperation));
     configError(() => s.worktree('steal' as WorktreeOperation));
+    configError(() => s.ops('drop' as JournalOperation));
     configError(() => s.consumer('gateway' as ConsumerRole));
     configError(() => s.approvals('acme', 'expired' as ApprovalNotification));
   });

@@ -73,6 +73,16 @@ export const WorktreeOperation = {
 } as const;
 export type WorktreeOperation = (typeof WorktreeOperation)[keyof typeof WorktreeOperation];
 
+/**
+ * Operators' requests to the journal service (`toolgate journal …`); bodies and answers in
+ * `journal-ops.ts`.
+ */
+export const JournalOperation = {
+  /** Rebuild the projection from the stream into a schema of its own, compare, and switch. */
+  Rebuild: 'rebuild',
+} as const;
+export type JournalOperation = (typeof JournalOperation)[keyof typeof JournalOperation];
+
 /** The core-NATS approval notifications (`subjects.approvals`): a call parked, an approval resolved. */
 export const ApprovalNotification = {
   Pending: 'pending',
@@ -129,6 +139,8 @@ export interface Subjects {
   remoteTool(tenant: string, toolName: string): { subject: string; queue: string };
   /** Worktree service requests. */
   worktree(operation: WorktreeOperation): string;
+  /** Operators' requests to the journal service (`toolgate journal rebuild`). */
+  ops(operation: JournalOperation): string;
   /** KV bucket of registered tools. */
   readonly toolsBucket: string;
   /** KV bucket of permission policies (revisioned). */
@@ -195,6 +207,8 @@ export function createSubjects(prefix: string): Subjects {
     },
     worktree: (operation: WorktreeOperation) =>
       `${p}.worktree.${known('operation', WorktreeOperation, operation)}`,
+    ops: (operation: JournalOperation) =>
+      `${p}.ops.journal.${known('operation', JournalOperation, operation)}`,
     toolsBucket: `${p}_tools`,
     policyBucket: `${p}_policy`,
     artifactsBucket: `${p}_artifacts`,

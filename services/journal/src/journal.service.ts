@@ -1,7 +1,8 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
 import {
   bootstrapService,
+  connectNats,
   stopOnce,
   Readiness,
   startClean,
@@ -17,6 +18,9 @@ import { appliedSequence } from './queries/projection-queries';
 import { JournalMetrics } from './service/journal-metrics';
 import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 import { serveQueries } from './service/query-responder';
+import { serveRebuild } from './service/rebuild-responder';
+import { foldIntoEmptyProjection } from './rebuild/startup-fold';
+import { createSubjects } from '@toolgate/contracts';
 
 /**
  * Starts the journal: migrations (under the migrator's lock), the projection consumer on every
@@ -27,9 +31,14 @@ export async function startJournal(options: {
   streams?: JournalStreamOptions;
   logger?: false;
   now?: () => Date;
+  /** Where the journal's own progress lines go (default: stdout, unless `logger: false`). */
+  log?: (line: string) => void;
 }): Promise<RunningService & { sweeper: ApprovalTimeoutSweeper }> {
   const { config } = options;
   const now = options.now ?? (() => new Date());
+  const log =
+    options.log ??
+    (options.logger === false ? () => undefined : (line: string) => console.log(line));
   return startClean(async (opened) => {
     const handle = opened.add(
       await startupStep(
@@ -46,6 +55,23 @@ export async function startJournal(options: {
       ),
       (h) => h.db.destroy(),
     );
+    // Before the consumer starts: it resumes after what it acknowledged, whatever the database holds.
+    await startupStep('folding the journal stream into an empty projection', async () => {
+      const nc = await connectNats(config, 'toolgate-journal-startup-fold', {
+        maxReconnectAttempts: 0,
+      });
+      try {
+        await foldIntoEmptyProjection(
+          handle.db,
+          jetstream(nc),
+          await jetstreamManager(nc),
+          createSubjects(config.prefix),
+          log,
+        );
+      } finally {
+        await nc.close();
+      }
+    });
     const service = opened.add(
       await bootstrapService({
         name: 'journal',
@@ -94,6 +120,7 @@ export async function startJournal(options: {
       onError: (err) => console.error(`journal: metrics: ${(err as Error)?.message ?? err}`),
     });
     const queries = serveQueries(service.nc, service.subjects, handle.db, now);
+    const rebuilds = serveRebuild(service.nc, service.subjects, handle.db, log);
     const sweeper = new ApprovalTimeoutSweeper(
       handle.db,
       service.nc,
@@ -110,6 +137,7 @@ export async function startJournal(options: {
       stop: stopOnce(async () => {
         await sweeper.stop();
         await queries.stop();
+        await rebuilds.stop();
         await stop();
         await handle.db.destroy();
       }),

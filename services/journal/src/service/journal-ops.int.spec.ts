@@ -1,0 +1,289 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { ensureJournalStreams } from '@toolgate/bus';
+import {
+  JournalOperation,
+  ONCE_PER_DISPATCH,
+  type JournalEvent,
+  type JournalOpsFrame,
+  type JournalRebuildReport,
+} from '@toolgate/contracts';
+import type { RunningService } from '@toolgate/service-kit';
+import {
+  NATS_URL,
+  eventually,
+  useTestNats,
+  useTestSchema,
+  type TestNats,
+  type TestSchema,
+} from '@toolgate/testing';
+import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
+import { dispatchFixture } from '../../test/fixtures/journal-events.fixture';
+import { loadJournalConfig } from '../config';
+import { createDb } from '../db/create-db';
+import type { Database } from '../db/database';
+import { startJournal } from '../journal.service';
+import { rebuildAndSwitch } from '../rebuild/projection-switch';
+import { readJournal } from '../rebuild/read-journal';
+
+const encoder = new TextEncoder();
+
+/** Every event of one dispatch that was allowed, ran and settled ok. */
+function okDispatch(dispatchId: string, runId = 'run-1'): JournalEvent[] {
+  const d = dispatchFixture({ dispatchId, runId });
+  return [d.requested(0), d.decided(1, 'allow'), d.started(2), d.settled(3, 'ok', { result: 1 })];
+}
+
+async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
+  for (const event of events) {
+    await js.publish(
+      t.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type),
+      JSON.stringify(event),
+      {
+        msgID: event.id,
+        ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+      },
+    );
+  }
+}
+
+async function auditCount(db: Kysely<Database>, schema?: string): Promise<number> {
+  const table = schema ? sql.table(`${schema}.audit_log`) : sql.table('audit_log');
+  const r = await sql<{ n: number }>`select count(*)::int as n from ${table}`.execute(db);
+  return r.rows[0]!.n;
+}
+
+/** Sends a rebuild request and collects its answer: progress frames, then the report or error. */
+async function rebuild(t: TestNats, body: unknown): Promise<JournalOpsFrame[]> {
+  const frames: JournalOpsFrame[] = [];
+  const inbox = t.nc.subscribe(`_INBOX.${t.prefix}.${Math.random().toString(36).slice(2)}`);
+  t.nc.publish(t.subjects.ops(JournalOperation.Rebuild), encoder.encode(JSON.stringify(body)), {
+    reply: inbox.getSubject(),
+  });
+  const timer = setTimeout(() => inbox.unsubscribe(), 60_000);
+  for await (const m of inbox) {
+    const frame = m.json<JournalOpsFrame>();
+    frames.push(frame);
+    if (!('progress' in frame)) break;
+  }
+  clearTimeout(timer);
+  inbox.unsubscribe();
+  return frames;
+}
+
+function reportOf(frames: JournalOpsFrame[]): JournalRebuildReport {
+  const last = frames.at(-1);
+  if (!last || !('report' in last)) throw new Error(`no report: ${JSON.stringify(last)}`);
+  return last.report;
+}
+
+describe('the journal over an existing stream: start-up fold and rebuild-and-switch', () => {
+  let t: TestNats;
+  let js: JetStreamClient;
+  let schema: TestSchema;
+  let journal: RunningService | undefined;
+  let db: Kysely<Database>;
+  const lines: string[] = [];
+  const start = async (env: Record<string, string> = {}) => {
+    const config = loadJournalConfig({
+      NATS_URL,
+      TOOLGATE_PREFIX: t.prefix,
+      JOURNAL_PORT: '0',
+      DATABASE_URL: schema.url,
+      JOURNAL_SCHEMA: schema.schema,
+      JOURNAL_BATCH_LINGER_MS: '0',
+      ...env,
+    });
+    return startJournal({ config, logger: false, log: (l) => lines.push(l) });
+  };
+
+  beforeAll(async () => {
+    [t, schema] = await Promise.all([useTestNats('jops'), useTestSchema('jops')]);
+    js = jetstream(t.nc);
+    await ensureJournalStreams(t.jsm, t.subjects);
+    for (let i = 0; i < 30; i++) await publish(js, t, okDispatch(`before-${i}`, `run-${i % 3}`));
+    await js.publish(t.subjects.journal.event('acme', 'run-1', 'junk', 'started'), 'not an event');
+    ({ db } = await createDb({ url: schema.url, schema: schema.schema, migrate: false }));
+  });
+  afterAll(async () => {
+    await journal?.stop();
+    await db?.destroy();
+    await Promise.all([t?.cleanup(), schema?.cleanup()]);
+  });
+
+  it('folds the whole stream into an empty projection before serving, with progress in the log', async () => {
+    journal = await start();
+    expect(await auditCount(db)).toBe(120);
+    expect(lines).toContain(
+      'journal: the projection is empty but the journal stream holds 121 messages (up to sequence 121): folding them before serving',
+    );
+    expect(lines).toContain(
+      'journal: folded 120 events up to sequence 120; 1 messages were not events',
+    );
+    const row = await db
+      .selectFrom('dispatches')
+      .select(['status', 'outcome'])
+      .where('dispatch_id', '=', 'before-7')
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: 'settled', outcome: 'ok' });
+
+    // Then the consumer: what it delivers again is a duplicate, what is new is folded once.
+    await publish(js, t, okDispatch('after-start'));
+    await eventually(async () => ((await auditCount(db)) === 124 ? true : undefined));
+
+    // A projection that is not empty is not folded again at the next start.
+    await journal.stop();
+    lines.length = 0;
+    journal = await start();
+    expect(lines.some((l) => l.includes('folding'))).toBe(false);
+    expect(await auditCount(db)).toBe(124);
+  });
+
+  it('does the same for a fresh PGlite directory', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-jops-pglite-'));
+    const pgliteLines: string[] = [];
+    const config = loadJournalConfig({
+      NATS_URL,
+      TOOLGATE_PREFIX: t.prefix,
+      JOURNAL_PORT: '0',
+      JOURNAL_PGLITE_PATH: dir,
+    });
+    // Its own consumer would compete with the running journal's: only the fold is under test.
+    const fresh = await startJournal({ config, logger: false, log: (l) => pgliteLines.push(l) });
+    try {
+      expect(pgliteLines[0]).toMatch(
+        /^journal: the projection is empty but the journal stream holds \d+ messages/,
+      );
+      // Everything the stream holds that is an event (the PostgreSQL projection has folded it all).
+      expect(pgliteLines).toContain(
+        `journal: folded ${await auditCount(db)} events up to sequence ${(await t.jsm.streams.info(t.subjects.journal.stream)).state.last_seq}; 1 messages were not events`,
+      );
+      await fresh.stop();
+      // And a rebuild-and-switch on PGlite's one session (default schema: public).
+      const { db: lite } = await createDb({ pglitePath: dir });
+      try {
+        const report = await rebuildAndSwitch(lite, {
+          read: (fromSeq) => readJournal(js, t.subjects, { fromSeq }),
+        });
+        expect(report).toMatchObject({
+          live: 'public',
+          into: 'public_rebuild',
+          switched: true,
+          differences: [],
+          skipped: 1,
+        });
+        expect(await auditCount(lite)).toBe(await auditCount(db));
+      } finally {
+        await lite.destroy();
+      }
+    } finally {
+      await fresh.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('rebuilds into a schema of its own, finds it equal, and switches while events keep coming', async () => {
+    const into = `${schema.schema}_rb`;
+    // Events keep arriving during the rebuild: none may be lost across the switch.
+    let publishing = true;
+    let n = 0;
+    const load = (async () => {
+      while (publishing) await publish(js, t, okDispatch(`during-${n++}`));
+    })();
+    const frames = await rebuild(t, { into });
+    publishing = false;
+    await load;
+    expect(n).toBeGreaterThan(0);
+    const report = reportOf(frames);
+    expect(report).toMatchObject({
+      live: schema.schema,
+      into,
+      switched: true,
+      differences: [],
+    });
+    expect(report.events).toBeGreaterThanOrEqual(124);
+    expect(frames.some((f) => 'progress' in f && f.progress.phase === 'compare')).toBe(true);
+    // The replaced projection is kept in `into`; the live name serves the rebuilt one, which the
+    // live consumer goes on folding into.
+    expect(await auditCount(db, into)).toBeGreaterThanOrEqual(124);
+    const streamEvents = (await t.jsm.streams.info(t.subjects.journal.stream)).state.messages - 1;
+    expect(streamEvents).toBe(124 + n * 4);
+    await eventually(async () => ((await auditCount(db)) === streamEvents ? true : undefined), {
+      what: `all ${streamEvents} events in the live projection`,
+    });
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^journal: rebuilt \d+ events into .* and switched/),
+    );
+
+    // Rebuilt again over the same `into` (a journal projection: dropped and made anew): equal.
+    expect(reportOf(await rebuild(t, { into }))).toMatchObject({ switched: true, differences: [] });
+  }, 120_000);
+
+  it('does not switch to a projection that differs, unless forced', async () => {
+    await sql`update dispatches set status = 'tampered' where dispatch_id = 'before-3'`.execute(db);
+    const refused = reportOf(await rebuild(t, { into: `${schema.schema}_rb` }));
+    expect(refused).toMatchObject({
+      switched: false,
+      differences: [{ table: 'dispatches', onlyInLive: 1, onlyInRebuilt: 1 }],
+      reason: 'the rebuilt projection differs from the live one',
+    });
+    expect(
+      (
+        await db
+          .selectFrom('dispatches')
+          .select('status')
+          .where('dispatch_id', '=', 'before-3')
+          .executeTakeFirstOrThrow()
+      ).status,
+    ).toBe('tampered');
+    const forced = reportOf(await rebuild(t, { into: `${schema.schema}_rb`, force: true }));
+    expect(forced).toMatchObject({ switched: true, differences: [{ table: 'dispatches' }] });
+    expect(
+      (
+        await db
+          .selectFrom('dispatches')
+          .select('status')
+          .where('dispatch_id', '=', 'before-3')
+          .executeTakeFirstOrThrow()
+      ).status,
+    ).toBe('settled');
+  }, 120_000);
+
+  it('refuses a bad target, a schema that is not a projection, and a second rebuild at once', async () => {
+    const errorOf = (frames: JournalOpsFrame[]) => {
+      const last = frames.at(-1)!;
+      if (!('error' in last)) throw new Error(`expected an error: ${JSON.stringify(last)}`);
+      return last.error;
+    };
+    expect(errorOf(await rebuild(t, { into: 'no way' }))).toMatchObject({
+      code: 'invalid-request',
+    });
+    expect(errorOf(await rebuild(t, { into: schema.schema }))).toMatchObject({
+      code: 'invalid-request',
+      message: `cannot rebuild into the live schema ${schema.schema}`,
+    });
+    const other = `${schema.schema}_other`;
+    const admin = new pg.Client({ connectionString: schema.url });
+    await admin.connect();
+    try {
+      await admin.query(`create schema "${other}"; create table "${other}".precious (x int)`);
+      expect(errorOf(await rebuild(t, { into: other }))).toMatchObject({
+        code: 'conflict',
+        message: expect.stringContaining(`schema ${other} exists and is not a journal projection`),
+      });
+      // Still there: a schema that is not a projection is never dropped.
+      await admin.query(`select * from "${other}".precious`);
+      await admin.query(`select pg_advisory_lock(hashtextextended('toolgate-journal-rebuild', 0))`);
+      expect(errorOf(await rebuild(t, {}))).toMatchObject({
+        code: 'conflict',
+        message: 'a journal rebuild is already running',
+      });
+    } finally {
+      await admin.query(`drop schema if exists "${other}" cascade`);
+      await admin.end();
+    }
+  });
+});
