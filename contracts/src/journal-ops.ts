@@ -1,11 +1,10 @@
 import { z } from 'zod';
 import { WireErrorSchema } from './events';
 import { ProgressSchema } from './policy-whatif';
-import type { JournalOperation } from './subjects';
 
 /**
- * Operators' requests to the journal service ({@link JournalOperation}), on `subjects.ops(op)` (`<prefix>.ops.journal.<op>`),
- * answered by one journal replica (queue group). Sent by `toolgate journal …` with the NATS
+ * Operators' requests to the journal service (`JournalOperation` in subjects.ts), on
+ * `subjects.ops(op)` (`<prefix>.ops.journal.<op>`), answered by one journal replica (queue group). Sent by `toolgate journal …` with the NATS
  * credentials of an operator; a deployment gives only operators publish rights on
  * `<prefix>.ops.>`. A rebuild acts on nothing the request says but a schema name: the stream is
  * verified as the live fold verifies it, and the live projection is replaced only by one equal to it
