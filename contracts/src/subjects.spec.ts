@@ -109,6 +109,9 @@ describe('createSubjects', () => {
     expect(s.journal.forTenant('acme')).toBe('tg.journal.acme.>');
     expect(s.journal.ofTypeIn('decided', 'acme', 'run1')).toBe('tg.journal.acme.run1.*.decided');
     expect(s.journal.ofTypeIn('decided', 'acme', '*')).toBe('tg.journal.acme.*.*.decided');
+    expect(s.journal.matching('acme', 'run1')).toBe('tg.journal.acme.run1.>');
+    expect(s.journal.matching('*', 'run1')).toBe('tg.journal.*.run1.>');
+    expect(s.journal.matching('*', '*')).toBe('tg.journal.*.*.>');
   });
 
   it('builds the other subjects', () => {
@@ -157,6 +160,8 @@ describe('createSubjects', () => {
     ['journal.ofTypeIn type', (x, b) => x.journal.ofTypeIn(b, 't', 'r')],
     ['journal.ofTypeIn tenant', (x, b) => x.journal.ofTypeIn('requested', b, 'r')],
     ['journal.ofTypeIn runId', (x, b) => x.journal.ofTypeIn('requested', 't', b)],
+    ['journal.matching tenant', (x, b) => x.journal.matching(b, 'r')],
+    ['journal.matching runId', (x, b) => x.journal.matching('t', b)],
     ['deadLetter.forRole', (x, b) => x.deadLetter.forRole(b)],
     ['consumer', (x, b) => x.consumer(b)],
     ['api', (x, b) => x.api(b)],
@@ -173,7 +178,12 @@ describe('createSubjects', () => {
   it.each(builders)('%s refuses every hostile token', (_name, build) => {
     for (const bad of hostile) {
       // The documented wildcards.
-      if (bad === '*' && (_name === 'approvals event' || _name === 'journal.ofTypeIn runId'))
+      if (
+        bad === '*' &&
+        (_name === 'approvals event' ||
+          _name.startsWith('journal.ofTypeIn runId') ||
+          _name.startsWith('journal.matching'))
+      )
         continue;
       configError(() => build(s, bad as never));
     }

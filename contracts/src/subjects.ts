@@ -118,6 +118,8 @@ export interface Subjects {
     forTenant(tenant: string): string;
     /** One event type of one tenant: of one run, or of every run (`'*'`). */
     ofTypeIn(type: string, tenant: string, runId: string | '*'): string;
+    /** Every event of a tenant's run; `'*'` for any tenant or any run (`toolgate journal tail`). */
+    matching(tenant: string | '*', runId: string | '*'): string;
   };
   /** Dead-lettered messages, one subject per consuming role. */
   readonly deadLetter: {
@@ -185,6 +187,8 @@ export function createSubjects(prefix: string): Subjects {
         `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.>`,
       ofType: (type: string) => `${p}.journal.*.*.*.${tok('event type', type)}`,
       forTenant: (tenant: string) => `${p}.journal.${tok('tenant', tenant)}.>`,
+      matching: (tenant: string, runId: string) =>
+        `${p}.journal.${tenant === '*' ? '*' : tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.>`,
       ofTypeIn: (type: string, tenant: string, runId: string) =>
         `${p}.journal.${tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.*.${tok('event type', type)}`,
     }),

@@ -6,6 +6,8 @@ import { registerDispatchCommand } from './commands/dispatch-command';
 import { registerPolicyCommands } from './commands/policy-commands';
 import { registerToolsCommands } from './commands/tools-commands';
 import { registerRunsCommands } from './commands/runs-commands';
+import { registerJournalCommands } from './commands/journal-commands';
+import type { BusSettings } from './bus/bus-connection';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
 import {
@@ -29,6 +31,8 @@ export interface CliIo {
   now?: () => Date;
   /** Progress displays of long commands (default: a bar on stderr when it is a terminal). */
   progress?: ProgressFactory;
+  /** Aborted to stop a command that runs until stopped (`journal tail`): Ctrl-C in `main.ts`. */
+  signal?: AbortSignal;
 }
 
 /** Exit codes: 0 ok, 1 an API error or a call that did not succeed, 2 bad input. */
@@ -40,6 +44,12 @@ export interface CommandContext {
   gateway(): GatewayHttpClient;
   readFile(path: string): Promise<string>;
   now(): Date;
+  /** A line for the person at the terminal, not the output (stderr). */
+  note(text: string): void;
+  /** Where the bus is and who the operator is on it (the services' own variables). */
+  busSettings(): BusSettings;
+  /** Aborted when the command should stop (Ctrl-C). */
+  signal: AbortSignal;
   /** A progress display for a long command, or undefined (stderr is not a terminal). */
   progress(label: string): Promise<ProgressBar | undefined>;
   /** Set by a command whose call went through but did not succeed (a denied dispatch). */
@@ -56,8 +66,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   let token: string | undefined;
   // Belt and braces: nothing the CLI prints should contain the token, and this makes sure of it
   // even if an error message from somewhere echoes it.
-  const redact = (text: string) =>
-    token && token.length >= 6 ? text.split(token).join('***') : text;
+  const natsPassword = io.env.NATS_PASSWORD;
+  const redact = (text: string) => {
+    let safe = token && token.length >= 6 ? text.split(token).join('***') : text;
+    if (natsPassword && natsPassword.length >= 6) safe = safe.split(natsPassword).join('***');
+    return safe;
+  };
   const out = (text: string) => void io.stdout.write(redact(text));
   const err = (text: string) => void io.stderr.write(redact(text));
   let failed = false;
@@ -85,6 +99,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     readFile: io.readFile ?? ((path) => readFile(path, 'utf8')),
     now: io.now ?? (() => new Date()),
     progress: io.progress ?? terminalProgress(io.stderr),
+    note: err,
+    busSettings: () => ({
+      url: io.env.NATS_URL ?? 'nats://127.0.0.1:4222',
+      user: io.env.NATS_USER,
+      password: io.env.NATS_PASSWORD,
+      prefix: io.env.TOOLGATE_PREFIX ?? 'toolgate',
+    }),
+    signal: io.signal ?? new AbortController().signal,
     fail: () => {
       failed = true;
     },
@@ -94,6 +116,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerDispatchCommand(program, ctx);
   registerPolicyCommands(program, ctx);
   registerRunsCommands(program, ctx);
+  registerJournalCommands(program, ctx);
   for (const cmd of allCommands(program))
     cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });
 

@@ -1,0 +1,71 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { createSubjects, ErrorCode, ToolgateError, type Subjects } from '@toolgate/contracts';
+import { UsageError } from '../commands/cli-input';
+
+/** The operator's way onto the bus: the same variables the services read. */
+export interface BusSettings {
+  url: string;
+  user?: string | undefined;
+  password?: string | undefined;
+  prefix: string;
+}
+
+/** A connection for one command, closed by `close()`. */
+export interface BusConnection {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  subjects: Subjects;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to NATS as an operator: `NATS_URL`, `NATS_USER`, `NATS_PASSWORD` and `TOOLGATE_PREFIX`,
+ * as the services read them (a deployment gives operators a NATS user of their own; see
+ * docs/cli.md). No reconnect: a command that loses the broker fails as `unavailable` and says so.
+ * The client is loaded here, so commands that do not use the bus do not pay for it.
+ */
+export async function connectBus(settings: BusSettings): Promise<BusConnection> {
+  let subjects: Subjects;
+  try {
+    subjects = createSubjects(settings.prefix);
+  } catch (err) {
+    throw new UsageError(`--prefix: ${(err as Error).message}`);
+  }
+  const [{ connect }, { jetstream, jetstreamManager }] = await Promise.all([
+    import('@nats-io/transport-node'),
+    import('@nats-io/jetstream'),
+  ]);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: settings.url.split(',').map((s) => s.trim()),
+      name: 'toolgate-cli',
+      maxReconnectAttempts: 0,
+      timeout: 5_000,
+      noAsyncTraces: true,
+      ...(settings.user ? { user: settings.user } : {}),
+      ...(settings.password ? { pass: settings.password } : {}),
+    });
+  } catch (cause) {
+    const denied = (cause as Error)?.name === 'AuthorizationError';
+    throw new ToolgateError(
+      denied ? ErrorCode.Unauthorized : ErrorCode.Unavailable,
+      denied
+        ? `NATS at ${settings.url} refused these credentials (NATS_USER / NATS_PASSWORD)`
+        : `cannot reach NATS at ${settings.url}`,
+      { cause },
+    );
+  }
+  const jsm = await jetstreamManager(nc);
+  return {
+    nc,
+    js: jetstream(nc),
+    jsm,
+    subjects,
+    close: async () => {
+      if (!nc.isClosed()) await nc.close();
+    },
+  };
+}
