@@ -19,7 +19,7 @@ import { JournalMetrics } from './service/journal-metrics';
 import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 import { serveQueries } from './service/query-responder';
 import { serveRebuild } from './service/rebuild-responder';
-import { foldIntoEmptyProjection } from './rebuild/startup-fold';
+import { foldWhatTheConsumerPassed } from './rebuild/startup-fold';
 import { createSubjects } from '@toolgate/contracts';
 
 /**
@@ -56,12 +56,12 @@ export async function startJournal(options: {
       (h) => h.db.destroy(),
     );
     // Before the consumer starts: it resumes after what it acknowledged, whatever the database holds.
-    await startupStep('folding the journal stream into an empty projection', async () => {
+    await startupStep('folding the events the journal consumer passed', async () => {
       const nc = await connectNats(config, 'toolgate-journal-startup-fold', {
         maxReconnectAttempts: 0,
       });
       try {
-        await foldIntoEmptyProjection(
+        await foldWhatTheConsumerPassed(
           handle.db,
           jetstream(nc),
           await jetstreamManager(nc),

@@ -1,7 +1,7 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import { isJsApiError, JsApiCode } from '@toolgate/bus';
-import type { Subjects } from '@toolgate/contracts';
-import type { Kysely } from 'kysely';
+import { consumerName, isJsApiError, JsApiCode } from '@toolgate/bus';
+import { ConsumerRole, type Subjects } from '@toolgate/contracts';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database';
 import type { JournalEntry } from '../projection/apply-event';
 import { readJournal } from './read-journal';
@@ -9,25 +9,27 @@ import { rebuildProjection } from './rebuild-projection';
 
 /** What the start-up fold did: nothing (null), or how much it folded. */
 export interface StartupFold {
+  fromSeq: number;
+  toSeq: number;
   events: number;
-  lastSeq: number;
   skipped: number;
 }
 
 /**
- * Folds the whole journal stream into an empty projection before the journal serves anything.
+ * Folds into the projection, before the journal serves anything, what its durable consumer will
+ * never deliver again: the events up to the last one it was delivered, past the last one this
+ * database applied.
  *
- * The live consumer is durable: it resumes after the last event it acknowledged, whatever the
- * database holds. A new database over an existing stream (a fresh PGlite directory, a wiped or new
- * PostgreSQL schema) would therefore serve an empty projection — every past dispatch, run and
- * approval silently gone from the read API. So at start, a projection without a single applied
- * event over a stream with messages is folded from the first sequence, with progress in the log,
- * before the consumer starts (events must be folded in stream order). Events the consumer delivers
- * again afterwards are duplicates of the fold and are skipped by sequence, as any redelivery is.
- * Replicas that start together may both fold; the fold is exactly-once per sequence, so one of them
- * only repeats work.
+ * The consumer resumes after what it acknowledged, whatever the database holds. A new database over
+ * an existing stream (a fresh PGlite directory, a wiped or new PostgreSQL schema), one restored from
+ * an older backup, or a start-up fold cut short would otherwise serve a projection with history
+ * silently missing. Events above the consumer's last delivery come from the consumer as usual;
+ * events it delivers again are duplicates of the fold and are skipped by sequence, as any
+ * redelivery is. Folded in stream order, in batches, with progress in the log, before the consumer
+ * starts. Replicas that start together may both fold; the fold is exactly-once per sequence, so one
+ * of them only repeats work.
  */
-export async function foldIntoEmptyProjection(
+export async function foldWhatTheConsumerPassed(
   db: Kysely<Database>,
   js: JetStreamClient,
   jsm: JetStreamManager,
@@ -35,36 +37,61 @@ export async function foldIntoEmptyProjection(
   log: (line: string) => void,
   progressEveryMs = 2_000,
 ): Promise<StartupFold | null> {
-  const applied = await db.selectFrom('audit_log').select('seq').limit(1).executeTakeFirst();
-  if (applied !== undefined) return null;
-  let messages: number;
-  let lastSeq: number;
+  let delivered: number;
   try {
-    const info = await jsm.streams.info(subjects.journal.stream);
-    ({ messages, last_seq: lastSeq } = info.state);
+    const info = await jsm.consumers.info(
+      subjects.journal.stream,
+      consumerName(subjects, { role: ConsumerRole.Journal, eventType: '*' }),
+    );
+    delivered = info.delivered.stream_seq;
   } catch (err) {
-    if (isJsApiError(err, JsApiCode.StreamNotFound)) return null;
+    // No stream or no consumer yet: it will deliver everything from the first event.
+    if (
+      isJsApiError(err, JsApiCode.StreamNotFound) ||
+      isJsApiError(err, JsApiCode.ConsumerNotFound)
+    )
+      return null;
     throw err;
   }
-  if (messages === 0) return null;
-  log(
-    `journal: the projection is empty but the journal stream holds ${messages} messages (up to sequence ${lastSeq}): folding them before serving`,
+  const stream = subjects.journal.stream;
+  const applied = Number(
+    (
+      await sql<{
+        seq: number | null;
+      }>`select max(seq) as seq from audit_log where stream = ${stream}`.execute(db)
+    ).rows[0]?.seq ?? 0,
   );
-  const reader = readJournal(js, subjects);
+  if (delivered <= applied) return null;
+  const fromSeq = applied + 1;
+  const reader = readJournal(js, subjects, { fromSeq });
   let last = Date.now();
-  async function* withProgress(): AsyncGenerator<JournalEntry> {
+  let announced = false;
+  const total = delivered - applied;
+  async function* upToDelivered(): AsyncGenerator<JournalEntry> {
     for await (const entry of reader) {
+      if (entry.seq > delivered) break;
+      // Said once there is something to fold: messages that are not events (the consumer skipped
+      // them too) at the end of the stream are not worth a line at every start.
+      if (!announced) {
+        announced = true;
+        log(
+          applied === 0
+            ? `journal: the projection is empty but the journal consumer was delivered events up to sequence ${delivered}: folding them from the stream before serving`
+            : `journal: the projection has applied events up to sequence ${applied} but the journal consumer was delivered events up to ${delivered}: folding ${fromSeq}-${delivered} from the stream before serving`,
+        );
+      }
       yield entry;
       if (Date.now() - last >= progressEveryMs) {
         last = Date.now();
-        log(`journal: folded ${reader.stats.read} of ${messages} events (sequence ${entry.seq})`);
+        log(`journal: folded ${entry.seq - applied} of ${total} (sequence ${entry.seq})`);
       }
     }
   }
-  const result = await rebuildProjection(db, withProgress(), { reset: false, batchSize: 500 });
+  const result = await rebuildProjection(db, upToDelivered(), { reset: false, batchSize: 500 });
+  if (!announced) return null;
   log(
-    `journal: folded ${result.applied} events up to sequence ${result.lastSeq}` +
+    `journal: folded ${result.applied} events of sequences ${fromSeq}-${delivered}` +
       (reader.stats.skipped > 0 ? `; ${reader.stats.skipped} messages were not events` : ''),
   );
-  return { events: result.applied, lastSeq: result.lastSeq, skipped: reader.stats.skipped };
+  return { fromSeq, toSeq: delivered, events: result.applied, skipped: reader.stats.skipped };
 }

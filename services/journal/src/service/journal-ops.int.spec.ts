@@ -28,6 +28,7 @@ import type { Database } from '../db/database';
 import { startJournal } from '../journal.service';
 import { rebuildAndSwitch } from '../rebuild/projection-switch';
 import { readJournal } from '../rebuild/read-journal';
+import { rebuildProjection } from '../rebuild/rebuild-projection';
 
 const encoder = new TextEncoder();
 
@@ -114,15 +115,36 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     await Promise.all([t?.cleanup(), schema?.cleanup()]);
   });
 
-  it('folds the whole stream into an empty projection before serving, with progress in the log', async () => {
+  it('folds what its consumer passed into a new or older database before serving, with progress in the log', async () => {
+    // The first journal on this stream: its new consumer delivers everything, nothing to fold.
+    const first = await useTestSchema('jops1');
+    try {
+      journal = await start({ DATABASE_URL: first.url, JOURNAL_SCHEMA: first.schema });
+      const { db: firstDb } = await createDb({
+        url: first.url,
+        schema: first.schema,
+        migrate: false,
+      });
+      try {
+        await eventually(async () => ((await auditCount(firstDb)) === 120 ? true : undefined));
+      } finally {
+        await firstDb.destroy();
+      }
+      expect(lines.some((l) => l.includes('folding'))).toBe(false);
+      await journal.stop();
+      journal = undefined;
+    } finally {
+      await first.cleanup();
+    }
+
+    // A new database over the same stream: the consumer will not deliver those events again.
+    lines.length = 0;
     journal = await start();
     expect(await auditCount(db)).toBe(120);
-    expect(lines).toContain(
-      'journal: the projection is empty but the journal stream holds 121 messages (up to sequence 121): folding them before serving',
-    );
-    expect(lines).toContain(
-      'journal: folded 120 events up to sequence 120; 1 messages were not events',
-    );
+    expect(lines).toEqual([
+      'journal: the projection is empty but the journal consumer was delivered events up to sequence 121: folding them from the stream before serving',
+      'journal: folded 120 events of sequences 1-121; 1 messages were not events',
+    ]);
     const row = await db
       .selectFrom('dispatches')
       .select(['status', 'outcome'])
@@ -130,17 +152,47 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
       .executeTakeFirstOrThrow();
     expect(row).toEqual({ status: 'settled', outcome: 'ok' });
 
-    // Then the consumer: what it delivers again is a duplicate, what is new is folded once.
+    // Then the consumer: what is new is folded once.
     await publish(js, t, okDispatch('after-start'));
     await eventually(async () => ((await auditCount(db)) === 124 ? true : undefined));
 
-    // A projection that is not empty is not folded again at the next start.
+    // A database that has applied everything delivered is not folded again at the next start.
     await journal.stop();
     lines.length = 0;
     journal = await start();
-    expect(lines.some((l) => l.includes('folding'))).toBe(false);
+    expect(lines).toEqual([]);
     expect(await auditCount(db)).toBe(124);
-  });
+    await journal.stop();
+    journal = undefined;
+
+    // One restored from an older backup (or a fold cut short) gets the rest.
+    const older = await useTestSchema('jops2');
+    try {
+      const { db: olderDb } = await createDb({ url: older.url, schema: older.schema });
+      try {
+        async function* firstSixty() {
+          for await (const entry of readJournal(js, t.subjects)) {
+            if (entry.seq > 60) break;
+            yield entry;
+          }
+        }
+        await rebuildProjection(olderDb, firstSixty(), { reset: false });
+        lines.length = 0;
+        journal = await start({ DATABASE_URL: older.url, JOURNAL_SCHEMA: older.schema });
+        expect(lines[0]).toBe(
+          'journal: the projection has applied events up to sequence 60 but the journal consumer was delivered events up to 125: folding 61-125 from the stream before serving',
+        );
+        expect(await auditCount(olderDb)).toBe(124);
+        await journal.stop();
+        journal = undefined;
+      } finally {
+        await olderDb.destroy();
+      }
+    } finally {
+      await older.cleanup();
+    }
+    journal = await start();
+  }, 60_000);
 
   it('does the same for a fresh PGlite directory', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-jops-pglite-'));
@@ -154,13 +206,11 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     // Its own consumer would compete with the running journal's: only the fold is under test.
     const fresh = await startJournal({ config, logger: false, log: (l) => pgliteLines.push(l) });
     try {
-      expect(pgliteLines[0]).toMatch(
-        /^journal: the projection is empty but the journal stream holds \d+ messages/,
-      );
       // Everything the stream holds that is an event (the PostgreSQL projection has folded it all).
-      expect(pgliteLines).toContain(
-        `journal: folded ${await auditCount(db)} events up to sequence ${(await t.jsm.streams.info(t.subjects.journal.stream)).state.last_seq}; 1 messages were not events`,
-      );
+      expect(pgliteLines).toEqual([
+        'journal: the projection is empty but the journal consumer was delivered events up to sequence 125: folding them from the stream before serving',
+        `journal: folded ${await auditCount(db)} events of sequences 1-125; 1 messages were not events`,
+      ]);
       await fresh.stop();
       // And a rebuild-and-switch on PGlite's one session (default schema: public).
       const { db: lite } = await createDb({ pglitePath: dir });
