@@ -7,6 +7,7 @@ import { registerPolicyCommands } from './commands/policy-commands';
 import { registerToolsCommands } from './commands/tools-commands';
 import { registerRunsCommands } from './commands/runs-commands';
 import { registerJournalCommands } from './commands/journal-commands';
+import { registerCompletionCommand } from './commands/completion-command';
 import type { BusSettings } from './bus/bus-connection';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
@@ -117,6 +118,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerPolicyCommands(program, ctx);
   registerRunsCommands(program, ctx);
   registerJournalCommands(program, ctx);
+  registerCompletionCommand(program, ctx);
   for (const cmd of allCommands(program))
     cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });
 
