@@ -9,17 +9,9 @@ import path from 'node:path';
 import { makeBusyboxImage } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { dispatchRequests } from '../support/dispatch-requests';
 
-const agent = { agentType: 'coder', label: 'container' };
-let seq = 0;
-const call = (tool: string, input: unknown) => ({
-  runId: 'run-container',
-  callId: `call-${++seq}`,
-  agent,
-  tool,
-  input,
-  wait: 15_000,
-});
+const call = dispatchRequests('run-container', 'container', 15_000);
 
 /** Counts the words of `text`, reads notes.txt from /work and echoes its input. */
 const WORD_COUNT =

@@ -4,18 +4,9 @@ import { eventually } from '@toolgate/testing';
 import { runWhere } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { dispatchRequests } from '../support/dispatch-requests';
 
-const agent = { agentType: 'coder', label: 'e2e' };
-let callSeq = 0;
-const call = (tool: string, input: unknown, extra: Record<string, unknown> = {}) => ({
-  runId: 'run-1',
-  callId: `call-${++callSeq}`,
-  agent,
-  tool,
-  input,
-  wait: 10_000,
-  ...extra,
-});
+const call = dispatchRequests('run-1', 'e2e', 10_000);
 
 describe('dispatch pipeline end to end (gateway → evaluator → executor → journal)', () => {
   let stack: TestStack;

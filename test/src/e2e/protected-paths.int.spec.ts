@@ -3,6 +3,7 @@ import { lstat, mkdir, readFile, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { dispatchRequests } from '../support/dispatch-requests';
 
 /**
  * The published attack end to end, through gateway, evaluator and executor: an agent allowed to
@@ -12,17 +13,7 @@ import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
  * Each case then runs the real `git status` and checks the command did not run.
  */
 
-const agent = { agentType: 'coder', label: 'protected' };
-let seq = 0;
-const call = (tool: string, input: unknown, extra: Record<string, unknown> = {}) => ({
-  runId: 'run-protected',
-  callId: `call-${++seq}`,
-  agent,
-  tool,
-  input,
-  wait: 10_000,
-  ...extra,
-});
+const call = dispatchRequests('run-protected', 'protected', 10_000);
 
 describe('protected paths end to end', () => {
   let stack: TestStack;

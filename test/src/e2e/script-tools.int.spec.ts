@@ -17,17 +17,9 @@ import {
 } from '@toolgate/contracts';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { dispatchRequests } from '../support/dispatch-requests';
 
-const agent = { agentType: 'coder', label: 'scripts' };
-let seq = 0;
-const call = (tool: string, input: unknown) => ({
-  runId: 'run-scripts',
-  callId: `call-${++seq}`,
-  agent,
-  tool,
-  input,
-  wait: 15_000,
-});
+const call = dispatchRequests('run-scripts', 'scripts', 15_000);
 
 const SHOUT = [
   '// @tool shout',

@@ -7,17 +7,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+import { dispatchRequests } from '../support/dispatch-requests';
 
-const agent = { agentType: 'coder', label: 'subprocess' };
-let seq = 0;
-const call = (tool: string, input: unknown) => ({
-  runId: 'run-subprocess',
-  callId: `call-${++seq}`,
-  agent,
-  tool,
-  input,
-  wait: 15_000,
-});
+const call = dispatchRequests('run-subprocess', 'subprocess', 15_000);
 
 /** Counts the words of `text` and reads notes.txt from the call's directory. */
 const WORD_COUNT =
