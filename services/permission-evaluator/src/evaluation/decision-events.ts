@@ -71,43 +71,34 @@ export function followUpsFor(
     at: at.toISOString(),
     causationId: decided.id,
   };
-  const cap = errorCapOfRule(decided.rule);
-  if (decided.verdict === 'deny' && cap) {
-    // Refused by the run's error cap: an error the model sees as such, not a policy denial.
-    return [
-      journalEvent({
-        ...base,
-        type: 'settled',
-        id: `${decided.dispatchId}:settled`,
-        toolName: decided.tool.name,
-        outcome: 'error',
-        error: {
-          code: ErrorCode.ErrorCap,
-          message: decided.reason ?? 'the run reached its consecutive-error cap',
-          details: { ...cap, runId: decided.runId },
-        },
-        durationMs: 0,
-        attempt: 0,
-        verdict: 'deny',
-        decidedBy: decided.decidedBy,
-        rule: decided.rule,
-      }),
-    ];
-  }
   if (decided.verdict === 'deny') {
+    const cap = errorCapOfRule(decided.rule);
+    const ending = cap
+      ? {
+          // Refused by the run's error cap: an error the model sees as such, not a policy denial.
+          outcome: 'error' as const,
+          error: {
+            code: ErrorCode.ErrorCap,
+            message: decided.reason ?? 'the run reached its consecutive-error cap',
+            details: { ...cap, runId: decided.runId },
+          },
+        }
+      : {
+          outcome: 'denied' as const,
+          error: {
+            code: ErrorCode.Denied,
+            message:
+              decided.reason ?? `${decided.tool.name} was denied by policy (${decided.decidedBy})`,
+            details: { decidedBy: decided.decidedBy, policyRevision: decided.policyRevision },
+          },
+        };
     return [
       journalEvent({
         ...base,
         type: 'settled',
         id: `${decided.dispatchId}:settled`,
         toolName: decided.tool.name,
-        outcome: 'denied',
-        error: {
-          code: ErrorCode.Denied,
-          message:
-            decided.reason ?? `${decided.tool.name} was denied by policy (${decided.decidedBy})`,
-          details: { decidedBy: decided.decidedBy, policyRevision: decided.policyRevision },
-        },
+        ...ending,
         durationMs: 0,
         attempt: 0,
         verdict: 'deny',
