@@ -123,9 +123,7 @@ describe('bus API edge fuzz', () => {
   }, 60_000);
 
   it('journaled exactly the submissions it accepted, and every service is healthy', async () => {
-    const { accepted, refused } = await expectJournalMatches(stack, ledger);
-    expect(accepted).toBeGreaterThan(50);
-    expect(refused).toBeGreaterThan(50);
+    await expectJournalMatches(stack, ledger, 50);
     await expectHealthy(stack);
   }, 150_000);
 });

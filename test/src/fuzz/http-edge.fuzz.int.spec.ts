@@ -150,10 +150,7 @@ describe('HTTP edge fuzz', () => {
   }, 120_000);
 
   it('journaled exactly the submissions it accepted, and every service is healthy', async () => {
-    const { accepted, refused } = await expectJournalMatches(stack, ledger);
-    // Both kinds happened in numbers, or the checks above proved little.
-    expect(accepted).toBeGreaterThan(100);
-    expect(refused).toBeGreaterThan(100);
+    await expectJournalMatches(stack, ledger, 100);
     await expectHealthy(stack);
   }, 150_000);
 });

@@ -153,9 +153,7 @@ describe('SDK client fuzz', () => {
   }, 120_000);
 
   it('journaled exactly the dispatches it accepted, and every service is healthy', async () => {
-    const { accepted, refused } = await expectJournalMatches(stack, ledger);
-    expect(accepted).toBeGreaterThan(50);
-    expect(refused).toBeGreaterThan(50);
+    await expectJournalMatches(stack, ledger, 50);
     await expectHealthy(stack);
     // The SDK itself still works after all of it.
     await expect(client.listTools()).resolves.toMatchObject({ toolsetHash: expect.any(String) });
