@@ -81,12 +81,9 @@ export { checkFetchHost, type FetchHostVerdict } from './fetch-host-check';
 export { canonicalHost } from './canonical-host';
 export { compileHostPattern, matchHost, type HostPattern } from './domain-match';
 export {
-  BUILTIN_PROTECTED_PATHS,
   compileProtectedPaths,
   DEFAULT_PROTECTED_PATHS,
   DEFAULT_PROTECTION,
-  DEFAULT_WRITE_FIELDS,
-  pathComponents,
   type ProtectedPathEffect,
   type ProtectedPathMatch,
   type ProtectedPaths,

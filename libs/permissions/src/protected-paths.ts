@@ -10,7 +10,7 @@ import { ConfigError } from '@toolgate/contracts';
  */
 
 /** Always protected, in every policy: git metadata and the service's own state. */
-export const BUILTIN_PROTECTED_PATHS: readonly string[] = Object.freeze(['.git', '.toolgate']);
+const BUILTIN_PROTECTED_PATHS: readonly string[] = Object.freeze(['.git', '.toolgate']);
 
 /**
  * Protected by default besides {@link BUILTIN_PROTECTED_PATHS}; a policy adds its own with
@@ -62,7 +62,7 @@ export const DEFAULT_PROTECTED_PATHS: readonly string[] = Object.freeze([
 export type ProtectedPathEffect = 'ask' | 'deny';
 
 /** The input fields through which a tool writes files (`{ write_file: ['path'] }`). */
-export const DEFAULT_WRITE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+const DEFAULT_WRITE_FIELDS: Readonly<Record<string, readonly string[]>> = Object.freeze({
   write_file: Object.freeze(['path']),
 });
 
@@ -304,7 +304,7 @@ function normaliseComponent(raw: string): string | undefined {
  * drop out, `..` removes the component before it, and each component is normalised like a
  * pattern's. Symlinks are the file system's business (see `@toolgate/worktree-guard`).
  */
-export function pathComponents(path: string): string[] {
+function pathComponents(path: string): string[] {
   const out: string[] = [];
   for (const raw of path.split(/[\\/]+/)) {
     if (raw === '' || raw === '.') continue;

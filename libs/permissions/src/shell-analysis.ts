@@ -105,7 +105,7 @@ function redirectWriteTargets(words: readonly ShellWord[]): ShellWriteTarget[] {
 }
 
 /** A path the shell may still change: an expansion, a glob or a tilde prefix. */
-export function isDynamicPath(word: ShellWord): boolean {
+function isDynamicPath(word: ShellWord): boolean {
   return word.dynamic || word.glob || word.text.charCodeAt(0) === 126;
 }
 

@@ -445,7 +445,7 @@ const PLAIN_WRAPPER: ProgramSpec = { runs: 0, strict: true, options: HELP };
  * that run code, write files or take a value that could be mistaken for an operand) and what its
  * operands are; for wrappers (`runs`) and interpreters it lists them all (`strict`).
  */
-export const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
+const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
   // Shells: `-c STRING`, a script file, or commands on stdin. Options are parsed by the routine.
   sh: { operands: 'shell', language: 'shell' },
   // Interpreters of other languages.

@@ -10,7 +10,7 @@ const SYSTEM_ROOTS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/lib
  * time, TLS roots and Debian's alternatives need. Not the rest: `/etc` also holds host keys,
  * `shadow` and service credentials, and a service running as root could read them.
  */
-export const ETC_ENTRIES: readonly string[] = Object.freeze([
+const ETC_ENTRIES: readonly string[] = Object.freeze([
   'alternatives',
   'ld.so.cache',
   'ld.so.conf',

@@ -11,7 +11,7 @@ export {
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
-export { ETC_ENTRIES, findExecutable, probeHostLayout } from './host-layout';
+export { findExecutable, probeHostLayout } from './host-layout';
 export {
   DEFAULT_LIMITS,
   effectiveLimits,
@@ -21,4 +21,4 @@ export {
 export { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 export { CappedBuffer } from './capped-buffer';
 export { PidsCgroup } from './pids-cgroup';
-export { launcherArgv, LAUNCHER_ENV, LAUNCHER_SCRIPT } from './launcher-argv';
+export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';

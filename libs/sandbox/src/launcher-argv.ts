@@ -8,7 +8,7 @@
  * Fixed text: the cgroup directory and the argv are arguments, never spliced into it. `--norc`:
  * bash reads ~/.bashrc when its stdin is a socket (Node's pipes are), even for `-c`.
  */
-export const LAUNCHER_SCRIPT =
+const LAUNCHER_SCRIPT =
   'keep=$1; shift; ' +
   'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt "$keep" ] && [ -e "$f" ] && exec {n}>&-; done; ' +
   '[ -z "$0" ] || echo $$ > "$0/cgroup.procs" || exit 125; ' +

@@ -1,14 +1,12 @@
 export {
   parseScriptDirectives,
   paramsSchema,
-  PARAM_TYPES,
   type ParamDirective,
   type ParamType,
   type ScriptDirectives,
 } from './script-directives';
 export {
   checkScript,
-  isReservedScriptName,
   riskCovers,
   riskOfRequires,
   type ScriptCheck,
@@ -17,7 +15,6 @@ export {
   type ScriptManifest,
 } from './script-manifest';
 export {
-  DEFAULT_SCRIPT_LIMITS,
   ScriptEngine,
   type HostFunction,
   type ScriptLimits,

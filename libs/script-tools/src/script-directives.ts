@@ -7,7 +7,7 @@ import {
 } from '@toolgate/contracts';
 
 /** The JSON Schema types a `@param` may name. */
-export const PARAM_TYPES = ['string', 'integer', 'number', 'boolean', 'array', 'object'] as const;
+const PARAM_TYPES = ['string', 'integer', 'number', 'boolean', 'array', 'object'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 
 /** One `// @param name type required|optional "description"`. */

@@ -35,7 +35,7 @@ export interface ScriptLimits {
   maxHostCallsInFlight: number;
 }
 
-export const DEFAULT_SCRIPT_LIMITS: Readonly<ScriptLimits> = Object.freeze({
+const DEFAULT_SCRIPT_LIMITS: Readonly<ScriptLimits> = Object.freeze({
   memoryBytes: 64 * 1024 * 1024,
   cpuMs: 1000,
   // Deeper than this, the wasm frames of QuickJS's recursion would reach V8's own stack limit first

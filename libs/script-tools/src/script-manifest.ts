@@ -54,7 +54,7 @@ export type ScriptCheck =
   { ok: true; manifest: ScriptManifest } | { ok: false; refusal: ScriptRefusal };
 
 /** Names a script may not take although they are not builtins: host functions, `_…`, `toolgate…`. */
-export function isReservedScriptName(name: string): boolean {
+function isReservedScriptName(name: string): boolean {
   return (
     (SCRIPT_HOST_FUNCTIONS as readonly string[]).includes(name) ||
     name.startsWith('_') ||

@@ -18,7 +18,7 @@ export interface ReadinessCheck {
  * How long one check may take before it counts as failed: a dependency that hangs (a stopped
  * broker, a database behind a dead route) must turn /readyz to 503 within a second, not hold it.
  */
-export const READINESS_CHECK_TIMEOUT_MS = 800;
+const READINESS_CHECK_TIMEOUT_MS = 800;
 
 /** Collects readiness checks; a service registers its own at start-up. */
 @Injectable()

@@ -4,7 +4,7 @@ import { z } from 'zod';
  * The labels whose values come from users (tenant names, tool names) and so are unbounded: each is
  * kept only when the operator wants it, and then only for a bounded number of distinct values.
  */
-export const BOUNDED_LABELS = ['tenant', 'tool'] as const;
+const BOUNDED_LABELS = ['tenant', 'tool'] as const;
 export type BoundedLabelName = (typeof BOUNDED_LABELS)[number];
 
 /** What a service's metrics may label by tenant and tool (see {@link MetricsEnvShape}). */

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
 /** Where Debian's `busybox-static` installs its statically linked binary. */
-export const BUSYBOX = '/usr/bin/busybox';
+const BUSYBOX = '/usr/bin/busybox';
 
 /**
  * Makes a container image on disk for tests: `<images>/<reference>/rootfs` holding the static

@@ -3,12 +3,10 @@ export { useTestNats, type TestNats } from './test-nats';
 export { useTestSchema, type TestSchema } from './test-schema';
 export { eventually } from './eventually';
 export { toolgateRejection } from './rejection';
-export { BUSYBOX, makeBusyboxImage } from './busybox-image';
+export { makeBusyboxImage } from './busybox-image';
 export {
   startNatsServer,
   freePort,
-  portAccepts,
-  natsServerBinary,
   type NatsServerProcess,
   type NatsServerOptions,
 } from './nats-server-process';

@@ -61,7 +61,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** The nats-server binary: on PATH, or where the Debian package puts it. */
-export function natsServerBinary(): string {
+function natsServerBinary(): string {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     const candidate = path.join(dir, 'nats-server');
     if (dir && existsSync(candidate)) return candidate;
@@ -71,7 +71,7 @@ export function natsServerBinary(): string {
 }
 
 /** Whether something accepts TCP connections on the port. */
-export function portAccepts(port: number, host = '127.0.0.1'): Promise<boolean> {
+function portAccepts(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ port, host });
     socket.once('connect', () => {

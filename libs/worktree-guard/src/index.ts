@@ -17,7 +17,6 @@ export {
   enclosingGitDirectory,
   findProtectedPaths,
   isGitDirectory,
-  protectedOnDisk,
   type FindProtectedPathsOptions,
   type ProtectedOnDisk,
   type ProtectedPathMatcher,

@@ -49,7 +49,7 @@ export async function enclosingGitDirectory(real: string): Promise<string | unde
  * (relative to `cwd` when it lies below it, so the directory the service runs in does not count),
  * or a git directory enclosing it under whatever name.
  */
-export async function protectedOnDisk(
+async function protectedOnDisk(
   matcher: ProtectedPathMatcher,
   realCwd: string,
   real: string,

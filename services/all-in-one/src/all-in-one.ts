@@ -65,7 +65,7 @@ export interface AllInOne {
  * another `GATEWAY_PORT` does not collide with the first; `GATEWAY_PORT=0` makes them all
  * ephemeral. A port set explicitly wins.
  */
-export const INTERNAL_PORT_OFFSETS = {
+const INTERNAL_PORT_OFFSETS = {
   EVALUATOR_PORT: 1,
   EXECUTOR_PORT: 2,
   JOURNAL_PORT: 3,

@@ -93,7 +93,6 @@ export { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 export { JournalMetricName } from './service/journal-metrics';
 export {
   measureDispatch,
-  DISPATCH_HOPS,
   type DispatchMeasurement,
   type DispatchHop,
 } from './projection/dispatch-measurements';

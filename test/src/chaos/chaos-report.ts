@@ -12,7 +12,7 @@ export type KillTarget =
  * its `settled` — at least once across crashes) and the broker's (the executor's reply, `settled`
  * or ack may be lost with it, and the decision is redelivered).
  */
-export const KILLS_THAT_MAY_REPEAT_A_CALL: readonly KillTarget[] = ['tool-executor', 'nats-server'];
+const KILLS_THAT_MAY_REPEAT_A_CALL: readonly KillTarget[] = ['tool-executor', 'nats-server'];
 
 /** One kill -9 and what it found and left behind. */
 export interface KillRecord {

@@ -9,7 +9,7 @@ import { parse } from 'yaml';
  */
 
 export const REPO_ROOT = path.join(__dirname, '..', '..', '..');
-export const DASHBOARD_DIR = path.join(REPO_ROOT, 'deploy/grafana/dashboards');
+const DASHBOARD_DIR = path.join(REPO_ROOT, 'deploy/grafana/dashboards');
 export const RULES_DIR = path.join(REPO_ROOT, 'deploy/prometheus');
 
 export interface Datasource {

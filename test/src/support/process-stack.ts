@@ -6,7 +6,7 @@ import path from 'node:path';
 import { freePort } from '@toolgate/testing';
 
 /** The five services, in the order a stack starts them (the gateway last, the others first). */
-export const SERVICE_NAMES = [
+const SERVICE_NAMES = [
   'journal',
   'permission-evaluator',
   'tool-executor',
@@ -34,7 +34,7 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 export type ServiceCode = 'source' | 'dist';
 
 /** The node arguments that run a service. */
-export function serviceCommand(name: ServiceName, code: ServiceCode): string[] {
+function serviceCommand(name: ServiceName, code: ServiceCode): string[] {
   return code === 'dist'
     ? [path.join(REPO_ROOT, 'services', name, 'dist', 'main.js')]
     : [
@@ -126,7 +126,7 @@ process.once('exit', () => {
 });
 
 /** Builds the services' `dist` with Nx (cached: a no-op when nothing changed). */
-export async function buildServices(names: readonly ServiceName[] = SERVICE_NAMES): Promise<void> {
+async function buildServices(names: readonly ServiceName[] = SERVICE_NAMES): Promise<void> {
   const projects = names.map((n) => `@toolgate/${n}`).join(',');
   await new Promise<void>((resolve, reject) => {
     const nx = spawn(

@@ -17,7 +17,7 @@ import { consumerSpan, setupTelemetry } from '@toolgate/telemetry';
 export const TEAM_WORKER_SERVICE = 'acme-worker';
 
 /** The tool it serves; `missing` fails the way a tool's own error does (`tool-failed`). */
-export const traceLookup = tool({
+const traceLookup = tool({
   name: 'trace_lookup',
   description: 'Looks a key up in the team’s store.',
   parameters: z.object({ key: z.string() }),

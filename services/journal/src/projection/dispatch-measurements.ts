@@ -46,7 +46,7 @@ export type DispatchMeasurement =
  * that starts the next. `decided-started` is only measured for a call that was not parked: a parked
  * call's queue time is `resolved-started`, and its wait is the approval wait.
  */
-export const DISPATCH_HOPS = [
+const DISPATCH_HOPS = [
   'requested-decided',
   'decided-started',
   'resolved-started',

@@ -160,7 +160,7 @@ export function errorCapAnswer(input: unknown, cap: ErrorCapFacts, revision: num
 }
 
 /** The error-cap facts of a decision's rule, when the error cap decided it. */
-export function errorCapOfRule(rule: unknown): ErrorCapFacts | null {
+function errorCapOfRule(rule: unknown): ErrorCapFacts | null {
   const cap = (rule as { errorCap?: Partial<ErrorCapFacts> } | null | undefined)?.errorCap;
   if (typeof cap?.failures !== 'number' || typeof cap.consecutive !== 'number') return null;
   return { failures: cap.failures, consecutive: cap.consecutive };

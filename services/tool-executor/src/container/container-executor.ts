@@ -74,7 +74,7 @@ export class ContainerExecutor implements CallExecutor {
  * container has — the runtime could not start the command (`config`, with the runtime's reason),
  * and the kernel killed it at its memory limit (`tool-failed`, saying so). Pure.
  */
-export function containerOutcome(
+function containerOutcome(
   toolName: string,
   result: ContainerResult,
   timeoutMs: number,

@@ -8,7 +8,7 @@ import { revisionExisted, type PolicyHistory } from './call-checks';
  * How far the evaluator's mirror of the policy bucket may lag the bucket (and the executor's clock
  * the broker's) when a revision is checked against the time a decision was recorded.
  */
-export const POLICY_LAG_TOLERANCE_MS = 2000;
+const POLICY_LAG_TOLERANCE_MS = 2000;
 
 /** No policy was ever stored (no bucket). */
 const NO_HISTORY: PolicyHistory = { atRevision: null, oldest: null, newest: null };

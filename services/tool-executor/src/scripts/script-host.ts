@@ -40,7 +40,7 @@ export type DecideHostCall = (
 ) => Promise<HostCallDecision>;
 
 /** Which builtin each host function runs through. */
-export const HOST_BUILTIN: Readonly<Record<ScriptHostFunction, string>> = {
+const HOST_BUILTIN: Readonly<Record<ScriptHostFunction, string>> = {
   read_file: 'read_file',
   write_file: 'write_file',
   http_get: 'http_fetch',
