@@ -25,26 +25,30 @@ const Env = z.object({
   EXECUTOR_ENV_ALLOWLIST: list,
   /**
    * Calls in flight per replica: mostly waiting on the broker or a remote worker, so cheap. What
-   * loads the machine — builtins running here — is bounded by EXECUTOR_INPROCESS_CONCURRENCY.
+   * loads the machine — tools running here — is bounded by EXECUTOR_INPROCESS_CONCURRENCY.
    */
   EXECUTOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
-  /** Builtin (in-process) tools running at once per replica; more calls wait for a slot. */
+  /**
+   * Tools running at once per replica on this machine — builtins and the subprocess, container and
+   * script executors' calls share the slots; more calls wait for one.
+   */
   EXECUTOR_INPROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   EXECUTOR_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
+  /** How long a call under worktree isolation waits for the worktree service's answer. */
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  /**
-   * `on`: `shell` and every `subprocess` tool run under bubblewrap, and a host without it refuses
-   * to start. `off` runs `shell` on the host (with the env allowlist and pinned cwd only) and serves
-   * no `subprocess` executor. Only an explicit `off` turns it off.
-   */
   /** A directory of script tools (`<name>.js`, optional `<name>.json`) offered to every tenant. */
   EXECUTOR_SCRIPTS_DIR: z.string().min(1).optional(),
   /** Heap of one script call's QuickJS runtime. */
   EXECUTOR_SCRIPT_MEMORY_MB: z.coerce.number().int().min(1).max(1024).default(64),
   /** Interpreter time one script call may spend (it holds the event loop while it runs). */
   EXECUTOR_SCRIPT_CPU_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
+  /**
+   * `on`: `shell` and every `subprocess` tool run under bubblewrap, and a host without it refuses
+   * to start. `off` runs `shell` on the host (with the env allowlist and pinned cwd only) and serves
+   * no `subprocess` executor. Only an explicit `off` turns it off.
+   */
   EXECUTOR_SANDBOX: z.enum(['on', 'off']).default('on'),
   /** Host paths every sandbox sees read-only besides the system directories (e.g. /opt/tools). */
   EXECUTOR_SANDBOX_READ_PATHS: list,
