@@ -66,7 +66,7 @@ export interface ToolRunnerOptions {
   resolveCwd: CwdResolver;
   /** Deadline for a tool that declares none. */
   defaultTimeoutMs: number;
-  /** Builtins running at once; further in-process calls wait for a slot (remote calls do not). */
+  /** Tools running here at once (builtins and the local executors' calls); more wait for a slot. */
   inprocessSlots: number;
   /** How often a call tells the broker it is still working (ack wait / 3). */
   heartbeatMs: number;
