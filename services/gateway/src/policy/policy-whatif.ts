@@ -1,10 +1,11 @@
-import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   PolicyWhatIfRequestSchema,
   ToolgateError,
   type PolicyWhatIfReport,
+  type JournalEvent,
   type Progress,
   type Subjects,
 } from '@toolgate/contracts';
@@ -33,6 +34,11 @@ export class PolicyWhatIf {
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
     private readonly maxConcurrent = 1,
+    /**
+     * How a recorded message becomes an event (default: the tolerant reader). Where events are
+     * signed, the gateway's verifying reader goes here: what it cannot trust is not replayed.
+     */
+    private readonly decode?: (message: JsMsg) => JournalEvent | null,
   ) {}
 
   async run(
@@ -64,6 +70,7 @@ export class PolicyWhatIf {
         },
         {
           progressEvery: PROGRESS_EVERY,
+          ...(this.decode ? { decode: this.decode } : {}),
           ...(signal ? { signal } : {}),
           ...(onProgress
             ? { onProgress: (s) => onProgress({ done: s.read, total: s.total }) }
