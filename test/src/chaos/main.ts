@@ -175,7 +175,7 @@ async function run(
   cleanups.push({ what: 'the services', run: () => stack.stop() });
   // The broker comes up once every service has failed to reach it at least once (and said so).
   const retried = (s: ServiceProcess) =>
-    /start-up attempt 1 failed: connecting to NATS/.test(s.output());
+    /start-up attempt 1 failed: .*connection refused/.test(s.output());
   const all = [...stack.services.values()];
   const deadline = Date.now() + 30_000;
   while (!all.every(retried) && all.every((s) => s.running) && Date.now() < deadline)
