@@ -133,7 +133,7 @@ export type ExecutorConfig = NatsSettings &
     sandbox: ExecutorSandboxConfig;
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
-    scripts?: { dir?: string; memoryMb: number; cpuMs: number };
+    scripts: { dir?: string; memoryMb: number; cpuMs: number };
     metrics: MetricsSettings;
   }>;
 

@@ -95,14 +95,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
     registry: () => registryReady,
     builtins: new Map(builtins.map((b) => [b.contract.name, b])),
     ...(options.decideHostCall ? { decideHostCall: options.decideHostCall } : {}),
-    ...(config.scripts
-      ? {
-          limits: {
-            memoryBytes: config.scripts.memoryMb * 1024 * 1024,
-            cpuMs: config.scripts.cpuMs,
-          },
-        }
-      : {}),
+    limits: { memoryBytes: config.scripts.memoryMb * 1024 * 1024, cpuMs: config.scripts.cpuMs },
   });
   const commandTools: CommandToolOptions = {
     lookup: async (tenant, name, hash) => (await registryReady).current(tenant, name, hash),
@@ -162,7 +155,7 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
         ['inprocess', 'remote', ...(Object.keys(executors) as ExecutorKind[])],
       ),
     );
-    const scriptsDir = config.scripts?.dir;
+    const scriptsDir = config.scripts.dir;
     if (scriptsDir) {
       // Loaded once at start-up: restart the executor to pick up changed files.
       const directory = await loadScriptDirectory(scriptsDir, {
