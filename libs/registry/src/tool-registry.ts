@@ -167,16 +167,7 @@ export class ToolRegistry {
     }
     const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
     // The contract first: a call can only name a contract hash once the tool resolves to it.
-    const { name, description, parameters, version } = tool;
-    await this.cache.kv.put(
-      `${CONTRACT}.${stored.contractHash}`,
-      JSON.stringify({
-        name,
-        description,
-        parameters,
-        ...(version === undefined ? {} : { version }),
-      }),
-    );
+    await this.putContract(tool, stored.contractHash);
     await this.cache.write(`${tenant}.${tool.name}`, stored);
     return { ...view(stored, false), warnings };
   }
@@ -328,14 +319,19 @@ export class ToolRegistry {
   }
 
   private async storeScript(script: ScriptToolRecord): Promise<void> {
-    const { name, description, parameters, version } = script.tool;
-    const sha256 = scriptHashOfVersion(version)!;
+    const sha256 = scriptHashOfVersion(script.tool.version)!;
     await this.cache.kv.put(
       `${SCRIPT}.${sha256}`,
       JSON.stringify({ source: script.source, sidecar: script.sidecar ?? null }),
     );
+    await this.putContract(script.tool, contractHash(script.tool));
+  }
+
+  /** Stores a tool's contract under its hash, where {@link contract} reads it back. */
+  private async putContract(tool: ToolContract, hash: string): Promise<void> {
+    const { name, description, parameters, version } = tool;
     await this.cache.kv.put(
-      `${CONTRACT}.${contractHash(script.tool)}`,
+      `${CONTRACT}.${hash}`,
       JSON.stringify({
         name,
         description,
