@@ -1,28 +1,19 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { connect, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
-import { ApiOperation, type ApiReply, type Subjects } from '@toolgate/contracts';
-import type { TokenGrant } from '@toolgate/gateway';
-import { NATS_URL, type TestNats, type TestSchema } from '@toolgate/testing';
-import { removeWorkdir, stackEnv } from '../support/test-stack';
+import { jetstream } from '@nats-io/jetstream';
+import { ApiOperation } from '@toolgate/contracts';
+import type { TestNats } from '@toolgate/testing';
+import {
+  agent,
+  ASK_TOOL,
+  NOOP_TOOL,
+  TENANT,
+  TOKEN,
+  type BenchStack,
+  type JournalWatch,
+  type SubmitReply,
+} from './bench-stack';
+import { profiled } from './profile';
 import { percentile, pool, round, since, withTimeout } from './stats';
-
-const TENANT = 'bench';
-const TOKEN = 'bench-admin-token-0123456789abcdef';
-const GRANT: TokenGrant = {
-  token: TOKEN,
-  tenant: TENANT,
-  scopes: ['admin', 'dispatch', 'approve'],
-  identity: 'bench',
-};
-const NOOP_TOOL = 'bench_noop';
-const ASK_TOOL = 'bench_ask';
-const agent = { agentType: 'bench', label: 'bench' };
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
@@ -34,24 +25,69 @@ export interface DispatchResult {
   journalAppendsPerDispatch: number;
   transport: 'nats';
   tool: string;
+  /** Untimed sequential dispatches before the latency samples (the same in quick and full runs). */
+  warmupDispatches: number;
   latencySamples: number;
-  httpP50Ms: number;
-  httpP99Ms: number;
-  httpSamples: number;
+  /**
+   * Where a sequential dispatch's time goes (p50 of each hop, ms), from the broker's timestamps of
+   * its journal events and the bench's clock (the same machine): the caller's request until
+   * `requested` is stored (gateway), until `decided` (evaluator), `started` (executor: checks and
+   * claim), `settled` (the tool's round trip and the settlement), and the reply to the caller.
+   */
+  hopsP50Ms: Record<Hop, number>;
+  httpP50Ms?: number;
+  httpP99Ms?: number;
+  httpSamples?: number;
   throughputDispatches: number;
   submitWindow: number;
+  /** Journal events the pipeline appended per second in the throughput phase. */
+  pipelineEventsPerSec: number;
   journalAvgEventBytes: number;
+  /**
+   * CPU time (user + system) per dispatch in the throughput phase, of every process the services,
+   * the worker and the load generator run in. Steadier than wall-clock rates on a shared machine,
+   * so it is the figure to compare changes by (it leaves out the broker and the database).
+   */
+  cpuMsPerDispatch: number;
+  /** Events the projection had not folded when the last dispatch settled. */
   projectionPendingAtLastSettle: number;
+  /** Whether the projection had folded everything within 1 s of the last settlement. */
   projectionCaughtUp: boolean;
-  /** Events folded per second while draining the backlog left at the last settlement. */
-  projectionEventsPerSec?: number;
-  /** Present when the projection drained: ms from the last `settled` until its consumer had acked everything. */
+  /** Ms from the last `settled` until the projection's consumer had acked everything. */
   projectionCatchUpMs?: number;
-  /** Present when it did not drain within the wait: events still behind. */
+  /** Present when it did not drain within the bench's wait: events still behind. */
   projectionBacklog?: number;
+  /**
+   * The projection's fold rate (events/s): the journal service is stopped while the pipeline
+   * settles `projectionCapacityEvents` events' worth of dispatches, started again, and timed until
+   * it has folded them (see `benchProjectionCapacity`).
+   */
+  projectionEventsPerSec?: number;
+  projectionCapacityEvents?: number;
+  /** Whether `projectionEventsPerSec` ≥ `pipelineEventsPerSec`. */
+  projectionKeepsUp?: boolean;
   projectionVerified: boolean;
+  /**
+   * Open-loop latency at a steady offered load (half the measured throughput): each dispatch is
+   * sent at its scheduled time and timed from that time, so a stall counts against every call it
+   * delays (no coordinated omission).
+   */
+  steadyP50Ms?: number;
+  steadyP99Ms?: number;
+  steadyOfferedPerSec?: number;
+  steadySeconds?: number;
+  steadyDispatches?: number;
   deadLettered: number;
+  /** RSS (MiB) of the services right after the throughput phase (see `memory.rssAfterMb`). */
+  rssAfterThroughputMb: number;
 }
+
+type Hop =
+  | 'submitToRequested'
+  | 'requestedToDecided'
+  | 'decidedToStarted'
+  | 'startedToSettled'
+  | 'settledToReply';
 
 export interface ApprovalsResult {
   resolveToSettleP50Ms: number;
@@ -61,190 +97,35 @@ export interface ApprovalsResult {
   transport: 'nats';
 }
 
-interface Settled {
-  outcome: string;
-  at: number;
-}
-
-/**
- * Core-NATS watches on the journal's `settled` and `suspended` subjects (JetStream publishes reach
- * core subscribers too), so the bench sees each outcome the moment the broker has it.
- */
-class JournalWatch {
-  private readonly subs: Subscription[];
-  private readonly waiters = new Map<string, (s: Settled) => void>();
-  readonly settledByRun = new Map<string, number>();
-  readonly suspended = new Map<string, { approvalKey: string; runId: string }>();
-  lastSettledAt = 0;
-  private readonly runWaiters = new Map<string, { count: number; resolve: () => void }>();
-  /** A settlement that was not `ok`: the bench fails on it rather than time an error path. */
-  failure: string | undefined;
-
-  constructor(nc: NatsConnection, subjects: Subjects) {
-    const settled = nc.subscribe(subjects.journal.ofType('settled'), {
-      callback: (err, msg) => {
-        if (err) return;
-        const at = performance.now();
-        const [, , , runId = '', dispatchId = ''] = msg.subject.split('.');
-        const event = JSON.parse(decoder.decode(msg.data)) as {
-          outcome: string;
-          error?: { code: string; message: string };
-        };
-        if (event.outcome !== 'ok') {
-          this.failure ??= `dispatch ${dispatchId} of run ${runId} settled ${event.outcome}: ${event.error?.code} ${event.error?.message}`;
-        }
-        this.lastSettledAt = at;
-        const n = (this.settledByRun.get(runId) ?? 0) + 1;
-        this.settledByRun.set(runId, n);
-        this.waiters.get(dispatchId)?.({ outcome: event.outcome, at });
-        this.waiters.delete(dispatchId);
-        this.checkRun(runId);
-      },
-    });
-    const suspended = nc.subscribe(subjects.journal.ofType('suspended'), {
-      callback: (err, msg) => {
-        if (err) return;
-        const [, , , runId = '', dispatchId = ''] = msg.subject.split('.');
-        const event = JSON.parse(decoder.decode(msg.data)) as { approvalKey: string };
-        this.suspended.set(dispatchId, { approvalKey: event.approvalKey, runId });
-        this.checkRun(`suspended:${runId}`);
-      },
-    });
-    this.subs = [settled, suspended];
-  }
-
-  /** Resolves when `dispatchId` settles (register before causing it). */
-  settled(dispatchId: string): Promise<Settled> {
-    return new Promise((resolve) => this.waiters.set(dispatchId, resolve));
-  }
-
-  /** Resolves once `count` dispatches of `runId` have settled. */
-  runSettled(runId: string, count: number): Promise<void> {
-    return this.untilCount(runId, count);
-  }
-
-  /** Resolves once `count` dispatches of `runId` are suspended. */
-  runSuspended(runId: string, count: number): Promise<void> {
-    return this.untilCount(`suspended:${runId}`, count);
-  }
-
-  private untilCount(key: string, count: number): Promise<void> {
-    return new Promise((resolve) => {
-      this.runWaiters.set(key, { count, resolve });
-      this.checkRun(key);
-    });
-  }
-
-  private checkRun(key: string): void {
-    const w = this.runWaiters.get(key);
-    if (!w) return;
-    const n = key.startsWith('suspended:')
-      ? [...this.suspended.values()].filter((s) => s.runId === key.slice('suspended:'.length))
-          .length
-      : (this.settledByRun.get(key) ?? 0);
-    if (n >= w.count) {
-      this.runWaiters.delete(key);
-      w.resolve();
-    }
-  }
-
-  close(): void {
-    for (const s of this.subs) s.unsubscribe();
-  }
-}
-
-/** The whole stack in this process, a no-op remote tool worker and a client on the bench prefix. */
-export class BenchStack {
-  private constructor(
-    readonly all: AllInOne,
-    readonly nc: NatsConnection,
-    readonly subjects: Subjects,
-    private readonly worker: NatsConnection,
-    readonly watch: JournalWatch,
-    private readonly workdir: string,
-  ) {}
-
-  static async start(nats: TestNats, schema: TestSchema): Promise<BenchStack> {
-    const workdir = await mkdtemp(path.join(tmpdir(), 'tg-bench-stack-'));
-    let all: AllInOne | undefined;
-    let worker: NatsConnection | undefined;
-    try {
-      all = await startAllInOne({
-        ...loadAllInOneOptions(stackEnv(nats, schema, workdir, [GRANT])),
-        logger: false,
-      });
-      // A team's worker: its own connection, a queue group per tool, answering at once.
-      worker = await connect({ servers: NATS_URL, name: `${nats.prefix}-bench-worker` });
-      const reply = encoder.encode(JSON.stringify({ ok: true, result: null }));
-      for (const name of [NOOP_TOOL, ASK_TOOL]) {
-        const { subject, queue } = nats.subjects.remoteTool(TENANT, name);
-        worker.subscribe(subject, {
-          queue,
-          callback: (err, msg) => void (err || msg.respond(reply)),
-        });
-      }
-      await worker.flush();
-      const stack = new BenchStack(
-        all,
-        nats.nc,
-        nats.subjects,
-        worker,
-        new JournalWatch(nats.nc, nats.subjects),
-        workdir,
-      );
-      for (const name of [NOOP_TOOL, ASK_TOOL]) {
-        await stack.api(ApiOperation.RegisterTool, {
-          tool: {
-            name,
-            description: 'Does nothing and returns null (bench).',
-            parameters: { type: 'object', properties: { i: { type: 'integer' } } },
-            policy: { executor: 'remote', risk: 'read' },
-          },
-        });
-      }
-      await stack.api(ApiOperation.PutPolicy, {
-        document: { engine: { ask: [{ tool: ASK_TOOL }] } },
-      });
-      return stack;
-    } catch (err) {
-      await worker?.close().catch(() => undefined);
-      await all?.stop().catch(() => undefined);
-      await removeWorkdir(workdir);
-      throw err;
-    }
-  }
-
-  /** One gateway operation over NATS request/reply; throws on a typed error. */
-  async api<T = unknown>(operation: ApiOperation, body: unknown, timeout = 30_000): Promise<T> {
-    const h = headers();
-    h.set('Authorization', `Bearer ${TOKEN}`);
-    const msg = await this.nc.request(
-      this.subjects.api(operation),
-      encoder.encode(JSON.stringify(body)),
-      { timeout, headers: h },
-    );
-    const reply = JSON.parse(decoder.decode(msg.data)) as ApiReply<T>;
-    if (!reply.ok)
-      throw new Error(`${operation} failed: ${reply.error.code}: ${reply.error.message}`);
-    return reply.data;
-  }
-
-  async stop(): Promise<void> {
-    this.watch.close();
-    try {
-      await this.all.stop();
-    } finally {
-      await this.worker.close().catch(() => undefined);
-      await removeWorkdir(this.workdir);
-    }
-  }
-}
-
-interface SubmitReply {
+interface SentDispatch {
   dispatchId: string;
-  status: string;
-  state: string;
-  settled?: { outcome: string; error?: { code: string; message: string } };
+  /** Epoch ms (fractional) when the request was sent and its reply read. */
+  sentAt: number;
+  repliedAt: number;
+}
+
+/** A `performance.now()` reading as epoch milliseconds, comparable with the broker's timestamps. */
+const epochMs = (t: number) => performance.timeOrigin + t;
+
+/** Submits no-op dispatches with fresh call ids (one counter per stack). */
+export function submitter(stack: BenchStack) {
+  let callSeq = 0;
+  return (runId: string, wait: number, token = TOKEN) => {
+    const n = ++callSeq;
+    return stack.api<SubmitReply>(
+      ApiOperation.SubmitDispatch,
+      {
+        runId,
+        callId: `c${n}`,
+        agent,
+        tool: NOOP_TOOL,
+        input: { i: n },
+        ...(wait ? { wait } : {}),
+      },
+      30_000,
+      token,
+    );
+  };
 }
 
 async function expectOk(reply: SubmitReply, nats: TestNats): Promise<void> {
@@ -255,7 +136,7 @@ async function expectOk(reply: SubmitReply, nats: TestNats): Promise<void> {
   }
 }
 
-/** Every durable consumer on the journal stream with its backlog (for the projection and for diagnosis). */
+/** Every durable consumer on the journal stream with its backlog (for diagnosis). */
 async function consumerStates(
   nats: TestNats,
 ): Promise<{ name: string; pending: number; ackPending: number; delivered: number }[]> {
@@ -279,19 +160,20 @@ const describeStates = (states: Awaited<ReturnType<typeof consumerStates>>) =>
     )
     .join('; ');
 
-/** Sum of pending and unacked messages over the journal service's consumers. */
-async function projectionBacklog(nats: TestNats): Promise<number> {
-  const mine = nats.subjects.consumer('journal');
-  return (await consumerStates(nats))
-    .filter((c) => c.name === mine || c.name.startsWith(`${mine}-`))
-    .reduce((sum, c) => sum + c.pending + c.ackPending, 0);
+/** Pending and unacked messages of the journal service's (projection's) consumer. */
+export async function projectionBacklog(nats: TestNats): Promise<number> {
+  const info = await nats.jsm.consumers.info(
+    nats.subjects.journal.stream,
+    nats.subjects.consumer('journal'),
+  );
+  return info.num_pending + info.num_ack_pending;
 }
 
 /**
  * Waits for `done`, failing with every consumer's backlog when no dispatch settles for `stallMs`
  * (a consumer loop that stopped pulling would otherwise look like a slow machine).
  */
-async function untilSettled(
+export async function untilSettled(
   done: Promise<void>,
   watch: JournalWatch,
   nats: TestNats,
@@ -304,7 +186,7 @@ async function untilSettled(
   let lastChange = Date.now();
   while (!finished) {
     await Promise.race([done, new Promise((r) => setTimeout(r, 250))]);
-    const count = [...watch.settledByRun.values()].reduce((a, b) => a + b, 0);
+    const count = watch.totalSettled();
     if (count !== lastCount) {
       lastCount = count;
       lastChange = Date.now();
@@ -316,144 +198,368 @@ async function untilSettled(
   }
 }
 
+/** Waits until the projection has folded everything; ms waited, or undefined past `maxMs`. */
+export async function untilProjected(nats: TestNats, maxMs: number): Promise<number | undefined> {
+  const t = performance.now();
+  for (;;) {
+    if ((await projectionBacklog(nats)) === 0) return since(t);
+    if (since(t) > maxMs) return undefined;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 async function journalCounts(nats: TestNats): Promise<{ messages: number; bytes: number }> {
   const info = await nats.jsm.streams.info(nats.subjects.journal.stream);
   return { messages: info.state.messages, bytes: info.state.bytes };
 }
 
+/** Untimed sequential dispatches before any latency sample: JIT, connections, caches. */
+const WARMUP = 300;
+
 /**
- * End-to-end dispatch of a no-op remote tool (answered by an in-process NATS worker) through the
- * gateway, evaluator, executor and journal, all in this process.
+ * Latency at light load: one dispatch at a time over the NATS API, waiting for its outcome, after
+ * `WARMUP` untimed ones (as many in a quick run as in a full one, so both start equally warm).
  */
-export async function benchDispatch(
+export async function benchLatency(
   stack: BenchStack,
   nats: TestNats,
-  opts: { quick: boolean },
-): Promise<DispatchResult> {
-  const { watch } = stack;
-  let callSeq = 0;
-  const submit = (runId: string, wait: number) =>
-    stack.api<SubmitReply>(ApiOperation.SubmitDispatch, {
-      runId,
-      callId: `c${++callSeq}`,
-      agent,
-      tool: NOOP_TOOL,
-      input: { i: callSeq },
-      ...(wait ? { wait } : {}),
-    });
-
-  // Warm-up: JIT, connections, the evaluator's compiled chain, the journal's prepared statements.
-  for (let i = 0; i < 50; i++) await expectOk(await submit('warmup', 10_000), nats);
-
-  // Latency at light load: one dispatch at a time over the NATS API, waiting for its outcome.
-  const latencySamples = opts.quick ? 200 : 1000;
+  opts: { samples: number; runId: string; warmup?: number; profile?: string; raw?: boolean },
+): Promise<{ p50Ms: number; p99Ms: number; hopsP50Ms: Record<Hop, number>; raw?: number[] }> {
+  const submit = submitter(stack);
+  for (let i = 0; i < (opts.warmup ?? WARMUP); i++)
+    await expectOk(await submit(`${opts.runId}-warmup`, 10_000), nats);
   const latencies: number[] = [];
-  for (let i = 0; i < latencySamples; i++) {
-    const t = performance.now();
-    const reply = await submit('latency', 10_000);
-    latencies.push(since(t));
-    await expectOk(reply, nats);
-  }
+  const sent: SentDispatch[] = [];
+  const run = async () => {
+    for (let i = 0; i < opts.samples; i++) {
+      const t = performance.now();
+      const reply = await submit(opts.runId, 10_000);
+      const ms = since(t);
+      latencies.push(ms);
+      sent.push({ dispatchId: reply.dispatchId, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
+      await expectOk(reply, nats);
+    }
+  };
+  await (opts.profile ? profiled(opts.profile, run) : run());
+  return {
+    p50Ms: round(percentile(latencies, 50)),
+    p99Ms: round(percentile(latencies, 99)),
+    hopsP50Ms: opts.raw ? EMPTY_HOPS : await hopBreakdown(nats, opts.runId, sent),
+    ...(opts.raw ? { raw: latencies } : {}),
+  };
+}
 
-  // The same over HTTP, for comparison (the bus is the product; HTTP is the other edge).
-  const httpSamples = opts.quick ? 100 : 300;
-  const httpTimes: number[] = [];
-  for (let i = -20; i < httpSamples; i++) {
+const EMPTY_HOPS: Record<Hop, number> = {
+  submitToRequested: -1,
+  requestedToDecided: -1,
+  decidedToStarted: -1,
+  startedToSettled: -1,
+  settledToReply: -1,
+};
+
+/**
+ * Reads back the journal events of `runId`'s dispatches with the broker's storage timestamps and
+ * returns the p50 of each hop (see {@link DispatchResult.hopsP50Ms}).
+ */
+async function hopBreakdown(
+  nats: TestNats,
+  runId: string,
+  sent: readonly SentDispatch[],
+): Promise<Record<Hop, number>> {
+  const stored = new Map<string, Partial<Record<string, number>>>();
+  const consumer = await jetstream(nats.nc).consumers.get(nats.subjects.journal.stream, {
+    filter_subjects: `${nats.subjects.prefix}.journal.${TENANT}.${runId}.>`,
+  });
+  try {
+    const total = (await consumer.info(true)).num_pending;
+    let seen = 0;
+    while (seen < total) {
+      const batch = await consumer.fetch({ max_messages: 1000, expires: 2000 });
+      for await (const m of batch) {
+        seen++;
+        const tokens = m.subject.split('.');
+        const type = tokens[tokens.length - 1]!;
+        const dispatchId = tokens[tokens.length - 2]!;
+        const at = Number(BigInt(m.info.timestampNanos) / 1000n) / 1000;
+        stored.set(dispatchId, { ...stored.get(dispatchId), [type]: at });
+      }
+    }
+  } finally {
+    await consumer.delete().catch(() => undefined);
+  }
+  const hops: Record<Hop, number[]> = {
+    submitToRequested: [],
+    requestedToDecided: [],
+    decidedToStarted: [],
+    startedToSettled: [],
+    settledToReply: [],
+  };
+  for (const d of sent) {
+    const t = stored.get(d.dispatchId);
+    if (!t?.requested || !t.decided || !t.started || !t.settled) continue;
+    hops.submitToRequested.push(t.requested - d.sentAt);
+    hops.requestedToDecided.push(t.decided - t.requested);
+    hops.decidedToStarted.push(t.started - t.decided);
+    hops.startedToSettled.push(t.settled - t.started);
+    hops.settledToReply.push(d.repliedAt - t.settled);
+  }
+  return Object.fromEntries(
+    Object.entries(hops).map(([hop, v]) => [hop, v.length ? round(percentile(v, 50), 3) : -1]),
+  ) as Record<Hop, number>;
+}
+
+/** The same over HTTP, for comparison (the bus is the product; HTTP is the other edge). */
+async function benchHttp(
+  stack: BenchStack,
+  nats: TestNats,
+  samples: number,
+): Promise<{ httpP50Ms: number; httpP99Ms: number; httpSamples: number }> {
+  const times: number[] = [];
+  for (let i = -20; i < samples; i++) {
     const body = JSON.stringify({
       runId: 'http',
-      callId: `h${++callSeq}`,
+      callId: `h${i}`,
       agent,
       tool: NOOP_TOOL,
-      input: { i: callSeq },
+      input: { i },
       wait: 10_000,
     });
     const t = performance.now();
-    const res = await fetch(`${stack.all.gateway.url}/v1/dispatches`, {
+    const res = await fetch(`${stack.gatewayUrl}/v1/dispatches`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
       body,
     });
     const reply = (await res.json()) as SubmitReply;
-    if (i >= 0) httpTimes.push(since(t));
+    if (i >= 0) times.push(since(t));
     await expectOk(reply, nats);
   }
+  return {
+    httpP50Ms: round(percentile(times, 50)),
+    httpP99Ms: round(percentile(times, 99)),
+    httpSamples: samples,
+  };
+}
 
-  // Throughput: many concurrent submissions without wait, until every one has settled. A burst
-  // first, untimed, so the concurrent paths (full fetch batches, hundreds of calls in flight) are
-  // compiled before the clock starts, as the sequential paths were by the warm-up above.
+export interface ThroughputResult {
+  throughputPerSec: number;
+  throughputDispatches: number;
+  journalAppendsPerDispatch: number;
+  pipelineEventsPerSec: number;
+  journalAvgEventBytes: number;
+  cpuMsPerDispatch: number;
+  projectionPendingAtLastSettle: number;
+  projectionCaughtUp: boolean;
+  projectionCatchUpMs?: number;
+  projectionBacklog?: number;
+  lastDispatchId: string;
+}
+
+/**
+ * Throughput: many concurrent submissions without wait, until every one has settled. A burst
+ * first, untimed, so the concurrent paths (full fetch batches, hundreds of calls in flight) are
+ * compiled before the clock starts, as the sequential paths were by the warm-up. Then how long
+ * the projection takes to fold what is left once the last dispatch has settled.
+ */
+export async function benchThroughput(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { dispatches: number; runId: string; drainWaitMs: number; profile?: string },
+): Promise<ThroughputResult> {
+  const { watch } = stack;
+  const submit = submitter(stack);
   const warmBurst = 500;
-  const warmSettled = watch.runSettled('tput-warmup', warmBurst);
+  const warmRun = `${opts.runId}-warmup`;
+  const warmSettled = watch.runSettled(warmRun, warmBurst);
   await pool(warmBurst, SUBMIT_WINDOW, async () => {
-    await submit('tput-warmup', 0);
+    await submit(warmRun, 0);
   });
   await untilSettled(warmSettled, watch, nats, `${warmBurst} warm-up dispatches to settle`);
-  const dispatches = opts.quick ? 3000 : 10_000;
+  await untilProjected(nats, 30_000);
+
   const before = await journalCounts(nats);
-  const allSettled = watch.runSettled('tput', dispatches);
-  let lastId = '';
+  const allSettled = watch.runSettled(opts.runId, opts.dispatches);
+  let lastDispatchId = '';
   const t0 = performance.now();
-  await pool(dispatches, SUBMIT_WINDOW, async () => {
-    const reply = await submit('tput', 0);
-    if (reply.status !== 'accepted')
-      throw new Error(`throughput submission not accepted: ${JSON.stringify(reply)}`);
-    lastId = reply.dispatchId;
-  });
-  await untilSettled(allSettled, watch, nats, `${dispatches} dispatches to settle`);
+  const cpu0 = stack.cpuSeconds();
+  const run = async () => {
+    await pool(opts.dispatches, SUBMIT_WINDOW, async () => {
+      const reply = await submit(opts.runId, 0);
+      if (reply.status !== 'accepted')
+        throw new Error(`throughput submission not accepted: ${JSON.stringify(reply)}`);
+      lastDispatchId = reply.dispatchId;
+    });
+    await untilSettled(allSettled, watch, nats, `${opts.dispatches} dispatches to settle`);
+  };
+  await (opts.profile ? profiled(opts.profile, run) : run());
   const tputMs = watch.lastSettledAt - t0;
   if (watch.failure) throw new Error(watch.failure);
   const pendingAtLastSettle = await projectionBacklog(nats);
+  const cpuSeconds = stack.cpuSeconds() - cpu0;
   const after = await journalCounts(nats);
   const appended = after.messages - before.messages;
 
-  // The projection keeping up: how long after the last settlement its consumers are drained. It is
-  // an extra, not a goal of BENCH.md: when it does not drain in time the bench says so and goes on.
-  let catchUpMs: number | undefined =
-    pendingAtLastSettle > 0 ? undefined : since(watch.lastSettledAt);
-  let backlog = pendingAtLastSettle;
-  const waitStart = performance.now();
-  const deadline = Date.now() + (opts.quick ? 5_000 : 90_000);
-  while (catchUpMs === undefined && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 10));
-    backlog = await projectionBacklog(nats);
-    if (backlog === 0) catchUpMs = since(watch.lastSettledAt);
-  }
-  // Events the projection folded per second while the bench waited for it (nothing else was running).
-  const foldedPerSec = (pendingAtLastSettle - backlog) / (since(waitStart) / 1000);
+  // The projection keeping up: how long after the last settlement its consumer is drained.
+  const waited = await untilProjected(nats, opts.drainWaitMs);
+  const catchUpMs = waited === undefined ? undefined : since(watch.lastSettledAt);
   if (catchUpMs === undefined) {
     process.stderr.write(
-      `bench: WARNING the journal projection did not drain (${backlog} events behind); consumers: ${describeStates(await consumerStates(nats))}\n`,
+      `bench: WARNING the journal projection did not drain within ${opts.drainWaitMs} ms; consumers: ${describeStates(await consumerStates(nats))}\n`,
     );
   }
+  return {
+    throughputPerSec: Math.round(opts.dispatches / (tputMs / 1000)),
+    throughputDispatches: opts.dispatches,
+    journalAppendsPerDispatch: round(appended / opts.dispatches),
+    pipelineEventsPerSec: Math.round(appended / (tputMs / 1000)),
+    journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
+    cpuMsPerDispatch: round((cpuSeconds * 1000) / opts.dispatches, 3),
+    projectionPendingAtLastSettle: pendingAtLastSettle,
+    projectionCaughtUp: catchUpMs !== undefined && catchUpMs <= 1000,
+    ...(catchUpMs !== undefined
+      ? { projectionCatchUpMs: round(catchUpMs) }
+      : { projectionBacklog: await projectionBacklog(nats) }),
+    lastDispatchId,
+  };
+}
+
+/**
+ * Latency at a steady offered load, open loop: dispatch i is sent at t0 + i / rate (waiting for
+ * its outcome, as an agent does), whatever happened to the ones before, and its latency runs from
+ * that scheduled time to its reply — so a stall is charged to every call it delays.
+ */
+export async function benchSteady(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { ratePerSec: number; seconds: number; runId: string },
+): Promise<{
+  steadyP50Ms: number;
+  steadyP99Ms: number;
+  steadyOfferedPerSec: number;
+  steadySeconds: number;
+  steadyDispatches: number;
+}> {
+  const submit = submitter(stack);
+  const total = Math.max(1, Math.round(opts.ratePerSec * opts.seconds));
+  const interval = 1000 / opts.ratePerSec;
+  const latencies: number[] = [];
+  const inFlight: Promise<void>[] = [];
+  const t0 = performance.now() + 20;
+  let i = 0;
+  while (i < total) {
+    const now = performance.now();
+    for (; i < total && t0 + i * interval <= now; i++) {
+      const scheduled = t0 + i * interval;
+      inFlight.push(
+        submit(opts.runId, 10_000).then(async (reply) => {
+          latencies.push(performance.now() - scheduled);
+          await expectOk(reply, nats);
+        }),
+      );
+    }
+    const next = t0 + i * interval - performance.now();
+    if (next > 0) await new Promise((r) => setTimeout(r, next));
+    else await new Promise((r) => setImmediate(r));
+  }
+  await withTimeout(Promise.all(inFlight), 60_000, 'the steady-load dispatches to settle');
+  return {
+    steadyP50Ms: round(percentile(latencies, 50)),
+    steadyP99Ms: round(percentile(latencies, 99)),
+    steadyOfferedPerSec: Math.round(opts.ratePerSec),
+    steadySeconds: opts.seconds,
+    steadyDispatches: total,
+  };
+}
+
+/**
+ * The projection's fold rate: the journal service is stopped, `dispatches` dispatches are settled
+ * (the pipeline does not need the projection), the journal is started again and timed until its
+ * consumer has folded the backlog. Events per second of backlog folded.
+ */
+export async function benchProjectionCapacity(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { dispatches: number; runId: string },
+): Promise<{ projectionEventsPerSec: number; projectionCapacityEvents: number }> {
+  const { watch } = stack;
+  const submit = submitter(stack);
+  await stack.stopJournal();
+  const allSettled = watch.runSettled(opts.runId, opts.dispatches);
+  await pool(opts.dispatches, SUBMIT_WINDOW, async () => void (await submit(opts.runId, 0)));
+  await untilSettled(allSettled, watch, nats, `${opts.dispatches} dispatches to settle`);
+  if (watch.failure) throw new Error(watch.failure);
+  await stack.startJournal();
+  const backlog = await projectionBacklog(nats);
+  const t = performance.now();
+  const drained = await untilProjected(nats, 120_000);
+  if (drained === undefined) throw new Error('the restarted projection did not drain in 120 s');
+  return {
+    projectionEventsPerSec: Math.round(backlog / (since(t) / 1000)),
+    projectionCapacityEvents: backlog,
+  };
+}
+
+/**
+ * End-to-end dispatch of a no-op remote tool (answered by a NATS worker in the bench's process)
+ * through the gateway, evaluator, executor and journal: latency one at a time (and over HTTP),
+ * throughput, latency at half that throughput in an open loop, and the projection's fold rate.
+ */
+export async function benchDispatch(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { quick: boolean; http?: boolean; label?: string },
+): Promise<DispatchResult> {
+  const label = opts.label ?? '';
+  const latency = await benchLatency(stack, nats, {
+    samples: opts.quick ? 200 : 1000,
+    runId: `${label}latency`,
+    profile: `${label}latency`,
+  });
+  const http =
+    opts.http === false ? undefined : await benchHttp(stack, nats, opts.quick ? 100 : 300);
+  const tput = await benchThroughput(stack, nats, {
+    dispatches: opts.quick ? 3000 : 10_000,
+    runId: `${label}tput`,
+    drainWaitMs: opts.quick ? 5_000 : 60_000,
+    profile: `${label}throughput`,
+  });
+  const rssAfterThroughputMb = round(stack.rssMb(), 1);
+  const steadySeconds = opts.quick ? 5 : 20;
+  const steady = await benchSteady(stack, nats, {
+    ratePerSec: tput.throughputPerSec / 2,
+    seconds: steadySeconds,
+    runId: `${label}steady`,
+  });
+  await untilProjected(nats, 60_000);
+  const capacity = await benchProjectionCapacity(stack, nats, {
+    dispatches: opts.quick ? 1500 : 5000,
+    runId: `${label}capacity`,
+  });
   const last = await stack
     .api<{ events: { event: { type: string } }[] }>(ApiOperation.GetDispatch, {
-      dispatchId: lastId,
+      dispatchId: tput.lastDispatchId,
     })
     .catch(() => undefined);
   const deadLettered = (await nats.jsm.streams.info(nats.subjects.deadLetter.stream)).state
     .messages;
-
+  const { lastDispatchId: _, ...throughput } = tput;
   return {
-    p50Ms: round(percentile(latencies, 50)),
-    p99Ms: round(percentile(latencies, 99)),
-    throughputPerSec: Math.round(dispatches / (tputMs / 1000)),
-    journalAppendsPerDispatch: round(appended / dispatches),
+    p50Ms: latency.p50Ms,
+    p99Ms: latency.p99Ms,
     transport: 'nats',
-    tool: 'remote no-op (in-process NATS worker replying {ok:true,result:null})',
-    latencySamples,
-    httpP50Ms: round(percentile(httpTimes, 50)),
-    httpP99Ms: round(percentile(httpTimes, 99)),
-    httpSamples,
-    throughputDispatches: dispatches,
+    tool: 'remote no-op (NATS worker in the bench process replying {ok:true,result:null})',
+    warmupDispatches: WARMUP,
+    latencySamples: opts.quick ? 200 : 1000,
+    hopsP50Ms: latency.hopsP50Ms,
+    ...http,
+    ...throughput,
     submitWindow: SUBMIT_WINDOW,
-    journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
-    projectionPendingAtLastSettle: pendingAtLastSettle,
-    projectionCaughtUp: catchUpMs !== undefined,
-    ...(pendingAtLastSettle > 0 ? { projectionEventsPerSec: Math.round(foldedPerSec) } : {}),
-    ...(catchUpMs !== undefined
-      ? { projectionCatchUpMs: round(catchUpMs) }
-      : { projectionBacklog: backlog }),
+    ...steady,
+    ...capacity,
+    projectionKeepsUp: capacity.projectionEventsPerSec >= throughput.pipelineEventsPerSec,
     projectionVerified: last?.events.length === 4,
     deadLettered,
+    rssAfterThroughputMb,
   };
 }
 
@@ -468,7 +574,7 @@ export async function benchApprovals(
   opts: { quick: boolean },
 ): Promise<ApprovalsResult> {
   const { watch } = stack;
-  const warm = 10;
+  const warm = 30;
   const samples = opts.quick ? 50 : 300;
   const total = warm + samples;
   const runId = 'approvals';

@@ -8,13 +8,19 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
+import { BenchStack } from './bench-stack';
 import {
-  BenchStack,
   benchApprovals,
   benchDispatch,
+  benchLatency,
+  benchSteady,
+  benchThroughput,
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
+import { benchGrowth, type GrowthResult } from './growth';
+import { benchMemory, type MemoryResult } from './memory';
+import { benchTenants, type TenantsResult } from './tenants';
 import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
 import { benchScripts, type ScriptsResult } from './scripts';
@@ -30,8 +36,17 @@ interface Report {
   permissions?: { decisionsPerSec: number; shellMatchesPerSec: number };
   /** Policy what-if: recorded calls replayed through a candidate policy from the journal. */
   policy?: WhatIfResult;
-  dispatch?: DispatchResult & { throughputVsBound: number };
+  dispatch?: DispatchResult & {
+    throughputVsBound: number;
+    /** Dispatch p50 with 1,000,000 events in the journal stream ÷ with an empty one (see `growth`). */
+    p50GrowthAt1M?: number;
+    /** The five services as separate processes (the deploy shape), measured the same way. */
+    split?: SplitResult;
+  };
   approvals?: ApprovalsResult;
+  growth?: GrowthResult;
+  tenants?: TenantsResult;
+  memory?: MemoryResult;
   /** The sandbox's fields and the containers' (each set absent when it cannot run here). */
   executors?: Partial<ExecutorsResult & ContainersResult & ScriptsResult>;
   worktree?: {
@@ -43,6 +58,26 @@ interface Report {
   };
   startup?: StartupResult;
   run?: { mode: 'quick' | 'full'; totalSeconds: number; sectionSeconds: Record<string, number> };
+}
+
+/** `dispatch.split`: the same phases with each service in a process of its own. */
+interface SplitResult {
+  p50Ms: number;
+  p99Ms: number;
+  hopsP50Ms: DispatchResult['hopsP50Ms'];
+  latencySamples: number;
+  throughputPerSec: number;
+  throughputDispatches: number;
+  throughputVsBound: number;
+  cpuMsPerDispatch: number;
+  projectionCaughtUp: boolean;
+  projectionCatchUpMs?: number;
+  steadyP50Ms: number;
+  steadyP99Ms: number;
+  steadyOfferedPerSec: number;
+  steadySeconds: number;
+  /** Seconds until the five processes (from their sources) were all ready. */
+  startSeconds: number;
 }
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -73,6 +108,8 @@ function table(title: string, rows: [string, unknown][]): string {
 
 async function main(): Promise<Report> {
   const quick = process.argv.includes('--quick');
+  const only = onlySections();
+  const wanted = (name: string) => !only || only.has(name);
   const started = performance.now();
   const report: Report = {};
   const sectionSeconds: Record<string, number> = {};
@@ -97,46 +134,163 @@ async function main(): Promise<Report> {
     cpuModel: cpus[0]?.model.trim() ?? 'unknown',
   };
 
-  report.baseline = await section('baseline', () =>
-    benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick }),
-  );
+  if (wanted('baseline') || wanted('dispatch'))
+    report.baseline = await section('baseline', () =>
+      benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick }),
+    );
 
-  const schema = await useTestSchema('bench');
-  cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
-  const stack = await section('stack start', () => BenchStack.start(nats, schema));
-  let stackStopped = false;
-  const stopStack = async () => {
-    if (stackStopped) return;
-    stackStopped = true;
-    await stack.stop();
-  };
-  cleanups.push({ what: 'the in-process stack', run: stopStack });
+  if (['dispatch', 'approvals', 'tenants', 'memory', 'split'].some(wanted)) {
+    const schema = await useTestSchema('bench');
+    cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
+    const tenants = quick ? 200 : 1000;
+    const stack = await section('stack start', () =>
+      BenchStack.start(nats, schema, {
+        shape: 'all-in-one',
+        extraTenants: wanted('tenants') ? tenants : 0,
+      }),
+    );
+    let stackStopped = false;
+    const stopStack = async () => {
+      if (stackStopped) return;
+      stackStopped = true;
+      await stack.stop();
+    };
+    cleanups.push({ what: 'the in-process stack', run: stopStack });
 
-  const dispatch = await section('dispatch', () => benchDispatch(stack, nats, { quick }));
-  const bound = report.baseline.jetstreamAsyncPublishPerSec / dispatch.journalAppendsPerDispatch;
-  report.dispatch = { ...dispatch, throughputVsBound: round(dispatch.throughputPerSec / bound, 3) };
-  report.approvals = await section('approvals', () => benchApprovals(stack, nats, { quick }));
-  // CPU-bound sections run with the stack stopped, so its background work does not share the cores.
-  await stopStack();
+    let rssAfterMb: number | undefined;
+    if (wanted('dispatch') && report.baseline) {
+      const dispatch = await section('dispatch', () => benchDispatch(stack, nats, { quick }));
+      rssAfterMb = dispatch.rssAfterThroughputMb;
+      const bound =
+        report.baseline.jetstreamAsyncPublishPerSec / dispatch.journalAppendsPerDispatch;
+      report.dispatch = {
+        ...dispatch,
+        throughputVsBound: round(dispatch.throughputPerSec / bound, 3),
+      };
+    }
+    if (wanted('approvals'))
+      report.approvals = await section('approvals', () => benchApprovals(stack, nats, { quick }));
+    if (wanted('tenants'))
+      report.tenants = await section('tenants', () => benchTenants(stack, { tenants, quick }));
+    if (wanted('memory'))
+      report.memory = await section('memory', () =>
+        benchMemory(stack, nats, { quick, rssAfterMb: rssAfterMb ?? stack.rssMb() }),
+      );
+    // CPU-bound sections run with the stack stopped, so its background work does not share the cores.
+    await stopStack();
 
-  report.permissions = await section('permissions', () => benchPermissions({ quick }));
-  report.policy = await section('policy what-if', () =>
-    benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
-  );
-  report.worktree = await section('worktree', () => benchWorktree({ quick }));
-  report.startup = await section('startup', () => benchStartup(nats.prefix));
-  const executors = await section('executors', () => benchExecutors({ quick }));
-  if (executors) report.executors = executors;
-  const containers = await section('containers', () => benchContainers({ quick }));
-  if (containers) report.executors = { ...report.executors, ...containers };
-  const scripts = await section('scripts', () => benchScripts({ quick }));
-  report.executors = { ...report.executors, ...scripts };
+    if (wanted('split') && report.baseline) {
+      const baseline = report.baseline;
+      const split = await section('split', () => benchSplit(nats, schema, baseline, quick));
+      report.dispatch = { ...report.dispatch!, split };
+    }
+  }
+
+  if (wanted('growth')) {
+    report.growth = await section('growth', () => benchGrowth({ quick }));
+    if (report.dispatch) report.dispatch.p50GrowthAt1M = report.growth.p50GrowthAt1M;
+  }
+
+  if (wanted('permissions'))
+    report.permissions = await section('permissions', () => benchPermissions({ quick }));
+  if (wanted('policy'))
+    report.policy = await section('policy what-if', () =>
+      benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
+    );
+  if (wanted('worktree'))
+    report.worktree = await section('worktree', () => benchWorktree({ quick }));
+  if (wanted('startup')) report.startup = await section('startup', () => benchStartup(nats.prefix));
+  if (wanted('executors')) {
+    const executors = await section('executors', () => benchExecutors({ quick }));
+    if (executors) report.executors = executors;
+  }
+  if (wanted('containers')) {
+    const containers = await section('containers', () => benchContainers({ quick }));
+    if (containers) report.executors = { ...report.executors, ...containers };
+  }
+  if (wanted('scripts')) {
+    const scripts = await section('scripts', () => benchScripts({ quick }));
+    report.executors = { ...report.executors, ...scripts };
+  }
   report.run = {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
     sectionSeconds,
   };
   return report;
+}
+
+/**
+ * The deploy shape: the five services each in a process of its own (from their sources, as
+ * `npm run start:<service>` runs them), on the same broker, stream and schema as the all-in-one
+ * was (it is stopped first); latency, throughput and steady-load latency measured as for it.
+ */
+async function benchSplit(
+  nats: Awaited<ReturnType<typeof useTestNats>>,
+  schema: Awaited<ReturnType<typeof useTestSchema>>,
+  baseline: BaselineResult,
+  quick: boolean,
+): Promise<SplitResult> {
+  const profileDir = process.env.BENCH_PROFILE_DIR;
+  const t = performance.now();
+  const stack = await BenchStack.start(nats, schema, {
+    shape: 'split',
+    ...(profileDir
+      ? { env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}/split` } }
+      : {}),
+  });
+  const startSeconds = round(since(t) / 1000, 1);
+  try {
+    const latencySamples = quick ? 200 : 1000;
+    const latency = await benchLatency(stack, nats, {
+      samples: latencySamples,
+      runId: 'split-latency',
+    });
+    const tput = await benchThroughput(stack, nats, {
+      dispatches: quick ? 3000 : 10_000,
+      runId: 'split-tput',
+      drainWaitMs: quick ? 5_000 : 60_000,
+    });
+    const steady = await benchSteady(stack, nats, {
+      ratePerSec: tput.throughputPerSec / 2,
+      seconds: quick ? 5 : 20,
+      runId: 'split-steady',
+    });
+    const bound = baseline.jetstreamAsyncPublishPerSec / tput.journalAppendsPerDispatch;
+    return {
+      p50Ms: latency.p50Ms,
+      p99Ms: latency.p99Ms,
+      hopsP50Ms: latency.hopsP50Ms,
+      latencySamples,
+      throughputPerSec: tput.throughputPerSec,
+      throughputDispatches: tput.throughputDispatches,
+      throughputVsBound: round(tput.throughputPerSec / bound, 3),
+      cpuMsPerDispatch: tput.cpuMsPerDispatch,
+      projectionCaughtUp: tput.projectionCaughtUp,
+      ...(tput.projectionCatchUpMs !== undefined
+        ? { projectionCatchUpMs: tput.projectionCatchUpMs }
+        : {}),
+      steadyP50Ms: steady.steadyP50Ms,
+      steadyP99Ms: steady.steadyP99Ms,
+      steadyOfferedPerSec: steady.steadyOfferedPerSec,
+      steadySeconds: steady.steadySeconds,
+      startSeconds,
+    };
+  } finally {
+    await stack.stop();
+  }
+}
+
+/**
+ * `--only dispatch,approvals` (or `--only=…`) runs just those sections, for profiling and quick
+ * checks; a report from such a run is partial (the sections not run are absent, never faked).
+ */
+function onlySections(): Set<string> | undefined {
+  const i = process.argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+  if (i < 0) return undefined;
+  const arg = process.argv[i]!;
+  const list = arg.startsWith('--only=') ? arg.slice('--only='.length) : process.argv[i + 1];
+  return new Set((list ?? '').split(',').filter(Boolean));
 }
 
 function print(report: Report): void {
@@ -180,33 +334,102 @@ function print(report: Report): void {
     out.push(
       table(`dispatch: ${d.tool}, all services in one process`, [
         [
-          `latency over NATS p50 / p99 (${d.latencySamples} sequential)`,
+          `latency over NATS p50 / p99 (${d.latencySamples} sequential, after ${d.warmupDispatches})`,
           `${d.p50Ms} / ${d.p99Ms} ms`,
         ],
         [
-          `latency over HTTP p50 / p99 (${d.httpSamples} sequential)`,
-          `${d.httpP50Ms} / ${d.httpP99Ms} ms`,
+          'p50 per hop: submit→requested→decided→started→settled→reply',
+          Object.values(d.hopsP50Ms).join(' / ') + ' ms',
         ],
+        ...(d.httpP50Ms !== undefined
+          ? ([
+              [
+                `latency over HTTP p50 / p99 (${d.httpSamples} sequential)`,
+                `${d.httpP50Ms} / ${d.httpP99Ms} ms`,
+              ],
+            ] as [string, unknown][])
+          : []),
         [
           `throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`,
           `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
         ],
         ['journal appends per dispatch', d.journalAppendsPerDispatch],
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
+        ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
         [
-          'projection backlog at last settle / drained after',
-          `${d.projectionPendingAtLastSettle} events / ${d.projectionCaughtUp ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
+          `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
+          `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
         ],
         [
-          'projection fold rate while draining',
-          d.projectionEventsPerSec === undefined
-            ? 'n/a (no backlog)'
-            : `${d.projectionEventsPerSec} events/s`,
+          'projection backlog at last settle / drained after',
+          `${d.projectionPendingAtLastSettle} events / ${d.projectionCatchUpMs !== undefined ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
+        ],
+        [
+          'projection fold rate (backlog) vs pipeline events/s',
+          `${d.projectionEventsPerSec} vs ${d.pipelineEventsPerSec} events/s`,
         ],
         ['dead-lettered', d.deadLettered],
       ]),
     );
+    if (d.split)
+      out.push(
+        table('dispatch, the five services as separate processes', [
+          [`processes ready after`, `${d.split.startSeconds} s`],
+          [
+            `latency p50 / p99 (${d.split.latencySamples} sequential)`,
+            `${d.split.p50Ms} / ${d.split.p99Ms} ms`,
+          ],
+          ['p50 per hop', Object.values(d.split.hopsP50Ms).join(' / ') + ' ms'],
+          [
+            `throughput (${d.split.throughputDispatches})`,
+            `${d.split.throughputPerSec} dispatches/s (vs bound ${d.split.throughputVsBound})`,
+          ],
+          ['CPU per dispatch (all six processes)', `${d.split.cpuMsPerDispatch} ms`],
+          [
+            `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
+            `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
+          ],
+          [
+            'projection drained after last settle',
+            d.split.projectionCatchUpMs !== undefined
+              ? `${d.split.projectionCatchUpMs} ms`
+              : 'NOT drained',
+          ],
+        ]),
+      );
   }
+  const g = report.growth;
+  if (g)
+    out.push(
+      table(`history: ${g.events.toLocaleString('en-US')} events already in the journal stream`, [
+        ['dispatch p50 empty / full', `${g.p50EmptyMs} / ${g.p50FullMs} ms`],
+        ['dispatch p99 empty / full', `${g.p99EmptyMs} / ${g.p99FullMs} ms`],
+        ['p50 growth', g.p50GrowthAt1M],
+        ['fill / projection seed', `${g.fillSeconds} / ${g.seedSeconds} s`],
+      ]),
+    );
+  const t = report.tenants;
+  if (t)
+    out.push(
+      table(`${t.tenants} tenants, a ${t.policyRules}-rule policy each`, [
+        ['quiet p50 / p99', `${t.quietP50Ms} / ${t.quietP99Ms} ms`],
+        [
+          `reload storm (${t.reloadsPerSec} reloads/s) p50 / p99`,
+          `${t.stormP50Ms} / ${t.stormP99Ms} ms`,
+        ],
+      ]),
+    );
+  const mem = report.memory;
+  if (mem)
+    out.push(
+      table('memory', [
+        ['RSS after the throughput phase', `${mem.rssAfterMb} MiB`],
+        [
+          `growth over ${mem.growthDispatches.toLocaleString('en-US')} dispatches (RSS / heap)`,
+          `${mem.rssGrowthMbPer100k} / ${mem.heapUsedGrowthMbPer100k} MiB per 100k`,
+        ],
+      ]),
+    );
   if (a)
     out.push(
       table(`approvals (${a.samples} resolved one at a time)`, [

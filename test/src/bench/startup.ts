@@ -85,6 +85,7 @@ export async function benchStartup(prefix: string): Promise<StartupResult> {
       warmStartSeconds: round(warmStartSeconds, 2),
     };
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    // npm exits before the node under it has closed PGlite's files: retry while they go away.
+    await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   }
 }

@@ -88,6 +88,33 @@ describe('TokenAuth.authenticate', () => {
   });
 });
 
+describe('TokenAuth with many grants', () => {
+  const grants = Array.from({ length: 1000 }, (_, i) => ({
+    token: `tenant-token-${String(i).padStart(4, '0')}-0123456789`,
+    tenant: `t${i}`,
+    identity: `svc:t${i}`,
+    scopes: ['dispatch'] as Scope[],
+  }));
+  const many = new TokenAuth([
+    ...grants,
+    // The same token granted twice: the later grant wins, as before.
+    { ...grants[7]!, tenant: 'later', identity: 'svc:later' },
+  ]);
+
+  it("resolves every token to its own grant's principal", () => {
+    for (const [i, g] of grants.entries()) {
+      if (i === 7) continue;
+      expect(many.authenticate(`Bearer ${g.token}`)).toMatchObject({ tenant: `t${i}` });
+    }
+    expect(many.authenticate(`Bearer ${grants[7]!.token}`).tenant).toBe('later');
+  });
+
+  it('refuses a token that differs from a granted one in its last character', () => {
+    const near = `${grants[3]!.token.slice(0, -1)}X`;
+    expect(refusal(() => many.authenticate(`Bearer ${near}`)).code).toBe(ErrorCode.Unauthorized);
+  });
+});
+
 describe('TokenAuth.require', () => {
   const principal = (scopes: Scope[]): Principal => ({
     tenant: 'acme',

@@ -1,0 +1,283 @@
+import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { DeliverPolicy, jetstream, type ConsumerConfig } from '@nats-io/jetstream';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import { useTestNats, useTestSchema, type TestNats, type TestSchema } from '@toolgate/testing';
+import { BenchStack, TENANT } from './bench-stack';
+import { benchLatency, untilProjected } from './dispatch';
+import { percentile, round, since } from './stats';
+
+export interface GrowthResult {
+  /** Events in the journal stream before the second measurement (1,000,000; 100,000 quick). */
+  events: number;
+  /** Dispatch p50 on an empty journal stream, then with `events` already in it. */
+  p50EmptyMs: number;
+  p50FullMs: number;
+  p99EmptyMs: number;
+  p99FullMs: number;
+  /** `p50FullMs / p50EmptyMs` (goal ≤ 1.2). */
+  p50GrowthAt1M: number;
+  /** Sequential dispatches timed on each stream (in alternating blocks of 50). */
+  samples: number;
+  /** How long filling the stream (raw publishes) and the projection (SQL) took, seconds. */
+  fillSeconds: number;
+  seedSeconds: number;
+}
+
+/** The four events of one settled dispatch, as the services wrote them, to copy from. */
+interface Template {
+  dispatchId: string;
+  runId: string;
+  events: { type: string; subject: string; body: string; headers: MsgHdrs | undefined }[];
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A dispatch id of the fill (the format of `dispatchKey`: `d` and 40 hex digits). */
+function fillDispatchId(k: number): string {
+  return `d${createHash('sha256').update(`fill-${k}`).digest('hex').slice(0, 40)}`;
+}
+
+/** Dispatches per run in the fill. */
+const RUN_SIZE = 1000;
+
+/**
+ * Cost as history grows: dispatch latency with `events` in the journal stream against an empty
+ * one, each on a stream, schema and all-in-one of its own, measured in alternating blocks. The
+ * full one is made by a stack that runs a few dispatches and stops; its stream is then filled with raw publishes of the events of settled dispatches — copies of a real
+ * one (requested, decided, started, settled with the services' own bodies and headers), each with
+ * a dispatch id and run of its own — the projection is given the same history in SQL (audit rows,
+ * dispatch rows, run rows, as folding them would leave it), and every durable consumer is moved
+ * past the fill (as if the services had processed it); then it is started again. Everything a dispatch does that could slow down with history — direct
+ * gets by subject, once-per-dispatch expectations, filtered consumers, projection upserts and
+ * their indexes — runs against the full stream and tables.
+ */
+export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResult> {
+  const events = opts.quick ? 100_000 : 1_000_000;
+  const samples = opts.quick ? 200 : 600;
+  const opened: { cleanup(): Promise<void> }[] = [];
+  const stacks: BenchStack[] = [];
+  try {
+    const full = await useTestNats('bench-full');
+    opened.push(full);
+    const fullSchema = await useTestSchema('bench-full');
+    opened.push(fullSchema);
+    // A few real dispatches on the stream to be filled: the template, and the consumers' state.
+    const first = await BenchStack.start(full, fullSchema, { shape: 'all-in-one' });
+    try {
+      await benchLatency(first, full, { samples: 20, warmup: 0, runId: 'template' });
+      await untilProjected(full, 60_000);
+    } finally {
+      await first.stop();
+    }
+    const template = await readTemplate(full, 'template');
+    const t0 = performance.now();
+    const firstSeq = await fillStream(full, template, events / 4);
+    const fillSeconds = since(t0) / 1000;
+    const t1 = performance.now();
+    await seedProjection(fullSchema, template, events / 4, firstSeq);
+    const seedSeconds = since(t1) / 1000;
+    await moveConsumersPastFill(full);
+
+    const empty = await useTestNats('bench-empty');
+    opened.push(empty);
+    const emptySchema = await useTestSchema('bench-empty');
+    opened.push(emptySchema);
+    const onFull = await BenchStack.start(full, fullSchema, { shape: 'all-in-one' });
+    stacks.push(onFull);
+    const onEmpty = await BenchStack.start(empty, emptySchema, { shape: 'all-in-one' });
+    stacks.push(onEmpty);
+    // Both stacks in this process, measured in alternating blocks, so a change in the machine's
+    // load during the phase weighs on both alike.
+    const times = { empty: [] as number[], full: [] as number[] };
+    const block = 50;
+    const pair = [
+      ['empty', onEmpty, empty],
+      ['full', onFull, full],
+    ] as const;
+    for (let done = 0; done < samples; done += block) {
+      // ABBA order: neither stream always runs right after the other.
+      for (const [name, stack, nats] of (done / block) % 2 ? [...pair].reverse() : pair) {
+        const r = await benchLatency(stack, nats, {
+          samples: block,
+          warmup: done === 0 ? 300 : 0,
+          runId: `${name}-${done}`,
+          raw: true,
+        });
+        times[name].push(...r.raw!);
+      }
+    }
+    const p = (v: number[], q: number) => round(percentile(v, q));
+    return {
+      events,
+      p50EmptyMs: p(times.empty, 50),
+      p50FullMs: p(times.full, 50),
+      p99EmptyMs: p(times.empty, 99),
+      p99FullMs: p(times.full, 99),
+      p50GrowthAt1M: round(percentile(times.full, 50) / percentile(times.empty, 50), 3),
+      samples,
+      fillSeconds: round(fillSeconds, 1),
+      seedSeconds: round(seedSeconds, 1),
+    };
+  } finally {
+    for (const s of stacks.reverse()) await s.stop().catch(() => undefined);
+    for (const o of opened.reverse()) await o.cleanup().catch(() => undefined);
+  }
+}
+
+/** The journal events of the last dispatch of `runId`, read back from the stream. */
+async function readTemplate(nats: TestNats, runId: string): Promise<Template> {
+  const jsm = await jetstream(nats.nc).jetstreamManager();
+  const stream = nats.subjects.journal.stream;
+  const settled = await jsm.direct.getMessage(stream, {
+    last_by_subj: `${nats.subjects.prefix}.journal.${TENANT}.${runId}.*.settled`,
+  });
+  if (!settled) throw new Error(`no settled dispatch in run ${runId} to copy`);
+  const dispatchId = settled.subject.split('.').at(-2)!;
+  const events: Template['events'] = [];
+  for (const type of ['requested', 'decided', 'started', 'settled']) {
+    const subject = nats.subjects.journal.event(TENANT, runId, dispatchId, type as 'settled');
+    const msg = await jsm.direct.getMessage(stream, { last_by_subj: subject });
+    if (!msg) throw new Error(`dispatch ${dispatchId} has no ${type} to copy`);
+    events.push({ type, subject, body: decoder.decode(msg.data), headers: msg.header });
+  }
+  return { dispatchId, runId, events };
+}
+
+/**
+ * Publishes `dispatches` copies of the template's four events, in order, with no other publisher
+ * on the stream; returns the stream sequence of the first. Core publishes in windows with a flush
+ * between (the broker stores them as it reads them), checked against the stream's count at the end.
+ */
+async function fillStream(nats: TestNats, template: Template, dispatches: number): Promise<number> {
+  const stream = nats.subjects.journal.stream;
+  const before = (await nats.jsm.streams.info(stream)).state;
+  const firstSeq = before.last_seq + 1;
+  const window = 5000;
+  for (let k = 0; k < dispatches; k++) {
+    const dispatchId = fillDispatchId(k);
+    const runId = `fill-${Math.floor(k / RUN_SIZE)}`;
+    for (const e of template.events) {
+      const swap = (s: string) =>
+        s
+          .replaceAll(template.dispatchId, dispatchId)
+          .replaceAll(`"${template.runId}"`, `"${runId}"`);
+      const subject = e.subject
+        .replace(`.${template.runId}.`, `.${runId}.`)
+        .replace(template.dispatchId, dispatchId);
+      const h = natsHeaders();
+      for (const [key, values] of e.headers ?? []) {
+        if (key.startsWith('Nats-')) continue;
+        for (const v of values) h.append(key, swap(v));
+      }
+      nats.nc.publish(subject, encoder.encode(swap(e.body)), { headers: h });
+    }
+    if ((k + 1) % window === 0) await nats.nc.flush();
+  }
+  await nats.nc.flush();
+  // Wait for the broker to have stored everything it was sent.
+  const expected = before.messages + dispatches * 4;
+  for (let i = 0; ; i++) {
+    const state = (await nats.jsm.streams.info(stream)).state;
+    if (state.messages >= expected) {
+      if (state.last_seq !== firstSeq + dispatches * 4 - 1)
+        throw new Error(
+          `the fill was interleaved with other publishes (last seq ${state.last_seq})`,
+        );
+      return firstSeq;
+    }
+    if (i > 600) throw new Error(`the stream holds ${state.messages} of ${expected} messages`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Gives the projection the fill's history, as folding it would: one audit row per event at its
+ * stream sequence, a settled dispatch row per dispatch and a row per run — copied in SQL from
+ * the template dispatch's own rows, with the same ids as the stream's copies.
+ */
+async function seedProjection(
+  schema: TestSchema,
+  template: Template,
+  dispatches: number,
+  firstSeq: number,
+): Promise<void> {
+  const client = await schema.pool.connect();
+  const id = `'d' || left(encode(sha256(convert_to('fill-' || g, 'UTF8')), 'hex'), 40)`;
+  const run = `'fill-' || (g / ${RUN_SIZE})`;
+  const swap = (col: string) =>
+    `replace(replace(${col}, $1::text, ${id}), '"' || $2::text || '"', '"' || ${run} || '"')`;
+  try {
+    await client.query('begin');
+    await client.query(
+      `insert into audit_log (stream, seq, event_id, type, tenant, run_id, dispatch_id, at, event)
+       select a.stream, $3::bigint + g * 4 + k.n, ${swap('a.event_id')}, a.type, a.tenant,
+              ${run}, ${id}, a.at, ${swap('a.event::text')}::jsonb
+       from generate_series(0, $4::int - 1) g
+       cross join (values ('requested', 0), ('decided', 1), ('started', 2), ('settled', 3)) k(type, n)
+       join audit_log a on a.dispatch_id = $1::text and a.type = k.type`,
+      [template.dispatchId, template.runId, firstSeq, dispatches],
+    );
+    const columns = (
+      await client.query<{ column_name: string }>(
+        `select column_name from information_schema.columns
+         where table_schema = current_schema() and table_name = 'dispatches' order by ordinal_position`,
+      )
+    ).rows.map((r) => r.column_name);
+    const select = columns.map((c) =>
+      c === 'dispatch_id'
+        ? id
+        : c === 'run_id'
+          ? run
+          : c === 'last_seq'
+            ? `$3::bigint + g * 4 + 3`
+            : `d.${c}`,
+    );
+    await client.query(
+      `insert into dispatches (${columns.join(', ')})
+       select ${select.join(', ')}
+       from generate_series(0, $4::int - 1) g
+       join dispatches d on d.dispatch_id = $1::text and d.run_id = $2::text`,
+      [template.dispatchId, template.runId, firstSeq, dispatches],
+    );
+    await client.query(
+      `insert into runs (tenant, run_id, first_at, last_at, event_count, last_seq)
+       select r.tenant, 'fill-' || g, r.first_at, r.last_at, ${RUN_SIZE * 4},
+              $2::bigint + ((g + 1) * ${RUN_SIZE}) * 4 - 1
+       from generate_series(0, ($3::int - 1) / ${RUN_SIZE}) g
+       join runs r on r.run_id = $1::text`,
+      [template.runId, firstSeq, dispatches],
+    );
+    await client.query('commit');
+    await client.query('analyze');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Recreates every durable consumer of the journal stream to start after its last message, with its
+ * configuration otherwise unchanged: the services then start where they would be had they
+ * processed the fill (the evaluator does not decide copies of requests, the projection does not
+ * fold again what `seedProjection` wrote).
+ */
+async function moveConsumersPastFill(nats: TestNats): Promise<void> {
+  const stream = nats.subjects.journal.stream;
+  const { last_seq } = (await nats.jsm.streams.info(stream)).state;
+  const configs: ConsumerConfig[] = [];
+  for await (const ci of nats.jsm.consumers.list(stream)) {
+    if (ci.config.durable_name) configs.push(ci.config);
+  }
+  for (const config of configs) {
+    await nats.jsm.consumers.delete(stream, config.durable_name!);
+    await nats.jsm.consumers.add(stream, {
+      ...config,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: last_seq + 1,
+    });
+  }
+}
