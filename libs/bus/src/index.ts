@@ -20,6 +20,7 @@ export {
   RequestNotSentError,
   RequestTimeoutError,
 } from './inbox-requests';
+export { DirectGets, DirectGetError, type DirectMessage, type DirectQuery } from './direct-get';
 export {
   JournalPublisher,
   type AppendOptions,

@@ -1,5 +1,4 @@
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, type JetStreamManager } from '@nats-io/jetstream';
 import {
   ONCE_PER_DISPATCH,
   decodeJournalEvent,
@@ -10,6 +9,7 @@ import {
 } from '@toolgate/contracts';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { AckedPublisher } from './acked-publisher';
+import { DirectGets } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
 
 /** The result of appending one event. */
@@ -47,14 +47,15 @@ const encoder = new TextEncoder();
  * once-per-dispatch expectation, and the caller's trace context in its headers.
  */
 export class JournalPublisher {
-  private jsm: Promise<JetStreamManager> | undefined;
   private readonly acked: AckedPublisher;
+  private readonly direct: DirectGets;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
   ) {
     this.acked = new AckedPublisher(nc);
+    this.direct = new DirectGets(nc);
   }
 
   /**
@@ -112,9 +113,7 @@ export class JournalPublisher {
     key: string,
     type: T,
   ): Promise<StoredEvent<JournalEventOf<T>> | null> {
-    this.jsm ??= jetstream(this.nc).jetstreamManager(false);
-    const jsm = await this.jsm;
-    const msg = await jsm.direct.getMessage(this.subjects.journal.stream, {
+    const msg = await this.direct.get(this.subjects.journal.stream, {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     if (!msg) return null;
@@ -140,16 +139,15 @@ export class JournalPublisher {
     key: string,
     type: JournalEventType,
   ): Promise<{ seq: number; storedAt: Date } | null> {
-    this.jsm ??= jetstream(this.nc).jetstreamManager(false);
-    const jsm = await this.jsm;
-    const msg = await jsm.direct.getMessage(this.subjects.journal.stream, {
+    const msg = await this.direct.get(this.subjects.journal.stream, {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     return msg ? { seq: msg.seq, storedAt: msg.time } : null;
   }
 
-  /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated). */
+  /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */
   close(): void {
     this.acked.close();
+    this.direct.close();
   }
 }

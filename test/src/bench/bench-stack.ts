@@ -5,6 +5,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { connect, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
+import { InboxRequests } from '@toolgate/bus';
 import { ApiOperation, type ApiReply, type Subjects } from '@toolgate/contracts';
 import type { TokenGrant } from '@toolgate/gateway';
 import { startJournal } from '@toolgate/journal';
@@ -159,6 +160,8 @@ export interface BenchStackOptions {
  * tool answered by a worker on its own connection, and a client on the bench prefix.
  */
 export class BenchStack {
+  private requests: InboxRequests | undefined;
+
   private constructor(
     readonly shape: StackShape,
     private readonly all: AllInOne | undefined,
@@ -276,10 +279,13 @@ export class BenchStack {
   ): Promise<T> {
     const h = headers();
     h.set('Authorization', `Bearer ${token}`);
-    const msg = await this.nc.request(
+    // One inbox for every request (as the services' own clients do): `nc.request` allocates a
+    // timer and two errors per call, on the thread the all-in-one's services run on.
+    this.requests ??= new InboxRequests(this.nc);
+    const msg = await this.requests.request(
       this.subjects.api(operation),
       encoder.encode(JSON.stringify(body)),
-      { timeout, headers: h },
+      { timeoutMs: timeout, headers: h },
     );
     const reply = JSON.parse(decoder.decode(msg.data)) as ApiReply<T>;
     if (!reply.ok)
@@ -337,6 +343,7 @@ export class BenchStack {
 
   async stop(): Promise<void> {
     this.watch.close();
+    this.requests?.close();
     try {
       await this.all?.stop();
       await this.processes?.stop();

@@ -1,6 +1,12 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { jetstream, type JetStreamManager, type StoredMsg } from '@nats-io/jetstream';
-import { isJsApiError, JsApiCode } from '@toolgate/bus';
+import { jetstream, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  DirectGets,
+  isJsApiError,
+  JsApiCode,
+  type DirectMessage,
+  type DirectQuery,
+} from '@toolgate/bus';
 import type { Subjects } from '@toolgate/contracts';
 import { revisionExisted, type PolicyHistory } from './call-checks';
 
@@ -26,6 +32,7 @@ const CACHE_LIMIT = 10_000;
  */
 export class PolicyRevisions {
   private jsm: Promise<JetStreamManager> | undefined;
+  private readonly direct: DirectGets;
   private readonly cache = new Map<string, { history: PolicyHistory; readAtMs: number }>();
   private readonly stream: string;
   private readonly subjectPrefix: string;
@@ -36,6 +43,7 @@ export class PolicyRevisions {
     subjects: Subjects,
     private readonly now: () => number = Date.now,
   ) {
+    this.direct = new DirectGets(nc);
     this.stream = `KV_${subjects.policyBucket}`;
     this.subjectPrefix = `$KV.${subjects.policyBucket}.`;
   }
@@ -73,8 +81,7 @@ export class PolicyRevisions {
       }
     }
     const subject = this.subjectPrefix + tenant;
-    const get = (query: Parameters<JetStreamManager['direct']['getMessage']>[1]) =>
-      jsm.direct.getMessage(this.stream, query);
+    const get = (query: DirectQuery) => this.direct.get(this.stream, query);
     const [at, oldest, newest] = await Promise.all([
       revision > 0 ? get({ seq: revision }) : Promise.resolve(null),
       get({ seq: 1, next_by_subj: subject }),
@@ -93,7 +100,7 @@ export class PolicyRevisions {
 }
 
 /** A KV value, not a delete or purge marker (`KV-Operation: DEL|PURGE`). */
-function isValue(msg: StoredMsg): boolean {
+function isValue(msg: DirectMessage): boolean {
   const op = msg.header?.get('KV-Operation');
   return !op || op === 'PUT';
 }

@@ -1,0 +1,71 @@
+import { headers } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { useTestNats, type TestNats } from '@toolgate/testing';
+import { DirectGets } from './direct-get';
+import { ensureJournalStreams } from './journal-infrastructure';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+describe('DirectGets on a real JetStream server', () => {
+  let t: TestNats;
+  let direct: DirectGets;
+  const subject = (key: string, type: 'requested' | 'settled' = 'requested') =>
+    t.subjects.journal.event('acme', 'run1', key, type);
+
+  beforeAll(async () => {
+    t = await useTestNats('direct');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    direct = new DirectGets(t.nc, 500);
+  });
+  afterAll(async () => {
+    direct.close();
+    await t.cleanup();
+  });
+
+  it('reads the last message on a subject with its sequence, time, subject and headers', async () => {
+    const js = jetstream(t.nc);
+    const h = headers();
+    h.set('Toolgate-Test', 'yes');
+    await js.publish(subject('a'), encoder.encode('first'));
+    const before = Date.now();
+    const ack = await js.publish(subject('a'), encoder.encode('second'), { headers: h });
+    const msg = await direct.get(t.subjects.journal.stream, { last_by_subj: subject('a') });
+    expect(msg).not.toBeNull();
+    expect(decoder.decode(msg!.data)).toBe('second');
+    expect(msg!.seq).toBe(ack.seq);
+    expect(msg!.subject).toBe(subject('a'));
+    expect(msg!.header.get('Toolgate-Test')).toBe('yes');
+    expect(Math.abs(msg!.time.getTime() - before)).toBeLessThan(60_000);
+  });
+
+  it('reads by sequence, and the next message on a subject from a sequence', async () => {
+    const js = jetstream(t.nc);
+    const one = await js.publish(subject('b'), encoder.encode('b1'));
+    await js.publish(subject('c'), encoder.encode('c1'));
+    const two = await js.publish(subject('b'), encoder.encode('b2'));
+    const bySeq = await direct.get(t.subjects.journal.stream, { seq: one.seq });
+    expect(decoder.decode(bySeq!.data)).toBe('b1');
+    const next = await direct.get(t.subjects.journal.stream, {
+      seq: one.seq + 1,
+      next_by_subj: subject('b'),
+    });
+    expect(next!.seq).toBe(two.seq);
+  });
+
+  it('answers null for a subject with no message and a sequence past the end', async () => {
+    expect(
+      await direct.get(t.subjects.journal.stream, { last_by_subj: subject('none', 'settled') }),
+    ).toBeNull();
+    const { last_seq } = (await t.jsm.streams.info(t.subjects.journal.stream)).state;
+    expect(await direct.get(t.subjects.journal.stream, { seq: last_seq + 100 })).toBeNull();
+  });
+
+  it('fails, as the client does, on a stream that does not exist', async () => {
+    const err = await direct
+      .get(`${t.subjects.journal.stream}_missing`, { last_by_subj: subject('a') })
+      .catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(Error);
+    expect(['NoRespondersError', 'TimeoutError']).toContain((err as Error).name);
+  });
+});

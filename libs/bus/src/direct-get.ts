@@ -1,0 +1,81 @@
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import { InboxRequests } from './inbox-requests';
+
+/** How long a direct get waits for the broker (the JetStream manager's own default). */
+const DEFAULT_TIMEOUT_MS = 5000;
+
+/** A message read from a stream by a direct get. */
+export interface DirectMessage {
+  /** The subject it was stored on. */
+  subject: string;
+  seq: number;
+  /** When the broker stored it (the broker's clock). */
+  time: Date;
+  data: Uint8Array;
+  /** Its headers, with the broker's `Nats-*` ones. */
+  header: MsgHdrs;
+}
+
+/** What to read: the last message on a subject, or the message at (or, with a subject, after) a sequence. */
+export type DirectQuery = { last_by_subj: string } | { seq: number; next_by_subj?: string };
+
+const encoder = new TextEncoder();
+const EMPTY = new Uint8Array(0);
+
+/**
+ * A direct get that failed at the broker (other than "no message"): its status code and text, as
+ * the JetStream client reports them.
+ */
+export class DirectGetError extends Error {
+  override readonly name = 'JetStreamStatusError';
+  constructor(
+    readonly code: number,
+    description: string,
+  ) {
+    super(`direct get failed: ${code} ${description}`);
+  }
+}
+
+/**
+ * Direct gets (`$JS.API.DIRECT.GET.<stream>`), the wire protocol of the JetStream client's
+ * `jsm.direct.getMessage` — a last-by-subject read names the subject in the request subject, so
+ * subject permissions apply to it — with the replies taken over {@link InboxRequests} instead of
+ * `nc.request`. Every dispatch makes several of these reads (the recorded request, the settlement,
+ * the error streak); `nc.request` allocates a timer and two errors for each one (see
+ * `InboxRequests`). A message that is not there is `null`.
+ */
+export class DirectGets {
+  private readonly requests: InboxRequests;
+
+  constructor(
+    nc: NatsConnection,
+    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+  ) {
+    this.requests = new InboxRequests(nc);
+  }
+
+  async get(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
+    const last = 'last_by_subj' in query;
+    const msg = await this.requests.request(
+      last ? `$JS.API.DIRECT.GET.${stream}.${query.last_by_subj}` : `$JS.API.DIRECT.GET.${stream}`,
+      last ? EMPTY : encoder.encode(JSON.stringify(query)),
+      { timeoutMs: this.timeoutMs },
+    );
+    const header = msg.headers;
+    if (!header) throw new DirectGetError(0, 'the broker answered without headers');
+    if (header.code === 404) return null;
+    if (header.code !== 0) throw new DirectGetError(header.code, header.description);
+    return {
+      subject: header.last('Nats-Subject'),
+      seq: Number(header.last('Nats-Sequence')),
+      time: new Date(Date.parse(header.last('Nats-Time-Stamp'))),
+      data: msg.data,
+      header,
+    };
+  }
+
+  /** Fails the reads still waiting for their answer. */
+  close(): void {
+    this.requests.close();
+  }
+}
