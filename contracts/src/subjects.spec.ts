@@ -114,6 +114,17 @@ describe('createSubjects', () => {
     expect(s.journal.matching('*', '*')).toBe('tg.journal.*.*.>');
   });
 
+  it('reads the dispatch (or worktree) a journal subject names, with its tenant', () => {
+    const of = (tenant: string, run: string, key: string, type: string) =>
+      s.journal.keyOf(s.journal.event(tenant, run, key, type));
+    expect(of('acme', 'run1', 'd42', 'requested')).toBe('acme.d42');
+    // Every event of one dispatch shares its key, whatever its type; other keys and tenants differ.
+    expect(of('acme', 'run1', 'd42', 'settled')).toBe(of('acme', 'run1', 'd42', 'decided'));
+    expect(of('acme', 'run1', 'd43', 'settled')).not.toBe(of('acme', 'run1', 'd42', 'settled'));
+    expect(of('globex', 'run1', 'd42', 'settled')).not.toBe(of('acme', 'run1', 'd42', 'settled'));
+    expect(s.journal.keyOf('tg.deadletter.executor')).toBe('tg.deadletter.executor');
+  });
+
   it('builds the other subjects', () => {
     expect(s.deadLetter.forRole(ConsumerRole.Executor)).toBe('tg.deadletter.executor');
     expect(s.api(ApiOperation.SubmitDispatch)).toBe('tg.api.dispatch.submit');

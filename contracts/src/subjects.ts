@@ -120,6 +120,11 @@ export interface Subjects {
     ofTypeIn(type: string, tenant: string, runId: string | '*'): string;
     /** Every event of a tenant's run; `'*'` for any tenant or any run (`toolgate journal tail`). */
     matching(tenant: string | '*', runId: string | '*'): string;
+    /**
+     * The dispatch (or worktree) a journal subject names, as `<tenant>.<key>`: the unit whose
+     * events must be folded in stream order. The subject as given when it is not a journal one.
+     */
+    keyOf(subject: string): string;
   };
   /** Dead-lettered messages, one subject per consuming role. */
   readonly deadLetter: {
@@ -191,6 +196,11 @@ export function createSubjects(prefix: string): Subjects {
         `${p}.journal.${tenant === '*' ? '*' : tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.>`,
       ofTypeIn: (type: string, tenant: string, runId: string) =>
         `${p}.journal.${tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.*.${tok('event type', type)}`,
+      keyOf: (subject: string) => {
+        // <prefix>.journal.<tenant>.<runId>.<key>.<event>: tokens hold no dots.
+        const t = subject.split('.');
+        return t.length === 6 && t[1] === 'journal' ? `${t[2]}.${t[4]}` : subject;
+      },
     }),
     deadLetter: Object.freeze({
       stream: `${p}_deadletter`,

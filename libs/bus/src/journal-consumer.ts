@@ -110,6 +110,17 @@ export interface BatchHandling {
    * event into one per few dispatches, at the cost of that much staleness.
    */
   lingerMs?: number;
+  /**
+   * Runs applied at once (default 1). Messages are split into lanes by {@link laneKey}: one lane
+   * applies its runs one after another in stream order, lanes run side by side. Order is kept
+   * among the messages of one key, not across keys.
+   */
+  lanes?: number;
+  /**
+   * The key whose messages must be applied in stream order, from the message's subject (default:
+   * the whole subject). Only read when `lanes` > 1.
+   */
+  laneKey?(subject: string): string;
   /** Applies all or none of the batch; throwing falls back to one event at a time through `handle`. */
   handleBatch(entries: BatchEntry[]): Promise<void>;
 }
@@ -122,36 +133,52 @@ const FETCH_EXPIRES_MS = 1000;
 /** Pause after a failed pull (broker restarting, connection reconnecting) before the next one. */
 const PULL_RETRY_MS = 250;
 
+/** Messages waiting for a worker; with lanes, each lane's worker has a queue of its own. */
+interface Lane {
+  msgs: JsMsg[];
+  /** When the oldest message now queued was queued (performance.now()). */
+  oldestQueuedAt: number;
+  /** Ends the worker's linger early (set while it lingers). */
+  lingering: (() => void) | undefined;
+}
+
 /**
  * Runs a durable pull consumer: each message is parsed as a journal event and handed to `handle`,
  * then settled explicitly — ack on success, nak with backoff on failure, and on the last delivery
  * (or a payload that is not an event) a copy goes to the dead-letter stream, `onPoison` runs and the
  * message is terminated, so a poison message never loops. With `batch`, runs of queued events are
- * handed over together (one transaction for the journal's projection) when load allows.
+ * handed over together (one transaction for the journal's projection) when load allows, in lanes
+ * that apply side by side.
  */
 export function runJournalConsumer(
   options: JournalConsumerOptions & { batch?: BatchHandling },
 ): RunningConsumer {
-  const concurrency = options.batch ? 1 : Math.max(1, options.concurrency ?? 1);
+  const batch = options.batch;
+  const laneCount = batch ? Math.max(1, batch.lanes ?? 1) : 1;
+  const concurrency = batch ? laneCount : Math.max(1, options.concurrency ?? 1);
+  const maxBatch = batch?.maxBatch ?? 1;
+  const lingerMs = batch?.lingerMs ?? 0;
+  const laneKey = batch?.laneKey ?? ((subject: string) => subject);
+  const lanes: Lane[] = Array.from({ length: laneCount }, () => ({
+    msgs: [],
+    oldestQueuedAt: 0,
+    lingering: undefined,
+  }));
+  let queued = 0;
   // One at a time, a handler's messages are pulled only for free workers: a message pulled for a
   // busy replica would sit here while an idle one could run it, and outlive its ack wait. A batch
-  // handler pulls a batch's worth (queued messages are kept alive, see `keepQueuedAlive`).
+  // handler pulls up to a batch per lane ahead of its workers, so the next run is already here
+  // when a transaction commits (queued messages are kept alive, see `keepAlive`).
+  const pullLimit = batch ? Math.max(maxBatch, 16) * laneCount : concurrency;
   const pullSize = () =>
-    options.batch
-      ? Math.max(options.batch.maxBatch, 16)
-      : Math.max(1, concurrency - busy - queue.length);
-  const queue: JsMsg[] = [];
-  const idleWorkers: (() => void)[] = [];
+    batch ? Math.max(1, pullLimit - queued) : Math.max(1, concurrency - busy - queued);
+  /** Idle workers by lane (one shared lane without batches). */
+  const idleWorkers: (() => void)[][] = lanes.map(() => []);
   /** What the workers are handling now, in the order they took it. */
   const handlingNow = new Set<{ msgs: JsMsg[]; sinceMs: number }>();
   let busy = 0;
   let stopping = false;
   let fetcherWaiting: (() => void) | undefined;
-  const maxBatch = options.batch?.maxBatch ?? 1;
-  const lingerMs = options.batch?.lingerMs ?? 0;
-  /** When the oldest message now queued was queued (performance.now()). */
-  let oldestQueuedAt = 0;
-  let lingering: (() => void) | undefined;
   let keepAlive: NodeJS.Timeout | undefined;
   let markReady!: () => void;
   let failStart!: (err: unknown) => void;
@@ -166,10 +193,17 @@ export function runJournalConsumer(
   // A caller that never awaits `ready` must not turn a failed start into an unhandled rejection.
   ready.catch(() => undefined);
 
-  const wakeOneWorker = () => idleWorkers.shift()?.();
-  const endLinger = () => {
-    const wake = lingering;
-    lingering = undefined;
+  const laneOf = (msg: JsMsg): number => {
+    if (laneCount === 1) return 0;
+    const key = laneKey(msg.subject);
+    let h = 0;
+    for (let i = 0; i < key.length; i++) h = (Math.imul(h, 31) + key.charCodeAt(i)) | 0;
+    return (h >>> 0) % laneCount;
+  };
+  const wakeWorker = (lane: number) => idleWorkers[lane]!.shift()?.();
+  const endLinger = (lane: Lane) => {
+    const wake = lane.lingering;
+    lane.lingering = undefined;
     wake?.();
   };
   const wakeFetcher = () => {
@@ -177,19 +211,23 @@ export function runJournalConsumer(
     fetcherWaiting = undefined;
     wake?.();
   };
+  /** Whether the pull loop must wait before pulling again. */
+  const fetcherBlocked = () => (batch ? queued >= pullLimit : queued > 0 || busy >= concurrency);
 
-  // Workers take from a local queue that the pull loop fills without waiting for them, so a slow
+  // Workers take from local queues that the pull loop fills without waiting for them, so a slow
   // handler never stalls the pull's iterator (nats.js fails a pull whose heartbeats go unread). The
-  // next pull starts only once the queue is empty and a worker is free, and asks for no more
-  // messages than there are free workers, which bounds what is held.
-  const work = async (settlement: Settlement): Promise<void> => {
+  // next pull starts once there is room (a free worker; with batches, less than a batch per lane
+  // queued) and asks for no more messages than that, which bounds what is held.
+  const work = async (settlement: Settlement, index: number): Promise<void> => {
+    const laneIndex = batch ? index : 0;
+    const lane = lanes[laneIndex]!;
     for (;;) {
-      if (lingerMs > 0 && queue.length > 0 && queue.length < maxBatch && !stopping) {
-        const left = lingerMs - (performance.now() - oldestQueuedAt);
+      if (lingerMs > 0 && lane.msgs.length > 0 && lane.msgs.length < maxBatch && !stopping) {
+        const left = lingerMs - (performance.now() - lane.oldestQueuedAt);
         if (left > 0) {
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(endLinger, left);
-            lingering = () => {
+            const timer = setTimeout(() => endLinger(lane), left);
+            lane.lingering = () => {
               clearTimeout(timer);
               resolve();
             };
@@ -197,20 +235,22 @@ export function runJournalConsumer(
           continue;
         }
       }
-      const taken = queue.splice(0, maxBatch);
+      const taken = lane.msgs.splice(0, maxBatch);
+      queued -= taken.length;
       // What is left over has waited already: it goes in the next run without lingering again.
-      oldestQueuedAt = 0;
+      lane.oldestQueuedAt = 0;
       if (!taken.length) {
         if (stopping) return;
         wakeFetcher();
-        await new Promise<void>((resolve) => idleWorkers.push(resolve));
+        await new Promise<void>((resolve) => idleWorkers[laneIndex]!.push(resolve));
         continue;
       }
+      if (!fetcherBlocked()) wakeFetcher();
       busy++;
       const handling = { msgs: taken, sinceMs: Date.now() };
       handlingNow.add(handling);
       try {
-        if (options.batch && taken.length > 1) await processBatch(settlement, options.batch, taken);
+        if (batch && taken.length > 1) await processBatch(settlement, batch, taken);
         else await processOne(settlement, taken[0]!);
       } catch (err) {
         options.onError?.(err);
@@ -231,13 +271,13 @@ export function runJournalConsumer(
     const { config } = await consumer.info(true);
     const maxDeliver = config.max_deliver ?? -1;
     const settlement = { ...options, maxDeliver: maxDeliver > 0 ? maxDeliver : Infinity };
-    for (let i = 0; i < concurrency; i++) workers.push(work(settlement));
+    for (let i = 0; i < concurrency; i++) workers.push(work(settlement, i));
     // A message waiting here for a worker (a batch's tail, a message pulled as a worker was taken)
     // tells the broker it is in progress, so it is not redelivered to another replica meanwhile.
     const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
     keepAlive = setInterval(
       () => {
-        for (const msg of queue) msg.working();
+        for (const lane of lanes) for (const msg of lane.msgs) msg.working();
       },
       Math.max(100, Math.floor(ackWaitMs / 3)),
     );
@@ -245,24 +285,30 @@ export function runJournalConsumer(
     markReady();
     while (!stopping) {
       try {
-        const batch = await consumer.fetch({ max_messages: pullSize(), expires: FETCH_EXPIRES_MS });
-        for await (const msg of batch) {
+        const pulled = await consumer.fetch({
+          max_messages: pullSize(),
+          expires: FETCH_EXPIRES_MS,
+        });
+        for await (const msg of pulled) {
           if (stopping) {
             // Pulled after stop was asked for: hand it back at once for another replica.
             msg.nak();
             continue;
           }
-          if (!queue.length) oldestQueuedAt = performance.now();
-          queue.push(msg);
-          if (queue.length >= maxBatch) endLinger();
-          wakeOneWorker();
+          const index = laneOf(msg);
+          const lane = lanes[index]!;
+          if (!lane.msgs.length) lane.oldestQueuedAt = performance.now();
+          lane.msgs.push(msg);
+          queued++;
+          if (lane.msgs.length >= maxBatch) endLinger(lane);
+          wakeWorker(index);
         }
       } catch (err) {
         if (stopping) break;
         options.onError?.(err);
         await new Promise((resolve) => setTimeout(resolve, PULL_RETRY_MS));
       }
-      while (!stopping && (queue.length > 0 || busy >= concurrency)) {
+      while (!stopping && fetcherBlocked()) {
         await new Promise<void>((resolve) => (fetcherWaiting = resolve));
       }
     }
@@ -279,12 +325,12 @@ export function runJournalConsumer(
       ),
     async stop() {
       stopping = true;
-      endLinger();
+      for (const lane of lanes) endLinger(lane);
       wakeFetcher();
       await loop;
       // Messages already queued are still processed (they were pulled; handing them back would
       // only make another replica wait for them); idle workers are woken to see the stop.
-      while (idleWorkers.length) wakeOneWorker();
+      for (const [i, idle] of idleWorkers.entries()) while (idle.length) wakeWorker(i);
       await Promise.allSettled(workers);
       clearInterval(keepAlive);
     },

@@ -31,6 +31,10 @@ export interface JetStreamHandlerOptions {
   batch?: number;
   /** With `batch`: how long a run may wait for more events (see `BatchHandling.lingerMs`). */
   batchLingerMs?: number;
+  /** With `batch`: runs applied at once, in lanes by `laneKey` (see `BatchHandling.lanes`). */
+  batchLanes?: number;
+  /** With `batchLanes`: the key a message's lane is chosen by, from its subject. */
+  laneKey?(subject: string): string;
   ackWaitMs?: number;
   maxDeliver?: number;
   backoffMs?: number[];
@@ -117,6 +121,8 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
                 batch: {
                   maxBatch: settings.batch,
                   ...(settings.batchLingerMs ? { lingerMs: settings.batchLingerMs } : {}),
+                  ...(settings.batchLanes ? { lanes: settings.batchLanes } : {}),
+                  ...(settings.laneKey ? { laneKey: settings.laneKey } : {}),
                   handleBatch: (entries: BatchEntry[]) => invoke(entries),
                 },
               }

@@ -27,7 +27,18 @@ const Env = z.object({
    * projection's staleness under light load, traded for far fewer transactions.
    */
   JOURNAL_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(25),
+  /** Most events folded in one transaction. */
+  JOURNAL_BATCH_SIZE: z.coerce.number().int().min(1).max(2000).default(500),
+  /**
+   * Transactions folding at once: events are split by dispatch (or worktree) into lanes, each lane
+   * in stream order, so a dispatch's events are still folded in order. 1 with PGlite, which runs
+   * one transaction at a time.
+   */
+  JOURNAL_LANES: z.coerce.number().int().min(1).max(16).optional(),
 });
+
+/** Lanes against PostgreSQL by default: enough to overlap one transaction's commit with the next's work. */
+const DEFAULT_POSTGRES_LANES = 3;
 
 export type JournalConfig = NatsSettings &
   Readonly<{
@@ -41,6 +52,8 @@ export type JournalConfig = NatsSettings &
     ackWaitMs: number;
     batchLingerMs: number;
     metrics: MetricsSettings;
+    batchSize: number;
+    lanes: number;
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -58,5 +71,7 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     maxDeliver: e.JOURNAL_MAX_DELIVER,
     ackWaitMs: e.JOURNAL_ACK_WAIT_MS,
     batchLingerMs: e.JOURNAL_BATCH_LINGER_MS,
+    batchSize: e.JOURNAL_BATCH_SIZE,
+    lanes: e.JOURNAL_LANES ?? (e.DATABASE_URL ? DEFAULT_POSTGRES_LANES : 1),
   });
 }

@@ -9,6 +9,7 @@ import {
   startupStep,
   type RunningService,
 } from '@toolgate/service-kit';
+import { createSubjects } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
@@ -84,14 +85,18 @@ export async function startJournal(options: {
         module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
         transport: {
           role: 'journal',
-          // One at a time: events of a dispatch are folded in stream order.
+          // Runs of events in lanes by dispatch (or worktree): a dispatch's events are folded in
+          // stream order, different dispatches side by side.
           handlers: {
             '*': {
-              concurrency: 1,
-              batch: 128,
+              batch: config.batchSize,
               batchLingerMs: config.batchLingerMs,
+              batchLanes: config.lanes,
+              laneKey: createSubjects(config.prefix).journal.keyOf,
               maxDeliver: config.maxDeliver,
               ackWaitMs: config.ackWaitMs,
+              // A batch per lane folding and one pulled ahead for each.
+              maxAckPending: Math.max(1000, config.batchSize * config.lanes * 2),
             },
           },
         },

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { eventually } from '@toolgate/testing';
 import {
   dispatchFixture,
   sequenced,
@@ -214,6 +215,65 @@ describe('applyEvent (PostgreSQL)', () => {
       expect(await other.db.selectFrom('artifacts').selectAll().execute()).toMatchObject([
         { ref: 'patch-wt1', seq: 2 },
       ]);
+    } finally {
+      await other.cleanup();
+    }
+  });
+
+  it('folds lanes side by side: two batches meeting shared runs in opposite orders do not deadlock', async () => {
+    // Lanes fold different dispatches at once, but their runs' rows are shared. Batch X meets
+    // run-a then run-b, batch Y run-b then run-a. With run-a held elsewhere, X waits for it; Y
+    // must then wait for run-a too, not take run-b first (X would wait for run-b, Y for run-a).
+    const fixture = (name: string, runId: string) => dispatchFixture({ dispatchId: name, runId });
+    const setup = sequenced([
+      fixture('s-a', 'run-a').requested(0),
+      fixture('s-b', 'run-b').requested(0),
+    ]);
+    const lane = (name: string, order: string[]) =>
+      order.flatMap((runId) => {
+        const f = fixture(`${name}-${runId}`, runId);
+        return [f.requested(0), f.decided(1, 'allow')];
+      });
+    const all = sequenced([
+      ...setup.map((e) => e.event),
+      ...lane('x', ['run-a', 'run-b']),
+      ...lane('y', ['run-b', 'run-a']),
+    ]);
+    const x = all.filter((e) => e.event.dispatchId.startsWith('x-'));
+    const y = all.filter((e) => e.event.dispatchId.startsWith('y-'));
+    await t.db.transaction().execute((trx) => applyEvents(trx, all.slice(0, 2)));
+
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const holder = t.db.transaction().execute(async (trx) => {
+      await sql`select 1 from runs where run_id = 'run-a' for update`.execute(trx);
+      await released;
+    });
+    const waitingOnLocks = async () =>
+      Number(
+        (
+          await sql<{ n: string }>`select count(*) as n from pg_stat_activity
+            where wait_event_type = 'Lock' and query like '%insert into runs%'`.execute(t.db)
+        ).rows[0]!.n,
+      );
+    const folds = [x, y].map((batch) =>
+      t.db.transaction().execute((trx) => applyEvents(trx, batch)),
+    );
+    try {
+      await eventually(async () => ((await waitingOnLocks()) >= 2 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'both batches waiting on run rows',
+      });
+    } finally {
+      release();
+    }
+    await holder;
+    await Promise.all(folds);
+
+    const other = await useJournalDb('apply_lanes');
+    try {
+      for (const entry of all) await applyEvent(other.db, entry);
+      expect(await compareProjections(other.db, t.db)).toEqual([]);
     } finally {
       await other.cleanup();
     }

@@ -118,6 +118,8 @@ export async function applyEvents(
   );
   await insertArtifacts(trx, collected);
   // A script install is journaled under a run id of its own, not an agent's run: no run row.
+  // Last before the commit: a run's row is shared by every batch that touches the run, and its
+  // lock is held from here to the commit.
   await touchRuns(trx, runTouches(fresh.filter(({ event }) => event.type !== 'script-installed')));
   return fresh.length;
 }
@@ -176,7 +178,10 @@ function fold<S, E>(
   return { state: state!, lastSeq };
 }
 
-/** What the events add to each of their runs' rows: the same as touching it once per event. */
+/**
+ * What the events add to each of their runs' rows: the same as touching it once per event. In key
+ * order, so two batches folded at once lock the runs they share in the same order (no deadlock).
+ */
 function runTouches(entries: readonly JournalEntry[]): RunTouch[] {
   const runs = new Map<string, RunTouch>();
   for (const { event, seq } of entries) {
@@ -198,5 +203,5 @@ function runTouches(entries: readonly JournalEntry[]): RunTouch[] {
       run.lastSeq = Math.max(run.lastSeq, seq);
     }
   }
-  return [...runs.values()];
+  return [...runs.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }
