@@ -21,7 +21,6 @@ import { ApprovalTimeoutSweeper } from './service/approval-timeout-sweeper';
 import { serveQueries } from './service/query-responder';
 import { serveRebuild } from './service/rebuild-responder';
 import { foldWhatTheConsumerPassed } from './rebuild/startup-fold';
-import { createSubjects } from '@toolgate/contracts';
 
 /**
  * Starts the journal: migrations (under the migrator's lock), the projection consumer on every
