@@ -115,6 +115,33 @@ export interface PermissionChain {
 export interface RuleView {
   readonly deny: readonly RuleEntry[];
   readonly ask: readonly RuleEntry[];
+  /**
+   * Large layers of the shell tool's and the fetch tool's views, indexed by what their argv or
+   * domain rules name (see {@link RuleIndex}).
+   */
+  readonly denyIndex: RuleIndex | undefined;
+  readonly askIndex: RuleIndex | undefined;
+}
+
+/**
+ * A layer's rules (one view's) indexed by what a call must name for them to match: an argv rule
+ * only matches a command one of whose argvs starts with the first word of one of its patterns
+ * (`git **`, keyed `git`), or its first two when both are words (`git push **`, keyed `git`, NUL,
+ * `push`: a command's argv is filed under both), a domain rule only a fetch of a host one of its patterns holds (keyed
+ * `=host` for a host, `.suffix` for `*.suffix`). So a command of `git` and `ls` needs only the
+ * argv rules naming `git` or `ls`, and a fetch of `a.example` those naming `a.example` or
+ * `*.example`; with, always, the rules no key narrows down (wildcard-led patterns, `*`, address
+ * ranges, the layer's other rules). Positions are indexes into the view's list, ascending.
+ */
+export interface RuleIndex {
+  readonly always: readonly number[];
+  /** Those rules themselves. */
+  readonly alwaysRules: readonly RuleEntry[];
+  /**
+   * Key → the rules it names. Two keys that collide (a program whose name holds a NUL) only add
+   * rules to walk, never leave one out.
+   */
+  readonly byKey: ReadonlyMap<string, readonly number[]>;
 }
 
 /** Tool name → rule views indexed by risk-class bit position. Bounded by the evaluator. */

@@ -5,6 +5,7 @@ import {
   isPermissionChain,
   RISK_BIT,
   type PermissionChain,
+  type RuleIndex,
   type RuleEntry,
   type RuleView,
   type TableRuleEntry,
@@ -169,6 +170,8 @@ class Evaluation {
     readonly chain: PermissionChain,
     readonly tool: PermissionTool,
     readonly state: CallState,
+    /** Walk every rule of the chain, without the rule views and the program index (tests). */
+    readonly scan: boolean,
   ) {}
 }
 
@@ -189,6 +192,29 @@ export function evaluatePermission(
   input: unknown,
   context: EvaluationContext = EMPTY_CONTEXT,
 ): Promise<PermissionDecision> {
+  return evaluate(chain, tool, input, context, false);
+}
+
+/**
+ * {@link evaluatePermission} walking every rule in chain order, without the rule views and the
+ * program index: what the indexes must agree with (exported for tests).
+ */
+export function evaluatePermissionByScan(
+  chain: PermissionChain,
+  tool: PermissionTool,
+  input: unknown,
+  context: EvaluationContext = EMPTY_CONTEXT,
+): Promise<PermissionDecision> {
+  return evaluate(chain, tool, input, context, true);
+}
+
+function evaluate(
+  chain: PermissionChain,
+  tool: PermissionTool,
+  input: unknown,
+  context: EvaluationContext,
+  scan: boolean,
+): Promise<PermissionDecision> {
   let ev: Evaluation;
   let d: PermissionDecision | undefined;
   try {
@@ -203,7 +229,7 @@ export function evaluatePermission(
       input,
       context,
     );
-    ev = new Evaluation(chain, tool, state);
+    ev = new Evaluation(chain, tool, state, scan);
     if (chain.hooks.length > 0 || chain.canUseTool !== undefined)
       ev.hookContext = makeHookContext(chain, tool, effectiveRisk, state);
     d = runHooks(ev, 0);
@@ -399,10 +425,21 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
     const d = protectedDecision(chain, state, 'deny');
     if (d !== undefined) return d;
   }
-  const view = ruleView(chain, state.toolName, riskClass, state.riskBit);
+  const view = ev.scan
+    ? fullView(chain)
+    : ruleView(chain, state.toolName, riskClass, state.riskBit);
   let uncertain: RuleEntry | undefined;
   let uncertainWhy = '';
-  const deny = view.deny;
+  // A matchable command (every segment analysed) needs only the argv rules naming one of its
+  // programs, a fetch of a known host only the domain rules naming it: every other such rule would
+  // answer NO. Otherwise (a segment left unmatchable, no command, no host) they could answer
+  // UNKNOWN, so then every rule of the view is walked.
+  const keys =
+    view.denyIndex !== undefined || view.askIndex !== undefined ? indexKeys(state) : undefined;
+  const deny =
+    keys !== undefined && view.denyIndex !== undefined
+      ? narrow(view.deny, view.denyIndex, keys)
+      : view.deny;
   for (let r = 0; r < deny.length; r++) {
     const entry = deny[r]!;
     const m = matchEntry(entry, state);
@@ -470,7 +507,10 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
     const d = protectedDecision(chain, state, 'ask');
     if (d !== undefined) return d;
   }
-  const ask = view.ask;
+  const ask =
+    keys !== undefined && view.askIndex !== undefined
+      ? narrow(view.ask, view.askIndex, keys)
+      : view.ask;
   for (let r = 0; r < ask.length; r++) {
     const entry = ask[r]!;
     const m = matchEntry(entry, state);
@@ -620,7 +660,7 @@ function ruleView(
   riskBit: number,
 ): RuleView {
   const slot = RISK_SLOT.get(riskClass);
-  if (slot === undefined) return { deny: chain.deny, ask: chain.ask };
+  if (slot === undefined) return fullView(chain);
   const cache = chain.ruleViews;
   let views = cache.get(toolName);
   if (views === undefined) {
@@ -631,9 +671,141 @@ function ruleView(
   let view = views[slot];
   if (view === undefined) {
     const canMatch = (e: RuleEntry): boolean => ruleMayMatch(e, toolName, riskClass, riskBit);
-    view = views[slot] = { deny: chain.deny.filter(canMatch), ask: chain.ask.filter(canMatch) };
+    const deny = chain.deny.filter(canMatch);
+    const ask = chain.ask.filter(canMatch);
+    const indexed = toolName === SHELL_TOOL_NAME || toolName === FETCH_TOOL_NAME;
+    view = views[slot] = {
+      deny,
+      ask,
+      denyIndex: indexed ? ruleIndex(deny) : undefined,
+      askIndex: indexed ? ruleIndex(ask) : undefined,
+    };
   }
   return view;
+}
+
+/** The whole chain as one view, unindexed. */
+function fullView(chain: PermissionChain): RuleView {
+  return { deny: chain.deny, ask: chain.ask, denyIndex: undefined, askIndex: undefined };
+}
+
+/**
+ * Below this many argv and domain rules in a layer, walking them costs less than picking them
+ * out: the index is built for larger layers only.
+ */
+const RULE_INDEX_MIN_KEYED_RULES = 8;
+
+/**
+ * The keys each argv or domain rule is filed under (see {@link RuleIndex}); undefined for a rule
+ * no key narrows down. The shell tool's views only have argv rules of these two kinds, the fetch
+ * tool's only domain rules (see {@link ruleMayMatch}).
+ */
+function keysOfRule(entry: RuleEntry): Set<string> | undefined {
+  if (entry.kind !== 'rule') return undefined;
+  const keys = new Set<string>();
+  if (entry.argv !== undefined) {
+    for (const pattern of entry.argv) {
+      const first = pattern.tokens[0];
+      // `* …` or a bare `**`: any program.
+      if (first === undefined || first.kind !== 'literal') return undefined;
+      const second = pattern.tokens[1];
+      keys.add(second?.kind === 'literal' ? `${first.text}\0${second.text}` : first.text);
+    }
+    return keys;
+  }
+  if (entry.hosts !== undefined) {
+    for (const pattern of entry.hosts) {
+      if (pattern.exact !== undefined) keys.add(`=${pattern.exact}`);
+      else if (pattern.suffix !== undefined) keys.add(pattern.suffix);
+      else return undefined;
+    }
+    return keys;
+  }
+  return undefined;
+}
+
+/** A layer's rules by key (see {@link RuleIndex}); undefined when few rules have keys. */
+export function ruleIndex(
+  rules: readonly RuleEntry[],
+  minKeyedRules = RULE_INDEX_MIN_KEYED_RULES,
+): RuleIndex | undefined {
+  const always: number[] = [];
+  const byKey = new Map<string, number[]>();
+  let keyed = 0;
+  rules.forEach((entry, position) => {
+    const keys = keysOfRule(entry);
+    if (keys === undefined) {
+      always.push(position);
+      return;
+    }
+    keyed++;
+    for (const key of keys) {
+      const list = byKey.get(key);
+      if (list === undefined) byKey.set(key, [position]);
+      else list.push(position);
+    }
+  });
+  if (keyed < minKeyedRules) return undefined;
+  return { always, alwaysRules: always.map((position) => rules[position]!), byKey };
+}
+
+/**
+ * The keys of this call (see {@link RuleIndex}): the first word of every argv a command's segments
+ * are matched as and its first two words, or the fetched host and its dot-led suffixes (`a.b.example` → `=a.b.example`,
+ * `.b.example`, `.example`). Undefined when the call cannot be narrowed (see {@link runRules}).
+ */
+function indexKeys(state: CallState): string[] | undefined {
+  if (state.toolName === FETCH_TOOL_NAME) {
+    const host = state.host();
+    if (host === undefined) return undefined;
+    const keys = [`=${host}`];
+    for (let i = host.indexOf('.'); i >= 0; i = host.indexOf('.', i + 1)) keys.push(host.slice(i));
+    return keys;
+  }
+  const segments = state.shellSegments();
+  if (segments === undefined) return undefined;
+  const keys: string[] = [];
+  for (let s = 0; s < segments.length; s++) {
+    const seg = segments[s]!;
+    if (seg.unmatchable !== undefined) return undefined;
+    const candidates = seg.candidates;
+    for (let c = 0; c < candidates.length; c++) {
+      const argv = candidates[c]!;
+      const program = argv[0];
+      if (program === undefined) continue;
+      if (!keys.includes(program)) keys.push(program);
+      if (argv.length > 1) {
+        const subcommand = `${program}\0${argv[1]!}`;
+        if (!keys.includes(subcommand)) keys.push(subcommand);
+      }
+    }
+  }
+  return keys;
+}
+
+/** The rules of `rules` a call with these keys needs, in their order (see {@link RuleIndex}). */
+export function narrow(
+  rules: readonly RuleEntry[],
+  index: RuleIndex,
+  keys: readonly string[],
+): readonly RuleEntry[] {
+  let positions: number[] | undefined;
+  for (let k = 0; k < keys.length; k++) {
+    const named = index.byKey.get(keys[k]!);
+    if (named === undefined) continue;
+    if (positions === undefined) positions = index.always.concat(named);
+    else for (let i = 0; i < named.length; i++) positions.push(named[i]!);
+  }
+  if (positions === undefined) return index.alwaysRules;
+  positions.sort((a, b) => a - b);
+  const out: RuleEntry[] = [];
+  let last = -1;
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i]!;
+    if (position !== last) out.push(rules[position]!);
+    last = position;
+  }
+  return out;
 }
 
 /** False only when `entry` cannot match any call of this tool name and risk class (exported for tests). */
@@ -770,6 +942,8 @@ function advisoryMatches(chain: PermissionChain, state: CallState): readonly Adv
     if (rule.tools !== undefined && !rule.tools.has(state.toolName)) continue;
     if (rule.riskMask !== 0 && (rule.riskMask & state.riskBit) === 0) continue;
     hosts ??= hostsMentioned(state.input);
+    // Nearly every input names no host: then no rule can add a match.
+    if (hosts.length === 0) return NO_ADVISORY;
     for (const host of hosts) {
       if (rule.hosts !== undefined && matchHost(rule.hosts, host) !== undefined)
         out.push({ layer, host, rule: rule.description });

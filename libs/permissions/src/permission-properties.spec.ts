@@ -10,7 +10,7 @@ import {
   type ShellVerdict,
 } from './index';
 import { RISK_BIT } from './permission-chain';
-import { matchRuleAlone, ruleMayMatch } from './permission-evaluator';
+import { evaluatePermissionByScan, matchRuleAlone, ruleMayMatch } from './permission-evaluator';
 
 const RANK: Record<ShellVerdict, number> = { allow: 0, ask: 1, deny: 2 };
 
@@ -245,5 +245,147 @@ describe('rule index', () => {
       { numRuns: 2000 },
     );
     expect(leftOut).toBeGreaterThan(100);
+  });
+});
+
+describe('rule index (by tool, program and host) against walking every rule', () => {
+  const words = ['git', 'push', 'x'];
+  const argvPattern = fc.oneof(
+    fc
+      .tuple(fc.array(fc.constantFrom(...words, '*'), { minLength: 1, maxLength: 3 }), fc.boolean())
+      .map(([w, rest]) => [...w, ...(rest ? ['**'] : [])].join(' ')),
+    fc.constant('**'),
+  );
+  const hostPattern = fc.constantFrom(
+    'a.example',
+    '*.example',
+    'b.a.example',
+    '*.a.example',
+    'corp.test',
+    '*.corp.test',
+    '*',
+    '10.0.0.0/8',
+    '127.0.0.1',
+  );
+  const indexedRule: fc.Arbitrary<PermissionRule> = fc.oneof(
+    { arbitrary: fc.record({ tool: fc.constant('shell'), argv: argvPattern }), weight: 3 },
+    fc.record(
+      {
+        tool: fc.constant('shell'),
+        argv: fc.array(argvPattern, { minLength: 1, maxLength: 3 }),
+        risk: fc.subarray(risks, { minLength: 1 }),
+      },
+      { requiredKeys: ['argv'] },
+    ),
+    fc.record(
+      {
+        tool: fc.constantFrom('http_fetch', 'read_file'),
+        domains: fc.array(hostPattern, { minLength: 1, maxLength: 3 }),
+        risk: fc.subarray(risks, { minLength: 1 }),
+      },
+      { requiredKeys: ['domains'] },
+    ),
+    {
+      arbitrary: fc.record({ domains: fc.array(hostPattern, { minLength: 1, maxLength: 2 }) }),
+      weight: 2,
+    },
+    rule,
+  );
+  const bigLayer = fc.record({
+    deny: fc.array(indexedRule, { minLength: 16, maxLength: 40 }),
+    ask: fc.array(indexedRule, { minLength: 16, maxLength: 40 }),
+    expressions: fc.array(
+      fc.record({
+        when: fc.constantFrom('tool == "shell" && input.n > 1', 'risk == "network"', 'input.n > 2'),
+        effect: fc.constantFrom('deny', 'ask') as fc.Arbitrary<'deny' | 'ask'>,
+      }),
+      { maxLength: 3 },
+    ),
+  });
+  const command = fc.oneof(
+    fc
+      .array(
+        fc.tuple(
+          fc.array(
+            fc.oneof(
+              { arbitrary: fc.constantFrom(...words), weight: 4 },
+              fc.constantFrom('sudo', 'env', 'FOO=1', '>', 'out', '$(id)'),
+            ),
+            { minLength: 1, maxLength: 4 },
+          ),
+          fc.constantFrom('; ', ' && ', ' | '),
+        ),
+        { minLength: 1, maxLength: 3 },
+      )
+      .map((segments) =>
+        segments
+          .map(([w, sep]) => w.join(' ') + sep)
+          .join('')
+          .slice(0, -2),
+      ),
+    fc.constantFrom(
+      'bash -c "git push origin x"',
+      'xargs rm -rf',
+      'git -C x push',
+      "python -c 'x'",
+    ),
+  );
+  const url = fc.constantFrom(
+    'https://a.example/x',
+    'https://b.a.example',
+    'https://c.b.a.example:8443/p',
+    'http://corp.test',
+    'https://x.corp.test',
+    'https://10.1.2.3/',
+    'http://127.0.0.1',
+    'https://other.test',
+    'nope',
+    'ftp://a.example',
+  );
+  const call = fc.record({
+    tool: fc.record({
+      name: fc.constantFrom('shell', 'http_fetch', 'read_file', 'deploy'),
+      risk: fc.option(fc.constantFrom(...risks.filter((r) => r !== 'undeclared')), {
+        nil: undefined,
+      }),
+    }),
+    input: fc.record(
+      {
+        command,
+        url,
+        n: fc.integer({ min: 0, max: 3 }),
+        note: fc.constantFrom('see https://a.example/doc', 'plain'),
+      },
+      { requiredKeys: [] },
+    ),
+    taint: fc.option(fc.constantFrom('public', 'private') as fc.Arbitrary<'public'>, {
+      nil: undefined,
+    }),
+  });
+
+  it('gives the decision walking every rule in chain order gives, on random policies', async () => {
+    let indexedViews = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        bigLayer,
+        preset,
+        fc.array(call, { minLength: 1, maxLength: 6 }),
+        async (engine, p, calls) => {
+          const chain = compilePermissionChain(engine, p === undefined ? undefined : { preset: p });
+          for (const c of calls) {
+            const context = c.taint === undefined ? {} : { taint: c.taint };
+            const indexed = await evaluatePermission(chain, c.tool, c.input, context);
+            const scanned = await evaluatePermissionByScan(chain, c.tool, c.input, context);
+            expect(indexed).toEqual(scanned);
+          }
+          for (const views of chain.ruleViews.values())
+            for (const v of views)
+              if (v?.denyIndex !== undefined || v?.askIndex !== undefined) indexedViews++;
+        },
+      ),
+      { numRuns: 600 },
+    );
+    // The generator reaches the index, not only the short layers it leaves out.
+    expect(indexedViews).toBeGreaterThan(100);
   });
 });

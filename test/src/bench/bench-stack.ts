@@ -150,8 +150,10 @@ export interface BenchStackOptions {
   shape: StackShape;
   /** Extra tenants with a token each (`tenantToken(i)`), dispatch and admin scopes. */
   extraTenants?: number;
-  /** Environment added to every service (e.g. `NODE_OPTIONS` for profiles of a split stack). */
+  /** Environment added to every service. */
   env?: NodeJS.ProcessEnv;
+  /** Node options of every service of a split stack (`--cpu-prof` for its profiles). */
+  nodeArgs?: readonly string[];
 }
 
 /**
@@ -194,7 +196,11 @@ export class BenchStack {
       if (options.shape === 'all-in-one') {
         all = await startAllInOne({ ...loadAllInOneOptions(env), logger: false });
       } else {
-        processes = await startProcessStack({ env, readyTimeoutMs: 180_000 });
+        processes = await startProcessStack({
+          env,
+          readyTimeoutMs: 180_000,
+          ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+        });
       }
       // Without async traces (as the services connect): in the all-in-one the load generator and
       // the worker share this thread with the services, so their overhead is kept as small as a

@@ -88,6 +88,11 @@ export interface ProcessStackOptions {
   env: NodeJS.ProcessEnv;
   /** Additions and overrides per service. */
   envFor?: Partial<Record<ServiceName, NodeJS.ProcessEnv>>;
+  /**
+   * Options for node itself, before the service's entry (`--cpu-prof`, which NODE_OPTIONS does not
+   * accept).
+   */
+  nodeArgs?: readonly string[];
   /** Which services to run (default all five). */
   services?: readonly ServiceName[];
   /** Directory for `<service>.log` (default: a new temp dir). */
@@ -167,12 +172,19 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     const port = await freePort();
     services.set(
       name,
-      serviceProcess(name, port, code, path.join(logDir, `${name}.log`), {
-        ...base,
-        ...options.env,
-        ...options.envFor?.[name],
-        [PORT_VARIABLE[name]]: String(port),
-      }),
+      serviceProcess(
+        name,
+        port,
+        code,
+        path.join(logDir, `${name}.log`),
+        {
+          ...base,
+          ...options.env,
+          ...options.envFor?.[name],
+          [PORT_VARIABLE[name]]: String(port),
+        },
+        options.nodeArgs ?? [],
+      ),
     );
   }
   const stack: ProcessStack = {
@@ -210,6 +222,7 @@ function serviceProcess(
   code: ServiceCode,
   logFile: string,
   env: NodeJS.ProcessEnv,
+  nodeArgs: readonly string[],
 ): ServiceProcess {
   const command = serviceCommand(name, code);
   const entry = command[command.length - 1]!;
@@ -265,7 +278,7 @@ function serviceProcess(
         );
       log ??= createWriteStream(logFile, { flags: 'a' });
       log.write(`--- ${new Date().toISOString()} starting ${name} on port ${port}\n`);
-      const started = spawn(process.execPath, command, {
+      const started = spawn(process.execPath, [...nodeArgs, ...command], {
         cwd: REPO_ROOT,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
