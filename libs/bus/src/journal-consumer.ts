@@ -21,6 +21,12 @@ export interface DeliveryContext {
   lastAttempt: boolean;
   /** Tells the broker the handler is still working (extends the ack deadline). */
   working(): void;
+  /**
+   * Gives the message back for redelivery now (a nak without delay), without it counting as a
+   * failure: `handle` then resolves and the message is neither acked nor dead-lettered. For work
+   * abandoned on purpose (a stopping replica), which another replica is to pick up at once.
+   */
+  handBack(): void;
   msg: JsMsg;
 }
 
@@ -393,14 +399,24 @@ async function processOne(
     return;
   }
   await consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), async (span) => {
+    let handedBack = false;
     try {
       await options.handle(event, {
         deliveryCount,
         seq: msg.seq,
         lastAttempt,
         working: () => msg.working(),
+        handBack: () => {
+          if (handedBack) return;
+          handedBack = true;
+          msg.nak();
+        },
         msg,
       });
+      if (handedBack) {
+        settled(event.type, 'nak');
+        return;
+      }
       msg.ack();
       settled(event.type, 'ack');
     } catch (err) {
@@ -408,6 +424,11 @@ async function processOne(
       recordFailure(span, err);
       const wire = toWireError(err);
       span.setAttribute(Attr.ErrorCode, wire.code);
+      if (handedBack) {
+        // Given back already: another replica has it (never dead-lettered from here).
+        settled(event.type, 'nak');
+        return;
+      }
       if (lastAttempt) {
         await deadLetter(options, msg, event, {
           code: ErrorCode.PoisonMessage,

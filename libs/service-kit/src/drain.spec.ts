@@ -61,6 +61,54 @@ describe('drainWithin', () => {
   });
 });
 
+describe('drainWithin with work to abandon', () => {
+  it('abandons at the cap, then waits for the stop to end', async () => {
+    const steps: string[] = [];
+    let stopped!: () => void;
+    const ending = await drainWithin(
+      {
+        stop: () =>
+          new Promise<void>((resolve) => {
+            stopped = () => {
+              steps.push('stopped');
+              resolve();
+            };
+          }),
+        inFlight: () => [message('decided', 'd1', 0)],
+        abandon: async () => {
+          steps.push('abandon');
+          // The stop ends once its in-flight work is handed back.
+          setImmediate(stopped);
+        },
+      },
+      { capMs: 50, log: (l) => steps.push(l), now: () => NOW },
+    );
+    expect(ending).toBe('capped');
+    expect(steps.slice(1)).toEqual([
+      expect.stringMatching(
+        /^drain cap of 0.1 s reached with 1 in flight: decided of d1 .*stopping what still runs .*handed back and redelivered to another replica/,
+      ),
+      'abandon',
+      'stopped',
+    ]);
+  });
+
+  it('never abandons a stop that finishes within the cap', async () => {
+    let abandoned = false;
+    const ending = await drainWithin(
+      {
+        stop: async () => undefined,
+        abandon: async () => {
+          abandoned = true;
+        },
+      },
+      { capMs: 60_000, log: () => undefined },
+    );
+    expect(ending).toBe('drained');
+    expect(abandoned).toBe(false);
+  });
+});
+
 describe('loadDrainSettings', () => {
   it('defaults to 30 s and reads TOOLGATE_DRAIN_TIMEOUT_MS', () => {
     expect(loadDrainSettings({})).toEqual({ capMs: 30_000 });

@@ -6,13 +6,21 @@ import type { InFlightMessage } from '@toolgate/bus';
 export interface Drainable {
   stop(): Promise<void>;
   inFlight?(): InFlightMessage[];
+  /**
+   * Called when the drain cap is reached, while `stop` still waits: stops the work still running
+   * (the tool-executor kills its calls' process trees) and hands its messages back for redelivery
+   * without settling them. Resolves once nothing of that work runs any more.
+   */
+  abandon?(): Promise<void>;
 }
 
 const DrainEnv = z.object({
   /**
    * The longest a graceful stop waits for in-flight work (a remote call whose worker is gone waits
-   * for its deadline). Past it the process exits and the unfinished messages are redelivered to
-   * another replica after their ack wait. Keep it below the orchestrator's grace period.
+   * for its deadline). Past it what still runs is stopped (the tool-executor kills its calls'
+   * process trees, for at most ABANDON_WAIT_MS more), the unfinished messages are handed back for
+   * redelivery to another replica, and the process exits. Keep it, plus those 10 s, below the
+   * orchestrator's grace period.
    */
   TOOLGATE_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
 });
@@ -67,8 +75,16 @@ export interface DrainOptions {
 }
 
 /**
+ * The longest a capped drain waits for `abandon` to stop what still runs and for the stop to end
+ * after it (a Kubernetes Job's delete is an API call; a process tree's kill takes milliseconds).
+ */
+const ABANDON_WAIT_MS = 10_000;
+
+/**
  * Stops `service`, saying what it waits for at the start and every few seconds, and gives up after
  * `capMs`: `capped` means in-flight work was abandoned (its messages are redelivered elsewhere).
+ * At the cap the service's `abandon` stops what still runs — before its messages go back, so a
+ * redelivery never overlaps it — and the stop is given up to {@link ABANDON_WAIT_MS} to end.
  */
 export async function drainWithin(
   service: Drainable,
@@ -77,22 +93,47 @@ export async function drainWithin(
   const inFlight = () => describeInFlight(service.inFlight?.() ?? [], now());
   log(`draining (at most ${seconds(capMs)}): ${inFlight()}`);
   let cap: NodeJS.Timeout | undefined;
+  let abandonWait: NodeJS.Timeout | undefined;
   const report = setInterval(() => log(`still draining: ${inFlight()}`), reportEveryMs);
+  const stopped = service.stop();
   try {
-    return await Promise.race([
-      service.stop().then(() => 'drained' as const),
+    const ending = await Promise.race([
+      stopped.then(() => 'drained' as const),
       new Promise<'capped'>((resolve) => {
-        cap = setTimeout(() => {
-          log(
-            `drain cap of ${seconds(capMs)} reached with ${inFlight()}; exiting — ` +
-              'their messages are redelivered to another replica after their ack wait',
-          );
-          resolve('capped');
-        }, capMs);
+        cap = setTimeout(() => resolve('capped'), capMs);
       }),
     ]);
+    if (ending === 'drained') return ending;
+    if (!service.abandon) {
+      log(
+        `drain cap of ${seconds(capMs)} reached with ${inFlight()}; exiting — ` +
+          'their messages are redelivered to another replica after their ack wait',
+      );
+      return ending;
+    }
+    log(
+      `drain cap of ${seconds(capMs)} reached with ${inFlight()}; stopping what still runs — ` +
+        'their messages are handed back and redelivered to another replica',
+    );
+    const abandoned = await Promise.race([
+      service
+        .abandon()
+        .then(() => stopped)
+        .then(
+          () => true,
+          () => true,
+        ),
+      new Promise<false>((resolve) => {
+        abandonWait = setTimeout(() => resolve(false), ABANDON_WAIT_MS);
+      }),
+    ]);
+    if (!abandoned) log(`the abandoned work did not stop within ${seconds(ABANDON_WAIT_MS)}`);
+    return ending;
   } finally {
     clearInterval(report);
     clearTimeout(cap);
+    clearTimeout(abandonWait);
+    // A stop that fails after the cap is the abandoned work's (already reported).
+    stopped.catch(() => undefined);
   }
 }

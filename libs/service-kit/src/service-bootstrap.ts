@@ -47,6 +47,8 @@ export interface RunningService {
   stop(): Promise<void>;
   /** The journal messages its handlers are working on now (what a stop waits for). */
   inFlight(): InFlightMessage[];
+  /** Stops the work still running and hands it back, when a stop hits its cap (see `Drainable`). */
+  abandon?(): Promise<void>;
 }
 
 /**

@@ -260,4 +260,39 @@ describe('runTool', () => {
     // A long-lived caller signal (a consumer's) must not keep a listener per finished run.
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
+
+  it('with a stop grace, answers a cancel only once the tool has stopped', async () => {
+    const caller = new AbortController();
+    const steps: string[] = [];
+    const outcome = await runTool(
+      echo(async (_input, { signal }) => {
+        queueMicrotask(() => caller.abort());
+        await untilAborted(signal).catch(() => undefined);
+        // Cleaning up after the signal (a process tree being killed) takes a few turns.
+        for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+        steps.push('tool stopped');
+        return 'late';
+      }),
+      { n: 1 },
+      { ...ctx, signal: caller.signal },
+      { stopGraceMs: 60_000 },
+    );
+    steps.push('outcome');
+    expect(outcome).toMatchObject({ ok: false, error: { code: ErrorCode.Cancelled } });
+    expect(steps).toEqual(['tool stopped', 'outcome']);
+  });
+
+  it('with a stop grace, does not wait past it for a tool that ignores its signal', async () => {
+    const caller = new AbortController();
+    const outcome = await runTool(
+      echo(() => {
+        queueMicrotask(() => caller.abort());
+        return new Promise<never>(() => undefined);
+      }),
+      { n: 1 },
+      { ...ctx, signal: caller.signal },
+      { stopGraceMs: 20 },
+    );
+    expect(outcome).toMatchObject({ ok: false, error: { code: ErrorCode.Cancelled } });
+  });
 });

@@ -24,7 +24,15 @@ export async function runTool(
   def: ToolDef,
   rawInput: unknown,
   ctx: Omit<ToolContext, 'signal'> & { signal?: AbortSignal },
-  options: { timeoutMs?: number } = {},
+  options: {
+    timeoutMs?: number;
+    /**
+     * After a cancel or the deadline, how long the outcome waits for `execute` to return (it
+     * observes its signal: a shell kills its process tree), so a caller told the call ended knows
+     * the tool has stopped — unless it ignores its signal that long. Default 0: at once.
+     */
+    stopGraceMs?: number;
+  } = {},
 ): Promise<ToolRunOutcome> {
   const validated = await def.schema.validate(rawInput);
   if (!validated.ok) {
@@ -73,7 +81,16 @@ export async function runTool(
       ok: false as const,
       error: toolError(def.contract.name, err),
     }));
-    return await Promise.race([ran, stopped]);
+    const outcome = await Promise.race([ran, stopped]);
+    if (controller.signal.aborted && options.stopGraceMs) {
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ran,
+        new Promise<void>((resolve) => (grace = setTimeout(resolve, options.stopGraceMs))),
+      ]);
+      clearTimeout(grace);
+    }
+    return outcome;
   } finally {
     if (timer) clearTimeout(timer);
     ctx.signal?.removeEventListener('abort', onAbort);

@@ -57,6 +57,8 @@ export interface AllInOne {
   stop(): Promise<void>;
   /** The journal messages every service's handlers are working on now. */
   inFlight(): InFlightMessage[];
+  /** A stop past its drain cap: the executor's running calls are killed and handed back. */
+  abandon(): Promise<void>;
 }
 
 /**
@@ -164,6 +166,9 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
         [all.gateway, all.worktree, all.executor, all.evaluator, all.journal].flatMap((s) =>
           s.inFlight(),
         ),
+      abandon: async () => {
+        await all.executor.abandon?.();
+      },
       // Reads the fields at stop time: a test may have replaced a service (a simulated crash).
       stop: stopOnce(async () => {
         for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])

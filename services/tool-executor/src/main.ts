@@ -11,6 +11,7 @@ void runUntilSignalled('tool-executor', () =>
     const service = await startToolExecutor({ config, ...policy.decisions });
     return {
       inFlight: () => service.inFlight(),
+      abandon: () => service.abandon(),
       async stop() {
         await service.stop();
         await policy.close();

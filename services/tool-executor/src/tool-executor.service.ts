@@ -51,7 +51,9 @@ export interface ToolExecutorOptions {
 }
 
 /** Starts the tool-executor: builtins, remote executor, and its consumers on `decided` and `resolved`. */
-export async function startToolExecutor(options: ToolExecutorOptions): Promise<RunningService> {
+export async function startToolExecutor(
+  options: ToolExecutorOptions,
+): Promise<RunningService & { abandon(): Promise<void> }> {
   const { config } = options;
   const checkDomain: CheckDomain = (host) => {
     const call = callScope.getStore();
@@ -185,6 +187,8 @@ export async function startToolExecutor(options: ToolExecutorOptions): Promise<R
   const stop = service.stop;
   return {
     ...service,
+    // A stop past its drain cap: the calls still running are killed, then handed back unsettled.
+    abandon: () => service.app.get(ToolRunner).abandon(),
     stop: stopOnce(async () => {
       registry.stop();
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.

@@ -27,26 +27,36 @@ const decoder = new TextDecoder();
  * a transient `unavailable` error — the tool did not
  * start, so the runner may retry it. Every other failure is an outcome: once a worker may have the
  * request, trying again could run the tool twice.
+ *
+ * `signal` stops the wait for the reply (the outcome is its reason: `cancelled`, or `timeout` at
+ * the runner's deadline). The worker is not told: the bus protocol has no cancel message, so a
+ * worker's run goes on until its own handling of `deadlineMs` ends it.
  */
 export async function runRemoteTool(
   requests: InboxRequests,
   subjects: Subjects,
   request: RemoteToolRequest,
+  signal?: AbortSignal,
 ): Promise<ToolRunOutcome> {
   const { subject } = subjects.remoteTool(request.tenant, request.toolName);
   try {
+    signal?.throwIfAborted();
     // The worker joins the dispatch's trace: its request carries this span as `traceparent`.
     const reply = await producerSpan(
       subject,
       { [Attr.Tool]: request.toolName, [Attr.DispatchId]: request.dispatchId },
       () =>
-        requests.request(subject, encoder.encode(JSON.stringify(request)), {
-          timeoutMs: request.deadlineMs,
-          headers: injectTraceContext(natsHeaders()),
-        }),
+        untilAborted(
+          requests.request(subject, encoder.encode(JSON.stringify(request)), {
+            timeoutMs: request.deadlineMs,
+            headers: injectTraceContext(natsHeaders()),
+          }),
+          signal,
+        ),
     );
     return parseOutcome(reply.data);
   } catch (err) {
+    if (signal?.aborted) return abortedOutcome(request.toolName, signal);
     if (err instanceof NoRespondersError) {
       throw new ToolgateError(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`, {
         retryable: true,
@@ -67,6 +77,24 @@ export async function runRemoteTool(
     }
     return failure(ErrorCode.Unavailable, `remote call to ${request.toolName} failed`);
   }
+}
+
+/** `pending`, or the signal's reason as soon as it fires (the pending reply is then ignored). */
+function untilAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return pending;
+  pending.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** The outcome of a call whose wait was stopped: the signal's reason when it is a typed error. */
+function abortedOutcome(toolName: string, signal: AbortSignal): ToolRunOutcome {
+  const reason: unknown = signal.reason;
+  if (reason instanceof ToolgateError) return { ok: false, error: reason.toWire() };
+  return failure(ErrorCode.Cancelled, `${toolName} was cancelled`);
 }
 
 function parseOutcome(data: Uint8Array): ToolRunOutcome {

@@ -7,9 +7,14 @@ export class Slots {
     this.free = Math.max(1, size);
   }
 
-  async run<T>(task: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `task` in a slot. A `signal` that fires while the task waits for one takes it out of the
+   * queue: the call rejects with the signal's reason and the task never starts.
+   */
+  async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     if (this.free > 0) this.free--;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else await this.queue(signal);
     try {
       return await task();
     } finally {
@@ -17,5 +22,21 @@ export class Slots {
       if (next) next();
       else this.free++;
     }
+  }
+
+  private queue(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const granted = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const at = this.waiting.indexOf(granted);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(signal!.reason);
+      };
+      this.waiting.push(granted);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 }

@@ -30,7 +30,7 @@ import {
   type PendingCall,
 } from './pending-call';
 import { runRemoteTool } from './remote-executor';
-import type { CallExecutor } from './call-executor';
+import { STOP_GRACE_MS, type CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
 import { toolContext, type ServiceLog } from './tool-context';
 import { isTransient, retryDelayMs, settledError } from './retry-rule';
@@ -103,6 +103,16 @@ interface HeldClaim {
   deadlineAt: number;
 }
 
+/**
+ * A delivery this replica is handling, from its first moment to its settlement: its signal fires
+ * at the call's deadline (once claimed) or when the replica abandons it (a stop at its drain cap).
+ */
+interface Handling {
+  controller: AbortController;
+  /** Resolves when the delivery's handling has ended (settled, or handed back). */
+  done: Promise<void>;
+}
+
 /** The working directory, or why there is none (the call then settles with that error). */
 type CwdResult = { ok: true; cwd: string } | { ok: false; error: WireError };
 
@@ -133,6 +143,12 @@ export class ToolRunner {
   /** Set by `close()`: waits and retries give up, so a stop does not hang on them. */
   private closing = false;
 
+  /** Set by `abandon()`: what is handled now, or later, is stopped and handed back. */
+  private abandoning = false;
+
+  /** The deliveries being handled now. */
+  private readonly handling = new Set<Handling>();
+
   constructor(private readonly options: ToolRunnerOptions) {
     this.remote = new InboxRequests(options.nc);
     this.slots = new Slots(options.inprocessSlots);
@@ -141,6 +157,23 @@ export class ToolRunner {
   /** Stops waiting for other holders and retrying publishes (calls in flight still finish). */
   close(): void {
     this.closing = true;
+  }
+
+  /**
+   * Stops every call this replica is handling and gives its message back unsettled, for another
+   * replica to run: a stop that reached its drain cap. Each running tool is aborted — its process
+   * tree killed (subprocess, shell), its container killed and deleted (runc; a Job deleted), its
+   * script interrupted, its wait for a remote worker ended — and its message is handed back only
+   * once the executor has returned, i.e. once nothing of the tool runs here any more: the claim's
+   * takeover by the redelivery can never overlap it. A call that finished meanwhile settles as
+   * usual. Resolves when every delivery handled here has been settled or handed back.
+   */
+  async abandon(): Promise<void> {
+    this.closing = true;
+    this.abandoning = true;
+    const all = [...this.handling];
+    for (const handling of all) handling.controller.abort(abandonedReason());
+    await Promise.all(all.map((handling) => handling.done));
   }
 
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
@@ -202,7 +235,21 @@ export class ToolRunner {
     });
     // Observed now so a failure is never an unhandled rejection; it is rethrown where awaited.
     checks.catch(() => undefined);
+    if (this.abandoning) {
+      // Pulled before the stop, taken after it gave up: another replica runs it.
+      delivery.handBack();
+      return;
+    }
     const timeoutMs = call.tool.timeoutMs ?? this.options.defaultTimeoutMs;
+    const controller = new AbortController();
+    const { signal } = controller;
+    let handled!: () => void;
+    const handling: Handling = {
+      controller,
+      done: new Promise<void>((resolve) => (handled = resolve)),
+    };
+    this.handling.add(handling);
+    let deadline: NodeJS.Timeout | undefined;
     // From the first moment to the settlement — claim, waits, retries, the slot, the run — the
     // message is kept alive, so the broker redelivers it only if this replica is gone.
     const heartbeat = setInterval(() => delivery.working(), this.options.heartbeatMs);
@@ -210,7 +257,11 @@ export class ToolRunner {
       const handlingDeadline = Date.now() + timeoutMs;
       // An input its contract refuses runs nowhere (the check is the same on every replica): it
       // settles without a claim, and no `started` says otherwise.
-      const invalid = await this.checkInput(call, handlingDeadline);
+      const invalid = await this.checkInput(call, handlingDeadline, signal);
+      if (isAbandoned(signal)) {
+        delivery.handBack();
+        return;
+      }
       if (invalid) {
         await this.settle(call, delivery.deliveryCount, {
           outcome: 'error',
@@ -224,12 +275,24 @@ export class ToolRunner {
       const cwd =
         typeof call.isolation === 'object'
           ? checks.then((refusal) =>
-              refusal ? noCwd(refusal) : this.resolveCwd(call, handlingDeadline),
+              refusal ? noCwd(refusal) : this.resolveCwd(call, handlingDeadline, signal),
             )
-          : this.resolveCwd(call, handlingDeadline);
+          : this.resolveCwd(call, handlingDeadline, signal);
       cwd.catch(() => undefined);
-      const claim = await this.claim(call, source, delivery, cwd, timeoutMs);
+      const claim = await this.claim(call, source, delivery, cwd, timeoutMs, signal);
       if (!claim) return;
+      // The call's deadline stops it wherever it is — waiting for a slot, retrying, running — so
+      // it ends within its claim's lease, and another replica never takes over a live run.
+      deadline = setTimeout(
+        () =>
+          controller.abort(
+            new ToolgateError(
+              ErrorCode.Timeout,
+              `${call.tool.name} did not finish within ${timeoutMs} ms`,
+            ),
+          ),
+        Math.max(0, claim.deadlineAt - Date.now()),
+      );
       const refusal = await checks;
       if (refusal) {
         this.refuse(call, refusal);
@@ -258,7 +321,10 @@ export class ToolRunner {
         async (span) => {
           const where = await cwd;
           const result: ToolRunOutcome = where.ok
-            ? await this.runWithRetries(call, where.cwd, claim.deadlineAt)
+            ? stoppedAs(
+                await this.runWithRetries(call, where.cwd, claim.deadlineAt, signal),
+                signal,
+              )
             : { ok: false, error: where.error };
           span.setAttribute(Attr.Outcome, result.ok ? 'ok' : 'error');
           if (!result.ok) span.setAttribute(Attr.ErrorCode, result.error.code);
@@ -266,6 +332,13 @@ export class ToolRunner {
         },
       );
       const durationMs = Date.now() - started;
+      if (isAbandoned(signal) && !outcome.ok && outcome.error.code === ErrorCode.Cancelled) {
+        // Stopped by the abandon and nothing of it runs any more: not settled here; handed back,
+        // the redelivery takes the claim over and runs the call again (the at-least-once window
+        // of a crash, which the dispatch id keys). A call that finished meanwhile settles.
+        delivery.handBack();
+        return;
+      }
       this.ran(call, outcome.ok ? 'ok' : 'error', durationMs);
       await this.settle(call, delivery.deliveryCount, {
         outcome: outcome.ok ? 'ok' : 'error',
@@ -274,6 +347,9 @@ export class ToolRunner {
       });
     } finally {
       clearInterval(heartbeat);
+      clearTimeout(deadline);
+      this.handling.delete(handling);
+      handled();
     }
   }
 
@@ -287,6 +363,7 @@ export class ToolRunner {
     delivery: DeliveryContext,
     cwd: Promise<CwdResult>,
     timeoutMs: number,
+    signal: AbortSignal,
   ): Promise<HeldClaim | null> {
     const leaseMs = timeoutMs + this.options.claimGraceMs;
     const first = delivery.deliveryCount === 1;
@@ -314,13 +391,22 @@ export class ToolRunner {
       if (step.kind === 'wait') {
         if (!waited) this.report('waited');
         waited = true;
+        if (isAbandoned(signal)) {
+          delivery.handBack();
+          return null;
+        }
         if (this.closing) throw new Error('stopping while another replica holds the call');
         // Looked at again well before the lease ends, to ack as soon as the holder settles.
         const pause = Math.min(Math.max(step.untilMs - Date.now(), 0), this.options.heartbeatMs);
-        await sleep(pause);
+        await sleep(pause, signal);
         continue;
       }
       const where = await cwd;
+      if (isAbandoned(signal)) {
+        // Not claimed yet: nothing to stop, and the redelivery claims as a first holder would.
+        delivery.handBack();
+        return null;
+      }
       const appended = await this.appendClaim(
         journalEvent({
           type: 'started',
@@ -421,35 +507,56 @@ export class ToolRunner {
    * The input checked against the call's contract: null when it may run, else the (permanent)
    * error to settle with. A contract that cannot be read right now is retried within `deadlineAt`.
    */
-  private async checkInput(call: PendingCall, deadlineAt: number): Promise<WireError | null> {
+  private async checkInput(
+    call: PendingCall,
+    deadlineAt: number,
+    signal: AbortSignal,
+  ): Promise<WireError | null> {
     const check = this.options.checkInput;
     if (!check) return null;
-    const checked = await this.retryTransient(async () => {
-      const refused = await check(call);
-      if (refused && !refused.ok && isRetryableCode(refused.error.code))
-        throw new ToolgateError(refused.error.code, refused.error.message, { retryable: true });
-      return refused;
-    }, deadlineAt);
+    const checked = await this.retryTransient(
+      async () => {
+        const refused = await check(call);
+        if (refused && !refused.ok && isRetryableCode(refused.error.code))
+          throw new ToolgateError(refused.error.code, refused.error.message, { retryable: true });
+        return refused;
+      },
+      deadlineAt,
+      signal,
+    );
     if (!checked.ok) return checked.error;
     const refused = checked.value;
     return refused && !refused.ok ? settledError(refused.error, { retryable: false }) : null;
   }
 
   /** The call's working directory, retrying a transient failure within `deadlineAt`. */
-  private async resolveCwd(call: PendingCall, deadlineAt: number): Promise<CwdResult> {
-    const resolved = await this.retryTransient(() => this.options.resolveCwd(call), deadlineAt);
+  private async resolveCwd(
+    call: PendingCall,
+    deadlineAt: number,
+    signal: AbortSignal,
+  ): Promise<CwdResult> {
+    const resolved = await this.retryTransient(
+      () => this.options.resolveCwd(call),
+      deadlineAt,
+      signal,
+    );
     return resolved.ok ? { ok: true, cwd: resolved.value } : resolved;
   }
 
-  /** Runs the call, retrying a failure from before the tool could start within `deadlineAt`. */
+  /**
+   * Runs the call, retrying a failure from before the tool could start within `deadlineAt`;
+   * `signal` stops it (the outcome is then its reason, or the executor's `cancelled`).
+   */
   private async runWithRetries(
     call: PendingCall,
     cwd: string,
     deadlineAt: number,
+    signal: AbortSignal,
   ): Promise<ToolRunOutcome> {
     const ran = await this.retryTransient(
-      () => this.runCall(call, cwd, Math.max(1, deadlineAt - Date.now())),
+      () => this.runCall(call, cwd, deadlineAt, signal),
       deadlineAt,
+      signal,
     );
     // A failure it threw is the executor's (marked with its kind); an outcome is the tool's own,
     // passed on as the tool returned it (its code says its kind).
@@ -463,11 +570,15 @@ export class ToolRunner {
   private async retryTransient<T>(
     attempt: () => Promise<T>,
     deadlineAt: number,
+    signal: AbortSignal,
   ): Promise<{ ok: true; value: T } | { ok: false; error: WireError }> {
     for (let attempts = 1; ; attempts++) {
       try {
+        signal.throwIfAborted();
         return { ok: true, value: await attempt() };
       } catch (err) {
+        // Stopped (the deadline, an abandon): not a failure to retry, whatever it threw.
+        if (signal.aborted) return { ok: false, error: abortedError(signal) };
         const wire = toWireError(err);
         if (!isTransient(err))
           return { ok: false, error: settledError(wire, { retryable: false }) };
@@ -484,7 +595,7 @@ export class ToolRunner {
             }),
           };
         }
-        await sleep(delay);
+        await sleep(delay, signal);
       }
     }
   }
@@ -496,8 +607,11 @@ export class ToolRunner {
   private async runCall(
     call: PendingCall,
     cwd: string,
-    timeoutMs: number,
+    deadlineAt: number,
+    signal: AbortSignal,
   ): Promise<ToolRunOutcome> {
+    // What is left of the deadline when the tool starts (a slot may have been waited for).
+    const left = () => Math.max(1, deadlineAt - Date.now());
     switch (call.tool.executor) {
       case 'inprocess': {
         const def = this.options.builtins.get(call.tool.name);
@@ -514,29 +628,45 @@ export class ToolRunner {
           };
         }
         // The ack deadline is kept alive by the heartbeat while the call waits for a slot.
-        return await this.slots.run(() =>
-          callScope.run(call, () =>
-            runTool(def, call.input, toolContext(call, cwd, this.options.log), { timeoutMs }),
-          ),
+        return await this.slots.run(
+          () =>
+            callScope.run(call, () =>
+              runTool(def, call.input, toolContext(call, cwd, this.options.log, signal), {
+                timeoutMs: left(),
+                stopGraceMs: STOP_GRACE_MS,
+              }),
+            ),
+          signal,
         );
       }
       case 'remote':
-        return await runRemoteTool(this.remote, this.options.subjects, {
-          dispatchId: call.dispatchId,
-          tenant: call.tenant,
-          runId: call.runId,
-          toolName: call.tool.name,
-          contractHash: call.tool.contractHash,
-          input: call.input,
-          agent: call.agent,
-          isolation: call.isolation,
-          cwd,
-          deadlineMs: timeoutMs,
-        });
+        return await runRemoteTool(
+          this.remote,
+          this.options.subjects,
+          {
+            dispatchId: call.dispatchId,
+            tenant: call.tenant,
+            runId: call.runId,
+            toolName: call.tool.name,
+            contractHash: call.tool.contractHash,
+            input: call.input,
+            agent: call.agent,
+            isolation: call.isolation,
+            cwd,
+            deadlineMs: left(),
+          },
+          signal,
+        );
       default: {
         const executor = this.options.executors?.[call.tool.executor];
         // Local processes load this machine like builtins do: they share the builtins' slots.
-        if (executor) return await this.slots.run(() => executor.run(call, { cwd, timeoutMs }));
+        // An executor resolves only once nothing of its call runs any more (see `CallExecutor`).
+        if (executor) {
+          return await this.slots.run(
+            () => executor.run(call, { cwd, timeoutMs: left(), signal }),
+            signal,
+          );
+        }
         return {
           ok: false,
           error: settledError(
@@ -675,6 +805,48 @@ type SettledFields = {
   durationMs: number;
 };
 
+/** Why an abandoned call was stopped (a stop at its drain cap). */
+class Abandoned extends ToolgateError {
+  constructor() {
+    super(
+      ErrorCode.Cancelled,
+      'the executor is stopping: the call is handed back to run elsewhere',
+      {
+        retryable: true,
+      },
+    );
+  }
+}
+
+function abandonedReason(): Abandoned {
+  return new Abandoned();
+}
+
+/** Whether `signal` fired because the replica abandoned its call (a reason made in this process). */
+function isAbandoned(signal: AbortSignal): boolean {
+  return signal.aborted && signal.reason instanceof Abandoned;
+}
+
+/** The error a stopped call ends with: the signal's reason (the deadline's `timeout`, …). */
+function abortedError(signal: AbortSignal): WireError {
+  const reason: unknown = signal.reason;
+  return reason instanceof ToolgateError
+    ? reason.toWire()
+    : { code: ErrorCode.Cancelled, message: 'the call was cancelled' };
+}
+
+/**
+ * The outcome of a run the runner's signal stopped, as the signal's reason says: an executor
+ * reports a stop it did not ask for as `cancelled`, which at the call's deadline is a `timeout`
+ * (its details, e.g. the output's tails, kept). Any other outcome is the tool's own.
+ */
+function stoppedAs(outcome: ToolRunOutcome, signal: AbortSignal): ToolRunOutcome {
+  if (outcome.ok || !signal.aborted || outcome.error.code !== ErrorCode.Cancelled) return outcome;
+  const reason = abortedError(signal);
+  if (reason.code === ErrorCode.Cancelled) return outcome;
+  return { ok: false, error: { ...outcome.error, code: reason.code, message: reason.message } };
+}
+
 /** No working directory for a refused call: nothing will run in it. */
 function noCwd(refusal: Refusal): CwdResult {
   return { ok: false, error: { code: ErrorCode.Denied, message: `refused (${refusal})` } };
@@ -685,6 +857,16 @@ function storedAtMs(delivery: DeliveryContext): number {
   return Number(BigInt(delivery.msg.info.timestampNanos) / 1_000_000n);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` fires (the caller looks at it after). */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -11,6 +11,7 @@ import { checkScript, type ScriptEngine, type ScriptLimits } from '@toolgate/scr
 import { runTool, tool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
 import {
   failedOutcome,
+  STOP_GRACE_MS,
   type CallExecutor,
   type CallRun,
   type FailedOutcome,
@@ -63,7 +64,9 @@ export class ScriptExecutor implements CallExecutor {
       const compiled = await this.compile(call);
       if ('ok' in compiled) return compiled;
       const ctx = toolContext(call, cwd, this.options.log, signal);
-      return await callScope.run(call, () => runTool(compiled.def, call.input, ctx, { timeoutMs }));
+      return await callScope.run(call, () =>
+        runTool(compiled.def, call.input, ctx, { timeoutMs, stopGraceMs: STOP_GRACE_MS }),
+      );
     } catch (err) {
       return { ok: false, error: toWireError(err) };
     }

@@ -1,0 +1,248 @@
+/**
+ * A running call is stopped — its whole process tree, not just the process the executor started —
+ * at its deadline and when its replica's stop gives up at the drain cap, with real NATS, real
+ * bubblewrap and real runc. The tool forks a grandchild in a session of its own (out of reach of a
+ * process-group kill) that appends to a marker file every 50 ms; what is left of it is read from
+ * /proc. An abandoned call is handed back unsettled and runs again on another replica, which never
+ * sees the first run's grandchild still writing.
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { JournalPublisher } from '@toolgate/bus';
+import type { RegisteredTool, SettledEvent, ToolRef } from '@toolgate/contracts';
+import { ToolRegistry } from '@toolgate/registry';
+import { drainWithin } from '@toolgate/service-kit';
+import { eventually, makeBusyboxImage, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  dispatch,
+  journalCounts,
+  sleep,
+  startReplica,
+  TENANT,
+  type Replica,
+} from '../../test/executor-harness';
+
+/**
+ * The tool: on its first run for a marker it starts the grandchild (setsid: a session and process
+ * group of its own) and sleeps; on a later run it reports whether the marker still grows.
+ */
+const STOPPER =
+  'm=$1; ' +
+  'if [ -e "$m.started" ]; then ' +
+  's1=$(wc -c < "$m"); sleep 0.4; s2=$(wc -c < "$m"); ' +
+  'printf \'{"before":%d,"after":%d}\' "$s1" "$s2"; exit 0; fi; ' +
+  'touch "$m.started"; ' +
+  'setsid sh -c \'while :; do echo x >> "$0"; sleep 0.05; done\' "$m" & ' +
+  'sleep 600';
+
+const PARAMS = {
+  type: 'object',
+  properties: { name: { type: 'string' } },
+  required: ['name'],
+};
+
+let t: TestNats;
+let publisher: JournalPublisher;
+let registry: ToolRegistry;
+let work: string;
+let images: string;
+let runcState: string;
+const replicas: Replica[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  t = await useTestNats('callstop');
+  publisher = new JournalPublisher(t.nc, t.subjects);
+  registry = await ToolRegistry.open(t.nc, t.subjects);
+  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-')));
+  images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-images-'));
+  runcState = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-runc-'));
+  await makeBusyboxImage(images, 'tools/busybox:1');
+});
+
+afterEach(async () => {
+  await Promise.all(replicas.splice(0).map((r) => r.stop()));
+});
+
+afterAll(async () => {
+  registry?.stop();
+  await t?.cleanup();
+  for (const dir of [work, images, runcState])
+    if (dir) await fs.rm(dir, { recursive: true, force: true });
+});
+
+/** A replica serving subprocess tools (and runc containers) in `work`, with a 1 s ack wait. */
+async function replica(env: Record<string, string> = {}): Promise<Replica> {
+  const started = await startReplica(
+    t,
+    {
+      EXECUTOR_CONTAINER: 'runc',
+      EXECUTOR_CONTAINER_IMAGES: images,
+      EXECUTOR_CONTAINER_STATE_DIR: runcState,
+      ...env,
+    },
+    work,
+  );
+  replicas.push(started);
+  return started;
+}
+
+/** Registers the stopper tool for `executor` and returns its reference as a dispatch records it. */
+async function stopperTool(
+  executor: 'subprocess' | 'container',
+  timeoutMs?: number,
+): Promise<ToolRef> {
+  const name = `stopper_${executor}_${++n}`;
+  const tool: RegisteredTool = {
+    name,
+    description: 'Starts a grandchild that writes a marker, then sleeps.',
+    parameters: PARAMS,
+    policy: {
+      executor,
+      risk: 'write',
+      needsApproval: false,
+      command: { argv: ['/bin/sh', '-c', STOPPER, name, { input: 'name' }] },
+      ...(executor === 'container' ? { container: { image: 'tools/busybox:1' } } : {}),
+    },
+  };
+  // The registry learns which executors are served from the replicas' announcements.
+  const view = await eventually(() => registry.register(TENANT, tool).catch(() => undefined), {
+    timeoutMs: 10_000,
+    what: `${name} to register`,
+  });
+  return {
+    name,
+    contractHash: view.contractHash,
+    needsApproval: false,
+    executor,
+    risk: 'write',
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  };
+}
+
+/**
+ * The host processes of a call: those whose environment carries its dispatch id (the tool, its
+ * children, the grandchild's `sleep`s) or whose command line names its marker (bubblewrap, the
+ * shells). Zombies have neither and are not counted: they run nothing.
+ */
+async function processesOf(dispatchId: string, marker: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const [cmdline, environ] = await Promise.all([
+      fs.readFile(`/proc/${pid}/cmdline`, 'latin1').catch(() => ''),
+      fs.readFile(`/proc/${pid}/environ`, 'latin1').catch(() => ''),
+    ]);
+    const env = environ.split('\0');
+    if (cmdline.split('\0').includes(marker) || env.includes(`TOOLGATE_DISPATCH_ID=${dispatchId}`))
+      found.push(`${pid} ${cmdline.replace(/\0/g, ' ').slice(0, 80)}`);
+  }
+  return found;
+}
+
+const markerSize = (marker: string) =>
+  fs.stat(path.join(work, marker)).then(
+    (s) => s.size,
+    () => -1,
+  );
+
+/** Waits until the marker has grown past `bytes` (the grandchild is running). */
+async function markerGrowing(marker: string, bytes = 20): Promise<void> {
+  await eventually(async () => ((await markerSize(marker)) > bytes ? true : undefined), {
+    timeoutMs: 20_000,
+    what: `${marker} to grow`,
+  });
+}
+
+/** Whether the marker stays the same size over a few of the grandchild's 50 ms periods. */
+async function markerStill(marker: string): Promise<{ before: number; after: number }> {
+  const before = await markerSize(marker);
+  await sleep(400);
+  return { before, after: await markerSize(marker) };
+}
+
+async function settledOf(run: string, dispatchId: string): Promise<SettledEvent> {
+  return eventually(async () => (await publisher.last(TENANT, run, dispatchId, 'settled'))?.event, {
+    timeoutMs: 30_000,
+    intervalMs: 50,
+    what: `${dispatchId} settled`,
+  });
+}
+
+const drainCapped = (r: Replica) => drainWithin(r, { capMs: 300, log: () => undefined });
+
+describe.each(['subprocess', 'container'] as const)('a %s call', (executor) => {
+  it('is killed with its whole tree at the drain cap, handed back unsettled, and runs once more elsewhere', async () => {
+    const run = `run-drain-${executor}`;
+    const id = `${run}-d1`;
+    const marker = `marker-${id}`;
+    const stopping = await replica();
+    const ref = await stopperTool(executor);
+    await dispatch(publisher, run, id, ref, { name: marker });
+    await markerGrowing(marker);
+    // The tool and its grandchild (in a session of its own) at least.
+    expect((await processesOf(id, marker)).length).toBeGreaterThanOrEqual(2);
+
+    // Another replica is up before the stop: the handed-back message goes to it at once.
+    await replica();
+    expect(await drainCapped(stopping)).toBe('capped');
+    // The stop returned: nothing of the tree is left, and the marker no longer grows.
+    expect(await processesOf(id, marker)).toEqual([]);
+    const still = await markerStill(marker);
+    expect(still.after).toBe(still.before);
+
+    // The second run (on the other replica) saw the marker stand still from its start: the
+    // first run's tree was dead before the message was handed back.
+    const settled = await settledOf(run, id);
+    expect(settled).toMatchObject({ outcome: 'ok', attempt: 2 });
+    const { before, after } = settled.result as { before: number; after: number };
+    expect(after).toBe(before);
+    // Settled once, by the second delivery; two claims: the abandoned one and the takeover.
+    expect(await journalCounts(t, run, id)).toMatchObject({ started: 2, settled: 1 });
+  }, 90_000);
+
+  it('is killed with its whole tree at its deadline, and settles timeout', async () => {
+    const run = `run-deadline-${executor}`;
+    const id = `${run}-d1`;
+    const marker = `marker-${id}`;
+    await replica();
+    await dispatch(publisher, run, id, await stopperTool(executor, 2_000), { name: marker });
+    await markerGrowing(marker);
+    expect((await processesOf(id, marker)).length).toBeGreaterThanOrEqual(2);
+
+    const settled = await settledOf(run, id);
+    expect(settled).toMatchObject({ outcome: 'error', error: { code: 'timeout' } });
+    // Settled only once nothing of it runs any more.
+    expect(await processesOf(id, marker)).toEqual([]);
+    const still = await markerStill(marker);
+    expect(still.after).toBe(still.before);
+  }, 90_000);
+});
+
+it('a call waiting for a slot past its deadline settles timeout without ever starting', async () => {
+  const run = 'run-slot';
+  const holder = `${run}-holder`;
+  const waiter = `${run}-waiter`;
+  // One slot: the holder's tool takes it for its whole (long) deadline.
+  const stopping = await replica({ EXECUTOR_INPROCESS_CONCURRENCY: '1' });
+  await dispatch(publisher, run, holder, await stopperTool('subprocess', 60_000), {
+    name: `marker-${holder}`,
+  });
+  await markerGrowing(`marker-${holder}`);
+  await dispatch(publisher, run, waiter, await stopperTool('subprocess', 1_500), {
+    name: `marker-${waiter}`,
+  });
+
+  const settled = await settledOf(run, waiter);
+  expect(settled).toMatchObject({
+    outcome: 'error',
+    error: { code: 'timeout', message: expect.stringMatching(/did not finish within 1500 ms/) },
+  });
+  // Its tool never ran: it would have created its marker's `.started` first thing.
+  await expect(fs.access(path.join(work, `marker-${waiter}.started`))).rejects.toThrow();
+  expect(await publisher.last(TENANT, run, holder, 'settled')).toBeNull();
+  // The holder is still running; the stop's cap kills it.
+  expect(await drainCapped(stopping)).toBe('capped');
+  expect(await processesOf(holder, `marker-${holder}`)).toEqual([]);
+}, 90_000);
