@@ -195,7 +195,10 @@ describe.each(['subprocess', 'container'] as const)('a %s call', (executor) => {
     // The second run (on the other replica) saw the marker stand still from its start: the
     // first run's tree was dead before the message was handed back.
     const settled = await settledOf(run, id);
-    expect(settled).toMatchObject({ outcome: 'ok', attempt: 2 });
+    expect(settled.outcome).toBe('ok');
+    // A later delivery than the first (the stopping replica's last pull may hand it back once
+    // more on its way out: 3).
+    expect(settled.attempt).toBeGreaterThanOrEqual(2);
     const { before, after } = settled.result as { before: number; after: number };
     expect(after).toBe(before);
     // Settled once, by the second delivery; two claims: the abandoned one and the takeover.
