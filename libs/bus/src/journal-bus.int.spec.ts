@@ -582,3 +582,50 @@ describe('a batch consumer folding in lanes', () => {
     expect(mostAtOnce).toBe(2);
   });
 });
+
+describe('a message its handler hands back', () => {
+  let t: TestNats;
+  let publisher: JournalPublisher;
+
+  beforeAll(async () => {
+    t = await useTestNats('handback');
+    await ensureJournalStreams(t.jsm, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects);
+  });
+  afterAll(() => t.cleanup());
+
+  it('is redelivered at once, not after its ack wait, and never dead-lettered on its last delivery', async () => {
+    const deliveries: number[] = [];
+    const poisoned: PoisonReport[] = [];
+    const { running } = await startConsumer(
+      t,
+      // An ack wait far beyond the test's patience: a redelivery can only come from the hand-back.
+      { role: 'executor', eventType: 'requested', maxDeliver: 2, ackWaitMs: 120_000 },
+      {
+        backoffMs: [60_000],
+        async handle(_event, delivery) {
+          deliveries.push(delivery.deliveryCount);
+          delivery.handBack();
+          // Failing after the hand-back changes nothing: the message is another replica's now.
+          if (delivery.lastAttempt) throw new Error('stopping');
+        },
+        async onPoison(report) {
+          poisoned.push(report);
+        },
+      },
+    );
+    try {
+      await publisher.append(requested('handed-back'));
+      await eventually(() => (deliveries.length === 2 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'the redelivery',
+      });
+      expect(deliveries).toEqual([1, 2]);
+    } finally {
+      await running.stop();
+    }
+    expect(poisoned).toEqual([]);
+    const dead = await t.jsm.streams.info(t.subjects.deadLetter.stream);
+    expect(dead.state.messages).toBe(0);
+  });
+});

@@ -17,6 +17,8 @@ import { eventually, makeBusyboxImage, useTestNats, type TestNats } from '@toolg
 import {
   dispatch,
   journalCounts,
+  registerRemoteTool,
+  serveCountingTool,
   sleep,
   startReplica,
   TENANT,
@@ -182,13 +184,19 @@ describe.each(['subprocess', 'container'] as const)('a %s call', (executor) => {
     await dispatch(publisher, run, id, ref, { name: marker });
     await markerGrowing(marker);
     // The tool and its grandchild (in a session of its own) at least.
-    expect((await processesOf(id, marker)).length).toBeGreaterThanOrEqual(2);
+    const tree = await processesOf(id, marker);
+    expect(tree.length).toBeGreaterThanOrEqual(2);
 
     // Another replica is up before the stop: the handed-back message goes to it at once.
     await replica();
     expect(await drainCapped(stopping)).toBe('capped');
-    // The stop returned: nothing of the tree is left, and the marker no longer grows.
-    expect(await processesOf(id, marker)).toEqual([]);
+    // The stop returned: nothing of the tree is left, and the marker no longer grows. (The
+    // second run, on the other replica, may have started already: its processes are not the
+    // first run's — none of those seen before, nor the grandchild's loop or the tool's sleep.)
+    const left = await processesOf(id, marker);
+    expect(
+      left.filter((p) => tree.includes(p) || p.includes('while :') || p.includes('sleep 600')),
+    ).toEqual([]);
     const still = await markerStill(marker);
     expect(still.after).toBe(still.before);
 
@@ -248,4 +256,27 @@ it('a call waiting for a slot past its deadline settles timeout without ever sta
   // The holder is still running; the stop's cap kills it.
   expect(await drainCapped(stopping)).toBe('capped');
   expect(await processesOf(holder, `marker-${holder}`)).toEqual([]);
+}, 90_000);
+
+it('a remote call at the drain cap stops waiting, is handed back unsettled and sent once more', async () => {
+  const run = 'run-remote';
+  const id = `${run}-d1`;
+  // The first request is never answered (a worker still at it); the second one is.
+  const worker = serveCountingTool(t, publisher, 'remote_stopper', (_input, execution) =>
+    execution === 1 ? undefined : { ok: true, result: { execution } },
+  );
+  try {
+    const stopping = await replica();
+    await dispatch(publisher, run, id, await registerRemoteTool(t, 'remote_stopper', 60_000), {});
+    await eventually(() => (worker.total() === 1 ? true : undefined), { what: 'the first send' });
+    await replica();
+    expect(await drainCapped(stopping)).toBe('capped');
+    const settled = await settledOf(run, id);
+    expect(settled).toMatchObject({ outcome: 'ok', result: { execution: 2 } });
+    // The worker was not told: it got the call twice (the documented limit), it settled once.
+    expect(worker.executions.get(id)).toBe(2);
+    expect(await journalCounts(t, run, id)).toMatchObject({ started: 2, settled: 1 });
+  } finally {
+    worker.stop();
+  }
 }, 90_000);
