@@ -41,6 +41,18 @@ export interface NatsServerOptions {
   jetstream?: boolean;
   /** Start now (default true); otherwise the port is reserved and `start()` is the caller's. */
   start?: boolean;
+  /**
+   * A configuration file to load (`-c`). The address and port given on the command line win over
+   * the file's, so the server stays on loopback on its own port; JetStream is the file's to enable,
+   * with {@link NatsServerProcess.storeDir} as its `store_dir` (create with `start: false`, write the
+   * file, then `start()`).
+   */
+  configFile?: string;
+  /**
+   * The server's environment (the variables a configuration file interpolates, such as
+   * passwords), instead of the test process's own; PATH is kept.
+   */
+  env?: Record<string, string>;
 }
 
 /** A TCP port nothing listens on right now (the kernel's pick, released at once). */
@@ -116,9 +128,18 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       if (child) return;
       jetstream = overrides.jetstream ?? jetstream;
       output = '';
-      const args = ['-a', '127.0.0.1', '-p', String(port)];
-      if (jetstream) args.push('-js', '-sd', storeDir);
-      const started = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const args = [
+        ...(options.configFile ? ['-c', options.configFile] : []),
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(port),
+      ];
+      if (jetstream && !options.configFile) args.push('-js', '-sd', storeDir);
+      const started = spawn(binary, args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        ...(options.env ? { env: { PATH: process.env.PATH ?? '', ...options.env } } : {}),
+      });
       child = started;
       children.add(started);
       const keep = (chunk: Buffer) => {
