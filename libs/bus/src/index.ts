@@ -1,6 +1,7 @@
 export {
   JsApiCode,
   isJsApiError,
+  isPermissionViolation,
   isPublishRefused,
   isTransitionTaken,
   messagingFailure,

@@ -64,6 +64,20 @@ describe('journal bus on a real JetStream server', () => {
   });
   afterAll(() => t.cleanup());
 
+  it('changes an existing stream’s settings only for the caller that manages the streams', async () => {
+    const window = async () =>
+      (await t.jsm.streams.info(t.subjects.journal.stream)).config.duplicate_window;
+    const before = await window();
+    // A service that only uses the streams (its NATS user may not update them) leaves them alone.
+    await ensureJournalStreams(t.jsm, t.subjects, { duplicateWindowMs: 30_000 });
+    expect(await window()).toBe(before);
+    // The journal service, which owns them, brings them up to date.
+    await ensureJournalStreams(t.jsm, t.subjects, { duplicateWindowMs: 30_000, manage: true });
+    expect(await window()).toBe(30_000 * 1e6);
+    await ensureJournalStreams(t.jsm, t.subjects, { manage: true });
+    expect(await window()).toBe(before);
+  });
+
   it('lets a once-per-dispatch transition happen once and dedupes a retried publish', async () => {
     const first = await publisher.append(requested('d1'));
     expect(first).toMatchObject({ appended: true, duplicate: false });

@@ -7,8 +7,8 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import type { ConsumerRole, Subjects } from '@toolgate/contracts';
-import { isJsApiError, JsApiCode } from './nats-errors';
+import { ErrorCode, ToolgateError, type ConsumerRole, type Subjects } from '@toolgate/contracts';
+import { isJsApiError, isPermissionViolation, JsApiCode } from './nats-errors';
 
 export interface JournalStreamOptions {
   /** Stream replicas: 1 on a laptop, 3 in production. */
@@ -17,11 +17,22 @@ export interface JournalStreamOptions {
   duplicateWindowMs?: number;
   /** Memory storage for throwaway benchmarks; file storage otherwise. */
   storage?: 'file' | 'memory';
+  /**
+   * Whether this caller owns the streams: it brings an existing stream's settings (replicas,
+   * duplicate window) up to date. Only the journal service does; every other service uses the
+   * streams as they are, so its NATS user needs no right to change them (deploy/nats/nats.conf
+   * gives `STREAM.UPDATE` to the journal's user alone: a service that could update the journal
+   * stream could shorten its retention).
+   */
+  manage?: boolean;
 }
 
 /**
- * Creates (or brings up to date) the journal and dead-letter streams. Idempotent: every replica of
- * every service calls it at start-up.
+ * Makes sure the journal and dead-letter streams exist: each is looked up first and created only
+ * when missing; with `manage`, an existing one is brought up to date. Idempotent: every replica of
+ * every service calls it at start-up. A caller whose NATS user may not create a missing stream
+ * (every service but the journal, deployed) gets a retryable `unavailable` — the journal service
+ * creates it when it starts — so its start-up waits for it instead of giving up.
  */
 export async function ensureJournalStreams(
   jsm: JetStreamManager,
@@ -34,31 +45,55 @@ export async function ensureJournalStreams(
     num_replicas: options.replicas ?? 1,
     allow_direct: true,
   } satisfies Partial<StreamConfig>;
-  await upsertStream(jsm, {
-    ...common,
-    name: subjects.journal.stream,
-    subjects: [subjects.journal.all],
-    duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
-  });
-  await upsertStream(jsm, {
-    ...common,
-    name: subjects.deadLetter.stream,
-    subjects: [subjects.deadLetter.all],
-    duplicate_window: nanos(120_000),
-  });
+  const manage = options.manage ?? false;
+  await ensureStream(
+    jsm,
+    {
+      ...common,
+      name: subjects.journal.stream,
+      subjects: [subjects.journal.all],
+      duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+    },
+    manage,
+  );
+  await ensureStream(
+    jsm,
+    {
+      ...common,
+      name: subjects.deadLetter.stream,
+      subjects: [subjects.deadLetter.all],
+      duplicate_window: nanos(120_000),
+    },
+    manage,
+  );
 }
 
-async function upsertStream(
+async function ensureStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
+  manage: boolean,
 ): Promise<void> {
+  const { name, storage: _storage, retention: _retention, ...mutable } = config;
   try {
-    await jsm.streams.add(config);
+    await jsm.streams.info(name);
   } catch (err) {
-    if (!isJsApiError(err, JsApiCode.StreamNameInUse)) throw err;
-    const { name, storage: _storage, retention: _retention, ...mutable } = config;
-    await jsm.streams.update(name, mutable);
+    if (!isJsApiError(err, JsApiCode.StreamNotFound)) throw err;
+    try {
+      await jsm.streams.add(config);
+      return;
+    } catch (addErr) {
+      if (isPermissionViolation(addErr)) {
+        throw new ToolgateError(
+          ErrorCode.Unavailable,
+          `stream ${name} does not exist yet, and this NATS user may not create it: the journal service creates it when it starts`,
+          { cause: addErr, details: { stream: name } },
+        );
+      }
+      // Another caller created it between our lookup and our create: that is the outcome we want.
+      if (!isJsApiError(addErr, JsApiCode.StreamNameInUse)) throw addErr;
+    }
   }
+  if (manage) await jsm.streams.update(name, mutable);
 }
 
 export interface ConsumerSpec {

@@ -66,6 +66,19 @@ export function messagingFailure(err: unknown, peer: string): ToolgateError | un
 }
 
 /**
+ * Whether the broker refused a publish or a request for the connection's permissions (its NATS
+ * user may not publish to that subject). A request fails with a `RequestError` whose cause is the
+ * violation, so the cause chain is walked. Matched by name, as {@link messagingFailure} does.
+ */
+export function isPermissionViolation(err: unknown): boolean {
+  for (let link: unknown = err, depth = 0; link && depth < 4; depth++) {
+    if (link instanceof Error && link.name === 'PermissionViolationError') return true;
+    link = (link as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * Whether a publish was refused for what it is — larger than the server's `max_payload` (refused by
  * the client before sending) or the stream's maximum message size — so publishing it again
  * unchanged fails the same way. Any other failure (no ack in time, no responders while a stream

@@ -79,7 +79,9 @@ export async function startJournal(options: {
         metrics: config.metrics,
         prefix: config.prefix,
         port: config.port,
-        ...(options.streams ? { streams: options.streams } : {}),
+        // The journal owns its streams: it creates them and keeps their settings up to date; the
+        // other services only use them (their NATS users may not change them).
+        streams: { ...(options.streams ?? { replicas: config.streamReplicas }), manage: true },
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
         transport: {
