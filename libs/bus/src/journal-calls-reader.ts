@@ -7,6 +7,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { ephemeralName } from './ephemeral-name';
 import {
   decodeJournalEvent,
   type DecidedEvent,
@@ -97,6 +98,9 @@ export function readJournalCalls(
     try {
       for (const type of TYPES) {
         const info = await jsm.consumers.add(stream, {
+          // Named here: a create without a name in its subject can also replace a durable
+          // consumer's settings, so deploy/nats grants only the named form (see `ephemeralName`).
+          name: ephemeralName('calls'),
           ack_policy: AckPolicy.None,
           filter_subject: subjects.journal.ofTypeIn(type, filter.tenant, filter.runId ?? '*'),
           ...(filter.since

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import {
   decodeJournalEvent,
@@ -253,6 +254,9 @@ async function journalStats(bus: BusConnection, tenant: string | undefined): Pro
         throw new UsageError((err as Error).message);
       }
       const ci = await bus.jsm.consumers.add(stream, {
+        // A name of its own: an operator's NATS user may create consumers only under a name in
+        // the API subject, never the durable ones' (docs/cli.md, deploy/nats/nats.conf).
+        name: `stats-${randomBytes(8).toString('hex')}`,
         ack_policy: AckPolicy.None,
         deliver_policy: DeliverPolicy.All,
         filter_subject: filter,
