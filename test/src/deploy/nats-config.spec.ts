@@ -55,7 +55,7 @@ describe('deploy/nats/nats.conf', () => {
     expect(result.stderr).toContain('TOOLGATE_NATS_JOURNAL_PASSWORD');
   });
 
-  it('declares JetStream, a three-route cluster and one user per service plus the example team', () => {
+  it('declares JetStream, a three-route cluster, one user per service, the operators’ and the example team', () => {
     expect(text).toMatch(/^jetstream\s*\{/m);
     expect(text).toMatch(/^cluster\s*\{/m);
     const users = [...text.matchAll(/user:\s*([a-z0-9-]+)/g)].map((m) => m[1]);
@@ -66,6 +66,7 @@ describe('deploy/nats/nats.conf', () => {
       'tool-executor',
       'journal',
       'worktree',
+      'ops',
       'team-acme',
     ]);
   });

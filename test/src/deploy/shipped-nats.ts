@@ -1,0 +1,148 @@
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
+import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
+import { REPO_ROOT } from './observability-queries';
+
+/** The shipped NATS configuration (a three-node cluster's, one file for every node). */
+export const SHIPPED_NATS_CONF = path.join(REPO_ROOT, 'deploy/nats/nats.conf');
+
+/** The user each service connects as, and the variable its password comes from. */
+export const SERVICE_USERS = {
+  gateway: { user: 'gateway', passwordVariable: 'TOOLGATE_NATS_GATEWAY_PASSWORD' },
+  'permission-evaluator': {
+    user: 'permission-evaluator',
+    passwordVariable: 'TOOLGATE_NATS_EVALUATOR_PASSWORD',
+  },
+  'tool-executor': { user: 'tool-executor', passwordVariable: 'TOOLGATE_NATS_EXECUTOR_PASSWORD' },
+  journal: { user: 'journal', passwordVariable: 'TOOLGATE_NATS_JOURNAL_PASSWORD' },
+  worktree: { user: 'worktree', passwordVariable: 'TOOLGATE_NATS_WORKTREE_PASSWORD' },
+} as const;
+export type ServiceUser = keyof typeof SERVICE_USERS;
+
+/** Removes `<name> { … }` (balanced braces) at the start of a line; throws if it is not there. */
+function withoutBlock(text: string, name: string): string {
+  const start = text.search(new RegExp(`^${name}\\s*\\{`, 'm'));
+  if (start < 0) throw new Error(`nats.conf has no ${name} block`);
+  let depth = 0;
+  for (let i = text.indexOf('{', start); i < text.length; i++) {
+    if (text[i] === '{') depth++;
+    else if (text[i] === '}' && --depth === 0) return text.slice(0, start) + text.slice(i + 1);
+  }
+  throw new Error(`nats.conf: the ${name} block does not close`);
+}
+
+/** Removes the top-level `<key>: …` line; throws if it is not there. */
+function withoutSetting(text: string, key: string): string {
+  const line = new RegExp(`^${key}:.*\\n`, 'm');
+  if (!line.test(text)) throw new Error(`nats.conf has no ${key}`);
+  return text.replace(line, '');
+}
+
+/**
+ * The shipped configuration as one node on a laptop: the same accounts, users and permissions,
+ * JetStream and limits, without what only a cluster node in a pod has — the cluster block (routes
+ * to the other nodes), `server_name` (the pod's name) and the `pid_file` (a fixed path) — and with
+ * the JetStream store in `where.storeDir`, the monitoring port on `where.httpPort` and the log in
+ * `where.logFile` (the listening port is the command line's). Everything else is the shipped text,
+ * byte for byte; each change fails loudly when the shipped file no longer has what it changes.
+ */
+export function singleNodeConfig(
+  shipped: string,
+  where: { storeDir: string; logFile: string; httpPort: number },
+): string {
+  let text = withoutBlock(shipped, 'cluster');
+  for (const key of ['server_name', 'pid_file']) text = withoutSetting(text, key);
+  const replace = (setting: RegExp, value: string) => {
+    if (!setting.test(text)) throw new Error(`nats.conf has no ${setting.source}`);
+    text = text.replace(setting, `$1${value}`);
+  };
+  replace(/^(\s*store_dir:\s*).*$/m, JSON.stringify(where.storeDir));
+  replace(/^(http_port:\s*).*$/m, String(where.httpPort));
+  return `${text}\nlog_file: ${JSON.stringify(where.logFile)}\n`;
+}
+
+/** Every `$VARIABLE` the shipped configuration reads from its environment. */
+export function configVariables(text: string): string[] {
+  return [...new Set([...text.matchAll(/:\s*\$([A-Z][A-Z0-9_]*)/g)].map((m) => m[1]!))];
+}
+
+/** A nats-server running the shipped configuration as one node, with a password per user. */
+export interface ShippedNats {
+  server: NatsServerProcess;
+  /** Each variable's value: the password of the user it belongs to. */
+  passwords: Record<string, string>;
+  /** The server's log so far (permission violations are logged there, naming the user). */
+  log(): string;
+  /** The monitoring endpoint (`/connz?auth=true` names each connection's user). */
+  monitorUrl: string;
+}
+
+/** Starts nats-server 2.9 on the single-node form of deploy/nats/nats.conf, in `dir`. */
+export async function startShippedNats(
+  dir: string,
+  transform: (config: string) => string = (c) => c,
+): Promise<ShippedNats> {
+  const shipped = readFileSync(SHIPPED_NATS_CONF, 'utf8');
+  const logFile = path.join(dir, 'nats.log');
+  const configFile = path.join(dir, 'nats.conf');
+  const passwords = Object.fromEntries(
+    configVariables(shipped).map((v) => [v, `pw-${v.toLowerCase()}-${process.pid}`]),
+  );
+  const server = await startNatsServer({ configFile, env: passwords, start: false });
+  const httpPort = await freePort();
+  await writeFile(
+    configFile,
+    transform(singleNodeConfig(shipped, { storeDir: server.storeDir, logFile, httpPort })),
+  );
+  await server.start();
+  return {
+    server,
+    passwords,
+    monitorUrl: `http://127.0.0.1:${httpPort}`,
+    log: () => {
+      try {
+        return readFileSync(logFile, 'utf8');
+      } catch {
+        return '';
+      }
+    },
+  };
+}
+
+/** The five services in this process, each connected as its own NATS user. */
+export interface ServicesAsUsers {
+  all: AllInOne;
+  gatewayUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every service as the all-in-one does (journal first, gateway last), each with its own
+ * user's credentials (`NATS_USER`, `NATS_PASSWORD`) on top of `env`.
+ */
+export async function startServicesAsUsers(
+  nats: ShippedNats,
+  env: NodeJS.ProcessEnv,
+): Promise<ServicesAsUsers> {
+  const as = (service: ServiceUser) => {
+    const { user, passwordVariable } = SERVICE_USERS[service];
+    return loadAllInOneOptions({
+      ...env,
+      NATS_URL: nats.server.url,
+      NATS_USER: user,
+      NATS_PASSWORD: nats.passwords[passwordVariable],
+    });
+  };
+  const options = {
+    gateway: as('gateway').gateway,
+    evaluator: as('permission-evaluator').evaluator,
+    executor: as('tool-executor').executor,
+    journal: as('journal').journal,
+    worktree: as('worktree').worktree,
+    logger: false as const,
+  };
+  const all = await startAllInOne(options);
+  return { all, gatewayUrl: all.gateway.url, stop: () => all.stop() };
+}
