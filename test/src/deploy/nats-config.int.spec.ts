@@ -15,9 +15,13 @@ import {
   type JournalEventType,
 } from '@toolgate/contracts';
 import { createClient, tool, type ToolgateClient } from '@toolgate/sdk';
+import { startJournal } from '@toolgate/journal';
+import { startWithRetry } from '@toolgate/service-kit';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
+import { startToolExecutor } from '@toolgate/tool-executor';
 import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
 import {
+  optionsAsUser,
   SERVICE_USERS,
   SHIPPED_NATS_CONF,
   singleNodeConfig,
@@ -511,19 +515,27 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
 describe('a service whose user may not create the journal streams', () => {
   let dir: string;
   let nats: ShippedNats;
+  let schema: TestSchema;
+  let workdir: string;
   const connections: NatsConnection[] = [];
+  const running: { stop(): Promise<void> }[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-empty-'));
     nats = await startShippedNats(dir);
+    schema = await useTestSchema('natsconf_order');
+    workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-order-'));
   });
   afterAll(async () => {
+    for (const s of running.reverse()) await s.stop().catch(() => undefined);
     for (const nc of connections) await nc.close().catch(() => undefined);
     await nats?.server.cleanup();
+    await schema?.cleanup();
+    if (workdir) await removeWorkdir(workdir);
     await rm(dir, { recursive: true, force: true });
   });
 
-  const as = async (service: keyof typeof SERVICE_USERS) => {
+  const jsmAs = async (service: keyof typeof SERVICE_USERS) => {
     const { user, passwordVariable } = SERVICE_USERS[service];
     const nc = await connect({
       servers: nats.server.url,
@@ -534,17 +546,48 @@ describe('a service whose user may not create the journal streams', () => {
     return jetstreamManager(nc);
   };
 
-  it('waits for the journal service with a retryable unavailable, then uses what it created', async () => {
-    const evaluator = await as('permission-evaluator');
+  it('is told unavailable (retryable) until the journal service has created them', async () => {
+    const evaluator = await jsmAs('permission-evaluator');
     await expect(ensureJournalStreams(evaluator, subjects)).rejects.toMatchObject({
       code: 'unavailable',
       retryable: true,
       message: expect.stringContaining('the journal service creates it'),
     });
-    await ensureJournalStreams(await as('journal'), subjects, { manage: true });
-    await expect(ensureJournalStreams(evaluator, subjects)).resolves.toBeUndefined();
     expect(violations(nats.log())).toEqual([
       `permission-evaluator Publish $JS.API.STREAM.CREATE.${subjects.journal.stream}`,
     ]);
+  });
+
+  it('starts once the journal has: a tool-executor started first retries until then', async () => {
+    const env = stackEnv(
+      { prefix: 'toolgate', url: nats.server.url },
+      schema,
+      workdir,
+      TEST_GRANTS,
+    );
+    const attempts: string[] = [];
+    const executor = startWithRetry(
+      () =>
+        startToolExecutor({
+          config: optionsAsUser(nats, env, 'tool-executor').executor,
+          checkDomain: () => 'deny',
+          logger: false,
+        }),
+      { name: 'tool-executor', log: (line) => attempts.push(line), backoff: { maxMs: 200 } },
+    );
+    await eventually(async () => (attempts.length >= 2 ? true : undefined), {
+      what: 'two start-up attempts of the tool-executor',
+    });
+    expect(attempts[0]).toMatch(
+      /^tool-executor: start-up attempt 1 failed: .*the journal service creates it/,
+    );
+    running.push(
+      await startJournal({ config: optionsAsUser(nats, env, 'journal').journal, logger: false }),
+    );
+    running.push(await executor);
+    const jsm = await jsmAs('journal');
+    expect(
+      (await jsm.consumers.info(subjects.journal.stream, 'toolgate_executor-decided')).name,
+    ).toBe('toolgate_executor-decided');
   });
 });

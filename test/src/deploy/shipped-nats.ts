@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
+import {
+  loadAllInOneOptions,
+  startAllInOne,
+  type AllInOne,
+  type AllInOneOptions,
+} from '@toolgate/all-in-one';
 import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
 import { REPO_ROOT } from './observability-queries';
 
@@ -111,6 +116,21 @@ export async function startShippedNats(
   };
 }
 
+/** Every service's options from `env`, connected to `nats` as `service`'s user. */
+export function optionsAsUser(
+  nats: ShippedNats,
+  env: NodeJS.ProcessEnv,
+  service: ServiceUser,
+): AllInOneOptions {
+  const { user, passwordVariable } = SERVICE_USERS[service];
+  return loadAllInOneOptions({
+    ...env,
+    NATS_URL: nats.server.url,
+    NATS_USER: user,
+    NATS_PASSWORD: nats.passwords[passwordVariable],
+  });
+}
+
 /** The five services in this process, each connected as its own NATS user. */
 export interface ServicesAsUsers {
   all: AllInOne;
@@ -126,15 +146,7 @@ export async function startServicesAsUsers(
   nats: ShippedNats,
   env: NodeJS.ProcessEnv,
 ): Promise<ServicesAsUsers> {
-  const as = (service: ServiceUser) => {
-    const { user, passwordVariable } = SERVICE_USERS[service];
-    return loadAllInOneOptions({
-      ...env,
-      NATS_URL: nats.server.url,
-      NATS_USER: user,
-      NATS_PASSWORD: nats.passwords[passwordVariable],
-    });
-  };
+  const as = (service: ServiceUser) => optionsAsUser(nats, env, service);
   const options = {
     gateway: as('gateway').gateway,
     evaluator: as('permission-evaluator').evaluator,
