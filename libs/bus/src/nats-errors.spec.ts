@@ -13,7 +13,8 @@ import {
   RequestClosedError,
   RequestTimeoutError,
 } from './inbox-requests';
-import { messagingFailure } from './nats-errors';
+import { JetStreamError } from '@nats-io/jetstream';
+import { isPullHeartbeatLost, messagingFailure } from './nats-errors';
 
 describe('messagingFailure', () => {
   it.each<[string, Error]>([
@@ -48,5 +49,15 @@ describe('messagingFailure', () => {
     ['a thrown string', 'timeout'],
   ])('leaves %s alone', (_what, err) => {
     expect(messagingFailure(err, 'the message broker')).toBeUndefined();
+  });
+});
+
+describe('isPullHeartbeatLost', () => {
+  it("is a pull the client ended after the broker's idle heartbeats stopped, and nothing else", () => {
+    expect(isPullHeartbeatLost(new JetStreamError('heartbeats missed'))).toBe(true);
+    expect(isPullHeartbeatLost(new JetStreamError('consumer deleted'))).toBe(false);
+    expect(isPullHeartbeatLost(new Error('heartbeats missed'))).toBe(false);
+    expect(isPullHeartbeatLost(new ConnectionError('connection refused'))).toBe(false);
+    expect(isPullHeartbeatLost(undefined)).toBe(false);
   });
 });

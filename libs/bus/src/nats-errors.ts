@@ -1,4 +1,4 @@
-import { JetStreamApiError } from '@nats-io/jetstream';
+import { JetStreamApiError, JetStreamError } from '@nats-io/jetstream';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 
 /** JetStream API error codes Toolgate acts on (see nats-server's errors.json). */
@@ -89,4 +89,14 @@ export function isPublishRefused(err: unknown): boolean {
     isJsApiError(err, JsApiCode.MessageTooLarge) ||
     (err instanceof Error && err.name === 'InvalidArgumentError' && /max_payload/.test(err.message))
   );
+}
+
+/**
+ * Whether a pull (`consumer.fetch`) ended because the broker's idle heartbeats stopped: the client
+ * gives up on a pull request after two missed heartbeats (its way to notice a request the broker
+ * ended without a status). Nothing is wrong with the broker or the connection, and messages may be
+ * waiting meanwhile: the next pull goes out at once.
+ */
+export function isPullHeartbeatLost(err: unknown): boolean {
+  return err instanceof JetStreamError && err.message === 'heartbeats missed';
 }
