@@ -20,7 +20,9 @@ RUN apt-get update \
  && groupadd --gid 10001 toolgate \
  && useradd --uid 10001 --gid toolgate --home-dir /app --shell /usr/sbin/nologin toolgate
 WORKDIR /app
-ENV NODE_ENV=production
+# A 32 MiB young generation (semi-space; V8's default is 16): each message's short-lived garbage
+# dies there instead of being scavenged and promoted — a fifth less GC per dispatch (README, Benchmarks).
+ENV NODE_ENV=production NODE_OPTIONS=--max-semi-space-size=32
 COPY --from=build --chown=root:root /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=root:root /app/node_modules node_modules
 COPY --from=build --chown=root:root /app/contracts contracts

@@ -34,10 +34,18 @@ export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 export type ServiceCode = 'source' | 'dist';
 
 /** The node arguments that run a service. */
+/**
+ * Node's options for every service, as `npm run start:<service>` (sources) and the image's
+ * NODE_OPTIONS (dist) give them: a larger young generation, so the short-lived garbage of each
+ * message dies there instead of costing scavenges and promotions (see the README's Benchmarks).
+ */
+const SERVICE_NODE_OPTIONS = ['--max-semi-space-size=32'];
+
 function serviceCommand(name: ServiceName, code: ServiceCode): string[] {
   return code === 'dist'
-    ? [path.join(REPO_ROOT, 'services', name, 'dist', 'main.js')]
+    ? [...SERVICE_NODE_OPTIONS, path.join(REPO_ROOT, 'services', name, 'dist', 'main.js')]
     : [
+        ...SERVICE_NODE_OPTIONS,
         '--require',
         path.join(REPO_ROOT, 'scripts', 'from-source.cjs'),
         path.join(REPO_ROOT, 'services', name, 'src', 'main.ts'),
