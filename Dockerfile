@@ -30,7 +30,7 @@ COPY --from=build --chown=root:root /app/libs libs
 COPY --from=build --chown=root:root /app/services services
 COPY --chown=root:root deploy/docker/healthcheck.js deploy/docker/healthcheck.js
 # The code is root-owned and read-only for the service user; state goes to volumes (/data).
-RUN mkdir -p /data /workspace && chown toolgate:toolgate /data /workspace
+RUN mkdir -p /data /workspace /state && chown toolgate:toolgate /data /workspace /state
 USER 10001:10001
 EXPOSE 8080 8081 8082 8083 8084
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 CMD ["node", "deploy/docker/healthcheck.js"]

@@ -17,3 +17,5 @@ export * from './remote-hook';
 export * from './script-tool';
 export * from './policy-whatif';
 export * from './journal-ops';
+export * from './signing';
+export * from './signing-keyring';

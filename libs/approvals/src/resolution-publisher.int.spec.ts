@@ -10,7 +10,7 @@ import {
   type ResolvedEvent,
 } from '@toolgate/contracts';
 import { inSpan, setupTelemetry, type Telemetry } from '@toolgate/telemetry';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { APPROVAL_KEY, suspendedEvent } from '../test/fixtures/suspended-event.fixture';
 import { decideResolution } from './resolution-decider';
 import { publishResolution } from './resolution-publisher';
@@ -49,7 +49,7 @@ describe('publishResolution on a real JetStream stream', () => {
     telemetry = setupTelemetry({ serviceName: 'approvals-spec', exporter: spans, simple: true });
     t = await useTestNats('approvals');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
     announcements = t.nc.subscribe(t.subjects.approvals('acme', 'resolved'), {
       callback: (_err, msg) => {
         announced.push(msg.json<ResolvedEvent>());

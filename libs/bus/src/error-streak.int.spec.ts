@@ -1,5 +1,5 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { NATS_URL, useTestNats, type TestNats } from '@toolgate/testing';
+import { NATS_URL, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { ensureJournalStreams, ErrorStreaks, JournalPublisher } from './index';
 
 /**
@@ -16,7 +16,7 @@ describe('ErrorStreaks on a real JetStream server', () => {
   async function replica(): Promise<ErrorStreaks> {
     const nc = await connect({ servers: NATS_URL });
     connections.push(nc);
-    const publisher = new JournalPublisher(nc, t.subjects);
+    const publisher = new JournalPublisher(nc, t.subjects, testJournalKeys());
     publishers.push(publisher);
     return new ErrorStreaks(publisher, now);
   }

@@ -22,8 +22,11 @@ export {
   RequestTimeoutError,
 } from './inbox-requests';
 export { DirectGets, DirectGetError, type DirectMessage, type DirectQuery } from './direct-get';
+export { trustedEvent, type TrustedEvent } from './event-trust';
+export { bindServiceKeys, serviceKeysOf } from './service-keys-binding';
 export {
   JournalPublisher,
+  type JournalPublisherOptions,
   type AppendOptions,
   type AppendResult,
   type StoredEvent,

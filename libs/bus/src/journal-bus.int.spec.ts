@@ -1,6 +1,12 @@
 import { jetstream } from '@nats-io/jetstream';
 import { journalEvent, type RequestedEvent } from '@toolgate/contracts';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  eventually,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+  signedHeaders,
+} from '@toolgate/testing';
 import {
   ensureConsumer,
   ensureJournalStreams,
@@ -38,7 +44,10 @@ function requested(dispatchId: string, id = `${dispatchId}:requested`): Requeste
 async function startConsumer(
   t: TestNats,
   spec: ConsumerSpec,
-  loop: Omit<Parameters<typeof runJournalConsumer>[0], 'js' | 'subjects' | 'role' | 'consumer'>,
+  loop: Omit<
+    Parameters<typeof runJournalConsumer>[0],
+    'js' | 'subjects' | 'role' | 'consumer' | 'keys'
+  >,
 ) {
   const name = await ensureConsumer(t.jsm, t.subjects, spec);
   const running = runJournalConsumer({
@@ -46,6 +55,7 @@ async function startConsumer(
     subjects: t.subjects,
     role: spec.role,
     consumer: name,
+    keys: testJournalKeys(),
     ...loop,
   });
   await running.ready;
@@ -60,7 +70,7 @@ describe('journal bus on a real JetStream server', () => {
     t = await useTestNats('bus');
     await ensureJournalStreams(t.jsm, t.subjects);
     await ensureJournalStreams(t.jsm, t.subjects); // idempotent
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(() => t.cleanup());
 
@@ -168,10 +178,11 @@ describe('journal bus on a real JetStream server', () => {
     await publisher.append(requested('ok1'));
     await publisher.append(requested('flaky'));
     await publisher.append(requested('poison1'));
-    await jetstream(t.nc).publish(
-      t.subjects.journal.event('acme', 'run1', 'garbage', 'requested'),
-      'not json',
-    );
+    const garbage = t.subjects.journal.event('acme', 'run1', 'garbage', 'requested');
+    // Signed by its producer and still not an event: a poison message, not a forgery.
+    await jetstream(t.nc).publish(garbage, 'not json', {
+      headers: signedHeaders(garbage, 'not json'),
+    });
 
     await eventually(() => (poisoned.length === 2 && seen.includes('flaky') ? true : undefined), {
       what: 'poison + retry',
@@ -299,7 +310,7 @@ describe('a batch consumer that lingers', () => {
   beforeEach(async () => {
     t = await useTestNats('linger');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterEach(() => t.cleanup());
 
@@ -397,7 +408,7 @@ describe('a consumer whose dead-lettering fails', () => {
       },
     );
     try {
-      await new JournalPublisher(t.nc, t.subjects).append(requested('d1'));
+      await new JournalPublisher(t.nc, t.subjects, testJournalKeys()).append(requested('d1'));
       await eventually(() => (errors.length ? true : undefined), {
         timeoutMs: 5000,
         what: 'the failed dead-lettering reported',
@@ -416,7 +427,7 @@ describe('messages pulled for a replica never outlive their ack wait', () => {
   beforeEach(async () => {
     t = await useTestNats('prefetch');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterEach(() => t.cleanup());
 
@@ -521,7 +532,7 @@ describe('a batch consumer folding in lanes', () => {
   beforeAll(async () => {
     t = await useTestNats('lanes');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(() => t.cleanup());
 
@@ -604,7 +615,7 @@ describe('a message its handler hands back', () => {
   beforeAll(async () => {
     t = await useTestNats('handback');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(() => t.cleanup());
 

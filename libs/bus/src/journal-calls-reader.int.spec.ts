@@ -1,19 +1,29 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { ONCE_PER_DISPATCH, type JournalEvent } from '@toolgate/contracts';
-import { callEvents, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  callEvents,
+  useTestNats,
+  type TestNats,
+  signedHeaders,
+  testJournalKeys,
+} from '@toolgate/testing';
 import { ensureJournalStreams, readJournalCalls, type JournalCallsStats } from './index';
 
 async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
   for (const event of events) {
-    await js.publish(
-      t.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type),
-      JSON.stringify(event),
-      {
-        msgID: event.id,
-        ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
-      },
+    const subject = t.subjects.journal.event(
+      event.tenant,
+      event.runId,
+      event.dispatchId,
+      event.type,
     );
+    const data = JSON.stringify(event);
+    await js.publish(subject, data, {
+      headers: signedHeaders(subject, data),
+      msgID: event.id,
+      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+    });
   }
 }
 
@@ -35,7 +45,13 @@ describe('readJournalCalls on a real JetStream server', () => {
   afterAll(() => t.cleanup());
 
   it('reads nothing from an empty stream, and leaves no consumer behind', async () => {
-    const reader = readJournalCalls(js, t.jsm, t.subjects, { tenant: 'acme' });
+    const reader = readJournalCalls(
+      js,
+      t.jsm,
+      t.subjects,
+      { tenant: 'acme' },
+      { keys: testJournalKeys() },
+    );
     expect(await collect(reader)).toEqual([]);
     expect(reader.stats).toMatchObject({ total: 0, read: 0, undecided: 0 });
     const consumers = await t.jsm.consumers.list(t.subjects.journal.stream).next();
@@ -58,7 +74,15 @@ describe('readJournalCalls on a real JetStream server', () => {
     ]);
     await publish(js, t, [c.decided, inFlight.requested, ...other.all.slice(1), ...b.all.slice(1)]);
     // Not an event at all, on a requested subject: skipped and counted.
-    await js.publish(t.subjects.journal.event('acme', 'run-1', 'junk', 'requested'), 'not json');
+    const junk = t.subjects.journal.event('acme', 'run-1', 'junk', 'requested');
+    await js.publish(junk, 'not json', { headers: signedHeaders(junk, 'not json') });
+    // A call another client wrote on the subjects, unsigned: never replayed.
+    const forged = callEvents({ dispatchId: 'forged', runId: 'run-1' });
+    for (const e of [forged.requested, forged.decided])
+      await js.publish(
+        t.subjects.journal.event(e.tenant, e.runId, e.dispatchId, e.type),
+        JSON.stringify(e),
+      );
 
     const progress: JournalCallsStats[] = [];
     const reader = readJournalCalls(
@@ -67,6 +91,7 @@ describe('readJournalCalls on a real JetStream server', () => {
       t.subjects,
       { tenant: 'acme' },
       {
+        keys: testJournalKeys(),
         onProgress: (s) => progress.push({ ...s }),
         progressEvery: 2,
         batch: 2,
@@ -78,21 +103,40 @@ describe('readJournalCalls on a real JetStream server', () => {
     expect(calls[0]!.requested).toEqual(a.requested);
     expect(calls[0]!.decided).toEqual(a.decided);
     expect(calls.map((c) => c.seq)).toEqual([...calls.map((c) => c.seq)].sort((x, y) => x - y));
-    // 4 requested + 3 decided + the junk message of acme; globex's are never delivered.
-    expect(reader.stats).toMatchObject({ total: 8, read: 8, skipped: 1, undecided: 1 });
-    expect(progress[0]).toMatchObject({ total: 8, read: 0 });
-    expect(progress.at(-1)).toMatchObject({ read: 8, undecided: 1 });
+    // 4 requested + 3 decided + the junk message and the forged call of acme; globex's are never
+    // delivered.
+    expect(reader.stats).toMatchObject({
+      total: 10,
+      read: 10,
+      skipped: 3,
+      untrusted: 2,
+      undecided: 1,
+    });
+    expect(progress[0]).toMatchObject({ total: 10, read: 0 });
+    expect(progress.at(-1)).toMatchObject({ read: 10, undecided: 1 });
     expect(progress.length).toBeGreaterThan(3);
 
     expect(
-      await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'acme', runId: 'run-2' })),
+      await collect(
+        readJournalCalls(
+          js,
+          t.jsm,
+          t.subjects,
+          { tenant: 'acme', runId: 'run-2' },
+          { keys: testJournalKeys() },
+        ),
+      ),
     ).toEqual(['b']);
-    expect(await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'globex' }))).toEqual([
-      'x',
-    ]);
-    expect(await collect(readJournalCalls(js, t.jsm, t.subjects, { tenant: 'initech' }))).toEqual(
-      [],
-    );
+    expect(
+      await collect(
+        readJournalCalls(js, t.jsm, t.subjects, { tenant: 'globex' }, { keys: testJournalKeys() }),
+      ),
+    ).toEqual(['x']);
+    expect(
+      await collect(
+        readJournalCalls(js, t.jsm, t.subjects, { tenant: 'initech' }, { keys: testJournalKeys() }),
+      ),
+    ).toEqual([]);
     const consumers = await t.jsm.consumers.list(t.subjects.journal.stream).next();
     expect(consumers).toEqual([]);
   });
@@ -107,7 +151,13 @@ describe('readJournalCalls on a real JetStream server', () => {
     const since = new Date();
     await sleep(50);
     await publish(js, t, [...straddles.all.slice(1), ...late.all]);
-    const reader = readJournalCalls(js, t.jsm, t.subjects, { tenant: 'since', since });
+    const reader = readJournalCalls(
+      js,
+      t.jsm,
+      t.subjects,
+      { tenant: 'since', since },
+      { keys: testJournalKeys() },
+    );
     expect(await collect(reader)).toEqual(['late']);
     expect(reader.stats).toMatchObject({ total: 3, read: 3, undecided: 0 });
   });

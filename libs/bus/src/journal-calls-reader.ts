@@ -8,13 +8,14 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { ephemeralName } from './ephemeral-name';
-import {
-  decodeJournalEvent,
-  type DecidedEvent,
-  type JournalEvent,
-  type RequestedEvent,
-  type Subjects,
+import type {
+  DecidedEvent,
+  RequestedEvent,
+  EventKeys,
+  Subjects,
+  UntrustedReason,
 } from '@toolgate/contracts';
+import { trustedEvent } from './event-trust';
 
 /** A call as the journal recorded it: its `requested`, and the `decided` the chain journaled. */
 export interface JournalCall {
@@ -37,8 +38,13 @@ export interface JournalCallsStats {
   total: number;
   /** Messages read so far. */
   read: number;
-  /** Messages that were not events this release can read (bad JSON, failed schema): skipped. */
+  /**
+   * Messages that were not events this release can read (bad JSON, failed schema) or not signed
+   * by their producer: skipped.
+   */
   skipped: number;
+  /** Of those, the messages skipped as untrusted (`trustedEvent`): never replayed. */
+  untrusted: number;
   /** Requested calls with no decision in the window (in flight, or decided after it). */
   undecided: number;
   firstSeq: number;
@@ -46,14 +52,13 @@ export interface JournalCallsStats {
 }
 
 export interface ReadJournalCallsOptions {
+  /** The reader's signing keys: a message not signed for it by its producer is not replayed. */
+  keys: EventKeys;
+  /** Called once per message skipped as untrusted (metrics). Must not throw. */
+  onUntrusted?(reason: UntrustedReason): void;
   /** Called with the counters every `progressEvery` messages, and once at the end. */
   onProgress?: (stats: Readonly<JournalCallsStats>) => void;
   progressEvery?: number;
-  /**
-   * Reads an event out of a message (default: the tolerant reader). A service that verifies
-   * signatures passes its own, which returns null for what it cannot trust.
-   */
-  decode?: (message: JsMsg) => JournalEvent | null;
   /** Stops the read (the iteration ends with an `AbortError`-named error). */
   signal?: AbortSignal;
   /** Messages each consumer keeps buffered (default 2048). */
@@ -79,17 +84,26 @@ export function readJournalCalls(
   jsm: JetStreamManager,
   subjects: Subjects,
   filter: JournalCallsFilter,
-  options: ReadJournalCallsOptions = {},
+  options: ReadJournalCallsOptions,
 ): AsyncIterable<JournalCall> & { readonly stats: Readonly<JournalCallsStats> } {
   const stats: JournalCallsStats = {
     total: 0,
     read: 0,
     skipped: 0,
+    untrusted: 0,
     undecided: 0,
     firstSeq: 0,
     lastSeq: 0,
   };
-  const decode = options.decode ?? ((m: JsMsg) => decodeJournalEvent(m.data));
+  const decode = (m: JsMsg) => {
+    const trusted = trustedEvent(options.keys, m.subject, m.data, m.headers);
+    if (trusted.ok) return trusted.event;
+    if (trusted.reason !== 'not-an-event') {
+      stats.untrusted++;
+      options.onUntrusted?.(trusted.reason);
+    }
+    return null;
+  };
   const every = Math.max(1, options.progressEvery ?? 1000);
   const stream = subjects.journal.stream;
 

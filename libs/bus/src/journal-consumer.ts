@@ -2,15 +2,17 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import {
   ErrorCode,
-  decodeJournalEvent,
   toWireError,
   type ConsumerRole,
   type JournalEvent,
+  type EventKeys,
   type Subjects,
+  type UntrustedReason,
   type WireError,
 } from '@toolgate/contracts';
 import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 import { isPullHeartbeatLost } from './nats-errors';
+import { trustedEvent } from './event-trust';
 
 /** What a handler sees besides the event. */
 export interface DeliveryContext {
@@ -52,6 +54,15 @@ export interface JournalConsumerOptions {
    * last delivery dead-letters instead of nak-ing.
    */
   consumer: string;
+  /**
+   * The service's signing keys. Every message is verified before anything else: one that is not
+   * signed for this service by a producer of its type (`trustedEvent`) is dead-lettered at once
+   * with `unauthorized` and its reason, never handed to `handle`, never to `onPoison` (a forged
+   * event must not settle a real dispatch, even as an error), and reported to `onUntrusted`.
+   */
+  keys: EventKeys;
+  /** Called once per message refused as untrusted (metrics). Must not throw. */
+  onUntrusted?(role: ConsumerRole, reason: UntrustedReason): void;
   /** Redelivery delay after a failure, by delivery count (1-based); the last value repeats. */
   backoffMs?: number[];
   /** Messages processed at once by this replica. Order across dispatches is not kept when > 1. */
@@ -361,13 +372,16 @@ async function processBatch(
 ): Promise<void> {
   const items: { msg: JsMsg; event: JournalEvent | null }[] = [];
   for (let i = 0; i < msgs.length; i++) {
-    // A run of hundreds of events is parsed and checked in slices, with I/O let through between
-    // them: in the all-in-one the dispatch path shares this event loop, and one synchronous parse
-    // of a whole run held it for tens of milliseconds (a stall every call in flight waited out).
+    // A run of hundreds of events is verified, parsed and checked in slices, with I/O let through
+    // between them: in the all-in-one the dispatch path shares this event loop, and one synchronous
+    // parse of a whole run held it for tens of milliseconds (a stall every call in flight waited out).
     if (i > 0 && i % DECODE_SLICE === 0)
       await new Promise<void>((resolve) => setImmediate(resolve));
     const msg = msgs[i]!;
-    items.push({ msg, event: decodeJournalEvent(msg.data) });
+    const trusted = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
+    if (trusted.ok) items.push({ msg, event: trusted.event });
+    else if (trusted.reason === 'not-an-event') items.push({ msg, event: null });
+    else await refuseUntrusted(options, msg, trusted.reason);
   }
   const parsed = items.flatMap(({ msg, event }) => (event ? [{ msg, event }] : []));
   if (parsed.length) {
@@ -383,7 +397,7 @@ async function processBatch(
       );
     } catch {
       // One bad event fails the whole transaction: retry one at a time so only it is nak'd.
-      for (const { msg, event } of items) await processOne(options, msg, event);
+      for (const { msg, event } of items) await processOne(options, msg, event ?? undefined);
       return;
     }
     const seconds = (performance.now() - startedAt) / 1000 / parsed.length;
@@ -392,19 +406,33 @@ async function processBatch(
       reportProcessed(options, event.type, 'ack', seconds);
     }
   }
-  for (const { msg, event } of items) if (!event) await processOne(options, msg, null);
+  for (const { msg, event } of items) if (!event) await processOne(options, msg, undefined, true);
 }
 
+/**
+ * Handles one message. `trusted` is the event when the caller verified it already; otherwise it is
+ * verified here (`notAnEvent`: verified, and found not to be an event).
+ */
 async function processOne(
   options: Settlement,
   msg: JsMsg,
-  event: JournalEvent | null = decodeJournalEvent(msg.data),
+  trusted?: JournalEvent,
+  notAnEvent = false,
 ): Promise<void> {
   const startedAt = performance.now();
   const settled = (eventType: string, outcome: ProcessedOutcome) =>
     reportProcessed(options, eventType, outcome, (performance.now() - startedAt) / 1000);
   const deliveryCount = msg.info.deliveryCount;
   const lastAttempt = deliveryCount >= options.maxDeliver;
+  let event: JournalEvent | null = trusted ?? null;
+  if (!trusted && !notAnEvent) {
+    const checked = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
+    if (!checked.ok && checked.reason !== 'not-an-event') {
+      await refuseUntrusted(options, msg, checked.reason);
+      return;
+    }
+    event = checked.ok ? checked.event : null;
+  }
   if (!event) {
     await deadLetter(options, msg, null, {
       code: ErrorCode.PoisonMessage,
@@ -457,6 +485,34 @@ async function processOne(
       }
     }
   });
+}
+
+/**
+ * Dead-letters a message that is not signed for this service by a producer of its type: a copy
+ * to the dead-letter stream with `Toolgate-Error-Code: unauthorized` and the reason, then `term`.
+ * Unlike a poison message, nothing is settled for the dispatch its subject or payload names.
+ */
+async function refuseUntrusted(
+  options: Settlement,
+  msg: JsMsg,
+  reason: UntrustedReason,
+): Promise<void> {
+  const headers = natsHeaders();
+  headers.set('Toolgate-Original-Subject', msg.subject);
+  headers.set('Toolgate-Original-Seq', String(msg.seq));
+  headers.set('Toolgate-Error-Code', ErrorCode.Unauthorized);
+  headers.set('Toolgate-Untrusted', reason);
+  await options.js.publish(options.subjects.deadLetter.forRole(options.role), msg.data, {
+    headers,
+    msgID: `dlq:${options.consumer}:${msg.seq}`,
+  });
+  msg.term();
+  try {
+    options.onUntrusted?.(options.role, reason);
+  } catch {
+    // Metrics must not turn a refusal into a redelivery.
+  }
+  reportProcessed(options, 'untrusted', 'dead-letter', 0);
 }
 
 /** The attributes of a message's CONSUMER span. */

@@ -1,7 +1,8 @@
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
   ONCE_PER_DISPATCH,
-  decodeJournalEvent,
+  type EventKeys,
+  type UntrustedReason,
   type JournalEvent,
   type JournalEventOf,
   type JournalEventType,
@@ -11,6 +12,7 @@ import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { AckedPublisher } from './acked-publisher';
 import { DirectGets } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
+import { trustedEvent } from './event-trust';
 
 /** The result of appending one event. */
 export type AppendResult =
@@ -39,12 +41,26 @@ export interface AppendOptions {
   lastSubjectSequence?: number;
 }
 
+/** What else a {@link JournalPublisher} is told. */
+export interface JournalPublisherOptions {
+  /** Called for each event a read refused as untrusted (metrics). Must not throw. */
+  onUntrusted?(reason: UntrustedReason, subject: string): void;
+}
+
 const encoder = new TextEncoder();
+
+/**
+ * How often an append whose once-per-dispatch transition is held by an untrusted message (a forged
+ * event an open broker let in) supersedes it before giving up.
+ */
+const SUPERSEDE_ATTEMPTS = 3;
 
 /**
  * Appends events to the journal stream and reads single events back by subject. The only writer
  * API services use, so every publish gets its `Nats-Msg-Id` (dedupe of retried publishes), the
- * once-per-dispatch expectation, and the caller's trace context in its headers.
+ * once-per-dispatch expectation, the caller's trace context and the service's signatures in its
+ * headers (`ServiceKeys.signEvent`: one per reader of the type); every read verifies them, so
+ * what another client wrote on the subject reads as nothing recorded.
  */
 export class JournalPublisher {
   private readonly acked: AckedPublisher;
@@ -53,6 +69,9 @@ export class JournalPublisher {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
+    /** This service's signing keys: it signs what it appends and verifies what it reads. */
+    readonly keys: EventKeys,
+    private readonly options: JournalPublisherOptions = {},
   ) {
     this.acked = new AckedPublisher(nc);
     this.direct = new DirectGets(nc);
@@ -88,19 +107,28 @@ export class JournalPublisher {
       },
       async () => {
         const headers = injectTraceContext(options.headers ?? natsHeaders());
-        const lastSubjectSequence = ONCE_PER_DISPATCH.has(event.type)
-          ? 0
-          : options.lastSubjectSequence;
-        try {
-          const ack = await this.acked.publish(subject, encoder.encode(JSON.stringify(event)), {
-            msgID: event.id,
-            headers,
-            ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
-          });
-          return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
-        } catch (err) {
-          if (isTransitionTaken(err)) return { appended: false };
-          throw err;
+        const payload = encoder.encode(JSON.stringify(event));
+        this.keys.signEvent(subject, event.type, payload, headers);
+        const oncePerDispatch = ONCE_PER_DISPATCH.has(event.type);
+        let lastSubjectSequence = oncePerDispatch ? 0 : options.lastSubjectSequence;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const ack = await this.acked.publish(subject, payload, {
+              msgID: event.id,
+              headers,
+              ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
+            });
+            return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+          } catch (err) {
+            if (!isTransitionTaken(err)) throw err;
+            if (!oncePerDispatch || attempt >= SUPERSEDE_ATTEMPTS) return { appended: false };
+            // Taken by a genuine event: the race is lost. Taken by a message nobody signed (another
+            // client on an open broker): append after it, with a compare-and-set on its sequence,
+            // so a forged event cannot hold a dispatch's transition (every reader skips it).
+            const held = await this.heldBy(subject);
+            if (held === null) return { appended: false };
+            lastSubjectSequence = held;
+          }
         }
       },
     );
@@ -117,9 +145,16 @@ export class JournalPublisher {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     if (!msg) return null;
-    // Anything else on the subject (not JSON, not an event) reads as nothing recorded.
-    const event = decodeJournalEvent(msg.data);
-    if (!event || event.type !== type) return null;
+    // Anything else on the subject (not signed by its producer, not JSON, not an event) reads as
+    // nothing recorded.
+    const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+    if (!trusted.ok) {
+      if (trusted.reason !== 'not-an-event')
+        this.options.onUntrusted?.(trusted.reason, msg.subject);
+      return null;
+    }
+    const event = trusted.event;
+    if (event.type !== type) return null;
     return {
       event: event as JournalEventOf<T>,
       seq: msg.seq,
@@ -143,6 +178,16 @@ export class JournalPublisher {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     return msg ? { seq: msg.seq, storedAt: msg.time } : null;
+  }
+
+  /**
+   * The sequence of the last message on `subject` when it is not a trusted event (it may be
+   * superseded), or null when a trusted event holds it.
+   */
+  private async heldBy(subject: string): Promise<number | null> {
+    const msg = await this.direct.get(this.subjects.journal.stream, { last_by_subj: subject });
+    if (!msg) return 0;
+    return trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok ? null : msg.seq;
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */

@@ -1,5 +1,12 @@
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, fromWireError, tolerantReader, ToolgateError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  fromWireError,
+  tolerantReader,
+  ToolgateError,
+  type ServiceIdentity,
+  type ServiceKeys,
+} from '@toolgate/contracts';
 import { injectTraceContext } from '@toolgate/telemetry';
 import type { z } from 'zod';
 import { messagingFailure } from './nats-errors';
@@ -14,8 +21,13 @@ export interface RequestReplyOptions<S extends z.ZodType> {
   timeoutMs: number;
   /** Who answers, for messages: `the gateway`, `the journal service`. */
   peer: string;
-  /** Message headers to send (a bearer token, a service credential); trace context is added. */
+  /** Message headers to send (a bearer token); trace context is added. */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * An internal request: signed with the sender's keys for the responder (`ServiceKeys.signRequest`),
+   * which refuses it as `unauthorized` otherwise.
+   */
+  sign?: { keys: ServiceKeys; responder: ServiceIdentity };
 }
 
 const encoder = new TextEncoder();
@@ -45,9 +57,11 @@ export async function requestReply<S extends z.ZodType>(
   const who = `${options.peer} (${subject})`;
   const headers = natsHeaders();
   for (const [name, value] of Object.entries(options.headers ?? {})) headers.set(name, value);
+  const payload = encoder.encode(JSON.stringify(body));
+  options.sign?.keys.signRequest(subject, options.sign.responder, payload, headers);
   let data: Uint8Array;
   try {
-    const reply = await nc.request(subject, encoder.encode(JSON.stringify(body)), {
+    const reply = await nc.request(subject, payload, {
       timeout: options.timeoutMs,
       headers: injectTraceContext(headers),
     });

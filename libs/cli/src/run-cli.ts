@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
-import { isWireError } from '@toolgate/contracts';
+import { isWireError, signingSettingsFromEnv } from '@toolgate/contracts';
 import { registerApprovalCommands } from './commands/approvals-commands';
 import { registerDispatchCommand } from './commands/dispatch-command';
 import { registerPolicyCommands } from './commands/policy-commands';
@@ -8,6 +8,7 @@ import { registerToolsCommands } from './commands/tools-commands';
 import { registerRunsCommands } from './commands/runs-commands';
 import { registerJournalCommands } from './commands/journal-commands';
 import { registerCompletionCommand } from './commands/completion-command';
+import { registerKeysCommands } from './commands/keys-commands';
 import type { BusSettings } from './bus/bus-connection';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
@@ -106,6 +107,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       user: io.env.NATS_USER,
       password: io.env.NATS_PASSWORD,
       prefix: io.env.TOOLGATE_PREFIX ?? 'toolgate',
+      signing: signingSettingsFromEnv(io.env),
     }),
     signal: io.signal ?? new AbortController().signal,
     fail: () => {
@@ -118,6 +120,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerPolicyCommands(program, ctx);
   registerRunsCommands(program, ctx);
   registerJournalCommands(program, ctx);
+  registerKeysCommands(program, ctx);
   registerCompletionCommand(program, ctx);
   for (const cmd of allCommands(program))
     cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });

@@ -9,7 +9,13 @@ import {
   type RequestedEvent,
   type Subjects,
 } from '@toolgate/contracts';
-import { eventually, startNatsServer, uniqueName, type NatsServerProcess } from '@toolgate/testing';
+import {
+  eventually,
+  startNatsServer,
+  uniqueName,
+  type NatsServerProcess,
+  testJournalKeys,
+} from '@toolgate/testing';
 import { BusModule } from './bus.module';
 import { bootstrapService, type RunningService } from './service-bootstrap';
 import { startWithRetry } from './startup-retry';
@@ -68,6 +74,7 @@ function startTiny(
     () =>
       bootstrapService({
         name: 'tiny',
+        identity: 'tool-executor',
         nats: { natsUrl: broker.url, streamReplicas: 1 },
         prefix,
         port: 0,
@@ -175,9 +182,11 @@ describe('a service and a broker that is down, hangs or restarts', () => {
       // A connection of its own made now: what a client publishes while it is still reconnecting is
       // dropped by the client (it resets its outbound buffer on every dial), which is not under test.
       publisherConnection = await connect({ servers: broker.url });
-      await new JournalPublisher(publisherConnection, createSubjects(prefix)).append(
-        requested('after-restart'),
-      );
+      await new JournalPublisher(
+        publisherConnection,
+        createSubjects(prefix),
+        testJournalKeys(),
+      ).append(requested('after-restart'));
       await eventually(() => (seen.has('after-restart') ? true : undefined), {
         what: 'the durable consumer to deliver an event published after the restart',
       });

@@ -1,7 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
-import { JournalPublisher } from '@toolgate/bus';
+import { JournalPublisher, serviceKeysOf } from '@toolgate/bus';
 import { HealthController, Readiness } from './health';
 import { Metrics, MetricsController, metricsFor } from './metrics';
 import { natsReadinessCheck } from './nats-readiness';
@@ -29,7 +29,13 @@ export class BusModule {
         { provide: Metrics, useValue: metricsFor(nc) },
         {
           provide: JournalPublisher,
-          useFactory: () => new JournalPublisher(nc, subjects),
+          // Signs with the keys the service's bootstrap bound to its connection; direct gets that
+          // find something unsigned read it as nothing recorded, counted in /metrics.
+          useFactory: (metrics: Metrics) =>
+            new JournalPublisher(nc, subjects, serviceKeysOf(nc), {
+              onUntrusted: (reason) => metrics.recordUntrusted('read', reason),
+            }),
+          inject: [Metrics],
         },
         {
           provide: Readiness,

@@ -32,7 +32,7 @@ export {
   type StartupFailureKind,
 } from './startup-failure';
 export { OpenedResources, startClean } from './opened-resources';
-export { Metrics, MetricName, SECONDS_BUCKETS, type ConsumerLag } from './metrics';
+export { Metrics, MetricName, SECONDS_BUCKETS, metricsFor, type ConsumerLag } from './metrics';
 export {
   MetricsEnvShape,
   metricsSettings,
@@ -50,4 +50,11 @@ export {
   commaList,
   type NatsSettings,
 } from './nats-settings';
-export { serveRequests, type RequestEndpoint, type ServedEndpoints } from './request-responder';
+export {
+  serveRequests,
+  checkSignedRequest,
+  type RequestEndpoint,
+  type ServedEndpoints,
+  type ServeRequestsOptions,
+} from './request-responder';
+export { resolveServiceKeys, type SigningSettings } from './signing-settings';

@@ -7,6 +7,7 @@ import {
   JOURNAL_EVENT_TYPES,
   type ConsumerRole,
   type JournalEvent,
+  type EventKeys,
   type Subjects,
 } from '@toolgate/contracts';
 import {
@@ -45,6 +46,8 @@ export interface JetStreamServerOptions {
   nc: NatsConnection;
   subjects: Subjects;
   role: ConsumerRole;
+  /** The service's signing keys: every consumed event is verified with them. */
+  keys: EventKeys;
   streams?: JournalStreamOptions;
   /** Per event type (the `@EventPattern` value); `'*'` subscribes to every journal event. */
   handlers?: Record<string, JetStreamHandlerOptions>;
@@ -106,6 +109,8 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           js: this.js,
           subjects,
           role,
+          keys: this.options.keys,
+          onUntrusted: (r, reason) => metrics.recordUntrusted(r, reason),
           consumer: name,
           backoffMs: settings.backoffMs ?? DEFAULT_BACKOFF_MS,
           concurrency: settings.concurrency,

@@ -31,6 +31,11 @@ export const MetricName = {
   ConsumerAckFloor: 'toolgate_consumer_ack_floor',
   /** NATS connections this service holds open. */
   NatsConnections: 'toolgate_nats_connections',
+  /**
+   * Messages refused because they were not signed by their producer, by where they were read
+   * (a consumer role, `read`, `wait`, `whatif`, `fold`, `request`) and why (`UntrustedReason`).
+   */
+  UntrustedEvents: 'toolgate_untrusted_events_total',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 
@@ -124,11 +129,18 @@ export class Metrics {
   readonly tool: BoundedLabel;
   private consumerMetrics: ConsumerMetrics | undefined;
   private readonly connections = new Set<NatsConnection>();
+  private readonly untrusted: Counter<'role' | 'reason'>;
 
   constructor(readonly settings: MetricsSettings = DEFAULT_METRICS_SETTINGS) {
     collectDefaultMetrics({ register: this.registry });
     this.tenant = new BoundedLabel(settings.labels.includes('tenant'), settings.labelCap);
     this.tool = new BoundedLabel(settings.labels.includes('tool'), settings.labelCap);
+    this.untrusted = new Counter({
+      name: MetricName.UntrustedEvents,
+      help: 'Journal events and internal requests refused because they were not signed by an identity that may produce them, by where they were read and why.',
+      labelNames: ['role', 'reason'],
+      registers: [this.registry],
+    });
     const connections = this.connections;
     new Gauge({
       name: MetricName.NatsConnections,
@@ -159,6 +171,11 @@ export class Metrics {
   /** Called by the consumer loop once per settled message. */
   recordProcessed(role: string, event: string, outcome: ProcessedOutcome, seconds: number): void {
     this.consumers().record(role, event, outcome, seconds);
+  }
+
+  /** Counts a message refused as untrusted (`role`: a consumer role or where it was read). */
+  recordUntrusted(role: string, reason: string): void {
+    this.untrusted.inc({ role, reason });
   }
 
   /** The broker's view of a durable consumer; every replica reports the same value. */

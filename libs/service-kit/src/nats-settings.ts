@@ -1,5 +1,6 @@
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
+import { signingSettingsFromEnv, type SigningSettings } from '@toolgate/contracts';
 
 /**
  * The NATS part of every service's environment, spread into each service's config schema so the
@@ -12,6 +13,17 @@ export const NatsEnvShape = {
   NATS_PASSWORD: z.string().optional(),
   /** Replicas of the journal and dead-letter streams when a service creates them (3 in production). */
   TOOLGATE_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /** This service's X25519 private key (base64 PKCS#8 DER, `toolgate keys generate`). */
+  TOOLGATE_SIGNING_KEY: z.string().optional(),
+  /** JSON object: identity → base64 public key, for every identity. */
+  TOOLGATE_SIGNING_PUBLIC_KEYS: z.string().optional(),
+  /** A JSON keys file instead of (or under) the two above: `{ privateKey | privateKeys, publicKeys }`. */
+  TOOLGATE_SIGNING_KEYS_FILE: z.string().optional(),
+  /** Refuse to start without configured keys (set in the deploy manifests; implied by NODE_ENV=production). */
+  TOOLGATE_REQUIRE_SIGNING_KEYS: z.enum(['true', 'false']).optional(),
+  NODE_ENV: z.string().optional(),
+  /** Where the development keyring lives when no keys are configured (see `devKeyringPath`). */
+  XDG_STATE_HOME: z.string().optional(),
 };
 
 /** How a service reaches NATS. The password never appears in logs or errors. */
@@ -20,6 +32,8 @@ export interface NatsSettings {
   readonly natsUser?: string;
   readonly natsPassword?: string;
   readonly streamReplicas: number;
+  /** How the service finds its signing keys (`resolveServiceKeys`). Never logged. */
+  readonly signing?: SigningSettings;
 }
 
 /** Picks the NATS settings out of a parsed environment. */
@@ -28,12 +42,26 @@ export function natsSettings(e: {
   NATS_USER?: string | undefined;
   NATS_PASSWORD?: string | undefined;
   TOOLGATE_STREAM_REPLICAS: number;
+  TOOLGATE_SIGNING_KEY?: string | undefined;
+  TOOLGATE_SIGNING_PUBLIC_KEYS?: string | undefined;
+  TOOLGATE_SIGNING_KEYS_FILE?: string | undefined;
+  TOOLGATE_REQUIRE_SIGNING_KEYS?: 'true' | 'false' | undefined;
+  NODE_ENV?: string | undefined;
+  XDG_STATE_HOME?: string | undefined;
 }): NatsSettings {
   return {
     natsUrl: e.NATS_URL,
     ...(e.NATS_USER ? { natsUser: e.NATS_USER } : {}),
     ...(e.NATS_PASSWORD ? { natsPassword: e.NATS_PASSWORD } : {}),
     streamReplicas: e.TOOLGATE_STREAM_REPLICAS,
+    signing: signingSettingsFromEnv({
+      TOOLGATE_SIGNING_KEY: e.TOOLGATE_SIGNING_KEY,
+      TOOLGATE_SIGNING_PUBLIC_KEYS: e.TOOLGATE_SIGNING_PUBLIC_KEYS,
+      TOOLGATE_SIGNING_KEYS_FILE: e.TOOLGATE_SIGNING_KEYS_FILE,
+      TOOLGATE_REQUIRE_SIGNING_KEYS: e.TOOLGATE_REQUIRE_SIGNING_KEYS,
+      NODE_ENV: e.NODE_ENV,
+      XDG_STATE_HOME: e.XDG_STATE_HOME,
+    }),
   };
 }
 

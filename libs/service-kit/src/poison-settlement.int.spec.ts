@@ -1,6 +1,6 @@
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ConsumerRole, ErrorCode } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { settlePoisonedDispatch } from './poison-settlement';
 
 describe('settlePoisonedDispatch on a real stream', () => {
@@ -10,7 +10,7 @@ describe('settlePoisonedDispatch on a real stream', () => {
   beforeAll(async () => {
     t = await useTestNats('poison');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(() => t?.cleanup());
 

@@ -1,5 +1,12 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, ToolgateError, toWireError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  ToolgateError,
+  toWireError,
+  type ServiceIdentity,
+  type ServiceKeys,
+  type UntrustedReason,
+} from '@toolgate/contracts';
 import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 import { ZodError } from 'zod';
 
@@ -9,8 +16,44 @@ const decoder = new TextDecoder();
 /** A NATS request/reply endpoint served by {@link serveRequests}. */
 export interface RequestEndpoint {
   subject: string;
+  /**
+   * An internal endpoint: only requests signed for this service by one of these identities are
+   * answered (see {@link checkSignedRequest}); the rest get `unauthorized` before their body is read.
+   */
+  signedBy?: readonly ServiceIdentity[];
   /** Answers one request's JSON body (`{}` when empty); throw a typed error to refuse it. */
   handle(body: unknown, msg: Msg): Promise<unknown>;
+}
+
+/** What {@link serveRequests} needs for endpoints with `signedBy`. */
+export interface ServeRequestsOptions {
+  keys?: ServiceKeys;
+  /** Called once per request refused as unsigned or wrongly signed (metrics). Must not throw. */
+  onUntrusted?(reason: UntrustedReason): void;
+}
+
+/**
+ * Refuses a request that is not signed for `keys`' identity by one of `requesters` within the
+ * allowed age: an `unauthorized` error saying why, never naming a key.
+ */
+export function checkSignedRequest(
+  keys: ServiceKeys,
+  msg: Pick<Msg, 'subject' | 'data' | 'headers'>,
+  requesters: readonly ServiceIdentity[],
+  onUntrusted?: (reason: UntrustedReason) => void,
+): ServiceIdentity {
+  const check = keys.verifyRequest(msg.subject, msg.data, msg.headers, requesters);
+  if (check.ok) return check.signer;
+  try {
+    onUntrusted?.(check.reason);
+  } catch {
+    // Metrics must not change the answer.
+  }
+  throw new ToolgateError(
+    ErrorCode.Unauthorized,
+    `this is an internal request: it must be signed by ${requesters.join(' or ')} (${check.reason})`,
+    { details: { reason: check.reason } },
+  );
 }
 
 /** Running endpoints: `stop()` takes no new requests and waits for the ones in flight. */
@@ -28,9 +71,10 @@ export function serveRequests(
   nc: NatsConnection,
   queue: string,
   endpoints: readonly RequestEndpoint[],
+  options: ServeRequestsOptions = {},
 ): ServedEndpoints {
   const inFlight = new Set<Promise<void>>();
-  const subscriptions = endpoints.map(({ subject, handle }) =>
+  const subscriptions = endpoints.map(({ subject, handle, signedBy }) =>
     nc.subscribe(subject, {
       queue,
       callback: (err, msg) => {
@@ -38,6 +82,11 @@ export function serveRequests(
         const task = consumerSpan(subject, msg.headers, {}, async (span) => {
           let reply: unknown;
           try {
+            if (signedBy) {
+              if (!options.keys)
+                throw new ToolgateError(ErrorCode.Internal, 'no keys to verify requests with');
+              checkSignedRequest(options.keys, msg, signedBy, options.onUntrusted);
+            }
             reply = { ok: true, data: await handle(decodeBody(msg.data), msg) };
           } catch (e) {
             const error =

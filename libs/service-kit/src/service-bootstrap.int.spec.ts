@@ -9,7 +9,13 @@ import {
   type RequestedEvent,
   type Subjects,
 } from '@toolgate/contracts';
-import { eventually, NATS_URL, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  eventually,
+  NATS_URL,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+} from '@toolgate/testing';
 import { BusModule } from './bus.module';
 import type { JetStreamEventContext } from './jetstream-server';
 import { settlePoisoned } from './poison-settlement';
@@ -92,6 +98,7 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
     t = await useTestNats('servicekit');
     service = await bootstrapService({
       name: 'tiny',
+      identity: 'tool-executor',
       nats: { natsUrl: NATS_URL, streamReplicas: 1 },
       prefix: t.prefix,
       port: 0,
@@ -104,7 +111,7 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
         onPoison: settlePoisoned,
       },
     });
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(async () => {
     await service?.stop();

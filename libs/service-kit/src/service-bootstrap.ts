@@ -3,8 +3,22 @@ import type { INestApplication, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsSettings } from './nats-settings';
-import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
-import type { InFlightMessage, JournalStreamOptions, PoisonReport } from '@toolgate/bus';
+import {
+  ConfigError,
+  createSubjects,
+  isServiceIdentity,
+  type ConsumerRole,
+  type ServiceIdentity,
+  type ServiceKeys,
+  type Subjects,
+} from '@toolgate/contracts';
+import {
+  bindServiceKeys,
+  type InFlightMessage,
+  type JournalStreamOptions,
+  type PoisonReport,
+} from '@toolgate/bus';
+import { resolveServiceKeys } from './signing-settings';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
 import { startClean } from './opened-resources';
@@ -15,6 +29,8 @@ import { metricsFor } from './metrics';
 export interface ServiceBootstrapOptions {
   /** Service name: the NATS connection name and the log context. */
   name: string;
+  /** The signing identity (default: `name`, which must then be one). */
+  identity?: ServiceIdentity;
   nats: NatsSettings;
   /** Which user-valued labels the service's metrics carry (default: tenant and tool, capped). */
   metrics?: MetricsSettings;
@@ -41,6 +57,8 @@ export interface RunningService {
   app: INestApplication;
   nc: NatsConnection;
   subjects: Subjects;
+  /** The service's signing keys (also bound to `nc`: `serviceKeysOf`). */
+  keys: ServiceKeys;
   /** The HTTP address the service listens on. */
   url: string;
   /** Graceful shutdown: fail readiness, stop pulling, finish in-flight work, close HTTP, drain NATS. */
@@ -57,6 +75,11 @@ export interface RunningService {
  * all five in one.
  */
 export async function bootstrapService(options: ServiceBootstrapOptions): Promise<RunningService> {
+  const identity = options.identity ?? options.name;
+  if (!isServiceIdentity(identity))
+    throw new ConfigError(`${identity} is not a signing identity`, { details: { identity } });
+  // Before connecting: a service without its keys fails with a config error, not at its first event.
+  const keys = resolveServiceKeys(identity, options.nats.signing);
   return startClean(async (opened) => {
     const subjects = createSubjects(options.prefix);
     const nc = opened.add(
@@ -67,6 +90,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
     );
     // First, so the registry every part of the service records into has the service's settings.
     metricsFor(nc, options.metrics);
+    bindServiceKeys(nc, keys);
     const streams = options.streams ?? { replicas: options.nats.streamReplicas };
     const app = opened.add(
       await startupStep('creating the application', () =>
@@ -88,6 +112,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
             nc,
             subjects,
             role: transport.role,
+            keys,
             streams,
             ...(transport.handlers ? { handlers: transport.handlers } : {}),
             ...(transport.onPoison
@@ -110,6 +135,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       app,
       nc,
       subjects,
+      keys,
       url,
       inFlight: () => server?.inFlight() ?? [],
       stop: stopOnce(async () => {

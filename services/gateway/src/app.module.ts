@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
-import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
+import { ErrorStreaks, JournalPublisher, serviceKeysOf } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import { BusModule, Metrics } from '@toolgate/service-kit';
@@ -49,24 +49,35 @@ export class GatewayModule {
         {
           // A provider of its own so the gateway's stop can close its outcome subscriptions.
           provide: DispatchSubmitter,
-          inject: [JournalPublisher, GatewayMetrics],
-          useFactory: (publisher: JournalPublisher, metrics: GatewayMetrics) =>
+          inject: [JournalPublisher, GatewayMetrics, Metrics],
+          useFactory: (
+            publisher: JournalPublisher,
+            metrics: GatewayMetrics,
+            serviceMetrics: Metrics,
+          ) =>
             new DispatchSubmitter(nc, subjects, publisher, registry, {
               waitDefaultMs: config.waitDefaultMs,
               now: () => new Date(),
               onSubmitted: (status, tenant, tool) => metrics.recordSubmission(status, tenant, tool),
+              onUntrusted: (reason) => serviceMetrics.recordUntrusted('wait', reason),
             }),
         },
         {
           provide: GatewayApi,
-          inject: [JournalPublisher, DispatchSubmitter, GatewayMetrics],
+          inject: [JournalPublisher, DispatchSubmitter, GatewayMetrics, Metrics],
           useFactory: (
             publisher: JournalPublisher,
             submitter: DispatchSubmitter,
             metrics: GatewayMetrics,
+            serviceMetrics: Metrics,
           ) => {
             const now = () => new Date();
-            const queries = new JournalQueries(nc, subjects, config.requestTimeoutMs);
+            const queries = new JournalQueries(
+              nc,
+              subjects,
+              config.requestTimeoutMs,
+              serviceKeysOf(nc),
+            );
             return new GatewayApi(
               new TokenAuth(config.tokens),
               registry,
@@ -77,7 +88,9 @@ export class GatewayModule {
               queries,
               new ErrorStreaks(publisher, now),
               new ScriptInstaller(registry, publisher, now),
-              new PolicyWhatIf(nc, subjects),
+              new PolicyWhatIf(nc, subjects, publisher.keys, 1, (reason) =>
+                serviceMetrics.recordUntrusted('whatif', reason),
+              ),
               metrics,
             );
           },

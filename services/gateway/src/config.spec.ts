@@ -21,6 +21,7 @@ describe('loadGatewayConfig', () => {
     expect(config).toEqual({
       natsUrl: 'nats://127.0.0.1:4222',
       streamReplicas: 1,
+      signing: { required: false },
       prefix: 'toolgate',
       port: 8080,
       host: '0.0.0.0',

@@ -10,6 +10,7 @@ import {
   type TcpProxy,
   type TestNats,
   type TestSchema,
+  testJournalKeys,
 } from '@toolgate/testing';
 import { dispatchFixture } from '../test/fixtures/journal-events.fixture';
 import { loadJournalConfig } from './config';
@@ -78,7 +79,7 @@ describe('the journal and a PostgreSQL that is unreachable at start-up and later
 
     // An event journaled while the database is away is folded once it is back.
     const d = dispatchFixture({ dispatchId: 'while-cut' });
-    await new JournalPublisher(nats.nc, nats.subjects).append(d.requested(0));
+    await new JournalPublisher(nats.nc, nats.subjects, testJournalKeys()).append(d.requested(0));
     await proxy.listen();
     await eventually(async () => ((await readyz(journal!)).status === 200 ? true : undefined), {
       what: 'ready again',

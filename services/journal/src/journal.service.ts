@@ -7,6 +7,7 @@ import {
   Readiness,
   startClean,
   startupStep,
+  resolveServiceKeys,
   type RunningService,
 } from '@toolgate/service-kit';
 import { createSubjects } from '@toolgate/contracts';
@@ -39,6 +40,8 @@ export async function startJournal(options: {
   const log =
     options.log ??
     (options.logger === false ? () => undefined : (line: string) => console.log(line));
+  // Resolved first (the bootstrap resolves them again): the start-up fold verifies what it folds.
+  const keys = resolveServiceKeys('journal', config.signing);
   return startClean(async (opened) => {
     const handle = opened.add(
       await startupStep(
@@ -67,6 +70,7 @@ export async function startJournal(options: {
           await jetstreamManager(nc),
           createSubjects(config.prefix),
           log,
+          keys,
         );
       } finally {
         await nc.close();
@@ -125,8 +129,8 @@ export async function startJournal(options: {
       now,
       onError: (err) => console.error(`journal: metrics: ${(err as Error)?.message ?? err}`),
     });
-    const queries = serveQueries(service.nc, service.subjects, handle.db, now);
-    const rebuilds = serveRebuild(service.nc, service.subjects, handle.db, log);
+    const queries = serveQueries(service.nc, service.subjects, handle.db, now, service.keys);
+    const rebuilds = serveRebuild(service.nc, service.subjects, handle.db, log, service.keys);
     const sweeper = new ApprovalTimeoutSweeper(
       handle.db,
       service.nc,

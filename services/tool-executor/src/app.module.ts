@@ -1,7 +1,7 @@
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { ExecutorKind, Subjects } from '@toolgate/contracts';
-import { ErrorStreaks, JournalPublisher } from '@toolgate/bus';
+import { ErrorStreaks, JournalPublisher, serviceKeysOf } from '@toolgate/bus';
 import { BusModule, Metrics } from '@toolgate/service-kit';
 import type { ToolDef } from '@toolgate/tools';
 import type { ExecutorConfig } from './config';
@@ -41,7 +41,13 @@ export class ToolExecutorModule {
               publisher,
               builtins: new Map(builtins.map((b) => [b.contract.name, b])),
               executors,
-              resolveCwd: worktreeCwdResolver(nc, subjects, config.cwd, config.worktreeTimeoutMs),
+              resolveCwd: worktreeCwdResolver(
+                nc,
+                subjects,
+                config.cwd,
+                config.worktreeTimeoutMs,
+                serviceKeysOf(nc),
+              ),
               defaultTimeoutMs: config.defaultTimeoutMs,
               inprocessSlots: config.inprocessConcurrency,
               heartbeatMs: Math.max(100, Math.floor(config.ackWaitMs / 3)),

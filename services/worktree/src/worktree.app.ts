@@ -46,6 +46,7 @@ export async function startWorktree(options: {
       startWorktreeService({
         nc: service.nc,
         subjects: service.subjects,
+        keys: service.keys,
         root: config.root,
         pinCap: config.pinCap,
         keepOnError: config.keepOnError,

@@ -5,7 +5,8 @@ import { Objm } from '@nats-io/obj';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { decodeJournalEvent, type WorktreeOperation } from '@toolgate/contracts';
 import { setupTelemetry, type Telemetry } from '@toolgate/telemetry';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { testKeys, useTestNats, type TestNats } from '@toolgate/testing';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { bytes, makeRepo, removeDir, tempDir } from '../test/git-fixture';
 import { startWorktreeService, type RunningWorktreeService } from './worktree.service';
 
@@ -26,6 +27,7 @@ beforeAll(async () => {
   service = await startWorktreeService({
     nc: tn.nc,
     subjects: tn.subjects,
+    keys: testKeys('worktree'),
     root: path.join(base, 'worktrees'),
     repo,
     allowedRepos: [repo],
@@ -41,14 +43,15 @@ afterAll(async () => {
   if (base) await removeDir(base);
 });
 
+/** A request as the executor sends it: signed for the worktree service. */
 async function request(op: WorktreeOperation, body: unknown): Promise<Record<string, unknown>> {
-  const reply = await tn.nc.request(
-    tn.subjects.worktree(op),
-    new TextEncoder().encode(JSON.stringify(body)),
-    {
-      timeout: 20_000,
-    },
-  );
+  const payload = new TextEncoder().encode(JSON.stringify(body));
+  const h = natsHeaders();
+  testKeys('tool-executor').signRequest(tn.subjects.worktree(op), 'worktree', payload, h);
+  const reply = await tn.nc.request(tn.subjects.worktree(op), payload, {
+    timeout: 20_000,
+    headers: h,
+  });
   return JSON.parse(new TextDecoder().decode(reply.data)) as Record<string, unknown>;
 }
 
@@ -154,14 +157,37 @@ describe('worktree service over NATS', () => {
       ok: false,
       error: { code: 'invalid-request' },
     });
-    const raw = await tn.nc.request(
-      tn.subjects.worktree('collect'),
-      new TextEncoder().encode('{not json'),
-      { timeout: 5000 },
-    );
+    const garbled = new TextEncoder().encode('{not json');
+    const signed = natsHeaders();
+    testKeys('ops').signRequest(tn.subjects.worktree('collect'), 'worktree', garbled, signed);
+    const raw = await tn.nc.request(tn.subjects.worktree('collect'), garbled, {
+      timeout: 5000,
+      headers: signed,
+    });
     expect(JSON.parse(new TextDecoder().decode(raw.data))).toMatchObject({
       ok: false,
       error: { code: 'invalid-request' },
+    });
+    // Unsigned, or an acquire signed by an operator (only the executor acquires): unauthorized.
+    const unsigned = await tn.nc.request(
+      tn.subjects.worktree('acquire'),
+      new TextEncoder().encode(JSON.stringify({ tenant: 'acme', runId: 'r', agentKey: 'a:' })),
+      { timeout: 5000 },
+    );
+    expect(JSON.parse(new TextDecoder().decode(unsigned.data))).toMatchObject({
+      ok: false,
+      error: { code: 'unauthorized', details: { reason: 'unsigned' } },
+    });
+    const acquire = new TextEncoder().encode('{}');
+    const byOps = natsHeaders();
+    testKeys('ops').signRequest(tn.subjects.worktree('acquire'), 'worktree', acquire, byOps);
+    const refused = await tn.nc.request(tn.subjects.worktree('acquire'), acquire, {
+      timeout: 5000,
+      headers: byOps,
+    });
+    expect(JSON.parse(new TextDecoder().decode(refused.data))).toMatchObject({
+      ok: false,
+      error: { code: 'unauthorized', details: { reason: 'wrong-producer' } },
     });
   });
 });

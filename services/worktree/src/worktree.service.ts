@@ -1,6 +1,6 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Subjects } from '@toolgate/contracts';
+import type { ServiceKeys, Subjects } from '@toolgate/contracts';
 import { ensureJournalStreams, type JournalStreamOptions } from '@toolgate/bus';
 import type { ArtifactPort, Clock, JournalPort } from './lifecycle/ports';
 import { WorktreeManager, type RecoveryReport } from './lifecycle/worktree-manager';
@@ -15,6 +15,8 @@ import {
 export interface WorktreeServiceOptions {
   nc: NatsConnection;
   subjects: Subjects;
+  /** The worktree service's signing keys: it signs its events and verifies every request. */
+  keys: ServiceKeys;
   /** The volume trees and their records live on; outside every host repository. */
   root: string;
   /** Retained trees kept at most (default 4). */
@@ -59,7 +61,7 @@ export async function startWorktreeService(
   let journal = options.journal;
   if (!journal) {
     await ensureJournalStreams(await jetstreamManager(nc), subjects, streams);
-    journal = journalPortOf(nc, subjects);
+    journal = journalPortOf(nc, subjects, options.keys);
   }
   const artifacts =
     options.artifacts ??
@@ -77,6 +79,7 @@ export async function startWorktreeService(
     ...(options.now ? { now: options.now } : {}),
   });
   const server = await serveWorktreeRequests(nc, subjects, manager, {
+    keys: options.keys,
     ...(options.allowedRepos ? { allowedRepos: options.allowedRepos } : {}),
     ...(options.onInternalError ? { onInternalError: options.onInternalError } : {}),
   });

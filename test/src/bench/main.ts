@@ -4,10 +4,7 @@
  * Every ratio is against a baseline measured in this run. Uses the tests' NATS and PostgreSQL on a
  * stream prefix and schema of its own, and removes them (and its temp dirs) even on failure.
  */
-import { execFile } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
@@ -21,6 +18,7 @@ import {
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
+import { benchSigning } from './signing';
 import { benchGrowth, type GrowthResult } from './growth';
 import { benchMemory, type MemoryResult } from './memory';
 import { benchTenants, type TenantsResult } from './tenants';
@@ -85,13 +83,11 @@ interface SplitResult {
   steadyP99Ms: number;
   steadyOfferedPerSec: number;
   steadySeconds: number;
-  steadySlowestHopsP50Ms: NonNullable<DispatchResult['steadySlowestHopsP50Ms']>;
   /** Seconds until the five processes (from their sources) were all ready. */
   startSeconds: number;
 }
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
-const execFileAsync = promisify(execFile);
 
 /** Cleanups run last-in first-out, once, on success, failure or a signal. */
 const cleanups: { what: string; run: () => Promise<void> }[] = [];
@@ -153,7 +149,7 @@ async function main(): Promise<Report> {
   if (['dispatch', 'approvals', 'tenants', 'memory', 'split'].some(wanted)) {
     const schema = await useTestSchema('bench');
     cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
-    const tenants = quick ? 100 : 1000;
+    const tenants = quick ? 200 : 1000;
     const stack = await section('stack start', () =>
       BenchStack.start(nats, schema, {
         shape: 'all-in-one',
@@ -177,6 +173,8 @@ async function main(): Promise<Report> {
       report.dispatch = {
         ...dispatch,
         throughputVsBound: round(dispatch.throughputPerSec / bound, 3),
+        // In the same run: what the signatures on every event cost (README, "Threat model").
+        ...benchSigning({ quick }),
       };
     }
     if (wanted('approvals'))
@@ -197,19 +195,10 @@ async function main(): Promise<Report> {
     }
   }
 
-  // A quick run measures the worktree in a process of its own while the growth section runs: both
-  // report ratios of interleaved samples (the service's acquire against git's on the same
-  // repository, a full stream against an empty one), which load from the other shifts alike.
-  const worktreeAside =
-    quick && wanted('worktree') && wanted('growth')
-      ? section('worktree (beside growth)', worktreeInAProcess)
-      : undefined;
-  worktreeAside?.catch(() => undefined);
   if (wanted('growth')) {
     report.growth = await section('growth', () => benchGrowth({ quick }));
     if (report.dispatch) report.dispatch.p50GrowthAt1M = report.growth.p50GrowthAt1M;
   }
-  if (worktreeAside) report.worktree = await worktreeAside;
 
   if (wanted('permissions'))
     report.permissions = await section('permissions', () => benchPermissions({ quick }));
@@ -217,10 +206,9 @@ async function main(): Promise<Report> {
     report.policy = await section('policy what-if', () =>
       benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
     );
-  if (wanted('worktree') && !worktreeAside)
+  if (wanted('worktree'))
     report.worktree = await section('worktree', () => benchWorktree({ quick }));
-  if (wanted('startup'))
-    report.startup = await section('startup', () => benchStartup(nats.prefix, { quick }));
+  if (wanted('startup')) report.startup = await section('startup', () => benchStartup(nats.prefix));
   if (wanted('executors')) {
     const executors = await section('executors', () => benchExecutors({ quick }));
     if (executors) report.executors = executors;
@@ -260,21 +248,19 @@ async function benchSplit(
   });
   const startSeconds = round(since(t) / 1000, 1);
   try {
-    const latencySamples = quick ? 100 : 1000;
+    const latencySamples = quick ? 200 : 1000;
     const latency = await benchLatency(stack, nats, {
       samples: latencySamples,
       runId: 'split-latency',
-      warmup: quick ? 150 : 300,
     });
     const tput = await benchThroughput(stack, nats, {
-      dispatches: quick ? 1000 : 10_000,
-      warmBurst: quick ? 250 : 500,
+      dispatches: quick ? 3000 : 10_000,
       runId: 'split-tput',
       drainWaitMs: quick ? 5_000 : 60_000,
     });
     const steady = await benchSteady(stack, nats, {
       ratePerSec: tput.throughputPerSec / 2,
-      seconds: quick ? 3 : 20,
+      seconds: quick ? 5 : 20,
       runId: 'split-steady',
     });
     const bound = baseline.jetstreamAsyncPublishPerSec / tput.journalAppendsPerDispatch;
@@ -295,29 +281,11 @@ async function benchSplit(
       steadyP99Ms: steady.steadyP99Ms,
       steadyOfferedPerSec: steady.steadyOfferedPerSec,
       steadySeconds: steady.steadySeconds,
-      steadySlowestHopsP50Ms: steady.steadySlowestHopsP50Ms,
       startSeconds,
     };
   } finally {
     await stack.stop();
   }
-}
-
-/** The worktree section (`worktree.ts --quick`) in a child process; its report. */
-async function worktreeInAProcess(): Promise<NonNullable<Report['worktree']>> {
-  const root = path.resolve(__dirname, '..', '..', '..');
-  const { stdout } = await execFileAsync(
-    process.execPath,
-    [
-      '--require',
-      path.join(root, 'scripts', 'from-source.cjs'),
-      path.join(__dirname, 'worktree.ts'),
-      '--quick',
-    ],
-    { cwd: root, maxBuffer: 16 * 1024 * 1024 },
-  );
-  const last = stdout.trim().split('\n').at(-1) ?? '';
-  return (JSON.parse(last) as { worktree: NonNullable<Report['worktree']> }).worktree;
 }
 
 /**
@@ -393,21 +361,15 @@ function print(report: Report): void {
           `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
         ],
         ['journal appends per dispatch', d.journalAppendsPerDispatch],
+        [
+          `sign one event for its ${d.signReaders} readers / verify once (Ed25519 verify)`,
+          `${d.signCostUs} / ${d.verifyCostUs} µs (${d.ed25519VerifyUs} µs)`,
+        ],
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
         ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
         [
           `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
           `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
-        ],
-        [
-          'steady, slowest 1%: p50 sent late / per hop',
-          d.steadySlowestHopsP50Ms
-            ? Object.values(d.steadySlowestHopsP50Ms).join(' / ') + ' ms'
-            : '-',
-        ],
-        [
-          'steady: event loop delay p99 / max, longest GC pause',
-          `${d.steadyLoopDelayP99Ms} / ${d.steadyLoopDelayMaxMs} ms, ${d.steadyGcMaxPauseMs} ms`,
         ],
         [
           'projection backlog at last settle / drained after',
@@ -437,10 +399,6 @@ function print(report: Report): void {
           [
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
-          ],
-          [
-            'steady, slowest 1%: p50 sent late / per hop',
-            Object.values(d.split.steadySlowestHopsP50Ms).join(' / ') + ' ms',
           ],
           [
             'projection drained after last settle',
@@ -527,9 +485,7 @@ function print(report: Report): void {
     out.push(
       table('npm start until /readyz answers (from sources, nothing built)', [
         ['first start of this run', `${report.startup.firstStartSeconds} s`],
-        ...(report.startup.warmStartSeconds !== undefined
-          ? ([['second start', `${report.startup.warmStartSeconds} s`]] as [string, unknown][])
-          : []),
+        ['second start', `${report.startup.warmStartSeconds} s`],
       ]),
     );
   if (x?.subprocessP50Ms !== undefined) {

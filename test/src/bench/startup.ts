@@ -14,8 +14,7 @@ import { round, since } from './stats';
 
 export interface StartupResult {
   firstStartSeconds: number;
-  /** Absent in a quick run, which starts once. */
-  warmStartSeconds?: number;
+  warmStartSeconds: number;
 }
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -76,14 +75,10 @@ async function timeOneStart(prefix: string, pglitePath: string): Promise<number>
   }
 }
 
-export async function benchStartup(
-  prefix: string,
-  opts: { quick: boolean } = { quick: false },
-): Promise<StartupResult> {
+export async function benchStartup(prefix: string): Promise<StartupResult> {
   const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-bench-startup-'));
   try {
     const firstStartSeconds = await timeOneStart(`${prefix}_s1`, path.join(dir, 'first'));
-    if (opts.quick) return { firstStartSeconds: round(firstStartSeconds, 2) };
     const warmStartSeconds = await timeOneStart(`${prefix}_s2`, path.join(dir, 'warm'));
     return {
       firstStartSeconds: round(firstStartSeconds, 2),

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureJournalStreams, readJournalCalls } from '@toolgate/bus';
 import { createSubjects, type JournalEvent } from '@toolgate/contracts';
 import { PolicyReplay, WhatIfTally } from '@toolgate/policy-runtime';
-import { callEvents, type CallEventsSpec } from '@toolgate/testing';
+import { callEvents, signedHeaders, testKeys, type CallEventsSpec } from '@toolgate/testing';
 import { pool, round, since } from './stats';
 
 export interface WhatIfResult {
@@ -93,7 +93,7 @@ export async function benchWhatIf(
   await ensureJournalStreams(jsm, subjects);
   try {
     const js = jetstream(nc);
-    const calls = opts.quick ? 5_000 : 100_000;
+    const calls = opts.quick ? 10_000 : 100_000;
     const encoder = new TextEncoder();
     const events: JournalEvent[] = [];
     let published = 0;
@@ -109,10 +109,9 @@ export async function benchWhatIf(
       }
       await pool(events.length, 512, async (i) => {
         const e = events[i]!;
-        await js.publish(
-          subjects.journal.event(e.tenant, e.runId, e.dispatchId, e.type),
-          encoder.encode(JSON.stringify(e)),
-        );
+        const subject = subjects.journal.event(e.tenant, e.runId, e.dispatchId, e.type);
+        const data = encoder.encode(JSON.stringify(e));
+        await js.publish(subject, data, { headers: signedHeaders(subject, data) });
       });
       published += events.length;
     }
@@ -120,7 +119,13 @@ export async function benchWhatIf(
     const t0 = performance.now();
     const replay = PolicyReplay.compile(CANDIDATE);
     const tally = new WhatIfTally(1000);
-    const reader = readJournalCalls(js, jsm, subjects, { tenant: 'bench' });
+    const reader = readJournalCalls(
+      js,
+      jsm,
+      subjects,
+      { tenant: 'bench' },
+      { keys: testKeys('gateway') },
+    );
     for await (const call of reader) tally.add(call, await replay.replay(call));
     tally.addUndecided(reader.stats.undecided);
     const report = tally.report();

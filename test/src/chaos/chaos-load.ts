@@ -1,3 +1,4 @@
+import { testJournalKeys } from '@toolgate/testing';
 import { connect, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { JournalPublisher } from '@toolgate/bus';
 import type { Subjects } from '@toolgate/contracts';
@@ -98,7 +99,7 @@ export class SettlementWatch {
     nc: NatsConnection,
     private readonly subjects: Subjects,
   ) {
-    this.publisher = new JournalPublisher(nc, subjects);
+    this.publisher = new JournalPublisher(nc, subjects, testJournalKeys());
     this.sub = nc.subscribe(subjects.journal.ofType('settled'), {
       callback: (err, msg) => {
         if (err) return;

@@ -19,6 +19,7 @@ import {
   uniqueName,
   useTestSchema,
   type NatsServerProcess,
+  testJournalKeys,
 } from '@toolgate/testing';
 import {
   startProcessStack,
@@ -463,7 +464,7 @@ async function readOutcomes(
   settled: ReadonlyMap<string, number>,
 ): Promise<Map<string, { outcome: string; errorCode?: string }>> {
   const outcomes = new Map<string, { outcome: string; errorCode?: string }>();
-  for await (const entry of readJournal(jetstream(nc), subjects)) {
+  for await (const entry of readJournal(jetstream(nc), subjects, { keys: testJournalKeys() })) {
     const e = entry.event;
     if (e.type !== 'settled' || !settled.has(e.dispatchId) || outcomes.has(e.dispatchId)) continue;
     outcomes.set(e.dispatchId, {
@@ -525,7 +526,10 @@ async function compareWithRebuild(
       }
       await sleep(250);
     }
-    await rebuildProjection(rebuilt.db, readJournal(jetstream(nc), subjects));
+    await rebuildProjection(
+      rebuilt.db,
+      readJournal(jetstream(nc), subjects, { keys: testJournalKeys() }),
+    );
     const differences = await compareProjections(live.db, rebuilt.db);
     for (const d of differences.slice(0, 5)) log(`projection difference: ${JSON.stringify(d)}`);
     return differences.length;

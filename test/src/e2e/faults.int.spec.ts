@@ -1,7 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { JournalPublisher } from '@toolgate/bus';
 import { createDb, compareProjections, readJournal, rebuildProjection } from '@toolgate/journal';
-import { eventually, useTestSchema } from '@toolgate/testing';
+import { eventually, useTestSchema, testJournalKeys, signedHeaders } from '@toolgate/testing';
 import { journalCounts, settled } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -141,11 +141,11 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
       'requested',
     );
     // A payload from a producer this version cannot read: it must not loop.
-    await jetstream(stack.nats.nc).publish(
-      subject,
-      JSON.stringify({ type: 'requested', schemaVersion: 99 }),
-    );
-    const publisher = new JournalPublisher(stack.nats.nc, stack.nats.subjects);
+    const future = JSON.stringify({ type: 'requested', schemaVersion: 99 });
+    await jetstream(stack.nats.nc).publish(subject, future, {
+      headers: signedHeaders(subject, future),
+    });
+    const publisher = new JournalPublisher(stack.nats.nc, stack.nats.subjects, testJournalKeys());
     const settlement = await eventually(
       () => publisher.last('acme', 'run-poison', 'dpoison1', 'settled').then((s) => s ?? undefined),
       {
@@ -183,7 +183,10 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
     const fresh = await useTestSchema('rebuild');
     const rebuilt = await createDb({ url: fresh.url, schema: fresh.schema });
     try {
-      const result = await rebuildProjection(rebuilt.db, readJournal(js, stack.nats.subjects));
+      const result = await rebuildProjection(
+        rebuilt.db,
+        readJournal(js, stack.nats.subjects, { keys: testJournalKeys() }),
+      );
       expect(result.lastSeq).toBeGreaterThanOrEqual(lastSeq);
       // Events after lastSeq may have arrived since; compare what both have seen.
       expect(await compareProjections(live.db, rebuilt.db)).toEqual([]);

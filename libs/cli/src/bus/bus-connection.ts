@@ -1,6 +1,15 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import { createSubjects, ErrorCode, ToolgateError, type Subjects } from '@toolgate/contracts';
+import {
+  createSubjects,
+  ErrorCode,
+  resolveServiceKeys,
+  ServiceIdentity,
+  ToolgateError,
+  type ServiceKeys,
+  type SigningSettings,
+  type Subjects,
+} from '@toolgate/contracts';
 import { UsageError } from '../commands/cli-input';
 
 /** The operator's way onto the bus: the same variables the services read. */
@@ -9,6 +18,8 @@ export interface BusSettings {
   user?: string | undefined;
   password?: string | undefined;
   prefix: string;
+  /** The operator's signing keys (identity `ops`): the services' variables, or the dev keyring. */
+  signing: SigningSettings;
 }
 
 /** A connection for one command, closed by `close()`. */
@@ -17,6 +28,12 @@ export interface BusConnection {
   js: JetStreamClient;
   jsm: JetStreamManager;
   subjects: Subjects;
+  /**
+   * The operator's signing keys (`ops`), resolved on first use: a `config` error when they are
+   * required and not configured. Requests to the services are signed with them, and `journal
+   * tail` verifies with them.
+   */
+  keys(): ServiceKeys;
   close(): Promise<void>;
 }
 
@@ -59,11 +76,13 @@ export async function connectBus(settings: BusSettings): Promise<BusConnection> 
     );
   }
   const jsm = await jetstreamManager(nc);
+  let keys: ServiceKeys | undefined;
   return {
     nc,
     js: jetstream(nc),
     jsm,
     subjects,
+    keys: () => (keys ??= resolveServiceKeys(ServiceIdentity.Ops, settings.signing)),
     close: async () => {
       if (!nc.isClosed()) await nc.close();
     },

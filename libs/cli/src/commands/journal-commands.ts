@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import {
   decodeJournalEvent,
   ErrorCode,
+  ServiceIdentity,
   fromWireError,
   isWireError,
   JOURNAL_EVENT_TYPES,
@@ -11,6 +12,7 @@ import {
   type JournalEvent,
   type JournalOpsFrame,
   type JournalRebuildReport,
+  type ServiceKeys,
 } from '@toolgate/contracts';
 import { connectBus, type BusConnection } from '../bus/bus-connection';
 import { renderTable, shortJson } from '../format/table-format';
@@ -66,7 +68,10 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
     .option('--run <runId>', "only this run's events")
     .option('--since <duration>', 'start this far back (30s, 10m, 2h) instead of now')
     .option('--count <n>', 'stop after this many events')
-    .option('--json', 'one JSON line per event: { seq, subject, event }')
+    .option(
+      '--json',
+      'one JSON line per event: { seq, subject, event, trusted } (and why not: untrusted)',
+    )
     .action(
       async (opts: {
         tenant?: string;
@@ -98,16 +103,35 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
           const messages = await consumer.consume({ max_messages: 256 });
           const stop = () => messages.stop();
           ctx.signal.addEventListener('abort', stop);
+          // Shown either way; marked when not signed by its producer, or unverified without keys.
+          let keys: ServiceKeys | undefined;
+          try {
+            keys = bus.keys();
+          } catch {
+            ctx.note('no signing keys for ops: events are shown unverified\n');
+          }
           ctx.note(`following ${filter} (Ctrl-C to stop)\n`);
           let seen = 0;
           try {
             if (count === 0) return;
             for await (const m of messages) {
               const event = decodeJournalEvent(m.data);
+              const untrusted = keys
+                ? keys.verifyEvent(m.subject, m.data, m.headers)
+                : 'unverified';
+              const mark = untrusted
+                ? ` [${untrusted === 'unverified' ? 'unverified' : `untrusted: ${untrusted}`}]`
+                : '';
               ctx.out(
                 opts.json
-                  ? `${JSON.stringify({ seq: m.seq, subject: m.subject, event: event ?? null })}\n`
-                  : `${describeEvent(m.seq, m.subject, event)}\n`,
+                  ? `${JSON.stringify({
+                      seq: m.seq,
+                      subject: m.subject,
+                      event: event ?? null,
+                      trusted: untrusted === null,
+                      ...(untrusted ? { untrusted } : {}),
+                    })}\n`
+                  : `${describeEvent(m.seq, m.subject, event)}${mark}\n`,
               );
               if (++seen >= count) break;
             }
@@ -308,8 +332,12 @@ async function rebuild(
   body: Record<string, unknown>,
   onProgress: (p: { done: number; total: number }) => void,
 ): Promise<JournalRebuildReport> {
-  const { createInbox } = await import('@nats-io/transport-node');
+  const { createInbox, headers } = await import('@nats-io/transport-node');
   const subject = bus.subjects.ops(JournalOperation.Rebuild);
+  const payload = encoder.encode(JSON.stringify(body));
+  // The journal serves only an operator's signed request.
+  const h = headers();
+  bus.keys().signRequest(subject, ServiceIdentity.Journal, payload, h);
   const inbox = bus.nc.subscribe(createInbox());
   let timer: NodeJS.Timeout | undefined;
   let silent = false;
@@ -322,7 +350,7 @@ async function rebuild(
   };
   try {
     watch();
-    bus.nc.publish(subject, encoder.encode(JSON.stringify(body)), { reply: inbox.getSubject() });
+    bus.nc.publish(subject, payload, { reply: inbox.getSubject(), headers: h });
     for await (const m of inbox) {
       watch();
       if (m.headers?.code === 503 || m.data.length === 0)

@@ -1,5 +1,5 @@
 import { ErrorCode, QueryOperation, ToolgateError } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { useTestNats, type TestNats, testKeys } from '@toolgate/testing';
 import { JournalQueries } from './journal-queries';
 
 const encoder = new TextEncoder();
@@ -22,7 +22,7 @@ describe('JournalQueries against a real broker', () => {
       },
     });
     await t.nc.flush();
-    queries = new JournalQueries(t.nc, t.subjects, 1000);
+    queries = new JournalQueries(t.nc, t.subjects, 1000, testKeys('gateway'));
   });
   afterAll(() => t?.cleanup());
 
@@ -73,22 +73,20 @@ describe('JournalQueries against a real broker', () => {
     expect(err.message).not.toContain('garbled');
   });
 
-  it('sends the headers it was given with every query (a service credential)', async () => {
+  it("signs every query with the gateway's keys for the journal", async () => {
     answer = JSON.stringify({ ok: true, data: null });
-    let seen: string | undefined;
-    const sub = t.nc.subscribe(t.subjects.query(QueryOperation.GetRun), {
+    let check: unknown;
+    const subject = t.subjects.query(QueryOperation.GetRun);
+    const sub = t.nc.subscribe(subject, {
       callback: (_err, msg) => {
-        seen = msg.headers?.get('Toolgate-Service');
+        check = testKeys('journal').verifyRequest(msg.subject, msg.data, msg.headers, ['gateway']);
         msg.respond(encoder.encode(answer));
       },
     });
     try {
       await t.nc.flush();
-      const withCredential = new JournalQueries(t.nc, t.subjects, 1000, {
-        'Toolgate-Service': 'gateway',
-      });
-      await withCredential.ask(QueryOperation.GetRun, 'acme', { runId: 'r' });
-      expect(seen).toBe('gateway');
+      await queries.ask(QueryOperation.GetRun, 'acme', { runId: 'r' });
+      expect(check).toEqual({ ok: true, signer: 'gateway' });
     } finally {
       sub.unsubscribe();
     }
@@ -97,7 +95,7 @@ describe('JournalQueries against a real broker', () => {
   it('is unavailable when no journal answers', async () => {
     const lonely = await useTestNats('gateway-queries-none');
     try {
-      const err = await new JournalQueries(lonely.nc, lonely.subjects, 1000)
+      const err = await new JournalQueries(lonely.nc, lonely.subjects, 1000, testKeys('gateway'))
         .ask(QueryOperation.GetApproval, 'acme', { key: 'k' })
         .catch((e: unknown) => e);
       expect((err as ToolgateError).code).toBe(ErrorCode.Unavailable);

@@ -1,18 +1,25 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { requestReply } from '@toolgate/bus';
-import { ApiOkReplySchema, type QueryOperation, type Subjects } from '@toolgate/contracts';
+import {
+  ApiOkReplySchema,
+  ServiceIdentity,
+  type QueryOperation,
+  type ServiceKeys,
+  type Subjects,
+} from '@toolgate/contracts';
 
 /**
  * The gateway's read side: it never opens the journal's database, it asks the journal service over
  * NATS request/reply (`subjects.query(op)`, the bus's {@link requestReply}). The tenant always
- * comes from the caller's token. `headers` go with every query (a service credential).
+ * comes from the caller's token, and every query is signed with the gateway's keys for the
+ * journal, which answers nothing else: a client on the bus cannot ask for another tenant's data.
  */
 export class JournalQueries {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
     private readonly timeoutMs: number,
-    private readonly headers: Readonly<Record<string, string>> = {},
+    private readonly keys: ServiceKeys,
   ) {}
 
   async ask<T>(
@@ -28,7 +35,7 @@ export class JournalQueries {
         ok: ApiOkReplySchema,
         timeoutMs: this.timeoutMs,
         peer: 'the journal service',
-        headers: this.headers,
+        sign: { keys: this.keys, responder: ServiceIdentity.Journal },
       },
     );
     return reply.data as T;

@@ -7,7 +7,7 @@ import {
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import type { Principal } from '../auth/token-auth';
 import { DispatchSubmitter } from './dispatch-submitter';
 
@@ -42,7 +42,7 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
   beforeAll(async () => {
     t = await useTestNats('gateway-submit');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
     registry = await ToolRegistry.open(t.nc, t.subjects);
     await registry.announce([echo], ['inprocess']);
     submitter = newSubmitter();
@@ -209,7 +209,7 @@ describe('DispatchSubmitter subscriptions on the broker', () => {
     const submitter = new DispatchSubmitter(
       t.nc,
       t.subjects,
-      new JournalPublisher(t.nc, t.subjects),
+      new JournalPublisher(t.nc, t.subjects, testJournalKeys()),
       registry,
       { waitDefaultMs: 1000, now: () => new Date() },
     );

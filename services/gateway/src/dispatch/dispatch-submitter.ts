@@ -1,16 +1,16 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { JournalPublisher } from '@toolgate/bus';
+import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
   ErrorCode,
   journalEvent,
-  decodeJournalEvent,
   outcomeOf,
   SubmitDispatchRequestSchema,
   ToolgateError,
   type JournalEvent,
   type Subjects,
   type SubmitDispatchResponse,
+  type UntrustedReason,
 } from '@toolgate/contracts';
 import type { ToolRegistry } from '@toolgate/registry';
 import { Attr, annotate } from '@toolgate/telemetry';
@@ -49,6 +49,8 @@ export class DispatchSubmitter {
       now: () => Date;
       /** Told whether each journaled submission was new or a replay (metrics). Must not throw. */
       onSubmitted?(status: 'accepted' | 'replayed', tenant: string, tool: string): void;
+      /** Told about each outcome refused as untrusted while a caller waited (metrics). Must not throw. */
+      onUntrusted?(reason: UntrustedReason): void;
     },
   ) {
     this.routeStart = `${subjects.prefix}.journal.`.length;
@@ -209,13 +211,20 @@ export class DispatchSubmitter {
   /**
    * Hands an outcome to the dispatch's waiters. The common case is that nobody waits (the gateway
    * sees every tenant's outcomes), so that path is a slice of the subject and a map lookup; the
-   * payload is only parsed for a waiter.
+   * payload is only verified and parsed for a waiter. An outcome not signed for the gateway by its
+   * producer (another client publishing on the subject, with or without the stream) is nobody's
+   * answer.
    */
   private route(msg: Msg): void {
     const waiting = this.waiters.get(this.routeKey(msg.subject));
     if (!waiting) return;
-    const event = decodeJournalEvent(msg.data);
-    if (!event || (event.type !== 'settled' && event.type !== 'suspended')) return;
+    const trusted = trustedEvent(this.publisher.keys, msg.subject, msg.data, msg.headers);
+    if (!trusted.ok) {
+      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
+      return;
+    }
+    const event = trusted.event;
+    if (event.type !== 'settled' && event.type !== 'suspended') return;
     for (const waiter of waiting) {
       if (!waiter.seen || (event.type === 'settled' && waiter.seen.type !== 'settled')) {
         waiter.seen = event;

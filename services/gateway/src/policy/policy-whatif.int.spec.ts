@@ -1,7 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { ensureJournalStreams } from '@toolgate/bus';
 import { ErrorCode, type PolicyWhatIfReport } from '@toolgate/contracts';
-import { callEvents, useTestNats, type TestNats } from '@toolgate/testing';
+import { callEvents, useTestNats, type TestNats, signedHeaders, testKeys } from '@toolgate/testing';
 import { PolicyWhatIf } from './policy-whatif';
 
 describe('PolicyWhatIf on a real journal stream', () => {
@@ -16,6 +16,12 @@ describe('PolicyWhatIf on a real journal stream', () => {
         await js.publish(
           t.subjects.journal.event(e.tenant, e.runId, e.dispatchId, e.type),
           JSON.stringify(e),
+          {
+            headers: signedHeaders(
+              t.subjects.journal.event(e.tenant, e.runId, e.dispatchId, e.type),
+              JSON.stringify(e),
+            ),
+          },
         );
     }
   });
@@ -24,7 +30,7 @@ describe('PolicyWhatIf on a real journal stream', () => {
   const candidate = { engine: { deny: [{ tool: 'shell', argv: 'rm **' }] } };
 
   it('runs one what-if at a time per gateway: a second one meanwhile is unavailable, and the next one runs', async () => {
-    const whatIf = new PolicyWhatIf(t.nc, t.subjects);
+    const whatIf = new PolicyWhatIf(t.nc, t.subjects, testKeys('gateway'));
     let second: Promise<unknown> | undefined;
     const first = await whatIf.run(
       'acme',
@@ -43,7 +49,7 @@ describe('PolicyWhatIf on a real journal stream', () => {
   });
 
   it('stops when its caller is gone', async () => {
-    const whatIf = new PolicyWhatIf(t.nc, t.subjects);
+    const whatIf = new PolicyWhatIf(t.nc, t.subjects, testKeys('gateway'));
     const gone = new AbortController();
     gone.abort();
     await expect(whatIf.run('acme', { candidate }, { signal: gone.signal })).rejects.toMatchObject({

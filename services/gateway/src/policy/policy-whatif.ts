@@ -1,13 +1,14 @@
-import { jetstream, jetstreamManager, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   PolicyWhatIfRequestSchema,
   ToolgateError,
   type PolicyWhatIfReport,
-  type JournalEvent,
   type Progress,
+  type EventKeys,
   type Subjects,
+  type UntrustedReason,
 } from '@toolgate/contracts';
 import { readJournalCalls } from '@toolgate/bus';
 import { PolicyReplay, WhatIfTally } from '@toolgate/policy-runtime';
@@ -33,12 +34,11 @@ export class PolicyWhatIf {
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
+    /** The gateway's keys: a recorded call not signed by its producer is not replayed. */
+    private readonly keys: EventKeys,
     private readonly maxConcurrent = 1,
-    /**
-     * How a recorded message becomes an event (default: the tolerant reader). Where events are
-     * signed, the gateway's verifying reader goes here: what it cannot trust is not replayed.
-     */
-    private readonly decode?: (message: JsMsg) => JournalEvent | null,
+    /** Told about each message skipped as untrusted (metrics). Must not throw. */
+    private readonly onUntrusted?: (reason: UntrustedReason) => void,
   ) {}
 
   async run(
@@ -70,7 +70,8 @@ export class PolicyWhatIf {
         },
         {
           progressEvery: PROGRESS_EVERY,
-          ...(this.decode ? { decode: this.decode } : {}),
+          keys: this.keys,
+          ...(this.onUntrusted ? { onUntrusted: this.onUntrusted } : {}),
           ...(signal ? { signal } : {}),
           ...(onProgress
             ? { onProgress: (s) => onProgress({ done: s.read, total: s.total }) }

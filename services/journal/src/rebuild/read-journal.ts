@@ -1,13 +1,19 @@
 import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
-import { parseJournalEvent, type Subjects } from '@toolgate/contracts';
+import { trustedEvent } from '@toolgate/bus';
+import type { EventKeys, Subjects, UntrustedReason } from '@toolgate/contracts';
 import type { JournalEntry } from '../projection/apply-event';
 
 /** Counters of a journal read, filled in as it goes. */
 export interface JournalReadStats {
   /** Events parsed and yielded. */
   read: number;
-  /** Messages that were not journal events (bad JSON, unknown type, failed schema): skipped. */
+  /**
+   * Messages that were not journal events (bad JSON, unknown type, failed schema) or were not
+   * signed by their producer: skipped.
+   */
   skipped: number;
+  /** Of those, the messages not signed for the journal by their producer (never folded). */
+  untrusted: number;
   /** The last stream sequence seen (0 before the first). */
   lastSeq: number;
 }
@@ -18,6 +24,10 @@ export interface JournalReader extends AsyncIterable<JournalEntry> {
 }
 
 export interface ReadJournalOptions {
+  /** The journal's signing keys: what is not signed for it by its producer is not folded. */
+  keys: EventKeys;
+  /** Called once per message skipped as untrusted (metrics). Must not throw. */
+  onUntrusted?(reason: UntrustedReason): void;
   /** The first stream sequence to read (default 1). */
   fromSeq?: number;
   /** How many messages the consumer keeps buffered (default 256). */
@@ -27,9 +37,10 @@ export interface ReadJournalOptions {
 /**
  * Reads the journal stream from `fromSeq` up to the end it had when the read started, through an
  * ordered consumer (ephemeral, flow-controlled, in stream order, re-created by the client on a gap:
- * exactly what a replay needs, and nothing to clean up on the server). Each message is parsed
- * with `parseJournalEvent`; one that is not an event is skipped and counted, never fatal, so one
- * bad publish cannot block a rebuild.
+ * exactly what a replay needs, and nothing to clean up on the server). Each message is verified
+ * and parsed as the projection's consumer does (`trustedEvent`); one that is not a trusted event is
+ * skipped and counted, never fatal, so one bad publish cannot block a rebuild, and a forged one is
+ * folded neither live nor in a rebuild.
  *
  * The iteration ends when the consumer reports nothing pending, so events published during the
  * read may or may not be included; a catch-up from `stats.lastSeq + 1` picks them up.
@@ -37,9 +48,9 @@ export interface ReadJournalOptions {
 export function readJournal(
   js: JetStreamClient,
   subjects: Subjects,
-  options: ReadJournalOptions = {},
+  options: ReadJournalOptions,
 ): JournalReader {
-  const stats: JournalReadStats = { read: 0, skipped: 0, lastSeq: 0 };
+  const stats: JournalReadStats = { read: 0, skipped: 0, untrusted: 0, lastSeq: 0 };
   const fromSeq = Math.max(options.fromSeq ?? 1, 1);
   const streamName = subjects.journal.stream;
 
@@ -57,18 +68,16 @@ export function readJournal(
     try {
       for await (const message of messages) {
         stats.lastSeq = message.seq;
-        let payload: unknown;
-        try {
-          payload = message.json();
-        } catch {
-          payload = undefined;
-        }
-        const event = parseJournalEvent(payload);
-        if (event === null) {
+        const trusted = trustedEvent(options.keys, message.subject, message.data, message.headers);
+        if (!trusted.ok) {
           stats.skipped += 1;
+          if (trusted.reason !== 'not-an-event') {
+            stats.untrusted += 1;
+            options.onUntrusted?.(trusted.reason);
+          }
         } else {
           stats.read += 1;
-          yield { event, seq: message.seq, stream: message.info.stream };
+          yield { event: trusted.event, seq: message.seq, stream: message.info.stream };
         }
         if (message.info.pending === 0 || message.seq >= endSeq) break;
       }

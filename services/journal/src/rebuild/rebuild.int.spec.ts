@@ -5,7 +5,13 @@ import {
   type JournalEvent,
   parseJournalEvent,
 } from '@toolgate/contracts';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  eventually,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+  signedHeaders,
+} from '@toolgate/testing';
 import { dispatchFixture, worktreeFixture } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
 import { applyEvent } from '../projection/apply-event';
@@ -94,6 +100,7 @@ async function publishJournal(
     );
     // As the services publish: deduplicated by id, once-per-dispatch transitions conditional.
     await js.publish(subject, JSON.stringify(event), {
+      headers: signedHeaders(subject, JSON.stringify(event)),
       msgID: event.id,
       ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
     });
@@ -165,10 +172,10 @@ describe('rebuild from the JetStream journal', () => {
 
     await publishJournal(js, nats, events.slice(0, 20));
     // Not an event: a rebuild skips and counts it, the live consumer terminates it.
-    await js.publish(
-      nats.subjects.journal.event('acme', 'run-1', 'junk', 'requested'),
-      '{"not":"an event"}',
-    );
+    const junk = nats.subjects.journal.event('acme', 'run-1', 'junk', 'requested');
+    await js.publish(junk, '{"not":"an event"}', {
+      headers: signedHeaders(junk, '{"not":"an event"}'),
+    });
     await publishJournal(js, nats, events.slice(20));
     // A publisher's retry of an event already in the stream is deduplicated by the broker.
     await publishJournal(js, nats, events.slice(0, 1));
@@ -189,10 +196,10 @@ describe('rebuild from the JetStream journal', () => {
     expect(outcomes.duplicate).toBeGreaterThan(0);
     expect(skippedSeqs.size).toBe(1);
 
-    const reader = readJournal(js, nats.subjects);
+    const reader = readJournal(js, nats.subjects, { keys: testJournalKeys() });
     const result = await rebuildProjection(rebuilt.db, reader, { batchSize: 8 });
     expect(result).toEqual({ applied: events.length, duplicates: 0, lastSeq: total });
-    expect(reader.stats).toEqual({ read: events.length, skipped: 1, lastSeq: total });
+    expect(reader.stats).toEqual({ read: events.length, skipped: 1, untrusted: 0, lastSeq: total });
 
     expect(await compareProjections(live.db, rebuilt.db)).toEqual([]);
     // The comparison is over real content, not two empty projections.
@@ -206,13 +213,16 @@ describe('rebuild from the JetStream journal', () => {
     expect((await getRun(rebuilt.db, 'acme', 'run-2'))?.status).toBe('settled');
 
     // Rebuilding over a populated projection resets it first and arrives at the same rows.
-    const again = await rebuildProjection(rebuilt.db, readJournal(js, nats.subjects));
+    const again = await rebuildProjection(
+      rebuilt.db,
+      readJournal(js, nats.subjects, { keys: testJournalKeys() }),
+    );
     expect(again.applied).toBe(events.length);
     expect(await compareProjections(live.db, rebuilt.db)).toEqual([]);
   });
 
   it('reads from a sequence, and an empty stream is an empty read', async () => {
-    const empty = readJournal(js, nats.subjects);
+    const empty = readJournal(js, nats.subjects, { keys: testJournalKeys() });
     const none: unknown[] = [];
     for await (const entry of empty) none.push(entry);
     expect(none).toEqual([]);
@@ -221,7 +231,10 @@ describe('rebuild from the JetStream journal', () => {
     await publishJournal(js, nats, events);
     const seqs: number[] = [];
     const types: string[] = [];
-    for await (const { seq, event, stream } of readJournal(js, nats.subjects, { fromSeq: 7 })) {
+    for await (const { seq, event, stream } of readJournal(js, nats.subjects, {
+      fromSeq: 7,
+      keys: testJournalKeys(),
+    })) {
       seqs.push(seq);
       types.push(event.type);
       expect(stream).toBe(nats.subjects.journal.stream);
@@ -230,19 +243,26 @@ describe('rebuild from the JetStream journal', () => {
     expect(types).toEqual(events.slice(6).map((e) => e.type));
 
     // Catch-up: an incremental rebuild from where the projection stands applies only the rest.
-    await rebuildProjection(live.db, readJournal(js, nats.subjects, { fromSeq: 1 }));
+    await rebuildProjection(
+      live.db,
+      readJournal(js, nats.subjects, { fromSeq: 1, keys: testJournalKeys() }),
+    );
     await publishJournal(js, nats, journalOfSeveralDispatches().slice(10, 15));
     const catchUp = await rebuildProjection(
       live.db,
-      readJournal(js, nats.subjects, { fromSeq: 11 }),
+      readJournal(js, nats.subjects, { fromSeq: 11, keys: testJournalKeys() }),
       { reset: false },
     );
     expect(catchUp).toEqual({ applied: 5, duplicates: 0, lastSeq: 15 });
     // Replaying what is already applied changes nothing: every event is a duplicate.
-    const replay = await rebuildProjection(live.db, readJournal(js, nats.subjects), {
-      reset: false,
-      batchSize: 4,
-    });
+    const replay = await rebuildProjection(
+      live.db,
+      readJournal(js, nats.subjects, { keys: testJournalKeys() }),
+      {
+        reset: false,
+        batchSize: 4,
+      },
+    );
     expect(replay).toEqual({ applied: 0, duplicates: 15, lastSeq: 15 });
     expect(await readJournalCount(js, nats, 16)).toBe(0);
   });
@@ -254,6 +274,7 @@ async function readJournalCount(
   fromSeq: number,
 ): Promise<number> {
   let n = 0;
-  for await (const _ of readJournal(js, nats.subjects, { fromSeq })) n += 1;
+  for await (const _ of readJournal(js, nats.subjects, { fromSeq, keys: testJournalKeys() }))
+    n += 1;
   return n;
 }

@@ -1,6 +1,6 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { consumerName, isJsApiError, JsApiCode } from '@toolgate/bus';
-import { ConsumerRole, type Subjects } from '@toolgate/contracts';
+import { ConsumerRole, type EventKeys, type Subjects } from '@toolgate/contracts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database';
 import type { JournalEntry } from '../projection/apply-event';
@@ -35,6 +35,7 @@ export async function foldWhatTheConsumerPassed(
   jsm: JetStreamManager,
   subjects: Subjects,
   log: (line: string) => void,
+  keys: EventKeys,
   progressEveryMs = 2_000,
 ): Promise<StartupFold | null> {
   let delivered: number;
@@ -63,7 +64,7 @@ export async function foldWhatTheConsumerPassed(
   );
   if (delivered <= applied) return null;
   const fromSeq = applied + 1;
-  const reader = readJournal(js, subjects, { fromSeq });
+  const reader = readJournal(js, subjects, { fromSeq, keys });
   let last = Date.now();
   let announced = false;
   const total = delivered - applied;
@@ -91,7 +92,12 @@ export async function foldWhatTheConsumerPassed(
   if (!announced) return null;
   log(
     `journal: folded ${result.applied} events of sequences ${fromSeq}-${delivered}` +
-      (reader.stats.skipped > 0 ? `; ${reader.stats.skipped} messages were not events` : ''),
+      (reader.stats.skipped > 0
+        ? `; ${reader.stats.skipped} messages were not events` +
+          (reader.stats.untrusted > 0
+            ? ` (${reader.stats.untrusted} of them not signed by their producer)`
+            : '')
+        : ''),
   );
   return { fromSeq, toSeq: delivered, events: result.applied, skipped: reader.stats.skipped };
 }

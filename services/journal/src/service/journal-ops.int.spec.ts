@@ -1,3 +1,4 @@
+import { headers } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,9 @@ import {
   useTestSchema,
   type TestNats,
   type TestSchema,
+  testJournalKeys,
+  signedHeaders,
+  testKeys,
 } from '@toolgate/testing';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
@@ -40,14 +44,18 @@ function okDispatch(dispatchId: string, runId = 'run-1'): JournalEvent[] {
 
 async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
   for (const event of events) {
-    await js.publish(
-      t.subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type),
-      JSON.stringify(event),
-      {
-        msgID: event.id,
-        ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
-      },
+    const subject = t.subjects.journal.event(
+      event.tenant,
+      event.runId,
+      event.dispatchId,
+      event.type,
     );
+    const data = JSON.stringify(event);
+    await js.publish(subject, data, {
+      headers: signedHeaders(subject, data),
+      msgID: event.id,
+      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+    });
   }
 }
 
@@ -61,9 +69,12 @@ async function auditCount(db: Kysely<Database>, schema?: string): Promise<number
 async function rebuild(t: TestNats, body: unknown): Promise<JournalOpsFrame[]> {
   const frames: JournalOpsFrame[] = [];
   const inbox = t.nc.subscribe(`_INBOX.${t.prefix}.${Math.random().toString(36).slice(2)}`);
-  t.nc.publish(t.subjects.ops(JournalOperation.Rebuild), encoder.encode(JSON.stringify(body)), {
-    reply: inbox.getSubject(),
-  });
+  const subject = t.subjects.ops(JournalOperation.Rebuild);
+  const payload = encoder.encode(JSON.stringify(body));
+  // An operator's request, signed as `toolgate journal rebuild` signs it.
+  const h = headers();
+  testKeys('ops').signRequest(subject, 'journal', payload, h);
+  t.nc.publish(subject, payload, { reply: inbox.getSubject(), headers: h });
   const timer = setTimeout(() => inbox.unsubscribe(), 60_000);
   for await (const m of inbox) {
     const frame = m.json<JournalOpsFrame>();
@@ -106,7 +117,8 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     js = jetstream(t.nc);
     await ensureJournalStreams(t.jsm, t.subjects);
     for (let i = 0; i < 30; i++) await publish(js, t, okDispatch(`before-${i}`, `run-${i % 3}`));
-    await js.publish(t.subjects.journal.event('acme', 'run-1', 'junk', 'started'), 'not an event');
+    const junk = t.subjects.journal.event('acme', 'run-1', 'junk', 'started');
+    await js.publish(junk, 'not an event', { headers: signedHeaders(junk, 'not an event') });
     ({ db } = await createDb({ url: schema.url, schema: schema.schema, migrate: false }));
   });
   afterAll(async () => {
@@ -171,7 +183,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
       const { db: olderDb } = await createDb({ url: older.url, schema: older.schema });
       try {
         async function* firstSixty() {
-          for await (const entry of readJournal(js, t.subjects)) {
+          for await (const entry of readJournal(js, t.subjects, { keys: testJournalKeys() })) {
             if (entry.seq > 60) break;
             yield entry;
           }
@@ -216,7 +228,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
       const { db: lite } = await createDb({ pglitePath: dir });
       try {
         const report = await rebuildAndSwitch(lite, {
-          read: (fromSeq) => readJournal(js, t.subjects, { fromSeq }),
+          read: (fromSeq) => readJournal(js, t.subjects, { fromSeq, keys: testJournalKeys() }),
         });
         expect(report).toMatchObject({
           live: 'public',

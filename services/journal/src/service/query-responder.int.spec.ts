@@ -1,5 +1,6 @@
 import { QueryOperation } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { testKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import type { ServedEndpoints } from '@toolgate/service-kit';
 import { at, dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
@@ -28,23 +29,40 @@ describe('journal queries over NATS request/reply', () => {
     [nats, t] = await Promise.all([useTestNats('queries'), useJournalDb('responder')]);
     for (const entry of journal) await applyEvent(t.db, entry);
     // The service's clock, not the wall clock: t=40 s, 30 s after d1 was parked.
-    served = serveQueries(nats.nc, nats.subjects, t.db, () => new Date(Date.parse(at(40))));
+    served = serveQueries(
+      nats.nc,
+      nats.subjects,
+      t.db,
+      () => new Date(Date.parse(at(40))),
+      testKeys('journal'),
+    );
   });
   afterAll(async () => {
     await served?.stop();
     await Promise.all([nats?.cleanup(), t?.cleanup()]);
   });
 
-  const ask = async (operation: QueryOperation, body: unknown) => {
-    const reply = await nats.nc.request(nats.subjects.query(operation), JSON.stringify(body), {
-      timeout: 5000,
-    });
+  /** A query as the gateway sends it (signed for the journal); `signed: false` as a raw client. */
+  const ask = async (operation: QueryOperation, body: unknown, signed = true) => {
+    const subject = nats.subjects.query(operation);
+    const payload = new TextEncoder().encode(JSON.stringify(body));
+    const h = natsHeaders();
+    if (signed) testKeys('gateway').signRequest(subject, 'journal', payload, h);
+    const reply = await nats.nc.request(subject, payload, { timeout: 5000, headers: h });
     return JSON.parse(decoder.decode(reply.data)) as {
       ok: boolean;
       data?: unknown;
       error?: { code: string };
     };
   };
+
+  it('answers nobody but the gateway: a raw client asking for a tenant gets unauthorized', async () => {
+    for (const operation of Object.values(QueryOperation)) {
+      expect(
+        await ask(operation, { tenant: 'acme', runId: 'run-1', dispatchId: 'd1', key: 'k' }, false),
+      ).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+    }
+  });
 
   it("answers a tenant's dispatch and run, and not another tenant's", async () => {
     expect(

@@ -1,11 +1,13 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { serveRequests, type ServedEndpoints } from '@toolgate/service-kit';
+import { serveRequests, metricsFor, type ServedEndpoints } from '@toolgate/service-kit';
 import { z } from 'zod';
 import {
   ErrorCode,
   ListApprovalsRequestSchema,
   QueryOperation,
   SUBJECT_TOKEN_PATTERN,
+  internalRequests,
+  type ServiceKeys,
   ToolgateError,
   type Subjects,
 } from '@toolgate/contracts';
@@ -56,8 +58,9 @@ const queries: Record<QueryOperation, Answer> = {
 
 /**
  * Answers the gateway's read queries from the projection over NATS request/reply, in a queue group
- * shared by journal replicas. The tenant in each query comes from the gateway (from the caller's
- * token); every query filters on it. A body that does not match its query's schema is refused as
+ * shared by journal replicas. Only a query signed by the gateway is answered (`internalRequests`;
+ * anything else is `unauthorized` before its body is read), so the tenant in it is the one the
+ * gateway took from the caller's token; every query filters on it. A body that does not match its query's schema is refused as
  * `invalid-request`; `now` is the clock the approvals listing measures ages against.
  */
 export function serveQueries(
@@ -65,13 +68,24 @@ export function serveQueries(
   subjects: Subjects,
   db: Kysely<Database>,
   now: () => Date,
+  keys: ServiceKeys,
 ): ServedEndpoints {
+  const signing = internalRequests(subjects);
+  const metrics = metricsFor(nc);
   return serveRequests(
     nc,
     `${subjects.prefix}-journal`,
-    Object.entries(queries).map(([operation, answer]) => ({
-      subject: subjects.query(operation as QueryOperation),
-      handle: (body) => answer(db, body, now),
-    })),
+    Object.entries(queries).map(([operation, answer]) => {
+      const subject = subjects.query(operation as QueryOperation);
+      return {
+        subject,
+        signedBy: signing.get(subject)!.requesters,
+        handle: (body) => answer(db, body, now),
+      };
+    }),
+    {
+      keys,
+      onUntrusted: (reason) => metrics.recordUntrusted('request', reason),
+    },
   );
 }

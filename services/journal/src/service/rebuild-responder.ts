@@ -6,9 +6,12 @@ import {
   JournalRebuildRequestSchema,
   ToolgateError,
   toWireError,
+  internalRequests,
   type JournalOpsFrame,
+  type ServiceKeys,
   type Subjects,
 } from '@toolgate/contracts';
+import { checkSignedRequest, metricsFor } from '@toolgate/service-kit';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database';
 import { readJournal } from '../rebuild/read-journal';
@@ -23,17 +26,23 @@ const PROGRESS_EVERY_MS = 500;
  * Serves `toolgate journal rebuild` on `subjects.ops(rebuild)`, in the journal's queue group (one
  * replica answers). The answer goes to the request's reply subject as several messages: progress
  * frames, then the report or a typed error (`JournalOpsFrame`). One rebuild runs at a time on a
- * database (an advisory lock across replicas); a second one is refused with `conflict`.
+ * database (an advisory lock across replicas); a second one is refused with `conflict`. Only an
+ * operator's request (signed by `ops`, see `internalRequests`) is served; anything else gets
+ * `unauthorized`. The rebuild folds only what is signed for the journal by its producer.
  */
 export function serveRebuild(
   nc: NatsConnection,
   subjects: Subjects,
   db: Kysely<Database>,
   log: (line: string) => void,
+  keys: ServiceKeys,
 ): { stop(): Promise<void> } {
   const js = jetstream(nc);
+  const subject = subjects.ops(JournalOperation.Rebuild);
+  const { requesters } = internalRequests(subjects).get(subject)!;
+  const metrics = metricsFor(nc);
   const inFlight = new Set<Promise<void>>();
-  const sub = nc.subscribe(subjects.ops(JournalOperation.Rebuild), {
+  const sub = nc.subscribe(subject, {
     queue: `${subjects.prefix}-journal`,
     callback: (err, msg) => {
       if (err || !msg.reply) return;
@@ -46,6 +55,9 @@ export function serveRebuild(
   async function rebuild(msg: Msg): Promise<void> {
     const send = (frame: JournalOpsFrame) => msg.respond(encoder.encode(JSON.stringify(frame)));
     try {
+      checkSignedRequest(keys, msg, requesters, (reason) =>
+        metrics.recordUntrusted('request', reason),
+      );
       let body: unknown = {};
       try {
         body = msg.data.length ? JSON.parse(decoder.decode(msg.data)) : {};
@@ -63,7 +75,12 @@ export function serveRebuild(
       const report = await rebuildAndSwitch(db, {
         into: parsed.data.into,
         force: parsed.data.force,
-        read: (fromSeq) => readJournal(js, subjects, { fromSeq }),
+        read: (fromSeq) =>
+          readJournal(js, subjects, {
+            fromSeq,
+            keys,
+            onUntrusted: (reason) => metrics.recordUntrusted('fold', reason),
+          }),
         onProgress: (phase, done, total) => {
           const now = Date.now();
           if (now - last < PROGRESS_EVERY_MS && done < total) return;

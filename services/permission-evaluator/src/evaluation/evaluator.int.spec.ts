@@ -3,7 +3,7 @@ import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ErrorCode, type RequestedEvent, type SuspendedEvent } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { requestedEvent } from '../../test/fixtures/requested-event.fixture';
 import { decidedFor } from './decision-events';
 import { Evaluator } from './evaluator';
@@ -30,7 +30,7 @@ describe('Evaluator against a real journal stream, policy store and NATS', () =>
     t = await useTestNats('evaluator');
     await ensureJournalStreams(t.jsm, t.subjects);
     store = await PolicyStore.open(t.nc, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
     evaluator = new Evaluator(
       t.nc,
       t.subjects,

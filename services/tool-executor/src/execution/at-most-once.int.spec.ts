@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { JournalPublisher } from '@toolgate/bus';
 import { journalEvent } from '@toolgate/contracts';
 import { Metrics } from '@toolgate/service-kit';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import {
   crash,
   dispatch,
@@ -29,7 +29,7 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
 
   beforeAll(async () => {
     t = await useTestNats('once');
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   });
   afterAll(async () => {
     await closeRegistry(t);

@@ -13,7 +13,13 @@ import { JournalPublisher } from '@toolgate/bus';
 import type { RegisteredTool, SettledEvent, ToolRef } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
 import { drainWithin } from '@toolgate/service-kit';
-import { eventually, makeBusyboxImage, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  eventually,
+  makeBusyboxImage,
+  testJournalKeys,
+  useTestNats,
+  type TestNats,
+} from '@toolgate/testing';
 import {
   dispatch,
   journalCounts,
@@ -55,7 +61,7 @@ let n = 0;
 
 beforeAll(async () => {
   t = await useTestNats('callstop');
-  publisher = new JournalPublisher(t.nc, t.subjects);
+  publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   registry = await ToolRegistry.open(t.nc, t.subjects);
   work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-')));
   images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-images-'));

@@ -6,7 +6,13 @@ import { jetstream } from '@nats-io/jetstream';
 import { JournalPublisher } from '@toolgate/bus';
 import { inputDigest, type SettledEvent, type ToolRef } from '@toolgate/contracts';
 import { Metrics } from '@toolgate/service-kit';
-import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  eventually,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+  signedHeaders,
+} from '@toolgate/testing';
 import {
   decided,
   dispatch,
@@ -38,7 +44,7 @@ describe('the executor retries transient failures, settles permanent ones, refus
 
   beforeAll(async () => {
     t = await useTestNats('retry');
-    publisher = new JournalPublisher(t.nc, t.subjects);
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
     workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-retry-'));
     replica = await startReplica(t, {}, workdir);
   });
@@ -188,10 +194,12 @@ describe('the executor retries transient failures, settles permanent ones, refus
       const req = requested('r-forge', 'forge4', WRITE_FILE, { path: target, content: 'x' });
       await publisher.append(req);
       // Published where the attacker may publish; its body names forge4.
-      await jetstream(t.nc).publish(
-        t.subjects.journal.event(TENANT, 'r-forge', 'elsewhere', 'decided'),
-        JSON.stringify(decided(req)),
-      );
+      // Signed as the evaluator signs (for the subject it is on): only the subject check stops it.
+      const elsewhere = t.subjects.journal.event(TENANT, 'r-forge', 'elsewhere', 'decided');
+      const body = JSON.stringify(decided(req));
+      await jetstream(t.nc).publish(elsewhere, body, {
+        headers: signedHeaders(elsewhere, body),
+      });
       await eventually(
         async () =>
           (await metric('toolgate_executor_refusals_total', 'reason="subject"')) === 1

@@ -1,5 +1,5 @@
 import { createSubjects, ErrorCode } from '@toolgate/contracts';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { useTestNats, type TestNats, testKeys } from '@toolgate/testing';
 import type { PendingCall } from './pending-call';
 import { worktreeCwdResolver } from './worktree-cwd';
 
@@ -62,7 +62,8 @@ describe('worktreeCwdResolver against a worktree responder on a real NATS server
   });
   afterAll(() => t.cleanup());
 
-  const resolve = (c: PendingCall) => worktreeCwdResolver(t.nc, t.subjects, '/srv/pinned', 2000)(c);
+  const resolve = (c: PendingCall) =>
+    worktreeCwdResolver(t.nc, t.subjects, '/srv/pinned', 2000, testKeys('tool-executor'))(c);
 
   it('keeps the pinned cwd without worktree isolation, asking nobody', async () => {
     seen.length = 0;
@@ -111,9 +112,21 @@ describe('worktreeCwdResolver against a worktree responder on a real NATS server
   });
 
   it('reports a worktree service that does not answer as transient', async () => {
-    const unserved = worktreeCwdResolver(t.nc, t.subjects, '/srv/pinned', 200);
+    const unserved = worktreeCwdResolver(
+      t.nc,
+      t.subjects,
+      '/srv/pinned',
+      200,
+      testKeys('tool-executor'),
+    );
     // Another prefix: nobody serves its worktree subject.
-    const nobody = worktreeCwdResolver(t.nc, createSubjects(`${t.prefix}x`), '/srv/pinned', 200);
+    const nobody = worktreeCwdResolver(
+      t.nc,
+      createSubjects(`${t.prefix}x`),
+      '/srv/pinned',
+      200,
+      testKeys('tool-executor'),
+    );
     answer = () => undefined;
     await expect(unserved(call())).rejects.toMatchObject({
       code: ErrorCode.Unavailable,

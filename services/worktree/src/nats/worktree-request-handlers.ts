@@ -10,7 +10,9 @@ import {
   WorktreeCollectRequestSchema,
   WorktreeDisposeRequestSchema,
   WorktreeOperation,
+  internalRequests,
   toWireError,
+  type ServiceKeys,
   type Subjects,
   type WireError,
   type WorktreeAcquireReply,
@@ -19,10 +21,13 @@ import {
 } from '@toolgate/contracts';
 import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
 import { isInside } from '@toolgate/worktree-guard';
+import { checkSignedRequest, metricsFor } from '@toolgate/service-kit';
 import type { WorktreeManager } from '../lifecycle/worktree-manager';
 
 /** Options of {@link serveWorktreeRequests}. */
 export interface WorktreeRequestOptions {
+  /** The service's keys: only signed requests are answered (see `internalRequests`). */
+  keys: ServiceKeys;
   /**
    * Repositories an acquire may name (a request's `repo` must be one of them or inside one).
    * Unset: any path the service can read, which is only right when every requester is trusted.
@@ -48,13 +53,15 @@ const decoder = new TextDecoder();
  * Payloads are validated with the contracts' zod schemas; every reply is `{ ok: true, ... }` or
  * `{ ok: false, error: WireError }`, never a thrown error or a timeout for a bad request. Replicas
  * share a queue group, which is only sound when they also share the worktree root's volume.
- * Each request runs in a consumer span continuing the caller's trace.
+ * Each request runs in a consumer span continuing the caller's trace. Only signed requests are
+ * answered (`internalRequests`: an acquire from the executor, a collect or dispose from the
+ * executor or an operator); anything else gets `unauthorized` before its body is read.
  */
 export async function serveWorktreeRequests(
   nc: NatsConnection,
   subjects: Subjects,
   manager: WorktreeManager,
-  options: WorktreeRequestOptions = {},
+  options: WorktreeRequestOptions,
 ): Promise<WorktreeRequestServer> {
   const allowed = options.allowedRepos
     ? await Promise.all(options.allowedRepos.map((r) => realpath(r).catch(() => path.resolve(r))))
@@ -63,6 +70,9 @@ export async function serveWorktreeRequests(
     options.onInternalError ?? ((err, op) => console.error(`worktree ${op} failed`, err));
   const inFlight = new Set<Promise<void>>();
   const queue = subjects.consumer(ConsumerRole.Worktree);
+  const keys = options.keys;
+  const signing = internalRequests(subjects);
+  const metrics = metricsFor(nc);
 
   const handlers: Record<WorktreeOperation, (body: unknown) => Promise<object>> = {
     async acquire(body): Promise<WorktreeAcquireReply> {
@@ -106,6 +116,9 @@ export async function serveWorktreeRequests(
         { [Attr.MessagingConsumerGroup]: queue },
         async () => {
           try {
+            checkSignedRequest(keys, msg, signing.get(subject)!.requesters, (reason) =>
+              metrics.recordUntrusted('request', reason),
+            );
             const body = decodeJson(msg.data);
             const answer = await handlers[operation](body);
             annotate({ [Attr.Outcome]: 'ok' });

@@ -1,0 +1,444 @@
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
+import { z } from 'zod';
+import { ConfigError } from './errors';
+import type { JournalEventType } from './events';
+import { JournalOperation, QueryOperation, WorktreeOperation, type Subjects } from './subjects';
+
+/**
+ * Who may write what on the bus, and how a reader knows: journal events and internal requests are
+ * signed by the service that produced them, for each service that reads them.
+ *
+ * Scheme: HMAC-SHA256 with pairwise keys. Every internal identity has a static X25519 key pair;
+ * the key for messages from `a` to `b` is HKDF-SHA256(X25519(a, b), info `toolgate/v1/<a>-><b>`),
+ * which `a` computes from its private key and `b`'s public one and `b` from its private key and
+ * `a`'s public one. A service holds only its own private key, so it can compute the keys of the
+ * pairs it is part of and no others: the gateway cannot compute K(permission-evaluator ->
+ * tool-executor) and cannot forge a `decided`. An HMAC costs about a microsecond where an Ed25519
+ * verify costs 50–100 (see the README's threat model).
+ *
+ * On the wire (NATS headers, names stable):
+ * - `Toolgate-Signer: <identity>` — who produced the message;
+ * - `Toolgate-Sig-<reader>: <base64url HMAC>` — one per reader of the event type (or the one
+ *   responder of a request), over `v1\n<subject>\n<payload bytes>` for an event and
+ *   `v1-request\n<subject>\n<signed-at>\n<nonce>\n<payload bytes>` for a request;
+ * - requests also carry `Toolgate-Signed-At` (ms since the epoch) and `Toolgate-Nonce`.
+ */
+
+/** The internal identities that hold a signing key. `ops` signs operators' requests. */
+export const ServiceIdentity = {
+  Gateway: 'gateway',
+  Evaluator: 'permission-evaluator',
+  Executor: 'tool-executor',
+  Journal: 'journal',
+  Worktree: 'worktree',
+  Ops: 'ops',
+} as const;
+export type ServiceIdentity = (typeof ServiceIdentity)[keyof typeof ServiceIdentity];
+export const SERVICE_IDENTITIES: readonly ServiceIdentity[] = Object.values(ServiceIdentity);
+
+/** Whether `value` names an internal identity. */
+export function isServiceIdentity(value: unknown): value is ServiceIdentity {
+  return (SERVICE_IDENTITIES as readonly unknown[]).includes(value);
+}
+
+/** The signature headers (see the module comment). */
+export const SignatureHeader = {
+  Signer: 'Toolgate-Signer',
+  /** Followed by the reader's identity: `Toolgate-Sig-journal`. */
+  SigPrefix: 'Toolgate-Sig-',
+  SignedAt: 'Toolgate-Signed-At',
+  Nonce: 'Toolgate-Nonce',
+} as const;
+
+/** Who produces one journal event type and who reads it (and so gets a signature of it). */
+export interface EventSigning {
+  readonly producers: readonly ServiceIdentity[];
+  readonly readers: readonly ServiceIdentity[];
+}
+
+const G = ServiceIdentity.Gateway;
+const E = ServiceIdentity.Evaluator;
+const X = ServiceIdentity.Executor;
+const J = ServiceIdentity.Journal;
+const W = ServiceIdentity.Worktree;
+const O = ServiceIdentity.Ops;
+const worktreeEvent: EventSigning = { producers: [W], readers: [J, O] };
+
+/**
+ * For each journal event type, who may produce it and who reads it. The journal (projection,
+ * start-up fold, rebuild) and `ops` (`toolgate journal tail`) read everything; the rest read what
+ * their consumers, direct gets, waits and replays read:
+ * - `requested`: the gateway submits it; the evaluator decides it, the executor checks a decision
+ *   against it, the gateway reads it for a model retry and a what-if.
+ * - `decided`, `suspended`: the evaluator; the executor runs `decided`, the gateway shows both in
+ *   an approval, waits for `suspended` and replays `decided` in a what-if; the evaluator reads its
+ *   own `decided` back when its append lost.
+ * - `resolved`: the gateway (approvals API) and the journal (the approval timeout sweep); the
+ *   executor runs it, both producers read the winner back when theirs lost.
+ * - `started`: the executor's claim, read back only by executors.
+ * - `settled`: the executor, and the evaluator for a deny, an error-cap refusal or a poisoned
+ *   `requested`; the executor checks it before running, the gateway waits for it.
+ * - `error-streak`: whoever settles (evaluator, executor) and the gateway's reset; all three read
+ *   the last one.
+ * - `script-installed`: the gateway; `worktree-*`: the worktree service; only the journal reads them.
+ */
+export const EVENT_SIGNING: Readonly<Record<JournalEventType, EventSigning>> = {
+  requested: { producers: [G], readers: [J, E, X, G, O] },
+  decided: { producers: [E], readers: [J, X, G, E, O] },
+  suspended: { producers: [E], readers: [J, X, G, O] },
+  resolved: { producers: [G, J], readers: [J, X, G, O] },
+  started: { producers: [X], readers: [J, X, O] },
+  settled: { producers: [E, X], readers: [J, X, G, O] },
+  'error-streak': { producers: [G, E, X], readers: [J, E, X, G, O] },
+  'script-installed': { producers: [G], readers: [J, O] },
+  'worktree-acquired': worktreeEvent,
+  'worktree-collected': worktreeEvent,
+  'worktree-retained': worktreeEvent,
+  'worktree-dropped': worktreeEvent,
+  'worktree-disposed': worktreeEvent,
+  'worktree-restarted': worktreeEvent,
+};
+
+/** An internal request subject: who answers it and who may ask. */
+export interface RequestSigning {
+  readonly responder: ServiceIdentity;
+  readonly requesters: readonly ServiceIdentity[];
+}
+
+/**
+ * The internal request/reply subjects and who may send them: the journal's queries only the
+ * gateway (which takes the tenant from a verified token), a worktree acquire only the executor,
+ * collect and dispose the executor or an operator, a journal rebuild only an operator.
+ */
+export function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSigning> {
+  const map = new Map<string, RequestSigning>();
+  for (const op of Object.values(QueryOperation))
+    map.set(subjects.query(op), { responder: J, requesters: [G] });
+  map.set(subjects.worktree(WorktreeOperation.Acquire), { responder: W, requesters: [X] });
+  map.set(subjects.worktree(WorktreeOperation.Collect), { responder: W, requesters: [X, O] });
+  map.set(subjects.worktree(WorktreeOperation.Dispose), { responder: W, requesters: [X, O] });
+  map.set(subjects.ops(JournalOperation.Rebuild), { responder: J, requesters: [O] });
+  return map;
+}
+
+/** Why a message was not trusted: a label of `toolgate_untrusted_events_total`. */
+export const UntrustedReason = {
+  /** No signer, or no signature for this reader. */
+  Unsigned: 'unsigned',
+  /** The signer is not an identity this service has a public key of. */
+  UnknownSigner: 'unknown-signer',
+  /** The signer may not produce this event type (or send this request). */
+  WrongProducer: 'wrong-producer',
+  /** The signature does not match the subject and payload. */
+  BadSignature: 'bad-signature',
+  /** The payload's event type is not the one its subject names. */
+  SubjectMismatch: 'subject-mismatch',
+  /** A request signed too long ago (or too far in the future): a replay. */
+  Stale: 'stale',
+} as const;
+export type UntrustedReason = (typeof UntrustedReason)[keyof typeof UntrustedReason];
+
+/** How far a request's `Toolgate-Signed-At` may be from the responder's clock. */
+export const REQUEST_MAX_AGE_MS = 60_000;
+
+/** The header access signing needs (nats.js `MsgHdrs` has it). `get` answers '' when absent. */
+export interface SignatureHeaders {
+  get(name: string): string;
+  set(name: string, value: string): void;
+}
+
+/** A fresh set of keys for every identity, as `toolgate keys generate` prints it (base64 DER). */
+export interface KeySet {
+  privateKeys: Record<ServiceIdentity, string>;
+  publicKeys: Record<ServiceIdentity, string>;
+}
+
+const Base64 = z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'must be base64');
+/** A public key map: identity → base64 SPKI DER of its X25519 key. */
+export const PublicKeysSchema = z.record(z.string(), Base64);
+/**
+ * A keys file (`TOOLGATE_SIGNING_KEYS_FILE`): this service's `privateKey`, or `privateKeys` by
+ * identity (a development keyring, or `toolgate keys generate --json`), and `publicKeys`.
+ */
+export const KeysFileSchema = z.object({
+  privateKey: Base64.optional(),
+  privateKeys: z.record(z.string(), Base64).optional(),
+  publicKeys: PublicKeysSchema,
+});
+export type KeysFile = z.infer<typeof KeysFileSchema>;
+
+/** Generates a key pair for every identity. */
+export function generateKeySet(): KeySet {
+  const privateKeys = {} as Record<ServiceIdentity, string>;
+  const publicKeys = {} as Record<ServiceIdentity, string>;
+  for (const id of SERVICE_IDENTITIES) {
+    const pair = generateKeyPairSync('x25519');
+    privateKeys[id] = pair.privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
+    publicKeys[id] = pair.publicKey.export({ format: 'der', type: 'spki' }).toString('base64');
+  }
+  return { privateKeys, publicKeys };
+}
+
+/**
+ * What journal readers and writers need of keys: {@link ServiceKeys} is one service's; a test
+ * may hold one that signs every type as its producer would.
+ */
+export interface EventKeys {
+  signEvent(
+    subject: string,
+    type: JournalEventType,
+    payload: Uint8Array,
+    headers: SignatureHeaders,
+  ): void;
+  verifyEvent(
+    subject: string,
+    payload: Uint8Array,
+    headers: SignatureHeaders | undefined,
+  ): UntrustedReason | null;
+}
+
+/** A verified request: who sent it. */
+export type RequestCheck =
+  { ok: true; signer: ServiceIdentity } | { ok: false; reason: UntrustedReason };
+
+const V1 = Buffer.from('v1\n');
+const V1_REQUEST = Buffer.from('v1-request\n');
+const NL = Buffer.from('\n');
+
+/**
+ * One service's signing keys: its own private key and every identity's public key, from which the
+ * pairwise keys it takes part in are derived once. Signs what it produces for each reader and
+ * verifies what it reads. Key material never appears in an error message or a log line.
+ */
+export class ServiceKeys implements EventKeys {
+  /** K(this -> reader), by reader (raw bytes: an HMAC keyed by a Buffer sets up faster). */
+  private readonly sendKeys = new Map<ServiceIdentity, Buffer>();
+  /** K(producer -> this), by producer. */
+  private readonly receiveKeys = new Map<ServiceIdentity, Buffer>();
+
+  private constructor(
+    readonly identity: ServiceIdentity,
+    privateKey: KeyObject,
+    publicKeys: ReadonlyMap<ServiceIdentity, KeyObject>,
+  ) {
+    for (const [peer, publicKey] of publicKeys) {
+      const shared = diffieHellman({ privateKey, publicKey });
+      this.sendKeys.set(peer, pairKey(shared, identity, peer));
+      this.receiveKeys.set(peer, pairKey(shared, peer, identity));
+    }
+  }
+
+  /**
+   * The keys of `identity` from its base64 private key and the public key map. Throws a
+   * {@link ConfigError} that names what is wrong but never the key material: a key that does not
+   * decode, a public key missing for an identity, or a private key that is not the one whose
+   * public key the map lists for `identity`.
+   */
+  static from(
+    identity: ServiceIdentity,
+    privateKeyBase64: string,
+    publicKeysBase64: Readonly<Record<string, string>>,
+  ): ServiceKeys {
+    let privateKey: KeyObject;
+    try {
+      privateKey = createPrivateKey({
+        key: Buffer.from(privateKeyBase64, 'base64'),
+        format: 'der',
+        type: 'pkcs8',
+      });
+    } catch {
+      throw new ConfigError(`the signing key of ${identity} is not a base64 X25519 private key`, {
+        details: { identity },
+      });
+    }
+    if (privateKey.asymmetricKeyType !== 'x25519') {
+      throw new ConfigError(`the signing key of ${identity} is not an X25519 key`, {
+        details: { identity },
+      });
+    }
+    const publicKeys = new Map<ServiceIdentity, KeyObject>();
+    for (const [peer, value] of Object.entries(publicKeysBase64)) {
+      if (!isServiceIdentity(peer)) {
+        throw new ConfigError(`the signing public keys name an unknown identity ${peer}`, {
+          details: { identity: peer, known: SERVICE_IDENTITIES },
+        });
+      }
+      try {
+        const key = createPublicKey({
+          key: Buffer.from(value, 'base64'),
+          format: 'der',
+          type: 'spki',
+        });
+        if (key.asymmetricKeyType !== 'x25519') throw new Error('not x25519');
+        publicKeys.set(peer, key);
+      } catch {
+        throw new ConfigError(`the signing public key of ${peer} is not a base64 X25519 key`, {
+          details: { identity: peer },
+        });
+      }
+    }
+    const missing = SERVICE_IDENTITIES.filter((id) => !publicKeys.has(id));
+    if (missing.length) {
+      throw new ConfigError(`the signing public keys lack ${missing.join(', ')}`, {
+        details: { missing },
+      });
+    }
+    const own = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+    const listed = publicKeys.get(identity)!.export({ format: 'der', type: 'spki' });
+    if (!own.equals(listed)) {
+      throw new ConfigError(
+        `the signing key of ${identity} does not match its public key in the public key map`,
+        { details: { identity } },
+      );
+    }
+    return new ServiceKeys(identity, privateKey, publicKeys);
+  }
+
+  /** The keys of `identity` out of a full key set (the all-in-one, tests, a dev keyring). */
+  static ofSet(identity: ServiceIdentity, set: KeySet): ServiceKeys {
+    return ServiceKeys.from(identity, set.privateKeys[identity], set.publicKeys);
+  }
+
+  /**
+   * Signs a journal event this service publishes on `subject`, for every reader of its type: sets
+   * `Toolgate-Signer` and one `Toolgate-Sig-<reader>` per reader. Throws a {@link ConfigError}
+   * when this identity does not produce `type` (the table and the code disagree).
+   */
+  signEvent(
+    subject: string,
+    type: JournalEventType,
+    payload: Uint8Array,
+    headers: SignatureHeaders,
+  ): void {
+    const signing = EVENT_SIGNING[type];
+    if (!signing?.producers.includes(this.identity)) {
+      throw new ConfigError(`${this.identity} does not produce ${type} events`, {
+        details: { identity: this.identity, type },
+      });
+    }
+    headers.set(SignatureHeader.Signer, this.identity);
+    for (const reader of signing.readers) {
+      headers.set(
+        SignatureHeader.SigPrefix + reader,
+        eventMac(this.sendKeys.get(reader)!, subject, payload),
+      );
+    }
+  }
+
+  /**
+   * Verifies a journal event read from `subject`: signed by an identity that may produce the type
+   * the subject names, with a valid signature for this reader. Null when it is trusted, or why not.
+   * The caller still checks that the payload's type is the subject's (`SubjectMismatch`).
+   */
+  verifyEvent(
+    subject: string,
+    payload: Uint8Array,
+    headers: SignatureHeaders | undefined,
+  ): UntrustedReason | null {
+    const signer = headers?.get(SignatureHeader.Signer) ?? '';
+    const sig = headers?.get(SignatureHeader.SigPrefix + this.identity) ?? '';
+    if (!signer || !sig) return UntrustedReason.Unsigned;
+    if (!isServiceIdentity(signer)) return UntrustedReason.UnknownSigner;
+    const type = subject.slice(subject.lastIndexOf('.') + 1) as JournalEventType;
+    if (!EVENT_SIGNING[type]?.producers.includes(signer)) return UntrustedReason.WrongProducer;
+    const key = this.receiveKeys.get(signer);
+    if (!key) return UntrustedReason.UnknownSigner;
+    return macEquals(eventMac(key, subject, payload), sig) ? null : UntrustedReason.BadSignature;
+  }
+
+  /** Signs a request this service sends to `responder` on `subject` (with a timestamp and nonce). */
+  signRequest(
+    subject: string,
+    responder: ServiceIdentity,
+    payload: Uint8Array,
+    headers: SignatureHeaders,
+    nowMs: number = Date.now(),
+  ): void {
+    const signedAt = String(nowMs);
+    const nonce = randomBytes(12).toString('base64url');
+    headers.set(SignatureHeader.Signer, this.identity);
+    headers.set(SignatureHeader.SignedAt, signedAt);
+    headers.set(SignatureHeader.Nonce, nonce);
+    headers.set(
+      SignatureHeader.SigPrefix + responder,
+      requestMac(this.sendKeys.get(responder)!, subject, signedAt, nonce, payload),
+    );
+  }
+
+  /**
+   * Verifies a request this service answers on `subject`: signed for it by one of `requesters`,
+   * within {@link REQUEST_MAX_AGE_MS} of `nowMs`.
+   */
+  verifyRequest(
+    subject: string,
+    payload: Uint8Array,
+    headers: SignatureHeaders | undefined,
+    requesters: readonly ServiceIdentity[],
+    nowMs: number = Date.now(),
+  ): RequestCheck {
+    const signer = headers?.get(SignatureHeader.Signer) ?? '';
+    const sig = headers?.get(SignatureHeader.SigPrefix + this.identity) ?? '';
+    const signedAt = headers?.get(SignatureHeader.SignedAt) ?? '';
+    const nonce = headers?.get(SignatureHeader.Nonce) ?? '';
+    if (!signer || !sig || !signedAt || !nonce)
+      return { ok: false, reason: UntrustedReason.Unsigned };
+    if (!isServiceIdentity(signer)) return { ok: false, reason: UntrustedReason.UnknownSigner };
+    if (!requesters.includes(signer)) return { ok: false, reason: UntrustedReason.WrongProducer };
+    const key = this.receiveKeys.get(signer);
+    if (!key) return { ok: false, reason: UntrustedReason.UnknownSigner };
+    if (!macEquals(requestMac(key, subject, signedAt, nonce, payload), sig))
+      return { ok: false, reason: UntrustedReason.BadSignature };
+    const at = Number(signedAt);
+    if (!Number.isFinite(at) || Math.abs(nowMs - at) > REQUEST_MAX_AGE_MS)
+      return { ok: false, reason: UntrustedReason.Stale };
+    return { ok: true, signer };
+  }
+}
+
+function pairKey(shared: Buffer, from: ServiceIdentity, to: ServiceIdentity): Buffer {
+  return Buffer.from(hkdfSync('sha256', shared, Buffer.alloc(0), `toolgate/v1/${from}->${to}`, 32));
+}
+
+function eventMac(key: Buffer, subject: string, payload: Uint8Array): string {
+  return createHmac('sha256', key)
+    .update(V1)
+    .update(subject)
+    .update(NL)
+    .update(payload)
+    .digest('base64url');
+}
+
+function requestMac(
+  key: Buffer,
+  subject: string,
+  signedAt: string,
+  nonce: string,
+  payload: Uint8Array,
+): string {
+  return createHmac('sha256', key)
+    .update(V1_REQUEST)
+    .update(subject)
+    .update(NL)
+    .update(signedAt)
+    .update(NL)
+    .update(nonce)
+    .update(NL)
+    .update(payload)
+    .digest('base64url');
+}
+
+function macEquals(expected: string, given: string): boolean {
+  const a = Buffer.from(expected);
+  const b = Buffer.from(given);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

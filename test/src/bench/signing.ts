@@ -1,0 +1,74 @@
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { createSubjects, EVENT_SIGNING, generateKeySet, ServiceKeys } from '@toolgate/contracts';
+import { callEvents } from '@toolgate/testing';
+import { round } from './stats';
+
+/** What signing costs per event, measured in the same run as the dispatch figures. */
+export interface SigningCost {
+  /** µs to sign one `decided` for all its readers (one HMAC each, headers set). */
+  signCostUs: number;
+  /** µs for one reader to verify it (the check every consumer, get and wait makes). */
+  verifyCostUs: number;
+  /** Readers `decided` is signed for (HMACs per sign). */
+  signReaders: number;
+  /** µs for one Ed25519 verify of the same bytes: the scheme not chosen (README, "Threat model"). */
+  ed25519VerifyUs: number;
+}
+
+/**
+ * Times `ServiceKeys.signEvent` and `verifyEvent` on a real `decided` event (its JSON as the
+ * evaluator publishes it), and an Ed25519 verify for comparison; the median of several rounds.
+ */
+export function benchSigning(opts: { quick: boolean }): SigningCost {
+  const set = generateKeySet();
+  const evaluator = ServiceKeys.ofSet('permission-evaluator', set);
+  const executor = ServiceKeys.ofSet('tool-executor', set);
+  const subjects = createSubjects('bench');
+  const { decided } = callEvents({
+    dispatchId: 'd'.repeat(43),
+    tenant: 'bench',
+    runId: 'run-1',
+    tool: 'shell',
+    input: { command: 'git status --porcelain' },
+  });
+  const subject = subjects.journal.event('bench', 'run-1', decided.dispatchId, 'decided');
+  const payload = new TextEncoder().encode(JSON.stringify(decided));
+  const signed = natsHeaders();
+  evaluator.signEvent(subject, 'decided', payload, signed);
+  const n = opts.quick ? 20_000 : 100_000;
+  const rounds = 5;
+  const median = (fn: () => void, count: number) => {
+    const samples: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const t0 = performance.now();
+      for (let i = 0; i < count; i++) fn();
+      samples.push(((performance.now() - t0) * 1000) / count);
+    }
+    return samples.sort((a, b) => a - b)[Math.floor(rounds / 2)]!;
+  };
+  const signCostUs = median(
+    () => evaluator.signEvent(subject, 'decided', payload, natsHeaders()),
+    n,
+  );
+  let refused = 0;
+  const verifyCostUs = median(() => {
+    if (executor.verifyEvent(subject, payload, signed) !== null) refused++;
+  }, n);
+  if (refused) throw new Error('a genuine event failed verification in the bench');
+  const ed = generateKeyPairSync('ed25519');
+  const signature = sign(null, payload, ed.privateKey);
+  const ed25519VerifyUs = median(
+    () => {
+      if (!verify(null, payload, ed.publicKey, signature)) refused++;
+    },
+    Math.max(2000, n / 20),
+  );
+  return {
+    signCostUs: round(signCostUs, 2),
+    verifyCostUs: round(verifyCostUs, 2),
+    signReaders: EVENT_SIGNING.decided.readers.length,
+    ed25519VerifyUs: round(ed25519VerifyUs, 1),
+  };
+}
