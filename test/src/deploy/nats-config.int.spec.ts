@@ -6,11 +6,14 @@ import path from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { ensureJournalStreams, isPermissionViolation } from '@toolgate/bus';
+import { ensureJournalStreams, isPermissionViolation, requestReply } from '@toolgate/bus';
 import { runCli } from '@toolgate/cli';
 import {
   createSubjects,
+  generateKeySet,
   JOURNAL_EVENT_TYPES,
+  ServiceIdentity,
+  ServiceKeys,
   type JournalEvent,
   type JournalEventType,
 } from '@toolgate/contracts';
@@ -24,6 +27,7 @@ import {
   optionsAsUser,
   SERVICE_USERS,
   SHIPPED_NATS_CONF,
+  signingEnv,
   singleNodeConfig,
   startServicesAsUsers,
   startShippedNats,
@@ -115,6 +119,8 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
   let team: NatsConnection;
   let client: ToolgateClient;
   const teamEvents: JournalEvent[] = [];
+  /** A deployment's signing keys (`toolgate keys generate`), required by every service. */
+  const keys = generateKeySet();
   const connections: NatsConnection[] = [];
   /** The server's log once the pipeline ran, before any attack. */
   let logAfterPipeline = '';
@@ -185,11 +191,15 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
       path.join(scriptsDir, 'double.js'),
       '// @tool double\n// @description Doubles a number\n// @param n number required "n"\nreturn params.n * 2;',
     );
-    services = await startServicesAsUsers(nats, {
-      ...stackEnv({ prefix: 'toolgate', url: nats.server.url }, schema, workdir, TEST_GRANTS),
-      JOURNAL_SWEEP_INTERVAL_MS: '100',
-      EXECUTOR_SCRIPTS_DIR: scriptsDir,
-    });
+    services = await startServicesAsUsers(
+      nats,
+      {
+        ...stackEnv({ prefix: 'toolgate', url: nats.server.url }, schema, workdir, TEST_GRANTS),
+        JOURNAL_SWEEP_INTERVAL_MS: '100',
+        EXECUTOR_SCRIPTS_DIR: scriptsDir,
+      },
+      keys,
+    );
 
     // The team: a remote tool served with the SDK, a remote hook, its own journal followed.
     team = await as('team-acme', 'TOOLGATE_NATS_TEAM_ACME_PASSWORD', {
@@ -326,13 +336,22 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
       teamEvents.find((e) => e.type === 'worktree-acquired'),
     );
     if (acquired.type !== 'worktree-acquired') throw new Error('not a worktree event');
-    const executor = await asService('tool-executor');
-    const collected = await executor.request(
+    // An operator collects the tree's patch (a request signed with the ops key).
+    const collected = await requestReply(
+      await as('ops', 'TOOLGATE_NATS_OPS_PASSWORD'),
       subjects.worktree('collect'),
-      JSON.stringify({ worktreeId: acquired.worktreeId }),
-      { timeout: 10_000 },
+      { worktreeId: acquired.worktreeId },
+      {
+        ok: z.object({ ok: z.literal(true), artifact: z.object({}).passthrough() }),
+        timeoutMs: 10_000,
+        peer: 'the worktree service',
+        sign: {
+          keys: ServiceKeys.ofSet(ServiceIdentity.Ops, keys),
+          responder: ServiceIdentity.Worktree,
+        },
+      },
     );
-    expect(collected.json()).toMatchObject({ ok: true, artifact: expect.anything() });
+    expect(collected.artifact).toBeDefined();
 
     // The SDK's own dispatch (the team's inbox and journal), the gateway's what-if.
     const viaSdk = await client.dispatch({
@@ -358,6 +377,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
           TOOLGATE_PREFIX: 'toolgate',
           NATS_USER: 'ops',
           NATS_PASSWORD: nats.passwords.TOOLGATE_NATS_OPS_PASSWORD!,
+          ...signingEnv(keys, ServiceIdentity.Ops),
         },
         stdout: { write: (t: string) => (out += t) },
         stderr: { write: (t: string) => (out += t) },
@@ -369,6 +389,12 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     expect(JSON.parse(stats.out).eventsByType.settled).toBeGreaterThanOrEqual(8);
     const tail = await cli(['journal', 'tail', '--since', '10m', '--count', '3', '--json']);
     expect(tail.code).toBe(0);
+    // Each event verified with the ops key (the CLI marks what it cannot verify).
+    const tailed = tail.out
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { trusted: boolean });
+    expect(tailed.map((e) => e.trusted)).toEqual([true, true, true]);
     const rebuild = await cli(['journal', 'rebuild', '--json']);
     expect(rebuild).toMatchObject({ code: 0 });
     expect(JSON.parse(rebuild.out)).toMatchObject({ switched: true });
@@ -503,6 +529,30 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     expect(info.config.filter_subject).toBe(subjects.journal.ofType('requested'));
   });
 
+  it('lets only their callers send the internal requests (queries, rebuild, worktree)', async () => {
+    const gateway = await asService('gateway');
+    const executor = await asService('tool-executor');
+    const evaluator = await asService('permission-evaluator');
+    const worktree = await asService('worktree');
+    const refusals: [string, NatsConnection, string][] = [
+      ['tool-executor', executor, subjects.query('run.get')],
+      ['permission-evaluator', evaluator, subjects.query('run.get')],
+      ['worktree', worktree, subjects.query('run.get')],
+      ['gateway', gateway, subjects.ops('rebuild')],
+      ['tool-executor', executor, subjects.ops('rebuild')],
+      ['gateway', gateway, subjects.worktree('acquire')],
+      ['gateway', gateway, subjects.worktree('collect')],
+      ['tool-executor', executor, subjects.worktree('collect')],
+      ['tool-executor', executor, subjects.worktree('dispose')],
+      ['permission-evaluator', evaluator, subjects.worktree('acquire')],
+      ['worktree', worktree, subjects.remoteTool('acme', 'trace_lookup').subject],
+      ['gateway', gateway, subjects.remoteTool('acme', 'trace_lookup').subject],
+      ['gateway', gateway, subjects.hook('acme', 'audit')],
+    ];
+    for (const [user, nc, subject] of refusals)
+      expect([user, subject, await request(nc, subject)]).toEqual([user, subject, 'refused']);
+  });
+
   it('logged every refusal it made, under the user it refused', () => {
     const after = violations(nats.log()).filter((v) => !violations(logAfterPipeline).includes(v));
     const users = new Set(after.map((v) => v.split(' ')[0]));
@@ -519,6 +569,7 @@ describe('a service whose user may not create the journal streams', () => {
   let workdir: string;
   const connections: NatsConnection[] = [];
   const running: { stop(): Promise<void> }[] = [];
+  const keys = generateKeySet();
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-empty-'));
@@ -569,7 +620,7 @@ describe('a service whose user may not create the journal streams', () => {
     const executor = startWithRetry(
       () =>
         startToolExecutor({
-          config: optionsAsUser(nats, env, 'tool-executor').executor,
+          config: optionsAsUser(nats, env, keys, 'tool-executor').executor,
           checkDomain: () => 'deny',
           logger: false,
         }),
@@ -582,7 +633,10 @@ describe('a service whose user may not create the journal streams', () => {
       /^tool-executor: start-up attempt 1 failed: .*the journal service creates it/,
     );
     running.push(
-      await startJournal({ config: optionsAsUser(nats, env, 'journal').journal, logger: false }),
+      await startJournal({
+        config: optionsAsUser(nats, env, keys, 'journal').journal,
+        logger: false,
+      }),
     );
     running.push(await executor);
     const jsm = await jsmAs('journal');

@@ -7,6 +7,7 @@ import {
   type AllInOne,
   type AllInOneOptions,
 } from '@toolgate/all-in-one';
+import type { KeySet, ServiceIdentity } from '@toolgate/contracts';
 import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
 import { REPO_ROOT } from './observability-queries';
 
@@ -116,15 +117,32 @@ export async function startShippedNats(
   };
 }
 
-/** Every service's options from `env`, connected to `nats` as `service`'s user. */
+/**
+ * The signing variables of `identity` as a deployment sets them (`toolgate keys generate`): its own
+ * private key, every identity's public key, and keys required (no development keyring).
+ */
+export function signingEnv(keys: KeySet, identity: ServiceIdentity): NodeJS.ProcessEnv {
+  return {
+    TOOLGATE_SIGNING_KEY: keys.privateKeys[identity],
+    TOOLGATE_SIGNING_PUBLIC_KEYS: JSON.stringify(keys.publicKeys),
+    TOOLGATE_REQUIRE_SIGNING_KEYS: 'true',
+  };
+}
+
+/**
+ * Every service's options from `env`, connected to `nats` as `service`'s user and signing with
+ * `service`'s key from `keys`.
+ */
 export function optionsAsUser(
   nats: ShippedNats,
   env: NodeJS.ProcessEnv,
+  keys: KeySet,
   service: ServiceUser,
 ): AllInOneOptions {
   const { user, passwordVariable } = SERVICE_USERS[service];
   return loadAllInOneOptions({
     ...env,
+    ...signingEnv(keys, service),
     NATS_URL: nats.server.url,
     NATS_USER: user,
     NATS_PASSWORD: nats.passwords[passwordVariable],
@@ -140,13 +158,14 @@ export interface ServicesAsUsers {
 
 /**
  * Starts every service as the all-in-one does (journal first, gateway last), each with its own
- * user's credentials (`NATS_USER`, `NATS_PASSWORD`) on top of `env`.
+ * user's credentials (`NATS_USER`, `NATS_PASSWORD`) and its own signing key on top of `env`.
  */
 export async function startServicesAsUsers(
   nats: ShippedNats,
   env: NodeJS.ProcessEnv,
+  keys: KeySet,
 ): Promise<ServicesAsUsers> {
-  const as = (service: ServiceUser) => optionsAsUser(nats, env, service);
+  const as = (service: ServiceUser) => optionsAsUser(nats, env, keys, service);
   const options = {
     gateway: as('gateway').gateway,
     evaluator: as('permission-evaluator').evaluator,
