@@ -173,28 +173,17 @@ describe('forged events and internal requests on an open broker', () => {
         input: {},
         wait: 30_000,
       });
-      const heldId = await eventually(
+      // The held call's dispatch id, once it has started (its `started` is on the run's subjects).
+      const startedSubject = await eventually(
         async () => {
-          const run = await stack.http('GET', '/v1/runs/run-held', TOKENS.acmeAgent);
-          return run.status === 200 ? true : undefined;
+          const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
+            subjects_filter: stack.nats.subjects.journal.forRun('acme', 'run-held'),
+          });
+          return Object.keys(info.state.subjects ?? {}).find((s) => s.endsWith('.started'));
         },
-        { what: 'the held dispatch journaled' },
-      ).then(async () => {
-        const counts = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
-          subjects_filter: stack.nats.subjects.journal.forRun('acme', 'run-held'),
-        });
-        const startedSubject = await eventually(
-          async () => {
-            const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
-              subjects_filter: stack.nats.subjects.journal.forRun('acme', 'run-held'),
-            });
-            return Object.keys(info.state.subjects ?? {}).find((s) => s.endsWith('.started'));
-          },
-          { what: 'the held call started' },
-        );
-        void counts;
-        return startedSubject.split('.').at(-2)!;
-      });
+        { what: 'the held call started' },
+      );
+      const heldId = startedSubject.split('.').at(-2)!;
       await forge(
         journalEvent({
           type: 'settled',
