@@ -118,15 +118,16 @@ export interface RequestSigning {
 /**
  * The internal request/reply subjects and who may send them: the journal's queries only the
  * gateway (which takes the tenant from a verified token), a worktree acquire only the executor,
- * collect and dispose the executor or an operator, a journal rebuild only an operator.
+ * collect and dispose only an operator (as deploy/nats grants them), a journal rebuild only an
+ * operator.
  */
 export function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSigning> {
   const map = new Map<string, RequestSigning>();
   for (const op of Object.values(QueryOperation))
     map.set(subjects.query(op), { responder: J, requesters: [G] });
   map.set(subjects.worktree(WorktreeOperation.Acquire), { responder: W, requesters: [X] });
-  map.set(subjects.worktree(WorktreeOperation.Collect), { responder: W, requesters: [X, O] });
-  map.set(subjects.worktree(WorktreeOperation.Dispose), { responder: W, requesters: [X, O] });
+  map.set(subjects.worktree(WorktreeOperation.Collect), { responder: W, requesters: [O] });
+  map.set(subjects.worktree(WorktreeOperation.Dispose), { responder: W, requesters: [O] });
   map.set(subjects.ops(JournalOperation.Rebuild), { responder: J, requesters: [O] });
   return map;
 }

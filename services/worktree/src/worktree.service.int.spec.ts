@@ -43,11 +43,16 @@ afterAll(async () => {
   if (base) await removeDir(base);
 });
 
-/** A request as the executor sends it: signed for the worktree service. */
+/** A request as its sender signs it: an acquire the executor's, collect and dispose an operator's. */
 async function request(op: WorktreeOperation, body: unknown): Promise<Record<string, unknown>> {
   const payload = new TextEncoder().encode(JSON.stringify(body));
   const h = natsHeaders();
-  testKeys('tool-executor').signRequest(tn.subjects.worktree(op), 'worktree', payload, h);
+  testKeys(op === 'acquire' ? 'tool-executor' : 'ops').signRequest(
+    tn.subjects.worktree(op),
+    'worktree',
+    payload,
+    h,
+  );
   const reply = await tn.nc.request(tn.subjects.worktree(op), payload, {
     timeout: 20_000,
     headers: h,

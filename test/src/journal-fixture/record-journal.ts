@@ -29,7 +29,8 @@ import {
   type WorktreeAcquireReply,
 } from '@toolgate/contracts';
 import { createDb, projectionSnapshot } from '@toolgate/journal';
-import { eventually } from '@toolgate/testing';
+import { eventually, testKeys } from '@toolgate/testing';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { format, resolveConfig } from 'prettier';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -385,9 +386,16 @@ async function record(stack: TestStack): Promise<void> {
       { isolation: { kind: 'worktree' }, agent: { agentType: 'coder', label } },
     );
   const worktree = async <T>(op: 'acquire' | 'collect' | 'dispose', body: unknown): Promise<T> => {
-    const reply = await nc.request(subjects.worktree(op), encoder.encode(JSON.stringify(body)), {
-      timeout: 20_000,
-    });
+    // Signed as their senders sign them: an acquire the executor's, collect and dispose an operator's.
+    const payload = encoder.encode(JSON.stringify(body));
+    const h = natsHeaders();
+    testKeys(op === 'acquire' ? 'tool-executor' : 'ops').signRequest(
+      subjects.worktree(op),
+      'worktree',
+      payload,
+      h,
+    );
+    const reply = await nc.request(subjects.worktree(op), payload, { timeout: 20_000, headers: h });
     const parsed = JSON.parse(decoder.decode(reply.data)) as T & { ok: boolean };
     expectThat(`worktree ${op}`, parsed.ok, parsed);
     return parsed;
