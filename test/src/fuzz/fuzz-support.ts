@@ -408,18 +408,6 @@ export async function expectJournalMatches(
  * the journal's projection.
  */
 export async function expectHealthy(stack: TestStack): Promise<void> {
-  for (const service of [
-    stack.all.gateway,
-    stack.all.evaluator,
-    stack.all.journal,
-    stack.all.worktree,
-  ]) {
-    const ready = await fetch(`${service.url}/readyz`);
-    expect({ service: service.name, status: ready.status }).toEqual({
-      service: service.name,
-      status: 200,
-    });
-  }
   // The fuzzing left a backlog of accepted calls to decide and fold; a healthy pipeline works it
   // off (all but the stopped executor's consumer).
   const { jsm, subjects } = stack.nats;
@@ -435,6 +423,20 @@ export async function expectHealthy(stack: TestStack): Promise<void> {
     },
     { what: 'the consumers to drain', timeoutMs: 120_000, intervalMs: 250 },
   );
+  // Ready once the backlog is worked off: a readiness probe answered while the journal folds ten
+  // thousand calls on a loaded 2-core machine would time the fold, not check health.
+  for (const service of [
+    stack.all.gateway,
+    stack.all.evaluator,
+    stack.all.journal,
+    stack.all.worktree,
+  ]) {
+    const ready = await fetch(`${service.url}/readyz`);
+    expect({ service: service.name, status: ready.status }).toEqual({
+      service: service.name,
+      status: 200,
+    });
+  }
   const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
     document: { engine: { deny: [{ tool: 'list_dir', reason: 'health check' }] } },
   });
