@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
 import { ApiOperation } from '@toolgate/contracts';
 import type { TestNats } from '@toolgate/testing';
@@ -84,6 +84,11 @@ export interface DispatchResult {
   steadyOfferedPerSec?: number;
   steadySeconds?: number;
   steadyDispatches?: number;
+  steadySlowestHopsP50Ms?: Record<Hop | 'sentLate', number>;
+  steadyLoopDelayP99Ms?: number;
+  steadyLoopDelayMaxMs?: number;
+  steadyGcMaxPauseMs?: number;
+  steadyGcMsPerSec?: number;
   deadLettered: number;
   /** RSS (MiB) of the services right after the throughput phase (see `memory.rssAfterMb`). */
   rssAfterThroughputMb: number;
@@ -372,11 +377,18 @@ export interface ThroughputResult {
 export async function benchThroughput(
   stack: BenchStack,
   nats: TestNats,
-  opts: { dispatches: number; runId: string; drainWaitMs: number; profile?: string },
+  opts: {
+    dispatches: number;
+    runId: string;
+    drainWaitMs: number;
+    profile?: string;
+    /** The untimed burst first (default 500). */
+    warmBurst?: number;
+  },
 ): Promise<ThroughputResult> {
   const { watch } = stack;
   const submit = submitter(stack);
-  const warmBurst = 500;
+  const warmBurst = opts.warmBurst ?? 500;
   const warmRun = `${opts.runId}-warmup`;
   const warmSettled = watch.runSettled(warmRun, warmBurst);
   await pool(warmBurst, SUBMIT_WINDOW, async () => {
@@ -442,18 +454,68 @@ export async function benchThroughput(
 export async function benchSteady(
   stack: BenchStack,
   nats: TestNats,
-  opts: { ratePerSec: number; seconds: number; runId: string },
-): Promise<{
+  opts: { ratePerSec: number; seconds: number; runId: string; profile?: string },
+): Promise<SteadyResult> {
+  const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+  let gcMaxMs = 0;
+  let gcTotalMs = 0;
+  const gc = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcMaxMs = Math.max(gcMaxMs, e.duration);
+      gcTotalMs += e.duration;
+    }
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  loopDelay.enable();
+  try {
+    const run = () => steadyLoad(stack, nats, opts);
+    const result = await (opts.profile ? profiled(opts.profile, run) : run());
+    return {
+      ...result,
+      steadyLoopDelayP99Ms: round(loopDelay.percentile(99) / 1e6),
+      steadyLoopDelayMaxMs: round(loopDelay.max / 1e6),
+      steadyGcMaxPauseMs: round(gcMaxMs),
+      steadyGcMsPerSec: round(gcTotalMs / opts.seconds),
+    };
+  } finally {
+    loopDelay.disable();
+    gc.disconnect();
+  }
+}
+
+export interface SteadyResult {
   steadyP50Ms: number;
   steadyP99Ms: number;
   steadyOfferedPerSec: number;
   steadySeconds: number;
   steadyDispatches: number;
-}> {
+  /**
+   * The slowest 1% of the steady phase's dispatches (at least 5): p50 of how late the load
+   * generator sent them after their scheduled time, and of each hop (see `hopsP50Ms`) — which hop
+   * a stall sits in.
+   */
+  steadySlowestHopsP50Ms: Record<Hop | 'sentLate', number>;
+  /**
+   * This process's event loop during the steady phase (the whole stack in the all-in-one, the
+   * load generator alone in the split): how late a 1 ms timer ran, p99 and worst, and its garbage
+   * collector's longest pause and pause time per second — what a stall of the loop is made of.
+   */
+  steadyLoopDelayP99Ms: number;
+  steadyLoopDelayMaxMs: number;
+  steadyGcMaxPauseMs: number;
+  steadyGcMsPerSec: number;
+}
+
+async function steadyLoad(
+  stack: BenchStack,
+  nats: TestNats,
+  opts: { ratePerSec: number; seconds: number; runId: string },
+): Promise<Omit<SteadyResult, `steady${'LoopDelay' | 'Gc'}${string}`>> {
   const submit = submitter(stack);
   const total = Math.max(1, Math.round(opts.ratePerSec * opts.seconds));
   const interval = 1000 / opts.ratePerSec;
   const latencies: number[] = [];
+  const timed: (SentDispatch & { scheduled: number; ms: number })[] = [];
   const inFlight: Promise<void>[] = [];
   const t0 = performance.now() + 20;
   let i = 0;
@@ -461,9 +523,18 @@ export async function benchSteady(
     const now = performance.now();
     for (; i < total && t0 + i * interval <= now; i++) {
       const scheduled = t0 + i * interval;
+      const sentAt = performance.now();
       inFlight.push(
         submit(opts.runId, 10_000).then(async (reply) => {
-          latencies.push(performance.now() - scheduled);
+          const repliedAt = performance.now();
+          latencies.push(repliedAt - scheduled);
+          timed.push({
+            dispatchId: reply.dispatchId,
+            scheduled: epochMs(scheduled),
+            sentAt: epochMs(sentAt),
+            repliedAt: epochMs(repliedAt),
+            ms: repliedAt - scheduled,
+          });
           await expectOk(reply, nats);
         }),
       );
@@ -473,12 +544,25 @@ export async function benchSteady(
     else await new Promise((r) => setImmediate(r));
   }
   await withTimeout(Promise.all(inFlight), 60_000, 'the steady-load dispatches to settle');
+  // Where the slowest 1% spent their time: how late the generator sent them, then each hop.
+  const slow = timed.sort((a, b) => b.ms - a.ms).slice(0, Math.max(5, Math.ceil(total / 100)));
+  const slowHops = await hopBreakdown(nats, opts.runId, slow);
   return {
     steadyP50Ms: round(percentile(latencies, 50)),
     steadyP99Ms: round(percentile(latencies, 99)),
     steadyOfferedPerSec: Math.round(opts.ratePerSec),
     steadySeconds: opts.seconds,
     steadyDispatches: total,
+    steadySlowestHopsP50Ms: {
+      sentLate: round(
+        percentile(
+          slow.map((d) => d.sentAt - d.scheduled),
+          50,
+        ),
+        3,
+      ),
+      ...slowHops,
+    },
   };
 }
 
@@ -527,23 +611,24 @@ export async function benchDispatch(
     profile: `${label}latency`,
   });
   const http =
-    opts.http === false ? undefined : await benchHttp(stack, nats, opts.quick ? 100 : 300);
+    opts.http === false ? undefined : await benchHttp(stack, nats, opts.quick ? 50 : 300);
   const tput = await benchThroughput(stack, nats, {
-    dispatches: opts.quick ? 3000 : 10_000,
+    dispatches: opts.quick ? 2000 : 10_000,
     runId: `${label}tput`,
     drainWaitMs: opts.quick ? 5_000 : 60_000,
     profile: `${label}throughput`,
   });
   const rssAfterThroughputMb = round(stack.rssMb(), 1);
-  const steadySeconds = opts.quick ? 5 : 20;
+  const steadySeconds = opts.quick ? 3 : 20;
   const steady = await benchSteady(stack, nats, {
     ratePerSec: tput.throughputPerSec / 2,
     seconds: steadySeconds,
     runId: `${label}steady`,
+    profile: `${label}steady`,
   });
   await untilProjected(nats, 60_000);
   const capacity = await benchProjectionCapacity(stack, nats, {
-    dispatches: opts.quick ? 1500 : 5000,
+    dispatches: opts.quick ? 1000 : 5000,
     runId: `${label}capacity`,
   });
   const last = await stack

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { DeliverPolicy, jetstream, type ConsumerConfig } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+} from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { useTestNats, useTestSchema, type TestNats, type TestSchema } from '@toolgate/testing';
 import { BenchStack, TENANT } from './bench-stack';
@@ -8,7 +13,7 @@ import { benchLatency, untilProjected } from './dispatch';
 import { percentile, round, since } from './stats';
 
 export interface GrowthResult {
-  /** Events in the journal stream before the second measurement (1,000,000; 100,000 quick). */
+  /** Events in the journal stream before the second measurement (1,000,000; 50,000 quick). */
   events: number;
   /** Dispatch p50 on an empty journal stream, then with `events` already in it. */
   p50EmptyMs: number;
@@ -54,8 +59,8 @@ const RUN_SIZE = 1000;
  * their indexes — runs against the full stream and tables.
  */
 export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResult> {
-  const events = opts.quick ? 100_000 : 1_000_000;
-  const samples = opts.quick ? 200 : 600;
+  const events = opts.quick ? 50_000 : 1_000_000;
+  const samples = opts.quick ? 100 : 600;
   const opened: { cleanup(): Promise<void> }[] = [];
   const stacks: BenchStack[] = [];
   try {
@@ -101,7 +106,7 @@ export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResul
       for (const [name, stack, nats] of (done / block) % 2 ? [...pair].reverse() : pair) {
         const r = await benchLatency(stack, nats, {
           samples: block,
-          warmup: done === 0 ? 300 : 0,
+          warmup: done === 0 ? (opts.quick ? 150 : 300) : 0,
           runId: `${name}-${done}`,
           raw: true,
         });
@@ -267,14 +272,17 @@ async function seedProjection(
  */
 async function moveConsumersPastFill(nats: TestNats): Promise<void> {
   const stream = nats.subjects.journal.stream;
-  const { last_seq } = (await nats.jsm.streams.info(stream)).state;
+  // Listing consumers makes the broker count each filtered consumer's pending messages over the
+  // whole filled stream: longer than the client's default 5 s on a busy machine.
+  const jsm = await jetstreamManager(nats.nc, { timeout: 120_000 });
+  const { last_seq } = (await jsm.streams.info(stream)).state;
   const configs: ConsumerConfig[] = [];
-  for await (const ci of nats.jsm.consumers.list(stream)) {
+  for await (const ci of jsm.consumers.list(stream)) {
     if (ci.config.durable_name) configs.push(ci.config);
   }
   for (const config of configs) {
-    await nats.jsm.consumers.delete(stream, config.durable_name!);
-    await nats.jsm.consumers.add(stream, {
+    await jsm.consumers.delete(stream, config.durable_name!);
+    await jsm.consumers.add(stream, {
       ...config,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: last_seq + 1,

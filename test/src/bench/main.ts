@@ -4,7 +4,10 @@
  * Every ratio is against a baseline measured in this run. Uses the tests' NATS and PostgreSQL on a
  * stream prefix and schema of its own, and removes them (and its temp dirs) even on failure.
  */
+import { execFile } from 'node:child_process';
 import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
@@ -83,11 +86,13 @@ interface SplitResult {
   steadyP99Ms: number;
   steadyOfferedPerSec: number;
   steadySeconds: number;
+  steadySlowestHopsP50Ms: NonNullable<DispatchResult['steadySlowestHopsP50Ms']>;
   /** Seconds until the five processes (from their sources) were all ready. */
   startSeconds: number;
 }
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const execFileAsync = promisify(execFile);
 
 /** Cleanups run last-in first-out, once, on success, failure or a signal. */
 const cleanups: { what: string; run: () => Promise<void> }[] = [];
@@ -149,7 +154,7 @@ async function main(): Promise<Report> {
   if (['dispatch', 'approvals', 'tenants', 'memory', 'split'].some(wanted)) {
     const schema = await useTestSchema('bench');
     cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
-    const tenants = quick ? 200 : 1000;
+    const tenants = quick ? 100 : 1000;
     const stack = await section('stack start', () =>
       BenchStack.start(nats, schema, {
         shape: 'all-in-one',
@@ -196,10 +201,19 @@ async function main(): Promise<Report> {
     }
   }
 
+  // A quick run measures the worktree in a process of its own while the growth section runs: both
+  // report ratios of interleaved samples (the service's acquire against git's on the same
+  // repository, a full stream against an empty one), which load from the other shifts alike.
+  const worktreeAside =
+    quick && wanted('worktree') && wanted('growth')
+      ? section('worktree (beside growth)', worktreeInAProcess)
+      : undefined;
+  worktreeAside?.catch(() => undefined);
   if (wanted('growth')) {
     report.growth = await section('growth', () => benchGrowth({ quick }));
     if (report.dispatch) report.dispatch.p50GrowthAt1M = report.growth.p50GrowthAt1M;
   }
+  if (worktreeAside) report.worktree = await worktreeAside;
 
   if (wanted('permissions'))
     report.permissions = await section('permissions', () => benchPermissions({ quick }));
@@ -207,9 +221,10 @@ async function main(): Promise<Report> {
     report.policy = await section('policy what-if', () =>
       benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
     );
-  if (wanted('worktree'))
+  if (wanted('worktree') && !worktreeAside)
     report.worktree = await section('worktree', () => benchWorktree({ quick }));
-  if (wanted('startup')) report.startup = await section('startup', () => benchStartup(nats.prefix));
+  if (wanted('startup'))
+    report.startup = await section('startup', () => benchStartup(nats.prefix, { quick }));
   if (wanted('executors')) {
     const executors = await section('executors', () => benchExecutors({ quick }));
     if (executors) report.executors = executors;
@@ -249,19 +264,21 @@ async function benchSplit(
   });
   const startSeconds = round(since(t) / 1000, 1);
   try {
-    const latencySamples = quick ? 200 : 1000;
+    const latencySamples = quick ? 100 : 1000;
     const latency = await benchLatency(stack, nats, {
       samples: latencySamples,
       runId: 'split-latency',
+      warmup: quick ? 150 : 300,
     });
     const tput = await benchThroughput(stack, nats, {
-      dispatches: quick ? 3000 : 10_000,
+      dispatches: quick ? 1000 : 10_000,
+      warmBurst: quick ? 250 : 500,
       runId: 'split-tput',
       drainWaitMs: quick ? 5_000 : 60_000,
     });
     const steady = await benchSteady(stack, nats, {
       ratePerSec: tput.throughputPerSec / 2,
-      seconds: quick ? 5 : 20,
+      seconds: quick ? 3 : 20,
       runId: 'split-steady',
     });
     const bound = baseline.jetstreamAsyncPublishPerSec / tput.journalAppendsPerDispatch;
@@ -282,11 +299,29 @@ async function benchSplit(
       steadyP99Ms: steady.steadyP99Ms,
       steadyOfferedPerSec: steady.steadyOfferedPerSec,
       steadySeconds: steady.steadySeconds,
+      steadySlowestHopsP50Ms: steady.steadySlowestHopsP50Ms,
       startSeconds,
     };
   } finally {
     await stack.stop();
   }
+}
+
+/** The worktree section (`worktree.ts --quick`) in a child process; its report. */
+async function worktreeInAProcess(): Promise<NonNullable<Report['worktree']>> {
+  const root = path.resolve(__dirname, '..', '..', '..');
+  const { stdout } = await execFileAsync(
+    process.execPath,
+    [
+      '--require',
+      path.join(root, 'scripts', 'from-source.cjs'),
+      path.join(__dirname, 'worktree.ts'),
+      '--quick',
+    ],
+    { cwd: root, maxBuffer: 16 * 1024 * 1024 },
+  );
+  const last = stdout.trim().split('\n').at(-1) ?? '';
+  return (JSON.parse(last) as { worktree: NonNullable<Report['worktree']> }).worktree;
 }
 
 /**
@@ -373,6 +408,16 @@ function print(report: Report): void {
           `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
         ],
         [
+          'steady, slowest 1%: p50 sent late / per hop',
+          d.steadySlowestHopsP50Ms
+            ? Object.values(d.steadySlowestHopsP50Ms).join(' / ') + ' ms'
+            : '-',
+        ],
+        [
+          'steady: event loop delay p99 / max, longest GC pause',
+          `${d.steadyLoopDelayP99Ms} / ${d.steadyLoopDelayMaxMs} ms, ${d.steadyGcMaxPauseMs} ms`,
+        ],
+        [
           'projection backlog at last settle / drained after',
           `${d.projectionPendingAtLastSettle} events / ${d.projectionCatchUpMs !== undefined ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
         ],
@@ -400,6 +445,10 @@ function print(report: Report): void {
           [
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
+          ],
+          [
+            'steady, slowest 1%: p50 sent late / per hop',
+            Object.values(d.split.steadySlowestHopsP50Ms).join(' / ') + ' ms',
           ],
           [
             'projection drained after last settle',
@@ -486,7 +535,9 @@ function print(report: Report): void {
     out.push(
       table('npm start until /readyz answers (from sources, nothing built)', [
         ['first start of this run', `${report.startup.firstStartSeconds} s`],
-        ['second start', `${report.startup.warmStartSeconds} s`],
+        ...(report.startup.warmStartSeconds !== undefined
+          ? ([['second start', `${report.startup.warmStartSeconds} s`]] as [string, unknown][])
+          : []),
       ]),
     );
   if (x?.subprocessP50Ms !== undefined) {

@@ -14,7 +14,8 @@ import { round, since } from './stats';
 
 export interface StartupResult {
   firstStartSeconds: number;
-  warmStartSeconds: number;
+  /** Absent in a quick run, which starts once. */
+  warmStartSeconds?: number;
 }
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -75,10 +76,14 @@ async function timeOneStart(prefix: string, pglitePath: string): Promise<number>
   }
 }
 
-export async function benchStartup(prefix: string): Promise<StartupResult> {
+export async function benchStartup(
+  prefix: string,
+  opts: { quick: boolean } = { quick: false },
+): Promise<StartupResult> {
   const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-bench-startup-'));
   try {
     const firstStartSeconds = await timeOneStart(`${prefix}_s1`, path.join(dir, 'first'));
+    if (opts.quick) return { firstStartSeconds: round(firstStartSeconds, 2) };
     const warmStartSeconds = await timeOneStart(`${prefix}_s2`, path.join(dir, 'warm'));
     return {
       firstStartSeconds: round(firstStartSeconds, 2),

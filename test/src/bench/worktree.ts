@@ -62,7 +62,7 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
   acquireVsGit: number;
   collectMs: number;
 }> {
-  const samples = opts.quick ? 2 : 5;
+  const samples = opts.quick ? 1 : 5;
   const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tg-bench-worktree-')));
   try {
     const repo = path.join(base, 'repo');
