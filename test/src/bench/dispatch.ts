@@ -13,7 +13,7 @@ import {
   type SubmitReply,
 } from './bench-stack';
 import { profiled } from './profile';
-import { percentile, pool, round, since, withTimeout } from './stats';
+import { percentile, phase, pool, round, since, withTimeout } from './stats';
 
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
@@ -605,32 +605,42 @@ export async function benchDispatch(
   opts: { quick: boolean; http?: boolean; label?: string },
 ): Promise<DispatchResult> {
   const label = opts.label ?? '';
-  const latency = await benchLatency(stack, nats, {
-    samples: opts.quick ? 200 : 1000,
-    runId: `${label}latency`,
-    profile: `${label}latency`,
-  });
+  const latency = await phase('latency (warm-up and samples)', () =>
+    benchLatency(stack, nats, {
+      samples: opts.quick ? 200 : 1000,
+      runId: `${label}latency`,
+      profile: `${label}latency`,
+    }),
+  );
   const http =
-    opts.http === false ? undefined : await benchHttp(stack, nats, opts.quick ? 50 : 300);
-  const tput = await benchThroughput(stack, nats, {
-    dispatches: opts.quick ? 2000 : 10_000,
-    runId: `${label}tput`,
-    drainWaitMs: opts.quick ? 5_000 : 60_000,
-    profile: `${label}throughput`,
-  });
+    opts.http === false
+      ? undefined
+      : await phase('latency over HTTP', () => benchHttp(stack, nats, opts.quick ? 30 : 300));
+  const tput = await phase('throughput', () =>
+    benchThroughput(stack, nats, {
+      dispatches: opts.quick ? 2000 : 10_000,
+      runId: `${label}tput`,
+      drainWaitMs: opts.quick ? 5_000 : 60_000,
+      profile: `${label}throughput`,
+    }),
+  );
   const rssAfterThroughputMb = round(stack.rssMb(), 1);
   const steadySeconds = opts.quick ? 3 : 20;
-  const steady = await benchSteady(stack, nats, {
-    ratePerSec: tput.throughputPerSec / 2,
-    seconds: steadySeconds,
-    runId: `${label}steady`,
-    profile: `${label}steady`,
-  });
-  await untilProjected(nats, 60_000);
-  const capacity = await benchProjectionCapacity(stack, nats, {
-    dispatches: opts.quick ? 1000 : 5000,
-    runId: `${label}capacity`,
-  });
+  const steady = await phase('steady load', () =>
+    benchSteady(stack, nats, {
+      ratePerSec: tput.throughputPerSec / 2,
+      seconds: steadySeconds,
+      runId: `${label}steady`,
+      profile: `${label}steady`,
+    }),
+  );
+  await phase('projection drain', () => untilProjected(nats, 60_000));
+  const capacity = await phase('projection fold rate', () =>
+    benchProjectionCapacity(stack, nats, {
+      dispatches: opts.quick ? 600 : 5000,
+      runId: `${label}capacity`,
+    }),
+  );
   const last = await stack
     .api<{ events: { event: { type: string } }[] }>(ApiOperation.GetDispatch, {
       dispatchId: tput.lastDispatchId,

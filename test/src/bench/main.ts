@@ -4,10 +4,9 @@
  * Every ratio is against a baseline measured in this run. Uses the tests' NATS and PostgreSQL on a
  * stream prefix and schema of its own, and removes them (and its temp dirs) even on failure.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
@@ -25,11 +24,12 @@ import { benchSigning } from './signing';
 import { benchGrowth, type GrowthResult } from './growth';
 import { benchMemory, type MemoryResult } from './memory';
 import { benchTenants, type TenantsResult } from './tenants';
+import { ASIDE_SECTIONS, type AsideSection } from './aside';
 import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
 import { benchScripts, type ScriptsResult } from './scripts';
 import { benchPermissions } from './permissions';
-import { round, since } from './stats';
+import { phase, round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
 import { benchWorktree } from './worktree';
 import { benchWhatIf, type WhatIfResult } from './whatif';
@@ -65,9 +65,16 @@ interface Report {
     gitWorktreeAddMs: number;
     acquireVsGit: number;
     collectMs: number;
+    samples: number;
   };
   startup?: StartupResult;
-  run?: { mode: 'quick' | 'full'; totalSeconds: number; sectionSeconds: Record<string, number> };
+  run?: {
+    mode: 'quick' | 'full';
+    totalSeconds: number;
+    sectionSeconds: Record<string, number>;
+    /** Sections a quick run measured in a process of its own beside the growth section. */
+    besideGrowth?: string[];
+  };
 }
 
 /** `dispatch.split`: the same phases with each service in a process of its own. */
@@ -92,7 +99,6 @@ interface SplitResult {
 }
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
-const execFileAsync = promisify(execFile);
 
 /** Cleanups run last-in first-out, once, on success, failure or a signal. */
 const cleanups: { what: string; run: () => Promise<void> }[] = [];
@@ -201,19 +207,35 @@ async function main(): Promise<Report> {
     }
   }
 
-  // A quick run measures the worktree in a process of its own while the growth section runs: both
-  // report ratios of interleaved samples (the service's acquire against git's on the same
-  // repository, a full stream against an empty one), which load from the other shifts alike.
-  const worktreeAside =
-    quick && wanted('worktree') && wanted('growth')
-      ? section('worktree (beside growth)', worktreeInAProcess)
-      : undefined;
-  worktreeAside?.catch(() => undefined);
+  // A quick run measures the worktree, executors and containers sections and `npm start` (all at
+  // once) in a process of its own while the growth section runs: the
+  // first three and growth report ratios of samples interleaved within each (the service's acquire
+  // against git's, the sandbox against a bare spawn, the executor against plain runc, a full
+  // stream against an empty one), which load from the others shifts alike. Absolute times there,
+  // the start-up's seconds included, are upper bounds (`run.besideGrowth` names the sections).
+  // Nothing runs beside the dispatch, approvals, tenants, memory and split sections.
+  const asideSections = quick && wanted('growth') ? ASIDE_SECTIONS.filter(wanted) : [];
+  const aside = asideSections.length ? asideInAProcess(asideSections, nats.prefix) : undefined;
+  aside?.catch(() => undefined);
   if (wanted('growth')) {
     report.growth = await section('growth', () => benchGrowth({ quick }));
     if (report.dispatch) report.dispatch.p50GrowthAt1M = report.growth.p50GrowthAt1M;
   }
-  if (worktreeAside) report.worktree = await worktreeAside;
+  if (aside) {
+    const t = performance.now();
+    const { results, seconds } = await aside;
+    sectionSeconds['(after growth, waiting for the sections beside it)'] = round(
+      since(t) / 1000,
+      1,
+    );
+    for (const [name, s] of Object.entries(seconds)) sectionSeconds[`${name} (beside growth)`] = s;
+    if (results.worktree) report.worktree = results.worktree as Report['worktree'];
+    if (results.executors) report.executors = results.executors as ExecutorsResult;
+    if (results.containers)
+      report.executors = { ...report.executors, ...(results.containers as ContainersResult) };
+    if (results.startup) report.startup = results.startup as StartupResult;
+  }
+  const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
 
   if (wanted('permissions'))
     report.permissions = await section('permissions', () => benchPermissions({ quick }));
@@ -221,15 +243,15 @@ async function main(): Promise<Report> {
     report.policy = await section('policy what-if', () =>
       benchWhatIf(nats.nc, nats.jsm, nats.prefix, { quick }),
     );
-  if (wanted('worktree') && !worktreeAside)
+  if (inline('worktree'))
     report.worktree = await section('worktree', () => benchWorktree({ quick }));
-  if (wanted('startup'))
+  if (inline('startup'))
     report.startup = await section('startup', () => benchStartup(nats.prefix, { quick }));
-  if (wanted('executors')) {
+  if (inline('executors')) {
     const executors = await section('executors', () => benchExecutors({ quick }));
     if (executors) report.executors = executors;
   }
-  if (wanted('containers')) {
+  if (inline('containers')) {
     const containers = await section('containers', () => benchContainers({ quick }));
     if (containers) report.executors = { ...report.executors, ...containers };
   }
@@ -241,6 +263,7 @@ async function main(): Promise<Report> {
     mode: quick ? 'quick' : 'full',
     totalSeconds: round(since(started) / 1000, 1),
     sectionSeconds,
+    ...(asideSections.length ? { besideGrowth: [...asideSections] } : {}),
   };
   return report;
 }
@@ -258,29 +281,37 @@ async function benchSplit(
 ): Promise<SplitResult> {
   const profileDir = process.env.BENCH_PROFILE_DIR;
   const t = performance.now();
-  const stack = await BenchStack.start(nats, schema, {
-    shape: 'split',
-    ...(profileDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}/split`] } : {}),
-  });
+  const stack = await phase('five processes start', () =>
+    BenchStack.start(nats, schema, {
+      shape: 'split',
+      ...(profileDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}/split`] } : {}),
+    }),
+  );
   const startSeconds = round(since(t) / 1000, 1);
   try {
     const latencySamples = quick ? 100 : 1000;
-    const latency = await benchLatency(stack, nats, {
-      samples: latencySamples,
-      runId: 'split-latency',
-      warmup: quick ? 150 : 300,
-    });
-    const tput = await benchThroughput(stack, nats, {
-      dispatches: quick ? 1000 : 10_000,
-      warmBurst: quick ? 250 : 500,
-      runId: 'split-tput',
-      drainWaitMs: quick ? 5_000 : 60_000,
-    });
-    const steady = await benchSteady(stack, nats, {
-      ratePerSec: tput.throughputPerSec / 2,
-      seconds: quick ? 3 : 20,
-      runId: 'split-steady',
-    });
+    const latency = await phase('latency (warm-up and samples)', () =>
+      benchLatency(stack, nats, {
+        samples: latencySamples,
+        runId: 'split-latency',
+        warmup: quick ? 150 : 300,
+      }),
+    );
+    const tput = await phase('throughput', () =>
+      benchThroughput(stack, nats, {
+        dispatches: quick ? 600 : 10_000,
+        warmBurst: quick ? 200 : 500,
+        runId: 'split-tput',
+        drainWaitMs: quick ? 5_000 : 60_000,
+      }),
+    );
+    const steady = await phase('steady load', () =>
+      benchSteady(stack, nats, {
+        ratePerSec: tput.throughputPerSec / 2,
+        seconds: quick ? 2 : 20,
+        runId: 'split-steady',
+      }),
+    );
     const bound = baseline.jetstreamAsyncPublishPerSec / tput.journalAppendsPerDispatch;
     return {
       p50Ms: latency.p50Ms,
@@ -303,25 +334,41 @@ async function benchSplit(
       startSeconds,
     };
   } finally {
-    await stack.stop();
+    await phase('five processes stop', () => stack.stop());
   }
 }
 
-/** The worktree section (`worktree.ts --quick`) in a child process; its report. */
-async function worktreeInAProcess(): Promise<NonNullable<Report['worktree']>> {
+/** `aside.ts` in a child process (its log lines pass through): each section's result and seconds. */
+async function asideInAProcess(
+  sections: readonly AsideSection[],
+  prefix: string,
+): Promise<{ results: Record<string, unknown>; seconds: Record<string, number> }> {
   const root = path.resolve(__dirname, '..', '..', '..');
-  const { stdout } = await execFileAsync(
+  const child = spawn(
     process.execPath,
     [
       '--require',
       path.join(root, 'scripts', 'from-source.cjs'),
-      path.join(__dirname, 'worktree.ts'),
+      path.join(__dirname, 'aside.ts'),
       '--quick',
+      `--prefix=${prefix}`,
+      sections.join(','),
     ],
-    { cwd: root, maxBuffer: 16 * 1024 * 1024 },
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  cleanups.push({
+    what: 'the sections beside growth',
+    run: async () => void (child.exitCode === null && child.kill('SIGTERM')),
+  });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`the sections beside growth (${sections.join(', ')}) failed`);
   const last = stdout.trim().split('\n').at(-1) ?? '';
-  return (JSON.parse(last) as { worktree: NonNullable<Report['worktree']> }).worktree;
+  return JSON.parse(last) as { results: Record<string, unknown>; seconds: Record<string, number> };
 }
 
 /**
@@ -337,6 +384,8 @@ function onlySections(): Set<string> | undefined {
 }
 
 function print(report: Report): void {
+  const beside = (name: string) =>
+    report.run?.besideGrowth?.includes(name) ? ' [beside growth: times are upper bounds]' : '';
   const {
     machine: m,
     baseline: b,
@@ -462,12 +511,15 @@ function print(report: Report): void {
   const g = report.growth;
   if (g)
     out.push(
-      table(`history: ${g.events.toLocaleString('en-US')} events already in the journal stream`, [
-        ['dispatch p50 empty / full', `${g.p50EmptyMs} / ${g.p50FullMs} ms`],
-        ['dispatch p99 empty / full', `${g.p99EmptyMs} / ${g.p99FullMs} ms`],
-        ['p50 growth', g.p50GrowthAt1M],
-        ['fill / projection seed', `${g.fillSeconds} / ${g.seedSeconds} s`],
-      ]),
+      table(
+        `history: ${g.events.toLocaleString('en-US')} events already in the journal stream (${g.samples} samples each, blocks of ${g.block})`,
+        [
+          ['dispatch p50 empty / full', `${g.p50EmptyMs} / ${g.p50FullMs} ms`],
+          ['dispatch p99 empty / full', `${g.p99EmptyMs} / ${g.p99FullMs} ms`],
+          ['p50 growth', g.p50GrowthAt1M],
+          ['fill / projection seed', `${g.fillSeconds} / ${g.seedSeconds} s`],
+        ],
+      ),
     );
   const t = report.tenants;
   if (t)
@@ -523,17 +575,20 @@ function print(report: Report): void {
   }
   if (w) {
     out.push(
-      table(`worktree (${w.files} files)`, [
-        ['acquire (median)', `${w.acquireMs} ms`],
-        ['git worktree add (median)', `${w.gitWorktreeAddMs} ms`],
-        ['acquire ÷ git', w.acquireVsGit],
-        ['collect (median)', `${w.collectMs} ms`],
-      ]),
+      table(
+        `worktree (${w.files.toLocaleString('en-US')} files, median of ${w.samples})${beside('worktree')}`,
+        [
+          ['acquire (median)', `${w.acquireMs} ms`],
+          ['git worktree add (median)', `${w.gitWorktreeAddMs} ms`],
+          ['acquire ÷ git', w.acquireVsGit],
+          ['collect (median)', `${w.collectMs} ms`],
+        ],
+      ),
     );
   }
   if (report.startup)
     out.push(
-      table('npm start until /readyz answers (from sources, nothing built)', [
+      table(`npm start until /readyz answers (from sources, nothing built)${beside('startup')}`, [
         ['first start of this run', `${report.startup.firstStartSeconds} s`],
         ...(report.startup.warmStartSeconds !== undefined
           ? ([['second start', `${report.startup.warmStartSeconds} s`]] as [string, unknown][])
@@ -542,7 +597,7 @@ function print(report: Report): void {
     );
   if (x?.subprocessP50Ms !== undefined) {
     out.push(
-      table(`executors (${x.samples} calls each, interleaved)`, [
+      table(`executors (${x.samples} calls each, interleaved)${beside('executors')}`, [
         [
           `subprocess in the sandbox p50 / p99 (${x.command})`,
           `${x.subprocessP50Ms} / ${x.subprocessP99Ms} ms`,
@@ -560,7 +615,7 @@ function print(report: Report): void {
   }
   if (x?.containerP50Ms !== undefined) {
     out.push(
-      table(`containers (${x.containerSamples} calls each, interleaved)`, [
+      table(`containers (${x.containerSamples} calls each, interleaved)${beside('containers')}`, [
         [
           `container executor, runc p50 / p99 (${x.containerCommand})`,
           `${x.containerP50Ms} / ${x.containerP99Ms} ms`,

@@ -50,3 +50,13 @@ export async function pool(
   });
   await Promise.all(lanes);
 }
+
+/** Runs `fn` and logs (stderr) how long it took, so a slow phase of a section shows in the log. */
+export async function phase<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  try {
+    return await fn();
+  } finally {
+    process.stderr.write(`bench:   ${what} ${(since(t) / 1000).toFixed(1)} s\n`);
+  }
+}

@@ -72,7 +72,7 @@ export async function benchTenants(
     await submit(`tenant-warm`, 10_000, tenantToken(i).token);
   });
 
-  const samples = opts.quick ? 200 : 1000;
+  const samples = opts.quick ? 100 : 1000;
   const sequential = async (runId: string) => {
     const times: number[] = [];
     for (let i = 0; i < samples; i++) {

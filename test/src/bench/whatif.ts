@@ -93,7 +93,7 @@ export async function benchWhatIf(
   await ensureJournalStreams(jsm, subjects);
   try {
     const js = jetstream(nc);
-    const calls = opts.quick ? 5_000 : 100_000;
+    const calls = opts.quick ? 2_000 : 100_000;
     const encoder = new TextEncoder();
     const events: JournalEvent[] = [];
     let published = 0;

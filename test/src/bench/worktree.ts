@@ -10,8 +10,9 @@ import { median, round } from './stats';
 
 const run = promisify(execFile);
 
-/** The repository size BENCH.md reports worktree figures for. */
+/** The repository size BENCH.md reports worktree figures for (a quick run's is smaller). */
 const FILES = 5000;
+const QUICK_FILES = 1000;
 const GIT_IDENTITY = [
   '-c',
   'user.name=Toolgate Bench',
@@ -49,7 +50,7 @@ async function makeRepo(dir: string, files: number): Promise<void> {
 }
 
 /**
- * Worktree acquire and collect on a repository of 5,000 files. `gitWorktreeAddMs` is plain
+ * Worktree acquire and collect on a repository of 5,000 files (1,000 in a quick run: `files`). `gitWorktreeAddMs` is plain
  * `git worktree add` on the same repository in the same run, samples interleaved with the
  * service's acquires so machine noise hits both alike; `acquireVsGit` is their ratio (BENCH.md).
  * The lifecycle runs with in-memory journal and artifact ports: the figure is the git and volume
@@ -61,13 +62,15 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
   gitWorktreeAddMs: number;
   acquireVsGit: number;
   collectMs: number;
+  /** Timed rounds (medians of each). */
+  samples: number;
 }> {
-  const samples = opts.quick ? 1 : 5;
+  const samples = opts.quick ? 3 : 5;
   const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tg-bench-worktree-')));
   try {
     const repo = path.join(base, 'repo');
     await mkdir(repo);
-    await makeRepo(repo, FILES);
+    await makeRepo(repo, opts.quick ? QUICK_FILES : FILES);
     const files = (await git(repo, 'ls-files')).split('\n').filter(Boolean).length;
 
     const events: JournalEvent[] = [];
@@ -144,18 +147,9 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
       gitWorktreeAddMs: round(gitWorktreeAddMs),
       acquireVsGit: round(acquireMs / gitWorktreeAddMs),
       collectMs: round(median(collectTimes)),
+      samples,
     };
   } finally {
     await rm(base, { recursive: true, force: true });
   }
-}
-
-if (require.main === module) {
-  benchWorktree({ quick: process.argv.includes('--quick') }).then(
-    (result) => console.log(JSON.stringify({ worktree: result })),
-    (err: unknown) => {
-      console.error(err);
-      process.exitCode = 1;
-    },
-  );
 }
