@@ -1,31 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { ONCE_PER_DISPATCH, type JournalEvent } from '@toolgate/contracts';
 import {
   callEvents,
   useTestNats,
   type TestNats,
   signedHeaders,
+  publishSigned,
   testJournalKeys,
 } from '@toolgate/testing';
 import { ensureJournalStreams, readJournalCalls, type JournalCallsStats } from './index';
-
-async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
-  for (const event of events) {
-    const subject = t.subjects.journal.event(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      event.type,
-    );
-    const data = JSON.stringify(event);
-    await js.publish(subject, data, {
-      headers: signedHeaders(subject, data),
-      msgID: event.id,
-      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
-    });
-  }
-}
 
 async function collect(iterable: AsyncIterable<{ decided: { dispatchId: string } }>) {
   const ids: string[] = [];
@@ -65,14 +48,19 @@ describe('readJournalCalls on a real JetStream server', () => {
     const inFlight = callEvents({ dispatchId: 'in-flight' });
     const other = callEvents({ dispatchId: 'x', tenant: 'globex' });
     // Interleaved as concurrent dispatches are: b is requested first but decided last.
-    await publish(js, t, [
+    await publishSigned(js, t.subjects, [
       b.requested,
       a.requested,
       ...a.all.slice(1),
       c.requested,
       other.requested,
     ]);
-    await publish(js, t, [c.decided, inFlight.requested, ...other.all.slice(1), ...b.all.slice(1)]);
+    await publishSigned(js, t.subjects, [
+      c.decided,
+      inFlight.requested,
+      ...other.all.slice(1),
+      ...b.all.slice(1),
+    ]);
     // Not an event at all, on a requested subject: skipped and counted.
     const junk = t.subjects.journal.event('acme', 'run-1', 'junk', 'requested');
     await js.publish(junk, 'not json', { headers: signedHeaders(junk, 'not json') });
@@ -145,12 +133,12 @@ describe('readJournalCalls on a real JetStream server', () => {
     const early = callEvents({ tenant: 'since', dispatchId: 'early' });
     const straddles = callEvents({ tenant: 'since', dispatchId: 'straddles' });
     const late = callEvents({ tenant: 'since', dispatchId: 'late' });
-    await publish(js, t, [...early.all, straddles.requested]);
+    await publishSigned(js, t.subjects, [...early.all, straddles.requested]);
     // The stream stamps messages with the server's clock; leave a gap around the instant.
     await sleep(50);
     const since = new Date();
     await sleep(50);
-    await publish(js, t, [...straddles.all.slice(1), ...late.all]);
+    await publishSigned(js, t.subjects, [...straddles.all.slice(1), ...late.all]);
     const reader = readJournalCalls(
       js,
       t.jsm,

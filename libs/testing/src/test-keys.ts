@@ -1,9 +1,13 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import type { JetStreamClient } from '@nats-io/jetstream';
 import {
   EVENT_SIGNING,
+  ONCE_PER_DISPATCH,
   ServiceKeys,
   devKeySet,
   type EventKeys,
+  type JournalEvent,
+  type Subjects,
   type JournalEventType,
   type KeySet,
   type ServiceIdentity,
@@ -55,4 +59,24 @@ export function signedHeaders(
   const type = subject.slice(subject.lastIndexOf('.') + 1) as JournalEventType;
   testJournalKeys().signEvent(subject, type, payload, into);
   return into;
+}
+
+/**
+ * Publishes `events` to the journal one by one as their producers would: signed
+ * (`signedHeaders`), deduplicated by event id, and once per dispatch for the types that are.
+ */
+export async function publishSigned(
+  js: JetStreamClient,
+  subjects: Subjects,
+  events: readonly JournalEvent[],
+): Promise<void> {
+  for (const event of events) {
+    const subject = subjects.journal.event(event.tenant, event.runId, event.dispatchId, event.type);
+    const data = JSON.stringify(event);
+    await js.publish(subject, data, {
+      headers: signedHeaders(subject, data),
+      msgID: event.id,
+      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
+    });
+  }
 }

@@ -6,7 +6,6 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { ensureJournalStreams } from '@toolgate/bus';
 import {
   JournalOperation,
-  ONCE_PER_DISPATCH,
   type JournalEvent,
   type JournalOpsFrame,
   type JournalRebuildReport,
@@ -21,6 +20,7 @@ import {
   type TestSchema,
   testJournalKeys,
   signedHeaders,
+  publishSigned,
   testKeys,
 } from '@toolgate/testing';
 import { sql, type Kysely } from 'kysely';
@@ -40,23 +40,6 @@ const encoder = new TextEncoder();
 function okDispatch(dispatchId: string, runId = 'run-1'): JournalEvent[] {
   const d = dispatchFixture({ dispatchId, runId });
   return [d.requested(0), d.decided(1, 'allow'), d.started(2), d.settled(3, 'ok', { result: 1 })];
-}
-
-async function publish(js: JetStreamClient, t: TestNats, events: readonly JournalEvent[]) {
-  for (const event of events) {
-    const subject = t.subjects.journal.event(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      event.type,
-    );
-    const data = JSON.stringify(event);
-    await js.publish(subject, data, {
-      headers: signedHeaders(subject, data),
-      msgID: event.id,
-      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
-    });
-  }
 }
 
 async function auditCount(db: Kysely<Database>, schema?: string): Promise<number> {
@@ -116,7 +99,8 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     [t, schema] = await Promise.all([useTestNats('jops'), useTestSchema('jops')]);
     js = jetstream(t.nc);
     await ensureJournalStreams(t.jsm, t.subjects);
-    for (let i = 0; i < 30; i++) await publish(js, t, okDispatch(`before-${i}`, `run-${i % 3}`));
+    for (let i = 0; i < 30; i++)
+      await publishSigned(js, t.subjects, okDispatch(`before-${i}`, `run-${i % 3}`));
     const junk = t.subjects.journal.event('acme', 'run-1', 'junk', 'started');
     await js.publish(junk, 'not an event', { headers: signedHeaders(junk, 'not an event') });
     ({ db } = await createDb({ url: schema.url, schema: schema.schema, migrate: false }));
@@ -165,7 +149,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     expect(row).toEqual({ status: 'settled', outcome: 'ok' });
 
     // Then the consumer: what is new is folded once.
-    await publish(js, t, okDispatch('after-start'));
+    await publishSigned(js, t.subjects, okDispatch('after-start'));
     await eventually(async () => ((await auditCount(db)) === 124 ? true : undefined));
 
     // A database that has applied everything delivered is not folded again at the next start.
@@ -253,7 +237,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     let publishing = true;
     let n = 0;
     const load = (async () => {
-      while (publishing) await publish(js, t, okDispatch(`during-${n++}`));
+      while (publishing) await publishSigned(js, t.subjects, okDispatch(`during-${n++}`));
     })();
     const frames = await rebuild(t, { into });
     publishing = false;
