@@ -18,11 +18,9 @@ import { percentile, phase, pool, round, since, withTimeout } from './stats';
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
 
-export interface DispatchResult {
+export interface DispatchResult extends Omit<ThroughputResult, 'lastDispatchId'> {
   p50Ms: number;
   p99Ms: number;
-  throughputPerSec: number;
-  journalAppendsPerDispatch: number;
   transport: 'nats';
   tool: string;
   /** Untimed sequential dispatches before the latency samples (the same in quick and full runs). */
@@ -38,27 +36,7 @@ export interface DispatchResult {
   httpP50Ms?: number;
   httpP99Ms?: number;
   httpSamples?: number;
-  throughputDispatches: number;
   submitWindow: number;
-  /** Journal events the pipeline appended per second in the throughput phase. */
-  pipelineEventsPerSec: number;
-  journalAvgEventBytes: number;
-  /**
-   * CPU time (user + system) per dispatch in the throughput phase, until the projection has folded
-   * it, of every process the services, the worker and the load generator run in. Steadier than wall-clock rates on a shared machine,
-   * so it is the figure to compare changes by (it leaves out the broker and the database).
-   */
-  cpuMsPerDispatch: number;
-  /** The same until the last dispatch settled (what the projection had not folded by then is left out). */
-  pipelineCpuMsPerDispatch: number;
-  /** Events the projection had not folded when the last dispatch settled. */
-  projectionPendingAtLastSettle: number;
-  /** Whether the projection had folded everything within 1 s of the last settlement. */
-  projectionCaughtUp: boolean;
-  /** Ms from the last `settled` until the projection's consumer had acked everything. */
-  projectionCatchUpMs?: number;
-  /** Present when it did not drain within the bench's wait: events still behind. */
-  projectionBacklog?: number;
   /**
    * The projection's fold rate (events/s): the journal service is stopped while the pipeline
    * settles `projectionCapacityEvents` events' worth of dispatches, started again, and timed until
@@ -356,15 +334,26 @@ async function benchHttp(
 export interface ThroughputResult {
   throughputPerSec: number;
   throughputDispatches: number;
-  journalAppendsPerDispatch: number;
+  /** Journal events the pipeline appended per second in the throughput phase. */
   pipelineEventsPerSec: number;
   journalAvgEventBytes: number;
+  /**
+   * CPU time (user + system) per dispatch in the throughput phase, until the projection has folded
+   * it, of every process the services, the worker and the load generator run in. Steadier than wall-clock rates on a shared machine,
+   * so it is the figure to compare changes by (it leaves out the broker and the database).
+   */
   cpuMsPerDispatch: number;
+  /** The same until the last dispatch settled (what the projection had not folded by then is left out). */
   pipelineCpuMsPerDispatch: number;
+  /** Events the projection had not folded when the last dispatch settled. */
   projectionPendingAtLastSettle: number;
+  /** Whether the projection had folded everything within 1 s of the last settlement. */
   projectionCaughtUp: boolean;
+  /** Ms from the last `settled` until the projection's consumer had acked everything. */
   projectionCatchUpMs?: number;
+  /** Present when it did not drain within the bench's wait: events still behind. */
   projectionBacklog?: number;
+  journalAppendsPerDispatch: number;
   lastDispatchId: string;
 }
 
