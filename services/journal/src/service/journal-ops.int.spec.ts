@@ -48,6 +48,15 @@ async function auditCount(db: Kysely<Database>, schema?: string): Promise<number
   return r.rows[0]!.n;
 }
 
+async function dispatchStatus(db: Kysely<Database>, dispatchId: string): Promise<string> {
+  const row = await db
+    .selectFrom('dispatches')
+    .select('status')
+    .where('dispatch_id', '=', dispatchId)
+    .executeTakeFirstOrThrow();
+  return row.status;
+}
+
 /** Sends a rebuild request and collects its answer: progress frames, then the report or error. */
 async function rebuild(t: TestNats, body: unknown): Promise<JournalOpsFrame[]> {
   const frames: JournalOpsFrame[] = [];
@@ -276,26 +285,10 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
       differences: [{ table: 'dispatches', onlyInLive: 1, onlyInRebuilt: 1 }],
       reason: 'the rebuilt projection differs from the live one',
     });
-    expect(
-      (
-        await db
-          .selectFrom('dispatches')
-          .select('status')
-          .where('dispatch_id', '=', 'before-3')
-          .executeTakeFirstOrThrow()
-      ).status,
-    ).toBe('tampered');
+    expect(await dispatchStatus(db, 'before-3')).toBe('tampered');
     const forced = reportOf(await rebuild(t, { into: `${schema.schema}_rb`, force: true }));
     expect(forced).toMatchObject({ switched: true, differences: [{ table: 'dispatches' }] });
-    expect(
-      (
-        await db
-          .selectFrom('dispatches')
-          .select('status')
-          .where('dispatch_id', '=', 'before-3')
-          .executeTakeFirstOrThrow()
-      ).status,
-    ).toBe('settled');
+    expect(await dispatchStatus(db, 'before-3')).toBe('settled');
   }, 120_000);
 
   it('refuses a bad target, a schema that is not a projection, and a second rebuild at once', async () => {
