@@ -396,8 +396,10 @@ async function processBatch(
         ),
       );
     } catch {
-      // One bad event fails the whole transaction: retry one at a time so only it is nak'd.
-      for (const { msg, event } of items) await processOne(options, msg, event ?? undefined);
+      // One bad event fails the whole transaction: retry one at a time so only it is nak'd
+      // (each already verified and parsed above: not checked a second time).
+      for (const { msg, event } of items)
+        await processOne(options, msg, event ?? undefined, event === null);
       return;
     }
     const seconds = (performance.now() - startedAt) / 1000 / parsed.length;
