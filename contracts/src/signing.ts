@@ -12,7 +12,13 @@ import {
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { JournalEventType } from './events';
-import { JournalOperation, QueryOperation, WorktreeOperation, type Subjects } from './subjects';
+import {
+  JournalOperation,
+  QueryOperation,
+  WorktreeOperation,
+  eventTypeOfSubject,
+  type Subjects,
+} from './subjects';
 
 /**
  * Who may write what on the bus, and how a reader knows: journal events and internal requests are
@@ -350,7 +356,7 @@ export class ServiceKeys implements EventKeys {
     const sig = headers?.get(SignatureHeader.SigPrefix + this.identity) ?? '';
     if (!signer || !sig) return UntrustedReason.Unsigned;
     if (!isServiceIdentity(signer)) return UntrustedReason.UnknownSigner;
-    const type = subject.slice(subject.lastIndexOf('.') + 1) as JournalEventType;
+    const type = eventTypeOfSubject(subject) as JournalEventType;
     if (!EVENT_SIGNING[type]?.producers.includes(signer)) return UntrustedReason.WrongProducer;
     const key = this.receiveKeys.get(signer);
     if (!key) return UntrustedReason.UnknownSigner;

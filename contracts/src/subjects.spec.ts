@@ -6,6 +6,7 @@ import {
   assertSubjectToken,
   ConsumerRole,
   createSubjects,
+  eventTypeOfSubject,
   isSubjectToken,
   QueryOperation,
   type Subjects,
@@ -123,6 +124,13 @@ describe('createSubjects', () => {
     expect(of('acme', 'run1', 'd43', 'settled')).not.toBe(of('acme', 'run1', 'd42', 'settled'));
     expect(of('globex', 'run1', 'd42', 'settled')).not.toBe(of('acme', 'run1', 'd42', 'settled'));
     expect(s.journal.keyOf('tg.deadletter.executor')).toBe('tg.deadletter.executor');
+  });
+
+  it('reads the event type a journal subject names', () => {
+    expect(eventTypeOfSubject(s.journal.event('acme', 'run1', 'd42', 'decided'))).toBe('decided');
+    expect(eventTypeOfSubject(s.journal.event('acme', 'run1', 'w1', 'worktree-acquired'))).toBe(
+      'worktree-acquired',
+    );
   });
 
   it('builds the other subjects', () => {

@@ -35,6 +35,14 @@ export function isSubjectToken(value: unknown): value is string {
   return typeof value === 'string' && SUBJECT_TOKEN_PATTERN.test(value);
 }
 
+/**
+ * The event type a journal subject names: its last token (not checked to be a known type). The
+ * one reading of it that signing, trust checks and tests share, so they cannot disagree.
+ */
+export function eventTypeOfSubject(subject: string): string {
+  return subject.slice(subject.lastIndexOf('.') + 1);
+}
+
 /** Operations served by the gateway over NATS request/reply (mirrors the HTTP API). */
 export const ApiOperation = {
   RegisterTool: 'tools.register',

@@ -1,6 +1,7 @@
 import {
   UntrustedReason,
   decodeJournalEvent,
+  eventTypeOfSubject,
   type JournalEvent,
   type EventKeys,
   type SignatureHeaders,
@@ -28,7 +29,7 @@ export function trustedEvent(
   if (reason) return { ok: false, reason };
   const event = decodeJournalEvent(data);
   if (!event) return { ok: false, reason: 'not-an-event' };
-  if (subject.slice(subject.lastIndexOf('.') + 1) !== event.type)
+  if (eventTypeOfSubject(subject) !== event.type)
     return { ok: false, reason: UntrustedReason.SubjectMismatch };
   return { ok: true, event };
 }

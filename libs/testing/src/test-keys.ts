@@ -5,6 +5,7 @@ import {
   ONCE_PER_DISPATCH,
   ServiceKeys,
   devKeySet,
+  eventTypeOfSubject,
   type EventKeys,
   type JournalEvent,
   type Subjects,
@@ -56,7 +57,7 @@ export function signedHeaders(
   into: MsgHdrs = natsHeaders(),
 ): MsgHdrs {
   const payload = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-  const type = subject.slice(subject.lastIndexOf('.') + 1) as JournalEventType;
+  const type = eventTypeOfSubject(subject) as JournalEventType;
   testJournalKeys().signEvent(subject, type, payload, into);
   return into;
 }
