@@ -172,7 +172,7 @@ export class ToolRunner {
     this.closing = true;
     this.abandoning = true;
     const all = [...this.handling];
-    for (const handling of all) handling.controller.abort(abandonedReason());
+    for (const handling of all) handling.controller.abort(new Abandoned());
     await Promise.all(all.map((handling) => handling.done));
   }
 
@@ -811,15 +811,9 @@ class Abandoned extends ToolgateError {
     super(
       ErrorCode.Cancelled,
       'the executor is stopping: the call is handed back to run elsewhere',
-      {
-        retryable: true,
-      },
+      { retryable: true },
     );
   }
-}
-
-function abandonedReason(): Abandoned {
-  return new Abandoned();
 }
 
 /** Whether `signal` fired because the replica abandoned its call (a reason made in this process). */
