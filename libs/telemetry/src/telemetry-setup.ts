@@ -26,19 +26,31 @@ export interface Telemetry {
 
 let installed: { provider: NodeTracerProvider } | undefined;
 
+/** What `setupTelemetry` answers when spans go nowhere: there is nothing to flush or shut down. */
+const TRACING_OFF: Telemetry = {
+  shutdown: async () => undefined,
+  forceFlush: async () => undefined,
+};
+
 /**
  * Installs the global tracer provider and W3C propagator once per process. In the all-in-one
  * process every service shares it; each span names its service through its attributes.
+ *
+ * With no exporter (none given, no `OTEL_EXPORTER_OTLP_ENDPOINT`) nothing is installed: spans stay
+ * the API's no-ops and no context manager runs. A provider without an exporter would record every
+ * span only to drop it, and its context manager (AsyncLocalStorage, which on Node 20 hooks every
+ * promise) taxes the whole process — measured by `npm run bench`, which starts its stack as the
+ * services' mains do. The price: a process that exports nothing does not carry a caller's trace
+ * context on to what it publishes either (the README's configuration table says so).
  */
 export function setupTelemetry(options: TelemetryOptions): Telemetry {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   if (installed) return wrap(installed.provider);
-  const processors: SpanProcessor[] = [];
   const exporter = options.exporter ?? otlpFromEnv();
-  if (exporter)
-    processors.push(
-      options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
-    );
+  if (!exporter) return TRACING_OFF;
+  const processors: SpanProcessor[] = [
+    options.simple ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter),
+  ];
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
       [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME || options.serviceName,

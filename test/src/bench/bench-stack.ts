@@ -9,6 +9,7 @@ import { InboxRequests } from '@toolgate/bus';
 import { ApiOperation, type ApiReply, type Subjects } from '@toolgate/contracts';
 import type { TokenGrant } from '@toolgate/gateway';
 import { startJournal } from '@toolgate/journal';
+import { setupTelemetry } from '@toolgate/telemetry';
 import { NATS_URL, type TestNats, type TestSchema } from '@toolgate/testing';
 import { startProcessStack, type ProcessStack } from '../support/process-stack';
 import { removeWorkdir, stackEnv } from '../support/test-stack';
@@ -194,6 +195,8 @@ export class BenchStack {
     let client: NatsConnection | undefined;
     try {
       if (options.shape === 'all-in-one') {
+        // As the services' mains do (`runUntilSignalled`), so the bench measures what `npm start` runs.
+        setupTelemetry({ serviceName: 'toolgate-all-in-one' });
         all = await startAllInOne({ ...loadAllInOneOptions(env), logger: false });
       } else {
         processes = await startProcessStack({
