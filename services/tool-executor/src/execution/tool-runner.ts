@@ -90,8 +90,9 @@ export interface ToolRunnerOptions {
   /** Called once per run of a tool with how it ended and how long it took (metrics). Must not throw. */
   onRan?(call: PendingCall, outcome: 'ok' | 'error', seconds: number): void;
   /**
-   * Told how a call ended just before its `settled` is journaled (the run's error streak, see
-   * `ErrorStreaks`). Must not throw: nothing may hold up a settlement after the side effect.
+   * Told how a call ended (the run's error streak, see `ErrorStreaks`): an error or a denial
+   * before its `settled` is journaled, a success while it is (see `settle`). Must not throw:
+   * nothing may hold up a settlement after the side effect.
    */
   onSettling?: (call: PendingCall, outcome: 'ok' | 'error' | 'denied') => Promise<void>;
 }
@@ -692,7 +693,27 @@ export class ToolRunner {
     attempt: number,
     outcome: Pick<SettledFields, 'outcome' | 'result' | 'error' | 'durationMs'>,
   ): Promise<void> {
-    await this.options.onSettling?.(call, outcome.outcome);
+    // A failure raises the run's streak before the caller can see it, so the run's next dispatch
+    // is judged on it. A success only ends a streak, and is recorded while the settlement is
+    // journaled rather than before it, off the dispatch's path (in the common case it is one read
+    // that finds the streak at zero and writes nothing): a dispatch of the run that races this
+    // settlement may still read the streak from before it — refused, never let through, by it.
+    const streak =
+      outcome.outcome === 'ok'
+        ? this.options.onSettling?.(call, outcome.outcome)
+        : await this.options.onSettling?.(call, outcome.outcome);
+    try {
+      await this.journalSettled(call, attempt, outcome);
+    } finally {
+      await streak;
+    }
+  }
+
+  private async journalSettled(
+    call: PendingCall,
+    attempt: number,
+    outcome: Pick<SettledFields, 'outcome' | 'result' | 'error' | 'durationMs'>,
+  ): Promise<void> {
     const event = (fields: typeof outcome) =>
       journalEvent({
         type: 'settled',
