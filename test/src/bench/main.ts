@@ -20,7 +20,7 @@ import {
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
-import { benchSigning } from './signing';
+import { benchSigning, type SigningCost } from './signing';
 import { benchGrowth, type GrowthResult } from './growth';
 import { benchMemory, type MemoryResult } from './memory';
 import { benchTenants, type TenantsResult } from './tenants';
@@ -53,6 +53,11 @@ interface Report {
     /** The five services as separate processes (the deploy shape), measured the same way. */
     split?: SplitResult;
   };
+  /**
+   * A run with `--only signing` and no dispatch section: `dispatch`'s signing fields
+   * (`signCostUs`, …), where a run with the dispatch section reports them.
+   */
+  signing?: SigningCost;
   approvals?: ApprovalsResult;
   growth?: GrowthResult;
   tenants?: TenantsResult;
@@ -206,6 +211,10 @@ async function main(): Promise<Report> {
       report.dispatch = { ...report.dispatch!, split };
     }
   }
+
+  // `--only signing`: the signing figures alone, without a stack (CPU-bound, nothing else running).
+  if (wanted('signing') && !report.dispatch)
+    report.signing = await section('signing', async () => benchSigning({ quick }));
 
   // A quick run measures the worktree, executors and containers sections and `npm start` (all at
   // once) in a process of its own while the growth section runs: the
@@ -383,6 +392,14 @@ function onlySections(): Set<string> | undefined {
   return new Set((list ?? '').split(',').filter(Boolean));
 }
 
+/** The signing figures as one table row (the dispatch table's, or `--only signing`'s own). */
+function signingRow(s: SigningCost): [string, unknown] {
+  return [
+    `sign one event for its ${s.signReaders} readers / verify once (Ed25519 verify)`,
+    `${s.signCostUs} / ${s.verifyCostUs} µs (${s.ed25519VerifyUs} µs)`,
+  ];
+}
+
 function print(report: Report): void {
   const beside = (name: string) =>
     report.run?.besideGrowth?.includes(name) ? ' [beside growth: times are upper bounds]' : '';
@@ -446,10 +463,7 @@ function print(report: Report): void {
           `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
         ],
         ['journal appends per dispatch', d.journalAppendsPerDispatch],
-        [
-          `sign one event for its ${d.signReaders} readers / verify once (Ed25519 verify)`,
-          `${d.signCostUs} / ${d.verifyCostUs} µs (${d.ed25519VerifyUs} µs)`,
-        ],
+        ...(d.signCostUs !== undefined ? [signingRow(d as SigningCost)] : []),
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
         ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
         [
@@ -508,6 +522,8 @@ function print(report: Report): void {
         ]),
       );
   }
+  const sg = report.signing;
+  if (sg) out.push(table('signing (journal events)', [signingRow(sg)]));
   const g = report.growth;
   if (g)
     out.push(
