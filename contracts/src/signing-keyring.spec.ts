@@ -88,6 +88,16 @@ describe('where a service finds its signing keys', () => {
     expect(secretsIn(err, Object.values(set.privateKeys))).toEqual([]);
   });
 
+  it('signs events v2 unless TOOLGATE_EVENT_SIGNATURES says v1; another value is refused', () => {
+    const env = { XDG_STATE_HOME: state };
+    expect(resolveServiceKeys('gateway', signingSettingsFromEnv(env)).eventSignatures).toBe('v2');
+    const v1 = signingSettingsFromEnv({ ...env, TOOLGATE_EVENT_SIGNATURES: 'v1' });
+    expect(resolveServiceKeys('gateway', v1).eventSignatures).toBe('v1');
+    expect(() => signingSettingsFromEnv({ ...env, TOOLGATE_EVENT_SIGNATURES: 'v3' })).toThrow(
+      expect.objectContaining({ code: 'config' }),
+    );
+  });
+
   it('creates one development keyring per machine (0600) that every process then reads', () => {
     const env = { XDG_STATE_HOME: state };
     const first = devKeySet(env);

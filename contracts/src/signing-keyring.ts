@@ -3,11 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError } from './errors';
 import {
+  EVENT_SIGNATURES,
   KeysFileSchema,
   PublicKeysSchema,
   SERVICE_IDENTITIES,
   ServiceKeys,
   generateKeySet,
+  type EventSignatures,
   type KeySet,
   type ServiceIdentity,
 } from './signing';
@@ -93,17 +95,33 @@ export interface SigningSettings {
   readonly stateHome?: string;
   /** A whole key set held in process (the all-in-one's ephemeral one): each service takes its own key. */
   readonly keySet?: KeySet;
+  /** `TOOLGATE_EVENT_SIGNATURES`: what it signs events with (`v2` when absent). */
+  readonly eventSignatures?: EventSignatures;
 }
 
 /**
  * The signing settings in an environment: `TOOLGATE_SIGNING_KEY`, `TOOLGATE_SIGNING_PUBLIC_KEYS`,
- * `TOOLGATE_SIGNING_KEYS_FILE`, and whether they are required (`TOOLGATE_REQUIRE_SIGNING_KEYS=true`,
- * or `NODE_ENV=production` unless that variable says `false`).
+ * `TOOLGATE_SIGNING_KEYS_FILE`, whether they are required (`TOOLGATE_REQUIRE_SIGNING_KEYS=true`,
+ * or `NODE_ENV=production` unless that variable says `false`) and `TOOLGATE_EVENT_SIGNATURES`
+ * (a value other than `v1` or `v2` is a {@link ConfigError}).
  */
 export function signingSettingsFromEnv(
   env: Readonly<Record<string, string | undefined>>,
 ): SigningSettings {
+  const eventSignatures = env.TOOLGATE_EVENT_SIGNATURES;
+  if (
+    eventSignatures !== undefined &&
+    !(EVENT_SIGNATURES as readonly string[]).includes(eventSignatures)
+  ) {
+    throw new ConfigError(
+      `TOOLGATE_EVENT_SIGNATURES must be one of ${EVENT_SIGNATURES.join(', ')}`,
+      {
+        details: { allowed: EVENT_SIGNATURES },
+      },
+    );
+  }
   return {
+    ...(eventSignatures ? { eventSignatures: eventSignatures as EventSignatures } : {}),
     ...(env.TOOLGATE_SIGNING_KEY ? { privateKey: env.TOOLGATE_SIGNING_KEY } : {}),
     ...(env.TOOLGATE_SIGNING_PUBLIC_KEYS ? { publicKeys: env.TOOLGATE_SIGNING_PUBLIC_KEYS } : {}),
     ...(env.TOOLGATE_SIGNING_KEYS_FILE ? { keysFile: env.TOOLGATE_SIGNING_KEYS_FILE } : {}),
@@ -125,11 +143,12 @@ export function resolveServiceKeys(
   settings: SigningSettings | undefined,
 ): ServiceKeys {
   const s = settings ?? { required: false };
-  if (s.keySet) return ServiceKeys.ofSet(identity, s.keySet);
+  const signs = s.eventSignatures ?? 'v2';
+  if (s.keySet) return ServiceKeys.ofSet(identity, s.keySet, signs);
   const file = s.keysFile ? readKeysFile(s.keysFile) : undefined;
   const privateKey = s.privateKey ?? file?.privateKey ?? file?.privateKeys?.[identity];
   const publicKeys = s.publicKeys !== undefined ? parsePublicKeys(s.publicKeys) : file?.publicKeys;
-  if (privateKey && publicKeys) return ServiceKeys.from(identity, privateKey, publicKeys);
+  if (privateKey && publicKeys) return ServiceKeys.from(identity, privateKey, publicKeys, signs);
   if (privateKey || publicKeys || s.keysFile || s.required) {
     throw new ConfigError(
       `${identity} needs its signing key and every identity's public key: set TOOLGATE_SIGNING_KEY and TOOLGATE_SIGNING_PUBLIC_KEYS, or TOOLGATE_SIGNING_KEYS_FILE (\`toolgate keys generate\`)` +
@@ -143,7 +162,7 @@ export function resolveServiceKeys(
   }
   const env = s.stateHome ? { XDG_STATE_HOME: s.stateHome } : {};
   try {
-    return ServiceKeys.ofSet(identity, devKeySet(env));
+    return ServiceKeys.ofSet(identity, devKeySet(env), signs);
   } catch (err) {
     if ((err as { code?: unknown }).code === 'config') throw err;
     throw new ConfigError(

@@ -4,6 +4,7 @@ import {
   createPublicKey,
   diffieHellman,
   generateKeyPairSync,
+  hash,
   hkdfSync,
   randomBytes,
   timingSafeEqual,
@@ -12,6 +13,7 @@ import {
 import { z } from 'zod';
 import { ConfigError } from './errors';
 import type { JournalEventType } from './events';
+import { HmacSha256Key } from './hmac-sha256';
 import {
   JournalOperation,
   QueryOperation,
@@ -29,15 +31,32 @@ import {
  * which `a` computes from its private key and `b`'s public one and `b` from its private key and
  * `a`'s public one. A service holds only its own private key, so it can compute the keys of the
  * pairs it is part of and no others: the gateway cannot compute K(permission-evaluator ->
- * tool-executor) and cannot forge a `decided`. An HMAC costs about a microsecond where an Ed25519
- * verify costs 50–100 (see the README's threat model).
+ * tool-executor) and cannot forge a `decided`. An HMAC costs microseconds where an Ed25519 verify
+ * costs 50–100 (see the README's threat model).
+ *
+ * Events are signed with construction v2 (v1 under `TOOLGATE_EVENT_SIGNATURES=v1`, for a rolling
+ * upgrade from a release that reads v1 alone) and read in either: a stream holds v1 events, and
+ * the journal's start-up fold and rebuild verify every event in it.
+ * - v1: HMAC(K, `v1\n<subject>\n<payload bytes>`) — one native HMAC over the whole event per
+ *   reader, 3–5 µs each whatever the size (the cost is the call, not the bytes);
+ * - v2: HMAC(K, `v2\n` ‖ SHA-256(`<subject>\n<payload bytes>`)) — the event hashed once, then per
+ *   reader an HMAC of 35 bytes, two SHA-256 compressions in JavaScript ({@link HmacSha256Key}: the
+ *   key's pads absorbed once, no native call). It binds the subject and the whole payload as v1
+ *   does, as long as SHA-256 is collision resistant (as any signature over a digest).
+ * The HMAC inputs of v1, v2 and requests begin `v1\n`, `v2\n` and `v1-request\n`: no MAC of one is
+ * a MAC of another, so a signature moved from one construction's header to the other's fails
+ * verification, and since v1 is as strong as v2, accepting both downgrades nothing.
  *
  * On the wire (NATS headers, names stable):
  * - `Toolgate-Signer: <identity>` — who produced the message;
- * - `Toolgate-Sig-<reader>: <base64url HMAC>` — one per reader of the event type (or the one
- *   responder of a request), over `v1\n<subject>\n<payload bytes>` for an event and
- *   `v1-request\n<subject>\n<signed-at>\n<nonce>\n<payload bytes>` for a request;
- * - requests also carry `Toolgate-Signed-At` (ms since the epoch) and `Toolgate-Nonce`.
+ * - an event (v2): `Toolgate-Sigs: v2 <reader>=<base64url HMAC> <reader>=<…> …`, one entry per
+ *   reader of its type in one header (nats.js spends about a microsecond on each header it sets,
+ *   as much as a v2 MAC);
+ * - an event (v1, read only): `Toolgate-Sig-<reader>: <base64url HMAC>`, one header per reader;
+ *   a message with a `Toolgate-Sigs` header is read as v2 alone;
+ * - a request: `Toolgate-Sig-<responder>: <base64url HMAC>` over
+ *   `v1-request\n<subject>\n<signed-at>\n<nonce>\n<payload bytes>`, with `Toolgate-Signed-At`
+ *   (ms since the epoch) and `Toolgate-Nonce`.
  */
 
 /** The internal identities that hold a signing key. `ops` signs operators' requests. */
@@ -60,7 +79,12 @@ export function isServiceIdentity(value: unknown): value is ServiceIdentity {
 /** The signature headers (see the module comment). */
 export const SignatureHeader = {
   Signer: 'Toolgate-Signer',
-  /** Followed by the reader's identity: `Toolgate-Sig-journal`. */
+  /** An event's signatures for all its readers (v2): `v2 journal=<MAC> ops=<MAC> …`. */
+  Sigs: 'Toolgate-Sigs',
+  /**
+   * Followed by the reader's identity, `Toolgate-Sig-journal`: a request's signature for its
+   * responder, and an event's for each reader in v1.
+   */
   SigPrefix: 'Toolgate-Sig-',
   SignedAt: 'Toolgate-Signed-At',
   Nonce: 'Toolgate-Nonce',
@@ -214,13 +238,24 @@ export interface EventKeys {
   ): UntrustedReason | null;
 }
 
+/**
+ * The construction a service signs events with (`TOOLGATE_EVENT_SIGNATURES`): `v2`, or `v1` while
+ * a service of a release before v2 still reads the journal (a rolling upgrade from one), since
+ * such a release reads v1 alone. Every release since reads both.
+ */
+export type EventSignatures = 'v1' | 'v2';
+export const EVENT_SIGNATURES: readonly EventSignatures[] = ['v1', 'v2'];
+
 /** A verified request: who sent it. */
 export type RequestCheck =
   { ok: true; signer: ServiceIdentity } | { ok: false; reason: UntrustedReason };
 
 const V1 = Buffer.from('v1\n');
+const V2 = Buffer.from('v2\n');
 const V1_REQUEST = Buffer.from('v1-request\n');
 const NL = Buffer.from('\n');
+/** What starts the value of `Toolgate-Sigs` in v2; each entry follows a space. */
+const V2_SIGS = 'v2';
 
 /**
  * One service's signing keys: its own private key and every identity's public key, from which the
@@ -228,15 +263,20 @@ const NL = Buffer.from('\n');
  * verifies what it reads. Key material never appears in an error message or a log line.
  */
 export class ServiceKeys implements EventKeys {
-  /** K(this -> reader), by reader (raw bytes: an HMAC keyed by a Buffer sets up faster). */
-  private readonly sendKeys = new Map<ServiceIdentity, Buffer>();
+  /**
+   * K(this -> reader), by reader: raw bytes for `createHmac` (v1 events, requests; a `KeyObject`
+   * made by `createSecretKey` measured no faster) and with its pads absorbed for v2.
+   */
+  private readonly sendKeys = new Map<ServiceIdentity, PairKey>();
   /** K(producer -> this), by producer. */
-  private readonly receiveKeys = new Map<ServiceIdentity, Buffer>();
+  private readonly receiveKeys = new Map<ServiceIdentity, PairKey>();
 
   private constructor(
     readonly identity: ServiceIdentity,
     privateKey: KeyObject,
     publicKeys: ReadonlyMap<ServiceIdentity, KeyObject>,
+    /** What {@link signEvent} writes; reading takes both. */
+    readonly eventSignatures: EventSignatures,
   ) {
     for (const [peer, publicKey] of publicKeys) {
       const shared = diffieHellman({ privateKey, publicKey });
@@ -255,6 +295,7 @@ export class ServiceKeys implements EventKeys {
     identity: ServiceIdentity,
     privateKeyBase64: string,
     publicKeysBase64: Readonly<Record<string, string>>,
+    eventSignatures: EventSignatures = 'v2',
   ): ServiceKeys {
     let privateKey: KeyObject;
     try {
@@ -308,17 +349,22 @@ export class ServiceKeys implements EventKeys {
         { details: { identity } },
       );
     }
-    return new ServiceKeys(identity, privateKey, publicKeys);
+    return new ServiceKeys(identity, privateKey, publicKeys, eventSignatures);
   }
 
   /** The keys of `identity` out of a full key set (the all-in-one, tests, a dev keyring). */
-  static ofSet(identity: ServiceIdentity, set: KeySet): ServiceKeys {
-    return ServiceKeys.from(identity, set.privateKeys[identity], set.publicKeys);
+  static ofSet(
+    identity: ServiceIdentity,
+    set: KeySet,
+    eventSignatures: EventSignatures = 'v2',
+  ): ServiceKeys {
+    return ServiceKeys.from(identity, set.privateKeys[identity], set.publicKeys, eventSignatures);
   }
 
   /**
    * Signs a journal event this service publishes on `subject`, for every reader of its type: sets
-   * `Toolgate-Signer` and one `Toolgate-Sig-<reader>` per reader. Throws a {@link ConfigError}
+   * `Toolgate-Signer` and `Toolgate-Sigs` (v2, an entry per reader), or one `Toolgate-Sig-<reader>`
+   * per reader when this service signs v1. Throws a {@link ConfigError}
    * when this identity does not produce `type` (the table and the code disagree).
    */
   signEvent(
@@ -334,18 +380,25 @@ export class ServiceKeys implements EventKeys {
       });
     }
     headers.set(SignatureHeader.Signer, this.identity);
-    for (const reader of signing.readers) {
-      headers.set(
-        SignatureHeader.SigPrefix + reader,
-        eventMac(this.sendKeys.get(reader)!, subject, payload),
-      );
+    if (this.eventSignatures === 'v1') {
+      for (const reader of signing.readers) {
+        const key = this.sendKeys.get(reader)!.raw;
+        headers.set(SignatureHeader.SigPrefix + reader, eventMacV1(key, subject, payload));
+      }
+      return;
     }
+    const message = eventMessageV2(subject, payload);
+    let sigs = V2_SIGS;
+    for (const reader of signing.readers)
+      sigs += ` ${reader}=${this.sendKeys.get(reader)!.absorbed.mac(message).toString('base64url')}`;
+    headers.set(SignatureHeader.Sigs, sigs);
   }
 
   /**
    * Verifies a journal event read from `subject`: signed by an identity that may produce the type
-   * the subject names, with a valid signature for this reader. Null when it is trusted, or why not.
-   * The caller still checks that the payload's type is the subject's (`SubjectMismatch`).
+   * the subject names, with a valid signature for this reader (v2, or v1 as events written before
+   * v2 are). Null when it is trusted, or why not. The caller still checks that the payload's type
+   * is the subject's (`SubjectMismatch`).
    */
   verifyEvent(
     subject: string,
@@ -353,14 +406,20 @@ export class ServiceKeys implements EventKeys {
     headers: SignatureHeaders | undefined,
   ): UntrustedReason | null {
     const signer = headers?.get(SignatureHeader.Signer) ?? '';
-    const sig = headers?.get(SignatureHeader.SigPrefix + this.identity) ?? '';
+    const sigs = headers?.get(SignatureHeader.Sigs) ?? '';
+    const sig = sigs
+      ? v2SigOf(sigs, this.identity)
+      : (headers?.get(SignatureHeader.SigPrefix + this.identity) ?? '');
     if (!signer || !sig) return UntrustedReason.Unsigned;
     if (!isServiceIdentity(signer)) return UntrustedReason.UnknownSigner;
     const type = eventTypeOfSubject(subject) as JournalEventType;
     if (!EVENT_SIGNING[type]?.producers.includes(signer)) return UntrustedReason.WrongProducer;
     const key = this.receiveKeys.get(signer);
     if (!key) return UntrustedReason.UnknownSigner;
-    return macEquals(eventMac(key, subject, payload), sig) ? null : UntrustedReason.BadSignature;
+    const expected = sigs
+      ? key.absorbed.mac(eventMessageV2(subject, payload)).toString('base64url')
+      : eventMacV1(key.raw, subject, payload);
+    return macEquals(expected, sig) ? null : UntrustedReason.BadSignature;
   }
 
   /** Signs a request this service sends to `responder` on `subject` (with a timestamp and nonce). */
@@ -378,7 +437,7 @@ export class ServiceKeys implements EventKeys {
     headers.set(SignatureHeader.Nonce, nonce);
     headers.set(
       SignatureHeader.SigPrefix + responder,
-      requestMac(this.sendKeys.get(responder)!, subject, signedAt, nonce, payload),
+      requestMac(this.sendKeys.get(responder)!.raw, subject, signedAt, nonce, payload),
     );
   }
 
@@ -403,7 +462,7 @@ export class ServiceKeys implements EventKeys {
     if (!requesters.includes(signer)) return { ok: false, reason: UntrustedReason.WrongProducer };
     const key = this.receiveKeys.get(signer);
     if (!key) return { ok: false, reason: UntrustedReason.UnknownSigner };
-    if (!macEquals(requestMac(key, subject, signedAt, nonce, payload), sig))
+    if (!macEquals(requestMac(key.raw, subject, signedAt, nonce, payload), sig))
       return { ok: false, reason: UntrustedReason.BadSignature };
     const at = Number(signedAt);
     if (!Number.isFinite(at) || Math.abs(nowMs - at) > REQUEST_MAX_AGE_MS)
@@ -412,11 +471,48 @@ export class ServiceKeys implements EventKeys {
   }
 }
 
-function pairKey(shared: Buffer, from: ServiceIdentity, to: ServiceIdentity): Buffer {
-  return Buffer.from(hkdfSync('sha256', shared, Buffer.alloc(0), `toolgate/v1/${from}->${to}`, 32));
+/** One pairwise key, in the two forms its MACs use. */
+interface PairKey {
+  readonly raw: Buffer;
+  readonly absorbed: HmacSha256Key;
 }
 
-function eventMac(key: Buffer, subject: string, payload: Uint8Array): string {
+function pairKey(shared: Buffer, from: ServiceIdentity, to: ServiceIdentity): PairKey {
+  const raw = Buffer.from(
+    hkdfSync('sha256', shared, Buffer.alloc(0), `toolgate/v1/${from}->${to}`, 32),
+  );
+  return { raw, absorbed: new HmacSha256Key(raw) };
+}
+
+/**
+ * `reader`'s MAC in a `Toolgate-Sigs` value, or '' when it has none or the value is not v2 (a
+ * later construction this release cannot check: unsigned, for this reader).
+ */
+function v2SigOf(sigs: string, reader: ServiceIdentity): string {
+  if (!sigs.startsWith(`${V2_SIGS} `)) return '';
+  const entry = ` ${reader}=`;
+  const at = sigs.indexOf(entry);
+  if (at < 0) return '';
+  const start = at + entry.length;
+  const end = sigs.indexOf(' ', start);
+  return sigs.slice(start, end < 0 ? undefined : end);
+}
+
+/** What a v2 event MAC is over: `v2\n` ‖ SHA-256(`<subject>\n<payload>`), 35 bytes. */
+function eventMessageV2(subject: string, payload: Uint8Array): Buffer {
+  // One buffer and a one-shot hash: a `createHash` object with three updates costs more.
+  const subjectBytes = Buffer.byteLength(subject);
+  const hashed = Buffer.allocUnsafe(subjectBytes + 1 + payload.length);
+  hashed.write(subject, 0);
+  hashed[subjectBytes] = NL[0]!;
+  hashed.set(payload, subjectBytes + 1);
+  const message = Buffer.allocUnsafe(V2.length + 32);
+  V2.copy(message, 0);
+  hash('sha256', hashed, 'buffer').copy(message, V2.length);
+  return message;
+}
+
+function eventMacV1(key: Buffer, subject: string, payload: Uint8Array): string {
   return createHmac('sha256', key)
     .update(V1)
     .update(subject)

@@ -21,6 +21,8 @@ export const NatsEnvShape = {
   TOOLGATE_SIGNING_KEYS_FILE: z.string().optional(),
   /** Refuse to start without configured keys (set in the deploy manifests; implied by NODE_ENV=production). */
   TOOLGATE_REQUIRE_SIGNING_KEYS: z.enum(['true', 'false']).optional(),
+  /** What this service signs journal events with: `v1` only while a release before v2 still runs. */
+  TOOLGATE_EVENT_SIGNATURES: z.enum(['v1', 'v2']).optional(),
   NODE_ENV: z.string().optional(),
   /** Where the development keyring lives when no keys are configured (see `devKeyringPath`). */
   XDG_STATE_HOME: z.string().optional(),
@@ -46,6 +48,7 @@ export function natsSettings(e: {
   TOOLGATE_SIGNING_PUBLIC_KEYS?: string | undefined;
   TOOLGATE_SIGNING_KEYS_FILE?: string | undefined;
   TOOLGATE_REQUIRE_SIGNING_KEYS?: 'true' | 'false' | undefined;
+  TOOLGATE_EVENT_SIGNATURES?: 'v1' | 'v2' | undefined;
   NODE_ENV?: string | undefined;
   XDG_STATE_HOME?: string | undefined;
 }): NatsSettings {
@@ -59,6 +62,7 @@ export function natsSettings(e: {
       TOOLGATE_SIGNING_PUBLIC_KEYS: e.TOOLGATE_SIGNING_PUBLIC_KEYS,
       TOOLGATE_SIGNING_KEYS_FILE: e.TOOLGATE_SIGNING_KEYS_FILE,
       TOOLGATE_REQUIRE_SIGNING_KEYS: e.TOOLGATE_REQUIRE_SIGNING_KEYS,
+      TOOLGATE_EVENT_SIGNATURES: e.TOOLGATE_EVENT_SIGNATURES,
       NODE_ENV: e.NODE_ENV,
       XDG_STATE_HOME: e.XDG_STATE_HOME,
     }),

@@ -7,11 +7,14 @@ import { round } from './stats';
 
 /** What signing costs per event, measured in the same run as the dispatch figures. */
 export interface SigningCost {
-  /** µs to sign one `decided` for all its readers (one HMAC each, headers set). */
+  /**
+   * µs to sign one `decided` for all its readers, headers set: signing v2, one SHA-256 of the event
+   * and a 35-byte HMAC per reader (see `contracts/src/signing.ts`).
+   */
   signCostUs: number;
   /** µs for one reader to verify it (the check every consumer, get and wait makes). */
   verifyCostUs: number;
-  /** Readers `decided` is signed for (HMACs per sign). */
+  /** Readers `decided` is signed for (MACs per sign). */
   signReaders: number;
   /** µs for one Ed25519 verify of the same bytes: the scheme not chosen (README, "Threat model"). */
   ed25519VerifyUs: number;
