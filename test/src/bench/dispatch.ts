@@ -206,6 +206,17 @@ async function journalCounts(nats: TestNats): Promise<{ messages: number; bytes:
 /** Untimed sequential dispatches before any latency sample: JIT, connections, caches. */
 const WARMUP = 300;
 
+/** `count` untimed sequential dispatches (each checked to settle ok) of run `runId`. */
+export async function warmUp(
+  stack: BenchStack,
+  nats: TestNats,
+  count: number,
+  runId: string,
+  submit = submitter(stack),
+): Promise<void> {
+  for (let i = 0; i < count; i++) await expectOk(await submit(runId, 10_000), nats);
+}
+
 /**
  * Latency at light load: one dispatch at a time over the NATS API, waiting for its outcome, after
  * `WARMUP` untimed ones (as many in a quick run as in a full one, so both start equally warm).
@@ -216,8 +227,7 @@ export async function benchLatency(
   opts: { samples: number; runId: string; warmup?: number; profile?: string; raw?: boolean },
 ): Promise<{ p50Ms: number; p99Ms: number; hopsP50Ms: Record<Hop, number>; raw?: number[] }> {
   const submit = submitter(stack);
-  for (let i = 0; i < (opts.warmup ?? WARMUP); i++)
-    await expectOk(await submit(`${opts.runId}-warmup`, 10_000), nats);
+  await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
   const sent: SentDispatch[] = [];
   const run = async () => {
@@ -264,7 +274,11 @@ async function hopBreakdown(
     const total = (await consumer.info(true)).num_pending;
     let seen = 0;
     while (seen < total) {
-      const batch = await consumer.fetch({ max_messages: 1000, expires: 2000 });
+      // No more than are left: a fetch asking for more ends only when it expires (2 s idle).
+      const batch = await consumer.fetch({
+        max_messages: Math.min(1000, total - seen),
+        expires: 2000,
+      });
       for await (const m of batch) {
         seen++;
         const tokens = m.subject.split('.');

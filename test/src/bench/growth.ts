@@ -9,7 +9,7 @@ import {
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { useTestNats, useTestSchema, type TestNats, type TestSchema } from '@toolgate/testing';
 import { BenchStack, TENANT } from './bench-stack';
-import { benchLatency, untilProjected } from './dispatch';
+import { benchLatency, untilProjected, warmUp } from './dispatch';
 import { percentile, phase, round, since } from './stats';
 
 export interface GrowthResult {
@@ -25,7 +25,7 @@ export interface GrowthResult {
   /** Sequential dispatches timed on each stream, in alternating blocks of `block`. */
   samples: number;
   block: number;
-  /** Untimed sequential dispatches on each stack before its first block. */
+  /** Untimed sequential dispatches on each stack before the first block (both at once). */
   warmupDispatches: number;
   /** How long filling the stream (raw publishes) and the projection (SQL) took (at once), seconds. */
   fillSeconds: number;
@@ -59,9 +59,14 @@ const RUN_SIZE = 1000;
  * dispatch rows, run rows, as folding them would leave it), and every durable consumer is moved
  * past the fill (as if the services had processed it); then it is started again. Everything a dispatch does that could slow down with history — direct
  * gets by subject, once-per-dispatch expectations, filtered consumers, projection upserts and
- * their indexes — runs against the full stream and tables.
+ * their indexes — runs against the full stream and tables. The empty side's stream, schema and
+ * stack are set up beside all that, and the two stacks' warm-ups run at the same time.
  */
-export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResult> {
+export async function benchGrowth(opts: {
+  quick: boolean;
+  /** Called once the samples are taken, before the stacks stop and the streams are removed. */
+  measured?: () => void;
+}): Promise<GrowthResult> {
   // Quick: a smaller fill, enough for the stream's and the tables' lookups to be past their
   // first pages and indexes (the ratio is of the same run; its size is in the report).
   const events = opts.quick ? 20_000 : 1_000_000;
@@ -71,6 +76,21 @@ export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResul
   const warmup = opts.quick ? 100 : 300;
   const opened: { cleanup(): Promise<void> }[] = [];
   const stacks: BenchStack[] = [];
+  const startOn = async (nats: TestNats, schema: TestSchema) => {
+    const stack = await BenchStack.start(nats, schema, { shape: 'all-in-one' });
+    stacks.push(stack);
+    return stack;
+  };
+  // The empty side (its stream, schema and stack) is set up beside the full one's preparation:
+  // none of it is measured, and it touches neither the full stream nor its schema.
+  const emptySide = (async () => {
+    const nats = await useTestNats('bench-empty');
+    opened.push(nats);
+    const schema = await useTestSchema('bench-empty');
+    opened.push(schema);
+    return { nats, stack: await startOn(nats, schema) };
+  })();
+  emptySide.catch(() => undefined);
   try {
     const full = await useTestNats('bench-full');
     opened.push(full);
@@ -80,7 +100,7 @@ export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResul
     await phase('template dispatches', async () => {
       const first = await BenchStack.start(full, fullSchema, { shape: 'all-in-one' });
       try {
-        await benchLatency(first, full, { samples: 20, warmup: 0, runId: 'template' });
+        await benchLatency(first, full, { samples: 20, warmup: 0, runId: 'template', raw: true });
         await untilProjected(full, 60_000);
       } finally {
         await first.stop();
@@ -105,38 +125,35 @@ export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResul
     ]);
     await phase('consumers moved past the fill', () => moveConsumersPastFill(full));
 
-    const empty = await useTestNats('bench-empty');
-    opened.push(empty);
-    const emptySchema = await useTestSchema('bench-empty');
-    opened.push(emptySchema);
-    const [onFull, onEmpty] = await phase('two stacks start', async () => {
-      const onFull = await BenchStack.start(full, fullSchema, { shape: 'all-in-one' });
-      stacks.push(onFull);
-      const onEmpty = await BenchStack.start(empty, emptySchema, { shape: 'all-in-one' });
-      stacks.push(onEmpty);
-      return [onFull, onEmpty] as const;
-    });
+    const onFull = await phase('stack start on the full stream', () => startOn(full, fullSchema));
+    const { nats: empty, stack: onEmpty } = await emptySide;
     // Both stacks in this process, measured in alternating blocks, so a change in the machine's
     // load during the phase weighs on both alike.
     const times = { empty: [] as number[], full: [] as number[] };
-    const t2 = performance.now();
     const pair = [
       ['empty', onEmpty, empty],
       ['full', onFull, full],
     ] as const;
-    for (let done = 0; done < samples; done += block) {
-      // ABBA order: neither stream always runs right after the other.
-      for (const [name, stack, nats] of (done / block) % 2 ? [...pair].reverse() : pair) {
-        const r = await benchLatency(stack, nats, {
-          samples: block,
-          warmup: done === 0 ? warmup : 0,
-          runId: `${name}-${done}`,
-          raw: true,
-        });
-        times[name].push(...r.raw!);
+    // Each stack's untimed warm-up, right before the first block; the two at once (each one's
+    // dispatches one at a time, as in its blocks).
+    await phase('warm-up (the two stacks at once)', () =>
+      Promise.all(pair.map(([name, stack, nats]) => warmUp(stack, nats, warmup, `${name}-warmup`))),
+    );
+    await phase('samples', async () => {
+      for (let done = 0; done < samples; done += block) {
+        // ABBA order: neither stream always runs right after the other.
+        for (const [name, stack, nats] of (done / block) % 2 ? [...pair].reverse() : pair) {
+          const r = await benchLatency(stack, nats, {
+            samples: block,
+            warmup: 0,
+            runId: `${name}-${done}`,
+            raw: true,
+          });
+          times[name].push(...r.raw!);
+        }
       }
-    }
-    process.stderr.write(`bench:   warm-up and samples ${(since(t2) / 1000).toFixed(1)} s\n`);
+    });
+    opts.measured?.();
     const p = (v: number[], q: number) => round(percentile(v, q));
     return {
       events,
@@ -152,8 +169,12 @@ export async function benchGrowth(opts: { quick: boolean }): Promise<GrowthResul
       seedSeconds: round(seedSeconds, 1),
     };
   } finally {
-    for (const s of stacks.reverse()) await s.stop().catch(() => undefined);
-    for (const o of opened.reverse()) await o.cleanup().catch(() => undefined);
+    await emptySide.catch(() => undefined);
+    // The two stacks, then the streams and schemas, each at once (nothing is measured any more).
+    await phase('clean-up', async () => {
+      await Promise.all(stacks.map((s) => s.stop().catch(() => undefined)));
+      await Promise.all(opened.map((o) => o.cleanup().catch(() => undefined)));
+    });
   }
 }
 
