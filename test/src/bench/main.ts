@@ -210,10 +210,6 @@ async function main(): Promise<Report> {
     splitSchema = schema;
   }
 
-  // `--only signing`: the signing figures alone, without a stack (CPU-bound, nothing else running).
-  if (wanted('signing') && !report.dispatch)
-    report.signing = await section('signing', async () => benchSigning({ quick }));
-
   // A quick run measures the worktree, executors and containers sections and `npm start` (all at
   // once) in a process of its own while the growth section runs: the
   // first three and growth report ratios of samples interleaved within each (the service's acquire
@@ -273,10 +269,13 @@ async function main(): Promise<Report> {
     };
   }
   // In the same run, with every stack stopped (CPU-bound, like the sections after it): what the
-  // signatures on every event cost (README, "Threat model").
+  // signatures on every event cost (README, "Threat model"), among the dispatch figures; with
+  // `--only signing` and no dispatch section, on their own.
   if (report.dispatch && wanted('dispatch')) {
     const signing = await section('signing', async () => benchSigning({ quick }));
     Object.assign(report.dispatch, signing);
+  } else if (wanted('signing')) {
+    report.signing = await section('signing', async () => benchSigning({ quick }));
   }
   const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
 
