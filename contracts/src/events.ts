@@ -361,16 +361,18 @@ export const ONCE_PER_DISPATCH: ReadonlySet<JournalEventType> = new Set<JournalE
 ]);
 
 /**
- * The writer: the strict schemas behind zod's ahead-of-time compiled parser (`z.compile`), one
- * generated function instead of a walk of the schema tree per parse. Every event is parsed here
- * once when published and by the reader ({@link JournalEventReader}, compiled the same way) in
- * every service that reads it, several times per dispatch, and the tree walk was most of what
- * either cost. A value the compiled parser does not accept is parsed again by the schema itself,
- * so what is refused, and with which issues, is what the schema refuses; that what it accepts is
- * the value the schema returns is checked by `events-compiled.spec.ts` over generated events. The
- * exported schemas stay uncompiled: they are the definitions, to derive from.
+ * The writer and the reader ({@link parseJournalEvent}) as zod's ahead-of-time compiled parsers
+ * (`z.compile`): one generated function instead of a walk of the schema tree per parse. Every event
+ * is parsed by the writer once when published and by the reader in every service that reads it,
+ * several times per dispatch, and the tree walk was most of what either cost. A value the compiled
+ * parser does not accept is parsed again by the schema itself, so what is refused, and with which
+ * issues, is what the schema refuses; that what it accepts is the value the schema returns is
+ * checked by `events-compiled.spec.ts` over generated events. Each is compiled on first use:
+ * generating one takes tens of milliseconds, which a process that never writes or reads an event
+ * (most CLI commands) should not pay at start-up. The exported schemas stay uncompiled: they are
+ * the definitions, to derive from.
  */
-const JournalEventWriter = z.compile(JournalEventSchema);
+const compiled: { writer?: typeof JournalEventSchema; reader?: z.ZodType<JournalEvent> } = {};
 
 /** An event as a publisher builds it: the envelope's constants are filled in by {@link journalEvent}. */
 export type NewJournalEvent<T extends JournalEventType = JournalEventType> =
@@ -385,7 +387,7 @@ export type NewJournalEvent<T extends JournalEventType = JournalEventType> =
 export function journalEvent<T extends JournalEventType>(
   event: NewJournalEvent<T>,
 ): JournalEventOf<T> {
-  return JournalEventWriter.parse({
+  return (compiled.writer ??= z.compile(JournalEventSchema)).parse({
     ...event,
     schemaVersion: JOURNAL_SCHEMA_VERSION,
   }) as JournalEventOf<T>;
@@ -433,9 +435,6 @@ export function upcastJournalEvent(
   return event;
 }
 
-/** The reader: today's event schemas, tolerant of fields it does not know; compiled as the writer is. */
-const JournalEventReader = z.compile(tolerantReader(JournalEventSchema));
-
 /**
  * Reads an event from the stream as today's shape: upcasts an older `schemaVersion`, ignores
  * fields it does not know (a newer publisher's additions), validates everything it does know.
@@ -444,7 +443,9 @@ const JournalEventReader = z.compile(tolerantReader(JournalEventSchema));
 export function parseJournalEvent(value: unknown): JournalEvent | null {
   const upcast = upcastJournalEvent(value);
   if (!upcast) return null;
-  const parsed = JournalEventReader.safeParse(upcast);
+  // Today's event schemas, tolerant of fields they do not know.
+  const reader = (compiled.reader ??= z.compile(tolerantReader(JournalEventSchema)));
+  const parsed = reader.safeParse(upcast);
   return parsed.success ? parsed.data : null;
 }
 
