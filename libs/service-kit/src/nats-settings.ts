@@ -1,6 +1,7 @@
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { signingSettingsFromEnv, type SigningSettings } from '@toolgate/contracts';
+import { coalesceWrites } from './nats-write-coalescing';
 
 /**
  * The NATS part of every service's environment, spread into each service's config schema so the
@@ -69,13 +70,16 @@ export function natsSettings(e: {
   };
 }
 
-/** Connects with the service's settings; reconnects forever (the broker may roll). */
-export function connectNats(
+/**
+ * Connects with the service's settings; reconnects forever (the broker may roll). Its writes are
+ * coalesced per turn of the event loop (`coalesceWrites`).
+ */
+export async function connectNats(
   settings: NatsSettings,
   name: string,
   extra: Partial<ConnectionOptions> = {},
 ): Promise<NatsConnection> {
-  return connect({
+  const nc = await connect({
     servers: settings.natsUrl.split(',').map((s) => s.trim()),
     name,
     maxReconnectAttempts: -1,
@@ -86,6 +90,8 @@ export function connectNats(
     ...(settings.natsPassword ? { pass: settings.natsPassword } : {}),
     ...extra,
   });
+  coalesceWrites(nc);
+  return nc;
 }
 
 /** An optional comma-separated environment variable as a list (blank entries dropped). */
