@@ -49,7 +49,11 @@ describe('coalesced NATS writes (a service connection, real broker)', () => {
   it('sends what one turn of the event loop published in one write, every message in order', async () => {
     const subject = uniqueName('coalesce');
     const received: string[] = [];
-    const sub = plain.subscribe(subject, { callback: (_err, msg) => received.push(msg.string()) });
+    const sub = plain.subscribe(subject, {
+      callback: (_err, msg) => {
+        received.push(msg.string());
+      },
+    });
     await plain.flush();
 
     const coalesced = await writesFor(service, subject);
@@ -66,7 +70,11 @@ describe('coalesced NATS writes (a service connection, real broker)', () => {
 
   it('keeps request/reply and flush working, and leaves the socket uncorked after the turn', async () => {
     const subject = uniqueName('coalesce-echo');
-    const sub = plain.subscribe(subject, { callback: (_err, msg) => msg.respond(msg.data) });
+    const sub = plain.subscribe(subject, {
+      callback: (_err, msg) => {
+        msg.respond(msg.data);
+      },
+    });
     await plain.flush();
     service.publish(uniqueName('coalesce-nobody'), 'x');
     await Promise.resolve(); // nats.js writes from a microtask
