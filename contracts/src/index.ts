@@ -18,4 +18,5 @@ export * from './script-tool';
 export * from './policy-whatif';
 export * from './journal-ops';
 export * from './signing';
+export * from './nonce-cache';
 export * from './signing-keyring';

@@ -313,6 +313,37 @@ describe('request signatures', () => {
       reason: UntrustedReason.WrongProducer,
     });
   });
+
+  it('answers a signed request once: the same bytes again within the window are a replay', () => {
+    const now = 1_700_000_000_000;
+    const journal = keys('journal');
+    const h = headers();
+    keys('gateway').signRequest(query, 'journal', payload, h, now);
+    expect(journal.verifyRequest(query, payload, h, requesters, now)).toEqual({
+      ok: true,
+      signer: 'gateway',
+    });
+    expect(journal.verifyRequest(query, payload, h, requesters, now + 59_000)).toEqual({
+      ok: false,
+      reason: UntrustedReason.Replayed,
+    });
+    // Past the window it is stale, whether remembered or not.
+    expect(journal.verifyRequest(query, payload, h, requesters, now + 61_000)).toEqual({
+      ok: false,
+      reason: UntrustedReason.Stale,
+    });
+    // A forged request with a nonce the journal accepted does not verify, so it cannot be used to
+    // probe (or fill) the memory; a fresh request of the same sender is answered.
+    const forged = headers(Object.fromEntries(h.map));
+    forged.set(SignatureHeader.SigPrefix + 'journal', 'x'.repeat(43));
+    expect(journal.verifyRequest(query, payload, forged, requesters, now)).toEqual({
+      ok: false,
+      reason: UntrustedReason.BadSignature,
+    });
+    const again = headers();
+    keys('gateway').signRequest(query, 'journal', payload, again, now + 1);
+    expect(journal.verifyRequest(query, payload, again, requesters, now + 2).ok).toBe(true);
+  });
 });
 
 describe('loading keys', () => {

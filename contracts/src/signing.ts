@@ -11,9 +11,10 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { z } from 'zod';
-import { ConfigError } from './errors';
+import { ConfigError, ErrorCode, ToolgateError } from './errors';
 import type { JournalEventType } from './events';
 import { HmacSha256Key } from './hmac-sha256';
+import { NonceCache } from './nonce-cache';
 import {
   JournalOperation,
   QueryOperation,
@@ -176,11 +177,20 @@ export const UntrustedReason = {
   SubjectMismatch: 'subject-mismatch',
   /** A request signed too long ago (or too far in the future): a replay. */
   Stale: 'stale',
+  /** A request whose nonce this responder has already accepted from its signer: a replay. */
+  Replayed: 'replayed',
 } as const;
 export type UntrustedReason = (typeof UntrustedReason)[keyof typeof UntrustedReason];
 
 /** How far a request's `Toolgate-Signed-At` may be from the responder's clock. */
 export const REQUEST_MAX_AGE_MS = 60_000;
+
+/**
+ * How many accepted request nonces one service remembers at most (see {@link NonceCache}): each is
+ * held until its request would be stale, about {@link REQUEST_MAX_AGE_MS} when clocks agree, so
+ * this admits ~1,600 signed requests a second per responding process, in ~10 MB at most.
+ */
+export const REQUEST_NONCE_CAPACITY = 100_000;
 
 /** The header access signing needs (nats.js `MsgHdrs` has it). `get` answers '' when absent. */
 export interface SignatureHeaders {
@@ -270,6 +280,8 @@ export class ServiceKeys implements EventKeys {
   private readonly sendKeys = new Map<ServiceIdentity, PairKey>();
   /** K(producer -> this), by producer. */
   private readonly receiveKeys = new Map<ServiceIdentity, PairKey>();
+  /** The nonces of the requests this process has accepted, by signer: a second use is a replay. */
+  private readonly nonces = new NonceCache(REQUEST_NONCE_CAPACITY);
 
   private constructor(
     readonly identity: ServiceIdentity,
@@ -443,7 +455,13 @@ export class ServiceKeys implements EventKeys {
 
   /**
    * Verifies a request this service answers on `subject`: signed for it by one of `requesters`,
-   * within {@link REQUEST_MAX_AGE_MS} of `nowMs`.
+   * within {@link REQUEST_MAX_AGE_MS} of `nowMs`, with a nonce this process has not accepted from
+   * its signer before (`replayed`). Only a request whose signature verifies is remembered, so a
+   * forger cannot fill the memory; when it is full of unexpired nonces this throws an `unavailable`
+   * {@link ToolgateError} (retryable) rather than forget one (see {@link NonceCache}).
+   *
+   * The memory is this process's: a replay that a queue group hands to another replica of the
+   * responder within the window is not recognised there.
    */
   verifyRequest(
     subject: string,
@@ -467,6 +485,15 @@ export class ServiceKeys implements EventKeys {
     const at = Number(signedAt);
     if (!Number.isFinite(at) || Math.abs(nowMs - at) > REQUEST_MAX_AGE_MS)
       return { ok: false, reason: UntrustedReason.Stale };
+    const use = this.nonces.use(`${signer} ${nonce}`, at + REQUEST_MAX_AGE_MS, nowMs);
+    if (use === 'replayed') return { ok: false, reason: UntrustedReason.Replayed };
+    if (use === 'full') {
+      throw new ToolgateError(
+        ErrorCode.Unavailable,
+        'too many signed requests in the last minute to tell a replay from a new one: try again',
+        { details: { capacity: this.nonces.capacity } },
+      );
+    }
     return { ok: true, signer };
   }
 }

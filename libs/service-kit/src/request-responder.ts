@@ -28,13 +28,15 @@ export interface RequestEndpoint {
 /** What {@link serveRequests} needs for endpoints with `signedBy`. */
 export interface ServeRequestsOptions {
   keys?: ServiceKeys;
-  /** Called once per request refused as unsigned or wrongly signed (metrics). Must not throw. */
+  /** Called once per request refused as unsigned, wrongly signed or replayed (metrics). Must not throw. */
   onUntrusted?(reason: UntrustedReason): void;
 }
 
 /**
  * Refuses a request that is not signed for `keys`' identity by one of `requesters` within the
- * allowed age: an `unauthorized` error saying why, never naming a key.
+ * allowed age, or that repeats one already accepted (`replayed`): an `unauthorized` error saying
+ * why, never naming a key, counted through `onUntrusted`. `unavailable` (retryable) when `keys`
+ * remembers as many recent requests as it may (`ServiceKeys.verifyRequest`).
  */
 export function checkSignedRequest(
   keys: ServiceKeys,

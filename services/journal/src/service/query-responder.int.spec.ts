@@ -1,7 +1,9 @@
 import { QueryOperation } from '@toolgate/contracts';
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import { headers as natsHeaders, type Msg } from '@nats-io/transport-node';
+import { requestReply } from '@toolgate/bus';
 import { testKeys, useTestNats, type TestNats } from '@toolgate/testing';
-import type { ServedEndpoints } from '@toolgate/service-kit';
+import { metricsFor, type ServedEndpoints } from '@toolgate/service-kit';
+import { z } from 'zod';
 import { at, dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
 import { applyEvent } from '../projection/apply-event';
@@ -62,6 +64,41 @@ describe('journal queries over NATS request/reply', () => {
         await ask(operation, { tenant: 'acme', runId: 'run-1', dispatchId: 'd1', key: 'k' }, false),
       ).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
     }
+  });
+
+  it('answers a captured query once: the same bytes and headers again are a replay, refused and counted', async () => {
+    const subject = nats.subjects.query(QueryOperation.GetDispatch);
+    // An eavesdropper on the subject sees the query as the gateway sent it.
+    const wire = nats.nc.subscribe(subject, { max: 1 });
+    const captured = (async (): Promise<Msg | undefined> => {
+      for await (const msg of wire) return msg;
+    })();
+    // Sent as the gateway sends its queries: requestReply, signed with the gateway's keys.
+    const answer = await requestReply(
+      nats.nc,
+      subject,
+      { tenant: 'acme', dispatchId: 'd1' },
+      {
+        ok: z.object({ ok: z.literal(true), data: z.unknown() }),
+        timeoutMs: 5000,
+        peer: 'the journal service',
+        sign: { keys: testKeys('gateway'), responder: 'journal' },
+      },
+    );
+    expect(answer).toMatchObject({ data: { dispatch: { dispatchId: 'd1' } } });
+    const msg = (await captured)!;
+    expect(msg.headers?.get('Toolgate-Nonce')).toBeTruthy();
+    const replayed = await nats.nc.request(subject, msg.data, {
+      timeout: 5000,
+      headers: msg.headers!,
+    });
+    expect(JSON.parse(decoder.decode(replayed.data))).toMatchObject({
+      ok: false,
+      error: { code: 'unauthorized', details: { reason: 'replayed' } },
+    });
+    expect(await metricsFor(nats.nc).render()).toContain(
+      'toolgate_untrusted_events_total{role="request",reason="replayed"} 1',
+    );
   });
 
   it("answers a tenant's dispatch and run, and not another tenant's", async () => {
