@@ -69,6 +69,21 @@ describe('serveRequests over real NATS request/reply', () => {
     ]);
   });
 
+  it('refuses to start signed endpoints without keys to verify them', () => {
+    const subject = `${t.prefix}.signed`;
+    expect(() =>
+      serveRequests(t.nc, `${t.prefix}-q`, [
+        { subject, signedBy: ['gateway'], handle: async () => 'never' },
+      ]),
+    ).toThrow(
+      expect.objectContaining({
+        code: 'config',
+        message: expect.stringContaining(subject),
+        details: { subjects: [subject] },
+      }),
+    );
+  });
+
   it('finishes the requests in flight when it stops', async () => {
     const subject = `${t.prefix}.slow`;
     let release!: () => void;

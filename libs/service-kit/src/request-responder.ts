@@ -1,5 +1,6 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import {
+  ConfigError,
   ErrorCode,
   ToolgateError,
   toWireError,
@@ -68,6 +69,8 @@ export interface ServedEndpoints {
  * CONSUMER span continuing the caller's trace. Replies are `{ ok: true, data }` or
  * `{ ok: false, error: { code, message, details } }`: a body that is not JSON or does not match its
  * schema is `invalid-request`, and an unexpected failure is `internal` without its message.
+ * Throws a {@link ConfigError}, before subscribing to anything, when an endpoint answers only signed
+ * requests (`signedBy`) and `options.keys` is missing: it could never answer one.
  */
 export function serveRequests(
   nc: NatsConnection,
@@ -75,6 +78,14 @@ export function serveRequests(
   endpoints: readonly RequestEndpoint[],
   options: ServeRequestsOptions = {},
 ): ServedEndpoints {
+  const { keys } = options;
+  const signed = endpoints.filter((e) => e.signedBy).map((e) => e.subject);
+  if (signed.length && !keys) {
+    throw new ConfigError(
+      `${signed.join(', ')} answer only signed requests, and no signing keys were given to verify them`,
+      { details: { subjects: signed } },
+    );
+  }
   const inFlight = new Set<Promise<void>>();
   const subscriptions = endpoints.map(({ subject, handle, signedBy }) =>
     nc.subscribe(subject, {
@@ -84,11 +95,7 @@ export function serveRequests(
         const task = consumerSpan(subject, msg.headers, {}, async (span) => {
           let reply: unknown;
           try {
-            if (signedBy) {
-              if (!options.keys)
-                throw new ToolgateError(ErrorCode.Internal, 'no keys to verify requests with');
-              checkSignedRequest(options.keys, msg, signedBy, options.onUntrusted);
-            }
+            if (signedBy) checkSignedRequest(keys!, msg, signedBy, options.onUntrusted);
             reply = { ok: true, data: await handle(decodeBody(msg.data), msg) };
           } catch (e) {
             const error =
