@@ -21,6 +21,12 @@ export {
   RequestNotSentError,
   RequestTimeoutError,
 } from './inbox-requests';
+export {
+  requestJournalRebuild,
+  REBUILD_SILENCE_MS,
+  type JournalRebuildProgress,
+  type JournalRebuildRequestOptions,
+} from './journal-rebuild-request';
 export { DirectGets, DirectGetError, type DirectMessage, type DirectQuery } from './direct-get';
 export { trustedEvent, type TrustedEvent } from './event-trust';
 export { bindServiceKeys, serviceKeysOf } from './service-keys-binding';

@@ -3,25 +3,15 @@ import type { Command } from 'commander';
 import {
   decodeJournalEvent,
   ErrorCode,
-  ServiceIdentity,
-  fromWireError,
-  isWireError,
   JOURNAL_EVENT_TYPES,
-  JournalOperation,
   ToolgateError,
   type JournalEvent,
-  type JournalOpsFrame,
-  type JournalRebuildReport,
   type ServiceKeys,
 } from '@toolgate/contracts';
 import { connectBus, type BusConnection } from '../bus/bus-connection';
 import { renderTable, shortJson } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
 import { parseCount, parseDuration, UsageError } from './cli-input';
-
-const encoder = new TextEncoder();
-/** How long `rebuild` waits for the journal's next word before it gives up on it. */
-const REBUILD_SILENCE_MS = 60_000;
 
 /** What `journal stats` prints with `--json`. */
 export interface JournalStats {
@@ -193,10 +183,14 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
       const report = await withBus(ctx, async (bus) => {
         const bar = await ctx.progress('rebuilding');
         try {
-          return await rebuild(
-            bus,
+          // Loaded here, as the client is: commands that do not use the bus do not pay for it.
+          const { requestJournalRebuild } = await import('@toolgate/bus');
+          return await requestJournalRebuild(
+            bus.nc,
+            bus.subjects,
+            bus.keys(),
             { ...(opts.into ? { into: opts.into } : {}), ...(opts.force ? { force: true } : {}) },
-            (frame) => bar?.update(frame.done, frame.total),
+            { onProgress: (frame) => bar?.update(frame.done, frame.total) },
           );
         } finally {
           bar?.stop();
@@ -320,59 +314,6 @@ async function journalStats(bus: BusConnection, tenant: string | undefined): Pro
     eventsByType: Object.fromEntries(counts),
     consumers,
   };
-}
-
-/**
- * Asks the journal service to rebuild and reads its answer: progress frames, then the report or a
- * typed error, on an inbox of this command's own. No answer at all (no journal running) is
- * `unavailable`; so is a journal that falls silent for a minute.
- */
-async function rebuild(
-  bus: BusConnection,
-  body: Record<string, unknown>,
-  onProgress: (p: { done: number; total: number }) => void,
-): Promise<JournalRebuildReport> {
-  const { createInbox, headers } = await import('@nats-io/transport-node');
-  const subject = bus.subjects.ops(JournalOperation.Rebuild);
-  const payload = encoder.encode(JSON.stringify(body));
-  // The journal serves only an operator's signed request.
-  const h = headers();
-  bus.keys().signRequest(subject, ServiceIdentity.Journal, payload, h);
-  const inbox = bus.nc.subscribe(createInbox());
-  let timer: NodeJS.Timeout | undefined;
-  let silent = false;
-  const watch = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      silent = true;
-      inbox.unsubscribe();
-    }, REBUILD_SILENCE_MS);
-  };
-  try {
-    watch();
-    bus.nc.publish(subject, payload, { reply: inbox.getSubject(), headers: h });
-    for await (const m of inbox) {
-      watch();
-      if (m.headers?.code === 503 || m.data.length === 0)
-        throw new ToolgateError(
-          ErrorCode.Unavailable,
-          `no journal service answers on ${subject} (is it running, with this TOOLGATE_PREFIX?)`,
-        );
-      const frame = m.json<JournalOpsFrame>();
-      if ('progress' in frame) onProgress(frame.progress);
-      else if ('report' in frame) return frame.report;
-      else if (isWireError(frame.error)) throw fromWireError(frame.error);
-    }
-    throw new ToolgateError(
-      ErrorCode.Unavailable,
-      silent
-        ? `the journal service stopped answering (nothing for ${REBUILD_SILENCE_MS / 1000} s); its log says how the rebuild ended`
-        : 'the answer ended without a report',
-    );
-  } finally {
-    clearTimeout(timer);
-    inbox.unsubscribe();
-  }
 }
 
 /** One event as a line: when, where, what. */

@@ -1,14 +1,14 @@
-import { headers } from '@nats-io/transport-node';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { ensureJournalStreams } from '@toolgate/bus';
+import { ensureJournalStreams, requestJournalRebuild } from '@toolgate/bus';
 import {
-  JournalOperation,
+  toWireError,
   type JournalEvent,
   type JournalOpsFrame,
   type JournalRebuildReport,
+  type JournalRebuildRequest,
 } from '@toolgate/contracts';
 import type { RunningService } from '@toolgate/service-kit';
 import {
@@ -34,8 +34,6 @@ import { rebuildAndSwitch } from '../rebuild/projection-switch';
 import { readJournal } from '../rebuild/read-journal';
 import { rebuildProjection } from '../rebuild/rebuild-projection';
 
-const encoder = new TextEncoder();
-
 /** Every event of one dispatch that was allowed, ran and settled ok. */
 function okDispatch(dispatchId: string, runId = 'run-1'): JournalEvent[] {
   const d = dispatchFixture({ dispatchId, runId });
@@ -57,24 +55,20 @@ async function dispatchStatus(db: Kysely<Database>, dispatchId: string): Promise
   return row.status;
 }
 
-/** Sends a rebuild request and collects its answer: progress frames, then the report or error. */
-async function rebuild(t: TestNats, body: unknown): Promise<JournalOpsFrame[]> {
+/**
+ * Sends a rebuild request as `toolgate journal rebuild` does (signed by `ops`) and collects its
+ * answer: progress frames, then the report or the error.
+ */
+async function rebuild(t: TestNats, body: JournalRebuildRequest): Promise<JournalOpsFrame[]> {
   const frames: JournalOpsFrame[] = [];
-  const inbox = t.nc.subscribe(`_INBOX.${t.prefix}.${Math.random().toString(36).slice(2)}`);
-  const subject = t.subjects.ops(JournalOperation.Rebuild);
-  const payload = encoder.encode(JSON.stringify(body));
-  // An operator's request, signed as `toolgate journal rebuild` signs it.
-  const h = headers();
-  testKeys('ops').signRequest(subject, 'journal', payload, h);
-  t.nc.publish(subject, payload, { reply: inbox.getSubject(), headers: h });
-  const timer = setTimeout(() => inbox.unsubscribe(), 60_000);
-  for await (const m of inbox) {
-    const frame = m.json<JournalOpsFrame>();
-    frames.push(frame);
-    if (!('progress' in frame)) break;
+  try {
+    const report = await requestJournalRebuild(t.nc, t.subjects, testKeys('ops'), body, {
+      onProgress: (progress) => frames.push({ progress }),
+    });
+    frames.push({ report });
+  } catch (e) {
+    frames.push({ error: toWireError(e) });
   }
-  clearTimeout(timer);
-  inbox.unsubscribe();
   return frames;
 }
 
