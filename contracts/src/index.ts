@@ -19,4 +19,5 @@ export * from './policy-whatif';
 export * from './journal-ops';
 export * from './signing';
 export * from './nonce-cache';
+export * from './error-cap-rule';
 export * from './signing-keyring';

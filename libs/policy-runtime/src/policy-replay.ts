@@ -1,4 +1,5 @@
 import {
+  errorCapOfRule,
   toWireError,
   type DecidedEvent,
   type RequestedEvent,
@@ -96,7 +97,8 @@ export class PolicyReplay {
   /** The candidate's verdict for a recorded call, beside the recorded one. */
   async replay(call: RecordedCall): Promise<ReplayedCall> {
     const { requested, decided } = call;
-    if (isErrorCapRule(decided.rule)) return { kind: 'error-cap' };
+    // The evaluator's error-cap refusal is not the chain's decision: nothing to replay.
+    if (errorCapOfRule(decided.rule)) return { kind: 'error-cap' };
     const before = {
       ...verdictOf(decided),
       policyRevision: decided.policyRevision,
@@ -179,13 +181,4 @@ function verdictOf(d: {
 
 function ruleName(rule: unknown): unknown {
   return typeof rule === 'object' && rule !== null ? (rule as { name?: unknown }).name : undefined;
-}
-
-/** The evaluator's error-cap refusal (`source: error-cap`), which is not the chain's decision. */
-function isErrorCapRule(rule: unknown): boolean {
-  return (
-    typeof rule === 'object' &&
-    rule !== null &&
-    (rule as { source?: unknown }).source === 'error-cap'
-  );
 }

@@ -1,6 +1,9 @@
 import {
   approvalKey,
+  errorCapOfRule,
+  errorCapRule,
   ErrorCode,
+  type ErrorCapFacts,
   inputDigest,
   journalEvent,
   type DecidedEvent,
@@ -134,12 +137,6 @@ export function followUpsFor(
   return [];
 }
 
-/** What the error cap refused a dispatch on: the run's failures in a row, and the cap. */
-export interface ErrorCapFacts {
-  failures: number;
-  consecutive: number;
-}
-
 /**
  * The run's next dispatch after `failures` calls in a row ended in an error or a denial (the
  * policy's cap is `consecutive`): denied before the chain runs, recorded as the `errorCap` rule.
@@ -149,7 +146,7 @@ export function errorCapAnswer(input: unknown, cap: ErrorCapFacts, revision: num
     decision: {
       verdict: 'deny',
       decidedBy: 'deny-rule',
-      rule: { source: 'error-cap', kind: 'error-cap', errorCap: cap },
+      rule: errorCapRule(cap),
       reason: `the run's last ${cap.failures} calls ended in an error or a denial (cap ${cap.consecutive}): it dispatches again after a reset of its error cap`,
       input,
       advisory: [],
@@ -157,13 +154,6 @@ export function errorCapAnswer(input: unknown, cap: ErrorCapFacts, revision: num
     revision,
     separationOfDuties: false,
   };
-}
-
-/** The error-cap facts of a decision's rule, when the error cap decided it. */
-function errorCapOfRule(rule: unknown): ErrorCapFacts | null {
-  const cap = (rule as { errorCap?: Partial<ErrorCapFacts> } | null | undefined)?.errorCap;
-  if (typeof cap?.failures !== 'number' || typeof cap.consecutive !== 'number') return null;
-  return { failures: cap.failures, consecutive: cap.consecutive };
 }
 
 /** A chain that failed to evaluate (bad stored policy, unknown profile): fail closed. */
