@@ -1,4 +1,4 @@
-import type { ErrorCode } from '@toolgate/contracts';
+import { ErrorCode, ToolgateError, type WireError } from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import type { PendingCall } from './pending-call';
 
@@ -42,4 +42,15 @@ export function failedOutcome(
   details?: Record<string, unknown>,
 ): FailedOutcome {
   return { ok: false, error: details ? { code, message, details } : { code, message } };
+}
+
+/**
+ * The error a call stopped by `signal` ends with: the signal's reason when it is a typed error (the
+ * runner's deadline `timeout`, its abandon's `cancelled`), else `<what> was cancelled`.
+ */
+export function abortedError(signal: AbortSignal, what = 'the call'): WireError {
+  const reason: unknown = signal.reason;
+  return reason instanceof ToolgateError
+    ? reason.toWire()
+    : { code: ErrorCode.Cancelled, message: `${what} was cancelled` };
 }

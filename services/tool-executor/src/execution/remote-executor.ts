@@ -17,6 +17,7 @@ import {
 } from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
+import { abortedError } from './call-executor';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -56,7 +57,7 @@ export async function runRemoteTool(
     );
     return parseOutcome(reply.data);
   } catch (err) {
-    if (signal?.aborted) return abortedOutcome(request.toolName, signal);
+    if (signal?.aborted) return { ok: false, error: abortedError(signal, request.toolName) };
     if (err instanceof NoRespondersError) {
       throw new ToolgateError(ErrorCode.Unavailable, `no worker is serving ${request.toolName}`, {
         retryable: true,
@@ -88,13 +89,6 @@ function untilAborted<T>(pending: Promise<T>, signal: AbortSignal | undefined): 
     signal.addEventListener('abort', onAbort, { once: true });
     pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
-}
-
-/** The outcome of a call whose wait was stopped: the signal's reason when it is a typed error. */
-function abortedOutcome(toolName: string, signal: AbortSignal): ToolRunOutcome {
-  const reason: unknown = signal.reason;
-  if (reason instanceof ToolgateError) return { ok: false, error: reason.toWire() };
-  return failure(ErrorCode.Cancelled, `${toolName} was cancelled`);
 }
 
 function parseOutcome(data: Uint8Array): ToolRunOutcome {

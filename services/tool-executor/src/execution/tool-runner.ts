@@ -30,7 +30,7 @@ import {
   type PendingCall,
 } from './pending-call';
 import { runRemoteTool } from './remote-executor';
-import { STOP_GRACE_MS, type CallExecutor } from './call-executor';
+import { abortedError, STOP_GRACE_MS, type CallExecutor } from './call-executor';
 import { callScope } from './call-scope';
 import { toolContext, type ServiceLog } from './tool-context';
 import { isTransient, retryDelayMs, settledError } from './retry-rule';
@@ -259,10 +259,7 @@ export class ToolRunner {
       // An input its contract refuses runs nowhere (the check is the same on every replica): it
       // settles without a claim, and no `started` says otherwise.
       const invalid = await this.checkInput(call, handlingDeadline, signal);
-      if (isAbandoned(signal)) {
-        delivery.handBack();
-        return;
-      }
+      if (handedBack(signal, delivery)) return;
       if (invalid) {
         await this.settle(call, delivery.deliveryCount, {
           outcome: 'error',
@@ -392,10 +389,7 @@ export class ToolRunner {
       if (step.kind === 'wait') {
         if (!waited) this.report('waited');
         waited = true;
-        if (isAbandoned(signal)) {
-          delivery.handBack();
-          return null;
-        }
+        if (handedBack(signal, delivery)) return null;
         if (this.closing) throw new Error('stopping while another replica holds the call');
         // Looked at again well before the lease ends, to ack as soon as the holder settles.
         const pause = Math.min(Math.max(step.untilMs - Date.now(), 0), this.options.heartbeatMs);
@@ -403,11 +397,8 @@ export class ToolRunner {
         continue;
       }
       const where = await cwd;
-      if (isAbandoned(signal)) {
-        // Not claimed yet: nothing to stop, and the redelivery claims as a first holder would.
-        delivery.handBack();
-        return null;
-      }
+      // Not claimed yet: nothing to stop, and the redelivery claims as a first holder would.
+      if (handedBack(signal, delivery)) return null;
       const appended = await this.appendClaim(
         journalEvent({
           type: 'started',
@@ -842,12 +833,15 @@ function isAbandoned(signal: AbortSignal): boolean {
   return signal.aborted && signal.reason instanceof Abandoned;
 }
 
-/** The error a stopped call ends with: the signal's reason (the deadline's `timeout`, …). */
-function abortedError(signal: AbortSignal): WireError {
-  const reason: unknown = signal.reason;
-  return reason instanceof ToolgateError
-    ? reason.toWire()
-    : { code: ErrorCode.Cancelled, message: 'the call was cancelled' };
+/**
+ * When the replica abandoned the call, hands its message back unsettled for another replica to run
+ * and says so; otherwise does nothing. For the moments nothing of the call runs here: before the
+ * claim, and while another holder's claim is waited on.
+ */
+function handedBack(signal: AbortSignal, delivery: DeliveryContext): boolean {
+  if (!isAbandoned(signal)) return false;
+  delivery.handBack();
+  return true;
 }
 
 /**
