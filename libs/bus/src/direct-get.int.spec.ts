@@ -1,7 +1,8 @@
 import { headers } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
+import { hasErrorCode, toWireError } from '@toolgate/contracts';
 import { useTestNats, type TestNats } from '@toolgate/testing';
-import { DirectGets } from './direct-get';
+import { DirectGetError, DirectGets } from './direct-get';
 import { ensureJournalStreams } from './journal-infrastructure';
 
 const encoder = new TextEncoder();
@@ -59,6 +60,31 @@ describe('DirectGets on a real JetStream server', () => {
     ).toBeNull();
     const { last_seq } = (await t.jsm.streams.info(t.subjects.journal.stream)).state;
     expect(await direct.get(t.subjects.journal.stream, { seq: last_seq + 100 })).toBeNull();
+  });
+
+  it("fails a query the broker refuses as internal (not retryable), with the broker's status", async () => {
+    // Sequence 0 names no message: the broker answers 408 Empty Request.
+    const err = await direct.get(t.subjects.journal.stream, { seq: 0 }).catch((e: unknown) => e);
+    expect(hasErrorCode(err, 'internal')).toBe(true);
+    expect(err).toMatchObject({ retryable: false, details: { status: 408 } });
+    // On the wire it is one of the stable codes, with its status.
+    expect(toWireError(err)).toEqual({
+      code: 'internal',
+      message: expect.stringContaining('direct get failed: 408'),
+      details: { status: 408, description: expect.any(String) },
+    });
+  });
+
+  it("takes the broker's own trouble (a 5xx) as unavailable and retryable", () => {
+    expect(new DirectGetError(503, 'No Responders')).toMatchObject({
+      code: 'unavailable',
+      retryable: true,
+      details: { status: 503 },
+    });
+    expect(new DirectGetError(0, 'the broker answered without headers')).toMatchObject({
+      code: 'internal',
+      retryable: false,
+    });
   });
 
   it('fails, as the client does, on a stream that does not exist', async () => {

@@ -1,4 +1,5 @@
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
 
 /** How long a direct get waits for the broker (the JetStream manager's own default). */
@@ -23,16 +24,24 @@ const encoder = new TextEncoder();
 const EMPTY = new Uint8Array(0);
 
 /**
- * A direct get that failed at the broker (other than "no message"): its status code and text, as
- * the JetStream client reports them.
+ * A direct get that failed at the broker (other than "no message"), a {@link ToolgateError} with
+ * the broker's status and text in `details`. The broker answers a direct get it cannot parse or
+ * that names no message with a 408 ("Empty Request", "Malformed Request", "Bad Request" — not a
+ * timeout), and this client builds every query, so a 4xx, or an answer without headers, is a bug:
+ * `internal`, and retrying it unchanged fails the same way. A 5xx is the broker's own trouble:
+ * `unavailable`, retryable.
  */
-export class DirectGetError extends Error {
-  override readonly name = 'JetStreamStatusError';
+export class DirectGetError extends ToolgateError {
   constructor(
-    readonly code: number,
+    readonly status: number,
     description: string,
   ) {
-    super(`direct get failed: ${code} ${description}`);
+    super(
+      status >= 500 ? ErrorCode.Unavailable : ErrorCode.Internal,
+      `direct get failed: ${status} ${description}`,
+      { details: { status, description } },
+    );
+    this.name = 'DirectGetError';
   }
 }
 
