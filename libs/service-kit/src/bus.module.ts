@@ -33,7 +33,7 @@ export class BusModule {
           // find something unsigned read it as nothing recorded, counted in /metrics.
           useFactory: (metrics: Metrics) =>
             new JournalPublisher(nc, subjects, serviceKeysOf(nc), {
-              onUntrusted: (reason) => metrics.recordUntrusted('read', reason),
+              onUntrusted: metrics.untrustedCounter('read'),
             }),
           inject: [Metrics],
         },

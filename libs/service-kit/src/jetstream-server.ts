@@ -101,6 +101,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
         });
         consumers.push(name);
         metrics.initConsumer(role, eventType === '*' ? JOURNAL_EVENT_TYPES : [eventType]);
+        const untrusted = metrics.untrustedCounter(role);
         const invoke = async (payload: unknown, delivery?: DeliveryContext) => {
           const result = this.transformToObservable(await handler(payload, delivery));
           await lastValueFrom(result, { defaultValue: undefined });
@@ -110,7 +111,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
           subjects,
           role,
           keys: this.options.keys,
-          onUntrusted: (r, reason) => metrics.recordUntrusted(r, reason),
+          onUntrusted: (_role, reason) => untrusted(reason),
           consumer: name,
           backoffMs: settings.backoffMs ?? DEFAULT_BACKOFF_MS,
           concurrency: settings.concurrency,

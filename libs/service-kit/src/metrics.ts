@@ -2,6 +2,7 @@ import { Controller, Get, Header, Inject } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ProcessedOutcome } from '@toolgate/bus';
+import { UntrustedReason } from '@toolgate/contracts';
 import {
   BoundedLabel,
   Children,
@@ -173,9 +174,14 @@ export class Metrics {
     this.consumers().record(role, event, outcome, seconds);
   }
 
-  /** Counts a message refused as untrusted (`role`: a consumer role or where it was read). */
-  recordUntrusted(role: string, reason: string): void {
-    this.untrusted.inc({ role, reason });
+  /**
+   * Counts the messages `role` refuses as untrusted (`role`: a consumer role or where it was read)
+   * by reason. Every reason's series starts at zero now, so the first refusal is an increase (the
+   * `ToolgateUntrustedMessages` alert): call it once per role, where its reader is set up.
+   */
+  untrustedCounter(role: string): (reason: UntrustedReason) => void {
+    for (const reason of Object.values(UntrustedReason)) this.untrusted.inc({ role, reason }, 0);
+    return (reason) => this.untrusted.inc({ role, reason });
   }
 
   /** The broker's view of a durable consumer; every replica reports the same value. */

@@ -59,7 +59,7 @@ export class GatewayModule {
               waitDefaultMs: config.waitDefaultMs,
               now: () => new Date(),
               onSubmitted: (status, tenant, tool) => metrics.recordSubmission(status, tenant, tool),
-              onUntrusted: (reason) => serviceMetrics.recordUntrusted('wait', reason),
+              onUntrusted: serviceMetrics.untrustedCounter('wait'),
             }),
         },
         {
@@ -88,8 +88,12 @@ export class GatewayModule {
               queries,
               new ErrorStreaks(publisher, now),
               new ScriptInstaller(registry, publisher, now),
-              new PolicyWhatIf(nc, subjects, publisher.keys, 1, (reason) =>
-                serviceMetrics.recordUntrusted('whatif', reason),
+              new PolicyWhatIf(
+                nc,
+                subjects,
+                publisher.keys,
+                1,
+                serviceMetrics.untrustedCounter('whatif'),
               ),
               metrics,
             );

@@ -59,7 +59,7 @@ describe('alert rules (deploy/prometheus)', () => {
     }
   });
 
-  it('alerts on settlement latency p99, dead letters, projection lag, approvals about to expire and a stalled consumer', () => {
+  it('alerts on settlement latency p99, dead letters, projection lag, approvals about to expire, a stalled consumer and untrusted messages', () => {
     const watching = (pattern: RegExp) =>
       rules.filter((r) => pattern.test(r.expr)).map((r) => r.alert);
     expect(
@@ -69,6 +69,7 @@ describe('alert rules (deploy/prometheus)', () => {
     expect(watching(/toolgate_projection_lag/)).toHaveLength(1);
     expect(watching(/toolgate_approvals_next_expiry_seconds/)).toHaveLength(1);
     expect(watching(/toolgate_consumer_ack_floor/)).toHaveLength(1);
+    expect(watching(/increase\(toolgate_untrusted_events_total\[/)).toHaveLength(1);
   });
 
   it('passes promtool check rules, and so does every dashboard query as a recording rule (syntax and types)', () => {

@@ -1,5 +1,5 @@
 import { headers } from '@nats-io/transport-node';
-import { ApiOperation } from '@toolgate/contracts';
+import { ApiOperation, UntrustedReason } from '@toolgate/contracts';
 import { GatewayMetricName } from '@toolgate/gateway';
 import { JournalMetricName } from '@toolgate/journal';
 import { MetricName } from '@toolgate/service-kit';
@@ -339,6 +339,16 @@ describe('GET /metrics on every service after real dispatches (real NATS and Pos
         outcome: 'dead-letter',
       })[0]?.value,
     ).toBe(0);
+    // So do untrusted messages, for every reason each reader refuses them for.
+    const untrusted = (samples: Sample[], role: string) =>
+      find(samples, MetricName.UntrustedEvents, { role })
+        .map((s) => `${s.labels.reason}=${s.value}`)
+        .sort();
+    const zeros = Object.values(UntrustedReason)
+      .map((reason) => `${reason}=0`)
+      .sort();
+    expect(untrusted(evaluator, 'evaluator')).toEqual(zeros);
+    expect(untrusted((await scrape(stack.all.journal.url)).samples, 'request')).toEqual(zeros);
 
     const journal = await eventually(
       async () => {

@@ -85,7 +85,7 @@ export function serveQueries(
     }),
     {
       keys,
-      onUntrusted: (reason) => metrics.recordUntrusted('request', reason),
+      onUntrusted: metrics.untrustedCounter('request'),
     },
   );
 }

@@ -41,6 +41,8 @@ export function serveRebuild(
   const subject = subjects.ops(JournalOperation.Rebuild);
   const { requesters } = internalRequests(subjects).get(subject)!;
   const metrics = metricsFor(nc);
+  const untrustedRequest = metrics.untrustedCounter('request');
+  const untrustedEvent = metrics.untrustedCounter('fold');
   const inFlight = new Set<Promise<void>>();
   const sub = nc.subscribe(subject, {
     queue: `${subjects.prefix}-journal`,
@@ -55,9 +57,7 @@ export function serveRebuild(
   async function rebuild(msg: Msg): Promise<void> {
     const send = (frame: JournalOpsFrame) => msg.respond(encoder.encode(JSON.stringify(frame)));
     try {
-      checkSignedRequest(keys, msg, requesters, (reason) =>
-        metrics.recordUntrusted('request', reason),
-      );
+      checkSignedRequest(keys, msg, requesters, untrustedRequest);
       let body: unknown = {};
       try {
         body = msg.data.length ? JSON.parse(decoder.decode(msg.data)) : {};
@@ -79,7 +79,7 @@ export function serveRebuild(
           readJournal(js, subjects, {
             fromSeq,
             keys,
-            onUntrusted: (reason) => metrics.recordUntrusted('fold', reason),
+            onUntrusted: untrustedEvent,
           }),
         onProgress: (phase, done, total) => {
           const now = Date.now();

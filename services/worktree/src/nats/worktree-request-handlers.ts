@@ -72,7 +72,7 @@ export async function serveWorktreeRequests(
   const queue = subjects.consumer(ConsumerRole.Worktree);
   const keys = options.keys;
   const signing = internalRequests(subjects);
-  const metrics = metricsFor(nc);
+  const untrusted = metricsFor(nc).untrustedCounter('request');
 
   const handlers: Record<WorktreeOperation, (body: unknown) => Promise<object>> = {
     async acquire(body): Promise<WorktreeAcquireReply> {
@@ -116,9 +116,7 @@ export async function serveWorktreeRequests(
         { [Attr.MessagingConsumerGroup]: queue },
         async () => {
           try {
-            checkSignedRequest(keys, msg, signing.get(subject)!.requesters, (reason) =>
-              metrics.recordUntrusted('request', reason),
-            );
+            checkSignedRequest(keys, msg, signing.get(subject)!.requesters, untrusted);
             const body = decodeJson(msg.data);
             const answer = await handlers[operation](body);
             annotate({ [Attr.Outcome]: 'ok' });
