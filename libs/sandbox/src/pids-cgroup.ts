@@ -11,9 +11,14 @@ const PARENT = 'toolgate-sandbox';
  * `exec`s bubblewrap) moves itself into the cgroup before anything else starts, so every process
  * of the run is counted from the first fork on.
  */
-export class PidsCgroup {
-  private seq = 0;
+/**
+ * The number of this process's next run cgroup: one sequence for the process, since several
+ * executors may share it (the bench's and tests' stacks) and each names its runs' cgroups
+ * `<pid>-<n>` in the same parent.
+ */
+let nextRun = 0;
 
+export class PidsCgroup {
   private constructor(private readonly parent: string) {}
 
   /**
@@ -50,8 +55,17 @@ export class PidsCgroup {
 
   /** A new cgroup allowing at most `max` processes; remove it with {@link remove}. */
   async create(max: number): Promise<string> {
-    const dir = path.join(this.parent, `${process.pid}-${++this.seq}`);
-    await fs.mkdir(dir);
+    let dir: string;
+    for (;;) {
+      dir = path.join(this.parent, `${process.pid}-${++nextRun}`);
+      try {
+        await fs.mkdir(dir);
+        break;
+      } catch (err) {
+        // Left by an earlier process that had this pid (alive again, so not removed as stale).
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+    }
     try {
       await fs.writeFile(path.join(dir, 'pids.max'), String(Math.max(1, Math.floor(max))));
     } catch (err) {
