@@ -26,7 +26,7 @@ const Env = z.object({
    * How long the projection lets an event wait for others to fold in the same transaction: the
    * projection's staleness under light load, traded for far fewer transactions.
    */
-  JOURNAL_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(25),
+  JOURNAL_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(100),
   /** Most events folded in one transaction. */
   JOURNAL_BATCH_SIZE: z.coerce.number().int().min(1).max(2000).default(500),
   /**
