@@ -315,7 +315,7 @@ describe('a batch consumer that lingers', () => {
   afterEach(() => t.cleanup());
 
   /** A consumer of its own on `requested`, recording the size of each run it is handed. */
-  async function consume(maxBatch: number, lingerMs: number) {
+  async function consume(maxBatch: number, lingerMs: number, now?: () => number) {
     const runs: number[] = [];
     const { running, name } = await startConsumer(
       t,
@@ -327,6 +327,7 @@ describe('a batch consumer that lingers', () => {
         batch: {
           maxBatch,
           lingerMs,
+          ...(now ? { now } : {}),
           async handleBatch(entries: BatchEntry[]) {
             runs.push(entries.length);
           },
@@ -359,6 +360,22 @@ describe('a batch consumer that lingers', () => {
         what: 'two full runs handled long before the linger ends',
       });
       expect(c.runs).toEqual([4, 4]);
+    } finally {
+      await c.running.stop();
+    }
+  });
+
+  it('folds a backlog without lingering: the linger counts from when the broker stored an event', async () => {
+    for (let i = 0; i < 6; i++) await publisher.append(requested(`b${i}`));
+    // Seen from two minutes on, the six were stored longer ago than the minute's linger.
+    const c = await consume(4, 60_000, () => Date.now() + 120_000);
+    try {
+      await eventually(() => (c.handled() === 6 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'the backlog handled long before the linger ends',
+      });
+      // Not held for a run: handed over as it came, never more than a run.
+      expect(Math.max(...c.runs)).toBeLessThanOrEqual(4);
     } finally {
       await c.running.stop();
     }

@@ -123,11 +123,15 @@ export interface BatchHandling {
   /** Most events per call. */
   maxBatch: number;
   /**
-   * How long the oldest queued event may wait for others to join its run (default 0: a run is
-   * whatever is queued when the handler is free). Under light load this turns one transaction per
-   * event into one per few dispatches, at the cost of that much staleness.
+   * How long the oldest queued event may wait for others to join its run, counted from when the
+   * broker stored it (default 0: a run is whatever is queued when the handler is free). Under
+   * light load this turns one transaction per event into one per few dispatches, at the cost of
+   * that much staleness; the events of a backlog, stored long before they are pulled, never wait.
+   * A broker clock ahead of this one shortens the wait, never lengthens it.
    */
   lingerMs?: number;
+  /** This service's clock for the linger, ms since the epoch (default `Date.now`). */
+  now?(): number;
   /**
    * Runs applied at once (default 1). Messages are split into lanes by {@link laneKey}: one lane
    * applies its runs one after another in stream order, lanes run side by side. Order is kept
@@ -156,8 +160,11 @@ const PULL_RETRY_MS = 250;
 /** Messages waiting for a worker; with lanes, each lane's worker has a queue of its own. */
 interface Lane {
   msgs: JsMsg[];
-  /** When the oldest message now queued was queued (performance.now()). */
-  oldestQueuedAt: number;
+  /**
+   * When the broker stored the oldest message now queued (ms since the epoch, no later than this
+   * clock's now); 0 once it has waited its turn.
+   */
+  oldestStoredAt: number;
   /** Ends the worker's linger early (set while it lingers). */
   lingering: (() => void) | undefined;
 }
@@ -178,10 +185,11 @@ export function runJournalConsumer(
   const concurrency = batch ? laneCount : Math.max(1, options.concurrency ?? 1);
   const maxBatch = batch?.maxBatch ?? 1;
   const lingerMs = batch?.lingerMs ?? 0;
+  const now = batch?.now ?? Date.now;
   const laneKey = batch?.laneKey ?? ((subject: string) => subject);
   const lanes: Lane[] = Array.from({ length: laneCount }, () => ({
     msgs: [],
-    oldestQueuedAt: 0,
+    oldestStoredAt: 0,
     lingering: undefined,
   }));
   let queued = 0;
@@ -243,7 +251,7 @@ export function runJournalConsumer(
     const lane = lanes[laneIndex]!;
     for (;;) {
       if (lingerMs > 0 && lane.msgs.length > 0 && lane.msgs.length < maxBatch && !stopping) {
-        const left = lingerMs - (performance.now() - lane.oldestQueuedAt);
+        const left = lingerMs - (now() - lane.oldestStoredAt);
         if (left > 0) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(() => endLinger(lane), left);
@@ -258,7 +266,7 @@ export function runJournalConsumer(
       const taken = lane.msgs.splice(0, maxBatch);
       queued -= taken.length;
       // What is left over has waited already: it goes in the next run without lingering again.
-      lane.oldestQueuedAt = 0;
+      lane.oldestStoredAt = 0;
       if (!taken.length) {
         if (stopping) return;
         wakeFetcher();
@@ -317,7 +325,10 @@ export function runJournalConsumer(
           }
           const index = laneOf(msg);
           const lane = lanes[index]!;
-          if (!lane.msgs.length) lane.oldestQueuedAt = performance.now();
+          // The linger counts from when the broker stored the event, not from when it was pulled:
+          // the tail of a backlog was stored long ago and is folded at once.
+          if (!lane.msgs.length)
+            lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
           lane.msgs.push(msg);
           queued++;
           if (lane.msgs.length >= maxBatch) endLinger(lane);

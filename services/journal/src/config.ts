@@ -23,8 +23,9 @@ const Env = z.object({
   /** How long a folded batch may go unacked before it is redelivered: a crash's recovery time. */
   JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
   /**
-   * How long the projection lets an event wait for others to fold in the same transaction: the
-   * projection's staleness under light load, traded for far fewer transactions.
+   * How long the projection lets an event wait, from when the broker stored it, for others to
+   * fold in the same transaction: the projection's staleness under light load, traded for far
+   * fewer transactions (a backlog's events never wait).
    */
   JOURNAL_BATCH_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(100),
   /** Most events folded in one transaction. */
