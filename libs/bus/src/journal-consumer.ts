@@ -127,7 +127,7 @@ export interface BatchHandling {
    * broker stored it (default 0: a run is whatever is queued when the handler is free). Under
    * light load this turns one transaction per event into one per few dispatches, at the cost of
    * that much staleness; the events of a backlog, stored long before they are pulled, never wait.
-   * A broker clock ahead of this one shortens the wait, never lengthens it.
+   * A broker clock behind this one shortens the wait; one ahead of it never lengthens it.
    */
   lingerMs?: number;
   /** This service's clock for the linger, ms since the epoch (default `Date.now`). */
