@@ -47,6 +47,13 @@ export interface DispatchResult extends Omit<ThroughputResult, 'lastDispatchId'>
   /** Whether `projectionEventsPerSec` ≥ `pipelineEventsPerSec`. */
   projectionKeepsUp?: boolean;
   projectionVerified: boolean;
+  /**
+   * Full runs: the p50 of the latency phase's first {@link QUICK_LATENCY_SAMPLES} samples — what a
+   * quick run takes, after the same warm-up, in this run — and its ratio to `p50Ms`: how far a
+   * quick run's p50 sits from the full run's, free of the host's drift between two runs.
+   */
+  quickSamplesP50Ms?: number;
+  quickVsFullP50?: number;
   /** µs to sign one event for all its readers / to verify it once (see `benchSigning`). */
   signCostUs?: number;
   verifyCostUs?: number;
@@ -205,6 +212,8 @@ async function journalCounts(nats: TestNats): Promise<{ messages: number; bytes:
 
 /** Untimed sequential dispatches before any latency sample: JIT, connections, caches. */
 const WARMUP = 300;
+/** Latency samples a quick run takes (a full run takes 1,000). */
+const QUICK_LATENCY_SAMPLES = 200;
 
 /** `count` untimed sequential dispatches (each checked to settle ok) of run `runId`. */
 export async function warmUp(
@@ -225,7 +234,14 @@ export async function benchLatency(
   stack: BenchStack,
   nats: TestNats,
   opts: { samples: number; runId: string; warmup?: number; profile?: string; raw?: boolean },
-): Promise<{ p50Ms: number; p99Ms: number; hopsP50Ms: Record<Hop, number>; raw?: number[] }> {
+): Promise<{
+  p50Ms: number;
+  p99Ms: number;
+  hopsP50Ms: Record<Hop, number>;
+  /** The p50 of the first {@link QUICK_LATENCY_SAMPLES}, when more were taken. */
+  quickSamplesP50Ms?: number;
+  raw?: number[];
+}> {
   const submit = submitter(stack);
   await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
@@ -244,6 +260,9 @@ export async function benchLatency(
   return {
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
+    ...(latencies.length > QUICK_LATENCY_SAMPLES
+      ? { quickSamplesP50Ms: round(percentile(latencies.slice(0, QUICK_LATENCY_SAMPLES), 50)) }
+      : {}),
     hopsP50Ms: opts.raw ? EMPTY_HOPS : await hopBreakdown(nats, opts.runId, sent),
     ...(opts.raw ? { raw: latencies } : {}),
   };
@@ -610,7 +629,7 @@ export async function benchDispatch(
   const label = opts.label ?? '';
   const latency = await phase('latency (warm-up and samples)', () =>
     benchLatency(stack, nats, {
-      samples: opts.quick ? 200 : 1000,
+      samples: opts.quick ? QUICK_LATENCY_SAMPLES : 1000,
       runId: `${label}latency`,
       profile: `${label}latency`,
     }),
@@ -658,7 +677,13 @@ export async function benchDispatch(
     transport: 'nats',
     tool: 'remote no-op (NATS worker in the bench process replying {ok:true,result:null})',
     warmupDispatches: WARMUP,
-    latencySamples: opts.quick ? 200 : 1000,
+    latencySamples: opts.quick ? QUICK_LATENCY_SAMPLES : 1000,
+    ...(latency.quickSamplesP50Ms !== undefined
+      ? {
+          quickSamplesP50Ms: latency.quickSamplesP50Ms,
+          quickVsFullP50: round(latency.quickSamplesP50Ms / latency.p50Ms, 3),
+        }
+      : {}),
     hopsP50Ms: latency.hopsP50Ms,
     ...http,
     ...throughput,
