@@ -3,7 +3,7 @@ import { ApiOperation, approvalKey, inputDigest } from '@toolgate/contracts';
 import type { ApprovalView } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { runWhere, settled } from '../support/dispatch-probes';
-import { serveRemoteTool } from '../support/remote-tool';
+import { serveHeldTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
   agent,
@@ -429,18 +429,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
   });
 
   it('reports a run with a parked call and a call still running as running, not suspended', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const worker = await serveRemoteTool(
-      stack,
-      {
-        name: 'held',
-        description: 'Answers when released.',
-        parameters: { type: 'object', properties: {} },
-        policy: { timeoutMs: 60_000 },
-      },
-      () => held.then(() => ({ ok: true, result: 'released' })),
-    );
+    const worker = await serveHeldTool(stack, 'held', 'released');
     try {
       const runId = unique('run-mixed');
       const parked = await park(stack, 'gated', { runId });
@@ -467,14 +456,14 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       expect(run.body.pending.map((p: { dispatchId: string }) => p.dispatchId)).toEqual([
         parked.dispatchId,
       ]);
-      release();
+      worker.release();
       await settled(stack, running.body.dispatchId);
       const after = await runWhere(stack, runId, (r) => r.status === 'suspended', {
         what: 'run suspended once the running call settled',
       });
       expect(after.pending.map((p) => p.dispatchId)).toEqual([parked.dispatchId]);
     } finally {
-      release();
+      worker.release();
       worker.stop();
     }
   });

@@ -3,7 +3,7 @@ import { JournalPublisher } from '@toolgate/bus';
 import { createDb, compareProjections, readJournal, rebuildProjection } from '@toolgate/journal';
 import { eventually, useTestSchema, testJournalKeys, signedHeaders } from '@toolgate/testing';
 import { journalCounts, settled } from '../support/dispatch-probes';
-import { serveRemoteTool } from '../support/remote-tool';
+import { serveHeldTool, serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const agent = { agentType: 'coder' };
@@ -67,18 +67,10 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
   });
 
   it('loses nothing when every service stops and starts again mid-run', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const worker = await serveRemoteTool(
-      stack,
-      {
-        name: 'held',
-        description: 'Answers when released.',
-        parameters: { type: 'object', properties: { n: { type: 'number' } } },
-        policy: { timeoutMs: 60_000 },
-      },
-      () => held.then(() => ({ ok: true, result: 'done' })),
-    );
+    const worker = await serveHeldTool(stack, 'held', 'done', {
+      type: 'object',
+      properties: { n: { type: 'number' } },
+    });
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: { engine: { ask: [{ tool: 'shell' }] } },
     });
@@ -116,7 +108,7 @@ describe('faults: crashes, restarts, poison messages and the projection rebuild'
 
     // A graceful stop finishes in-flight work before it drains: release the held calls as it begins.
     const restarting = stack.restart();
-    release();
+    worker.release();
     await restarting;
 
     for (const id of ids) {

@@ -13,7 +13,7 @@ import {
 import { JournalPublisher } from '@toolgate/bus';
 import { callEvents, eventually, testJournalKeys, testKeys } from '@toolgate/testing';
 import { journalCounts, runWhere, settled } from '../support/dispatch-probes';
-import { serveRemoteTool } from '../support/remote-tool';
+import { serveHeldTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const encoder = new TextEncoder();
@@ -105,18 +105,10 @@ describe('forged events and internal requests on an open broker', () => {
     );
     // 4. A genuine decision of tenant globex, replayed under acme's subject.
     const globex = decision('f-replayed', 'globex');
-    const genuine = natsHeaders();
-    testKeys('permission-evaluator').signEvent(
-      subjectOf(globex),
-      'decided',
-      encoder.encode(JSON.stringify(globex)),
-      genuine,
-    );
     await forge(
       globex,
-      (_s, _p, h) => {
-        for (const [k, values] of genuine) for (const v of values) h.append(k, v);
-      },
+      (_s, payload, h) =>
+        testKeys('permission-evaluator').signEvent(subjectOf(globex), 'decided', payload, h),
       subjectOf({ ...globex, tenant: 'acme' }),
     );
     // 5. A `resolved` allow for a parked shell call, unsigned.
@@ -152,18 +144,7 @@ describe('forged events and internal requests on an open broker', () => {
     });
     await forge(forgedResolution);
     // 6. A `settled` for a running dispatch, unsigned, while its tool is held.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const worker = await serveRemoteTool(
-      stack,
-      {
-        name: 'held_tool',
-        description: 'Answers when released.',
-        parameters: { type: 'object', properties: {} },
-        policy: { timeoutMs: 60_000 },
-      },
-      () => held.then(() => ({ ok: true, result: 'genuine' })),
-    );
+    const worker = await serveHeldTool(stack, 'held_tool', 'genuine');
     try {
       const waiting = stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
         runId: 'run-held',
@@ -201,7 +182,7 @@ describe('forged events and internal requests on an open broker', () => {
         }),
       );
       // The forged outcome is nobody's answer; the genuine one is, once the tool returns.
-      release();
+      worker.release();
       const answer = await waiting;
       expect(answer.body.state).toBe('settled');
       expect(answer.body.settled).toMatchObject({ outcome: 'ok', result: 'genuine' });
@@ -210,7 +191,7 @@ describe('forged events and internal requests on an open broker', () => {
       expect(view.events.filter((e) => e.event.type === 'settled')).toHaveLength(1);
     } finally {
       worker.stop();
-      release();
+      worker.release();
     }
 
     // Each forgery is dead-lettered by the executor (the decisions and the resolution it consumes)

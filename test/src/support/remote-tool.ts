@@ -46,3 +46,29 @@ export async function serveRemoteTool(
   }
   return { stop: () => sub.unsubscribe() };
 }
+
+/** A served tool whose calls wait until `release()`. */
+export interface HeldTool extends ServedTool {
+  /** Lets every call, waiting or still to come, answer `{ ok: true, result }`. */
+  release(): void;
+}
+
+/**
+ * Serves a remote tool `name` (60 s timeout) whose every call is held until `release()`, then
+ * answers `{ ok: true, result }`: for a test that needs a dispatch still running.
+ */
+export async function serveHeldTool(
+  stack: TestStack,
+  name: string,
+  result: unknown,
+  parameters: Record<string, unknown> = { type: 'object', properties: {} },
+): Promise<HeldTool> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const served = await serveRemoteTool(
+    stack,
+    { name, description: 'Answers when released.', parameters, policy: { timeoutMs: 60_000 } },
+    () => held.then(() => ({ ok: true, result })),
+  );
+  return { stop: served.stop, release };
+}
