@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { createSubjects, EVENT_SIGNING, generateKeySet, ServiceKeys } from '@toolgate/contracts';
 import { callEvents } from '@toolgate/testing';
-import { round } from './stats';
+import { median, round, since } from './stats';
 
 /** What signing costs per event, measured in the same run as the dispatch figures. */
 export interface SigningCost {
@@ -43,32 +43,34 @@ export function benchSigning(opts: { quick: boolean }): SigningCost {
   // Quick: rounds of 5,000 (tens of milliseconds each, well above the clock's resolution).
   const n = opts.quick ? 5_000 : 100_000;
   const rounds = 5;
-  const median = (fn: () => void, count: number) => {
+  /** µs per call of `fn`: the median of `rounds` rounds of `count` calls. */
+  const perCallUs = (fn: () => void, count: number) => {
     const samples: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const t0 = performance.now();
       for (let i = 0; i < count; i++) fn();
-      samples.push(((performance.now() - t0) * 1000) / count);
+      samples.push((since(t0) * 1000) / count);
     }
-    return samples.sort((a, b) => a - b)[Math.floor(rounds / 2)]!;
+    return median(samples);
   };
-  const signCostUs = median(
+  const signCostUs = perCallUs(
     () => evaluator.signEvent(subject, 'decided', payload, natsHeaders()),
     n,
   );
   let refused = 0;
-  const verifyCostUs = median(() => {
+  const verifyCostUs = perCallUs(() => {
     if (executor.verifyEvent(subject, payload, signed) !== null) refused++;
   }, n);
   if (refused) throw new Error('a genuine event failed verification in the bench');
   const ed = generateKeyPairSync('ed25519');
   const signature = sign(null, payload, ed.privateKey);
-  const ed25519VerifyUs = median(
+  const ed25519VerifyUs = perCallUs(
     () => {
       if (!verify(null, payload, ed.publicKey, signature)) refused++;
     },
     opts.quick ? 500 : 5_000,
   );
+  if (refused) throw new Error('a genuine Ed25519 signature failed verification in the bench');
   return {
     signCostUs: round(signCostUs, 2),
     verifyCostUs: round(verifyCostUs, 2),
