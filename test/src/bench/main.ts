@@ -21,6 +21,7 @@ import {
   type DispatchResult,
 } from './dispatch';
 import { benchSigning, type SigningCost } from './signing';
+import { REPO_ROOT } from '../support/process-stack';
 import { benchGrowth, type GrowthResult } from './growth';
 import { benchMemory, type MemoryResult } from './memory';
 import { benchTenants, type TenantsResult } from './tenants';
@@ -420,18 +421,17 @@ async function asideInAProcess(
   sections: readonly AsideSection[],
   prefix: string,
 ): Promise<{ results: Record<string, unknown>; seconds: Record<string, number> }> {
-  const root = path.resolve(__dirname, '..', '..', '..');
   const child = spawn(
     process.execPath,
     [
       '--require',
-      path.join(root, 'scripts', 'from-source.cjs'),
+      path.join(REPO_ROOT, 'scripts', 'from-source.cjs'),
       path.join(__dirname, 'aside.ts'),
       '--quick',
       `--prefix=${prefix}`,
       sections.join(','),
     ],
-    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   cleanups.push({
     what: 'the sections beside growth',
