@@ -1,7 +1,6 @@
 import { AckPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import {
   ConsumerRole,
-  ONCE_PER_DISPATCH,
   type JournalEvent,
   parseJournalEvent,
 } from '@toolgate/contracts';
@@ -11,6 +10,7 @@ import {
   type TestNats,
   testJournalKeys,
   signedHeaders,
+  publishSigned,
 } from '@toolgate/testing';
 import { dispatchFixture, worktreeFixture } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
@@ -86,27 +86,6 @@ function journalOfSeveralDispatches(): JournalEvent[] {
   ];
 }
 
-async function publishJournal(
-  js: JetStreamClient,
-  nats: TestNats,
-  events: readonly JournalEvent[],
-): Promise<void> {
-  for (const event of events) {
-    const subject = nats.subjects.journal.event(
-      event.tenant,
-      event.runId,
-      event.dispatchId,
-      event.type,
-    );
-    // As the services publish: deduplicated by id, once-per-dispatch transitions conditional.
-    await js.publish(subject, JSON.stringify(event), {
-      headers: signedHeaders(subject, JSON.stringify(event)),
-      msgID: event.id,
-      ...(ONCE_PER_DISPATCH.has(event.type) ? { expect: { lastSubjectSequence: 0 } } : {}),
-    });
-  }
-}
-
 describe('rebuild from the JetStream journal', () => {
   let nats: TestNats;
   let js: JetStreamClient;
@@ -170,15 +149,15 @@ describe('rebuild from the JetStream journal', () => {
       }
     })();
 
-    await publishJournal(js, nats, events.slice(0, 20));
+    await publishSigned(js, nats.subjects, events.slice(0, 20));
     // Not an event: a rebuild skips and counts it, the live consumer terminates it.
     const junk = nats.subjects.journal.event('acme', 'run-1', 'junk', 'requested');
     await js.publish(junk, '{"not":"an event"}', {
       headers: signedHeaders(junk, '{"not":"an event"}'),
     });
-    await publishJournal(js, nats, events.slice(20));
+    await publishSigned(js, nats.subjects, events.slice(20));
     // A publisher's retry of an event already in the stream is deduplicated by the broker.
-    await publishJournal(js, nats, events.slice(0, 1));
+    await publishSigned(js, nats.subjects, events.slice(0, 1));
 
     const total = events.length + 1;
     let liveFailure: unknown;
@@ -228,7 +207,7 @@ describe('rebuild from the JetStream journal', () => {
     expect(none).toEqual([]);
 
     const events = journalOfSeveralDispatches().slice(0, 10);
-    await publishJournal(js, nats, events);
+    await publishSigned(js, nats.subjects, events);
     const seqs: number[] = [];
     const types: string[] = [];
     for await (const { seq, event, stream } of readJournal(js, nats.subjects, {
@@ -247,7 +226,7 @@ describe('rebuild from the JetStream journal', () => {
       live.db,
       readJournal(js, nats.subjects, { fromSeq: 1, keys: testJournalKeys() }),
     );
-    await publishJournal(js, nats, journalOfSeveralDispatches().slice(10, 15));
+    await publishSigned(js, nats.subjects, journalOfSeveralDispatches().slice(10, 15));
     const catchUp = await rebuildProjection(
       live.db,
       readJournal(js, nats.subjects, { fromSeq: 11, keys: testJournalKeys() }),
