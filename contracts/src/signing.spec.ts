@@ -8,10 +8,13 @@ import {
 } from 'node:crypto';
 import recordedV1 from '../test/fixtures/signing/v1-decided.json';
 import {
+  ErrorCode,
   EVENT_SIGNING,
   JOURNAL_EVENT_TYPES,
+  REQUEST_NONCE_CAPACITY,
   ServiceKeys,
   SignatureHeader,
+  ToolgateError,
   UntrustedReason,
   createSubjects,
   generateKeySet,
@@ -343,6 +346,57 @@ describe('request signatures', () => {
     const again = headers();
     keys('gateway').signRequest(query, 'journal', payload, again, now + 1);
     expect(journal.verifyRequest(query, payload, again, requesters, now + 2).ok).toBe(true);
+  });
+
+  it('remembers only a request that verifies: a forgery carrying a fresh nonce does not use it up', () => {
+    const now = 1_700_000_000_000;
+    const journal = keys('journal');
+    const genuine = headers();
+    keys('gateway').signRequest(query, 'journal', payload, genuine, now);
+    // The forger saw the request go by and races it to the journal with the same nonce.
+    const forged = headers(Object.fromEntries(genuine.map));
+    forged.set(SignatureHeader.SigPrefix + 'journal', 'x'.repeat(43));
+    expect(journal.verifyRequest(query, payload, forged, requesters, now)).toEqual({
+      ok: false,
+      reason: UntrustedReason.BadSignature,
+    });
+    expect(journal.verifyRequest(query, payload, genuine, requesters, now)).toEqual({
+      ok: true,
+      signer: 'gateway',
+    });
+  });
+
+  it('when its nonce memory is full, refuses a new request as unavailable and keeps the old nonces', () => {
+    const now = 1_700_000_000_000;
+    const journal = keys('journal');
+    const gateway = keys('gateway');
+    let first: ReturnType<typeof headers> | undefined;
+    for (let i = 0; i < REQUEST_NONCE_CAPACITY; i++) {
+      const h = headers();
+      gateway.signRequest(query, 'journal', payload, h, now);
+      first ??= h;
+      if (!journal.verifyRequest(query, payload, h, requesters, now).ok)
+        throw new Error(`request ${i} was refused before the memory was full`);
+    }
+    const more = headers();
+    const later = now + 30_000;
+    gateway.signRequest(query, 'journal', payload, more, later);
+    let refusal: unknown;
+    try {
+      journal.verifyRequest(query, payload, more, requesters, later);
+    } catch (err) {
+      refusal = err;
+    }
+    expect(refusal).toBeInstanceOf(ToolgateError);
+    expect((refusal as ToolgateError).code).toBe(ErrorCode.Unavailable);
+    // Full is no reason to forget: the first nonce is still a replay.
+    expect(journal.verifyRequest(query, payload, first!, requesters, later)).toEqual({
+      ok: false,
+      reason: UntrustedReason.Replayed,
+    });
+    // Once the held nonces expire (a minute after they were signed) there is room again, and the
+    // refused request, still fresh, is answered.
+    expect(journal.verifyRequest(query, payload, more, requesters, now + 60_500).ok).toBe(true);
   });
 });
 
