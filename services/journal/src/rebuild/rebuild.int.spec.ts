@@ -1,9 +1,5 @@
 import { AckPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import {
-  ConsumerRole,
-  type JournalEvent,
-  parseJournalEvent,
-} from '@toolgate/contracts';
+import { ConsumerRole, type JournalEvent, parseJournalEvent } from '@toolgate/contracts';
 import {
   eventually,
   useTestNats,
