@@ -164,7 +164,7 @@ export function resolveServiceKeys(
   try {
     return ServiceKeys.ofSet(identity, devKeySet(env), signs);
   } catch (err) {
-    if ((err as { code?: unknown }).code === 'config') throw err;
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(
       `could not read or create the development signing keyring ${devKeyringPath(env)}: ${(err as Error).message}`,
     );
