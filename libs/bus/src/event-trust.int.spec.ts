@@ -28,12 +28,16 @@ describe('journal readers refuse what its producer did not sign', () => {
   let evaluator: JournalPublisher;
   /** The executor's reads. */
   let executor: JournalPublisher;
+  /** What the executor's direct gets refused, as its metrics count it. */
+  const refusedReads: UntrustedReason[] = [];
 
   beforeAll(async () => {
     t = await useTestNats('trust');
     await ensureJournalStreams(t.jsm, t.subjects);
     evaluator = new JournalPublisher(t.nc, t.subjects, testKeys('permission-evaluator'));
-    executor = new JournalPublisher(t.nc, t.subjects, testKeys('tool-executor'));
+    executor = new JournalPublisher(t.nc, t.subjects, testKeys('tool-executor'), {
+      onUntrusted: (reason) => refusedReads.push(reason),
+    });
   });
   afterAll(async () => {
     evaluator?.close();
@@ -179,7 +183,9 @@ describe('journal readers refuse what its producer did not sign', () => {
   it('a direct get reads a forged event as nothing recorded, and a genuine append supersedes it', async () => {
     const forged = decided('held');
     await raw(forged);
+    refusedReads.length = 0;
     expect(await executor.last('acme', 'run1', 'held', 'decided')).toBeNull();
+    expect(refusedReads).toEqual(['unsigned']);
     // The once-per-dispatch transition is not held by the forgery: the evaluator's decision lands.
     const result = await evaluator.append(forged);
     expect(result.appended).toBe(true);
