@@ -44,7 +44,7 @@ export interface AppendOptions {
 /** What else a {@link JournalPublisher} is told. */
 export interface JournalPublisherOptions {
   /** Called for each event a read refused as untrusted (metrics). Must not throw. */
-  onUntrusted?(reason: UntrustedReason, subject: string): void;
+  onUntrusted?(reason: UntrustedReason): void;
 }
 
 const encoder = new TextEncoder();
@@ -149,8 +149,7 @@ export class JournalPublisher {
     // nothing recorded.
     const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
     if (!trusted.ok) {
-      if (trusted.reason !== 'not-an-event')
-        this.options.onUntrusted?.(trusted.reason, msg.subject);
+      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
       return null;
     }
     const event = trusted.event;
