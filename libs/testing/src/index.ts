@@ -12,4 +12,4 @@ export {
 } from './nats-server-process';
 export { tcpProxy, type TcpProxy } from './tcp-proxy';
 export { callEvents, type CallEventsSpec } from './call-events';
-export { testKeys, testKeySet, testJournalKeys, signedHeaders, publishSigned } from './test-keys';
+export { testKeys, testJournalKeys, signedHeaders, publishSigned } from './test-keys';

@@ -24,13 +24,12 @@ const cache = new Map<ServiceIdentity, ServiceKeys>();
  */
 export function testKeys(identity: ServiceIdentity): ServiceKeys {
   let keys = cache.get(identity);
-  if (!keys) cache.set(identity, (keys = ServiceKeys.ofSet(identity, testKeySet())));
+  if (!keys) {
+    set ??= devKeySet(process.env);
+    keys = ServiceKeys.ofSet(identity, set);
+    cache.set(identity, keys);
+  }
   return keys;
-}
-
-/** The whole development key set (every identity's private key). */
-export function testKeySet(): KeySet {
-  return (set ??= devKeySet(process.env));
 }
 
 /**
