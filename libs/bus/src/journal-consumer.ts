@@ -279,7 +279,11 @@ export function runJournalConsumer(
       handlingNow.add(handling);
       try {
         if (batch && taken.length > 1) await processBatch(settlement, batch, taken);
-        else await processOne(settlement, taken[0]!);
+        else {
+          const msg = taken[0]!;
+          const event = await verifiedEvent(settlement, msg);
+          if (event !== undefined) await processOne(settlement, msg, event);
+        }
       } catch (err) {
         options.onError?.(err);
       } finally {
@@ -389,10 +393,8 @@ async function processBatch(
     if (i > 0 && i % DECODE_SLICE === 0)
       await new Promise<void>((resolve) => setImmediate(resolve));
     const msg = msgs[i]!;
-    const trusted = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
-    if (trusted.ok) items.push({ msg, event: trusted.event });
-    else if (trusted.reason === 'not-an-event') items.push({ msg, event: null });
-    else await refuseUntrusted(options, msg, trusted.reason);
+    const event = await verifiedEvent(options, msg);
+    if (event !== undefined) items.push({ msg, event });
   }
   const parsed = items.flatMap(({ msg, event }) => (event ? [{ msg, event }] : []));
   if (parsed.length) {
@@ -409,8 +411,7 @@ async function processBatch(
     } catch {
       // One bad event fails the whole transaction: retry one at a time so only it is nak'd
       // (each already verified and parsed above: not checked a second time).
-      for (const { msg, event } of items)
-        await processOne(options, msg, event ?? undefined, event === null);
+      for (const { msg, event } of items) await processOne(options, msg, event);
       return;
     }
     const seconds = (performance.now() - startedAt) / 1000 / parsed.length;
@@ -419,33 +420,36 @@ async function processBatch(
       reportProcessed(options, event.type, 'ack', seconds);
     }
   }
-  for (const { msg, event } of items) if (!event) await processOne(options, msg, undefined, true);
+  for (const { msg, event } of items) if (!event) await processOne(options, msg, null);
 }
 
 /**
- * Handles one message. `trusted` is the event when the caller verified it already; otherwise it is
- * verified here (`notAnEvent`: verified, and found not to be an event).
+ * The one check before a delivery is handled (`trustedEvent`): its event; `null` when it is signed
+ * by its producer but is not an event this release reads (a poison message); `undefined` when it
+ * was untrusted and has been refused (`refuseUntrusted`), so there is nothing left to do with it.
  */
+async function verifiedEvent(
+  options: Settlement,
+  msg: JsMsg,
+): Promise<JournalEvent | null | undefined> {
+  const trusted = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
+  if (trusted.ok) return trusted.event;
+  if (trusted.reason === 'not-an-event') return null;
+  await refuseUntrusted(options, msg, trusted.reason);
+  return undefined;
+}
+
+/** Handles one verified message: `event` as {@link verifiedEvent} found it (`null`: poison). */
 async function processOne(
   options: Settlement,
   msg: JsMsg,
-  trusted?: JournalEvent,
-  notAnEvent = false,
+  event: JournalEvent | null,
 ): Promise<void> {
   const startedAt = performance.now();
   const settled = (eventType: string, outcome: ProcessedOutcome) =>
     reportProcessed(options, eventType, outcome, (performance.now() - startedAt) / 1000);
   const deliveryCount = msg.info.deliveryCount;
   const lastAttempt = deliveryCount >= options.maxDeliver;
-  let event: JournalEvent | null = trusted ?? null;
-  if (!trusted && !notAnEvent) {
-    const checked = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
-    if (!checked.ok && checked.reason !== 'not-an-event') {
-      await refuseUntrusted(options, msg, checked.reason);
-      return;
-    }
-    event = checked.ok ? checked.event : null;
-  }
   if (!event) {
     await deadLetter(options, msg, null, {
       code: ErrorCode.PoisonMessage,
