@@ -15,11 +15,16 @@ import {
   useTestNats,
   type TestNats,
   testJournalKeys,
+  testKeys,
 } from '@toolgate/testing';
 import { BusModule } from './bus.module';
 import type { JetStreamEventContext } from './jetstream-server';
 import { settlePoisoned } from './poison-settlement';
-import { bootstrapService, type RunningService } from './service-bootstrap';
+import {
+  bootstrapService,
+  type RunningService,
+  type ServiceBootstrapOptions,
+} from './service-bootstrap';
 
 const HANDLED = Symbol('HANDLED');
 
@@ -93,18 +98,22 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
   let service: RunningService;
   let publisher: JournalPublisher;
   const handled = new Handled();
+  /** The tiny service as the executor, on this file's prefix. */
+  const tiny = (): ServiceBootstrapOptions => ({
+    name: 'tiny',
+    identity: 'tool-executor',
+    nats: { natsUrl: NATS_URL, streamReplicas: 1 },
+    prefix: t.prefix,
+    port: 0,
+    host: '127.0.0.1',
+    logger: false,
+    module: (nc, subjects) => tinyModule(nc, subjects, handled),
+  });
 
   beforeAll(async () => {
     t = await useTestNats('servicekit');
     service = await bootstrapService({
-      name: 'tiny',
-      identity: 'tool-executor',
-      nats: { natsUrl: NATS_URL, streamReplicas: 1 },
-      prefix: t.prefix,
-      port: 0,
-      host: '127.0.0.1',
-      logger: false,
-      module: (nc, subjects) => tinyModule(nc, subjects, handled),
+      ...tiny(),
       transport: {
         role: ConsumerRole.Evaluator,
         handlers: { requested: { maxDeliver: 2, backoffMs: [20] } },
@@ -116,6 +125,12 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
   afterAll(async () => {
     await service?.stop();
     await t?.cleanup();
+  });
+
+  it("refuses, before connecting, keys given for another identity than the service's", async () => {
+    await expect(bootstrapService({ ...tiny(), keys: testKeys('gateway') })).rejects.toMatchObject({
+      code: ErrorCode.Config,
+    });
   });
 
   const consumer = () =>

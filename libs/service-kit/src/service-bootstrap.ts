@@ -31,6 +31,11 @@ export interface ServiceBootstrapOptions {
   name: string;
   /** The signing identity (default: `name`, which must then be one). */
   identity?: ServiceIdentity;
+  /**
+   * The identity's keys when the service resolved them already, for work before the bootstrap
+   * (default: resolved from `nats.signing`). Keys of another identity are a config error.
+   */
+  keys?: ServiceKeys;
   nats: NatsSettings;
   /** Which user-valued labels the service's metrics carry (default: tenant and tool, capped). */
   metrics?: MetricsSettings;
@@ -79,7 +84,11 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
   if (!isServiceIdentity(identity))
     throw new ConfigError(`${identity} is not a signing identity`, { details: { identity } });
   // Before connecting: a service without its keys fails with a config error, not at its first event.
-  const keys = resolveServiceKeys(identity, options.nats.signing);
+  const keys = options.keys ?? resolveServiceKeys(identity, options.nats.signing);
+  if (keys.identity !== identity)
+    throw new ConfigError(`the keys given to ${identity} are ${keys.identity}'s`, {
+      details: { identity, keys: keys.identity },
+    });
   return startClean(async (opened) => {
     const subjects = createSubjects(options.prefix);
     const nc = opened.add(

@@ -40,7 +40,7 @@ export async function startJournal(options: {
   const log =
     options.log ??
     (options.logger === false ? () => undefined : (line: string) => console.log(line));
-  // Resolved first (the bootstrap resolves them again): the start-up fold verifies what it folds.
+  // Resolved first, for the start-up fold to verify what it folds; the bootstrap is given them.
   const keys = resolveServiceKeys('journal', config.signing);
   return startClean(async (opened) => {
     const handle = opened.add(
@@ -79,6 +79,7 @@ export async function startJournal(options: {
     const service = opened.add(
       await bootstrapService({
         name: 'journal',
+        keys,
         nats: config,
         metrics: config.metrics,
         prefix: config.prefix,
