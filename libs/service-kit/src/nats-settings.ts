@@ -53,20 +53,14 @@ export function natsSettings(e: {
   NODE_ENV?: string | undefined;
   XDG_STATE_HOME?: string | undefined;
 }): NatsSettings {
+  // `signingSettingsFromEnv` reads its own variables, by these names, out of the rest.
+  const { TOOLGATE_STREAM_REPLICAS, ...env } = e;
   return {
     natsUrl: e.NATS_URL,
     ...(e.NATS_USER ? { natsUser: e.NATS_USER } : {}),
     ...(e.NATS_PASSWORD ? { natsPassword: e.NATS_PASSWORD } : {}),
-    streamReplicas: e.TOOLGATE_STREAM_REPLICAS,
-    signing: signingSettingsFromEnv({
-      TOOLGATE_SIGNING_KEY: e.TOOLGATE_SIGNING_KEY,
-      TOOLGATE_SIGNING_PUBLIC_KEYS: e.TOOLGATE_SIGNING_PUBLIC_KEYS,
-      TOOLGATE_SIGNING_KEYS_FILE: e.TOOLGATE_SIGNING_KEYS_FILE,
-      TOOLGATE_REQUIRE_SIGNING_KEYS: e.TOOLGATE_REQUIRE_SIGNING_KEYS,
-      TOOLGATE_EVENT_SIGNATURES: e.TOOLGATE_EVENT_SIGNATURES,
-      NODE_ENV: e.NODE_ENV,
-      XDG_STATE_HOME: e.XDG_STATE_HOME,
-    }),
+    streamReplicas: TOOLGATE_STREAM_REPLICAS,
+    signing: signingSettingsFromEnv(env),
   };
 }
 
