@@ -1,16 +1,6 @@
 import { SERVICE_IDENTITIES, ServiceKeys, type KeySet } from '@toolgate/contracts';
-import { ExitCode, runCli } from '../run-cli';
-
-async function run(argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    env: {},
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-  });
-  return { code, stdout, stderr };
-}
+import { ExitCode } from '../run-cli';
+import { runCaptured as run } from '../../test/run-captured';
 
 describe('toolgate keys generate', () => {
   it('prints a key set every identity can load, fresh each time (--json)', async () => {

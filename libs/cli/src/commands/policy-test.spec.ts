@@ -1,4 +1,5 @@
-import { ExitCode, runCli } from '../run-cli';
+import { ExitCode } from '../run-cli';
+import { runCaptured } from '../../test/run-captured';
 
 const policy = JSON.stringify({
   engine: {
@@ -25,13 +26,8 @@ const passing = JSON.stringify({
 });
 
 /** Runs `toolgate` offline: files come from `files`, and there is no gateway, URL or token. */
-async function run(argv: string[], files: Record<string, string>) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    env: {},
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
+function run(argv: string[], files: Record<string, string>) {
+  return runCaptured(argv, {
     readFile: async (path) => {
       const text = files[path];
       if (text === undefined) throw new Error(`ENOENT: no such file, open '${path}'`);
@@ -41,7 +37,6 @@ async function run(argv: string[], files: Record<string, string>) {
       throw new Error('policy test must not call the gateway');
     },
   });
-  return { code, stdout, stderr };
 }
 
 describe('toolgate policy test', () => {
