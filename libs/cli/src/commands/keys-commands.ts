@@ -28,7 +28,7 @@ export function registerKeysCommands(program: Command, ctx: CommandContext): voi
 }
 
 /** The Secrets and the ConfigMap of a key set, as one multi-document YAML. */
-export function kubernetesManifests(set: KeySet): string {
+function kubernetesManifests(set: KeySet): string {
   const docs = SERVICE_IDENTITIES.map(
     (id) => `apiVersion: v1
 kind: Secret
