@@ -57,4 +57,3 @@ export {
   type ServedEndpoints,
   type ServeRequestsOptions,
 } from './request-responder';
-export { resolveServiceKeys, type SigningSettings } from './signing-settings';

@@ -7,6 +7,7 @@ import {
   ConfigError,
   createSubjects,
   isServiceIdentity,
+  resolveServiceKeys,
   type ConsumerRole,
   type ServiceIdentity,
   type ServiceKeys,
@@ -18,7 +19,6 @@ import {
   type JournalStreamOptions,
   type PoisonReport,
 } from '@toolgate/bus';
-import { resolveServiceKeys } from './signing-settings';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
 import { startClean } from './opened-resources';

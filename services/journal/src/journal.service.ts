@@ -7,10 +7,9 @@ import {
   Readiness,
   startClean,
   startupStep,
-  resolveServiceKeys,
   type RunningService,
 } from '@toolgate/service-kit';
-import { createSubjects } from '@toolgate/contracts';
+import { createSubjects, resolveServiceKeys } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
