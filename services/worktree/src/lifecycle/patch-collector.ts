@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ErrorCode, ToolgateError, type FileChange } from '@toolgate/contracts';
@@ -43,10 +43,21 @@ export async function collectPatch(
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'toolgate-collect-'));
   try {
     const snapshotIndex = path.join(tmp, 'snapshot-index');
-    await copyFile(path.join(gitDir, 'index'), snapshotIndex).catch(async (err: unknown) => {
-      if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
-      await gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex }).raw(['read-tree', baseCommit]);
-    });
+    const index = path.join(gitDir, 'index');
+    await copyFile(index, snapshotIndex).then(
+      // The copy keeps the index's mtime: git re-reads an entry whose file is no older than its
+      // index ("racily clean": written in the index's second, its stat data proves nothing), and
+      // a copy stamped now would make a file changed in the checkout's second, at the same size,
+      // look unchanged — its change missing from the patch.
+      async () => {
+        const { atime, mtime } = await stat(index);
+        await utimes(snapshotIndex, atime, mtime);
+      },
+      async (err: unknown) => {
+        if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+        await gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex }).raw(['read-tree', baseCommit]);
+      },
+    );
     const snapshot = gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex });
     await snapshot.raw(['add', '--all', '--', '.']);
 
