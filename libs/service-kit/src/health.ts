@@ -1,12 +1,4 @@
-import {
-  Controller,
-  Get,
-  HttpCode,
-  HttpException,
-  HttpStatus,
-  Inject,
-  Injectable,
-} from '@nestjs/common';
+import { Controller, Get, HttpCode, HttpStatus, Inject, Injectable, Res } from '@nestjs/common';
 
 /** A named readiness probe; `check` resolves true when the dependency is usable. */
 export interface ReadinessCheck {
@@ -73,10 +65,17 @@ export class HealthController {
     return { status: 'ok' };
   }
 
+  /**
+   * 200 or 503 with the report either way. The status is set here, not thrown: a thrown
+   * HttpException would meet the service's exception filter (the gateway's maps it to a 500
+   * `internal`), and a probe's 503 must stay a 503 with its checks.
+   */
   @Get('readyz')
-  async readyz(): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
+  async readyz(
+    @Res({ passthrough: true }) res: { status(code: number): unknown },
+  ): Promise<{ ready: boolean; checks: Record<string, boolean> }> {
     const report = await this.readiness.report();
-    if (!report.ready) throw new HttpException(report, HttpStatus.SERVICE_UNAVAILABLE);
+    res.status(report.ready ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE);
     return report;
   }
 }

@@ -7,6 +7,7 @@ export {
   natsServersForLog,
   type ServiceBootstrapOptions,
   type RunningService,
+  type SideConnection,
 } from './service-bootstrap';
 export { settlePoisoned } from './poison-settlement';
 export { runUntilSignalled } from './run-until-signalled';

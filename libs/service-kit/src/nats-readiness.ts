@@ -11,7 +11,7 @@ const PING_TIMEOUT_MS = 500;
  * and while it is up a ping must come back within half a second — a broker that hangs keeps the
  * socket open but stops answering.
  */
-export function natsReadinessCheck(nc: NatsConnection): ReadinessCheck {
+export function natsReadinessCheck(nc: NatsConnection, name = 'nats'): ReadinessCheck {
   let connected = true;
   void (async () => {
     for await (const status of nc.status()) {
@@ -20,7 +20,7 @@ export function natsReadinessCheck(nc: NatsConnection): ReadinessCheck {
     }
   })();
   return {
-    name: 'nats',
+    name,
     async check() {
       if (nc.isClosed() || nc.isDraining() || !connected) return false;
       let timer: NodeJS.Timeout | undefined;

@@ -21,6 +21,7 @@ import {
 } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
+import { natsReadinessCheck } from './nats-readiness';
 import { startClean } from './opened-resources';
 import { startupStep } from './startup-failure';
 import type { MetricsSettings } from './metric-labels';
@@ -55,6 +56,18 @@ export interface ServiceBootstrapOptions {
   logger?: LoggerService | false;
   /** Adjusts the application before it listens (filters, body limits). */
   configure?(app: INestApplication): void;
+  /**
+   * The service's other NATS connections (its KV mirrors' own): each is counted in /metrics and
+   * checked by /readyz under its name, so a replica whose policy or registry connection is still
+   * reconnecting is not sent writes it would time out on.
+   */
+  sideConnections?: readonly SideConnection[];
+}
+
+/** A NATS connection a service opened besides its own, named for its /readyz check. */
+export interface SideConnection {
+  name: string;
+  nc: NatsConnection;
 }
 
 export interface RunningService {
@@ -112,6 +125,10 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       (a) => a.close(),
     );
     options.configure?.(app);
+    for (const side of options.sideConnections ?? []) {
+      metricsFor(nc).trackConnection(side.nc);
+      app.get(Readiness).add(natsReadinessCheck(side.nc, side.name));
+    }
     let server: JetStreamServer | undefined;
     if (options.transport) {
       const transport = options.transport;

@@ -149,7 +149,12 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
     );
     const policy = await openExecutorPolicy(options.executor, opened);
     const executor = opened.add(
-      await startToolExecutor({ config: options.executor, ...policy.decisions, ...common }),
+      await startToolExecutor({
+        config: options.executor,
+        ...policy.decisions,
+        sideConnections: [policy.connection],
+        ...common,
+      }),
       (s) => s.stop(),
     );
     const worktree = opened.add(await startWorktree({ config: options.worktree, ...common }), (s) =>

@@ -2,7 +2,6 @@ import type { JournalStreamOptions } from '@toolgate/bus';
 import { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import {
   bootstrapService,
-  Metrics,
   stopOnce,
   startClean,
   startupStep,
@@ -59,6 +58,7 @@ export async function startGateway(options: {
         ...(options.streams ? { streams: options.streams } : {}),
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),
+        sideConnections: [{ name: 'nats-kv', nc: kvConnection }],
         configure: (app) => {
           // A script may be 256 KiB, over the 100 KB every other body gets: this route alone
           // parses more (registered before Nest's own parser, which then leaves the parsed body
@@ -73,7 +73,6 @@ export async function startGateway(options: {
       }),
       (s) => s.stop(),
     );
-    service.app.get(Metrics).trackConnection(kvConnection);
     const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
     const submitter = service.app.get(DispatchSubmitter);
     const stop = service.stop;

@@ -6,7 +6,6 @@ import {
   bootstrapService,
   stopOnce,
   settlePoisoned,
-  Metrics,
   startClean,
   startupStep,
   type RunningService,
@@ -43,6 +42,7 @@ export async function startPermissionEvaluator(options: {
       nats: config,
       prefix: config.prefix,
       port: config.port,
+      sideConnections: [{ name: 'nats-kv', nc: kvConnection }],
       ...(options.streams ? { streams: options.streams } : {}),
       ...(options.logger === false ? { logger: false } : {}),
       module: (nc, s) => {
@@ -61,7 +61,6 @@ export async function startPermissionEvaluator(options: {
         onPoison: settlePoisoned,
       },
     });
-    service.app.get(Metrics).trackConnection(kvConnection);
     const stop = service.stop;
     return {
       ...service,

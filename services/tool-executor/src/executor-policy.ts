@@ -1,7 +1,12 @@
 import { createSubjects } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { connectNats, startupStep, type OpenedResources } from '@toolgate/service-kit';
+import {
+  connectNats,
+  startupStep,
+  type OpenedResources,
+  type SideConnection,
+} from '@toolgate/service-kit';
 import type { ExecutorConfig } from './config';
 import type { ToolExecutorOptions } from './tool-executor.service';
 
@@ -15,12 +20,16 @@ export type ExecutorPolicyDecisions = Required<
  * its own, and a `PolicyRuntime` over it, answering the domain rules (http_fetch, command tools'
  * network), the protected paths and the chain's decision on a script's host call for the call's
  * tenant and profile. What it opens is recorded in `opened` (a failed start-up closes it); `close`
- * stops it after the executor has stopped.
+ * stops it after the executor has stopped. `connection` is for the executor's /readyz.
  */
 export async function openExecutorPolicy(
   config: ExecutorConfig,
   opened: OpenedResources,
-): Promise<{ decisions: ExecutorPolicyDecisions; close(): Promise<void> }> {
+): Promise<{
+  decisions: ExecutorPolicyDecisions;
+  connection: SideConnection;
+  close(): Promise<void>;
+}> {
   const nc = opened.add(
     await startupStep("connecting to NATS for the executor's policy store", () =>
       connectNats(config, 'toolgate-tool-executor-policy'),
@@ -36,6 +45,7 @@ export async function openExecutorPolicy(
   );
   const runtime = new PolicyRuntime(store, nc, subjects);
   return {
+    connection: { name: 'nats-kv', nc },
     decisions: {
       checkDomain: (call, host) =>
         runtime.checkFetchHost(call.tenant, call.profile, host, call.tool),

@@ -8,7 +8,11 @@ void runUntilSignalled('tool-executor', () =>
     const config = loadExecutorConfig(process.env);
     if (config.sandbox.mode === 'off') console.warn(SANDBOX_OFF_WARNING);
     const policy = await openExecutorPolicy(config, opened);
-    const service = await startToolExecutor({ config, ...policy.decisions });
+    const service = await startToolExecutor({
+      config,
+      ...policy.decisions,
+      sideConnections: [policy.connection],
+    });
     return {
       inFlight: () => service.inFlight(),
       abandon: () => service.abandon(),

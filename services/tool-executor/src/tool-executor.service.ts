@@ -8,6 +8,7 @@ import {
   settlePoisoned,
   startupStep,
   type RunningService,
+  type SideConnection,
 } from '@toolgate/service-kit';
 import { ToolRegistry } from '@toolgate/registry';
 import type { PendingCall } from './execution/pending-call';
@@ -46,6 +47,8 @@ export interface ToolExecutorOptions {
    * builtin the host function runs through, its input). Absent: scripts' host calls are refused.
    */
   decideHostCall?: DecideHostCall;
+  /** The connections the decisions above read through, checked by /readyz (see `bootstrapService`). */
+  sideConnections?: readonly SideConnection[];
   streams?: JournalStreamOptions;
   logger?: false;
 }
@@ -123,6 +126,7 @@ export async function startToolExecutor(
     metrics: config.metrics,
     prefix: config.prefix,
     port: config.port,
+    ...(options.sideConnections ? { sideConnections: options.sideConnections } : {}),
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),
     module: (nc, subjects) =>

@@ -7,8 +7,9 @@ const agent = { agentType: 'coder' };
 
 /**
  * The gateway while its broker is down: every operation that needs the broker answers
- * 503 `unavailable` (retryable), never a 500; nothing refused was journaled; and once the broker is
- * back the same calls go through.
+ * 503 `unavailable` (retryable), never a 500; nothing refused was journaled; /readyz is 503 until
+ * every one of the gateway's connections is back (its KV mirrors' own too), and once it is 200 the
+ * same calls go through.
  * Runs on a nats-server of its own, which it kills and restarts.
  */
 describe('the HTTP API while the broker is down', () => {
@@ -55,6 +56,11 @@ describe('the HTTP API while the broker is down', () => {
       }),
       run: await stack.http('GET', '/v1/runs/outage', TOKENS.acmeAgent),
     };
+    const notReady = await stack.http('GET', '/readyz', undefined);
+    expect(notReady).toEqual({
+      status: 503,
+      body: { ready: false, checks: { nats: false, 'nats-kv': false } },
+    });
     for (const [what, res] of Object.entries(refused)) {
       expect({ what, status: res.status, code: res.body?.error?.code }).toEqual({
         what,
@@ -78,7 +84,18 @@ describe('the HTTP API while the broker is down', () => {
       await nc.close();
     }
 
-    // Once the services have reconnected, the same calls go through.
+    // Ready again only once both connections are back: a policy write then goes through at once
+    // (on a replica still reconnecting its KV connection it would time out, 503 after 5 s).
+    const ready = await eventually(
+      async () => {
+        const res = await stack.http('GET', '/readyz', undefined);
+        return res.status === 200 ? res : undefined;
+      },
+      { what: 'the gateway ready after the broker restarted', timeoutMs: 30_000 },
+    );
+    expect(ready.body.checks).toEqual({ nats: true, 'nats-kv': true });
+    expect((await putPolicy()).status).toBe(200);
+    // The other services reconnect on their own time; the submission goes through once they have.
     const again = await eventually(
       async () => {
         const res = await submit('during');
@@ -87,6 +104,5 @@ describe('the HTTP API while the broker is down', () => {
       { what: 'a submission accepted after the broker restarted', timeoutMs: 30_000 },
     );
     expect(again.body.settled).toMatchObject({ outcome: 'ok' });
-    expect((await putPolicy()).status).toBe(200);
   }, 120_000);
 });
