@@ -5,6 +5,7 @@ import {
   type NatsConnection,
   type Subscription,
 } from '@nats-io/transport-node';
+import { connectionState, type ConnectionState } from './connection-state';
 
 /** How often waiting requests are checked for a missed deadline. */
 const SWEEP_MS = 50;
@@ -48,6 +49,19 @@ export class RequestNotSentError extends Error {
 }
 
 /**
+ * Throws at once when nothing sent on `nc` now could reach the broker: the client buffers what is
+ * sent while it reconnects and clears that buffer on every dial, so a write or request made then
+ * is dropped unseen and its caller would only wait out its timeout. The error is the one
+ * `messagingFailure` maps to `unavailable`.
+ */
+export function assertSendable(nc: NatsConnection, what: string): void {
+  if (nc.isClosed())
+    throw new RequestClosedError(`${what} not sent: the NATS connection is closed`);
+  if (!connectionState(nc).up)
+    throw new RequestNotSentError(`${what} not sent: the NATS connection is reconnecting`);
+}
+
+/**
  * Request/reply over ONE long-lived inbox subscription, replies correlated by a token in the reply
  * subject — what `nc.request` does, without what it costs on a hot path: it allocates two errors (a
  * timeout error up front and a cancellation error on every completion) and a timer per call, which
@@ -63,16 +77,10 @@ export class InboxRequests {
   private sub: Subscription | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private next = 0;
-  /** Whether the connection is up, from its status events (`isClosed()` stays false while it reconnects). */
-  private connected = true;
+  private readonly connection: ConnectionState;
 
   constructor(private readonly nc: NatsConnection) {
-    void (async () => {
-      for await (const status of nc.status()) {
-        if (status.type === 'disconnect') this.connected = false;
-        else if (status.type === 'reconnect') this.connected = true;
-      }
-    })().catch(() => undefined);
+    this.connection = connectionState(nc);
   }
 
   request(
@@ -80,12 +88,13 @@ export class InboxRequests {
     data: Uint8Array,
     options: { timeoutMs: number; headers?: MsgHdrs },
   ): Promise<Msg> {
-    if (this.nc.isClosed())
-      return Promise.reject(new RequestClosedError('the NATS connection is closed'));
-    if (!this.connected)
-      return Promise.reject(
-        new RequestNotSentError(`not sent to ${subject}: the NATS connection is reconnecting`),
-      );
+    if (this.nc.isClosed() || !this.connection.up) {
+      try {
+        assertSendable(this.nc, `a request to ${subject}`);
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+    }
     this.sub ??= this.nc.subscribe(`${this.inbox}.*`, {
       callback: (err, msg) => {
         if (!err) this.settle(msg);

@@ -20,7 +20,9 @@ export {
   RequestClosedError,
   RequestNotSentError,
   RequestTimeoutError,
+  assertSendable,
 } from './inbox-requests';
+export { connectionState, type ConnectionState } from './connection-state';
 export {
   requestJournalRebuild,
   REBUILD_SILENCE_MS,

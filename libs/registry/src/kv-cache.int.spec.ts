@@ -14,13 +14,13 @@ describe('KvCache on a real KV bucket', () => {
     );
     try {
       expect(cache.list()).toEqual([]);
-      const rev = await cache.kv.put('a.one', JSON.stringify({ n: 1 }));
+      const rev = await cache.bucket().put('a.one', JSON.stringify({ n: 1 }));
       await cache.waitFor('a.one', rev);
       expect(cache.get('a.one')).toEqual({ value: { n: 1 }, revision: rev });
 
-      await cache.kv.put('b.two', JSON.stringify({ n: 'two' }));
-      await cache.kv.put('a.three', 'not json');
-      const last = await cache.kv.put('a.four', JSON.stringify({ n: 4 }));
+      await cache.bucket().put('b.two', JSON.stringify({ n: 'two' }));
+      await cache.bucket().put('a.three', 'not json');
+      const last = await cache.bucket().put('a.four', JSON.stringify({ n: 4 }));
       await cache.waitFor('a.four', last);
       expect(cache.get('b.two')).toBeUndefined();
       expect(cache.get('a.three')).toBeUndefined();
@@ -31,7 +31,7 @@ describe('KvCache on a real KV bucket', () => {
           .sort(),
       ).toEqual(['a.four', 'a.one']);
 
-      await cache.kv.delete('a.one');
+      await cache.bucket().delete('a.one');
       await eventually(() => (cache.get('a.one') === undefined ? true : undefined), {
         what: 'the delete',
       });
@@ -63,8 +63,8 @@ describe('KvCache on a real KV bucket', () => {
     const writer = await KvCache.open<number>(t.nc, bucket, (raw) =>
       typeof raw === 'number' ? raw : null,
     );
-    await writer.kv.put('x', '1');
-    await writer.kv.put('y', '2');
+    await writer.bucket().put('x', '1');
+    await writer.bucket().put('y', '2');
     writer.stop();
     const cache = await KvCache.open<number>(t.nc, bucket, (raw) =>
       typeof raw === 'number' ? raw : null,

@@ -1,5 +1,6 @@
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { assertSendable, isTransitionTaken } from '@toolgate/bus';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -8,6 +9,15 @@ const decoder = new TextDecoder();
 export interface Revisioned<T> {
   value: T;
   revision: number;
+}
+
+/**
+ * A write refused because the key is no longer at the revision it expected (the broker's
+ * wrong-last-sequence answer): someone else wrote it first. Any other failure of a write (the
+ * broker away, no answer in time) is not this, and stays what it is.
+ */
+export class KvRevisionConflict extends Error {
+  override readonly name = 'KvRevisionConflict';
 }
 
 /**
@@ -20,7 +30,9 @@ export class KvCache<T> {
   private readonly waiters = new Set<() => void>();
 
   private constructor(
-    readonly kv: KV,
+    private readonly nc: NatsConnection,
+    private readonly name: string,
+    private readonly kv: KV,
     private readonly parse: (raw: unknown) => T | null,
   ) {}
 
@@ -35,7 +47,7 @@ export class KvCache<T> {
       history: options.history ?? 5,
       replicas: options.replicas ?? 1,
     });
-    const cache = new KvCache<T>(kv, parse);
+    const cache = new KvCache<T>(nc, bucket, kv, parse);
     await cache.start();
     return cache;
   }
@@ -72,6 +84,15 @@ export class KvCache<T> {
     for (const wake of this.waiters) wake();
   }
 
+  /**
+   * The bucket itself, for a read or write past the mirror. Throws at once while the connection is
+   * down (`assertSendable`): the client would drop the request on reconnecting.
+   */
+  bucket(): KV {
+    assertSendable(this.nc, `a request to the ${this.name} bucket`);
+    return this.kv;
+  }
+
   get(key: string): Revisioned<T> | undefined {
     return this.entries.get(key);
   }
@@ -84,23 +105,32 @@ export class KvCache<T> {
   /**
    * Writes `value` as JSON under `key` and waits until the mirror has it, so the writer reads its
    * own write. Without `expectedRevision` it overwrites; with 0 it only creates, with n it only
-   * replaces revision n (either throws, from the KV, when the key has moved on).
+   * replaces revision n (either throws {@link KvRevisionConflict} when the key has moved on).
    */
   async write(key: string, value: unknown, expectedRevision?: number): Promise<number> {
     const body = encoder.encode(JSON.stringify(value));
-    const revision =
-      expectedRevision === undefined
-        ? await this.kv.put(key, body)
-        : expectedRevision === 0
-          ? await this.kv.create(key, body)
-          : await this.kv.update(key, body, expectedRevision);
+    const kv = this.bucket();
+    let revision: number;
+    try {
+      revision =
+        expectedRevision === undefined
+          ? await kv.put(key, body)
+          : expectedRevision === 0
+            ? await kv.create(key, body)
+            : await kv.update(key, body, expectedRevision);
+    } catch (err) {
+      if (!isTransitionTaken(err)) throw err;
+      throw new KvRevisionConflict(`${key} is no longer at revision ${expectedRevision}`, {
+        cause: err,
+      });
+    }
     await this.waitFor(key, revision);
     return revision;
   }
 
   /** Deletes `key` and waits until the mirror has dropped it, so the writer reads its own delete. */
   async remove(key: string): Promise<void> {
-    await this.kv.delete(key);
+    await this.bucket().delete(key);
     const deadline = Date.now() + 5000;
     while (this.entries.has(key) && Date.now() <= deadline) {
       await this.change();

@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertSubjectToken, ErrorCode, ToolgateError, type Subjects } from '@toolgate/contracts';
-import { KvCache } from './kv-cache';
+import { KvCache, KvRevisionConflict } from './kv-cache';
 
 /** A tenant's policy document at a revision (the KV revision it was written at). */
 export interface PolicyAtRevision {
@@ -53,7 +53,7 @@ export class PolicyStore {
     try {
       return await this.cache.write(tenant, document, expectedRevision);
     } catch (cause) {
-      if (expectedRevision === undefined) throw cause;
+      if (!(cause instanceof KvRevisionConflict)) throw cause;
       throw new ToolgateError(
         ErrorCode.Conflict,
         `policy changed since revision ${expectedRevision}`,

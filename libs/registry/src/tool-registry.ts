@@ -21,7 +21,7 @@ import {
   type ToolContract,
   type ToolView,
 } from '@toolgate/contracts';
-import { KvCache } from './kv-cache';
+import { KvCache, KvRevisionConflict } from './kv-cache';
 
 const BUILTIN = '_builtin';
 const SERVED = '_served';
@@ -213,7 +213,7 @@ export class ToolRegistry {
       );
     }
     const key = `${tenant}.${tool.name}`;
-    const previous = await this.cache.kv.get(key);
+    const previous = await this.cache.bucket().get(key);
     const existed = previous !== null && previous.operation === 'PUT';
     let replaced: string | undefined;
     if (existed) {
@@ -233,6 +233,7 @@ export class ToolRegistry {
     try {
       revision = await this.cache.write(key, stored, existed ? previous.revision : 0);
     } catch (err) {
+      if (!(err instanceof KvRevisionConflict)) throw err;
       throw new ToolgateError(
         ErrorCode.Conflict,
         `${tool.name} changed while it was being installed; try again`,
@@ -241,7 +242,7 @@ export class ToolRegistry {
     }
     const undo = async () => {
       if (existed) await this.cache.write(key, previous.json(), revision);
-      else await this.cache.kv.delete(key, { previousSeq: revision });
+      else await this.cache.bucket().delete(key, { previousSeq: revision });
     };
     return { view: view(stored, false), ...(replaced ? { replaced } : {}), undo };
   }
@@ -271,12 +272,12 @@ export class ToolRegistry {
       if ('contractHash' in value && value.policy.executor === 'script' && !names.has(value.name))
         await this.cache.remove(key);
     }
-    await this.cache.kv.put(`${INVENTORY}.scripts`, JSON.stringify(inventory));
+    await this.cache.bucket().put(`${INVENTORY}.scripts`, JSON.stringify(inventory));
   }
 
   /** What the scripts directory skipped when an executor last loaded it; undefined if none did. */
   async scriptDirectory(): Promise<ScriptDirectoryInventory | undefined> {
-    const entry = await this.cache.kv.get(`${INVENTORY}.scripts`);
+    const entry = await this.cache.bucket().get(`${INVENTORY}.scripts`);
     if (!entry || entry.operation !== 'PUT') return undefined;
     try {
       const raw = entry.json<Partial<ScriptDirectoryInventory>>();
@@ -298,7 +299,7 @@ export class ToolRegistry {
    */
   async scriptFiles(sha256: string): Promise<{ source: string; sidecar?: unknown } | undefined> {
     if (!/^[0-9a-f]{64}$/.test(sha256)) return undefined;
-    const entry = await this.cache.kv.get(`${SCRIPT}.${sha256}`);
+    const entry = await this.cache.bucket().get(`${SCRIPT}.${sha256}`);
     if (!entry || entry.operation !== 'PUT') return undefined;
     try {
       const raw = entry.json<{ source?: unknown; sidecar?: unknown }>();
@@ -320,17 +321,19 @@ export class ToolRegistry {
 
   private async storeScript(script: ScriptToolRecord): Promise<void> {
     const sha256 = scriptHashOfVersion(script.tool.version)!;
-    await this.cache.kv.put(
-      `${SCRIPT}.${sha256}`,
-      JSON.stringify({ source: script.source, sidecar: script.sidecar ?? null }),
-    );
+    await this.cache
+      .bucket()
+      .put(
+        `${SCRIPT}.${sha256}`,
+        JSON.stringify({ source: script.source, sidecar: script.sidecar ?? null }),
+      );
     await this.putContract(script.tool, contractHash(script.tool));
   }
 
   /** Stores a tool's contract under its hash, where {@link contract} reads it back. */
   private async putContract(tool: ToolContract, hash: string): Promise<void> {
     const { name, description, parameters, version } = tool;
-    await this.cache.kv.put(
+    await this.cache.bucket().put(
       `${CONTRACT}.${hash}`,
       JSON.stringify({
         name,
@@ -348,7 +351,7 @@ export class ToolRegistry {
    */
   async contract(hash: string): Promise<ToolContract | undefined> {
     if (!/^[0-9a-f]{64}$/.test(hash)) return undefined;
-    const entry = await this.cache.kv.get(`${CONTRACT}.${hash}`);
+    const entry = await this.cache.bucket().get(`${CONTRACT}.${hash}`);
     if (!entry || entry.operation !== 'PUT') return undefined;
     let parsed;
     try {
@@ -380,7 +383,7 @@ export class ToolRegistry {
     if (cached && 'contractHash' in cached && cached.contractHash === hash) {
       return view(cached, false);
     }
-    const entry = await this.cache.kv.get(key);
+    const entry = await this.cache.bucket().get(key);
     if (!entry || entry.operation !== 'PUT') return undefined;
     const parsed = StoredToolSchema.safeParse(entry.json());
     if (!parsed.success) return undefined;

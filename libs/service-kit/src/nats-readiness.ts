@@ -1,4 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import { connectionState } from '@toolgate/bus';
 import type { ReadinessCheck } from './health';
 
 /** How long /readyz waits for the broker's PONG before it calls NATS unreachable. */
@@ -12,17 +13,11 @@ const PING_TIMEOUT_MS = 500;
  * socket open but stops answering.
  */
 export function natsReadinessCheck(nc: NatsConnection, name = 'nats'): ReadinessCheck {
-  let connected = true;
-  void (async () => {
-    for await (const status of nc.status()) {
-      if (status.type === 'disconnect') connected = false;
-      else if (status.type === 'reconnect') connected = true;
-    }
-  })();
+  const connection = connectionState(nc);
   return {
     name,
     async check() {
-      if (nc.isClosed() || nc.isDraining() || !connected) return false;
+      if (nc.isClosed() || nc.isDraining() || !connection.up) return false;
       let timer: NodeJS.Timeout | undefined;
       try {
         return await Promise.race([
