@@ -18,7 +18,7 @@ import {
   UntrustedReason,
   createSubjects,
   generateKeySet,
-  internalRequests,
+  requestSigningOf,
   type ServiceIdentity,
 } from './index';
 
@@ -287,7 +287,17 @@ describe('event signature constructions: v2 signed, v1 and v2 read', () => {
 
 describe('request signatures', () => {
   const query = subjects.query('run.get');
-  const { requesters } = internalRequests(subjects).get(query)!;
+  const { requesters } = requestSigningOf(subjects, query);
+
+  it('names who answers and who may send each internal request, and refuses any other subject', () => {
+    expect(requestSigningOf(subjects, query)).toEqual({
+      responder: 'journal',
+      requesters: ['gateway'],
+    });
+    expect(() => requestSigningOf(subjects, subjects.journal.ofType('settled'))).toThrow(
+      expect.objectContaining({ code: ErrorCode.Internal }),
+    );
+  });
 
   it('the journal accepts a fresh query signed by the gateway, only that', () => {
     const h = headers();

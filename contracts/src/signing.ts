@@ -152,7 +152,7 @@ export interface RequestSigning {
  * collect and dispose only an operator (as deploy/nats grants them), a journal rebuild only an
  * operator.
  */
-export function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSigning> {
+function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSigning> {
   const map = new Map<string, RequestSigning>();
   for (const op of Object.values(QueryOperation))
     map.set(subjects.query(op), { responder: J, requesters: [G] });
@@ -161,6 +161,20 @@ export function internalRequests(subjects: Subjects): ReadonlyMap<string, Reques
   map.set(subjects.worktree(WorktreeOperation.Dispose), { responder: W, requesters: [O] });
   map.set(subjects.ops(JournalOperation.Rebuild), { responder: J, requesters: [O] });
   return map;
+}
+
+/**
+ * Who answers `subject` and who may send it. Every responder and sender names one of the subjects
+ * of {@link internalRequests}, so another subject is a bug: it throws `internal` at start-up
+ * rather than serving a subject nobody may sign for.
+ */
+export function requestSigningOf(subjects: Subjects, subject: string): RequestSigning {
+  const signing = internalRequests(subjects).get(subject);
+  if (!signing)
+    throw new ToolgateError(ErrorCode.Internal, `${subject} is not an internal request subject`, {
+      details: { subject },
+    });
+  return signing;
 }
 
 /** Why a message was not trusted: a label of `toolgate_untrusted_events_total`. */

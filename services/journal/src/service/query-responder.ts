@@ -6,7 +6,7 @@ import {
   ListApprovalsRequestSchema,
   QueryOperation,
   SUBJECT_TOKEN_PATTERN,
-  internalRequests,
+  requestSigningOf,
   type ServiceKeys,
   ToolgateError,
   type Subjects,
@@ -58,7 +58,7 @@ const queries: Record<QueryOperation, Answer> = {
 
 /**
  * Answers the gateway's read queries from the projection over NATS request/reply, in a queue group
- * shared by journal replicas. Only a query signed by the gateway is answered (`internalRequests`;
+ * shared by journal replicas. Only a query signed by the gateway is answered (`requestSigningOf`;
  * anything else is `unauthorized` before its body is read), so the tenant in it is the one the
  * gateway took from the caller's token; every query filters on it. A body that does not match its query's schema is refused as
  * `invalid-request`; `now` is the clock the approvals listing measures ages against.
@@ -70,7 +70,6 @@ export function serveQueries(
   now: () => Date,
   keys: ServiceKeys,
 ): ServedEndpoints {
-  const signing = internalRequests(subjects);
   const metrics = metricsFor(nc);
   return serveRequests(
     nc,
@@ -79,7 +78,7 @@ export function serveQueries(
       const subject = subjects.query(operation as QueryOperation);
       return {
         subject,
-        signedBy: signing.get(subject)!.requesters,
+        signedBy: requestSigningOf(subjects, subject).requesters,
         handle: (body) => answer(db, body, now),
       };
     }),

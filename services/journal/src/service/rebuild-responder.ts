@@ -6,7 +6,7 @@ import {
   JournalRebuildRequestSchema,
   ToolgateError,
   toWireError,
-  internalRequests,
+  requestSigningOf,
   type JournalOpsFrame,
   type ServiceKeys,
   type Subjects,
@@ -27,7 +27,7 @@ const PROGRESS_EVERY_MS = 500;
  * replica answers). The answer goes to the request's reply subject as several messages: progress
  * frames, then the report or a typed error (`JournalOpsFrame`). One rebuild runs at a time on a
  * database (an advisory lock across replicas); a second one is refused with `conflict`. Only an
- * operator's request (signed by `ops`, see `internalRequests`) is served; anything else gets
+ * operator's request (signed by `ops`, see `requestSigningOf`) is served; anything else gets
  * `unauthorized`. The rebuild folds only what is signed for the journal by its producer.
  */
 export function serveRebuild(
@@ -39,7 +39,7 @@ export function serveRebuild(
 ): { stop(): Promise<void> } {
   const js = jetstream(nc);
   const subject = subjects.ops(JournalOperation.Rebuild);
-  const { requesters } = internalRequests(subjects).get(subject)!;
+  const { requesters } = requestSigningOf(subjects, subject);
   const metrics = metricsFor(nc);
   const untrustedRequest = metrics.untrustedCounter('request');
   const untrustedEvent = metrics.untrustedCounter('fold');

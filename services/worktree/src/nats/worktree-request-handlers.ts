@@ -10,7 +10,7 @@ import {
   WorktreeCollectRequestSchema,
   WorktreeDisposeRequestSchema,
   WorktreeOperation,
-  internalRequests,
+  requestSigningOf,
   toWireError,
   type ServiceKeys,
   type Subjects,
@@ -26,7 +26,7 @@ import type { WorktreeManager } from '../lifecycle/worktree-manager';
 
 /** Options of {@link serveWorktreeRequests}. */
 export interface WorktreeRequestOptions {
-  /** The service's keys: only signed requests are answered (see `internalRequests`). */
+  /** The service's keys: only signed requests are answered (see `requestSigningOf`). */
   keys: ServiceKeys;
   /**
    * Repositories an acquire may name (a request's `repo` must be one of them or inside one).
@@ -54,7 +54,7 @@ const decoder = new TextDecoder();
  * `{ ok: false, error: WireError }`, never a thrown error or a timeout for a bad request. Replicas
  * share a queue group, which is only sound when they also share the worktree root's volume.
  * Each request runs in a consumer span continuing the caller's trace. Only signed requests are
- * answered (`internalRequests`: an acquire from the executor, a collect or dispose from the
+ * answered (`requestSigningOf`: an acquire from the executor, a collect or dispose from the
  * executor or an operator); anything else gets `unauthorized` before its body is read.
  */
 export async function serveWorktreeRequests(
@@ -71,7 +71,6 @@ export async function serveWorktreeRequests(
   const inFlight = new Set<Promise<void>>();
   const queue = subjects.consumer(ConsumerRole.Worktree);
   const keys = options.keys;
-  const signing = internalRequests(subjects);
   const untrusted = metricsFor(nc).untrustedCounter('request');
 
   const handlers: Record<WorktreeOperation, (body: unknown) => Promise<object>> = {
@@ -109,6 +108,7 @@ export async function serveWorktreeRequests(
   const subscriptions: Subscription[] = [];
   for (const operation of Object.values(WorktreeOperation)) {
     const subject = subjects.worktree(operation);
+    const { requesters } = requestSigningOf(subjects, subject);
     const handle = async (msg: Msg): Promise<void> => {
       const reply = await consumerSpan(
         subject,
@@ -116,7 +116,7 @@ export async function serveWorktreeRequests(
         { [Attr.MessagingConsumerGroup]: queue },
         async () => {
           try {
-            checkSignedRequest(keys, msg, signing.get(subject)!.requesters, untrusted);
+            checkSignedRequest(keys, msg, requesters, untrusted);
             const body = decodeJson(msg.data);
             const answer = await handlers[operation](body);
             annotate({ [Attr.Outcome]: 'ok' });
