@@ -1,7 +1,13 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import {
+  resolveServiceKeys,
+  signingSettingsFromEnv,
+  type ServiceIdentity,
+} from '@toolgate/contracts';
 
 /**
  * docker-compose.yml must be valid for `docker compose`. Where a Docker client with the compose
@@ -61,7 +67,9 @@ function composeAvailable(): boolean {
   return spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' }).status === 0;
 }
 
-const compose = parse(text) as Compose;
+// As compose reads it: aliases resolved and `<<` merge keys merged (the services' shared
+// environment is one `x-` extension field merged into each).
+const compose = parse(text, { merge: true }) as Compose;
 
 describe('docker-compose.yml', () => {
   it('parses as YAML into a compose document with only known top-level keys', () => {
@@ -206,6 +214,46 @@ describe('docker-compose.yml', () => {
     expect((compose.services.journal!.environment as Record<string, string>).DATABASE_URL).toMatch(
       /@postgres:5432\//,
     );
+  });
+
+  it("gives each service its own identity's key from the development keyring on the shared signing-keys volume, and no service a configured key", () => {
+    // The volume, as a directory every service that mounts it shares; the image's NODE_ENV.
+    const volumes = mkdtempSync(join(tmpdir(), 'toolgate-compose-'));
+    try {
+      for (const name of TOOLGATE) {
+        const service = compose.services[name]!;
+        const env = service.environment as Record<string, string>;
+        // A configured key would be the same for every service that merges the shared environment.
+        expect([name, Object.keys(env).filter((k) => /^TOOLGATE_SIGNING_/.test(k))]).toEqual([
+          name,
+          [],
+        ]);
+        const mount = (service.volumes as string[])
+          .map((m) => m.split(':'))
+          .find(([source]) => source === 'signing-keys');
+        expect([name, mount?.[1]]).toEqual([name, env.XDG_STATE_HOME]);
+        const keys = resolveServiceKeys(
+          name as ServiceIdentity,
+          signingSettingsFromEnv({
+            ...env,
+            NODE_ENV: 'production',
+            XDG_STATE_HOME: join(volumes, 'signing-keys'),
+          }),
+        );
+        expect(keys.identity).toBe(name);
+      }
+      // One keyring, created by the first service and read by the others.
+      expect(readdirSync(join(volumes, 'signing-keys', 'toolgate'))).toEqual([
+        'dev-signing-keys.json',
+      ]);
+    } finally {
+      rmSync(volumes, { recursive: true, force: true });
+    }
+    // The keyring holds every identity's private key: only the Toolgate services mount it.
+    for (const [name, service] of Object.entries(compose.services)) {
+      const mounts = ((service.volumes ?? []) as string[]).map((m) => m.split(':')[0]);
+      expect([name, mounts.includes('signing-keys')]).toEqual([name, TOOLGATE.includes(name)]);
+    }
   });
 
   it('has a dependency graph without cycles, waiting on health where a healthcheck exists', () => {
