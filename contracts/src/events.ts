@@ -539,14 +539,26 @@ export const WorktreeAcquireReplySchema = z.union([
 ]);
 export type WorktreeAcquireReply = z.infer<typeof WorktreeAcquireReplySchema>;
 
+/** A successful collect: the stored patch artifact. */
+export const WorktreeCollectedReplySchema = z.strictObject({
+  ok: z.literal(true),
+  artifact: PatchArtifactSchema,
+});
+
 export const WorktreeCollectReplySchema = z.union([
-  z.strictObject({ ok: z.literal(true), artifact: PatchArtifactSchema }),
+  WorktreeCollectedReplySchema,
   WorktreeErrorReplySchema,
 ]);
 export type WorktreeCollectReply = z.infer<typeof WorktreeCollectReplySchema>;
 
+/** A successful dispose: the tree as it is left (disposed, or retained on error). */
+export const WorktreeDisposedReplySchema = z.strictObject({
+  ok: z.literal(true),
+  worktree: WorktreeViewSchema,
+});
+
 export const WorktreeDisposeReplySchema = z.union([
-  z.strictObject({ ok: z.literal(true), worktree: WorktreeViewSchema }),
+  WorktreeDisposedReplySchema,
   WorktreeErrorReplySchema,
 ]);
 export type WorktreeDisposeReply = z.infer<typeof WorktreeDisposeReplySchema>;

@@ -23,21 +23,26 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { requestReply } from '@toolgate/bus';
 import {
   ConsumerRole,
   JOURNAL_SCHEMA_VERSION,
-  type WorktreeAcquireReply,
+  WorktreeAcquiredReplySchema,
+  WorktreeCollectedReplySchema,
+  WorktreeDisposedReplySchema,
+  internalRequests,
+  type WorktreeDisposeRequest,
+  type WorktreeOperation,
 } from '@toolgate/contracts';
 import { createDb, projectionSnapshot } from '@toolgate/journal';
 import { eventually, testKeys } from '@toolgate/testing';
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import { format, resolveConfig } from 'prettier';
+import type { z } from 'zod';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const OUT_DIR = path.resolve(__dirname, '../../../services/journal/test/fixtures/recorded');
 const log = (line: string) => process.stderr.write(`record-journal: ${line}\n`);
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 type Reply = { status: number; body: any };
@@ -385,45 +390,43 @@ async function record(stack: TestStack): Promise<void> {
       { path: `${label}.txt`, content: `${label}\n` },
       { isolation: { kind: 'worktree' }, agent: { agentType: 'coder', label } },
     );
-  const worktree = async <T>(op: 'acquire' | 'collect' | 'dispose', body: unknown): Promise<T> => {
-    // Signed as their senders sign them: an acquire the executor's, collect and dispose an operator's.
-    const payload = encoder.encode(JSON.stringify(body));
-    const h = natsHeaders();
-    testKeys(op === 'acquire' ? 'tool-executor' : 'ops').signRequest(
-      subjects.worktree(op),
-      'worktree',
-      payload,
-      h,
-    );
-    const reply = await nc.request(subjects.worktree(op), payload, { timeout: 20_000, headers: h });
-    const parsed = JSON.parse(decoder.decode(reply.data)) as T & { ok: boolean };
-    expectThat(`worktree ${op}`, parsed.ok, parsed);
-    return parsed;
+  // Sent as their senders send them — `requestReply`, signed for the worktree service by the
+  // identity `internalRequests` names (an acquire the executor, collect and dispose an operator);
+  // an error reply throws.
+  const requests = internalRequests(subjects);
+  const worktree = async <S extends z.ZodType>(
+    op: WorktreeOperation,
+    body: unknown,
+    ok: S,
+  ): Promise<z.output<S>> => {
+    const subject = subjects.worktree(op);
+    const { requesters, responder } = requests.get(subject)!;
+    const reply = await requestReply(nc, subject, body, {
+      ok,
+      timeoutMs: 20_000,
+      peer: 'the worktree service',
+      sign: { keys: testKeys(requesters[0]!), responder },
+    });
+    log(`worktree ${op}`);
+    return reply;
   };
-  const treeOf = async (label: string) =>
-    (
-      await worktree<Extract<WorktreeAcquireReply, { ok: true }>>('acquire', {
-        tenant: 'acme',
-        runId: trees,
-        agentKey: `coder:${label}`,
-      })
-    ).worktree.worktreeId;
+  const acquire = (agentKey: string) =>
+    worktree('acquire', { tenant: 'acme', runId: trees, agentKey }, WorktreeAcquiredReplySchema);
+  const treeOf = async (label: string) => (await acquire(`coder:${label}`)).worktree.worktreeId;
+  const dispose = (body: WorktreeDisposeRequest) =>
+    worktree('dispose', body, WorktreeDisposedReplySchema);
 
   settledAs('write in a worktree', await inTree('fixer', 'c-fix'), 'ok');
   const fixer = await treeOf('fixer');
-  await worktree('collect', { worktreeId: fixer });
-  await worktree('dispose', { worktreeId: fixer, outcome: 'ok' });
+  await worktree('collect', { worktreeId: fixer }, WorktreeCollectedReplySchema);
+  await dispose({ worktreeId: fixer, outcome: 'ok' });
   settledAs('write in a second worktree', await inTree('keeper', 'c-keep'), 'ok');
   const keeper = await treeOf('keeper');
-  await worktree('dispose', { worktreeId: keeper, outcome: 'error', keepOnError: true });
+  await dispose({ worktreeId: keeper, outcome: 'error', keepOnError: true });
   settledAs('write in a third worktree', await inTree('other', 'c-other'), 'ok');
   const other = await treeOf('other');
-  await worktree('dispose', { worktreeId: other, outcome: 'error', keepOnError: true });
-  const back = await worktree<Extract<WorktreeAcquireReply, { ok: true }>>('acquire', {
-    tenant: 'acme',
-    runId: trees,
-    agentKey: 'coder:keeper',
-  });
+  await dispose({ worktreeId: other, outcome: 'error', keepOnError: true });
+  const back = await acquire('coder:keeper');
   expectThat('restarted after the pin cap dropped its tree', back.restarted !== undefined, back);
 }
 
