@@ -30,7 +30,7 @@ import {
   WorktreeAcquiredReplySchema,
   WorktreeCollectedReplySchema,
   WorktreeDisposedReplySchema,
-  internalRequests,
+  requestSigningOf,
   type WorktreeDisposeRequest,
   type WorktreeOperation,
 } from '@toolgate/contracts';
@@ -391,16 +391,15 @@ async function record(stack: TestStack): Promise<void> {
       { isolation: { kind: 'worktree' }, agent: { agentType: 'coder', label } },
     );
   // Sent as their senders send them — `requestReply`, signed for the worktree service by the
-  // identity `internalRequests` names (an acquire the executor, collect and dispose an operator);
-  // an error reply throws.
-  const requests = internalRequests(subjects);
+  // identity contracts name as its sender (`requestSigningOf`: an acquire the executor, collect and
+  // dispose an operator); an error reply throws.
   const worktree = async <S extends z.ZodType>(
     op: WorktreeOperation,
     body: unknown,
     ok: S,
   ): Promise<z.output<S>> => {
     const subject = subjects.worktree(op);
-    const { requesters, responder } = requests.get(subject)!;
+    const { requesters, responder } = requestSigningOf(subjects, subject);
     const reply = await requestReply(nc, subject, body, {
       ok,
       timeoutMs: 20_000,
