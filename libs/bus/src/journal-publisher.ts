@@ -10,14 +10,19 @@ import {
 } from '@toolgate/contracts';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { AckedPublisher } from './acked-publisher';
-import { DirectGets } from './direct-get';
+import { DirectGets, type DirectMessage } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
 import { trustedEvent } from './event-trust';
 
 /** The result of appending one event. */
 export type AppendResult =
   | { appended: true; seq: number; duplicate: boolean }
-  /** A once-per-dispatch transition of this type is already recorded (the broker refused ours). */
+  /**
+   * Not recorded: a once-per-dispatch transition of this type is already recorded (the broker
+   * refused ours), an append's `lastSubjectSequence` did not hold, or forged messages kept taking
+   * the transition for {@link SUPERSEDE_ATTEMPTS} attempts (then nothing genuine is recorded:
+   * {@link JournalPublisher.last} reads null, and trying again later may win).
+   */
   | { appended: false; seq?: undefined; duplicate?: undefined };
 
 /** An event read back from the journal, with its stream sequence. */
@@ -50,17 +55,20 @@ export interface JournalPublisherOptions {
 const encoder = new TextEncoder();
 
 /**
- * How often an append whose once-per-dispatch transition is held by an untrusted message (a forged
- * event an open broker let in) supersedes it before giving up.
+ * How many publishes an append of a once-per-dispatch type makes, at most, when its transition is
+ * held by an untrusted message (a forged event an open broker let in): the first, then one
+ * compare-and-set on the last forgery's sequence per forgery that got in again before it. A client
+ * that re-forges faster than that wins the subject for this append, which then returns
+ * `{ appended: false }` rather than loop for as long as it keeps up.
  */
-const SUPERSEDE_ATTEMPTS = 3;
+export const SUPERSEDE_ATTEMPTS = 3;
 
 /**
  * Appends events to the journal stream and reads single events back by subject. The only writer
  * API services use, so every publish gets its `Nats-Msg-Id` (dedupe of retried publishes), the
  * once-per-dispatch expectation, the caller's trace context and the service's signatures in its
  * headers (`ServiceKeys.signEvent`: one per reader of the type); every read verifies them, so
- * what another client wrote on the subject reads as nothing recorded.
+ * what another client wrote on the subject is never read as an event.
  */
 export class JournalPublisher {
   private readonly acked: AckedPublisher;
@@ -111,24 +119,34 @@ export class JournalPublisher {
         this.keys.signEvent(subject, event.type, payload, headers);
         const oncePerDispatch = ONCE_PER_DISPATCH.has(event.type);
         let lastSubjectSequence = oncePerDispatch ? 0 : options.lastSubjectSequence;
+        let msgID = event.id;
         for (let attempt = 1; ; attempt++) {
+          // The sequence of the forgery to append after next, or null when there is none to.
+          let forged: number | null;
           try {
             const ack = await this.acked.publish(subject, payload, {
-              msgID: event.id,
+              msgID,
               headers,
               ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
             });
-            return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+            if (!ack.duplicate || !oncePerDispatch || (await this.genuineAt(subject, ack.seq)))
+              return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+            // The broker took it for a retry of a message nobody signed that carries this event's
+            // id as its `Nats-Msg-Id` (a once-per-dispatch id is predictable): nothing genuine is
+            // recorded. Appended after it under an id of its own, which a retry of this append
+            // (the same forgery answering for the event's id) is deduplicated on.
+            msgID = `${event.id}:superseding:${ack.seq}`;
+            forged = ack.seq;
           } catch (err) {
             if (!isTransitionTaken(err)) throw err;
             if (!oncePerDispatch || attempt >= SUPERSEDE_ATTEMPTS) return { appended: false };
             // Taken by a genuine event: the race is lost. Taken by a message nobody signed (another
             // client on an open broker): append after it, with a compare-and-set on its sequence,
             // so a forged event cannot hold a dispatch's transition (every reader skips it).
-            const held = await this.heldBy(subject);
-            if (held === null) return { appended: false };
-            lastSubjectSequence = held;
+            forged = await this.heldBy(subject);
           }
+          if (forged === null || attempt >= SUPERSEDE_ATTEMPTS) return { appended: false };
+          lastSubjectSequence = forged;
         }
       },
     );
@@ -146,19 +164,23 @@ export class JournalPublisher {
     });
     if (!msg) return null;
     // Anything else on the subject (not signed by its producer, not JSON, not an event) reads as
-    // nothing recorded.
+    // nothing recorded...
     const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+    let read = trusted.ok ? { msg, event: trusted.event } : null;
     if (!trusted.ok) {
       if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
-      return null;
+      // ...but a once-per-dispatch transition recorded before it (a forgery published after the
+      // genuine event, which the broker does not refuse) is still the one recorded.
+      read = ONCE_PER_DISPATCH.has(type) ? await this.genuineBefore(msg) : null;
     }
-    const event = trusted.event;
+    if (!read) return null;
+    const { event } = read;
     if (event.type !== type) return null;
     return {
       event: event as JournalEventOf<T>,
-      seq: msg.seq,
-      storedAt: msg.time,
-      headers: msg.header,
+      seq: read.msg.seq,
+      storedAt: read.msg.time,
+      headers: read.msg.header,
     };
   }
 
@@ -180,13 +202,44 @@ export class JournalPublisher {
   }
 
   /**
-   * The sequence of the last message on `subject` when it is not a trusted event (it may be
-   * superseded), or null when a trusted event holds it.
+   * The sequence of the last message on a once-per-dispatch `subject` when no trusted event is
+   * recorded on it (the forgeries on it may be superseded), or null when one is.
    */
   private async heldBy(subject: string): Promise<number | null> {
     const msg = await this.direct.get(this.subjects.journal.stream, { last_by_subj: subject });
     if (!msg) return 0;
-    return trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok ? null : msg.seq;
+    if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok) return null;
+    return (await this.genuineBefore(msg)) ? null : msg.seq;
+  }
+
+  /** Whether the message at `seq` is a trusted event on `subject`. */
+  private async genuineAt(subject: string, seq: number): Promise<boolean> {
+    const msg = await this.direct.get(this.subjects.journal.stream, { seq });
+    return (
+      msg?.subject === subject && trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok
+    );
+  }
+
+  /**
+   * The first trusted event on `last`'s subject before it, read in stream order: on a
+   * once-per-dispatch subject the genuine event a forgery was published after (there is one at
+   * most). Read only when an untrusted message sits last, so one read per message an attacker put
+   * on the subject, and none otherwise.
+   */
+  private async genuineBefore(
+    last: DirectMessage,
+  ): Promise<{ msg: DirectMessage; event: JournalEvent } | null> {
+    for (let seq = 1; seq < last.seq;) {
+      const msg = await this.direct.get(this.subjects.journal.stream, {
+        seq,
+        next_by_subj: last.subject,
+      });
+      if (!msg || msg.seq >= last.seq) return null;
+      const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+      if (trusted.ok) return { msg, event: trusted.event };
+      seq = msg.seq + 1;
+    }
+    return null;
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */

@@ -3,7 +3,8 @@ import { freePort } from './nats-server-process';
 
 /**
  * A TCP relay on a loopback port of its own to a real server (PostgreSQL, NATS) that a test can
- * cut: a database that is unreachable, then back, without touching the shared server itself.
+ * cut: a database that is unreachable, then back, without touching the shared server itself. With
+ * a delay it is a slow link: a client behind it is the one that loses every race with the others.
  */
 export interface TcpProxy {
   readonly port: number;
@@ -15,11 +16,20 @@ export interface TcpProxy {
   cut(): Promise<void>;
 }
 
-/** A relay to `target`, not yet accepting (call `listen`). */
-export async function tcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+/** A relay to `target`, not yet accepting (call `listen`), delaying each chunk by `delayMs` each way. */
+export async function tcpProxy(
+  target: { host: string; port: number },
+  options: { delayMs?: number } = {},
+): Promise<TcpProxy> {
   const port = await freePort();
   const sockets = new Set<Socket>();
   let server: Server | undefined;
+  const delayMs = options.delayMs ?? 0;
+  // Timers of one delay fire in the order they were set: the stream's bytes keep their order.
+  const relay = (from: Socket, to: Socket) => {
+    if (delayMs <= 0) from.pipe(to);
+    else from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
+  };
   return {
     port,
     get open() {
@@ -38,7 +48,8 @@ export async function tcpProxy(target: { host: string; port: number }): Promise<
         };
         client.on('error', forget).on('close', forget);
         upstream.on('error', forget).on('close', forget);
-        client.pipe(upstream).pipe(client);
+        relay(client, upstream);
+        relay(upstream, client);
       });
       await new Promise<void>((resolve, reject) => {
         listening.once('error', reject);

@@ -65,6 +65,9 @@ export class Evaluator {
       // Decided before (a redelivery after a crash): complete that decision's follow-ups, not ours.
       // Within the broker's dedupe window the repeated `decided` id comes back as a duplicate
       // rather than a refusal; either way the journal holds the first decision, not this one.
+      // Refused with nothing recorded (on an open broker, forgeries that kept taking the
+      // transition, see `SUPERSEDE_ATTEMPTS`): thrown below, so the delivery is retried and, at its
+      // last, dead-lettered and settled as an error.
       const recorded = await this.publisher.last(
         requested.tenant,
         requested.runId,
@@ -87,6 +90,8 @@ export class Evaluator {
         // A denial extends the run's error streak before the caller can see it.
         await this.streaks?.record(event.tenant, event.runId, event.dispatchId, 'denied');
       }
+      // Not appended: recorded before (a redelivery), or, on an open broker, lost to forgeries
+      // that kept taking the transition (`SUPERSEDE_ATTEMPTS`); the latter is not retried here.
       const result = await this.publisher.append(event);
       if (result.appended && !result.duplicate && event.type === 'suspended') {
         this.nc.publish(

@@ -725,6 +725,9 @@ export class ToolRunner {
     let fellBack = false;
     for (let failures = 1; ; failures++) {
       try {
+        // `{ appended: false }`: settled before (by another attempt or service), or, on an open
+        // broker, forgeries kept taking the transition (`SUPERSEDE_ATTEMPTS`) and this outcome is
+        // not recorded; neither is retried.
         await this.options.publisher.append(settled);
         return;
       } catch (err) {
