@@ -3,13 +3,14 @@ import { JournalPublisher, type JournalStreamOptions } from '@toolgate/bus';
 import {
   bootstrapService,
   connectNats,
+  metricsFor,
   stopOnce,
   Readiness,
   startClean,
   startupStep,
   type RunningService,
 } from '@toolgate/service-kit';
-import { createSubjects, resolveServiceKeys } from '@toolgate/contracts';
+import { createSubjects, resolveServiceKeys, type UntrustedReason } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import { JournalModule } from './app.module';
 import type { JournalConfig } from './config';
@@ -58,6 +59,8 @@ export async function startJournal(options: {
       (h) => h.db.destroy(),
     );
     // Before the consumer starts: it resumes after what it acknowledged, whatever the database holds.
+    // What it skips as untrusted is counted once the bootstrap below has made the metrics.
+    const untrustedInFold: UntrustedReason[] = [];
     await startupStep('folding the events the journal consumer passed', async () => {
       const nc = await connectNats(config, 'toolgate-journal-startup-fold', {
         maxReconnectAttempts: 0,
@@ -70,6 +73,7 @@ export async function startJournal(options: {
           createSubjects(config.prefix),
           log,
           keys,
+          (reason) => untrustedInFold.push(reason),
         );
       } finally {
         await nc.close();
@@ -108,6 +112,9 @@ export async function startJournal(options: {
       }),
       (s) => s.stop(),
     );
+    // As the rebuild counts what it skips (`fold`): the same reads, over the same stream.
+    const countUntrustedInFold = metricsFor(service.nc).untrustedCounter('fold');
+    for (const reason of untrustedInFold) countUntrustedInFold(reason);
     service.app.get(Readiness).add({
       name: 'database',
       check: async () => {

@@ -30,17 +30,19 @@ export interface ReadJournalOptions {
   onUntrusted?(reason: UntrustedReason): void;
   /** The first stream sequence to read (default 1). */
   fromSeq?: number;
+  /** The last stream sequence to read (default: the stream's last when the read starts). */
+  toSeq?: number;
   /** How many messages the consumer keeps buffered (default 256). */
   batch?: number;
 }
 
 /**
- * Reads the journal stream from `fromSeq` up to the end it had when the read started, through an
- * ordered consumer (ephemeral, flow-controlled, in stream order, re-created by the client on a gap:
- * exactly what a replay needs, and nothing to clean up on the server). Each message is verified
- * and parsed as the projection's consumer does (`trustedEvent`); one that is not a trusted event is
- * skipped and counted, never fatal, so one bad publish cannot block a rebuild, and a forged one is
- * folded neither live nor in a rebuild.
+ * Reads the journal stream from `fromSeq` up to `toSeq` or the end it had when the read started,
+ * through an ordered consumer (ephemeral, flow-controlled, in stream order, re-created by the
+ * client on a gap: exactly what a replay needs, and nothing to clean up on the server). Each
+ * message is verified and parsed as the projection's consumer does (`trustedEvent`); one that is
+ * not a trusted event is skipped and counted, never fatal, so one bad publish cannot block a
+ * rebuild, and a forged one is folded neither live nor in a rebuild.
  *
  * The iteration ends when the consumer reports nothing pending, so events published during the
  * read may or may not be included; a catch-up from `stats.lastSeq + 1` picks them up.
@@ -56,9 +58,9 @@ export function readJournal(
 
   async function* entries(): AsyncGenerator<JournalEntry> {
     const info = await (await js.streams.get(streamName)).info();
+    const endSeq = Math.min(info.state.last_seq, options.toSeq ?? Infinity);
     // Without this check an empty (or already fully read) stream would leave the consumer waiting.
-    if (info.state.messages === 0 || info.state.last_seq < fromSeq) return;
-    const endSeq = info.state.last_seq;
+    if (info.state.messages === 0 || endSeq < fromSeq) return;
     const consumer = await js.consumers.get(streamName, {
       filter_subjects: subjects.journal.all,
       deliver_policy: DeliverPolicy.StartSequence,

@@ -1,6 +1,11 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { consumerName, isJsApiError, JsApiCode } from '@toolgate/bus';
-import { ConsumerRole, type EventKeys, type Subjects } from '@toolgate/contracts';
+import {
+  ConsumerRole,
+  type EventKeys,
+  type Subjects,
+  type UntrustedReason,
+} from '@toolgate/contracts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/database';
 import type { JournalEntry } from '../projection/apply-event';
@@ -27,7 +32,8 @@ export interface StartupFold {
  * events it delivers again are duplicates of the fold and are skipped by sequence, as any
  * redelivery is. Folded in stream order, in batches, with progress in the log, before the consumer
  * starts. Replicas that start together may both fold; the fold is exactly-once per sequence, so one
- * of them only repeats work.
+ * of them only repeats work. `onUntrusted` hears of each message skipped as not signed by its
+ * producer (metrics).
  */
 export async function foldWhatTheConsumerPassed(
   db: Kysely<Database>,
@@ -36,6 +42,7 @@ export async function foldWhatTheConsumerPassed(
   subjects: Subjects,
   log: (line: string) => void,
   keys: EventKeys,
+  onUntrusted?: (reason: UntrustedReason) => void,
   progressEveryMs = 2_000,
 ): Promise<StartupFold | null> {
   let delivered: number;
@@ -64,13 +71,13 @@ export async function foldWhatTheConsumerPassed(
   );
   if (delivered <= applied) return null;
   const fromSeq = applied + 1;
-  const reader = readJournal(js, subjects, { fromSeq, keys });
+  // Up to what the consumer was delivered: what it will deliver, it counts and skips itself.
+  const reader = readJournal(js, subjects, { fromSeq, toSeq: delivered, keys, onUntrusted });
   let last = Date.now();
   let announced = false;
   const total = delivered - applied;
   async function* upToDelivered(): AsyncGenerator<JournalEntry> {
     for await (const entry of reader) {
-      if (entry.seq > delivered) break;
       // Said once there is something to fold: messages that are not events (the consumer skipped
       // them too) at the end of the stream are not worth a line at every start.
       if (!announced) {
