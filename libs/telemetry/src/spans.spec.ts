@@ -138,3 +138,30 @@ describe('spans, read from an in-memory exporter', () => {
     expect(wait.links).toEqual([]);
   });
 });
+
+describe('spans while no tracer provider is installed', () => {
+  it('run their function with a span that records nothing, pass its result and failure through, and carry no caller context on', async () => {
+    const caller = headers();
+    caller.set('traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    const seen = await consumerSpan('t.in', caller, { a: 1 }, async (span) => {
+      expect(span.isRecording()).toBe(false);
+      expect(trace.getActiveSpan()).toBeUndefined();
+      return producerSpan('t.out', {}, async () => {
+        const out = injectTraceContext(headers());
+        return out.get('traceparent');
+      });
+    });
+    expect(seen).toBe('');
+    const boom = new Error('disk full');
+    await expect(
+      resumedSpan('wait', caller, 0, {}, async () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    // A synchronous throw still rejects the promise the caller awaits, as an async span does.
+    const sync = inSpan('sync', {}, (() => {
+      throw boom;
+    }) as () => Promise<never>);
+    await expect(sync).rejects.toBe(boom);
+  });
+});

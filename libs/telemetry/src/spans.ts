@@ -1,5 +1,6 @@
 import {
   context,
+  INVALID_SPAN_CONTEXT,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -12,6 +13,7 @@ import {
 } from '@opentelemetry/api';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { extractTraceContext } from './nats-header-propagation';
+import { tracingInstalled } from './telemetry-setup';
 
 const TRACER = 'toolgate';
 
@@ -44,6 +46,13 @@ export const Attr = {
   ApprovalSource: 'toolgate.approval.source',
 } as const;
 
+/**
+ * What `fn` gets while nothing is installed (see `setupTelemetry`): the span the API's no-op
+ * tracer would start, without starting one. Measured by `npm run bench`: building no-op spans,
+ * their attributes and contexts was ~4 % of the dispatch path's CPU and allocations.
+ */
+const NOT_RECORDING: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /** The tracer every Toolgate span comes from. */
 function tracer() {
   return trace.getTracer(TRACER);
@@ -65,6 +74,7 @@ export async function inSpan<T>(
   },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingInstalled()) return fn(NOT_RECORDING);
   const parent = options.parent ?? context.active();
   const span = tracer().startSpan(
     name,
@@ -99,6 +109,7 @@ export function consumerSpan<T>(
   attributes: Attributes,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingInstalled()) return inSpan(destination, {}, fn);
   return inSpan(
     `process ${destination}`,
     {
@@ -129,6 +140,7 @@ export function resumedSpan<T>(
   attributes: Attributes,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingInstalled()) return inSpan(name, {}, fn);
   const parked = extractTraceContext(headers, ROOT_CONTEXT);
   const now = trace.getSpanContext(context.active());
   if (!trace.getSpanContext(parked)) return inSpan(name, { attributes, startTime: since }, fn);
@@ -150,6 +162,7 @@ export function producerSpan<T>(
   attributes: Attributes,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!tracingInstalled()) return inSpan(destination, {}, fn);
   return inSpan(
     `send ${destination}`,
     {

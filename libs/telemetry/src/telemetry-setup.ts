@@ -26,6 +26,14 @@ export interface Telemetry {
 
 let installed: { provider: NodeTracerProvider } | undefined;
 
+/**
+ * Whether a tracer provider is installed. Without one every span is a no-op and no context manager
+ * carries a span across an `await`, so `inSpan` skips building spans and contexts altogether.
+ */
+export function tracingInstalled(): boolean {
+  return installed !== undefined;
+}
+
 /** What `setupTelemetry` answers when spans go nowhere: there is nothing to flush or shut down. */
 const TRACING_OFF: Telemetry = {
   shutdown: async () => undefined,
