@@ -8,6 +8,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { startCpuMeter } from './machine-cpu';
 import { percentile, pool, round, since, withTimeout } from './stats';
 
 export interface BaselineResult {
@@ -20,6 +21,10 @@ export interface BaselineResult {
   asyncMessages: number;
   asyncWindow: number;
   storage: 'file';
+  /** The broker's CPU per message published in the async figure (µs), when it runs here. */
+  brokerCpuUsPerPublish?: number;
+  /** The broker's CPU per message delivered and acked in the consume figure (µs). */
+  brokerCpuUsPerConsumeAck?: number;
 }
 
 /** Publishes in flight at once in the async figure. */
@@ -71,9 +76,11 @@ export async function benchBaseline(
     // Warm the async path, then purge so the consumer below reads exactly the timed messages.
     await pool(2_000, WINDOW, async () => void (await js.publish(subject, payload)));
     await jsm.streams.purge(stream);
+    const publishCpu = startCpuMeter();
     const t0 = performance.now();
     await pool(asyncMessages, WINDOW, async () => void (await js.publish(subject, payload)));
     const asyncMs = since(t0);
+    const published = publishCpu.stop();
 
     const durable = `${prefix}_baseline_reader`;
     await jsm.consumers.add(stream, {
@@ -83,6 +90,7 @@ export async function benchBaseline(
       max_ack_pending: 10_000,
     });
     const consumer = await js.consumers.get(stream, durable);
+    const consumeCpu = startCpuMeter();
     const t1 = performance.now();
     const messages = await consumer.consume({ max_messages: 1000 });
     let seen = 0;
@@ -101,6 +109,7 @@ export async function benchBaseline(
       'the baseline consumer to read every message',
     );
     const consumeMs = since(t1);
+    const consumed = consumeCpu.stop();
     await messages.close();
     const info = await jsm.consumers.info(stream, durable);
     if (info.num_ack_pending !== 0 || info.num_pending !== 0) {
@@ -119,8 +128,19 @@ export async function benchBaseline(
       asyncMessages,
       asyncWindow: WINDOW,
       storage: 'file',
+      ...perMessageUs('brokerCpuUsPerPublish', published.brokerSeconds, asyncMessages),
+      ...perMessageUs('brokerCpuUsPerConsumeAck', consumed.brokerSeconds, asyncMessages),
     };
   } finally {
     await jsm.streams.delete(stream).catch(() => undefined);
   }
+}
+
+function perMessageUs<K extends string>(
+  field: K,
+  seconds: number | undefined,
+  messages: number,
+): Partial<Record<K, number>> {
+  if (seconds === undefined) return {};
+  return { [field]: round((seconds * 1e6) / messages, 1) } as Partial<Record<K, number>>;
 }

@@ -13,6 +13,7 @@ import { setupTelemetry } from '@toolgate/telemetry';
 import { NATS_URL, type TestNats, type TestSchema } from '@toolgate/testing';
 import { startProcessStack, type ProcessStack } from '../support/process-stack';
 import { removeWorkdir, stackEnv } from '../support/test-stack';
+import { procCpuSeconds } from './machine-cpu';
 
 export const TENANT = 'bench';
 export const TOKEN = 'bench-admin-token-0123456789abcdef';
@@ -361,19 +362,6 @@ export class BenchStack {
       await this.nc.close().catch(() => undefined);
       await removeWorkdir(this.workdir);
     }
-  }
-}
-
-/** utime + stime of a process, from /proc (Linux; 0 elsewhere or once it is gone). */
-function procCpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start after its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return ticks / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return 0;
   }
 }
 

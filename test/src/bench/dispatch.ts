@@ -12,6 +12,7 @@ import {
   type JournalWatch,
   type SubmitReply,
 } from './bench-stack';
+import { startCpuMeter, type CpuSpent } from './machine-cpu';
 import { profiled } from './profile';
 import { percentile, phase, pool, round, since, withTimeout } from './stats';
 
@@ -378,6 +379,15 @@ export interface ThroughputResult {
   cpuMsPerDispatch: number;
   /** The same until the last dispatch settled (what the projection had not folded by then is left out). */
   pipelineCpuMsPerDispatch: number;
+  /**
+   * The broker's and the database's CPU per dispatch over the same span as `cpuMsPerDispatch`, when
+   * they run on this machine: with it, where each dispatch's CPU goes on a machine they share.
+   */
+  brokerCpuMsPerDispatch?: number;
+  databaseCpuMsPerDispatch?: number;
+  /** How busy the machine's CPUs were over that span (every process), and how much was stolen. */
+  machineBusyPct?: number;
+  stealPct?: number;
   /** Events the projection had not folded when the last dispatch settled. */
   projectionPendingAtLastSettle: number;
   /** Whether the projection had folded everything within 1 s of the last settlement. */
@@ -388,6 +398,23 @@ export interface ThroughputResult {
   projectionBacklog?: number;
   journalAppendsPerDispatch: number;
   lastDispatchId: string;
+}
+
+/** `spent` per dispatch (ms) and as percentages, leaving out what could not be measured. */
+function serverCpu(spent: CpuSpent, dispatches: number) {
+  const perDispatch = (seconds?: number) =>
+    seconds === undefined ? undefined : round((seconds * 1000) / dispatches, 3);
+  const pct = (fraction?: number) =>
+    fraction === undefined ? undefined : round(fraction * 100, 1);
+  const fields = {
+    brokerCpuMsPerDispatch: perDispatch(spent.brokerSeconds),
+    databaseCpuMsPerDispatch: perDispatch(spent.databaseSeconds),
+    machineBusyPct: pct(spent.machineBusy),
+    stealPct: pct(spent.steal),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<
+    typeof fields
+  >;
 }
 
 /**
@@ -424,6 +451,7 @@ export async function benchThroughput(
   let lastDispatchId = '';
   const t0 = performance.now();
   const cpu0 = stack.cpuSeconds();
+  const servers = startCpuMeter();
   const run = async () => {
     await pool(opts.dispatches, SUBMIT_WINDOW, async () => {
       const reply = await submit(opts.runId, 0);
@@ -446,6 +474,7 @@ export async function benchThroughput(
   const catchUpMs = waited === undefined ? undefined : since(watch.lastSettledAt);
   // Up to the projection's last fold: its work is part of what a dispatch costs.
   const cpuSeconds = stack.cpuSeconds() - cpu0;
+  const spent = servers.stop();
   if (catchUpMs === undefined) {
     process.stderr.write(
       `bench: WARNING the journal projection did not drain within ${opts.drainWaitMs} ms; consumers: ${describeStates(await consumerStates(nats))}\n`,
@@ -459,6 +488,7 @@ export async function benchThroughput(
     journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
     cpuMsPerDispatch: round((cpuSeconds * 1000) / opts.dispatches, 3),
     pipelineCpuMsPerDispatch: round((pipelineCpuSeconds * 1000) / opts.dispatches, 3),
+    ...serverCpu(spent, opts.dispatches),
     projectionPendingAtLastSettle: pendingAtLastSettle,
     projectionCaughtUp: catchUpMs !== undefined && catchUpMs <= 1000,
     ...(catchUpMs !== undefined

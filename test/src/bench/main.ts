@@ -84,7 +84,10 @@ interface Report {
 }
 
 /** `dispatch.split`: the same phases with each service in a process of its own. */
-interface SplitResult {
+interface SplitResult extends Pick<
+  DispatchResult,
+  'brokerCpuMsPerDispatch' | 'databaseCpuMsPerDispatch' | 'machineBusyPct' | 'stealPct'
+> {
   p50Ms: number;
   p99Ms: number;
   hopsP50Ms: DispatchResult['hopsP50Ms'];
@@ -399,6 +402,7 @@ async function benchSplit(
       throughputDispatches: tput.throughputDispatches,
       throughputVsBound: round(tput.throughputPerSec / bound, 3),
       cpuMsPerDispatch: tput.cpuMsPerDispatch,
+      ...serversCpu(tput),
       projectionCaughtUp: tput.projectionCaughtUp,
       ...(tput.projectionCatchUpMs !== undefined
         ? { projectionCatchUpMs: tput.projectionCatchUpMs }
@@ -414,6 +418,28 @@ async function benchSplit(
   } finally {
     await split.stop();
   }
+}
+
+function serversCpu(t: ServersCpu): ServersCpu {
+  const { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct } = t;
+  return { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct };
+}
+
+type ServersCpu = Pick<
+  DispatchResult,
+  'brokerCpuMsPerDispatch' | 'databaseCpuMsPerDispatch' | 'machineBusyPct' | 'stealPct'
+>;
+
+/** The throughput phase's CPU outside the services: the broker, the database, the machine. */
+function serversCpuRows(t: ServersCpu): [string, unknown][] {
+  if (t.brokerCpuMsPerDispatch === undefined) return [];
+  return [
+    [
+      'CPU per dispatch: broker / database',
+      `${t.brokerCpuMsPerDispatch} / ${t.databaseCpuMsPerDispatch ?? '-'} ms`,
+    ],
+    ['machine busy / stolen over the phase', `${t.machineBusyPct ?? '-'} / ${t.stealPct ?? '-'} %`],
+  ];
 }
 
 /** `aside.ts` in a child process (its log lines pass through): each section's result and seconds. */
@@ -504,6 +530,14 @@ function print(report: Report): void {
           'durable pull consume + ack',
           `${b.jetstreamConsumeAckPerSec.toLocaleString('en-US')} msg/s`,
         ],
+        ...(b.brokerCpuUsPerPublish !== undefined
+          ? ([
+              [
+                'broker CPU per message: async publish / consume + ack',
+                `${b.brokerCpuUsPerPublish} / ${b.brokerCpuUsPerConsumeAck} µs`,
+              ],
+            ] as [string, unknown][])
+          : []),
       ]),
     );
   }
@@ -534,6 +568,7 @@ function print(report: Report): void {
         ...(d.signCostUs !== undefined ? [signingRow(d as SigningCost)] : []),
         ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
         ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
+        ...serversCpuRows(d),
         [
           `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
           `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
@@ -576,6 +611,7 @@ function print(report: Report): void {
             `${d.split.throughputPerSec} dispatches/s (vs bound ${d.split.throughputVsBound})`,
           ],
           ['CPU per dispatch (all six processes)', `${d.split.cpuMsPerDispatch} ms`],
+          ...serversCpuRows(d.split),
           [
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
