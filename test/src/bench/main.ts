@@ -660,10 +660,15 @@ function print(report: Report): void {
     out.push(
       table('memory', [
         ['RSS after the throughput phase', `${mem.rssAfterMb} MiB`],
-        [
-          `growth over ${mem.growthDispatches.toLocaleString('en-US')} dispatches (RSS / heap)`,
-          `${mem.rssGrowthMbPer100k} / ${mem.heapUsedGrowthMbPer100k} MiB per 100k`,
-        ],
+        mem.rssGrowthMbPer100k !== undefined
+          ? [
+              `growth over ${mem.growthDispatches.toLocaleString('en-US')} dispatches (RSS / heap)`,
+              `${mem.rssGrowthMbPer100k} / ${mem.heapUsedGrowthMbPer100k} MiB per 100k`,
+            ]
+          : [
+              `growth over ${mem.growthDispatches.toLocaleString('en-US')} dispatches: RSS (not scaled) / heap`,
+              `${mem.rssGrowthMb} MiB / ${mem.heapUsedGrowthMbPer100k} MiB per 100k`,
+            ],
       ]),
     );
   if (a)

@@ -12,9 +12,13 @@ export interface MemoryResult {
   growthDispatches: number;
   /**
    * RSS growth over the growth run, per 100,000 settled dispatches: the RSS after its last chunk
-   * minus the RSS after its first (both after a full garbage collection), scaled.
+   * minus the RSS after its first (both after a full garbage collection), scaled. Full runs only: a
+   * quick run's 1,000 dispatches scaled by 100 turn the allocator returning or taking a few pages
+   * into thousands of MiB either way.
    */
-  rssGrowthMbPer100k: number;
+  rssGrowthMbPer100k?: number;
+  /** The same difference, not scaled: MiB from the first chunk's end to the last's. */
+  rssGrowthMb: number;
   /** The same for the V8 heap in use, which the allocator does not round up to pages. */
   heapUsedGrowthMbPer100k: number;
   /** RSS (MiB) after each chunk of the growth run. */
@@ -60,7 +64,8 @@ export async function benchMemory(
   return {
     rssAfterMb: round(opts.rssAfterMb, 1),
     growthDispatches: dispatches,
-    rssGrowthMbPer100k: per100k(rss),
+    ...(opts.quick ? {} : { rssGrowthMbPer100k: per100k(rss) }),
+    rssGrowthMb: round(rss.at(-1)! - rss[0]!, 1),
     heapUsedGrowthMbPer100k: per100k(heap),
     rssByChunkMb: rss.map((r) => round(r, 1)),
   };
