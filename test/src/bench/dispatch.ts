@@ -70,6 +70,8 @@ export interface DispatchResult extends Omit<ThroughputResult, 'lastDispatchId'>
   steadyOfferedPerSec?: number;
   steadySeconds?: number;
   steadyDispatches?: number;
+  steadyCpuMsPerDispatch?: number;
+  steadyLoopUtilization?: number;
   steadySlowestHopsP50Ms?: Record<Hop | 'sentLate', number>;
   steadyLoopDelayP99Ms?: number;
   steadyLoopDelayMaxMs?: number;
@@ -388,6 +390,11 @@ export interface ThroughputResult {
   /** How busy the machine's CPUs were over that span (every process), and how much was stolen. */
   machineBusyPct?: number;
   stealPct?: number;
+  /**
+   * How busy this process's event loop was until the last dispatch settled (0–1): in the
+   * all-in-one the one thread every service runs on, in the split the load generator's.
+   */
+  loopUtilization: number;
   /** Events the projection had not folded when the last dispatch settled. */
   projectionPendingAtLastSettle: number;
   /** Whether the projection had folded everything within 1 s of the last settlement. */
@@ -451,6 +458,7 @@ export async function benchThroughput(
   let lastDispatchId = '';
   const t0 = performance.now();
   const cpu0 = stack.cpuSeconds();
+  const elu0 = performance.eventLoopUtilization();
   const servers = startCpuMeter();
   const run = async () => {
     await pool(opts.dispatches, SUBMIT_WINDOW, async () => {
@@ -465,6 +473,7 @@ export async function benchThroughput(
   const tputMs = watch.lastSettledAt - t0;
   if (watch.failure) throw new Error(watch.failure);
   const pipelineCpuSeconds = stack.cpuSeconds() - cpu0;
+  const loop = performance.eventLoopUtilization(elu0);
   const pendingAtLastSettle = await projectionBacklog(nats);
   const after = await journalCounts(nats);
   const appended = after.messages - before.messages;
@@ -489,6 +498,7 @@ export async function benchThroughput(
     cpuMsPerDispatch: round((cpuSeconds * 1000) / opts.dispatches, 3),
     pipelineCpuMsPerDispatch: round((pipelineCpuSeconds * 1000) / opts.dispatches, 3),
     ...serverCpu(spent, opts.dispatches),
+    loopUtilization: round(loop.utilization, 3),
     projectionPendingAtLastSettle: pendingAtLastSettle,
     projectionCaughtUp: catchUpMs !== undefined && catchUpMs <= 1000,
     ...(catchUpMs !== undefined
@@ -541,6 +551,13 @@ export interface SteadyResult {
   steadyOfferedPerSec: number;
   steadySeconds: number;
   steadyDispatches: number;
+  /** CPU per dispatch in the steady phase, of the processes `cpuMsPerDispatch` counts. */
+  steadyCpuMsPerDispatch: number;
+  /**
+   * How busy this process's event loop was over the steady phase (0–1): in the all-in-one the one
+   * thread every service runs on, in the split the load generator's.
+   */
+  steadyLoopUtilization: number;
   /**
    * The slowest 1% of the steady phase's dispatches (at least 5): p50 of how late the load
    * generator sent them after their scheduled time, and of each hop (see `hopsP50Ms`) — which hop
@@ -570,6 +587,8 @@ async function steadyLoad(
   const timed: (SentDispatch & { scheduled: number; ms: number })[] = [];
   const inFlight: Promise<void>[] = [];
   const t0 = performance.now() + 20;
+  const cpu0 = stack.cpuSeconds();
+  const elu0 = performance.eventLoopUtilization();
   let i = 0;
   while (i < total) {
     const now = performance.now();
@@ -596,6 +615,8 @@ async function steadyLoad(
     else await new Promise((r) => setImmediate(r));
   }
   await withTimeout(Promise.all(inFlight), 60_000, 'the steady-load dispatches to settle');
+  const cpuSeconds = stack.cpuSeconds() - cpu0;
+  const loop = performance.eventLoopUtilization(elu0);
   // Where the slowest 1% spent their time: how late the generator sent them, then each hop.
   const slow = timed.sort((a, b) => b.ms - a.ms).slice(0, Math.max(5, Math.ceil(total / 100)));
   const slowHops = await hopBreakdown(nats, opts.runId, slow);
@@ -605,6 +626,8 @@ async function steadyLoad(
     steadyOfferedPerSec: Math.round(opts.ratePerSec),
     steadySeconds: opts.seconds,
     steadyDispatches: total,
+    steadyCpuMsPerDispatch: round((cpuSeconds * 1000) / total, 3),
+    steadyLoopUtilization: round(loop.utilization, 3),
     steadySlowestHopsP50Ms: {
       sentLate: round(
         percentile(

@@ -103,6 +103,7 @@ interface SplitResult extends Pick<
   steadyOfferedPerSec: number;
   steadySeconds: number;
   steadySlowestHopsP50Ms: NonNullable<DispatchResult['steadySlowestHopsP50Ms']>;
+  steadyCpuMsPerDispatch: number;
   /** Seconds until the five processes (from their sources) were all ready. */
   startSeconds: number;
   /**
@@ -412,6 +413,7 @@ async function benchSplit(
       steadyOfferedPerSec: steady.steadyOfferedPerSec,
       steadySeconds: steady.steadySeconds,
       steadySlowestHopsP50Ms: steady.steadySlowestHopsP50Ms,
+      steadyCpuMsPerDispatch: steady.steadyCpuMsPerDispatch,
       startSeconds,
       ...(split.beside ? { startedBesideGrowth: true as const } : {}),
     };
@@ -542,58 +544,65 @@ function print(report: Report): void {
     );
   }
   if (d) {
-    out.push(
-      table(`dispatch: ${d.tool}, all services in one process`, [
-        [
-          `latency over NATS p50 / p99 (${d.latencySamples} sequential, after ${d.warmupDispatches})`,
-          `${d.p50Ms} / ${d.p99Ms} ms`,
-        ],
-        [
-          'p50 per hop: submit→requested→decided→started→settled→reply',
-          Object.values(d.hopsP50Ms).join(' / ') + ' ms',
-        ],
-        ...(d.httpP50Ms !== undefined
-          ? ([
-              [
-                `latency over HTTP p50 / p99 (${d.httpSamples} sequential)`,
-                `${d.httpP50Ms} / ${d.httpP99Ms} ms`,
-              ],
-            ] as [string, unknown][])
-          : []),
-        [
-          `throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`,
-          `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
-        ],
-        ['journal appends per dispatch', d.journalAppendsPerDispatch],
-        ...(d.signCostUs !== undefined ? [signingRow(d as SigningCost)] : []),
-        ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
-        ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
-        ...serversCpuRows(d),
-        [
-          `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
-          `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
-        ],
-        [
-          'steady, slowest 1%: p50 sent late / per hop',
-          d.steadySlowestHopsP50Ms
-            ? Object.values(d.steadySlowestHopsP50Ms).join(' / ') + ' ms'
-            : '-',
-        ],
-        [
-          'steady: event loop delay p99 / max, longest GC pause',
-          `${d.steadyLoopDelayP99Ms} / ${d.steadyLoopDelayMaxMs} ms, ${d.steadyGcMaxPauseMs} ms`,
-        ],
-        [
-          'projection backlog at last settle / drained after',
-          `${d.projectionPendingAtLastSettle} events / ${d.projectionCatchUpMs !== undefined ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
-        ],
-        [
-          'projection fold rate (backlog) vs pipeline events/s',
-          `${d.projectionEventsPerSec} vs ${d.pipelineEventsPerSec} events/s`,
-        ],
-        ['dead-lettered', d.deadLettered],
-      ]),
-    );
+    // `--only split` measures the split alone: no all-in-one figures to print then.
+    if (d.hopsP50Ms)
+      out.push(
+        table(`dispatch: ${d.tool}, all services in one process`, [
+          [
+            `latency over NATS p50 / p99 (${d.latencySamples} sequential, after ${d.warmupDispatches})`,
+            `${d.p50Ms} / ${d.p99Ms} ms`,
+          ],
+          [
+            'p50 per hop: submit→requested→decided→started→settled→reply',
+            Object.values(d.hopsP50Ms).join(' / ') + ' ms',
+          ],
+          ...(d.httpP50Ms !== undefined
+            ? ([
+                [
+                  `latency over HTTP p50 / p99 (${d.httpSamples} sequential)`,
+                  `${d.httpP50Ms} / ${d.httpP99Ms} ms`,
+                ],
+              ] as [string, unknown][])
+            : []),
+          [
+            `throughput (${d.throughputDispatches}, ${d.submitWindow} submissions in flight)`,
+            `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
+          ],
+          ['journal appends per dispatch', d.journalAppendsPerDispatch],
+          ...(d.signCostUs !== undefined ? [signingRow(d as SigningCost)] : []),
+          ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
+          ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
+          ...serversCpuRows(d),
+          ['event loop busy until the last settled', d.loopUtilization],
+          [
+            `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
+            `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
+          ],
+          [
+            'steady: CPU per dispatch, event loop busy',
+            `${d.steadyCpuMsPerDispatch} ms, ${d.steadyLoopUtilization}`,
+          ],
+          [
+            'steady, slowest 1%: p50 sent late / per hop',
+            d.steadySlowestHopsP50Ms
+              ? Object.values(d.steadySlowestHopsP50Ms).join(' / ') + ' ms'
+              : '-',
+          ],
+          [
+            'steady: event loop delay p99 / max, longest GC pause',
+            `${d.steadyLoopDelayP99Ms} / ${d.steadyLoopDelayMaxMs} ms, ${d.steadyGcMaxPauseMs} ms`,
+          ],
+          [
+            'projection backlog at last settle / drained after',
+            `${d.projectionPendingAtLastSettle} events / ${d.projectionCatchUpMs !== undefined ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
+          ],
+          [
+            'projection fold rate (backlog) vs pipeline events/s',
+            `${d.projectionEventsPerSec} vs ${d.pipelineEventsPerSec} events/s`,
+          ],
+          ['dead-lettered', d.deadLettered],
+        ]),
+      );
     if (d.split)
       out.push(
         table('dispatch, the five services as separate processes', [
@@ -616,6 +625,7 @@ function print(report: Report): void {
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
           ],
+          ['steady: CPU per dispatch (all six processes)', `${d.split.steadyCpuMsPerDispatch} ms`],
           [
             'steady, slowest 1%: p50 sent late / per hop',
             Object.values(d.split.steadySlowestHopsP50Ms).join(' / ') + ' ms',
