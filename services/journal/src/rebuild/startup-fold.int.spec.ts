@@ -13,11 +13,9 @@ import {
   type TestNats,
   type TestSchema,
 } from '@toolgate/testing';
-import { sql, type Kysely } from 'kysely';
 import { dispatchFixture } from '../../test/fixtures/journal-events.fixture';
+import { untilAudited } from '../../test/journal-test-db';
 import { loadJournalConfig } from '../config';
-import { createDb } from '../db/create-db';
-import type { Database } from '../db/database';
 import { startJournal } from '../journal.service';
 
 const encoder = new TextEncoder();
@@ -38,11 +36,6 @@ async function untrusted(journal: RunningService, role: string): Promise<Record<
     counts[/reason="([^"]+)"/.exec(sample[1]!)![1]!] = Number(sample[2]);
   }
   return counts;
-}
-
-async function auditCount(db: Kysely<Database>): Promise<number> {
-  const r = await sql<{ n: number }>`select count(*)::int as n from audit_log`.execute(db);
-  return r.rows[0]!.n;
 }
 
 describe('the start-up fold counts the untrusted messages it skips in /metrics', () => {
@@ -103,16 +96,7 @@ describe('the start-up fold counts the untrusted messages it skips in /metrics',
 
     // The first journal's consumer is delivered all of it, and counts the forgeries itself.
     journal = await start(first);
-    const { db: firstDb } = await createDb({
-      url: first.url,
-      schema: first.schema,
-      migrate: false,
-    });
-    try {
-      await eventually(async () => ((await auditCount(firstDb)) === 8 ? true : undefined));
-    } finally {
-      await firstDb.destroy();
-    }
+    await untilAudited(first, 8);
     await eventually(async () =>
       (await untrusted(journal!, 'journal'))['wrong-producer'] === 1 ? true : undefined,
     );

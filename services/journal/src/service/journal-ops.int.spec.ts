@@ -26,6 +26,7 @@ import {
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { dispatchFixture } from '../../test/fixtures/journal-events.fixture';
+import { auditCount, untilAudited } from '../../test/journal-test-db';
 import { loadJournalConfig } from '../config';
 import { createDb } from '../db/create-db';
 import type { Database } from '../db/database';
@@ -38,12 +39,6 @@ import { rebuildProjection } from '../rebuild/rebuild-projection';
 function okDispatch(dispatchId: string, runId = 'run-1'): JournalEvent[] {
   const d = dispatchFixture({ dispatchId, runId });
   return [d.requested(0), d.decided(1, 'allow'), d.started(2), d.settled(3, 'ok', { result: 1 })];
-}
-
-async function auditCount(db: Kysely<Database>, schema?: string): Promise<number> {
-  const table = schema ? sql.table(`${schema}.audit_log`) : sql.table('audit_log');
-  const r = await sql<{ n: number }>`select count(*)::int as n from ${table}`.execute(db);
-  return r.rows[0]!.n;
 }
 
 async function dispatchStatus(db: Kysely<Database>, dispatchId: string): Promise<string> {
@@ -119,16 +114,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
     const first = await useTestSchema('jops1');
     try {
       journal = await start({ DATABASE_URL: first.url, JOURNAL_SCHEMA: first.schema });
-      const { db: firstDb } = await createDb({
-        url: first.url,
-        schema: first.schema,
-        migrate: false,
-      });
-      try {
-        await eventually(async () => ((await auditCount(firstDb)) === 120 ? true : undefined));
-      } finally {
-        await firstDb.destroy();
-      }
+      await untilAudited(first, 120);
       expect(lines.some((l) => l.includes('folding'))).toBe(false);
       await journal.stop();
       journal = undefined;
