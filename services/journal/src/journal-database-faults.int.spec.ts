@@ -2,7 +2,6 @@ import { JournalPublisher } from '@toolgate/bus';
 import { startWithRetry, type RunningService } from '@toolgate/service-kit';
 import {
   DATABASE_URL,
-  NATS_URL,
   eventually,
   tcpProxy,
   useTestNats,
@@ -13,7 +12,7 @@ import {
   testJournalKeys,
 } from '@toolgate/testing';
 import { dispatchFixture } from '../test/fixtures/journal-events.fixture';
-import { loadJournalConfig } from './config';
+import { testJournalConfig } from '../test/journal-test-db';
 import { createDb } from './db/create-db';
 import { startJournal } from './journal.service';
 
@@ -42,13 +41,9 @@ describe('the journal and a PostgreSQL that is unreachable at start-up and later
   it('starts once the database answers, then fails readiness while it is cut and folds again when it is back', async () => {
     const viaProxy = new URL(DATABASE_URL);
     viaProxy.port = String(proxy.port);
-    const config = loadJournalConfig({
-      NATS_URL,
-      TOOLGATE_PREFIX: nats.prefix,
-      JOURNAL_PORT: '0',
-      DATABASE_URL: viaProxy.toString(),
-      JOURNAL_SCHEMA: schema.schema,
-      JOURNAL_BATCH_LINGER_MS: '0',
+    const config = testJournalConfig(nats.prefix, {
+      url: viaProxy.toString(),
+      schema: schema.schema,
     });
     const lines: string[] = [];
     const starting = startWithRetry(() => startJournal({ config, logger: false }), {

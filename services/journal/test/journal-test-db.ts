@@ -1,5 +1,6 @@
-import { eventually, useTestSchema } from '@toolgate/testing';
+import { NATS_URL, eventually, useTestSchema } from '@toolgate/testing';
 import { sql, type Kysely } from 'kysely';
+import { loadJournalConfig, type JournalConfig } from '../src/config';
 import { createDb } from '../src/db/create-db';
 import type { Database } from '../src/db/database';
 
@@ -46,4 +47,25 @@ export async function untilAudited(
   } finally {
     await db.destroy();
   }
+}
+
+/**
+ * A journal service's configuration for a test: the shared broker under `prefix`, the projection in
+ * `database.schema` at `database.url`, any port, events folded as they come (no linger); `env`
+ * adds to it or overrides it.
+ */
+export function testJournalConfig(
+  prefix: string,
+  database: { url: string; schema: string },
+  env: Record<string, string> = {},
+): JournalConfig {
+  return loadJournalConfig({
+    NATS_URL,
+    TOOLGATE_PREFIX: prefix,
+    JOURNAL_PORT: '0',
+    DATABASE_URL: database.url,
+    JOURNAL_SCHEMA: database.schema,
+    JOURNAL_BATCH_LINGER_MS: '0',
+    ...env,
+  });
 }

@@ -4,7 +4,6 @@ import { ensureJournalStreams } from '@toolgate/bus';
 import type { JournalEvent } from '@toolgate/contracts';
 import type { RunningService } from '@toolgate/service-kit';
 import {
-  NATS_URL,
   eventually,
   publishSigned,
   testKeys,
@@ -14,8 +13,7 @@ import {
   type TestSchema,
 } from '@toolgate/testing';
 import { dispatchFixture } from '../../test/fixtures/journal-events.fixture';
-import { untilAudited } from '../../test/journal-test-db';
-import { loadJournalConfig } from '../config';
+import { testJournalConfig, untilAudited } from '../../test/journal-test-db';
 import { startJournal } from '../journal.service';
 
 const encoder = new TextEncoder();
@@ -45,17 +43,7 @@ describe('the start-up fold counts the untrusted messages it skips in /metrics',
   let second: TestSchema;
   let journal: RunningService | undefined;
   const start = (schema: TestSchema) =>
-    startJournal({
-      config: loadJournalConfig({
-        NATS_URL,
-        TOOLGATE_PREFIX: t.prefix,
-        JOURNAL_PORT: '0',
-        DATABASE_URL: schema.url,
-        JOURNAL_SCHEMA: schema.schema,
-        JOURNAL_BATCH_LINGER_MS: '0',
-      }),
-      logger: false,
-    });
+    startJournal({ config: testJournalConfig(t.prefix, schema), logger: false });
 
   /** Publishes a `decided` of `dispatchId` nobody may have published, with the headers `sign` sets. */
   async function forge(

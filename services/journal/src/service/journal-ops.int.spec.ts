@@ -26,7 +26,7 @@ import {
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
 import { dispatchFixture } from '../../test/fixtures/journal-events.fixture';
-import { auditCount, untilAudited } from '../../test/journal-test-db';
+import { auditCount, testJournalConfig, untilAudited } from '../../test/journal-test-db';
 import { loadJournalConfig } from '../config';
 import { createDb } from '../db/create-db';
 import type { Database } from '../db/database';
@@ -81,15 +81,7 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
   let db: Kysely<Database>;
   const lines: string[] = [];
   const start = async (env: Record<string, string> = {}) => {
-    const config = loadJournalConfig({
-      NATS_URL,
-      TOOLGATE_PREFIX: t.prefix,
-      JOURNAL_PORT: '0',
-      DATABASE_URL: schema.url,
-      JOURNAL_SCHEMA: schema.schema,
-      JOURNAL_BATCH_LINGER_MS: '0',
-      ...env,
-    });
+    const config = testJournalConfig(t.prefix, schema, env);
     return startJournal({ config, logger: false, log: (l) => lines.push(l) });
   };
 
