@@ -84,10 +84,7 @@ interface Report {
 }
 
 /** `dispatch.split`: the same phases with each service in a process of its own. */
-interface SplitResult extends Pick<
-  DispatchResult,
-  'brokerCpuMsPerDispatch' | 'databaseCpuMsPerDispatch' | 'machineBusyPct' | 'stealPct'
-> {
+interface SplitResult extends ServersCpu {
   p50Ms: number;
   p99Ms: number;
   hopsP50Ms: DispatchResult['hopsP50Ms'];
@@ -422,15 +419,16 @@ async function benchSplit(
   }
 }
 
-function serversCpu(t: ServersCpu): ServersCpu {
-  const { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct } = t;
-  return { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct };
-}
-
+/** The CPU figures of a throughput phase outside the services' own processes. */
 type ServersCpu = Pick<
   DispatchResult,
   'brokerCpuMsPerDispatch' | 'databaseCpuMsPerDispatch' | 'machineBusyPct' | 'stealPct'
 >;
+
+function serversCpu(t: ServersCpu): ServersCpu {
+  const { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct } = t;
+  return { brokerCpuMsPerDispatch, databaseCpuMsPerDispatch, machineBusyPct, stealPct };
+}
 
 /** The throughput phase's CPU outside the services: the broker, the database, the machine. */
 function serversCpuRows(t: ServersCpu): [string, unknown][] {
