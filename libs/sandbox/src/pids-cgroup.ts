@@ -1,6 +1,7 @@
-import { promises as fs } from 'node:fs';
+import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '@toolgate/contracts';
+import { killQuietly } from './process-runner';
 
 /** The directory, under the pids cgroup we start from, that holds one cgroup per running sandbox. */
 const PARENT = 'toolgate-sandbox';
@@ -73,6 +74,20 @@ export class PidsCgroup {
       throw err;
     }
     return dir;
+  }
+
+  /**
+   * SIGKILLs every process in a run's cgroup, whatever its parent or session (synchronous: it runs
+   * in the same turn as the kill of the run's process group).
+   */
+  killAll(dir: string): void {
+    let procs: string;
+    try {
+      procs = readFileSync(path.join(dir, 'cgroup.procs'), 'utf8');
+    } catch {
+      return; // removed already
+    }
+    for (const line of procs.split('\n')) if (line) killQuietly(Number(line));
   }
 
   /**

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { CappedBuffer } from './capped-buffer';
@@ -20,6 +21,11 @@ export interface ProcessRequest {
   readonly signal?: AbortSignal;
   /** Open descriptors the process receives as fds 3, 4, … (the sandbox's protected paths). */
   readonly passFds?: readonly number[];
+  /**
+   * Kills what else belongs to the run whenever its process group is killed: the sandbox's pids
+   * cgroup, which holds every process of the run whichever session or parent it ended up with.
+   */
+  readonly killAlso?: () => void;
 }
 
 /** How a run ended, whatever its exit status. */
@@ -37,8 +43,11 @@ export interface ProcessResult {
 /**
  * Runs one process to its end and never leaves any of it behind. The process leads a process
  * group of its own; at the deadline, on abort, and as soon as it exits, the whole group gets
- * SIGKILL (stragglers that kept a pipe open included). A descendant that starts its own session
- * escapes a group kill: that is what the sandbox's PID namespace is for.
+ * SIGKILL (stragglers that kept a pipe open included), and `killAlso` runs. A descendant that
+ * started its own session escapes a group kill, so at the deadline and on abort every descendant
+ * still under the process is killed first, parents before children — bubblewrap's init in the
+ * sandbox's PID namespace is one (its `--die-with-parent` once left it running, and the run
+ * waiting on the pipes it held, when the group kill came first).
  *
  * Resolves for every ending, non-zero exits and kills included; rejects only when the process
  * could not be started at all (a `tool-failed` error naming the errno).
@@ -75,9 +84,12 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       } catch {
         // ESRCH: the group is already gone.
       }
+      request.killAlso?.();
     };
     const stop = (why: ProcessResult['ending']) => {
       if (ending === 'exited') ending = why;
+      // Before the group: once its leader is gone, what it started belongs to init, not to it.
+      if (child.pid !== undefined) for (const pid of descendants(child.pid)) killQuietly(pid);
       killGroup();
     };
     const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
@@ -112,4 +124,54 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
       resolve({ ending, exitCode, signal, stdout, stderr });
     });
   });
+}
+
+/** SIGKILL, when the process is still there. */
+export function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // ESRCH: gone already.
+  }
+}
+
+/**
+ * Every process below `root` in the process tree, parents before their children, read from /proc
+ * (Linux; none elsewhere). A snapshot: a process forked after it is read is not in it.
+ */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited while we looked
+    }
+    // The command name may hold spaces and parentheses: the fields after it start past its last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ', 2)[1]);
+    const siblings = children.get(ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(ppid, [pid]);
+  }
+  const found: number[] = [];
+  for (let queue = [root]; queue.length;) {
+    const next: number[] = [];
+    for (const pid of queue) {
+      for (const child of children.get(pid) ?? []) {
+        found.push(child);
+        next.push(child);
+      }
+    }
+    queue = next;
+  }
+  return found;
 }

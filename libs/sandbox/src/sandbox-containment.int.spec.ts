@@ -318,3 +318,42 @@ it('caps stdout and stderr, draining the rest', async () => {
   expect(result.stderr.text()).toBe('b'.repeat(10));
   expect(result.exitCode).toBe(0);
 });
+
+// The process runner on its own (the sandbox's outer layer): a descendant that leaves the run's
+// process group is out of reach of a group kill, and holds the run's pipes open while it lives.
+// Before the runner killed the tree below it too, these runs waited out the test's timeout.
+describe('a descendant in a session of its own', () => {
+  const detachedTree = (marker: string) => `setsid sleep ${marker} & sleep ${marker}; wait`;
+
+  it('is killed at the deadline with the rest, and the run ends', async () => {
+    const marker = `${5000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+    const result = await runProcess({
+      argv: ['/bin/sh', '-c', detachedTree(marker)],
+      cwd: work,
+      env: { PATH },
+      timeoutMs: 1000,
+      maxOutputBytes: 1024,
+    });
+    expect(result.ending).toBe('timeout');
+    expect(hostProcessesWith(marker)).toEqual([]);
+  });
+
+  it('is killed when the call is cancelled, and the run ends', async () => {
+    const marker = `${5000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+    const controller = new AbortController();
+    const running = runProcess({
+      argv: ['/bin/sh', '-c', detachedTree(marker)],
+      cwd: work,
+      env: { PATH },
+      timeoutMs: 60_000,
+      maxOutputBytes: 1024,
+      signal: controller.signal,
+    });
+    await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
+      what: 'the tree running',
+    });
+    controller.abort();
+    expect((await running).ending).toBe('cancelled');
+    expect(hostProcessesWith(marker)).toEqual([]);
+  });
+});

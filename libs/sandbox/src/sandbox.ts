@@ -191,6 +191,7 @@ export class Sandbox {
         timeoutMs: request.timeoutMs,
         maxOutputBytes: request.maxOutputBytes,
         ...(request.signal ? { signal: request.signal } : {}),
+        ...(cgroup ? { killAlso: () => this.pids!.killAll(cgroup!) } : {}),
       });
     } finally {
       await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
