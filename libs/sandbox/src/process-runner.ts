@@ -88,8 +88,11 @@ export function runProcess(request: ProcessRequest): Promise<ProcessResult> {
     };
     const stop = (why: ProcessResult['ending']) => {
       if (ending === 'exited') ending = why;
-      // Before the group: once its leader is gone, what it started belongs to init, not to it.
-      if (child.pid !== undefined) for (const pid of descendants(child.pid)) killQuietly(pid);
+      // Before the group: once its leader is gone, what it started belongs to init, not to it —
+      // and its pid may belong to another process, whose tree is not ours to kill.
+      const running = child.exitCode === null && child.signalCode === null;
+      if (running && child.pid !== undefined)
+        for (const pid of descendants(child.pid)) killQuietly(pid);
       killGroup();
     };
     const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
