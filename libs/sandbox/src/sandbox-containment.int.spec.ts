@@ -11,7 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { eventually } from '@toolgate/testing';
-import { runProcess, Sandbox, type ProcessResult, type SandboxRequest } from './index';
+import {
+  runProcess,
+  Sandbox,
+  type ProcessRequest,
+  type ProcessResult,
+  type SandboxRequest,
+} from './index';
 
 const PATH = '/usr/bin:/bin';
 let sandbox: Sandbox;
@@ -42,14 +48,34 @@ const sh = (script: string, extra: Partial<SandboxRequest> = {}): Promise<Proces
     ...extra,
   });
 
-const bare = (script: string): Promise<ProcessResult> =>
+const bare = (script: string, extra: Partial<ProcessRequest> = {}): Promise<ProcessResult> =>
   runProcess({
     argv: ['/bin/sh', '-c', script],
     cwd: work,
     env: { PATH },
     timeoutMs: 20_000,
     maxOutputBytes: 1024 * 1024,
+    ...extra,
   });
+
+/** A `sleep` argument no other process has in its command line: the run's processes carry it. */
+const sleepMarker = () =>
+  `${3000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+
+/** Cancels `running` once `min` processes carrying `marker` run; none may be left after. */
+async function expectCancelKillsAll(
+  marker: string,
+  min: number,
+  controller: AbortController,
+  running: Promise<ProcessResult>,
+): Promise<void> {
+  await eventually(() => (hostProcessesWith(marker).length >= min ? true : undefined), {
+    what: 'the tree running',
+  });
+  controller.abort();
+  expect((await running).ending).toBe('cancelled');
+  expect(hostProcessesWith(marker)).toEqual([]);
+}
 
 /** Host processes whose command line contains `marker`. */
 function hostProcessesWith(marker: string): number[] {
@@ -269,7 +295,7 @@ it('contains a fork bomb: it ends at its deadline and leaves no process', async 
 });
 
 it('kills the whole tree at the deadline: a child ignoring SIGTERM and a sleeping grandchild', async () => {
-  const marker = `${3000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+  const marker = sleepMarker();
   const script =
     `trap '' TERM; sh -c 'trap "" TERM; sleep ${marker} & sleep ${marker}; wait' & ` +
     `sleep ${marker}; wait`;
@@ -285,17 +311,12 @@ it('kills the whole tree at the deadline: a child ignoring SIGTERM and a sleepin
 });
 
 it('kills the whole tree when the call is cancelled', async () => {
-  const marker = `${3000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+  const marker = sleepMarker();
   const controller = new AbortController();
   const running = sh(`(trap '' TERM; sleep ${marker}) & sleep ${marker}; wait`, {
     signal: controller.signal,
   });
-  await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
-    what: 'the tree running',
-  });
-  controller.abort();
-  expect((await running).ending).toBe('cancelled');
-  expect(hostProcessesWith(marker)).toEqual([]);
+  await expectCancelKillsAll(marker, 2, controller, running);
 });
 
 it('applies the resource limits and passes no descriptor but stdio', async () => {
@@ -326,34 +347,16 @@ describe('a descendant in a session of its own', () => {
   const detachedTree = (marker: string) => `setsid sleep ${marker} & sleep ${marker}; wait`;
 
   it('is killed at the deadline with the rest, and the run ends', async () => {
-    const marker = `${5000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
-    const result = await runProcess({
-      argv: ['/bin/sh', '-c', detachedTree(marker)],
-      cwd: work,
-      env: { PATH },
-      timeoutMs: 1000,
-      maxOutputBytes: 1024,
-    });
+    const marker = sleepMarker();
+    const result = await bare(detachedTree(marker), { timeoutMs: 1000 });
     expect(result.ending).toBe('timeout');
     expect(hostProcessesWith(marker)).toEqual([]);
   });
 
   it('is killed when the call is cancelled, and the run ends', async () => {
-    const marker = `${5000 + Math.floor(Math.random() * 1000)}.${randomBytes(3).readUIntBE(0, 3)}`;
+    const marker = sleepMarker();
     const controller = new AbortController();
-    const running = runProcess({
-      argv: ['/bin/sh', '-c', detachedTree(marker)],
-      cwd: work,
-      env: { PATH },
-      timeoutMs: 60_000,
-      maxOutputBytes: 1024,
-      signal: controller.signal,
-    });
-    await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
-      what: 'the tree running',
-    });
-    controller.abort();
-    expect((await running).ending).toBe('cancelled');
-    expect(hostProcessesWith(marker)).toEqual([]);
+    const running = bare(detachedTree(marker), { timeoutMs: 60_000, signal: controller.signal });
+    await expectCancelKillsAll(marker, 2, controller, running);
   });
 });
