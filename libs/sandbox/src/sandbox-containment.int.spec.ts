@@ -12,6 +12,10 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { eventually } from '@toolgate/testing';
 import {
+  descendants,
+  launcherArgv,
+  LAUNCHER_ENV,
+  PidsCgroup,
   runProcess,
   Sandbox,
   type ProcessRequest,
@@ -359,4 +363,36 @@ describe('a descendant in a session of its own', () => {
     const running = bare(detachedTree(marker), { timeoutMs: 60_000, signal: controller.signal });
     await expectCancelKillsAll(marker, 2, controller, running);
   });
+});
+
+it("kills through the run's pids cgroup a process that left its tree and its session", async () => {
+  const pids = (await PidsCgroup.open(undefined))!;
+  const cgroup = await pids.create(16);
+  const marker = sleepMarker();
+  const controller = new AbortController();
+  try {
+    // The subshell exits at once: its `setsid sleep` belongs to init, in a session of its own —
+    // out of reach of the tree walk and of the group kill; only the cgroup still holds it.
+    const running = runProcess({
+      argv: launcherArgv('/bin/bash', cgroup, [
+        '/bin/sh',
+        '-c',
+        `(setsid sleep ${marker} &); sleep ${marker}`,
+      ]),
+      cwd: work,
+      env: LAUNCHER_ENV,
+      timeoutMs: 60_000,
+      maxOutputBytes: 1024,
+      signal: controller.signal,
+      killAlso: () => pids.killAll(cgroup),
+    });
+    await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
+      what: 'both sleeps running',
+    });
+    const ours = new Set(descendants(process.pid));
+    expect(hostProcessesWith(marker).filter((pid) => !ours.has(pid))).toHaveLength(1);
+    await expectCancelKillsAll(marker, 2, controller, running);
+  } finally {
+    await pids.remove(cgroup);
+  }
 });

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { descendants } from '@toolgate/sandbox';
 import { DATABASE_URL, NATS_URL } from '@toolgate/testing';
 
 /**
@@ -26,7 +27,9 @@ export interface CpuMeter {
 /** Starts measuring the broker and the database the bench uses (NATS_URL, DATABASE_URL). */
 export function startCpuMeter(): CpuMeter {
   const { broker, postmaster } = (servers ??= findServers());
-  const database = () => (postmaster === undefined ? undefined : withChildren(postmaster));
+  // The postmaster and every process under it: PostgreSQL's backends and workers.
+  const database = () =>
+    postmaster === undefined ? undefined : [postmaster, ...descendants(postmaster)];
   const broker0 = broker === undefined ? undefined : procCpuSeconds(broker);
   const database0 = sumCpu(database());
   const machine0 = machineTicks();
@@ -107,16 +110,6 @@ function pids(): number[] {
   return readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .map(Number);
-}
-
-/** A process and its direct children (PostgreSQL's backends and workers are the postmaster's). */
-function withChildren(parent: number): number[] {
-  const found = [parent];
-  for (const pid of pids()) {
-    const stat = procStat(pid);
-    if (stat && Number(stat[1]) === parent) found.push(pid);
-  }
-  return found;
 }
 
 function sumCpu(group: number[] | undefined): number | undefined {
