@@ -19,7 +19,9 @@ import { percentile, phase, pool, round, since, withTimeout } from './stats';
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
 
-export interface DispatchResult extends Omit<ThroughputResult, 'lastDispatchId'> {
+export interface DispatchResult
+  extends Omit<ThroughputResult, 'lastDispatchId'>,
+    Partial<LatencyCpu> {
   p50Ms: number;
   p99Ms: number;
   transport: 'nats';
@@ -244,11 +246,16 @@ export async function benchLatency(
   /** The p50 of the first {@link QUICK_LATENCY_SAMPLES}, when more were taken. */
   quickSamplesP50Ms?: number;
   raw?: number[];
+  /** Where the samples' CPU went: this process, the broker, the database, the machine. */
+  cpu?: LatencyCpu;
 }> {
   const submit = submitter(stack);
   await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
   const sent: SentDispatch[] = [];
+  const cpu0 = stack.cpuSeconds();
+  const elu0 = performance.eventLoopUtilization();
+  const servers = startCpuMeter();
   const run = async () => {
     for (let i = 0; i < opts.samples; i++) {
       const t = performance.now();
@@ -260,7 +267,14 @@ export async function benchLatency(
     }
   };
   await (opts.profile ? profiled(opts.profile, run) : run());
+  const spent = servers.stop();
+  const cpu: LatencyCpu = {
+    latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
+    latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
+    ...prefixed('latency', serverCpu(spent, opts.samples)),
+  };
   return {
+    ...(opts.raw ? {} : { cpu }),
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
     ...(latencies.length > QUICK_LATENCY_SAMPLES
@@ -269,6 +283,28 @@ export async function benchLatency(
     hopsP50Ms: opts.raw ? EMPTY_HOPS : await hopBreakdown(nats, opts.runId, sent),
     ...(opts.raw ? { raw: latencies } : {}),
   };
+}
+
+/**
+ * The latency samples' CPU, per dispatch: the services' process (the bench's own, for the
+ * all-in-one: the client and the worker included), the broker and the database over the same
+ * span, and how busy the event loop and the machine were — one dispatch at a time, a dispatch's
+ * latency is its CPU on the path plus the round trips it waits for.
+ */
+interface LatencyCpu {
+  latencyCpuMsPerDispatch: number;
+  latencyLoopUtilization: number;
+  latencyBrokerCpuMsPerDispatch?: number;
+  latencyDatabaseCpuMsPerDispatch?: number;
+  latencyMachineBusyPct?: number;
+  latencyStealPct?: number;
+}
+
+/** `{ brokerCpuMsPerDispatch }` → `{ latencyBrokerCpuMsPerDispatch }`. */
+function prefixed<T extends object>(prefix: string, fields: T): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(fields).map(([k, v]) => [`${prefix}${k[0]!.toUpperCase()}${k.slice(1)}`, v]),
+  );
 }
 
 const EMPTY_HOPS: Record<Hop, number> = {
@@ -738,6 +774,7 @@ export async function benchDispatch(
         }
       : {}),
     hopsP50Ms: latency.hopsP50Ms,
+    ...latency.cpu,
     ...http,
     ...throughput,
     submitWindow: SUBMIT_WINDOW,

@@ -554,6 +554,14 @@ function print(report: Report): void {
             'p50 per hop: submit→requested→decided→started→settled→reply',
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
+          ...(d.latencyCpuMsPerDispatch !== undefined
+            ? ([
+                [
+                  'latency: CPU per dispatch this process / broker / database, loop busy, machine busy',
+                  `${d.latencyCpuMsPerDispatch} / ${d.latencyBrokerCpuMsPerDispatch ?? '-'} / ${d.latencyDatabaseCpuMsPerDispatch ?? '-'} ms, ${d.latencyLoopUtilization}, ${d.latencyMachineBusyPct ?? '-'} %`,
+                ],
+              ] as [string, unknown][])
+            : []),
           ...(d.httpP50Ms !== undefined
             ? ([
                 [
