@@ -21,6 +21,13 @@ export interface BaselineResult {
   asyncMessages: number;
   asyncWindow: number;
   storage: 'file';
+  /**
+   * CPU per sync publish (µs): this process's (the client's: publish, wait, read the ack) and the
+   * broker's, when it runs here — what one awaited round trip costs each side, against which a
+   * one-at-a-time dispatch's CPU (`dispatch.latencyCpuMsPerDispatch`, …) is held.
+   */
+  clientCpuUsPerSyncPublish: number;
+  brokerCpuUsPerSyncPublish?: number;
   /** The broker's CPU per message published in the async figure (µs), when it runs here. */
   brokerCpuUsPerPublish?: number;
   /** The broker's CPU per message delivered and acked in the consume figure (µs). */
@@ -66,11 +73,15 @@ export async function benchBaseline(
     const syncSamples = opts.quick ? 300 : 2000;
     for (let i = 0; i < 50; i++) await js.publish(subject, payload);
     const syncTimes: number[] = [];
+    const syncCpu = startCpuMeter();
+    const client0 = process.cpuUsage();
     for (let i = 0; i < syncSamples; i++) {
       const t = performance.now();
       await js.publish(subject, payload);
       syncTimes.push(since(t));
     }
+    const client = process.cpuUsage(client0);
+    const synced = syncCpu.stop();
 
     const asyncMessages = opts.quick ? 20_000 : 100_000;
     // Warm the async path, then purge so the consumer below reads exactly the timed messages.
@@ -128,6 +139,8 @@ export async function benchBaseline(
       asyncMessages,
       asyncWindow: WINDOW,
       storage: 'file',
+      clientCpuUsPerSyncPublish: round((client.user + client.system) / syncSamples, 1),
+      ...perMessageUs('brokerCpuUsPerSyncPublish', synced.brokerSeconds, syncSamples),
       ...perMessageUs('brokerCpuUsPerPublish', published.brokerSeconds, asyncMessages),
       ...perMessageUs('brokerCpuUsPerConsumeAck', consumed.brokerSeconds, asyncMessages),
     };

@@ -530,6 +530,10 @@ function print(report: Report): void {
           'durable pull consume + ack',
           `${b.jetstreamConsumeAckPerSec.toLocaleString('en-US')} msg/s`,
         ],
+        [
+          'CPU per sync publish: client / broker',
+          `${b.clientCpuUsPerSyncPublish} / ${b.brokerCpuUsPerSyncPublish ?? '-'} µs`,
+        ],
         ...(b.brokerCpuUsPerPublish !== undefined
           ? ([
               [
