@@ -73,7 +73,7 @@ export async function benchGrowth(opts: {
   const samples = opts.quick ? 100 : 600;
   // Quick: shorter blocks, so the two stacks alternate as often as in a full run's first 200.
   const block = opts.quick ? 25 : 50;
-  const warmup = opts.quick ? 100 : 300;
+  const warmup = opts.quick ? 50 : 300;
   const opened: { cleanup(): Promise<void> }[] = [];
   const stacks: BenchStack[] = [];
   const startOn = async (nats: TestNats, schema: TestSchema) => {
