@@ -1,7 +1,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import type { Subscription } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
@@ -10,7 +10,13 @@ import {
   type ResolvedEvent,
 } from '@toolgate/contracts';
 import { inSpan, setupTelemetry, type Telemetry } from '@toolgate/telemetry';
-import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
+import {
+  eventually,
+  reForger,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+} from '@toolgate/testing';
 import { APPROVAL_KEY, suspendedEvent } from '../test/fixtures/suspended-event.fixture';
 import { decideResolution } from './resolution-decider';
 import { publishResolution } from './resolution-publisher';
@@ -168,5 +174,38 @@ describe('publishResolution on a real JetStream stream', () => {
     // Consumers of `resolved` continue the dispatch's trace from its headers.
     const resolvedStored = await publisher.last('acme', 'run1', 'd3', 'resolved');
     expect(resolvedStored?.headers?.get('traceparent')).toContain(dispatchTrace);
+  });
+
+  it('a resolution that forgeries keep out answers unavailable (retryable), not already-resolved; a retry wins', async () => {
+    // The resolver behind a slow link, against a client that re-forges the call's `resolved`.
+    const forger = await reForger(t, t.subjects.journal.event('acme', 'run1', 'd4', 'resolved'));
+    let slowNc: NatsConnection | undefined;
+    try {
+      slowNc = await connect({ servers: forger.slowUrl });
+      const slow = new JournalPublisher(slowNc, t.subjects, testJournalKeys());
+      const attempt = resolution('d4', 'allow', 'user:bob', 'attempt-1');
+      const err = await publishResolution(slow, slowNc, t.subjects, attempt, parked('d4')).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      forger.stop();
+      expect(err).toBeInstanceOf(ToolgateError);
+      expect((err as ToolgateError).code).toBe(ErrorCode.Unavailable);
+      expect((err as ToolgateError).details).toMatchObject({ retryable: true, dispatchId: 'd4' });
+      expect(await publisher.last('acme', 'run1', 'd4', 'resolved')).toBeNull();
+      // The attacker gone, the approver's retry is recorded and announced.
+      const retry = resolution('d4', 'allow', 'user:bob', 'attempt-2');
+      expect(await publishResolution(slow, slowNc, t.subjects, retry, parked('d4'))).toEqual(retry);
+      expect(
+        parseJournalEvent((await publisher.last('acme', 'run1', 'd4', 'resolved'))?.event),
+      ).toEqual(retry);
+      await eventually(() => (announced.some((e) => e.dispatchId === 'd4') ? true : undefined), {
+        what: 'the resolved announcement',
+      });
+      expect(announced.filter((e) => e.dispatchId === 'd4')).toEqual([retry]);
+    } finally {
+      await slowNc?.close();
+      await forger.close();
+    }
   });
 });

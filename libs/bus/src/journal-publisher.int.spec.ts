@@ -1,15 +1,7 @@
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { SignatureHeader, type DecidedEvent } from '@toolgate/contracts';
-import {
-  NATS_URL,
-  callEvents,
-  tcpProxy,
-  testKeys,
-  useTestNats,
-  type TcpProxy,
-  type TestNats,
-} from '@toolgate/testing';
+import { callEvents, reForger, testKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import { ensureJournalStreams, JournalPublisher } from './index';
 import { SUPERSEDE_ATTEMPTS } from './journal-publisher';
 
@@ -121,45 +113,21 @@ describe('a once-per-dispatch append over forged events', () => {
     // Another genuine decision (a replica's, after the dedupe window): the transition is taken.
     expect(await evaluator.append({ ...event, id: 'forged-after:again' })).toEqual({
       appended: false,
+      reason: 'recorded',
     });
     expect((await executor.last('acme', 'run1', 'forged-after', 'decided'))?.seq).toBe(genuine.seq);
   });
 
-  describe('against an attacker that re-forges every time an append looks at the subject', () => {
-    /** A slow link to the broker: the evaluator behind it loses every race with the attacker. */
-    let proxy: TcpProxy;
-    let slowNc: NatsConnection;
-    let slow: JournalPublisher;
-
-    beforeAll(async () => {
-      const target = new URL(NATS_URL);
-      proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, { delayMs: 50 });
-      await proxy.listen();
-      slowNc = await connect({ servers: `nats://127.0.0.1:${proxy.port}` });
-      slow = new JournalPublisher(slowNc, t.subjects, testKeys('permission-evaluator'));
-    });
-    afterAll(async () => {
-      slow?.close();
-      await slowNc?.close();
-      await proxy?.cut();
-    });
-
-    it(`gives up after ${SUPERSEDE_ATTEMPTS} publishes with { appended: false }, and a later append wins`, async () => {
-      const event = decided('re-forged');
-      const subject = subjectOf(event);
-      await forge(event);
-      // Each time an append reads the subject's last message to append after it, a new forgery
-      // lands first: the compare-and-set names a sequence that is no longer the last.
-      let forgeries = 1;
-      const attacker = t.nc.subscribe(
-        `$JS.API.DIRECT.GET.${t.subjects.journal.stream}.${subject}`,
-        {
-          callback: () => {
-            forgeries += 1;
-            t.nc.publish(subject, encoder.encode(JSON.stringify(event)));
-          },
-        },
-      );
+  it(`against an attacker that re-forges on every lookup: gives up after ${SUPERSEDE_ATTEMPTS} publishes with { appended: false, reason: 'forged' }, and a later append wins`, async () => {
+    const event = decided('re-forged');
+    // Each time an append reads the subject's last message to append after it, a new forgery
+    // lands first (the evaluator behind a slow link): the compare-and-set names a sequence that is
+    // no longer the last.
+    const forger = await reForger(t, subjectOf(event));
+    let slowNc: NatsConnection | undefined;
+    try {
+      slowNc = await connect({ servers: forger.slowUrl });
+      const slow = new JournalPublisher(slowNc, t.subjects, testKeys('permission-evaluator'));
       const publishes = await countPublishes(event);
       let timer: NodeJS.Timeout | undefined;
       let result: Awaited<ReturnType<JournalPublisher['append']>> | 'still looping';
@@ -172,11 +140,11 @@ describe('a once-per-dispatch append over forged events', () => {
         ]);
       } finally {
         clearTimeout(timer);
-        attacker.unsubscribe();
+        forger.stop();
       }
-      expect(result).toEqual({ appended: false });
+      expect(result).toEqual({ appended: false, reason: 'forged' });
       expect(await publishes.signed()).toBe(SUPERSEDE_ATTEMPTS);
-      expect(forgeries).toBe(SUPERSEDE_ATTEMPTS);
+      expect(forger.forgeries()).toBe(SUPERSEDE_ATTEMPTS);
       // Nothing genuine is recorded: the executor reads no decision.
       expect(await executor.last('acme', 'run1', 're-forged', 'decided')).toBeNull();
       // The attacker gone, the caller's next try (a redelivery) appends after the forgeries.
@@ -185,6 +153,9 @@ describe('a once-per-dispatch append over forged events', () => {
       expect((await executor.last('acme', 'run1', 're-forged', 'decided'))?.seq).toBe(retried.seq);
       expect(await publishes.signed()).toBe(SUPERSEDE_ATTEMPTS + 2);
       publishes.stop();
-    });
+    } finally {
+      await slowNc?.close();
+      await forger.close();
+    }
   });
 });

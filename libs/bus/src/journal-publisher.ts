@@ -1,6 +1,8 @@
 import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
+  ErrorCode,
   ONCE_PER_DISPATCH,
+  ToolgateError,
   type EventKeys,
   type UntrustedReason,
   type JournalEvent,
@@ -18,12 +20,27 @@ import { trustedEvent } from './event-trust';
 export type AppendResult =
   | { appended: true; seq: number; duplicate: boolean }
   /**
-   * Not recorded: a once-per-dispatch transition of this type is already recorded (the broker
-   * refused ours), an append's `lastSubjectSequence` did not hold, or forged messages kept taking
-   * the transition for {@link SUPERSEDE_ATTEMPTS} attempts (then nothing genuine is recorded:
-   * {@link JournalPublisher.last} reads null, and trying again later may win).
+   * Not recorded. `recorded`: a once-per-dispatch transition of this type is already recorded (the
+   * broker refused ours), or an append's `lastSubjectSequence` did not hold — the race is lost.
+   * `forged`: messages nobody signed kept taking a once-per-dispatch transition for
+   * {@link SUPERSEDE_ATTEMPTS} attempts; nothing genuine is recorded ({@link JournalPublisher.last}
+   * reads null) and trying again later may win, so a caller that must record it tries again
+   * (see {@link heldByForgeries}).
    */
-  | { appended: false; seq?: undefined; duplicate?: undefined };
+  | { appended: false; reason: 'recorded' | 'forged'; seq?: undefined; duplicate?: undefined };
+
+/**
+ * The error for an append that forgeries kept from being recorded (`reason: 'forged'`): retryable,
+ * so a delivery is tried again (and at its last, dead-lettered) instead of being acked with the
+ * transition unrecorded.
+ */
+export function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): ToolgateError {
+  return new ToolgateError(
+    ErrorCode.Unavailable,
+    `the dispatch's ${event.type} could not be recorded: unsigned messages kept taking its place; trying again`,
+    { details: { dispatchId: event.dispatchId, retryable: true } },
+  );
+}
 
 /** An event read back from the journal, with its stream sequence. */
 export interface StoredEvent<E extends JournalEvent = JournalEvent> {
@@ -139,13 +156,15 @@ export class JournalPublisher {
             forged = ack.seq;
           } catch (err) {
             if (!isTransitionTaken(err)) throw err;
-            if (!oncePerDispatch || attempt >= SUPERSEDE_ATTEMPTS) return { appended: false };
+            if (!oncePerDispatch) return { appended: false, reason: 'recorded' };
+            if (attempt >= SUPERSEDE_ATTEMPTS) return { appended: false, reason: 'forged' };
             // Taken by a genuine event: the race is lost. Taken by a message nobody signed (another
             // client on an open broker): append after it, with a compare-and-set on its sequence,
             // so a forged event cannot hold a dispatch's transition (every reader skips it).
             forged = await this.heldBy(subject);
           }
-          if (forged === null || attempt >= SUPERSEDE_ATTEMPTS) return { appended: false };
+          if (forged === null) return { appended: false, reason: 'recorded' };
+          if (attempt >= SUPERSEDE_ATTEMPTS) return { appended: false, reason: 'forged' };
           lastSubjectSequence = forged;
         }
       },

@@ -1,6 +1,7 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ConsumerRole, ErrorCode } from '@toolgate/contracts';
-import { useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
+import { reForger, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { settlePoisonedDispatch } from './poison-settlement';
 
 describe('settlePoisonedDispatch on a real stream', () => {
@@ -62,5 +63,30 @@ describe('settlePoisonedDispatch on a real stream', () => {
       report(t.subjects.journal.event('acme', 'run9', 'wt1', 'worktree-acquired')),
     );
     expect(await publisher.last('acme', 'run9', 'wt1', 'settled')).toBeNull();
+  });
+
+  it('throws while forgeries keep the settlement out (the message is not terminated), and settles once they stop', async () => {
+    // The dead-lettering service behind a slow link, against a client that re-forges `settled`.
+    const forger = await reForger(t, t.subjects.journal.event('acme', 'run9', 'd11', 'settled'));
+    let slowNc: NatsConnection | undefined;
+    try {
+      slowNc = await connect({ servers: forger.slowUrl });
+      const slow = new JournalPublisher(slowNc, t.subjects, testJournalKeys());
+      const poisoned = report(t.subjects.journal.event('acme', 'run9', 'd11', 'decided'));
+      await expect(settlePoisonedDispatch(slow, poisoned)).rejects.toMatchObject({
+        code: ErrorCode.Unavailable,
+        details: { retryable: true, dispatchId: 'd11' },
+      });
+      forger.stop();
+      expect(await publisher.last('acme', 'run9', 'd11', 'settled')).toBeNull();
+      await settlePoisonedDispatch(slow, poisoned);
+      expect((await publisher.last('acme', 'run9', 'd11', 'settled'))?.event).toMatchObject({
+        outcome: 'error',
+        error: { code: ErrorCode.PoisonMessage },
+      });
+    } finally {
+      await slowNc?.close();
+      await forger.close();
+    }
   });
 });

@@ -13,3 +13,4 @@ export {
 export { tcpProxy, type TcpProxy } from './tcp-proxy';
 export { callEvents, type CallEventsSpec } from './call-events';
 export { testKeys, testJournalKeys, signedHeaders, publishSigned } from './test-keys';
+export { reForger, type ReForger } from './re-forger';

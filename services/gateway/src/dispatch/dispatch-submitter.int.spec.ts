@@ -1,13 +1,22 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
+  ErrorCode,
+  ToolgateError,
   journalEvent,
   type RegisteredTool,
   type SubmitDispatchRequest,
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
-import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
+import {
+  eventually,
+  reForger,
+  useTestNats,
+  type TestNats,
+  testJournalKeys,
+} from '@toolgate/testing';
 import type { Principal } from '../auth/token-auth';
 import { DispatchSubmitter } from './dispatch-submitter';
 
@@ -157,6 +166,49 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
     const answer = await submitter.submit(principal('acme'), call('slow', 300));
     expect(answer).toMatchObject({ status: 'accepted', state: 'requested' });
     expect(answer.settled).toBeUndefined();
+  });
+
+  it('a call that forgeries keep out of the journal answers unavailable (retryable), not replayed; the retry is accepted', async () => {
+    const req = call('forged-out', 0);
+    const dispatchId = idOf('acme', req);
+    // The gateway behind a slow link, against a client that re-forges the call's `requested`.
+    const forger = await reForger(
+      t,
+      t.subjects.journal.event('acme', 'run1', dispatchId, 'requested'),
+    );
+    let slowNc: NatsConnection | undefined;
+    let slow: DispatchSubmitter | undefined;
+    try {
+      slowNc = await connect({ servers: forger.slowUrl });
+      slow = new DispatchSubmitter(
+        slowNc,
+        t.subjects,
+        new JournalPublisher(slowNc, t.subjects, testJournalKeys()),
+        registry,
+        { waitDefaultMs: 1000, now: () => new Date() },
+      );
+      const err = await slow.submit(principal('acme'), req).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      forger.stop();
+      expect(err).toBeInstanceOf(ToolgateError);
+      expect((err as ToolgateError).code).toBe(ErrorCode.Unavailable);
+      expect((err as ToolgateError).details).toMatchObject({ retryable: true, dispatchId });
+      expect(await publisher.last('acme', 'run1', dispatchId, 'requested')).toBeNull();
+      // The attacker gone, the caller's retry of the same call is recorded.
+      expect(await slow.submit(principal('acme'), req)).toMatchObject({
+        dispatchId,
+        status: 'accepted',
+      });
+      expect((await publisher.last('acme', 'run1', dispatchId, 'requested'))?.event).toMatchObject({
+        callId: 'forged-out',
+      });
+    } finally {
+      slow?.stop();
+      await slowNc?.close();
+      await forger.close();
+    }
   });
 
   it('stop releases a caller still waiting, and later submissions do not wait', async () => {

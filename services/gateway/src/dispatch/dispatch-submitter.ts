@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
+import { heldByForgeries, trustedEvent, type JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
   ErrorCode,
@@ -122,6 +122,9 @@ export class DispatchSubmitter {
     const watcher = waitMs > 0 ? this.watch(principal.tenant, req.runId, dispatchId) : undefined;
     try {
       const appended = await this.publisher.append(event);
+      // Unsigned messages kept taking the call's place: nothing is recorded, and the caller's
+      // retry (the same call id) may win — a `replayed` answer would name a call that never was.
+      if (!appended.appended && appended.reason === 'forged') throw heldByForgeries(event);
       const status = appended.appended && !appended.duplicate ? 'accepted' : 'replayed';
       this.options.onSubmitted?.(status, principal.tenant, tool.name);
       if (status === 'replayed') {

@@ -1,9 +1,9 @@
-import type { Subscription } from '@nats-io/transport-node';
-import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { ensureJournalStreams, JournalPublisher, SUPERSEDE_ATTEMPTS } from '@toolgate/bus';
 import { ErrorCode, type RequestedEvent, type SuspendedEvent } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import { PolicyStore } from '@toolgate/registry';
-import { useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
+import { reForger, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { requestedEvent } from '../../test/fixtures/requested-event.fixture';
 import { decidedFor } from './decision-events';
 import { Evaluator } from './evaluator';
@@ -110,5 +110,41 @@ describe('Evaluator against a real journal stream, policy store and NATS', () =>
         message: expect.stringContaining('policy could not be evaluated'),
       },
     });
+  });
+
+  it('on an open broker, a denial that forgeries keep out of the journal is thrown for redelivery, never acked unsettled; the redelivery settles it', async () => {
+    await store.put('forged', { engine: { deny: [{ tool: 'delete_branch' }] } });
+    const req = requested('forged');
+    // The evaluator behind a slow link, against a client that re-forges the call's `settled`.
+    const forger = await reForger(
+      t,
+      t.subjects.journal.event(req.tenant, req.runId, req.dispatchId, 'settled'),
+    );
+    let slowNc: NatsConnection | undefined;
+    try {
+      slowNc = await connect({ servers: forger.slowUrl });
+      const slow = new Evaluator(
+        slowNc,
+        t.subjects,
+        new JournalPublisher(slowNc, t.subjects, testJournalKeys()),
+        new PolicyRuntime(store, slowNc, t.subjects),
+        () => AT,
+      );
+      await expect(slow.onRequested(req)).rejects.toMatchObject({
+        code: ErrorCode.Unavailable,
+        details: { retryable: true },
+      });
+      forger.stop();
+      // The first forgery, then one per bounded attempt that looked the subject up.
+      expect(forger.forgeries()).toBe(SUPERSEDE_ATTEMPTS);
+      expect(await last(req, 'decided')).toMatchObject({ verdict: 'deny' });
+      expect(await last(req, 'settled')).toBeUndefined();
+      // The attacker gone, the redelivery finds the decision and completes its settlement.
+      await slow.onRequested(req);
+      expect(await last(req, 'settled')).toMatchObject({ outcome: 'denied' });
+    } finally {
+      await slowNc?.close();
+      await forger.close();
+    }
   });
 });

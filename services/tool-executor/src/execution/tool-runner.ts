@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  heldByForgeries,
   InboxRequests,
   isPublishRefused,
   type DeliveryContext,
@@ -725,10 +726,11 @@ export class ToolRunner {
     let fellBack = false;
     for (let failures = 1; ; failures++) {
       try {
-        // `{ appended: false }`: settled before (by another attempt or service), or, on an open
-        // broker, forgeries kept taking the transition (`SUPERSEDE_ATTEMPTS`) and this outcome is
-        // not recorded; neither is retried.
-        await this.options.publisher.append(settled);
+        // `{ appended: false }`: settled before (by another attempt or service) — done; or, on an
+        // open broker, forgeries kept taking the transition (`SUPERSEDE_ATTEMPTS`) and nothing is
+        // recorded — retried below as a failed publish is, while the message is kept alive.
+        const result = await this.options.publisher.append(settled);
+        if (!result.appended && result.reason === 'forged') throw heldByForgeries(settled);
         return;
       } catch (err) {
         if (isPublishRefused(err)) {
