@@ -42,6 +42,9 @@ export class ApprovalTimeoutSweeper {
   async sweep(): Promise<number> {
     const now = this.now();
     let won = 0;
+    // A resolution that could not be recorded now (forgeries kept it out, the broker is down) is
+    // tried again by the next pass — after this one has tried the others.
+    let later: unknown;
     for (const due of await dueApprovals(this.db, now)) {
       const suspended = await this.publisher.last(
         due.tenant,
@@ -62,9 +65,12 @@ export class ApprovalTimeoutSweeper {
         await publishResolution(this.publisher, this.nc, this.subjects, resolved, suspended);
         won++;
       } catch (err) {
-        if (!hasErrorCode(err, ErrorCode.AlreadyResolved)) throw err;
+        if (hasErrorCode(err, ErrorCode.AlreadyResolved)) continue;
+        if (!hasErrorCode(err, ErrorCode.Unavailable)) throw err;
+        later ??= err;
       }
     }
+    if (later) throw later;
     return won;
   }
 }
