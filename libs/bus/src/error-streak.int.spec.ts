@@ -1,4 +1,6 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { RUN_KEY } from '@toolgate/contracts';
 import { NATS_URL, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
 import { ensureJournalStreams, ErrorStreaks, JournalPublisher } from './index';
 
@@ -67,5 +69,24 @@ describe('ErrorStreaks on a real JetStream server', () => {
     await a.record('acme', 'r4', 'z1', 'error');
     expect((await a.current('acme', 'r5')).failures).toBe(0);
     expect((await a.current('globex', 'r4')).failures).toBe(0);
+  });
+
+  it('reads through messages nobody signed: a forgery neither resets the streak nor blocks it', async () => {
+    const a = await replica();
+    for (const id of ['f1', 'f2']) await a.record('acme', 'r6', id, 'error');
+    // On an open broker, a client publishes a streak of zero on the run's subject, twice.
+    const subject = t.subjects.journal.event('acme', 'r6', RUN_KEY, 'error-streak');
+    const forged = JSON.stringify({ type: 'error-streak', failures: 0, recent: [] });
+    for (let i = 0; i < 2; i++)
+      await jetstream(t.nc).publish(subject, new TextEncoder().encode(forged), {
+        headers: natsHeaders(),
+      });
+    const b = await replica();
+    expect((await b.current('acme', 'r6')).failures).toBe(2);
+    // The next failure is recorded after the forgeries, at once, and counts on from 2.
+    await b.record('acme', 'r6', 'f3', 'error');
+    expect((await a.current('acme', 'r6')).failures).toBe(3);
+    expect(await b.reset('acme', 'r6', 'ops@acme')).toBe(3);
+    expect((await a.current('acme', 'r6')).failures).toBe(0);
   });
 });

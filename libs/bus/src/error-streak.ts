@@ -60,7 +60,7 @@ export class ErrorStreaks {
 
   /** The run's streak now. */
   async current(tenant: string, runId: string): Promise<Streak> {
-    return streakOf(await this.last(tenant, runId));
+    return streakOf((await this.last(tenant, runId)).stored);
   }
 
   /** Applies a settlement; call it before publishing the `settled` event (idempotent by dispatch). */
@@ -95,10 +95,11 @@ export class ErrorStreaks {
     next: (stored: StoredEvent<ErrorStreakEvent> | null) => StreakChange | null,
   ): Promise<void> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const stored = await this.last(tenant, runId);
+      // After the subject's last message, whatever it is: an unsigned one (a forgery on an open
+      // broker) neither resets the streak nor blocks its next state.
+      const { stored, headSeq: after } = await this.last(tenant, runId);
       const state = next(stored);
       if (!state) return;
-      const after = stored?.seq ?? 0;
       const event: NewJournalEvent<'error-streak'> = {
         type: 'error-streak',
         // One id per transition from a given state: a retried publish of it is deduplicated, a
@@ -126,8 +127,8 @@ export class ErrorStreaks {
     );
   }
 
-  private last(tenant: string, runId: string): Promise<StoredEvent<ErrorStreakEvent> | null> {
-    return this.publisher.last(tenant, runId, RUN_KEY, 'error-streak');
+  private last(tenant: string, runId: string) {
+    return this.publisher.lastState(tenant, runId, RUN_KEY, 'error-streak');
   }
 }
 

@@ -190,7 +190,7 @@ export class JournalPublisher {
       if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
       // ...but a once-per-dispatch transition recorded before it (a forgery published after the
       // genuine event, which the broker does not refuse) is still the one recorded.
-      read = ONCE_PER_DISPATCH.has(type) ? await this.genuineBefore(msg) : null;
+      read = ONCE_PER_DISPATCH.has(type) ? await this.trustedBefore(msg, 'first') : null;
     }
     if (!read) return null;
     const { event } = read;
@@ -200,6 +200,40 @@ export class JournalPublisher {
       seq: read.msg.seq,
       storedAt: read.msg.time,
       headers: read.msg.header,
+    };
+  }
+
+  /**
+   * The last trusted event of `type` on a subject that keeps a history (a run's `error-streak`),
+   * and the sequence of the subject's last message whatever it is (`headSeq`: the compare-and-set
+   * of the next state appends after it, so a forged message there cannot block the history). With
+   * an untrusted message last, the subject is read forward to the last trusted event before it.
+   */
+  async lastState<T extends JournalEventType>(
+    tenant: string,
+    runId: string,
+    key: string,
+    type: T,
+  ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
+    const msg = await this.direct.get(this.subjects.journal.stream, {
+      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
+    });
+    if (!msg) return { stored: null, headSeq: 0 };
+    const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+    let read = trusted.ok ? { msg, event: trusted.event } : null;
+    if (!trusted.ok) {
+      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
+      read = await this.trustedBefore(msg, 'last');
+    }
+    if (!read || read.event.type !== type) return { stored: null, headSeq: msg.seq };
+    return {
+      stored: {
+        event: read.event as JournalEventOf<T>,
+        seq: read.msg.seq,
+        storedAt: read.msg.time,
+        headers: read.msg.header,
+      },
+      headSeq: msg.seq,
     };
   }
 
@@ -228,7 +262,7 @@ export class JournalPublisher {
     const msg = await this.direct.get(this.subjects.journal.stream, { last_by_subj: subject });
     if (!msg) return 0;
     if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok) return null;
-    return (await this.genuineBefore(msg)) ? null : msg.seq;
+    return (await this.trustedBefore(msg, 'first')) ? null : msg.seq;
   }
 
   /** Whether the message at `seq` is a trusted event on `subject`. */
@@ -240,25 +274,30 @@ export class JournalPublisher {
   }
 
   /**
-   * The first trusted event on `last`'s subject before it, read in stream order: on a
+   * The first (or last) trusted event on `last`'s subject before it, read in stream order: on a
    * once-per-dispatch subject the genuine event a forgery was published after (there is one at
-   * most). Read only when an untrusted message sits last, so one read per message an attacker put
-   * on the subject, and none otherwise.
+   * most); on a subject that keeps a history, its last genuine state. Read only when an untrusted
+   * message sits last, so never on the path of a journal nobody forges on.
    */
-  private async genuineBefore(
+  private async trustedBefore(
     last: DirectMessage,
+    which: 'first' | 'last',
   ): Promise<{ msg: DirectMessage; event: JournalEvent } | null> {
+    let found: { msg: DirectMessage; event: JournalEvent } | null = null;
     for (let seq = 1; seq < last.seq;) {
       const msg = await this.direct.get(this.subjects.journal.stream, {
         seq,
         next_by_subj: last.subject,
       });
-      if (!msg || msg.seq >= last.seq) return null;
+      if (!msg || msg.seq >= last.seq) return found;
       const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
-      if (trusted.ok) return { msg, event: trusted.event };
+      if (trusted.ok) {
+        found = { msg, event: trusted.event };
+        if (which === 'first') return found;
+      }
       seq = msg.seq + 1;
     }
-    return null;
+    return found;
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */
