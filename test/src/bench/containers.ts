@@ -95,7 +95,7 @@ export async function benchContainers(opts: {
       labels: { tool: 'bench', dispatchId: 'bench' },
     };
     const expected = `{"got":${INPUT}}`;
-    const samples = opts.quick ? 10 : 100;
+    const samples = opts.quick ? 7 : 100;
     const contained: number[] = [];
     const bare: number[] = [];
     for (let i = -5; i < samples; i++) {

@@ -50,7 +50,7 @@ export async function benchExecutors(opts: {
     process.stderr.write(`bench: executors skipped, no sandbox here: ${(err as Error).message}\n`);
     return undefined;
   }
-  const samples = opts.quick ? 10 : 100;
+  const samples = opts.quick ? 7 : 100;
   const cwd = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tg-bench-exec-')));
   try {
     const request = (argv: string[]): ProcessRequest => ({

@@ -12,7 +12,7 @@ const run = promisify(execFile);
 
 /** The repository size BENCH.md reports worktree figures for (a quick run's is smaller). */
 const FILES = 5000;
-const QUICK_FILES = 1000;
+const QUICK_FILES = 500;
 const GIT_IDENTITY = [
   '-c',
   'user.name=Toolgate Bench',
