@@ -1,7 +1,7 @@
 import { SpanKind } from '@opentelemetry/api';
 import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
@@ -179,9 +179,8 @@ describe('publishResolution on a real JetStream stream', () => {
   it('a resolution that forgeries keep out answers unavailable (retryable), not already-resolved; a retry wins', async () => {
     // The resolver behind a slow link, against a client that re-forges the call's `resolved`.
     const forger = await reForger(t, t.subjects.journal.event('acme', 'run1', 'd4', 'resolved'));
-    let slowNc: NatsConnection | undefined;
     try {
-      slowNc = await connect({ servers: forger.slowUrl });
+      const slowNc = await forger.victim();
       const slow = new JournalPublisher(slowNc, t.subjects, testJournalKeys());
       const attempt = resolution('d4', 'allow', 'user:bob', 'attempt-1');
       const err = await publishResolution(slow, slowNc, t.subjects, attempt, parked('d4')).then(
@@ -204,7 +203,6 @@ describe('publishResolution on a real JetStream stream', () => {
       });
       expect(announced.filter((e) => e.dispatchId === 'd4')).toEqual([retry]);
     } finally {
-      await slowNc?.close();
       await forger.close();
     }
   });

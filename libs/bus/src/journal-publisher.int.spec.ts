@@ -1,4 +1,4 @@
-import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { SignatureHeader, type DecidedEvent } from '@toolgate/contracts';
 import { callEvents, reForger, testKeys, useTestNats, type TestNats } from '@toolgate/testing';
@@ -124,9 +124,8 @@ describe('a once-per-dispatch append over forged events', () => {
     // lands first (the evaluator behind a slow link): the compare-and-set names a sequence that is
     // no longer the last.
     const forger = await reForger(t, subjectOf(event));
-    let slowNc: NatsConnection | undefined;
     try {
-      slowNc = await connect({ servers: forger.slowUrl });
+      const slowNc = await forger.victim();
       const slow = new JournalPublisher(slowNc, t.subjects, testKeys('permission-evaluator'));
       const publishes = await countPublishes(event);
       let timer: NodeJS.Timeout | undefined;
@@ -154,7 +153,6 @@ describe('a once-per-dispatch append over forged events', () => {
       expect(await publishes.signed()).toBe(SUPERSEDE_ATTEMPTS + 2);
       publishes.stop();
     } finally {
-      await slowNc?.close();
       await forger.close();
     }
   });

@@ -1,4 +1,3 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ConsumerRole, ErrorCode } from '@toolgate/contracts';
 import { reForger, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
@@ -68,9 +67,8 @@ describe('settlePoisonedDispatch on a real stream', () => {
   it('throws while forgeries keep the settlement out (the message is not terminated), and settles once they stop', async () => {
     // The dead-lettering service behind a slow link, against a client that re-forges `settled`.
     const forger = await reForger(t, t.subjects.journal.event('acme', 'run9', 'd11', 'settled'));
-    let slowNc: NatsConnection | undefined;
     try {
-      slowNc = await connect({ servers: forger.slowUrl });
+      const slowNc = await forger.victim();
       const slow = new JournalPublisher(slowNc, t.subjects, testJournalKeys());
       const poisoned = report(t.subjects.journal.event('acme', 'run9', 'd11', 'decided'));
       await expect(settlePoisonedDispatch(slow, poisoned)).rejects.toMatchObject({
@@ -85,7 +83,6 @@ describe('settlePoisonedDispatch on a real stream', () => {
         error: { code: ErrorCode.PoisonMessage },
       });
     } finally {
-      await slowNc?.close();
       await forger.close();
     }
   });

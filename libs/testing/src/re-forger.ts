@@ -1,4 +1,4 @@
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { NATS_URL } from './names';
 import { tcpProxy } from './tcp-proxy';
 import type { TestNats } from './test-nats';
@@ -11,13 +11,15 @@ import type { TestNats } from './test-nats';
  * names a sequence that is no longer the last.
  */
 export interface ReForger {
-  /** The broker behind a slow link, for the victim's connection. */
+  /** The broker behind a slow link, for the victim's connections. */
   readonly slowUrl: string;
+  /** A connection over the slow link, closed by {@link ReForger.close}. */
+  victim(): Promise<NatsConnection>;
   /** Unsigned messages published so far. */
   forgeries(): number;
   /** Stops forging (what it published stays in the stream). */
   stop(): void;
-  /** Stops, and cuts the slow link. */
+  /** Stops, closes the victims' connections and cuts the slow link. */
   close(): Promise<void>;
 }
 
@@ -41,12 +43,20 @@ export async function reForger(t: TestNats, subject: string): Promise<ReForger> 
   forge();
   await t.nc.flush();
   const stop = () => lookups.unsubscribe();
+  const slowUrl = `nats://127.0.0.1:${proxy.port}`;
+  const victims: NatsConnection[] = [];
   return {
-    slowUrl: `nats://127.0.0.1:${proxy.port}`,
+    slowUrl,
+    async victim() {
+      const nc = await connect({ servers: slowUrl });
+      victims.push(nc);
+      return nc;
+    },
     forgeries: () => forgeries,
     stop,
     async close() {
       stop();
+      await Promise.all(victims.map((nc) => nc.close()));
       await proxy.cut();
     },
   };

@@ -1,4 +1,3 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
@@ -176,10 +175,9 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
       t,
       t.subjects.journal.event('acme', 'run1', dispatchId, 'requested'),
     );
-    let slowNc: NatsConnection | undefined;
     let slow: DispatchSubmitter | undefined;
     try {
-      slowNc = await connect({ servers: forger.slowUrl });
+      const slowNc = await forger.victim();
       slow = new DispatchSubmitter(
         slowNc,
         t.subjects,
@@ -206,7 +204,6 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
       });
     } finally {
       slow?.stop();
-      await slowNc?.close();
       await forger.close();
     }
   });

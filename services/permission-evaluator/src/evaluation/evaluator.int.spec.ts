@@ -1,4 +1,4 @@
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Subscription } from '@nats-io/transport-node';
 import { ensureJournalStreams, JournalPublisher, SUPERSEDE_ATTEMPTS } from '@toolgate/bus';
 import { ErrorCode, type RequestedEvent, type SuspendedEvent } from '@toolgate/contracts';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
@@ -120,9 +120,8 @@ describe('Evaluator against a real journal stream, policy store and NATS', () =>
       t,
       t.subjects.journal.event(req.tenant, req.runId, req.dispatchId, 'settled'),
     );
-    let slowNc: NatsConnection | undefined;
     try {
-      slowNc = await connect({ servers: forger.slowUrl });
+      const slowNc = await forger.victim();
       const slow = new Evaluator(
         slowNc,
         t.subjects,
@@ -143,7 +142,6 @@ describe('Evaluator against a real journal stream, policy store and NATS', () =>
       await slow.onRequested(req);
       expect(await last(req, 'settled')).toMatchObject({ outcome: 'denied' });
     } finally {
-      await slowNc?.close();
       await forger.close();
     }
   });
