@@ -178,29 +178,11 @@ export class JournalPublisher {
     key: string,
     type: T,
   ): Promise<StoredEvent<JournalEventOf<T>> | null> {
-    const msg = await this.direct.get(this.subjects.journal.stream, {
-      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
-    });
-    if (!msg) return null;
-    // Anything else on the subject (not signed by its producer, not JSON, not an event) reads as
-    // nothing recorded...
-    const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
-    let read = trusted.ok ? { msg, event: trusted.event } : null;
-    if (!trusted.ok) {
-      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
-      // ...but a once-per-dispatch transition recorded before it (a forgery published after the
-      // genuine event, which the broker does not refuse) is still the one recorded.
-      read = ONCE_PER_DISPATCH.has(type) ? await this.trustedBefore(msg, 'first') : null;
-    }
-    if (!read) return null;
-    const { event } = read;
-    if (event.type !== type) return null;
-    return {
-      event: event as JournalEventOf<T>,
-      seq: read.msg.seq,
-      storedAt: read.msg.time,
-      headers: read.msg.header,
-    };
+    // Anything else last on the subject (not signed by its producer, not JSON, not an event) reads
+    // as nothing recorded, but a once-per-dispatch transition recorded before it (a forgery
+    // published after the genuine event, which the broker does not refuse) is still the one.
+    const scan = ONCE_PER_DISPATCH.has(type) ? 'first' : null;
+    return (await this.readLast(tenant, runId, key, type, scan)).stored;
   }
 
   /**
@@ -209,11 +191,25 @@ export class JournalPublisher {
    * of the next state appends after it, so a forged message there cannot block the history). With
    * an untrusted message last, the subject is read forward to the last trusted event before it.
    */
-  async lastState<T extends JournalEventType>(
+  lastState<T extends JournalEventType>(
     tenant: string,
     runId: string,
     key: string,
     type: T,
+  ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
+    return this.readLast(tenant, runId, key, type, 'last');
+  }
+
+  /**
+   * The subject's last message, as a trusted event of `type` — or, when it is untrusted, the
+   * first or last trusted event before it (`scan`; null: none) — and its sequence.
+   */
+  private async readLast<T extends JournalEventType>(
+    tenant: string,
+    runId: string,
+    key: string,
+    type: T,
+    scan: 'first' | 'last' | null,
   ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
     const msg = await this.direct.get(this.subjects.journal.stream, {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
@@ -223,7 +219,7 @@ export class JournalPublisher {
     let read = trusted.ok ? { msg, event: trusted.event } : null;
     if (!trusted.ok) {
       if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
-      read = await this.trustedBefore(msg, 'last');
+      read = scan ? await this.trustedBefore(msg, scan) : null;
     }
     if (!read || read.event.type !== type) return { stored: null, headSeq: msg.seq };
     return {
