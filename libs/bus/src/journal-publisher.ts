@@ -37,7 +37,7 @@ export type AppendResult =
 export function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): ToolgateError {
   return new ToolgateError(
     ErrorCode.Unavailable,
-    `the dispatch's ${event.type} could not be recorded: unsigned messages kept taking its place; trying again`,
+    `the dispatch's ${event.type} could not be recorded: unsigned messages kept taking its place (retryable)`,
     { details: { dispatchId: event.dispatchId, retryable: true } },
   );
 }
