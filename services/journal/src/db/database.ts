@@ -19,6 +19,23 @@ export interface Database {
 /** Repositories take either, so a caller can compose them inside its own transaction. */
 export type Db = Kysely<Database> | Transaction<Database>;
 
+/**
+ * Runs a read of several tables in one snapshot (a read-only, repeatable-read transaction), or in
+ * the caller's transaction when given one: the projection commits related rows together, and reads
+ * from two snapshots can show one of them without the other.
+ */
+export function inSnapshot<T>(
+  db: Db,
+  read: (trx: Transaction<Database>) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return read(db as Transaction<Database>);
+  return (db as Kysely<Database>)
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(read);
+}
+
 /** Projection tables in a stable order (used by reset and comparison). */
 export const PROJECTION_TABLES = [
   'audit_log',

@@ -1,5 +1,5 @@
 import { parseJournalEvent, type JournalEvent } from '@toolgate/contracts';
-import type { Db } from '../db/database';
+import { inSnapshot, type Db } from '../db/database';
 import type { DispatchState } from '../projection/dispatch-fold';
 import { dispatchFromRow } from '../projection/projection-repository';
 
@@ -31,6 +31,9 @@ export async function getDispatch(
   tenant: string,
   dispatchId: string,
 ): Promise<DispatchWithHistory | undefined> {
+  // The row and its history from one snapshot: a fold committing between the two reads would show
+  // a history ahead of the state it is the history of.
+  if (!db.isTransaction) return inSnapshot(db, (trx) => getDispatch(trx, tenant, dispatchId));
   const row = await db
     .selectFrom('dispatches')
     .selectAll()

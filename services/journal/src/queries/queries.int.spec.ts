@@ -1,7 +1,7 @@
 import type { JournalEvent } from '@toolgate/contracts';
 import { at, dispatchFixture, sequenced, T0 } from '../../test/fixtures/journal-events.fixture';
 import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
-import { applyEvent } from '../projection/apply-event';
+import { applyEvent, applyEvents } from '../projection/apply-event';
 import {
   dueApprovals,
   getApproval,
@@ -347,5 +347,43 @@ describe('read-side queries (PostgreSQL)', () => {
         'acme/d5',
       ]);
     });
+  });
+});
+
+describe('getRun while the projection folds (PostgreSQL)', () => {
+  let t: JournalTestDb;
+  beforeAll(async () => {
+    t = await useJournalDb('queries-race');
+  });
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('reads a run in one snapshot: never suspended with nothing pending while a fold commits', async () => {
+    // Each fold commits a parked call's dispatch row and its approval together; reads race it.
+    let seq = 10_000;
+    const torn: unknown[] = [];
+    for (let k = 0; k < 150; k++) {
+      const runId = `race-run-${k}`;
+      const fx = dispatchFixture({ dispatchId: `race-${k}`, runId });
+      const entries = sequenced(
+        [fx.requested(0), fx.decided(1, 'ask'), fx.suspended(1, 5000)],
+        'race_journal',
+        seq,
+      );
+      seq += entries.length;
+      let folded = false;
+      const fold = t.db
+        .transaction()
+        .execute((trx) => applyEvents(trx, entries))
+        .finally(() => (folded = true));
+      for (let after = 0; after < 2;) {
+        const run = await getRun(t.db, 'acme', runId);
+        if (run?.status === 'suspended' && run.pending.length !== 1) torn.push(run);
+        if (folded) after += 1;
+      }
+      await fold;
+    }
+    expect(torn).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database';
+import { inSnapshot, type Db } from '../db/database';
 import { errorCodeOf, toIso } from '../db/jsonb';
 import type { DispatchStatus } from '../projection/dispatch-fold';
 import { runStatus, type RunStatus } from '../projection/run-status';
@@ -50,45 +50,46 @@ export interface RunView {
  * the journal has nothing of it (for this tenant).
  */
 export async function getRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
-  const [run, dispatches, approvals] = await Promise.all([
-    db
-      .selectFrom('runs')
-      .selectAll()
-      .where('tenant', '=', tenant)
-      .where('run_id', '=', runId)
-      .executeTakeFirst(),
-    db
-      .selectFrom('dispatches')
-      .select([
-        'dispatch_id',
-        'call_id',
-        'tool_name',
-        'status',
-        'verdict',
-        'decided_by',
-        'decision',
-        'resolved_by',
-        'outcome',
-        'error',
-        'approval_key',
-        'requested_at',
-        'settled_at',
-      ])
-      .where('tenant', '=', tenant)
-      .where('run_id', '=', runId)
-      .orderBy('requested_at', 'asc')
-      .orderBy('dispatch_id')
-      .execute(),
-    db
-      .selectFrom('approvals')
-      .selectAll()
-      .where('tenant', '=', tenant)
-      .where('run_id', '=', runId)
-      .where('status', '=', 'pending')
-      .orderBy('suspended_at')
-      .orderBy('dispatch_id')
-      .execute(),
-  ]);
+  // One snapshot for the three reads: the projection commits a dispatch's row and its approval
+  // together, and a run read across two commits could say `suspended` with nothing pending.
+  if (!db.isTransaction) return inSnapshot(db, (trx) => getRun(trx, tenant, runId));
+  const run = await db
+    .selectFrom('runs')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  const dispatches = await db
+    .selectFrom('dispatches')
+    .select([
+      'dispatch_id',
+      'call_id',
+      'tool_name',
+      'status',
+      'verdict',
+      'decided_by',
+      'decision',
+      'resolved_by',
+      'outcome',
+      'error',
+      'approval_key',
+      'requested_at',
+      'settled_at',
+    ])
+    .where('tenant', '=', tenant)
+    .where('run_id', '=', runId)
+    .orderBy('requested_at', 'asc')
+    .orderBy('dispatch_id')
+    .execute();
+  const approvals = await db
+    .selectFrom('approvals')
+    .selectAll()
+    .where('tenant', '=', tenant)
+    .where('run_id', '=', runId)
+    .where('status', '=', 'pending')
+    .orderBy('suspended_at')
+    .orderBy('dispatch_id')
+    .execute();
   if (!run && dispatches.length === 0) return undefined;
   const summaries: RunDispatchSummary[] = dispatches.map((d) => ({
     dispatchId: d.dispatch_id,
