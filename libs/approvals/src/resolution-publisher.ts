@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { heldByForgeries, type JournalPublisher, type StoredEvent } from '@toolgate/bus';
+import type { JournalPublisher, StoredEvent } from '@toolgate/bus';
 import {
   ErrorCode,
   ToolgateError,
@@ -51,7 +51,6 @@ async function publish(
   resolved: ResolvedEvent,
 ): Promise<ResolvedEvent> {
   const result = await publisher.append(resolved);
-  if (!result.appended && result.reason === 'forged') throw heldByForgeries(resolved);
   if (!result.appended) {
     const winner = await publisher.last(
       resolved.tenant,

@@ -34,7 +34,6 @@ export { trustedEvent, type TrustedEvent } from './event-trust';
 export { bindServiceKeys, serviceKeysOf } from './service-keys-binding';
 export {
   JournalPublisher,
-  heldByForgeries,
   SUPERSEDE_ATTEMPTS,
   type JournalPublisherOptions,
   type AppendOptions,

@@ -1,6 +1,6 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
-import { SignatureHeader, type DecidedEvent } from '@toolgate/contracts';
+import { ErrorCode, SignatureHeader, type DecidedEvent } from '@toolgate/contracts';
 import { callEvents, reForger, testKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import { ensureJournalStreams, JournalPublisher } from './index';
 import { SUPERSEDE_ATTEMPTS } from './journal-publisher';
@@ -113,12 +113,11 @@ describe('a once-per-dispatch append over forged events', () => {
     // Another genuine decision (a replica's, after the dedupe window): the transition is taken.
     expect(await evaluator.append({ ...event, id: 'forged-after:again' })).toEqual({
       appended: false,
-      reason: 'recorded',
     });
     expect((await executor.last('acme', 'run1', 'forged-after', 'decided'))?.seq).toBe(genuine.seq);
   });
 
-  it(`against an attacker that re-forges on every lookup: gives up after ${SUPERSEDE_ATTEMPTS} publishes with { appended: false, reason: 'forged' }, and a later append wins`, async () => {
+  it(`against an attacker that re-forges on every lookup: gives up after ${SUPERSEDE_ATTEMPTS} publishes with a retryable unavailable, and a later append wins`, async () => {
     const event = decided('re-forged');
     // Each time an append reads the subject's last message to append after it, a new forgery
     // lands first (the evaluator behind a slow link): the compare-and-set names a sequence that is
@@ -129,10 +128,13 @@ describe('a once-per-dispatch append over forged events', () => {
       const slow = new JournalPublisher(slowNc, t.subjects, testKeys('permission-evaluator'));
       const publishes = await countPublishes(event);
       let timer: NodeJS.Timeout | undefined;
-      let result: Awaited<ReturnType<JournalPublisher['append']>> | 'still looping';
+      let result: unknown;
       try {
         result = await Promise.race([
-          slow.append(event),
+          slow.append(event).then(
+            (appended) => appended,
+            (err: unknown) => err,
+          ),
           new Promise<'still looping'>((resolve) => {
             timer = setTimeout(() => resolve('still looping'), 10_000);
           }),
@@ -141,7 +143,10 @@ describe('a once-per-dispatch append over forged events', () => {
         clearTimeout(timer);
         forger.stop();
       }
-      expect(result).toEqual({ appended: false, reason: 'forged' });
+      expect(result).toMatchObject({
+        code: ErrorCode.Unavailable,
+        details: { dispatchId: 're-forged', retryable: true },
+      });
       expect(await publishes.signed()).toBe(SUPERSEDE_ATTEMPTS);
       expect(forger.forgeries()).toBe(SUPERSEDE_ATTEMPTS);
       // Nothing genuine is recorded: the executor reads no decision.

@@ -20,21 +20,20 @@ import { trustedEvent } from './event-trust';
 export type AppendResult =
   | { appended: true; seq: number; duplicate: boolean }
   /**
-   * Not recorded. `recorded`: a once-per-dispatch transition of this type is already recorded (the
-   * broker refused ours), or an append's `lastSubjectSequence` did not hold — the race is lost.
-   * `forged`: messages nobody signed kept taking a once-per-dispatch transition for
-   * {@link SUPERSEDE_ATTEMPTS} attempts; nothing genuine is recorded ({@link JournalPublisher.last}
-   * reads null) and trying again later may win, so a caller that must record it tries again
-   * (see {@link heldByForgeries}).
+   * Not recorded: a once-per-dispatch transition of this type is already recorded (the broker
+   * refused ours), or an append's `lastSubjectSequence` did not hold — the race is lost. (Kept out
+   * by forgeries instead, nothing genuine recorded, `append` throws: see {@link heldByForgeries}.)
    */
-  | { appended: false; reason: 'recorded' | 'forged'; seq?: undefined; duplicate?: undefined };
+  | { appended: false; seq?: undefined; duplicate?: undefined };
 
 /**
- * The error for an append that forgeries kept from being recorded (`reason: 'forged'`): retryable,
- * so a delivery is tried again (and at its last, dead-lettered) instead of being acked with the
- * transition unrecorded.
+ * What `append` throws when messages nobody signed kept taking a once-per-dispatch transition for
+ * {@link SUPERSEDE_ATTEMPTS} attempts: nothing genuine is recorded ({@link JournalPublisher.last}
+ * reads null) and trying again later may win. `unavailable` and retryable, so every writer treats
+ * it as it treats a broker outage — a delivery is redelivered (at its last dead-lettered), a
+ * settlement retried, a caller answered 503 — and none takes it for a transition recorded.
  */
-export function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): ToolgateError {
+function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): ToolgateError {
   return new ToolgateError(
     ErrorCode.Unavailable,
     `the dispatch's ${event.type} could not be recorded: unsigned messages kept taking its place (retryable)`,
@@ -105,7 +104,8 @@ export class JournalPublisher {
   /**
    * Publishes `event`. A once-per-dispatch type whose transition is already recorded, or an append
    * whose `lastSubjectSequence` does not hold, returns `{ appended: false }` instead of throwing:
-   * that is how racing writers learn they lost.
+   * that is how racing writers learn they lost. One that forgeries kept out throws a retryable
+   * `unavailable` ({@link heldByForgeries}), as a broker outage does.
    */
   async append(event: JournalEvent, options: AppendOptions = {}): Promise<AppendResult> {
     const subject = this.subjects.journal.event(
@@ -156,15 +156,15 @@ export class JournalPublisher {
             forged = ack.seq;
           } catch (err) {
             if (!isTransitionTaken(err)) throw err;
-            if (!oncePerDispatch) return { appended: false, reason: 'recorded' };
-            if (attempt >= SUPERSEDE_ATTEMPTS) return { appended: false, reason: 'forged' };
+            if (!oncePerDispatch) return { appended: false };
+            if (attempt >= SUPERSEDE_ATTEMPTS) throw heldByForgeries(event);
             // Taken by a genuine event: the race is lost. Taken by a message nobody signed (another
             // client on an open broker): append after it, with a compare-and-set on its sequence,
             // so a forged event cannot hold a dispatch's transition (every reader skips it).
             forged = await this.heldBy(subject);
           }
-          if (forged === null) return { appended: false, reason: 'recorded' };
-          if (attempt >= SUPERSEDE_ATTEMPTS) return { appended: false, reason: 'forged' };
+          if (forged === null) return { appended: false };
+          if (attempt >= SUPERSEDE_ATTEMPTS) throw heldByForgeries(event);
           lastSubjectSequence = forged;
         }
       },

@@ -18,7 +18,13 @@ export {
   prlimitArgv,
   type ResourceLimits,
 } from './resource-limits';
-export { descendants, runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
+export {
+  descendants,
+  procStat,
+  runProcess,
+  type ProcessRequest,
+  type ProcessResult,
+} from './process-runner';
 export { CappedBuffer } from './capped-buffer';
 export { PidsCgroup } from './pids-cgroup';
 export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';

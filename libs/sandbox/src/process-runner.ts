@@ -153,14 +153,9 @@ export function descendants(root: number): number[] {
   for (const entry of entries) {
     const pid = Number(entry);
     if (!Number.isInteger(pid)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue; // exited while we looked
-    }
-    // The command name may hold spaces and parentheses: the fields after it start past its last ')'.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ', 2)[1]);
+    const stat = procStat(pid);
+    if (!stat) continue; // exited while we looked
+    const ppid = Number(stat[1]);
     const siblings = children.get(ppid);
     if (siblings) siblings.push(pid);
     else children.set(ppid, [pid]);
@@ -177,4 +172,18 @@ export function descendants(root: number): number[] {
     queue = next;
   }
   return found;
+}
+
+/**
+ * The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1]); undefined when
+ * the process is gone (or there is no /proc).
+ */
+export function procStat(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: the fields start past its last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
 }

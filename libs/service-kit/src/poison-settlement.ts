@@ -1,5 +1,5 @@
 import type { INestApplication } from '@nestjs/common';
-import { heldByForgeries, JournalPublisher, type PoisonReport } from '@toolgate/bus';
+import { JournalPublisher, type PoisonReport } from '@toolgate/bus';
 import { ErrorCode, journalEvent } from '@toolgate/contracts';
 
 /**
@@ -36,28 +36,28 @@ export async function settlePoisonedDispatch(
       : event && 'toolName' in event
         ? event.toolName
         : undefined) ?? 'unknown';
-  const settled = journalEvent({
-    type: 'settled',
-    id: `${where.dispatchId}:settled`,
-    tenant: where.tenant,
-    runId: where.runId,
-    dispatchId: where.dispatchId,
-    at: new Date().toISOString(),
-    causationId: where.id,
-    toolName,
-    outcome: 'error',
-    error: {
-      code: ErrorCode.PoisonMessage,
-      message: report.error.message,
-      details: { consumer: report.consumer, seq: report.seq },
-    },
-    durationMs: 0,
-    attempt: report.deliveryCount,
-  });
-  // Kept out by forgeries: thrown, so the message is not terminated and its next delivery is
-  // dead-lettered (deduplicated) and settled again.
-  const result = await publisher.append(settled);
-  if (!result.appended && result.reason === 'forged') throw heldByForgeries(settled);
+  // Kept out by forgeries, the append throws: the message is not terminated, and its next
+  // delivery is dead-lettered (deduplicated) and settled again.
+  await publisher.append(
+    journalEvent({
+      type: 'settled',
+      id: `${where.dispatchId}:settled`,
+      tenant: where.tenant,
+      runId: where.runId,
+      dispatchId: where.dispatchId,
+      at: new Date().toISOString(),
+      causationId: where.id,
+      toolName,
+      outcome: 'error',
+      error: {
+        code: ErrorCode.PoisonMessage,
+        message: report.error.message,
+        details: { consumer: report.consumer, seq: report.seq },
+      },
+      durationMs: 0,
+      attempt: report.deliveryCount,
+    }),
+  );
 }
 
 /**

@@ -20,8 +20,7 @@ import { percentile, phase, pool, round, since, withTimeout } from './stats';
 const SUBMIT_WINDOW = 256;
 
 export interface DispatchResult
-  extends Omit<ThroughputResult, 'lastDispatchId'>,
-    Partial<LatencyCpu> {
+  extends Omit<ThroughputResult, 'lastDispatchId'>, Partial<LatencyCpu> {
   p50Ms: number;
   p99Ms: number;
   transport: 'nats';
@@ -253,9 +252,10 @@ export async function benchLatency(
   await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
   const sent: SentDispatch[] = [];
-  const cpu0 = stack.cpuSeconds();
+  // Raw samples (the growth section's blocks) go without: each meter reads /proc twice.
+  const cpu0 = opts.raw ? 0 : stack.cpuSeconds();
   const elu0 = performance.eventLoopUtilization();
-  const servers = startCpuMeter();
+  const servers = opts.raw ? undefined : startCpuMeter();
   const run = async () => {
     for (let i = 0; i < opts.samples; i++) {
       const t = performance.now();
@@ -267,14 +267,13 @@ export async function benchLatency(
     }
   };
   await (opts.profile ? profiled(opts.profile, run) : run());
-  const spent = servers.stop();
-  const cpu: LatencyCpu = {
+  const cpu: LatencyCpu | undefined = servers && {
     latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
     latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
-    ...prefixed('latency', serverCpu(spent, opts.samples)),
+    ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
   };
   return {
-    ...(opts.raw ? {} : { cpu }),
+    ...(cpu ? { cpu } : {}),
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
     ...(latencies.length > QUICK_LATENCY_SAMPLES

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { descendants } from '@toolgate/sandbox';
+import { descendants, procStat } from '@toolgate/sandbox';
 import { DATABASE_URL, NATS_URL } from '@toolgate/testing';
 
 /**
@@ -115,17 +115,6 @@ function pids(): number[] {
 function sumCpu(group: number[] | undefined): number | undefined {
   if (!group) return undefined;
   return group.reduce((sum, pid) => sum + procCpuSeconds(pid), 0);
-}
-
-/** The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1]). */
-function procStat(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name may hold spaces and parentheses: fields start after its last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
 }
 
 /** utime + stime of a process, from /proc (Linux; 0 elsewhere or once it is gone). */

@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { heldByForgeries, trustedEvent, type JournalPublisher } from '@toolgate/bus';
+import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
   ErrorCode,
@@ -121,10 +121,9 @@ export class DispatchSubmitter {
     // Register the waiter before publishing so an outcome that comes quickly is not missed.
     const watcher = waitMs > 0 ? this.watch(principal.tenant, req.runId, dispatchId) : undefined;
     try {
+      // Kept out by forgeries (nothing recorded), the append throws `unavailable`: the caller's
+      // retry of the same call may win, where `replayed` would name a call that never was.
       const appended = await this.publisher.append(event);
-      // Unsigned messages kept taking the call's place: nothing is recorded, and the caller's
-      // retry (the same call id) may win — a `replayed` answer would name a call that never was.
-      if (!appended.appended && appended.reason === 'forged') throw heldByForgeries(event);
       const status = appended.appended && !appended.duplicate ? 'accepted' : 'replayed';
       this.options.onSubmitted?.(status, principal.tenant, tool.name);
       if (status === 'replayed') {

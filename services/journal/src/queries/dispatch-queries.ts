@@ -26,14 +26,21 @@ export interface DispatchWithHistory {
  * One dispatch of one tenant with every event recorded for it, in stream order; undefined when the
  * tenant has no such dispatch (another tenant's dispatch of the same id is not visible).
  */
-export async function getDispatch(
+export function getDispatch(
   db: Db,
   tenant: string,
   dispatchId: string,
 ): Promise<DispatchWithHistory | undefined> {
   // The row and its history from one snapshot: a fold committing between the two reads would show
   // a history ahead of the state it is the history of.
-  if (!db.isTransaction) return inSnapshot(db, (trx) => getDispatch(trx, tenant, dispatchId));
+  return inSnapshot(db, (trx) => readDispatch(trx, tenant, dispatchId));
+}
+
+async function readDispatch(
+  db: Db,
+  tenant: string,
+  dispatchId: string,
+): Promise<DispatchWithHistory | undefined> {
   const row = await db
     .selectFrom('dispatches')
     .selectAll()

@@ -350,7 +350,7 @@ describe('read-side queries (PostgreSQL)', () => {
   });
 });
 
-describe('getRun while the projection folds (PostgreSQL)', () => {
+describe('getRun and getDispatch while the projection folds (PostgreSQL)', () => {
   let t: JournalTestDb;
   beforeAll(async () => {
     t = await useJournalDb('queries-race');
@@ -380,6 +380,34 @@ describe('getRun while the projection folds (PostgreSQL)', () => {
       for (let after = 0; after < 2;) {
         const run = await getRun(t.db, 'acme', runId);
         if (run?.status === 'suspended' && run.pending.length !== 1) torn.push(run);
+        if (folded) after += 1;
+      }
+      await fold;
+    }
+    expect(torn).toEqual([]);
+  });
+
+  it('reads a dispatch in one snapshot: its row never behind the history read with it', async () => {
+    // The call is requested and decided already; the fold of its suspension races the reads.
+    let seq = 20_000;
+    const torn: unknown[] = [];
+    for (let k = 0; k < 150; k++) {
+      const fx = dispatchFixture({ dispatchId: `race-d-${k}`, runId: 'race-d' });
+      const [requested, decided, suspended] = sequenced(
+        [fx.requested(0), fx.decided(1, 'ask'), fx.suspended(1, 5000)],
+        'race_journal',
+        seq,
+      );
+      seq += 3;
+      await t.db.transaction().execute((trx) => applyEvents(trx, [requested!, decided!]));
+      let folded = false;
+      const fold = t.db
+        .transaction()
+        .execute((trx) => applyEvents(trx, [suspended!]))
+        .finally(() => (folded = true));
+      for (let after = 0; after < 2;) {
+        const found = await getDispatch(t.db, 'acme', fx.dispatchId);
+        if (found && found.events.length !== found.dispatch.eventCount) torn.push(found);
         if (folded) after += 1;
       }
       await fold;

@@ -49,10 +49,13 @@ export interface RunView {
  * A run of one tenant: its derived status, its dispatches and its open approvals; undefined when
  * the journal has nothing of it (for this tenant).
  */
-export async function getRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
+export function getRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
   // One snapshot for the three reads: the projection commits a dispatch's row and its approval
   // together, and a run read across two commits could say `suspended` with nothing pending.
-  if (!db.isTransaction) return inSnapshot(db, (trx) => getRun(trx, tenant, runId));
+  return inSnapshot(db, (trx) => readRun(trx, tenant, runId));
+}
+
+async function readRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
   const run = await db
     .selectFrom('runs')
     .selectAll()

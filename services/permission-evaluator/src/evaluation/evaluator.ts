@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { heldByForgeries, isCapped, type ErrorStreaks, type JournalPublisher } from '@toolgate/bus';
+import { isCapped, type ErrorStreaks, type JournalPublisher } from '@toolgate/bus';
 import {
   ErrorCode,
   toWireError,
@@ -90,12 +90,11 @@ export class Evaluator {
         // A denial extends the run's error streak before the caller can see it.
         await this.streaks?.record(event.tenant, event.runId, event.dispatchId, 'denied');
       }
-      // Not appended: recorded before (a redelivery), or, on an open broker, kept out by
-      // forgeries that kept taking the transition (`SUPERSEDE_ATTEMPTS`) — then thrown, so the
-      // delivery is retried (its redelivery finds the decision and completes these follow-ups)
-      // and, at its last, dead-lettered and settled as an error: never acked unsettled.
+      // Not appended: recorded before (a redelivery). Kept out by forgeries on an open broker
+      // (`SUPERSEDE_ATTEMPTS`), the append throws: the delivery is retried (its redelivery finds
+      // the decision and completes these follow-ups) and, at its last, dead-lettered and settled
+      // as an error — never acked unsettled.
       const result = await this.publisher.append(event);
-      if (!result.appended && result.reason === 'forged') throw heldByForgeries(event);
       if (result.appended && !result.duplicate && event.type === 'suspended') {
         this.nc.publish(
           this.subjects.approvals(event.tenant, 'pending'),

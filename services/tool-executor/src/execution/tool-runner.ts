@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
-  heldByForgeries,
   InboxRequests,
   isPublishRefused,
   type DeliveryContext,
@@ -726,11 +725,10 @@ export class ToolRunner {
     let fellBack = false;
     for (let failures = 1; ; failures++) {
       try {
-        // `{ appended: false }`: settled before (by another attempt or service) — done; or, on an
-        // open broker, forgeries kept taking the transition (`SUPERSEDE_ATTEMPTS`) and nothing is
-        // recorded — retried below as a failed publish is, while the message is kept alive.
-        const result = await this.options.publisher.append(settled);
-        if (!result.appended && result.reason === 'forged') throw heldByForgeries(settled);
+        // `{ appended: false }`: settled before (by another attempt or service) — done. Kept out
+        // by forgeries on an open broker (`SUPERSEDE_ATTEMPTS`), the append throws, and is retried
+        // below as a failed publish is, while the message is kept alive.
+        await this.options.publisher.append(settled);
         return;
       } catch (err) {
         if (isPublishRefused(err)) {
