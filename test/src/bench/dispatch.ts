@@ -12,7 +12,7 @@ import {
   type JournalWatch,
   type SubmitReply,
 } from './bench-stack';
-import { startCpuMeter, type CpuSpent } from './machine-cpu';
+import { startCpuMeter, writeSyscalls, type CpuSpent } from './machine-cpu';
 import { profiled } from './profile';
 import { percentile, phase, pool, round, since, withTimeout } from './stats';
 
@@ -256,6 +256,7 @@ export async function benchLatency(
   const cpu0 = opts.raw ? 0 : stack.cpuSeconds();
   const elu0 = performance.eventLoopUtilization();
   const servers = opts.raw ? undefined : startCpuMeter();
+  const writes0 = opts.raw ? undefined : writeSyscalls();
   const run = async () => {
     for (let i = 0; i < opts.samples; i++) {
       const t = performance.now();
@@ -267,8 +268,12 @@ export async function benchLatency(
     }
   };
   await (opts.profile ? profiled(opts.profile, run) : run());
+  const writes1 = writes0 === undefined ? undefined : writeSyscalls();
   const cpu: LatencyCpu | undefined = servers && {
     latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
+    ...(writes0 !== undefined && writes1 !== undefined && stack.shape === 'all-in-one'
+      ? { latencyWriteSyscallsPerDispatch: round((writes1 - writes0) / opts.samples, 1) }
+      : {}),
     latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
     ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
   };
@@ -293,6 +298,8 @@ export async function benchLatency(
 interface LatencyCpu {
   latencyCpuMsPerDispatch: number;
   latencyLoopUtilization: number;
+  /** The process's write system calls per dispatch (all-in-one only: the split's are elsewhere). */
+  latencyWriteSyscallsPerDispatch?: number;
   latencyBrokerCpuMsPerDispatch?: number;
   latencyDatabaseCpuMsPerDispatch?: number;
   latencyMachineBusyPct?: number;

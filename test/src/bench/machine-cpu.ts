@@ -117,6 +117,19 @@ function sumCpu(group: number[] | undefined): number | undefined {
   return group.reduce((sum, pid) => sum + procCpuSeconds(pid), 0);
 }
 
+/**
+ * The write system calls this process has made (`syscw` in /proc/self/io; undefined where it cannot
+ * be read): each socket write wakes its reader, what a message costs beyond its handling.
+ */
+export function writeSyscalls(): number | undefined {
+  try {
+    const m = /^syscw: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** utime + stime of a process, from /proc (Linux; 0 elsewhere or once it is gone). */
 export function procCpuSeconds(pid: number): number {
   const fields = procStat(pid);

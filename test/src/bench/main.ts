@@ -10,6 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { useTestNats, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
+import { benchRawDispatch, type RawDispatchResult } from './raw-chain';
 import { BenchStack } from './bench-stack';
 import {
   benchApprovals,
@@ -37,7 +38,7 @@ import { benchWhatIf, type WhatIfResult } from './whatif';
 
 interface Report {
   machine?: { cpus: number; node: string; natsServer: string; platform: string; cpuModel: string };
-  baseline?: BaselineResult;
+  baseline?: BaselineResult & RawDispatchResult;
   permissions?: {
     decisionsPerSec: number;
     /** The same calls with 980 more rules in the chain (1,002 deny and ask rules in all). */
@@ -49,6 +50,11 @@ interface Report {
   policy?: WhatIfResult;
   dispatch?: DispatchResult & {
     throughputVsBound: number;
+    /**
+     * `p50Ms` ÷ `baseline.rawDispatchP50Ms`: the dispatch against its own message pattern in raw
+     * NATS (the same waits on the broker, none of Toolgate's work), measured in the same run.
+     */
+    p50VsRawDispatch?: number;
     /** Dispatch p50 with 1,000,000 events in the journal stream ÷ with an empty one (see `growth`). */
     p50GrowthAt1M?: number;
     /** The five services as separate processes (the deploy shape), measured the same way. */
@@ -178,9 +184,10 @@ async function main(): Promise<Report> {
 
   // The dispatch and split sections' ratios are against it.
   if (['baseline', 'dispatch', 'split'].some(wanted))
-    report.baseline = await section('baseline', () =>
-      benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick }),
-    );
+    report.baseline = await section('baseline', async () => ({
+      ...(await benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick })),
+      ...(await benchRawDispatch(nats.jsm, nats.prefix, { quick })),
+    }));
 
   let allInOneStopped: Promise<void> | undefined;
   let splitSchema: TestSchema | undefined;
@@ -207,6 +214,7 @@ async function main(): Promise<Report> {
       report.dispatch = {
         ...dispatch,
         throughputVsBound: round(dispatch.throughputPerSec / bound, 3),
+        p50VsRawDispatch: round(dispatch.p50Ms / report.baseline.rawDispatchP50Ms, 2),
       };
     }
     if (wanted('approvals'))
@@ -544,6 +552,14 @@ function print(report: Report): void {
           `${b.jetstreamConsumeAckPerSec.toLocaleString('en-US')} msg/s`,
         ],
         [
+          `raw dispatch chain p50 / p99 (${b.rawDispatchSamples} one at a time)`,
+          `${b.rawDispatchP50Ms} / ${b.rawDispatchP99Ms} ms`,
+        ],
+        [
+          'raw chain: CPU per chain this process / broker, write system calls',
+          `${b.rawDispatchCpuMsPerDispatch} / ${b.rawDispatchBrokerCpuMsPerDispatch ?? '-'} ms, ${b.rawDispatchWriteSyscallsPerDispatch ?? '-'}`,
+        ],
+        [
           'CPU per sync publish: client / broker',
           `${b.clientCpuUsPerSyncPublish} / ${b.brokerCpuUsPerSyncPublish ?? '-'} µs`,
         ],
@@ -571,6 +587,17 @@ function print(report: Report): void {
             'p50 per hop: submit→requested→decided→started→settled→reply',
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
+          ...(d.p50VsRawDispatch !== undefined
+            ? ([['p50 vs the raw dispatch chain (baseline)', d.p50VsRawDispatch]] as [
+                string,
+                unknown,
+              ][])
+            : []),
+          ...(d.latencyWriteSyscallsPerDispatch !== undefined
+            ? ([
+                ['latency: write system calls per dispatch', d.latencyWriteSyscallsPerDispatch],
+              ] as [string, unknown][])
+            : []),
           ...(d.latencyCpuMsPerDispatch !== undefined
             ? ([
                 [

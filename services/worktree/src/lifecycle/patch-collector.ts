@@ -61,34 +61,38 @@ export async function collectPatch(
     const snapshot = gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex });
     await snapshot.raw(['add', '--all', '--', '.']);
 
-    const raw = await snapshot.raw([
-      'diff',
-      '--cached',
-      '--raw',
-      '-z',
-      ...DIFF_OPTIONS,
-      baseCommit,
-      '--',
-    ]);
-    const numstat = await snapshot.raw([
-      'diff',
-      '--cached',
-      '--numstat',
-      '-z',
-      ...DIFF_OPTIONS,
-      baseCommit,
-      '--',
-    ]);
-    // Paths the agent's own index knows that the base does not: added on purpose, not untracked.
-    const staged = await gitAt(treePath).raw([
-      'diff',
-      '--cached',
-      '--name-only',
-      '-z',
-      '--no-renames',
-      '--diff-filter=A',
-      baseCommit,
-      '--',
+    // Everything below reads the snapshot (or writes an index of its own): one git process each,
+    // side by side — each spawn costs tens of milliseconds here, and one after another they were
+    // most of a collect's time.
+    const patchFile = path.join(tmp, 'changes.patch');
+    const checkIndex = path.join(tmp, 'check-index');
+    const check = gitAt(treePath, { GIT_INDEX_FILE: checkIndex });
+    const [raw, numstat, staged] = await Promise.all([
+      snapshot.raw(['diff', '--cached', '--raw', '-z', ...DIFF_OPTIONS, baseCommit, '--']),
+      snapshot.raw(['diff', '--cached', '--numstat', '-z', ...DIFF_OPTIONS, baseCommit, '--']),
+      // Paths the agent's own index knows that the base does not: added on purpose, not untracked.
+      gitAt(treePath).raw([
+        'diff',
+        '--cached',
+        '--name-only',
+        '-z',
+        '--no-renames',
+        '--diff-filter=A',
+        baseCommit,
+        '--',
+      ]),
+      snapshot.raw([
+        'diff',
+        '--cached',
+        '--binary',
+        '--full-index',
+        ...DIFF_OPTIONS,
+        `--output=${patchFile}`,
+        baseCommit,
+        '--',
+      ]),
+      // The base's tree in an index of its own, for the patch's check below.
+      check.raw(['read-tree', baseCommit]),
     ]);
 
     const entries = parseRawDiff(raw);
@@ -103,24 +107,9 @@ export async function collectPatch(
       );
     }
     const files = toFileChanges(entries, parseBinaryPaths(numstat), new Set(splitZ(staged)));
-
-    const patchFile = path.join(tmp, 'changes.patch');
-    await snapshot.raw([
-      'diff',
-      '--cached',
-      '--binary',
-      '--full-index',
-      ...DIFF_OPTIONS,
-      `--output=${patchFile}`,
-      baseCommit,
-      '--',
-    ]);
     const patch = new Uint8Array(await readFile(patchFile));
 
     if (patch.byteLength > 0) {
-      const checkIndex = path.join(tmp, 'check-index');
-      const check = gitAt(treePath, { GIT_INDEX_FILE: checkIndex });
-      await check.raw(['read-tree', baseCommit]);
       try {
         await check.raw(['apply', '--check', '--cached', patchFile]);
       } catch (err) {

@@ -1,0 +1,184 @@
+import { performance } from 'node:perf_hooks';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
+import { NATS_URL } from '@toolgate/testing';
+import { startCpuMeter, writeSyscalls } from './machine-cpu';
+import { percentile, round, since, withTimeout } from './stats';
+
+/**
+ * A dispatch's message pattern in raw NATS, with no Toolgate code on it: what the transport alone
+ * costs one dispatch on this machine, in this run — the floor under `dispatch.p50Ms`.
+ */
+export interface RawDispatchResult {
+  /** One chain at a time, the client's request to its reply. */
+  rawDispatchP50Ms: number;
+  rawDispatchP99Ms: number;
+  rawDispatchSamples: number;
+  /** This process's CPU per chain (every connection below is in it, as in the all-in-one). */
+  rawDispatchCpuMsPerDispatch: number;
+  /** This process's write system calls per chain (Linux). */
+  rawDispatchWriteSyscallsPerDispatch?: number;
+  /** The broker's CPU per chain, when it runs on this machine. */
+  rawDispatchBrokerCpuMsPerDispatch?: number;
+}
+
+/** Untimed chains first: in quick and full runs alike. */
+const WARMUP = 150;
+const PAYLOAD = new Uint8Array(400).fill(0x61);
+
+/**
+ * Each service of the all-in-one has a connection of its own, and so does each role here:
+ *
+ * client ─request→ "gateway" ─append requested→ stream ─deliver→ "evaluator" ─append decided→
+ * stream ─deliver→ "executor" ─append started (and read settled beside it)→ ─request→ "worker"
+ * ─reply→ "executor" ─append settled (a read beside it)→ stream ─core delivery→ "gateway" ─reply→
+ * client; and a "projection" consumer reads and acks every event.
+ *
+ * Every append expects the subject to be empty (`lastSubjectSequence: 0`) and carries a message
+ * id, as the journal's appends do; consumers are durable pull consumers with explicit acks, acked
+ * after the handler's append. Same waits on the broker as a dispatch, none of its work.
+ */
+export async function benchRawDispatch(
+  jsm: JetStreamManager,
+  prefix: string,
+  opts: { quick: boolean },
+): Promise<RawDispatchResult> {
+  const stream = `${prefix}_rawchain`;
+  const root = `${prefix}.rawchain`;
+  const event = (id: string, type: string) => `${root}.events.${id}.${type}`;
+  await jsm.streams.add({
+    name: stream,
+    subjects: [`${root}.events.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    num_replicas: 1,
+    allow_direct: true,
+    duplicate_window: 120_000 * 1_000_000,
+  });
+  const conns: NatsConnection[] = [];
+  const reading: ConsumerMessages[] = [];
+  const open = async (role: string) => {
+    const nc = await connect({ servers: NATS_URL, name: `bench-rawchain-${role}` });
+    conns.push(nc);
+    return nc;
+  };
+  try {
+    const client = await open('client');
+    const gateway = await open('gateway');
+    const evaluator = await open('evaluator');
+    const executor = await open('executor');
+    const worker = await open('worker');
+    const projection = await open('projection');
+    const append = (nc: NatsConnection, id: string, type: string) =>
+      jetstream(nc).publish(event(id, type), PAYLOAD, {
+        msgID: `${id}:${type}`,
+        expect: { lastSubjectSequence: 0 },
+      });
+    const consume = async (
+      nc: NatsConnection,
+      name: string,
+      filter: string,
+      handle: (m: JsMsg) => Promise<void>,
+    ) => {
+      await jsm.consumers.add(stream, {
+        durable_name: `${prefix}_rawchain_${name}`,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: filter,
+      });
+      const consumer = await jetstream(nc).consumers.get(stream, `${prefix}_rawchain_${name}`);
+      const messages = await consumer.consume({ max_messages: 100 });
+      reading.push(messages);
+      void (async () => {
+        for await (const m of messages) {
+          handle(m).then(
+            () => m.ack(),
+            () => m.nak(),
+          );
+        }
+      })();
+    };
+    const idOf = (subject: string) => subject.split('.').at(-2)!;
+
+    // The gateway: appends `requested`, answers when the core delivery of `settled` comes.
+    const waiting = new Map<string, Msg>();
+    gateway.subscribe(`${root}.events.*.settled`, {
+      callback: (_err, m) => {
+        const id = idOf(m.subject);
+        waiting.get(id)?.respond(m.data);
+        waiting.delete(id);
+      },
+    });
+    gateway.subscribe(`${root}.submit`, {
+      callback: (_err, m) => {
+        const id = new TextDecoder().decode(m.data);
+        waiting.set(id, m);
+        append(gateway, id, 'requested').catch(() => waiting.delete(id));
+      },
+    });
+    worker.subscribe(`${root}.tool`, { callback: (_err, m) => void m.respond(PAYLOAD) });
+    const workerReady = Promise.all([gateway.flush(), worker.flush()]);
+    const executorJsm = await jetstreamManager(executor);
+    const lastSettled = (id: string) =>
+      executorJsm.direct.getMessage(stream, { last_by_subj: event(id, 'settled') });
+    await consume(evaluator, 'evaluator', `${root}.events.*.requested`, async (m) => {
+      await append(evaluator, idOf(m.subject), 'decided');
+    });
+    await consume(executor, 'executor', `${root}.events.*.decided`, async (m) => {
+      const id = idOf(m.subject);
+      await Promise.all([append(executor, id, 'started'), lastSettled(id)]);
+      await executor.request(`${root}.tool`, PAYLOAD, { timeout: 10_000 });
+      await Promise.all([append(executor, id, 'settled'), lastSettled(id)]);
+    });
+    await consume(projection, 'projection', `${root}.events.>`, async () => undefined);
+    await workerReady;
+
+    let n = 0;
+    const chain = () =>
+      withTimeout(
+        client.request(`${root}.submit`, new TextEncoder().encode(`d${n++}`), { timeout: 10_000 }),
+        10_000,
+        'a raw dispatch chain',
+      );
+    for (let i = 0; i < WARMUP; i++) await chain();
+    const samples = opts.quick ? 200 : 1000;
+    const times: number[] = [];
+    const servers = startCpuMeter();
+    const cpu0 = process.cpuUsage();
+    const writes0 = writeSyscalls();
+    for (let i = 0; i < samples; i++) {
+      const t = performance.now();
+      await chain();
+      times.push(since(t));
+    }
+    const cpu = process.cpuUsage(cpu0);
+    const writes1 = writeSyscalls();
+    const spent = servers.stop();
+    return {
+      rawDispatchP50Ms: round(percentile(times, 50), 3),
+      rawDispatchP99Ms: round(percentile(times, 99), 3),
+      rawDispatchSamples: samples,
+      rawDispatchCpuMsPerDispatch: round((cpu.user + cpu.system) / 1000 / samples, 3),
+      ...(writes0 !== undefined && writes1 !== undefined
+        ? { rawDispatchWriteSyscallsPerDispatch: round((writes1 - writes0) / samples, 1) }
+        : {}),
+      ...(spent.brokerSeconds !== undefined
+        ? { rawDispatchBrokerCpuMsPerDispatch: round((spent.brokerSeconds * 1000) / samples, 3) }
+        : {}),
+    };
+  } finally {
+    for (const messages of reading) await messages.close().catch(() => undefined);
+    await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
+    await jsm.streams.delete(stream).catch(() => undefined);
+  }
+}
