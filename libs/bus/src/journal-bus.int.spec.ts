@@ -623,6 +623,73 @@ describe('a batch consumer folding in lanes', () => {
     expect(overlapping).toBe(0);
     expect(mostAtOnce).toBe(2);
   });
+
+  it('under light load folds what every lane holds in one run, and holds those lanes until it is applied', async () => {
+    const keys = Array.from({ length: 12 }, (_, i) => `light${i}`);
+    const runs: { seq: number; dispatchId: string }[][] = [];
+    const applying = new Set<string>();
+    let overlapping = 0;
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const { running } = await startConsumer(
+      t,
+      { role: 'journal', eventType: '*', maxDeliver: 3, ackWaitMs: 30_000, maxAckPending: 1000 },
+      {
+        async handle(event, delivery) {
+          runs.push([{ seq: delivery.seq, dispatchId: event.dispatchId }]);
+        },
+        batch: {
+          maxBatch: 50,
+          lingerMs: 1000,
+          lanes: 3,
+          laneKey: t.subjects.journal.keyOf,
+          async handleBatch(entries) {
+            const mine = new Set(entries.map((e) => e.event.dispatchId));
+            for (const k of mine) if (applying.has(k)) overlapping++;
+            for (const k of mine) applying.add(k);
+            runs.push(entries.map((e) => ({ seq: e.seq, dispatchId: e.event.dispatchId })));
+            // The first run is held open while the next events of the same dispatches come in.
+            if (runs.length === 1) await gate;
+            for (const k of mine) applying.delete(k);
+          },
+        },
+      },
+    );
+    try {
+      // Twelve dispatches over three lanes, each lane lingering for more.
+      for (const k of keys) await publisher.append(started(k, 1));
+      await eventually(() => (runs.length > 0 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'the first run',
+      });
+      // One run, not one per lane: every lane's queue went into it, in stream order.
+      expect(runs[0]!.map((e) => e.dispatchId).sort()).toEqual([...keys].sort());
+      expect(runs[0]!.map((e) => e.seq)).toEqual(runs[0]!.map((e) => e.seq).sort((a, b) => a - b));
+      // Their next events, while it is applied: past their linger, still no run may start, for
+      // each of those dispatches is in the run being applied.
+      for (const k of keys) await publisher.append(started(k, 2));
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(runs).toHaveLength(1);
+      openGate();
+      await eventually(() => (runs.flat().length === 24 ? true : undefined), {
+        timeoutMs: 10_000,
+        what: 'all 24 events applied',
+      });
+    } finally {
+      openGate();
+      await running.stop();
+    }
+    expect(overlapping).toBe(0);
+    // The second round came in while the lanes were held: it too went in one run.
+    expect(runs).toHaveLength(2);
+    for (const k of keys) {
+      const seqs = runs
+        .flat()
+        .filter((e) => e.dispatchId === k)
+        .map((e) => e.seq);
+      expect({ k, seqs }).toEqual({ k, seqs: [...seqs].sort((a, b) => a - b) });
+    }
+  });
 });
 
 describe('a message its handler hands back', () => {

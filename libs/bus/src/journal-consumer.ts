@@ -167,6 +167,11 @@ interface Lane {
   oldestStoredAt: number;
   /** Ends the worker's linger early (set while it lingers). */
   lingering: (() => void) | undefined;
+  /**
+   * A run holding this lane's keys is being applied (its own worker's, or one that took this
+   * lane's queue along, see `mergeIdleLanes`): nothing more of the lane starts until it is done.
+   */
+  applying: boolean;
 }
 
 /**
@@ -191,6 +196,7 @@ export function runJournalConsumer(
     msgs: [],
     oldestStoredAt: 0,
     lingering: undefined,
+    applying: false,
   }));
   let queued = 0;
   // One at a time, a handler's messages are pulled only for free workers: a message pulled for a
@@ -263,8 +269,15 @@ export function runJournalConsumer(
           continue;
         }
       }
-      const taken = lane.msgs.splice(0, maxBatch);
-      queued -= taken.length;
+      if (lane.applying) {
+        // Another lane's worker took this lane's queue into its run: wait until it is applied.
+        await new Promise<void>((resolve) => idleWorkers[laneIndex]!.push(resolve));
+        continue;
+      }
+      let taken = lane.msgs.splice(0, maxBatch);
+      // Stored within a linger or two: light load, not a backlog (see `mergeIdleLanes`).
+      const fresh =
+        lingerMs > 0 && lane.oldestStoredAt > 0 && now() - lane.oldestStoredAt <= 2 * lingerMs;
       // What is left over has waited already: it goes in the next run without lingering again.
       lane.oldestStoredAt = 0;
       if (!taken.length) {
@@ -273,6 +286,12 @@ export function runJournalConsumer(
         await new Promise<void>((resolve) => idleWorkers[laneIndex]!.push(resolve));
         continue;
       }
+      // Lanes have a worker each; without lanes, workers share the one queue and hold nothing.
+      const held = laneCount > 1 ? [lane] : [];
+      if (laneCount > 1 && fresh && taken.length < maxBatch)
+        taken = mergeIdleLanes(lane, taken, held);
+      queued -= taken.length;
+      for (const h of held) h.applying = true;
       if (!fetcherBlocked()) wakeFetcher();
       busy++;
       const handling = { msgs: taken, sinceMs: Date.now() };
@@ -289,8 +308,32 @@ export function runJournalConsumer(
       } finally {
         handlingNow.delete(handling);
         busy--;
+        for (const h of held) h.applying = false;
+        for (const h of held) if (h !== lane) wakeWorker(lanes.indexOf(h));
       }
     }
+  };
+  /**
+   * Light load: a lane whose linger ended with less than a batch of fresh events takes along the
+   * queues of the lanes that are only lingering (none of their keys is being applied), when all of
+   * it fits in one batch — one transaction instead of one per lane, each of which costs the
+   * database and this event loop a commit. Each key's events stay in stream order (every older one
+   * of theirs is applied, and the run is in stream order); the lanes taken along are held until it
+   * is applied. A backlog (events stored long before) is applied in lanes side by side as before.
+   */
+  const mergeIdleLanes = (own: Lane, taken: JsMsg[], held: Lane[]): JsMsg[] => {
+    const others = lanes.filter((l) => l !== own && !l.applying && l.msgs.length > 0);
+    let total = taken.length;
+    for (const l of others) total += l.msgs.length;
+    if (!others.length || total > maxBatch) return taken;
+    const merged = [...taken];
+    for (const l of others) {
+      merged.push(...l.msgs.splice(0));
+      l.oldestStoredAt = 0;
+      held.push(l);
+      endLinger(l);
+    }
+    return merged.sort((a, b) => a.seq - b.seq);
   };
   const workers: Promise<void>[] = [];
 

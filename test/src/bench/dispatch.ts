@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiOperation } from '@toolgate/contracts';
 import type { TestNats } from '@toolgate/testing';
 import {
@@ -83,7 +84,7 @@ export interface DispatchResult
   rssAfterThroughputMb: number;
 }
 
-type Hop =
+export type Hop =
   | 'submitToRequested'
   | 'requestedToDecided'
   | 'decidedToStarted'
@@ -98,7 +99,7 @@ export interface ApprovalsResult {
   transport: 'nats';
 }
 
-interface SentDispatch {
+export interface SentDispatch {
   dispatchId: string;
   /** Epoch ms (fractional) when the request was sent and its reply read. */
   sentAt: number;
@@ -106,7 +107,7 @@ interface SentDispatch {
 }
 
 /** A `performance.now()` reading as epoch milliseconds, comparable with the broker's timestamps. */
-const epochMs = (t: number) => performance.timeOrigin + t;
+export const epochMs = (t: number) => performance.timeOrigin + t;
 
 /** Submits no-op dispatches with fresh call ids (one counter per stack). */
 export function submitter(stack: BenchStack) {
@@ -325,15 +326,31 @@ const EMPTY_HOPS: Record<Hop, number> = {
  * Reads back the journal events of `runId`'s dispatches with the broker's storage timestamps and
  * returns the p50 of each hop (see {@link DispatchResult.hopsP50Ms}).
  */
-async function hopBreakdown(
+function hopBreakdown(
   nats: TestNats,
   runId: string,
   sent: readonly SentDispatch[],
 ): Promise<Record<Hop, number>> {
+  return storedHops(
+    nats.nc,
+    nats.subjects.journal.stream,
+    `${nats.subjects.prefix}.journal.${TENANT}.${runId}.>`,
+    sent,
+  );
+}
+
+/**
+ * The p50 of each hop of `sent`, from the broker's storage timestamps of the events on `filter`
+ * in `stream`: subjects ending `<dispatch id>.<event type>` (the journal's, the raw chain's).
+ */
+export async function storedHops(
+  nc: NatsConnection,
+  stream: string,
+  filter: string,
+  sent: readonly SentDispatch[],
+): Promise<Record<Hop, number>> {
   const stored = new Map<string, Partial<Record<string, number>>>();
-  const consumer = await jetstream(nats.nc).consumers.get(nats.subjects.journal.stream, {
-    filter_subjects: `${nats.subjects.prefix}.journal.${TENANT}.${runId}.>`,
-  });
+  const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: filter });
   try {
     const total = (await consumer.info(true)).num_pending;
     let seen = 0;

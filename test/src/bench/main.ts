@@ -556,6 +556,10 @@ function print(report: Report): void {
           `${b.rawDispatchP50Ms} / ${b.rawDispatchP99Ms} ms`,
         ],
         [
+          'raw chain p50 per hop: submit→requested→decided→started→settled→reply',
+          Object.values(b.rawDispatchHopsP50Ms).join(' / ') + ' ms',
+        ],
+        [
           'raw chain: CPU per chain this process / broker, write system calls',
           `${b.rawDispatchCpuMsPerDispatch} / ${b.rawDispatchBrokerCpuMsPerDispatch ?? '-'} ms, ${b.rawDispatchWriteSyscallsPerDispatch ?? '-'}`,
         ],

@@ -12,6 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { NATS_URL } from '@toolgate/testing';
+import { epochMs, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
 import { percentile, round, since, withTimeout } from './stats';
 
@@ -24,6 +25,8 @@ export interface RawDispatchResult {
   rawDispatchP50Ms: number;
   rawDispatchP99Ms: number;
   rawDispatchSamples: number;
+  /** The chain's p50 per hop, as `dispatch.hopsP50Ms` (the same broker timestamps). */
+  rawDispatchHopsP50Ms: Record<Hop, number>;
   /** This process's CPU per chain (every connection below is in it, as in the all-in-one). */
   rawDispatchCpuMsPerDispatch: number;
   /** This process's write system calls per chain (Linux). */
@@ -144,22 +147,25 @@ export async function benchRawDispatch(
     await workerReady;
 
     let n = 0;
-    const chain = () =>
+    const chain = (id = `w${n++}`) =>
       withTimeout(
-        client.request(`${root}.submit`, new TextEncoder().encode(`d${n++}`), { timeout: 10_000 }),
+        client.request(`${root}.submit`, new TextEncoder().encode(id), { timeout: 10_000 }),
         10_000,
         'a raw dispatch chain',
       );
     for (let i = 0; i < WARMUP; i++) await chain();
     const samples = opts.quick ? 200 : 1000;
     const times: number[] = [];
+    const sent: SentDispatch[] = [];
     const servers = startCpuMeter();
     const cpu0 = process.cpuUsage();
     const writes0 = writeSyscalls();
     for (let i = 0; i < samples; i++) {
       const t = performance.now();
-      await chain();
-      times.push(since(t));
+      await chain(`d${i}`);
+      const ms = since(t);
+      times.push(ms);
+      sent.push({ dispatchId: `d${i}`, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
     }
     const cpu = process.cpuUsage(cpu0);
     const writes1 = writeSyscalls();
@@ -168,6 +174,7 @@ export async function benchRawDispatch(
       rawDispatchP50Ms: round(percentile(times, 50), 3),
       rawDispatchP99Ms: round(percentile(times, 99), 3),
       rawDispatchSamples: samples,
+      rawDispatchHopsP50Ms: await storedHops(client, stream, `${root}.events.>`, sent),
       rawDispatchCpuMsPerDispatch: round((cpu.user + cpu.system) / 1000 / samples, 3),
       ...(writes0 !== undefined && writes1 !== undefined
         ? { rawDispatchWriteSyscallsPerDispatch: round((writes1 - writes0) / samples, 1) }
