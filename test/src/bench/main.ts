@@ -393,7 +393,7 @@ async function benchSplit(
       benchLatency(stack, nats, {
         samples: latencySamples,
         runId: 'split-latency',
-        warmup: quick ? 150 : 300,
+        warmup: quick ? 100 : 300,
       }),
     );
     const tput = await phase('throughput', () =>

@@ -8,7 +8,7 @@ import { pool, round } from './stats';
 export interface MemoryResult {
   /** RSS of the all-in-one (this process: services, worker and load generator) after the throughput phase. */
   rssAfterMb: number;
-  /** Dispatches settled in the growth run (100,000; 1,500 in a quick run, in 3 chunks). */
+  /** Dispatches settled in the growth run (100,000; 1,200 in a quick run, in 3 chunks). */
   growthDispatches: number;
   /**
    * RSS growth over the growth run, per 100,000 settled dispatches: the RSS after its last chunk
@@ -42,7 +42,7 @@ export async function benchMemory(
   nats: TestNats,
   opts: { quick: boolean; rssAfterMb: number },
 ): Promise<MemoryResult> {
-  const dispatches = opts.quick ? 1_500 : 100_000;
+  const dispatches = opts.quick ? 1_200 : 100_000;
   const chunks = opts.quick ? 3 : 10;
   const chunk = dispatches / chunks;
   const submit = submitter(stack);

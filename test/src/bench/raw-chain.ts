@@ -36,7 +36,7 @@ export interface RawDispatchResult {
 }
 
 /** Untimed chains first: in quick and full runs alike. */
-const WARMUP = 150;
+const WARMUP = 100;
 const PAYLOAD = new Uint8Array(400).fill(0x61);
 
 /**
