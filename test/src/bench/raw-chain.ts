@@ -154,7 +154,7 @@ export async function benchRawDispatch(
         'a raw dispatch chain',
       );
     for (let i = 0; i < WARMUP; i++) await chain();
-    const samples = opts.quick ? 200 : 1000;
+    const samples = opts.quick ? 200 : 500;
     const times: number[] = [];
     const sent: SentDispatch[] = [];
     const servers = startCpuMeter();
