@@ -57,15 +57,7 @@ export async function benchBaseline(
 ): Promise<BaselineResult> {
   const stream = `${prefix}_baseline`;
   const subject = `${prefix}.baseline.events`;
-  await jsm.streams.add({
-    name: stream,
-    subjects: [`${prefix}.baseline.>`],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    num_replicas: 1,
-    allow_direct: true,
-    duplicate_window: 120_000 * 1_000_000,
-  });
+  await addJournalLikeStream(jsm, stream, `${prefix}.baseline.>`);
   try {
     const js = jetstream(nc);
     const payload = new Uint8Array(PAYLOAD_BYTES).fill(0x61);
@@ -147,6 +139,23 @@ export async function benchBaseline(
   } finally {
     await jsm.streams.delete(stream).catch(() => undefined);
   }
+}
+
+/** A throwaway stream with the journal's settings: file storage, direct get, a 2-minute dedupe window. */
+export function addJournalLikeStream(
+  jsm: JetStreamManager,
+  name: string,
+  subject: string,
+): Promise<unknown> {
+  return jsm.streams.add({
+    name,
+    subjects: [subject],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    num_replicas: 1,
+    allow_direct: true,
+    duplicate_window: 120_000 * 1_000_000,
+  });
 }
 
 function perMessageUs<K extends string>(

@@ -4,14 +4,13 @@ import {
   DeliverPolicy,
   jetstream,
   jetstreamManager,
-  RetentionPolicy,
-  StorageType,
   type ConsumerMessages,
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { NATS_URL } from '@toolgate/testing';
+import { addJournalLikeStream } from './baseline';
 import { epochMs, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
 import { percentile, round, since, withTimeout } from './stats';
@@ -59,15 +58,7 @@ export async function benchRawDispatch(
   const stream = `${prefix}_rawchain`;
   const root = `${prefix}.rawchain`;
   const event = (id: string, type: string) => `${root}.events.${id}.${type}`;
-  await jsm.streams.add({
-    name: stream,
-    subjects: [`${root}.events.>`],
-    storage: StorageType.File,
-    retention: RetentionPolicy.Limits,
-    num_replicas: 1,
-    allow_direct: true,
-    duplicate_window: 120_000 * 1_000_000,
-  });
+  await addJournalLikeStream(jsm, stream, `${root}.events.>`);
   const conns: NatsConnection[] = [];
   const reading: ConsumerMessages[] = [];
   const open = async (role: string) => {
