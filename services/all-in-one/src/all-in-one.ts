@@ -53,7 +53,10 @@ export interface AllInOne {
   executor: RunningService;
   journal: RunningService & { sweeper: { sweep(): Promise<number> } };
   worktree: RunningService;
-  /** Stops every service gracefully, gateway first so no new work comes in. */
+  /**
+   * Stops every service gracefully: the gateway first so no new work comes in, the journal last so
+   * it folds what the others appended while they drained, those three side by side between.
+   */
   stop(): Promise<void>;
   /** The journal messages every service's handlers are working on now. */
   inFlight(): InFlightMessage[];
@@ -175,9 +178,13 @@ export async function startAllInOne(options: AllInOneOptions): Promise<AllInOne>
         await all.executor.abandon?.();
       },
       // Reads the fields at stop time: a test may have replaced a service (a simulated crash).
+      // The gateway first, so no new work comes in; then the services behind it side by side (each
+      // waits out its current pull, up to a second, to hand back what it brings); the journal last,
+      // so what their drains appended is folded before it stops.
       stop: stopOnce(async () => {
-        for (const s of [all.gateway, all.worktree, all.executor, all.evaluator, all.journal])
-          await s.stop();
+        await all.gateway.stop();
+        await Promise.all([all.worktree.stop(), all.executor.stop(), all.evaluator.stop()]);
+        await all.journal.stop();
         await policy.close();
       }),
     };
