@@ -65,7 +65,7 @@ export async function benchWorktree(opts: { quick: boolean }): Promise<{
   /** Timed rounds (medians of each). */
   samples: number;
 }> {
-  const samples = opts.quick ? 3 : 5;
+  const samples = opts.quick ? 2 : 5;
   const base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tg-bench-worktree-')));
   try {
     const repo = path.join(base, 'repo');
