@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
 import { NATS_URL, uniqueName } from './names';
@@ -12,10 +12,16 @@ export interface TestNats {
   cleanup(): Promise<void>;
 }
 
-/** A connection and a stream prefix of this test's own, so test files run side by side. */
-export async function useTestNats(label: string): Promise<TestNats> {
+/**
+ * A connection and a stream prefix of this test's own, so test files run side by side. `options`
+ * go to the connection (the bench's turn off async stack traces, as the services' connections do).
+ */
+export async function useTestNats(
+  label: string,
+  options: Partial<ConnectionOptions> = {},
+): Promise<TestNats> {
   const prefix = uniqueName(label);
-  const nc = await connect({ servers: NATS_URL, name: `test-${prefix}` });
+  const nc = await connect({ servers: NATS_URL, name: `test-${prefix}`, ...options });
   const jsm = await jetstreamManager(nc);
   return {
     nc,

@@ -10,7 +10,7 @@ import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { useTestNats, useTestSchema, type TestNats, type TestSchema } from '@toolgate/testing';
 import { BenchStack, TENANT } from './bench-stack';
 import { benchLatency, untilProjected, warmUp } from './dispatch';
-import { percentile, phase, round, since } from './stats';
+import { BENCH_CONNECTION, percentile, phase, round, since } from './stats';
 
 export interface GrowthResult {
   /** Events in the journal stream before the second measurement (1,000,000; 20,000 quick). */
@@ -84,7 +84,7 @@ export async function benchGrowth(opts: {
   // The empty side (its stream, schema and stack) is set up beside the full one's preparation:
   // none of it is measured, and it touches neither the full stream nor its schema.
   const emptySide = (async () => {
-    const nats = await useTestNats('bench-empty');
+    const nats = await useTestNats('bench-empty', BENCH_CONNECTION);
     opened.push(nats);
     const schema = await useTestSchema('bench-empty');
     opened.push(schema);
@@ -92,7 +92,7 @@ export async function benchGrowth(opts: {
   })();
   emptySide.catch(() => undefined);
   try {
-    const full = await useTestNats('bench-full');
+    const full = await useTestNats('bench-full', BENCH_CONNECTION);
     opened.push(full);
     const fullSchema = await useTestSchema('bench-full');
     opened.push(fullSchema);

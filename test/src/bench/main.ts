@@ -31,7 +31,7 @@ import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
 import { benchScripts, type ScriptsResult } from './scripts';
 import { benchPermissions } from './permissions';
-import { phase, round, since } from './stats';
+import { BENCH_CONNECTION, phase, round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
 import { benchWorktree } from './worktree';
 import { benchWhatIf, type WhatIfResult } from './whatif';
@@ -169,7 +169,7 @@ async function main(): Promise<Report> {
     return value;
   };
 
-  const nats = await useTestNats('bench');
+  const nats = await useTestNats('bench', BENCH_CONNECTION);
   cleanups.push({ what: `streams of prefix ${nats.prefix}`, run: () => nats.cleanup() });
   log(`stream prefix ${nats.prefix} (${quick ? 'quick' : 'full'} run)`);
 

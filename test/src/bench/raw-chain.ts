@@ -13,7 +13,7 @@ import { NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
 import { epochMs, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
-import { percentile, round, since, withTimeout } from './stats';
+import { BENCH_CONNECTION, percentile, round, since, withTimeout } from './stats';
 
 /**
  * A dispatch's message pattern in raw NATS, with no Toolgate code on it: what the transport alone
@@ -62,7 +62,11 @@ export async function benchRawDispatch(
   const conns: NatsConnection[] = [];
   const reading: ConsumerMessages[] = [];
   const open = async (role: string) => {
-    const nc = await connect({ servers: NATS_URL, name: `bench-rawchain-${role}` });
+    const nc = await connect({
+      servers: NATS_URL,
+      name: `bench-rawchain-${role}`,
+      ...BENCH_CONNECTION,
+    });
     conns.push(nc);
     return nc;
   };

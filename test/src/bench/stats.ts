@@ -60,3 +60,10 @@ export async function phase<T>(what: string, fn: () => Promise<T>): Promise<T> {
     process.stderr.write(`bench:   ${what} ${(since(t) / 1000).toFixed(1)} s\n`);
   }
 }
+
+/**
+ * The bench's own NATS connections (its baseline, load, fills and raw chain): without an async
+ * stack trace captured for every request — two errors built per publish — as the services'
+ * connections (`connectNats`), so the raw figures are what the client can do, not what tracing costs.
+ */
+export const BENCH_CONNECTION = { noAsyncTraces: true } as const;
