@@ -13,7 +13,7 @@ export interface MemoryResult {
   /**
    * RSS growth over the growth run, per 100,000 settled dispatches: the RSS after its last chunk
    * minus the RSS after its first (both after a full garbage collection), scaled. Full runs only: a
-   * quick run's 1,000 dispatches scaled by 100 turn the allocator returning or taking a few pages
+   * quick run's 800 dispatches (after its first chunk) scaled by 125 turn the allocator returning or taking a few pages
    * into thousands of MiB either way.
    */
   rssGrowthMbPer100k?: number;

@@ -359,30 +359,44 @@ describe('getRun and getDispatch while the projection folds (PostgreSQL)', () =>
     await t.cleanup();
   });
 
+  /** Folds `entries` in one transaction and runs `read` over and over until twice after it commits. */
+  const readWhileFolding = async (
+    entries: Parameters<typeof applyEvents>[1],
+    read: () => Promise<void>,
+  ): Promise<void> => {
+    let folded = false;
+    const fold = t.db
+      .transaction()
+      .execute((trx) => applyEvents(trx, entries))
+      .finally(() => (folded = true));
+    for (let after = 0; after < 2;) {
+      await read();
+      if (folded) after += 1;
+    }
+    await fold;
+  };
+
   it('reads a run in one snapshot: never suspended with nothing pending while a fold commits', async () => {
-    // Each fold commits a parked call's dispatch row and its approval together; reads race it.
+    // Each fold commits a dispatch row and its approval together — the call parked, then its
+    // resolution — and reads race both: read across the commit, in either order of the tables, a
+    // run could say `suspended` with nothing pending.
     let seq = 10_000;
     const torn: unknown[] = [];
-    for (let k = 0; k < 150; k++) {
+    for (let k = 0; k < 100; k++) {
       const runId = `race-run-${k}`;
       const fx = dispatchFixture({ dispatchId: `race-${k}`, runId });
-      const entries = sequenced(
-        [fx.requested(0), fx.decided(1, 'ask'), fx.suspended(1, 5000)],
+      const [requested, decided, suspended, resolved] = sequenced(
+        [fx.requested(0), fx.decided(1, 'ask'), fx.suspended(1, 5000), fx.resolved(2, 'allow')],
         'race_journal',
         seq,
       );
-      seq += entries.length;
-      let folded = false;
-      const fold = t.db
-        .transaction()
-        .execute((trx) => applyEvents(trx, entries))
-        .finally(() => (folded = true));
-      for (let after = 0; after < 2;) {
+      seq += 4;
+      const read = async () => {
         const run = await getRun(t.db, 'acme', runId);
         if (run?.status === 'suspended' && run.pending.length !== 1) torn.push(run);
-        if (folded) after += 1;
-      }
-      await fold;
+      };
+      await readWhileFolding([requested!, decided!, suspended!], read);
+      await readWhileFolding([resolved!], read);
     }
     expect(torn).toEqual([]);
   });
@@ -400,17 +414,10 @@ describe('getRun and getDispatch while the projection folds (PostgreSQL)', () =>
       );
       seq += 3;
       await t.db.transaction().execute((trx) => applyEvents(trx, [requested!, decided!]));
-      let folded = false;
-      const fold = t.db
-        .transaction()
-        .execute((trx) => applyEvents(trx, [suspended!]))
-        .finally(() => (folded = true));
-      for (let after = 0; after < 2;) {
+      await readWhileFolding([suspended!], async () => {
         const found = await getDispatch(t.db, 'acme', fx.dispatchId);
         if (found && found.events.length !== found.dispatch.eventCount) torn.push(found);
-        if (folded) after += 1;
-      }
-      await fold;
+      });
     }
     expect(torn).toEqual([]);
   });
