@@ -12,7 +12,7 @@ import {
 } from './permission-chain';
 import { RiskClassSchema, type OnTimeout, type RiskClass } from './policy-document';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
-import { segmentMatchesAny } from './shell-pattern';
+import { segmentMatchesAny, unseenCoveredBy } from './shell-pattern';
 import { protectedFieldWrite, protectedShellWrite, type ProtectedWrite } from './protected-writes';
 import { taintGateCloses } from './taint-gate';
 import { settleDeadline, startDeadline } from './hook-deadline';
@@ -767,7 +767,9 @@ function indexKeys(state: CallState): string[] | undefined {
   const keys: string[] = [];
   for (let s = 0; s < segments.length; s++) {
     const seg = segments[s]!;
-    if (seg.unmatchable !== undefined) return undefined;
+    // Unseen code may match a rule whatever its key (a program the table does not know may be a
+    // renamed copy of any program).
+    if (seg.unmatchable !== undefined || seg.unseen.length > 0) return undefined;
     const candidates = seg.candidates;
     for (let c = 0; c < candidates.length; c++) {
       const argv = candidates[c]!;
@@ -875,7 +877,10 @@ function matchTableRule(rule: TableRuleEntry, state: CallState): Match {
       // An unmatchable segment keeps the candidates it has: a pattern that matches one of them
       // (`python3 **` against inline python code) decides; otherwise nothing can be told.
       if (segmentMatchesAny(rule.argv, seg) !== undefined) return MATCH;
-      if (seg.unmatchable !== undefined) result = UNKNOWN;
+      // So does code it runs that the matcher cannot see (a script, a program it does not know)
+      // when the rule could match what runs there.
+      if (seg.unmatchable !== undefined || unseenCoveredBy(rule.argv, seg) !== undefined)
+        result = UNKNOWN;
     }
     if (result === NO) return NO;
   }
@@ -894,7 +899,15 @@ function uncertainReason(entry: RuleEntry, state: CallState): string {
     return `the policy expression ${entry.expr.source} could not be evaluated, so the call needs approval`;
   }
   if (entry.argv !== undefined) {
-    const seg = state.shellSegments()?.find((s) => s.unmatchable !== undefined);
+    const segments = state.shellSegments();
+    const seg = segments?.find((s) => s.unmatchable !== undefined);
+    if (seg === undefined && segments !== undefined) {
+      for (const s of segments) {
+        const covered = unseenCoveredBy(entry.argv, s);
+        if (covered !== undefined)
+          return `the command runs code the matcher cannot read (${covered.code.reason}) that could do what the rule ${covered.pattern.source} matches, so it needs approval`;
+      }
+    }
     const why = seg?.unmatchable ?? 'the command is missing';
     return `the command cannot be checked against the policy (${why}), so it needs approval`;
   }

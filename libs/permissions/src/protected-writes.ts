@@ -154,17 +154,76 @@ export function protectedShellWrite(
       continue;
     }
     for (const argv of seg.candidates) {
-      const m = argvWrite(protection, argv);
+      const m = argvWrite(protection, argv, seg.cwd);
       if (m !== undefined) return { kind: 'match', match: m };
     }
   }
   return unknown;
 }
 
+/**
+ * Programs that move, replace or delete what they name: naming a directory above a protected path
+ * (`mv .vscode x`, `rm -rf .github`) moves or removes the protected path with it.
+ */
+const MOVERS: ReadonlySet<string> = new Set([
+  'mv',
+  'rm',
+  'rmdir',
+  'rename',
+  'unlink',
+  'shred',
+  'ln',
+  'rsync',
+  'install',
+  'cp',
+]);
+
+/**
+ * The protected path below `path` when `path` names a directory above one (`.github` above
+ * `.github/workflows`): each pattern's proper tails are tried below it. Tails that are protected on
+ * their own are skipped (every directory is above some `.git`).
+ */
+function protectedBelow(protection: ProtectedPaths, path: string): ProtectedPathMatch | undefined {
+  let tails = TAILS.get(protection);
+  if (tails === undefined) {
+    tails = [];
+    for (const source of protection.patterns) {
+      const parts = source.split(/[\\/]+/).filter((c) => c !== '' && c !== '.' && c !== '**');
+      for (let k = 1; k < parts.length; k++) {
+        const tail = parts
+          .slice(k)
+          .map((c) => c.replace(/[*?]/g, 'x'))
+          .join('/');
+        if (protection.match(tail) === undefined && !tails.includes(tail)) tails.push(tail);
+      }
+    }
+    TAILS.set(protection, tails);
+  }
+  const base = path.replace(/[\\/]+$/, '');
+  if (base === '' || base === '.' || base === '..') return undefined;
+  for (const tail of tails) {
+    const m = protection.match(`${base}/${tail}`);
+    if (m !== undefined) return { path, pattern: m.pattern };
+  }
+  return undefined;
+}
+
+const TAILS = new WeakMap<ProtectedPaths, string[]>();
+
+/** `word` as seen from the command's directory, for a segment that runs in `cwd`. */
+function inDirectory(word: string, cwd: string | undefined): string {
+  if (cwd === undefined || cwd === '' || word.length === 0) return word;
+  const c = word.charCodeAt(0);
+  // Absolute, home-relative, options and `host:path` are not relative to the directory.
+  if (c === 47 || c === 126 || c === 45 || word.includes(':') || word.includes('=')) return word;
+  return `${cwd}/${word}`;
+}
+
 /** What one argv (as a candidate lists it: maybe with assignments and redirections) may write. */
 function argvWrite(
   protection: ProtectedPaths,
   argv: readonly string[],
+  cwd: string | undefined,
 ): ProtectedPathMatch | undefined {
   let i = 0;
   // Leading assignments and redirections (`X=1 > f cmd`) come before the program.
@@ -173,7 +232,7 @@ function argvWrite(
     if (ASSIGNMENT.test(a) || FD_DUPLICATION.test(a)) continue;
     if (OUTPUT_REDIRECT.test(a)) {
       const target = argv[++i];
-      const m = target === undefined ? undefined : protection.match(target);
+      const m = target === undefined ? undefined : protection.match(inDirectory(target, cwd));
       if (m !== undefined) return m;
       continue;
     }
@@ -188,10 +247,13 @@ function argvWrite(
   // A wrapper's own argv is not judged: the program it runs is another candidate of the segment.
   if (WRAPPERS.has(program)) return undefined;
   const reader = READERS.has(program) || (program === 'git' && gitOnlyReads(argv.slice(i + 1)));
+  const mover =
+    MOVERS.has(program) ||
+    (program === 'git' && /^(?:mv|rm)$/.test(gitSubcommand(argv.slice(i + 1))?.name ?? ''));
   for (let k = reader ? i + 1 : i; k < argv.length; k++) {
     const a = argv[k]!;
     if (OUTPUT_REDIRECT.test(a) && k + 1 < argv.length) {
-      const m = protection.match(argv[++k]!);
+      const m = protection.match(inDirectory(argv[++k]!, cwd));
       if (m !== undefined) return m;
       continue;
     }
@@ -201,8 +263,13 @@ function argvWrite(
     }
     // Readers write only where an output option sends them (`git log --output=f`).
     if (reader && !a.startsWith('--output')) continue;
-    const m = mentioned(protection, a);
+    const m =
+      mentioned(protection, a) ?? (cwd ? mentioned(protection, inDirectory(a, cwd)) : undefined);
     if (m !== undefined) return m;
+    if (mover && k > i && a.charCodeAt(0) !== 45) {
+      const below = protectedBelow(protection, inDirectory(a, cwd));
+      if (below !== undefined) return below;
+    }
   }
   if (program === 'git' && gitConfigWrites(argv.slice(i + 1))) {
     return protection.match('.git/config');

@@ -6,9 +6,13 @@ import {
   MATCH_REST,
   type ArgvContext,
   type StdinSource,
+  type UnseenCode,
+  type WrittenFiles,
 } from './shell-argv-analysis';
 import { lexShell, isDotfilePath, SHELL_LIMITS, type ShellWord } from './shell-lexer';
-import { SHELL_KEYWORDS } from './shell-programs';
+import { basename, SHELL_KEYWORDS } from './shell-programs';
+
+export type { UnseenCode } from './shell-argv-analysis';
 
 export { MATCH_LITERAL, MATCH_ONE, MATCH_REST } from './shell-argv-analysis';
 
@@ -39,9 +43,24 @@ export interface AnalysedSegment {
   /**
    * Files the segment may write: its redirection targets and the output operands and options
    * the program table knows (`sort -o F`, `sed -i F`, `tee F`, `dd of=F`), commands it runs
-   * included. Complete only when the segment is matchable.
+   * included. Relative paths are resolved against the directory earlier `cd`s of the command line
+   * moved to (`cd .vscode && printf x > settings.json` writes `.vscode/settings.json`); after a
+   * `cd` to a directory that is not a literal they are `dynamic`. Complete only when the segment is
+   * matchable.
    */
   readonly writeTargets: readonly ShellWriteTarget[];
+  /**
+   * Code the segment runs that the matcher cannot see (a script file, a Makefile, a program named
+   * by a path, written by the command itself or not in the table): deny and ask rules that could
+   * match what runs ask, though the segment stays matchable for allow patterns.
+   */
+  readonly unseen: readonly UnseenCode[];
+  /**
+   * The directory the segment runs in, relative to the command's own (`''`), as earlier `cd` and
+   * `pushd` segments of the command line left it; undefined when that is not known (`cd "$D"`).
+   * Lexical, like the rest: `..` is resolved without looking at the file system.
+   */
+  readonly cwd: string | undefined;
 }
 
 /** A file a shell command may write. */
@@ -72,6 +91,10 @@ const NETWORK_PSEUDO_FILE = /^\/dev\/(?:tcp|udp)\//;
 const FD_DUPLICATION = /^[0-9]*[<>]&(?:[0-9]+|-)$/;
 const NO_CANDIDATES: readonly (readonly string[])[] = [];
 const NO_TARGETS: readonly ShellWriteTarget[] = [];
+const NO_UNSEEN: readonly UnseenCode[] = [];
+const NOTHING_WRITTEN: WrittenFiles = { names: new Set(), any: false };
+/** Programs that copy, link or move files: the sources' names may become programs. */
+const COPIERS = new Set(['cp', 'mv', 'ln', 'install', 'rsync', 'cp -t', 'mv -t', 'ln -t']);
 /** Redirection operators that open their target for writing (`<>` opens it read-write). */
 const WRITING_REDIRECT = /^[0-9]*(?:>|>>|>\||&>|&>>|>&|<>)$/;
 
@@ -112,21 +135,35 @@ function isDynamicPath(word: ShellWord): boolean {
 /**
  * Lexes and analyses a command. Never throws; problems become unmatchable segments.
  * @param depth nesting depth of `sh -c` strings (0 for the command itself)
+ * @param written what the command line around a nested one wrote before it
  */
-export function analyseShellCommand(command: string, depth = 0): AnalysedSegment[] {
+export function analyseShellCommand(
+  command: string,
+  depth = 0,
+  written: WrittenFiles = NOTHING_WRITTEN,
+): AnalysedSegment[] {
   if (depth > SHELL_LIMITS.maxNesting) {
-    return [unmatchableSegment([], 'commands nested too deeply to analyse')];
+    return [unmatchableSegment([], 'commands nested too deeply to analyse', '')];
   }
   const lexed = lexShell(command);
   const out: AnalysedSegment[] = new Array(lexed.length);
   let changedBy: string | undefined;
+  // Where the segments run, relative to the command's directory (undefined: not known).
+  let cwd: string | undefined = '';
+  const dirStack: (string | undefined)[] = [];
+  let names: Set<string> | undefined;
+  let anyWritten = written.any;
   for (let s = 0; s < lexed.length; s++) {
     const seg = lexed[s]!;
     if (seg.unmatchable !== undefined) {
-      out[s] = unmatchableSegment(seg.words, seg.unmatchable);
+      out[s] = unmatchableSegment(seg.words, seg.unmatchable, cwd);
       continue;
     }
-    const analysed = analyseSegment(seg.words, depth);
+    const sofar: WrittenFiles =
+      names === undefined && anyWritten === written.any
+        ? written
+        : { names: names ?? written.names, any: anyWritten };
+    const analysed = analyseSegment(seg.words, depth, cwd, sofar);
     if (changedBy !== undefined && analysed.segment.unmatchable === undefined) {
       out[s] = {
         ...analysed.segment,
@@ -137,25 +174,97 @@ export function analyseShellCommand(command: string, depth = 0): AnalysedSegment
       out[s] = analysed.segment;
     }
     if (changedBy === undefined && analysed.changes !== undefined) changedBy = analysed.changes;
+    // What this segment wrote may be run by a later one under its own name.
+    for (const t of analysed.segment.writeTargets) {
+      if (t.dynamic) anyWritten = true;
+      else (names ??= new Set(written.names)).add(basename(t.path.replace(/\/+$/, '')));
+      if (COPIERS.has(t.via)) {
+        // `cp /bin/rm /usr/local/bin/`: the copy keeps the source's name.
+        let program = false;
+        for (const w of seg.words) {
+          if (w.redirect || w.redirectTarget || (!program && w.assignment)) continue;
+          if (!program) program = true;
+          else if (w.text.charCodeAt(0) !== 45)
+            (names ??= new Set(written.names)).add(basename(w.text.replace(/\/+$/, '')));
+        }
+      }
+    }
+    const moved = directoryChange(analysed.segment, cwd, dirStack);
+    if (moved !== NO_CHANGE) cwd = moved;
   }
   return out;
 }
 
-function unmatchableSegment(words: readonly ShellWord[], reason: string): AnalysedSegment {
+const NO_CHANGE = Symbol('no directory change');
+
+/**
+ * Where `cd DIR`, `pushd DIR` and `popd` leave the command line: DIR joined to `cwd` when DIR is a
+ * literal relative path, DIR itself when it is absolute, unknown (undefined) for `cd`, `cd -`,
+ * `cd ~…`, an expansion or a glob. Other segments leave it where it was.
+ */
+function directoryChange(
+  segment: AnalysedSegment,
+  cwd: string | undefined,
+  stack: (string | undefined)[],
+): string | undefined | typeof NO_CHANGE {
+  if (segment.unmatchable !== undefined) {
+    // A `cd` the lexer could not read (`cd "$(…)"`) still moves: the directory is unknown.
+    const first = segment.words.find((w) => !w.assignment && !w.redirect && !w.redirectTarget);
+    return first !== undefined && /^(?:cd|pushd|popd)$/.test(first.text) ? undefined : NO_CHANGE;
+  }
+  const words = segment.words.filter((w) => !w.redirect && !w.redirectTarget);
+  let k = 0;
+  while (k < words.length && words[k]!.assignment) k++;
+  const program = words[k]?.text;
+  if (program !== 'cd' && program !== 'pushd' && program !== 'popd') return NO_CHANGE;
+  if (program === 'popd') return stack.length > 0 ? stack.pop() : undefined;
+  let i = k + 1;
+  while (i < words.length && /^-[LPe@]+$/.test(words[i]!.text)) i++;
+  if (words[i]?.text === '--') i++;
+  const target = words[i];
+  if (program === 'pushd') stack.push(cwd);
+  if (target === undefined || target.dynamic || target.glob) return undefined;
+  const dir = target.text;
+  if (dir === '-' || dir.length === 0 || dir.charCodeAt(0) === 126) return undefined;
+  if (program === 'pushd' && /^[+-][0-9]+$/.test(dir)) return undefined;
+  if (dir.charCodeAt(0) === 47) return dir;
+  if (cwd === undefined) return undefined;
+  return cwd === '' ? dir : `${cwd}/${dir}`;
+}
+
+/** A write target of a segment that runs in `cwd` (see {@link AnalysedSegment.cwd}). */
+function inDirectory(t: ShellWriteTarget, cwd: string | undefined): ShellWriteTarget {
+  if (cwd === '' || t.path.charCodeAt(0) === 47 || t.path.charCodeAt(0) === 126) return t;
+  if (cwd === undefined)
+    return { ...t, dynamic: true, via: `${t.via} after a cd to an unknown directory` };
+  return { ...t, path: `${cwd}/${t.path}` };
+}
+
+function unmatchableSegment(
+  words: readonly ShellWord[],
+  reason: string,
+  cwd: string | undefined,
+): AnalysedSegment {
+  const targets = redirectWriteTargets(words);
   return {
     words,
     allowMask: new Uint8Array(words.length),
     candidates: NO_CANDIDATES,
     unmatchable: reason,
-    writeTargets: redirectWriteTargets(words),
+    writeTargets: cwd === '' ? targets : targets.map((t) => inDirectory(t, cwd)),
+    unseen: NO_UNSEEN,
+    cwd,
   };
 }
 
-const nested = (command: string, depth: number) => analyseShellCommand(command, depth);
+const nested = (command: string, depth: number, written: WrittenFiles) =>
+  analyseShellCommand(command, depth, written);
 
 function analyseSegment(
   words: readonly ShellWord[],
   depth: number,
+  cwd: string | undefined,
+  written: WrittenFiles,
 ): { segment: AnalysedSegment; changes: string | undefined } {
   const mask = new Uint8Array(words.length);
   const full: string[] = new Array(words.length);
@@ -187,7 +296,9 @@ function analyseSegment(
       allowMask: mask,
       candidates: [full],
       unmatchable: undefined,
-      writeTargets,
+      writeTargets: cwd === '' ? writeTargets : writeTargets.map((t) => inDirectory(t, cwd)),
+      unseen: NO_UNSEEN,
+      cwd,
     };
     return { segment, changes: assignments > 0 ? 'variable assignment' : undefined };
   }
@@ -201,7 +312,7 @@ function analyseSegment(
     reason = 'the program name contains non-ASCII or invisible characters';
   else if (SHELL_KEYWORDS.has(program)) reason = `shell keyword or compound command '${program}'`;
   if (reason !== undefined)
-    return { segment: unmatchableSegment(words, reason), changes: undefined };
+    return { segment: unmatchableSegment(words, reason, cwd), changes: undefined };
 
   const candidates: (readonly string[])[] = core.length !== full.length ? [full] : [];
   const ctx: ArgvContext = {
@@ -217,18 +328,23 @@ function analyseSegment(
     opaque: undefined,
     changes: undefined,
     placeholders: NO_PLACEHOLDERS,
+    unseen: [],
+    written,
   };
   for (let k = 0; k < programIndex; k++) {
     const w = words[k]!;
     if (w.assignment) analyseAssignment(ctx, w.text, -1);
   }
   analyseProgram(ctx, 0, core.length, undefined);
+  const targets = ctx.writeTargets.length === 0 ? NO_TARGETS : ctx.writeTargets;
   const segment: AnalysedSegment = {
     words,
     allowMask: ctx.opaque === undefined ? mask : new Uint8Array(words.length),
     candidates,
     unmatchable: ctx.opaque,
-    writeTargets: ctx.writeTargets.length === 0 ? NO_TARGETS : ctx.writeTargets,
+    writeTargets: cwd === '' ? targets : targets.map((t) => inDirectory(t, cwd)),
+    unseen: ctx.unseen.length === 0 ? NO_UNSEEN : ctx.unseen,
+    cwd,
   };
   return { segment, changes: ctx.changes };
 }

@@ -6,8 +6,12 @@ import {
   CODE_EVALUATORS,
   ENVIRONMENT_CHANGERS,
   gitConfigEffect,
+  PLAIN_PROGRAMS,
   programSpec,
+  SHELL_BUILTINS,
   SHELL_KEYWORDS,
+  SYSTEM_PROGRAM_DIRS,
+  type UnseenSpec,
   type OptionClassifier,
   type OptionEffect,
   type OptionKind,
@@ -29,11 +33,38 @@ export interface WriteTarget {
   readonly dynamic: boolean;
 }
 
+/**
+ * Code a segment runs that the matcher cannot see: a script file, a Makefile's recipes, a program
+ * named by a path or written by the command itself, a program the table does not know. Unlike
+ * {@link ArgvContext.opaque} it leaves the segment matchable (an allow pattern may still allow it),
+ * but a deny or ask rule that could match what runs, and does not match the segment itself, asks.
+ */
+export interface UnseenCode {
+  /** What runs, for reasons. */
+  readonly reason: string;
+  /**
+   * For a program the table does not know, its argv (program first): it may be a renamed copy of
+   * any program or a wrapper, so a rule asks when its pattern's arguments match these arguments or
+   * the pattern matches a suffix of them. Undefined when what runs could be anything: every deny
+   * and ask rule on commands asks.
+   */
+  readonly argv?: readonly string[];
+}
+
 /** What a nested command line (`sh -c STRING`, a pager, `find -exec sh -c …`) analysed to. */
 export interface NestedSegment {
   readonly candidates: readonly (readonly string[])[];
   readonly writeTargets: readonly WriteTarget[];
   readonly unmatchable: string | undefined;
+  readonly unseen: readonly UnseenCode[];
+}
+
+/** What the segments before this one may have written: programs that may not be what they say. */
+export interface WrittenFiles {
+  /** Base names of the files (and of the sources of copies, links and renames) written earlier. */
+  readonly names: ReadonlySet<string>;
+  /** An earlier write's target is not a literal path: any program may be one it wrote. */
+  readonly any: boolean;
 }
 
 /** Where a segment's standard input comes from, for programs that read code from it. */
@@ -57,7 +88,15 @@ export interface ArgvContext {
   readonly depth: number;
   readonly stdin: StdinSource;
   /** Analyses a command line one level deeper (`sh -c STRING`). */
-  readonly nested: (command: string, depth: number) => readonly NestedSegment[];
+  readonly nested: (
+    command: string,
+    depth: number,
+    written: WrittenFiles,
+  ) => readonly NestedSegment[];
+  /** Code the segment runs that the matcher cannot see (see {@link UnseenCode}). */
+  readonly unseen: UnseenCode[];
+  /** What earlier segments of the command line may have written. */
+  readonly written: WrittenFiles;
   /** Why the segment runs code the matcher cannot read (it then always asks); the first reason. */
   opaque: string | undefined;
   /** The shell state an earlier segment changed (`export`, `source`, ...), for the ones after it. */
@@ -239,7 +278,8 @@ function parseArgs(ctx: ArgvContext, cs: CompiledSpec, at: number, end: number):
           break;
         }
         operands.push(i);
-        done = true;
+        // `setarch ARCH -R prog`: a GNU wrapper takes options after its own operands.
+        if (spec.gnu !== true) done = true;
         continue;
       }
       operands.push(i);
@@ -337,6 +377,19 @@ function opaque(ctx: ArgvContext, reason: string): void {
   ctx.opaque ??= reason;
 }
 
+/** Most unseen-code records one segment keeps (the first reasons are the ones reported). */
+const MAX_UNSEEN = 32;
+
+/** Code the segment runs that the matcher cannot see; `argv` for a program it does not know. */
+function unseen(ctx: ArgvContext, reason: string, argv?: readonly string[]): void {
+  if (ctx.unseen.length >= MAX_UNSEEN) {
+    if (ctx.unseen.some((u) => u.argv === undefined)) return;
+    ctx.unseen[MAX_UNSEEN - 1] = { reason };
+    return;
+  }
+  ctx.unseen.push(argv === undefined ? { reason } : { reason, argv });
+}
+
 function wordAtPos(ctx: ArgvContext, pos: number): ShellWord | undefined {
   const w = ctx.wordAt[pos];
   return w === undefined || w < 0 ? undefined : ctx.words[w];
@@ -372,9 +425,10 @@ function runsCommand(ctx: ArgvContext, command: string, via: string, pos: number
     opaque(ctx, `the command run by ${via} is built from its input`);
     return;
   }
-  for (const seg of ctx.nested(command, ctx.depth + 1)) {
+  for (const seg of ctx.nested(command, ctx.depth + 1, ctx.written)) {
     for (const c of seg.candidates) pushCandidate(ctx, c);
     for (const t of seg.writeTargets) ctx.writeTargets.push(t);
+    for (const u of seg.unseen) unseen(ctx, `inside ${via}: ${u.reason}`, u.argv);
     if (seg.unmatchable !== undefined) opaque(ctx, `inside ${via}: ${seg.unmatchable}`);
   }
 }
@@ -524,6 +578,16 @@ export function analyseProgram(
     opaque(ctx, `'${base}' runs a string as shell code`);
     return;
   }
+  const slash = program.lastIndexOf('/');
+  if (slash >= 0 && !SYSTEM_PROGRAM_DIRS.has(slash === 0 ? '/' : program.slice(0, slash))) {
+    // `./x`, `/tmp/x`, `bin/x`: a file, maybe a copy of a denied program or a script.
+    unseen(
+      ctx,
+      `the program '${program}' is a file named by its path, which the matcher cannot read`,
+    );
+  } else if (!SHELL_BUILTINS.has(base) && (ctx.written.any || ctx.written.names.has(base))) {
+    unseen(ctx, `the program '${program}' may be a file this command wrote`);
+  }
   if (
     ctx.changes === undefined &&
     (ENVIRONMENT_CHANGERS.has(base) || (base === 'printf' && argv.slice(at, end).includes('-v')))
@@ -535,7 +599,11 @@ export function analyseProgram(
     return;
   }
   const spec = programSpec(base);
-  if (spec === undefined) return;
+  if (spec === undefined) {
+    if (!PLAIN_PROGRAMS.has(base) && !ENVIRONMENT_CHANGERS.has(base))
+      unseen(ctx, `'${base}' is not a program the matcher knows`, argv.slice(at, end));
+    return;
+  }
   const outer = ctx.placeholders;
   ctx.placeholders = placeholders;
   try {
@@ -575,6 +643,7 @@ function analyseWith(
   const parsed = parseArgs(ctx, cs, start, end);
   const options = preset.length > 0 ? [...preset, ...parsed.options] : parsed.options;
   applyOptions(ctx, base, spec, options);
+  if (spec.unseen !== undefined) unseenBySpec(ctx, spec.unseen, base, options, parsed.operands);
   if (parsed.unknown !== undefined) {
     opaque(ctx, `unknown option '${parsed.unknown}' of '${base}'`);
     suffixCandidates(ctx, at, end);
@@ -594,6 +663,23 @@ function analyseWith(
     return;
   }
   operandRule(ctx, spec, base, at, end, options, parsed.operands);
+}
+
+/** A program that runs code its command line does not show, unless its operands say otherwise. */
+function unseenBySpec(
+  ctx: ArgvContext,
+  rule: UnseenSpec,
+  base: string,
+  options: readonly ParsedOption[],
+  operands: readonly number[],
+): void {
+  if (rule.exceptOptions !== undefined) {
+    for (const o of options)
+      if (rule.exceptOptions.test(o.spelling) || rule.exceptOptions.test(o.option.name)) return;
+  }
+  const first = operands[0] === undefined ? '' : ctx.argv[operands[0]]!;
+  if (rule.except !== undefined && rule.except.test(first)) return;
+  unseen(ctx, `'${base}' runs ${rule.what}, which the matcher cannot read`);
 }
 
 /** A wrapper's program: analysed as if it stood alone. */
@@ -626,6 +712,7 @@ function wrapped(
     // Without a program these start an interactive shell, which reads commands from stdin.
     const shell =
       base === 'chroot' ||
+      spec.shellWithout === true ||
       (spec.operands === 'sudo' &&
         parsed.options.some((o) => /^-[si]$|^--(?:shell|login)$/.test(o.option.name)));
     if (shell) opaque(ctx, `'${base}' starts a shell that reads commands from standard input`);
@@ -776,6 +863,23 @@ function operandRule(
       if (spec.language !== undefined && ctx.opaque === undefined)
         opaque(ctx, `${base} runs ${spec.language} code the matcher cannot read`);
       return;
+    case 'stdin-code':
+      // `ed`, `ex`, `at`: commands (`!cmd` among them) come from standard input.
+      if (!options.some((o) => o.option.kind === 'script' || o.option.kind === 'code'))
+        stdinCode(ctx, base, spec.language);
+      return;
+    case 'socat':
+      for (const p of operands) socatAddress(ctx, p);
+      return;
+    case 'capsh':
+      capshInvocation(ctx, at, end);
+      return;
+    case 'commands':
+      for (const p of operands) {
+        restrict(ctx, p, LITERAL);
+        runsCommand(ctx, argv[p]!, `'${base}'`, p);
+      }
+      return;
     default:
       return;
   }
@@ -904,12 +1008,26 @@ function interpreterOperands(
       NOT_FROM_STDIN.has(o.spelling),
   );
   let files = operands;
+  for (const o of options) {
+    // `python -m MODULE`, `node --require M`, `node --run SCRIPT`, `ruby -r LIB`: code from files.
+    if (o.option.kind === 'hazard-value' && o.value !== undefined)
+      unseen(
+        ctx,
+        `${base} ${o.spelling} runs code from '${o.value}', which the matcher cannot read`,
+      );
+    else if (o.spelling === '--test')
+      unseen(ctx, `${base} --test runs test files the matcher cannot read`);
+  }
   if (!hasSource) {
     const script = operands[0];
     if (script === undefined || STDIN_FILES.has(ctx.argv[script]!)) {
       stdinCode(ctx, base, spec.language);
       return;
     }
+    unseen(
+      ctx,
+      `${base} runs the script file '${ctx.argv[script]!}', which the matcher cannot read`,
+    );
     files = operands.slice(1);
   }
   if (inPlace) for (const p of files) outputOperand(ctx, p, `${base} -i`);
@@ -1319,4 +1437,64 @@ function gitConfig(
   restrict(ctx, words[0]!, LITERAL);
   restrict(ctx, words[1]!, LITERAL_OR_ONE);
   applyEffect(ctx, effect, `'git config ${key}'`, words[1]!, () => undefined);
+}
+
+/**
+ * One socat address: `EXEC:cmd` and `SYSTEM:cmd` run a command, `CREATE:f`, `OPEN:f`, `GOPEN:f`
+ * and a bare file name write a file; `-`, `STDIO`, sockets and the rest move bytes only.
+ */
+function socatAddress(ctx: ArgvContext, p: number): void {
+  const address = ctx.argv[p]!;
+  const colon = address.indexOf(':');
+  const type = (colon < 0 ? address : address.slice(0, colon)).toUpperCase();
+  const rest = colon < 0 ? '' : address.slice(colon + 1);
+  if (type === 'EXEC' || type === 'SYSTEM') {
+    restrict(ctx, p, LITERAL);
+    // Address options follow a comma (`EXEC:'cmd',pty,stderr`).
+    const comma = rest.indexOf(',');
+    runsCommand(ctx, comma < 0 ? rest : rest.slice(0, comma), `socat ${type}:`, p);
+    return;
+  }
+  const file =
+    type === 'CREATE' || type === 'CREAT' || type === 'OPEN' || type === 'GOPEN' || type === 'PIPE'
+      ? rest.split(',')[0]!
+      : colon < 0 && address !== '-' && !/^STDIO|^STDIN|^STDOUT|^STDERR/i.test(address)
+        ? address.split(',')[0]!
+        : undefined;
+  if (file !== undefined && file.length > 0) {
+    if (isDotfilePath(file)) restrict(ctx, p, LITERAL);
+    writes(ctx, file, `socat ${type}:`, p);
+  } else if (/,(?:system|exec)=/i.test(address)) {
+    restrict(ctx, p, LITERAL);
+    opaque(ctx, `a socat address option runs a command ('${address}')`);
+  }
+}
+
+/**
+ * `capsh [--opt=value ...] [-- ARGS | == ARGS]`: `--` runs the shell (`/bin/bash`, or `--shell=`)
+ * with ARGS, `==` runs capsh again with ARGS.
+ */
+function capshInvocation(ctx: ArgvContext, at: number, end: number): void {
+  const argv = ctx.argv;
+  let shell = 'bash';
+  for (let i = at + 1; i < end; i++) {
+    const t = argv[i]!;
+    if (t === '--' || t === '==') {
+      restrict(ctx, i, LITERAL);
+      if (t === '==') {
+        capshInvocation(ctx, i, end);
+        return;
+      }
+      if (shell === 'bash') shellInvocation(ctx, 'bash', i, end);
+      else unseen(ctx, `capsh runs the shell '${shell}', which the matcher cannot read`);
+      return;
+    }
+    restrict(ctx, i, LITERAL);
+    if (t.startsWith('--shell=')) shell = t.slice(8);
+    else if (!/^--[a-z-]+(?:=.*)?$/s.test(t)) {
+      opaque(ctx, `unknown argument '${t}' of 'capsh'`);
+      suffixCandidates(ctx, i, end);
+      return;
+    }
+  }
 }

@@ -84,6 +84,15 @@ const S = {
   ghShellAlias: 'https://github.com/cli/cli/issues/941', // gh alias set '!sh -c …' / --shell
   shellguardWget: 'https://github.com/fawdyinc/shellguard/pull/37', // wget -O/--post-file/-e/-i
   issue11: 'issue 11 (this repository): probes against the permission chain',
+  issue23: 'issue 23 (this repository): code the matcher cannot read, and cd',
+  gtfoLoader: 'https://gtfobins.github.io/gtfobins/ld.so/', // the dynamic loader runs any binary
+  gtfoSocat: 'https://gtfobins.github.io/gtfobins/socat/', // EXEC:/SYSTEM: addresses
+  gtfoPerf: 'https://gtfobins.github.io/gtfobins/perf/', // perf stat/record run a program
+  gtfoSshAgent: 'https://gtfobins.github.io/gtfobins/ssh-agent/',
+  gtfoSetarch: 'https://gtfobins.github.io/gtfobins/setarch/', // and linux32/linux64
+  gtfoCapsh: 'https://gtfobins.github.io/gtfobins/capsh/',
+  gtfoRunParts: 'https://gtfobins.github.io/gtfobins/run-parts/',
+  gtfoEd: 'https://gtfobins.github.io/gtfobins/ed/', // and ex, vi -es: `!cmd` read from stdin
 } as const;
 
 type Source = (typeof S)[keyof typeof S];
@@ -91,6 +100,13 @@ type Expect = 'ask' | 'deny';
 
 interface Case {
   readonly cls: string;
+  /**
+   * Asked because the command runs code the matcher cannot see (a script, a Makefile, a program it
+   * does not know): deny-lists ask, but an allow pattern may still allow it.
+   */
+  readonly unseen?: true;
+  /** Asked by the chain's protected paths, which `matchShellCommand`'s tables do not have. */
+  readonly chainOnly?: true;
   readonly command: string;
   readonly expect: Expect;
   readonly source: Source;
@@ -106,7 +122,7 @@ const add = (
   source: Source,
   expect: Expect,
   commands: readonly string[],
-  extra: { why?: RegExp; named?: true } = {},
+  extra: { why?: RegExp; named?: true; unseen?: true; chainOnly?: true } = {},
 ) => {
   for (const command of commands) cases.push({ cls, command, expect, source, ...extra });
 };
@@ -638,6 +654,211 @@ add('inline-code', S.issue11, 'ask', [
   "trap 'rm victim' EXIT",
 ]);
 
+// 6. Issue 23: wrappers the table did not know. Each runs the program in its arguments, which deny
+// rules now see.
+add('wrapper-23', S.gtfoLoader, 'deny', [
+  '/lib64/ld-linux-x86-64.so.2 /bin/rm victim',
+  '/lib/ld-linux-aarch64.so.1 rm victim',
+  '/lib/ld-musl-x86_64.so.1 /bin/rm victim',
+  'ld.so --library-path /tmp /bin/rm victim',
+]);
+add('wrapper-23', S.gtfoSocat, 'deny', [
+  "socat - EXEC:'rm victim'",
+  "socat - SYSTEM:'rm victim'",
+  "socat TCP-LISTEN:8000 EXEC:'rm victim',pty,stderr",
+  "socat -d -d - 'exec:rm victim'",
+]);
+add('wrapper-23', S.gtfoPerf, 'deny', [
+  'perf record rm victim',
+  'perf stat -e cycles rm victim',
+  'perf trace rm victim',
+  'strace -f -o /dev/null rm victim',
+  'ltrace rm victim',
+  'valgrind rm victim',
+  'valgrind --tool=none rm victim',
+  'uftrace record rm victim',
+  'rr record rm victim',
+]);
+add('wrapper-23', S.gtfoSshAgent, 'deny', [
+  'ssh-agent rm victim',
+  'gpg-agent --daemon rm victim',
+  'dbus-run-session -- rm victim',
+]);
+add('wrapper-23', S.gtfoSetarch, 'deny', [
+  'setarch x86_64 rm victim',
+  'setarch x86_64 -R rm victim',
+  'linux64 rm victim',
+  'linux32 rm victim',
+  'i386 rm victim',
+]);
+add('wrapper-23', S.gtfoCapsh, 'deny', [
+  "capsh -- -c 'rm victim'",
+  "capsh --caps= -- -c 'rm victim'",
+  "capsh == -- -c 'rm victim'",
+]);
+add('wrapper-23', S.issue23, 'deny', [
+  "hyperfine 'rm victim'",
+  "hyperfine --prepare 'rm victim' 'ls'",
+  'watchexec -- rm victim',
+  "nodemon --exec 'rm victim'",
+  "concurrently 'rm victim'",
+  'sshpass -p x rm victim',
+  'cgexec -g cpu:x rm victim',
+  'chronic rm victim',
+  'ifne rm victim',
+  'eatmydata rm victim',
+  'trickle -d 10 rm victim',
+  'runcon -t x rm victim',
+  'tsp rm victim',
+  'mpirun -np 2 rm victim',
+  'proot rm victim',
+  'cross-env X=1 rm victim',
+  'dotenv -- rm victim',
+  'direnv exec . rm victim',
+  "install -s --strip-program='rm victim' a /tmp/b",
+  "at now <<< 'rm victim'",
+]);
+// A directory runner, line editors reading `!cmd` from stdin, agent CLIs, debuggers: what they run
+// cannot be read at all.
+add('unreadable-23', S.gtfoRunParts, 'ask', ['run-parts /tmp/d', 'run-parts --regex=. /tmp/d'], {
+  unseen: true,
+});
+add('unreadable-23', S.gtfoEd, 'ask', [
+  "ed file <<< '!rm victim'",
+  "printf '!rm victim\\n' | ed",
+  'red file',
+  'ex -s file < /tmp/cmds',
+  'ex file',
+  "vi -es file <<< '!rm victim'",
+  'vim -E -s file < /tmp/cmds',
+  'nvim -es file',
+]);
+add('unreadable-23', S.issue23, 'ask', [
+  "claude -p 'delete victim'",
+  "codex exec 'rm victim'",
+  "aider --message 'rm victim'",
+  'gdb --args rm victim',
+  'lldb -- rm victim',
+  "socat - 'TCP:host:1,system=x'",
+]);
+// Files the command itself wrote (or could have), run under a name the rules do not know.
+add(
+  'written-23',
+  S.issue23,
+  'ask',
+  [
+    "printf '#!/bin/sh\\nrm victim\\n' > F; chmod +x F; ./F",
+    'cp /bin/rm x; ./x victim',
+    'ln -s /bin/rm x && ./x victim',
+    'cp /bin/rm /usr/local/bin/ls; ls victim',
+    'cp /tmp/ls /usr/local/bin/; ls victim',
+    'install -m755 /bin/rm /tmp/x && /tmp/x victim',
+    'cp /bin/rm "$HOME/bin/cat"; cat victim',
+    "sh -c 'cp /bin/rm /usr/local/bin/ls' && ls victim",
+    'cp /bin/rm x && sh -c "./x victim"',
+  ],
+  { unseen: true },
+);
+// Programs named by a path, interpreters on a script file, programs read from stdin.
+add(
+  'script-23',
+  S.issue23,
+  'ask',
+  [
+    './F',
+    '/tmp/x victim',
+    'bin/x victim',
+    './node_modules/.bin/tsc',
+    'python3 F',
+    'perl F',
+    'node F',
+    'ruby F',
+    'php F',
+    'tclsh F',
+    'expect F',
+    'python3 -m pytest -q',
+    'node --test',
+    'node -r ./x.js app.js',
+    'node --run build',
+    'timeout 5 python3 F',
+  ],
+  { unseen: true },
+);
+add('stdin-23', S.issue23, 'ask', [
+  'python3 - <<EOF\nimport os\nEOF',
+  "python3 - <<'EOF'\nimport os\nEOF",
+  'cat F | python3',
+  'cat F | sh',
+  'bash -s < F',
+  'cat F | perl',
+  'node - < F',
+]);
+// Tools that run the project's own code: a Makefile, package.json scripts, build scripts, tests.
+add(
+  'project-23',
+  S.issue23,
+  'ask',
+  [
+    'make',
+    'make test',
+    'make -C sub all',
+    'npm test',
+    'npm run build',
+    'npm install',
+    'npm ci',
+    'npx tsc --noEmit',
+    'npx -y some-package',
+    'yarn',
+    'yarn test',
+    'pnpm install',
+    'pnpm run lint',
+    'bun test',
+    'bun install',
+    'cargo test',
+    'cargo build',
+    'go test ./...',
+    'go run .',
+    'pytest -q',
+    'deno run x.ts',
+    'pre-commit run --all-files',
+    'timeout 30 npm test',
+    'env CI=1 npm test',
+    'CI=1 npm test',
+    "sh -c 'npm test'",
+    "bash -lc 'npm run build'",
+    'printf \'{"scripts":{"test":"rm victim"}}\' > package.json && npm test',
+  ],
+  { unseen: true },
+);
+// Programs the table does not know, with arguments a deny rule could cover.
+add('unknown-23', S.issue23, 'ask', ['mytool victim', 'mytool --force victim', 'frob rm victim'], {
+  unseen: true,
+});
+// `cd` is followed: a write below a protected path through a relative name asks, and so does moving
+// or deleting a directory above one.
+add(
+  'cd-23',
+  S.issue23,
+  'ask',
+  [
+    'cd .vscode && printf x > settings.json',
+    'mv .vscode x && mkdir .vscode && cd .vscode && printf x > settings.json',
+    'cd .git; cd hooks; tee pre-commit < x',
+    'cd .github/workflows && cp /tmp/x ci.yml',
+    'cd .github && sed -i s/a/b/ workflows/ci.yml',
+    'cd .git && cd .. && cd .git && printf x > config',
+    'pushd .git && pushd hooks && printf x > post-checkout',
+    'cd "$D" && printf x > settings.json',
+    'cd - && printf x > config',
+    'mv .vscode x',
+    'mv .github gh-old',
+    'git mv .github x',
+    'cd .github && mv workflows x',
+    'rsync -a --delete empty/ .github/',
+  ],
+  { chainOnly: true },
+);
+
 // Benign controls: under the same deny-list these evaluate `allow`, and the allow table an
 // operator would write for them allows them.
 const controls: [string, readonly string[]][] = [
@@ -676,20 +897,8 @@ const controls: [string, readonly string[]][] = [
   ['grep -rn foo src', ['grep **']],
   ['cat package.json', ['cat *']],
   ['ls -la', ['ls **']],
-  ['timeout 30 npm test', ['timeout 30 npm test']],
-  ['env CI=1 npm test', ['env CI=1 npm test']],
-  ['CI=1 npm test', ['CI=1 npm test']],
-  ["sh -c 'npm test'", ['sh -c *']],
-  ["bash -lc 'npm run build'", ['bash -lc *']],
   ['xargs grep foo', ['xargs grep **']],
-  ['python3 script.py', ['python3 *']],
-  ['python3 -m pytest -q', ['python3 -m pytest **']],
-  ['node app.js', ['node *']],
   ['node --version', ['node --version']],
-  ['npm test', ['npm test']],
-  ['npm run build', ['npm run *']],
-  ['npx tsc --noEmit', ['npx tsc **']],
-  ['make test', ['make *']],
   ['tee out.log', ['tee *']],
   ['man ls', ['man *']],
   ['less README.md', ['less *']],
@@ -698,6 +907,35 @@ const controls: [string, readonly string[]][] = [
   ["ssh host 'uptime'", ['ssh host *']],
   ['git config user.name', ['git config **']],
   ['uniq f', ['uniq **']],
+  ['cd src && ls -la', ['cd *', 'ls **']],
+  ['cd src; cat f', ['cd *', 'cat **']],
+  ['mv a b', ['mv **']],
+  ['npm view react version', ['npm view **']],
+  ['make --version', ['make --version']],
+  ['perf report -i perf.data', ['perf **']],
+  ['socat - TCP:example.com:80', ['socat **']],
+  ['/usr/bin/git status', ['/usr/bin/git **']],
+  ['echo hi > out.txt; cat out.txt', ['echo hi > out.txt', 'cat **']],
+  ['cargo fmt', ['cargo fmt']],
+  ['go vet ./...', ['go vet **']],
+];
+
+/**
+ * Asked under deny-lists because what runs cannot be read, but still allowed by an allow-only
+ * table that names them (the operator chose to run that script or target).
+ */
+const allowedWithoutDenyRules: [string, readonly string[]][] = [
+  ['python3 script.py', ['python3 *']],
+  ['python3 -m pytest -q', ['python3 -m pytest **']],
+  ['node app.js', ['node *']],
+  ['npm test', ['npm test']],
+  ['npm run build', ['npm run *']],
+  ['npx tsc --noEmit', ['npx tsc **']],
+  ['make test', ['make *']],
+  ['timeout 30 npm test', ['timeout 30 npm test']],
+  ["sh -c 'npm test'", ['sh -c *']],
+  ['./scripts/build.sh', ['./scripts/build.sh']],
+  ['mytool build', ['mytool **']],
 ];
 
 const DENY_LIST = compilePermissionChain({
@@ -727,6 +965,18 @@ describe('shell hazard corpus (evaluatePermission, deny-list policy)', () => {
     expect(cases.length).toBeGreaterThanOrEqual(150);
     for (const cls of ['shell-wrapper', 'option', 'wrapped', 'stdin-code', 'inline-code'])
       expect(byClass.get(cls) ?? 0).toBeGreaterThanOrEqual(10);
+    // Issue 23: every class it names has entries.
+    for (const cls of [
+      'wrapper-23',
+      'unreadable-23',
+      'written-23',
+      'script-23',
+      'stdin-23',
+      'project-23',
+      'unknown-23',
+      'cd-23',
+    ])
+      expect(byClass.get(cls) ?? 0).toBeGreaterThanOrEqual(3);
     expect(new Set(cases.map((c) => c.command)).size).toBe(cases.length);
   });
 
@@ -748,7 +998,16 @@ describe('shell hazard corpus (evaluatePermission, deny-list policy)', () => {
       }
       if (c.why !== undefined) expect(d.reason).toMatch(c.why);
       if (c.named === true) expect((await evaluate(INTERPRETERS, c.command)).verdict).toBe('deny');
-      expect(matchShellCommand(c.command, permissiveTable(c.command))).not.toBe('allow');
+      // A wildcard never stands for what the matcher cannot read; code it cannot see at all asks
+      // whenever a deny pattern could match it.
+      const table = permissiveTable(c.command);
+      if (c.chainOnly !== true)
+        expect(
+          matchShellCommand(
+            c.command,
+            c.unseen === true ? { ...table, deny: ['rm **', 'touch **'] } : table,
+          ),
+        ).not.toBe('allow');
     },
   );
 });
@@ -763,6 +1022,36 @@ describe('benign controls stay allowed', () => {
     expect(matchShellCommand(command, { allow: [...allow], deny: ['rm **', 'touch **'] })).toBe(
       'allow',
     );
+  });
+});
+
+describe('code the matcher cannot see asks under deny-lists only', () => {
+  it.each(allowedWithoutDenyRules)('%j', async (command, allow) => {
+    expect((await evaluate(DENY_LIST, command)).verdict).toBe('ask');
+    expect(matchShellCommand(command, { allow: [...allow], deny: ['rm **'] })).toBe('ask');
+    expect(matchShellCommand(command, { allow: [...allow] })).toBe('allow');
+    // A deny rule that matches the command itself still denies it.
+    const program = lexShell(command)[0]!.words[0]!.text;
+    expect(matchShellCommand(command, { allow: [...allow], deny: [`${program} **`] })).toBe('deny');
+  });
+
+  it('a program the table does not know asks only when a rule could cover its arguments', async () => {
+    const pushGuard = compilePermissionChain({
+      deny: [{ tool: 'shell', argv: ['git push --force **'] }],
+    });
+    expect((await evaluate(pushGuard, 'mytool build')).verdict).toBe('allow');
+    expect((await evaluate(pushGuard, 'mytool push --force origin')).verdict).toBe('ask');
+    expect((await evaluate(pushGuard, 'mytool git push --force')).verdict).toBe('ask');
+    expect((await evaluate(pushGuard, 'ls -la')).verdict).toBe('allow');
+    // Code that could do anything asks under any rule on commands.
+    expect((await evaluate(pushGuard, 'make')).verdict).toBe('ask');
+    expect((await evaluate(pushGuard, './deploy.sh')).verdict).toBe('ask');
+  });
+
+  it('tools without rules on commands are not affected', async () => {
+    const none = compilePermissionChain({ deny: [{ tool: 'write_file' }] });
+    for (const [command] of allowedWithoutDenyRules)
+      expect((await evaluate(none, command)).verdict).toBe('allow');
   });
 });
 

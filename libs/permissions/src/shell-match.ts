@@ -4,6 +4,7 @@ import {
   compileShellPattern,
   matchesStrictly,
   segmentMatchesAny,
+  unseenCoveredBy,
   type ShellPattern,
 } from './shell-pattern';
 
@@ -148,9 +149,27 @@ function decideSegment(
   if (segment.unmatchable !== undefined) {
     return { verdict: 'ask', reason: `unmatchable: ${segment.unmatchable}` };
   }
+  // Code the segment runs unseen (a script, a Makefile, a program the table does not know) may do
+  // what a deny or ask pattern names: ask (an allow-only table still decides below).
+  const unseenDeny = unseenCoveredBy(deny, segment);
+  if (unseenDeny !== undefined) {
+    return {
+      verdict: 'ask',
+      pattern: unseenDeny.pattern.source,
+      reason: `${unseenDeny.code.reason}, and it could run what a deny pattern matches`,
+    };
+  }
   const asked = segmentMatchesAny(ask, segment);
   if (asked !== undefined)
     return { verdict: 'ask', pattern: asked.source, reason: 'matches an ask pattern' };
+  const unseenAsk = unseenCoveredBy(ask, segment);
+  if (unseenAsk !== undefined) {
+    return {
+      verdict: 'ask',
+      pattern: unseenAsk.pattern.source,
+      reason: `${unseenAsk.code.reason}, and it could run what an ask pattern matches`,
+    };
+  }
   for (let p = 0; p < allow.length; p++) {
     const pattern = allow[p]!;
     if (matchesStrictly(pattern, segment)) {

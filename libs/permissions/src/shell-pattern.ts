@@ -1,5 +1,11 @@
 import { ConfigError } from '@toolgate/contracts';
-import { MATCH_LITERAL, MATCH_ONE, MATCH_REST, type AnalysedSegment } from './shell-analysis';
+import {
+  MATCH_LITERAL,
+  MATCH_ONE,
+  MATCH_REST,
+  type AnalysedSegment,
+  type UnseenCode,
+} from './shell-analysis';
 import { lexShell } from './shell-lexer';
 
 // Local copies: the matcher reads them once per word, and an imported binding is a property read.
@@ -113,6 +119,56 @@ export function segmentMatchesAny(
     const pattern = patterns[p]!;
     for (let c = 0; c < candidates.length; c++) {
       if (matchesLoosely(pattern, candidates[c]!)) return pattern;
+    }
+  }
+  return undefined;
+}
+
+/** Whether `pattern`'s tokens from `t0` match `argv` from `a0` loosely (see {@link matchesLoosely}). */
+function matchesLooselyFrom(
+  pattern: ShellPattern,
+  t0: number,
+  argv: readonly string[],
+  a0: number,
+): boolean {
+  const tokens = pattern.tokens;
+  const fixed = tokens.length - t0;
+  const length = argv.length - a0;
+  if (pattern.rest ? length < fixed : length !== fixed) return false;
+  for (let i = 0; i < fixed; i++) {
+    const t = tokens[t0 + i]!;
+    if (t.kind === 'literal' && t.text !== argv[a0 + i]) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether a deny or ask pattern could match code the matcher cannot see: anything, for a script
+ * or a program named by a path; for a program the table does not know (its `argv`), a pattern
+ * whose arguments match its arguments (it may be a renamed copy of the pattern's program) or that
+ * matches a suffix of its arguments (it may be a wrapper).
+ */
+export function mayCoverUnseen(pattern: ShellPattern, code: UnseenCode): boolean {
+  const argv = code.argv;
+  if (argv === undefined) return true;
+  if (pattern.tokens.length === 0 || matchesLooselyFrom(pattern, 1, argv, 1)) return true;
+  for (let j = 1; j < argv.length; j++) {
+    if (argv[j]!.charCodeAt(0) !== 45 && matchesLooselyFrom(pattern, 0, argv, j)) return true;
+  }
+  return false;
+}
+
+/** The first pattern that could match code `segment` runs unseen, with that code. */
+export function unseenCoveredBy(
+  patterns: readonly ShellPattern[],
+  segment: AnalysedSegment,
+): { pattern: ShellPattern; code: UnseenCode } | undefined {
+  const unseen = segment.unseen;
+  if (unseen.length === 0) return undefined;
+  for (let p = 0; p < patterns.length; p++) {
+    const pattern = patterns[p]!;
+    for (let u = 0; u < unseen.length; u++) {
+      if (mayCoverUnseen(pattern, unseen[u]!)) return { pattern, code: unseen[u]! };
     }
   }
   return undefined;

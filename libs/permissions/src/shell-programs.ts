@@ -139,6 +139,40 @@ export const WRAPPERS: ReadonlySet<string> = new Set([
   'chpst',
   'daemonize',
   'start-stop-daemon',
+  'ld.so',
+  'socat',
+  'perf',
+  'uftrace',
+  'rr',
+  'setarch',
+  'linux32',
+  'linux64',
+  'i386',
+  'x86_64',
+  'uname26',
+  'capsh',
+  'ssh-agent',
+  'gpg-agent',
+  'dbus-run-session',
+  'chronic',
+  'ifne',
+  'eatmydata',
+  'nocache',
+  'trickle',
+  'cgexec',
+  'runcon',
+  'sshpass',
+  'proot',
+  'fakechroot',
+  'tsp',
+  'srun',
+  'mpirun',
+  'mpiexec',
+  'lldb',
+  'hyperfine',
+  'direnv',
+  'cross-env',
+  'dotenv',
 ]);
 
 /**
@@ -199,6 +233,10 @@ export interface OptionClassifier {
  * - `editor`: `+COMMAND` operands run an editor or pager command (`vim +'!cmd'`, `less +…`);
  * - `env`: `NAME=VALUE` operands, then the program; `join`: the operands are joined into a command
  *   line (`watch`, `ssh HOST ...`, `parallel`); `docker`: every suffix may be the program run;
+ * - `stdin-code`: the program reads commands in its own language from stdin (`ed`, `ex`, `at`);
+ * - `socat`: its two addresses (`EXEC:`/`SYSTEM:` run a command, `CREATE:`/`OPEN:` write a file);
+ * - `capsh`: `--` passes the rest to a shell (`capsh -- -c CMD`), `==` to capsh again;
+ * - `commands`: every operand is a command line (`hyperfine CMD...`, `concurrently CMD...`);
  * - `git`, `npm`, `make`, `gh`, `tar`, `xargs`, `sudo`, `all-code`: see their routines.
  */
 export type OperandRule =
@@ -225,7 +263,11 @@ export type OperandRule =
   | 'xargs'
   | 'sudo'
   | 'su'
-  | 'all-code';
+  | 'all-code'
+  | 'stdin-code'
+  | 'socat'
+  | 'capsh'
+  | 'commands';
 
 /** One program's entry in {@link PROGRAMS}. */
 export interface ProgramSpec {
@@ -249,6 +291,24 @@ export interface ProgramSpec {
   readonly operands?: OperandRule;
   /** Subcommands with options of their own (`npm exec`, `git log`): the first operand names one. */
   readonly subcommands?: Readonly<Record<string, ProgramSpec>>;
+  /** A wrapper that starts a shell reading commands from stdin when it is given no program. */
+  readonly shellWithout?: true;
+  /**
+   * The program runs code the command line does not show: a Makefile's recipes, package.json
+   * scripts, a package it downloads, the files of a directory, test files. Deny-list policies ask
+   * (any deny or ask rule could match what it runs); an allow pattern may still allow it.
+   */
+  readonly unseen?: UnseenSpec;
+}
+
+/** When a program runs code the command line does not show (see {@link ProgramSpec.unseen}). */
+export interface UnseenSpec {
+  /** What runs, for reasons: `the recipes of a Makefile`. */
+  readonly what: string;
+  /** First operands (subcommands) after which it runs nothing of the kind (`npm view`). */
+  readonly except?: RegExp;
+  /** Options after which it runs nothing of the kind (`--version`, `make -n`). */
+  readonly exceptOptions?: RegExp;
 }
 
 // Spellings shared by several entries.
@@ -440,6 +500,59 @@ const NPM_EXEC: ProgramSpec = {
 /** Wrappers that take no options and no operands of their own before the program they run. */
 const PLAIN_WRAPPER: ProgramSpec = { runs: 0, strict: true, options: HELP };
 
+/** Wrappers whose own options are not listed: every suffix of their arguments may be the program. */
+const LOOSE_WRAPPER: ProgramSpec = { runs: 0, strict: false };
+
+const VERSION_OR_HELP = /^(?:-v|-V|--version|-h|--help)$/;
+
+/** npm and pnpm subcommands that run no script and no package binary. */
+const NPM_RUNS_NOTHING =
+  /^(?:|view|v|info|show|ls|list|la|ll|outdated|config|c|get|help|help-search|whoami|search|s|se|find|root|prefix|bin|ping|explain|why|query|fund|token|login|logout|adduser|owner|access|team|org|profile|star|stars|unstar|docs|home|bugs|repo|doctor|cache|dist-tag|deprecate|hook|sbom|diff|pkg|set-script|completion)$/;
+
+/** What `npx` and its relatives run. */
+const PACKAGE_BINARY: UnseenSpec = {
+  what: 'a package binary from node_modules/.bin or the registry',
+  exceptOptions: VERSION_OR_HELP,
+};
+
+/** A tool that runs the project's own code: build files, scripts, hooks, tests. */
+const projectRunner = (what: string, except?: RegExp): ProgramSpec => ({
+  unseen: { what, exceptOptions: VERSION_OR_HELP, ...(except === undefined ? {} : { except }) },
+});
+
+/** `setarch ARCH [options] [program]`; `linux64 [options] [program]` has the architecture built in. */
+const SETARCH_OPTIONS = {
+  '-R --addr-no-randomize -F --fdpic-funcptrs -Z --mmap-page-zero -L --addr-compat-layout -X --read-implies-exec -B --32bit -I --short-inode -S --whole-seconds -T --sticky-timeouts -3 --3gb --4gb --uname-2.6 -v --verbose --list':
+    'flag',
+  ...HELP,
+  '-V': 'flag',
+} as const;
+
+/** A dynamic loader run as a program (`/lib64/ld-linux-x86-64.so.2 /bin/rm x`) runs its operand. */
+const DYNAMIC_LOADER: ProgramSpec = {
+  runs: 0,
+  strict: true,
+  options: {
+    '--preload --audit --library-path': 'script',
+    '--argv0 --glibc-hwcaps-prepend --glibc-hwcaps-mask --inhibit-rpath': 'value',
+    '--list --verify --inhibit-cache --list-tunables --list-diagnostics --help --version': 'flag',
+  },
+};
+
+/** `perf record`, `perf stat`, `perf trace`, ...: run the program after their options. */
+const PERF_RUNS: ProgramSpec = {
+  runs: 0,
+  strict: false,
+  options: {
+    '-o --output': 'output',
+    '-e --event -F --freq -c --count -p --pid -t --tid -C --cpu -G --cgroup -m --mmap-pages -u --uid --call-graph -r --repeat -I --interval-print -x --field-separator':
+      'value',
+  },
+};
+
+/** An AI coding agent's CLI: what it runs is chosen by a model from a prompt. */
+const AGENT_CLI: ProgramSpec = { operands: 'all-code', language: 'agent-chosen' };
+
 /**
  * The program table, by basename. Each entry lists a program's options that matter (the options
  * that run code, write files or take a value that could be mistaken for an operand) and what its
@@ -462,12 +575,22 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       exec: { operands: 'join', language: 'shell' },
       run: { operands: 'script', language: 'JavaScript' },
     },
+    unseen: {
+      what: 'package.json scripts, tests or a package binary',
+      except: /^(?:|pm|info|outdated|upgrade|completions|help)$|\.[cm]?[jt]sx?$/,
+      exceptOptions: VERSION_OR_HELP,
+    },
   },
   deno: {
     language: 'JavaScript',
     subcommands: {
       eval: { operands: 'all-code', language: 'JavaScript' },
       repl: { operands: 'all-code', language: 'JavaScript' },
+    },
+    unseen: {
+      what: 'scripts, tasks or tests',
+      except: /^(?:|eval|repl|fmt|lint|info|doc|check|types|upgrade|completions|help)$/,
+      exceptOptions: VERSION_OR_HELP,
     },
   },
   perl: {
@@ -598,6 +721,8 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       '-S -u -U -s': 'script',
       '-w -W': 'output',
       '-i -T -t -q -r': 'value',
+      // Ex mode: commands (`!cmd` among them) are read from standard input.
+      '-e -E': 'stdin',
     },
   },
   emacs: {
@@ -706,7 +831,8 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     operands: 'last-output',
     options: {
       '-t --target-directory': 'output',
-      '-g --group -m --mode -o --owner -S --suffix --backup --strip-program': 'value',
+      '-g --group -m --mode -o --owner -S --suffix --backup': 'value',
+      '--strip-program': 'command',
     },
   },
   touch: {
@@ -979,8 +1105,10 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       '-C --directory -I --include-dir': 'hazard-value',
       '-j --jobs -l --load-average --max-load -o --old-file --assume-old -W --what-if --new-file --assume-new -O --output-sync --debug --shuffle --jobserver-style':
         'optional',
+      '-v --version -h --help': 'flag',
     },
     language: 'make',
+    unseen: { what: 'the recipes of a Makefile', exceptOptions: VERSION_OR_HELP },
   },
   npm: {
     gnu: true,
@@ -996,6 +1124,11 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       exec: NPM_EXEC,
       x: NPM_EXEC,
     },
+    unseen: {
+      what: 'package.json scripts, lifecycle scripts or a package binary',
+      except: NPM_RUNS_NOTHING,
+      exceptOptions: VERSION_OR_HELP,
+    },
   },
   npx: {
     runs: 0,
@@ -1008,6 +1141,7 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       '-y --yes --no --no-install --ignore-existing -q --quiet': 'flag',
       ...HELP,
     },
+    unseen: PACKAGE_BINARY,
   },
   pnpm: {
     options: { '-c --shell-mode': 'hazard', '-C --dir --filter -F -w --workspace-root': 'value' },
@@ -1024,6 +1158,11 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       },
     },
     operands: 'npm',
+    unseen: {
+      what: 'package.json scripts, lifecycle scripts or a package binary',
+      except: NPM_RUNS_NOTHING,
+      exceptOptions: VERSION_OR_HELP,
+    },
   },
   yarn: {
     operands: 'npm',
@@ -1031,6 +1170,13 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
       exec: PLAIN_WRAPPER,
       dlx: { runs: 0, strict: false, options: { '-p --package': 'hazard-value' } },
       node: NODE,
+    },
+    // A bare `yarn` installs, running lifecycle scripts.
+    unseen: {
+      what: 'package.json scripts, lifecycle scripts or a package binary',
+      except:
+        /^(?:info|why|list|ls|help|config|licenses|owner|outdated|search|whoami|--version|-v)$/,
+      exceptOptions: VERSION_OR_HELP,
     },
   },
   docker: {
@@ -1285,7 +1431,226 @@ const PROGRAMS: Readonly<Record<string, ProgramSpec>> = {
     strict: false,
     options: { '--from --with -p --python --index-url': 'hazard-value' },
   },
-  pipx: { subcommands: { run: { runs: 0, strict: false, options: { '--spec': 'hazard-value' } } } },
+  pipx: {
+    subcommands: { run: { runs: 0, strict: false, options: { '--spec': 'hazard-value' } } },
+    unseen: { what: 'a package it installs', except: /^(?:|list|environment|completions)$/ },
+  },
+  // Issue 23: wrappers and code runners the table did not know.
+  'ld.so': DYNAMIC_LOADER,
+  socat: {
+    operands: 'socat',
+    options: {
+      '-lf -r -R -L -W': 'output',
+      '-b -t -T -S -lp': 'value',
+      '-ly -lm': 'optional',
+      '-d -D -v -x -s -u -U -g -4 -6 -ls -lu -lh -hh -hhh -V -h': 'flag',
+    },
+  },
+  ncat: {
+    options: {
+      '-e --exec -c --sh-exec': 'command',
+      '--lua-exec': 'script',
+      '-o --output -x --hex-dump': 'output',
+    },
+  },
+  nc: { options: { '-e -c': 'command' } },
+  perf: {
+    subcommands: {
+      record: PERF_RUNS,
+      stat: PERF_RUNS,
+      trace: PERF_RUNS,
+      ftrace: PERF_RUNS,
+      mem: PERF_RUNS,
+      c2c: PERF_RUNS,
+      lock: PERF_RUNS,
+      kmem: PERF_RUNS,
+      kvm: PERF_RUNS,
+      sched: PERF_RUNS,
+      timechart: PERF_RUNS,
+      kwork: PERF_RUNS,
+      script: { options: { '-s --script': 'script' } },
+    },
+  },
+  uftrace: { ...LOOSE_WRAPPER, subcommands: { record: LOOSE_WRAPPER, live: LOOSE_WRAPPER } },
+  rr: {
+    ...LOOSE_WRAPPER,
+    subcommands: { record: LOOSE_WRAPPER, replay: {}, ps: {}, pack: {}, dump: {}, help: {} },
+  },
+  lldb: {
+    language: 'lldb',
+    operands: 'all-code',
+    options: {
+      '-o --one-line -O --one-line-before-file -k --one-line-on-crash': 'code',
+      '-s --source -S --source-before-file': 'script',
+    },
+  },
+  setarch: { runs: 1, gnu: true, strict: true, shellWithout: true, options: SETARCH_OPTIONS },
+  linux32: { runs: 0, gnu: true, strict: true, shellWithout: true, options: SETARCH_OPTIONS },
+  capsh: { operands: 'capsh' },
+  'run-parts': {
+    gnu: true,
+    options: {
+      '--test --list --report -v --verbose --reverse --exit-on-error --new-session --lsbsysinit':
+        'flag',
+      '-u --umask --regex -a --arg': 'value',
+    },
+    unseen: { what: 'every program in a directory', exceptOptions: /^--(?:test|list)$/ },
+  },
+  ed: {
+    language: 'ed',
+    operands: 'stdin-code',
+    options: { '-p --prompt': 'value' },
+  },
+  ex: {
+    language: 'ex',
+    operands: 'stdin-code',
+    options: { '-c --cmd': 'code', '-S -u -U': 'script', '-w -W': 'output' },
+  },
+  at: {
+    language: 'shell',
+    operands: 'stdin-code',
+    options: { '-f': 'script', '-q -t': 'value', '-m -M -b -v -c -l -r -d -V': 'flag' },
+  },
+  'ssh-agent': {
+    runs: 0,
+    strict: true,
+    options: { '-a -E -O -P -t': 'value', '-c -D -d -k -s': 'flag' },
+  },
+  'gpg-agent': { ...LOOSE_WRAPPER, options: { '--options --homedir': 'script' } },
+  'dbus-run-session': {
+    runs: 0,
+    strict: true,
+    options: { '--config-file': 'script', '--dbus-daemon': 'command', ...HELP },
+  },
+  chronic: { runs: 0, strict: true, options: { '-e -v': 'flag' } },
+  ifne: { runs: 0, strict: true, options: { '-n': 'flag' } },
+  eatmydata: PLAIN_WRAPPER,
+  nocache: PLAIN_WRAPPER,
+  trickle: {
+    runs: 0,
+    strict: true,
+    options: { '-u -d -w -t -l -n': 'value', '-h -v -V -s': 'flag' },
+  },
+  cgexec: { runs: 0, strict: true, options: { '-g': 'value', '--sticky -h': 'flag' } },
+  runcon: LOOSE_WRAPPER,
+  sshpass: { runs: 0, strict: true, options: { '-p -f -d -P': 'value', '-e -v -h -V': 'flag' } },
+  proot: { ...LOOSE_WRAPPER, shellWithout: true },
+  fakechroot: PLAIN_WRAPPER,
+  tsp: LOOSE_WRAPPER,
+  srun: LOOSE_WRAPPER,
+  mpirun: LOOSE_WRAPPER,
+  hyperfine: {
+    operands: 'commands',
+    options: {
+      '-p --prepare -c --cleanup -s --setup --conclude': 'command',
+      '--export-asciidoc --export-csv --export-json --export-markdown --export-orgmode': 'output',
+      '-S --shell': 'command',
+      '-w --warmup -m --min-runs -M --max-runs -r --runs -P --parameter-scan -L --parameter-list -n --command-name -u --time-unit --style --sort -D --parameter-step-size':
+        'value',
+    },
+  },
+  watchexec: {
+    operands: 'join',
+    options: { '-w --watch -e --exts -f --filter -i --ignore': 'value' },
+  },
+  nodemon: {
+    language: 'JavaScript',
+    operands: 'script',
+    options: { '-x --exec': 'command', '-w --watch -e --ext -i --ignore': 'value' },
+  },
+  concurrently: { operands: 'commands' },
+  direnv: {
+    subcommands: { exec: { runs: 1, strict: false } },
+    unseen: {
+      what: 'the .envrc file of a directory',
+      except: /^(?:|status|help|version|dump|hook)$/,
+    },
+  },
+  'cross-env': { runs: 0, strict: false, operands: 'env' },
+  dotenv: {
+    runs: 0,
+    strict: false,
+    options: { '-e -v -c': 'value' },
+    unseen: { what: 'variables from a .env file (PATH and NODE_OPTIONS among them)' },
+  },
+  claude: AGENT_CLI,
+  codex: AGENT_CLI,
+  aider: AGENT_CLI,
+  gemini: AGENT_CLI,
+  opencode: AGENT_CLI,
+  goose: AGENT_CLI,
+  'cursor-agent': AGENT_CLI,
+  amp: AGENT_CLI,
+  qwen: AGENT_CLI,
+  crush: AGENT_CLI,
+  copilot: AGENT_CLI,
+  // Build tools, task runners and test runners: they run the project's own code.
+  cargo: projectRunner(
+    'build scripts, tests or the program it builds',
+    /^(?:|fmt|tree|metadata|search|version|help|locate-project|pkgid|verify-project|new|init|login|logout|owner|yank)$/,
+  ),
+  go: projectRunner(
+    'the program or tests it builds, or generators',
+    /^(?!(?:run|test|generate|tool)$)/,
+  ),
+  pytest: projectRunner('test files and conftest.py'),
+  tox: projectRunner('the commands of tox.ini'),
+  nox: projectRunner('the sessions of noxfile.py'),
+  jest: projectRunner('test files and their configuration'),
+  vitest: projectRunner('test files and their configuration'),
+  mocha: projectRunner('test files'),
+  rake: projectRunner('the tasks of a Rakefile'),
+  gradle: projectRunner('build scripts'),
+  gradlew: projectRunner('build scripts'),
+  mvn: projectRunner('build plugins'),
+  just: projectRunner('the recipes of a justfile'),
+  task: projectRunner('the tasks of a Taskfile'),
+  bazel: projectRunner('build rules'),
+  ninja: projectRunner('the commands of build.ninja'),
+  cmake: projectRunner('CMake scripts'),
+  meson: projectRunner('build files'),
+  scons: projectRunner('SConstruct files'),
+  poetry: projectRunner('scripts and build backends'),
+  uv: projectRunner('scripts and build backends', /^(?:|help|version|self|cache|python)$/),
+  pipenv: projectRunner('scripts and build backends'),
+  pip: projectRunner(
+    'build backends of the packages it installs',
+    /^(?:|list|show|freeze|check|help|search|debug|config|cache|inspect|index|hash|--version)$/,
+  ),
+  pip3: projectRunner(
+    'build backends of the packages it installs',
+    /^(?:|list|show|freeze|check|help|search|debug|config|cache|inspect|index|hash|--version)$/,
+  ),
+  bundle: projectRunner('Gemfile code and the programs it wraps'),
+  composer: projectRunner('composer.json scripts'),
+  nx: projectRunner('project targets'),
+  turbo: projectRunner('package.json scripts'),
+  lerna: projectRunner('package.json scripts'),
+  dotnet: projectRunner(
+    'the program or tests it builds',
+    /^(?:|--info|--list-sdks|--list-runtimes|help|new|sln|nuget)$/,
+  ),
+  mix: projectRunner('mix tasks'),
+  sbt: projectRunner('build definitions'),
+  lein: projectRunner('project definitions'),
+  swift: projectRunner('the package it builds', /^(?:|--version)$/),
+  'pre-commit': projectRunner('the hooks of .pre-commit-config.yaml'),
+  lefthook: projectRunner('the hooks of lefthook.yml'),
+  husky: projectRunner('git hooks'),
+  eslint: projectRunner('its configuration file and plugins'),
+  prettier: projectRunner('its configuration file and plugins'),
+  webpack: projectRunner('its configuration file'),
+  vite: projectRunner('its configuration file'),
+  rollup: projectRunner('its configuration file'),
+  gulp: projectRunner('a gulpfile'),
+  grunt: projectRunner('a Gruntfile'),
+  playwright: projectRunner('test files and their configuration'),
+  cypress: projectRunner('test files and their configuration'),
+  'ansible-playbook': projectRunner('a playbook'),
+  terraform: projectRunner(
+    'providers and provisioners',
+    /^(?:|fmt|version|validate|show|output|providers|graph|help)$/,
+  ),
 };
 
 /** Other names of the programs in {@link PROGRAMS} (versions, forks, the same tool on macOS). */
@@ -1328,6 +1693,14 @@ const ALIASES: Readonly<Record<string, string>> = {
   ggrep: 'grep',
   egrep: 'grep',
   fgrep: 'grep',
+  red: 'ed',
+  netcat: 'nc',
+  linux64: 'linux32',
+  i386: 'linux32',
+  x86_64: 'linux32',
+  uname26: 'linux32',
+  mpiexec: 'mpirun',
+  'gpgconf-agent': 'gpg-agent',
 };
 
 const VERSIONED = /^(python|pypy|perl|php|ruby|lua)[0-9.]*$/;
@@ -1349,9 +1722,13 @@ function lookUp(base: string): ProgramSpec | undefined {
   const own = (table: object, key: string) => Object.prototype.hasOwnProperty.call(table, key);
   if (own(PROGRAMS, base)) return PROGRAMS[base];
   if (own(ALIASES, base)) return PROGRAMS[ALIASES[base]!];
+  if (DYNAMIC_LOADER_NAME.test(base)) return DYNAMIC_LOADER;
   const m = VERSIONED.exec(base);
   return m === null ? undefined : PROGRAMS[m[1]!];
 }
+
+/** `ld.so`, `ld-linux-x86-64.so.2`, `ld-linux-aarch64.so.1`, `ld-musl-x86_64.so.1`, `ld-2.31.so`. */
+const DYNAMIC_LOADER_NAME = /^ld(?:-[A-Za-z0-9_.-]+)?\.so(?:\.[0-9]+)*$/;
 
 /**
  * Environment variables whose value is a command some program runs through the shell (a pager,
@@ -1388,3 +1765,80 @@ export function basename(word: string): string {
   const slash = word.lastIndexOf('/');
   return slash < 0 ? word : word.slice(slash + 1);
 }
+
+/**
+ * Builtins of every shell the executors run: a file the command writes cannot stand in for them,
+ * and they run no other program.
+ */
+export const SHELL_BUILTINS: ReadonlySet<string> = new Set([
+  'cd',
+  'pushd',
+  'popd',
+  'dirs',
+  'echo',
+  'printf',
+  'test',
+  '[',
+  'true',
+  'false',
+  ':',
+  'pwd',
+  'type',
+  'exit',
+  'return',
+  'break',
+  'continue',
+  'shift',
+  'wait',
+  'jobs',
+  'kill',
+  'umask',
+  'ulimit',
+  'times',
+  'help',
+  'logout',
+  'disown',
+  'suspend',
+]);
+
+/**
+ * Programs the table knows to run no other program and no code of their own choosing, beyond what
+ * {@link PROGRAMS} says of them: coreutils and the other everyday tools. A program that is in
+ * neither is one the matcher does not know: it may be a renamed copy of a denied program or a
+ * wrapper, so a deny or ask rule that could cover its arguments asks (see `UnseenCode`).
+ */
+export const PLAIN_PROGRAMS: ReadonlySet<string> = new Set([
+  ...SHELL_BUILTINS,
+  // coreutils, util-linux and procps
+  ...'ls dir vdir cat tac head tail wc cut paste join tr fold fmt pr nl expand unexpand od hexdump strings rev shuf comm cmp diff diff3 sdiff md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum base32 basenc mkdir rmdir rm unlink chmod chown chgrp stat file du df readlink realpath basename dirname pathchk mktemp mkfifo mknod sync shred date sleep whoami id groups uname hostname hostid nproc arch uptime users who w tty stty printenv seq yes factor expr numfmt tsort ptx tree which whereis locale getconf free ps pgrep pkill killall top lsof lsblk findmnt column colrm look cal iconv fallocate rename getent logname tput clear reset dmesg vmstat iostat pidof'.split(
+    ' ',
+  ),
+  // text and data tools without options that run commands
+  ...'jq yq gron diffstat colordiff dos2unix unix2dos xmllint ag ack'.split(' '),
+  // compression and archives without options that run commands
+  ...'gzip gunzip zcat bzip2 bunzip2 bzcat xz unxz xzcat zstd unzstd zstdcat lz4 unzip zipinfo 7z 7za ar'.split(
+    ' ',
+  ),
+  // network clients without options that run commands
+  ...'ping dig nslookup host traceroute ss netstat'.split(' '),
+  // tools that compile or inspect without running what they read
+  ...'tsc nm objdump readelf strip size addr2line c++filt'.split(' '),
+]);
+
+/** Directories system programs live in: a program named by a path there is that program. */
+export const SYSTEM_PROGRAM_DIRS: ReadonlySet<string> = new Set([
+  '/bin',
+  '/sbin',
+  '/usr/bin',
+  '/usr/sbin',
+  '/usr/local/bin',
+  '/usr/local/sbin',
+  '/lib',
+  '/lib64',
+  '/usr/lib',
+  '/usr/lib64',
+  '/lib/x86_64-linux-gnu',
+  '/lib/aarch64-linux-gnu',
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/lib/aarch64-linux-gnu',
+]);
