@@ -389,3 +389,135 @@ describe('rule index (by tool, program and host) against walking every rule', ()
     expect(indexedViews).toBeGreaterThan(100);
   });
 });
+
+describe('code the matcher cannot read (issue 23)', () => {
+  const SHELL_TOOL = { name: 'shell', risk: 'execute' } as const;
+  const denyRm = compilePermissionChain({ deny: [{ tool: 'shell', argv: ['rm **'] }] });
+  const verdict = async (chain: ReturnType<typeof compilePermissionChain>, command: string) =>
+    (await evaluatePermission(chain, SHELL_TOOL, { command })).verdict;
+
+  // Names the program table does not have (a renamed copy of `rm` could carry any of them).
+  const unknownName = fc
+    .stringMatching(/^[a-z][a-z0-9]{2,7}$/)
+    .filter((n) => !/^(?:ls|cat|git|npm|sed|awk|echo|rm)/.test(n))
+    .map((n) => `zz${n}`);
+  const pathForm = fc.constantFrom('./', '/tmp/', 'bin/', '../', 'node_modules/.bin/');
+  const arg = fc.constantFrom('victim', '-rf', '-f', '--', 'a b', '.', 'x/y');
+  const argsOf = fc.array(arg, { maxLength: 3 }).map((a) => a.map((w) => `'${w}'`).join(' '));
+
+  it('a program the table does not know never evaluates allow under a deny rule on rm **', async () => {
+    await fc.assert(
+      fc.asyncProperty(unknownName, argsOf, async (name, a) => {
+        expect(await verdict(denyRm, `${name} ${a}`)).not.toBe('allow');
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a program named by a path outside the system directories never evaluates allow', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        pathForm,
+        fc.constantFrom('ls', 'cat', 'git', 'x', 'rm2'),
+        argsOf,
+        async (dir, name, a) => {
+          expect(await verdict(denyRm, `${dir}${name} ${a}`)).not.toBe('allow');
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a chain of wrappers around rm is denied, whatever wraps it', async () => {
+    const wrapper = fc.constantFrom(
+      'nice',
+      'nohup',
+      'setsid',
+      'timeout 5',
+      'stdbuf -oL',
+      'ionice -c3',
+      'chrt -f 1',
+      'taskset -c 0',
+      'env X=1',
+      'strace -f',
+      'valgrind',
+      'perf stat',
+      'perf record',
+      'setarch x86_64',
+      'linux64',
+      'ssh-agent',
+      'eatmydata',
+      'chronic',
+      'sshpass -p x',
+      '/lib64/ld-linux-x86-64.so.2',
+      'busybox',
+      'xargs',
+      'unshare -r',
+      'flock /tmp/l',
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(wrapper, { minLength: 1, maxLength: 3 }), async (ws) => {
+        expect(await verdict(denyRm, `${ws.join(' ')} rm victim`)).toBe('deny');
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('running what the same command wrote or copied never evaluates allow', async () => {
+    const writer = fc.constantFrom(
+      (f: string) => `printf 'rm victim' > ${f}`,
+      (f: string) => `cp /bin/rm ${f}`,
+      (f: string) => `ln -s /bin/rm ${f}`,
+      (f: string) => `install /bin/rm ${f}`,
+      (f: string) => `tee ${f} < /tmp/payload`,
+      (f: string) => `mv /tmp/payload ${f}`,
+    );
+    const name = fc.constantFrom('ls', 'cat', 'x', 'git', 'tool');
+    const dir = fc.constantFrom('', '/usr/local/bin/', './', '/tmp/');
+    const sep = fc.constantFrom('; ', ' && ', '\n');
+    await fc.assert(
+      fc.asyncProperty(writer, name, dir, sep, async (w, n, d, s) => {
+        const run = d === '' || d === '/usr/local/bin/' ? n : `${d}${n}`;
+        expect(await verdict(denyRm, `${w(`${d}${n}`)}${s}${run} victim`)).not.toBe('allow');
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('cd D && a write to F is never weaker than the same write to D/F', async () => {
+    const chain = compilePermissionChain({});
+    const dir = fc.constantFrom(
+      '.git',
+      '.vscode',
+      '.github',
+      '.github/workflows',
+      'src',
+      'a/b',
+      '.git/hooks',
+    );
+    const file = fc.constantFrom(
+      'config',
+      'settings.json',
+      'ci.yml',
+      'x',
+      'workflows/ci.yml',
+      'pre-commit',
+    );
+    const write = fc.constantFrom(
+      (f: string) => `printf x > ${f}`,
+      (f: string) => `tee ${f} < /tmp/x`,
+      (f: string) => `cp /tmp/x ${f}`,
+      (f: string) => `sed -i s/a/b/ ${f}`,
+      (f: string) => `echo x >> ${f}`,
+    );
+    const cd = fc.constantFrom('cd', 'pushd', 'cd --', 'cd -P');
+    await fc.assert(
+      fc.asyncProperty(cd, dir, file, write, async (c, d, f, w) => {
+        const direct = await verdict(chain, w(`${d}/${f}`));
+        const through = await verdict(chain, `${c} ${d} && ${w(f)}`);
+        expect(RANK[through]).toBeGreaterThanOrEqual(RANK[direct]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

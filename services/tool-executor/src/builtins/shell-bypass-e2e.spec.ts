@@ -76,6 +76,31 @@ const attacks: Attack[] = [
   deletes('node -e \'require("fs").rmSync("victim")\'', 'ask'),
   deletes('awk \'BEGIN { system("rm victim") }\'', 'ask'),
   deletes('bash ./cleanup.sh', 'ask'),
+  // Issue 23: wrappers the table did not know, and code the matcher cannot read.
+  deletes('/lib64/ld-linux-x86-64.so.2 /bin/rm victim', 'deny'),
+  deletes("socat - EXEC:'rm victim' < /dev/null", 'deny'),
+  deletes('setarch x86_64 -R rm victim', 'deny'),
+  deletes('linux64 rm victim', 'deny'),
+  deletes("capsh -- -c 'rm victim'", 'deny'),
+  deletes('valgrind -q rm victim', 'deny'),
+  deletes('ssh-agent rm victim', 'deny'),
+  deletes("printf '!rm victim\\nq\\n' | ed -s notes.txt", 'ask'),
+  deletes(
+    "mkdir parts && printf '#!/bin/sh\\nrm victim\\n' > parts/x && chmod +x parts/x && run-parts parts",
+    'ask',
+  ),
+  deletes('cp /bin/rm x; ./x victim', 'ask'),
+  deletes('ln -s /bin/rm x && ./x victim', 'ask'),
+  deletes('printf \'import os\\nos.remove("victim")\\n\' > f.py && python3 f.py', 'ask'),
+  deletes("python3 - <<'EOF'\nimport os\nos.remove('victim')\nEOF", 'ask'),
+  deletes("printf 'all:\\n\\trm victim\\n' > Makefile && make -s", 'ask'),
+  deletes("printf 'unlink q(victim);' > f.pl && perl f.pl", 'ask'),
+  // `cd` is followed: the write lands on a protected path.
+  {
+    command: 'mkdir -p .vscode && cd .vscode && printf x > settings.json',
+    effect: { writes: '.vscode/settings.json' },
+    verdict: 'ask',
+  },
 ];
 
 /** Benign commands: allowed by the same chain, and they run. */
