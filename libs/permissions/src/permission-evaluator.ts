@@ -434,15 +434,25 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
   // programs, a fetch of a known host only the domain rules naming it: every other such rule would
   // answer NO. Otherwise (a segment left unmatchable, no command, no host) they could answer
   // UNKNOWN, so then every rule of the view is walked.
-  const keys =
-    view.denyIndex !== undefined || view.askIndex !== undefined ? indexKeys(state) : undefined;
+  const indexed = view.denyIndex !== undefined || view.askIndex !== undefined;
+  const keys = indexed ? indexKeys(state) : undefined;
+  // A command that runs code the matcher cannot see walks every rule (any may ask), but only the
+  // rules its keys name can match it: the others are only asked whether they could cover that code.
+  const matchable = indexed && keys === undefined ? keysDespiteUnseen(state) : undefined;
   const deny =
     keys !== undefined && view.denyIndex !== undefined
       ? narrow(view.deny, view.denyIndex, keys)
       : view.deny;
+  const denyMatchable =
+    matchable !== undefined && view.denyIndex !== undefined
+      ? new Set(narrow(view.deny, view.denyIndex, matchable))
+      : undefined;
   for (let r = 0; r < deny.length; r++) {
     const entry = deny[r]!;
-    const m = matchEntry(entry, state);
+    const m =
+      denyMatchable === undefined || denyMatchable.has(entry)
+        ? matchEntry(entry, state)
+        : unseenOnly(entry, state);
     if (m === MATCH)
       return decision(chain, state, 'deny', 'deny-rule', entry.description, entry.reason);
     if (m === UNKNOWN && uncertain === undefined) {
@@ -511,9 +521,16 @@ function runRules(ev: Evaluation): PermissionDecision | undefined {
     keys !== undefined && view.askIndex !== undefined
       ? narrow(view.ask, view.askIndex, keys)
       : view.ask;
+  const askMatchable =
+    matchable !== undefined && view.askIndex !== undefined
+      ? new Set(narrow(view.ask, view.askIndex, matchable))
+      : undefined;
   for (let r = 0; r < ask.length; r++) {
     const entry = ask[r]!;
-    const m = matchEntry(entry, state);
+    const m =
+      askMatchable === undefined || askMatchable.has(entry)
+        ? matchEntry(entry, state)
+        : unseenOnly(entry, state);
     if (m === MATCH)
       return decision(
         chain,
@@ -755,6 +772,36 @@ export function ruleIndex(
  * `.b.example`, `.example`). Undefined when the call cannot be narrowed (see {@link runRules}).
  */
 function indexKeys(state: CallState): string[] | undefined {
+  return callKeys(state, false);
+}
+
+/**
+ * The keys of a shell command whose segments are all matchable but run code the matcher cannot
+ * see: the rules they name are the only ones that can match it (see {@link unseenOnly}).
+ */
+function keysDespiteUnseen(state: CallState): string[] | undefined {
+  if (state.toolName === FETCH_TOOL_NAME) return undefined;
+  return callKeys(state, true);
+}
+
+/**
+ * What a keyed argv rule the call's keys do not name answers: it cannot match any candidate, so
+ * it only asks when it could cover code the matcher cannot see (as {@link matchTableRule} would).
+ */
+function unseenOnly(entry: RuleEntry, state: CallState): Match {
+  if (entry.kind !== 'rule' || entry.argv === undefined) return matchEntry(entry, state);
+  if (entry.tools !== undefined && !entry.tools.has(state.toolName)) return NO;
+  if (entry.riskMask !== 0 && (entry.riskMask & state.riskBit) === 0) return NO;
+  if (state.toolName !== SHELL_TOOL_NAME) return NO;
+  const segments = state.shellSegments();
+  if (segments === undefined) return UNKNOWN;
+  for (let s = 0; s < segments.length; s++) {
+    if (unseenCoveredBy(entry.argv, segments[s]!) !== undefined) return UNKNOWN;
+  }
+  return NO;
+}
+
+function callKeys(state: CallState, despiteUnseen: boolean): string[] | undefined {
   if (state.toolName === FETCH_TOOL_NAME) {
     const host = state.host();
     if (host === undefined) return undefined;
@@ -769,7 +816,8 @@ function indexKeys(state: CallState): string[] | undefined {
     const seg = segments[s]!;
     // Unseen code may match a rule whatever its key (a program the table does not know may be a
     // renamed copy of any program).
-    if (seg.unmatchable !== undefined || seg.unseen.length > 0) return undefined;
+    if (seg.unmatchable !== undefined || (seg.unseen.length > 0 && !despiteUnseen))
+      return undefined;
     const candidates = seg.candidates;
     for (let c = 0; c < candidates.length; c++) {
       const argv = candidates[c]!;

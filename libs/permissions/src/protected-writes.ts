@@ -184,9 +184,9 @@ const MOVERS: ReadonlySet<string> = new Set([
  * their own are skipped (every directory is above some `.git`).
  */
 function protectedBelow(protection: ProtectedPaths, path: string): ProtectedPathMatch | undefined {
-  let tails = TAILS.get(protection);
-  if (tails === undefined) {
-    tails = [];
+  let below = BELOW.get(protection);
+  if (below === undefined) {
+    below = { tails: [], heads: new Set(), anyHead: false };
     for (const source of protection.patterns) {
       const parts = source.split(/[\\/]+/).filter((c) => c !== '' && c !== '.' && c !== '**');
       for (let k = 1; k < parts.length; k++) {
@@ -194,21 +194,41 @@ function protectedBelow(protection: ProtectedPaths, path: string): ProtectedPath
           .slice(k)
           .map((c) => c.replace(/[*?]/g, 'x'))
           .join('/');
-        if (protection.match(tail) === undefined && !tails.includes(tail)) tails.push(tail);
+        if (protection.match(tail) !== undefined) continue;
+        if (!below.tails.includes(tail)) below.tails.push(tail);
+        // The component the path must end with for this tail to matter.
+        const head = parts[k - 1]!;
+        if (/[*?]/.test(head) || !/^[\x20-\x7e]+$/.test(head)) below.anyHead = true;
+        else below.heads.add(head.toLowerCase());
       }
     }
-    TAILS.set(protection, tails);
+    BELOW.set(protection, below);
   }
+  if (below.tails.length === 0) return undefined;
   const base = path.replace(/[\\/]+$/, '');
   if (base === '' || base === '.' || base === '..') return undefined;
-  for (const tail of tails) {
+  const last = base.slice(Math.max(base.lastIndexOf('/'), base.lastIndexOf('\\')) + 1);
+  // Most names are no pattern's parent: skip the matching unless normalisation could make them one.
+  if (
+    !below.anyHead &&
+    !below.heads.has(last.toLowerCase()) &&
+    /^[\x20-\x7e]+$/.test(last) &&
+    !/[. ~:]/.test(last.slice(-1)) &&
+    !last.includes('~') &&
+    !last.includes(':')
+  )
+    return undefined;
+  for (const tail of below.tails) {
     const m = protection.match(`${base}/${tail}`);
     if (m !== undefined) return { path, pattern: m.pattern };
   }
   return undefined;
 }
 
-const TAILS = new WeakMap<ProtectedPaths, string[]>();
+const BELOW = new WeakMap<
+  ProtectedPaths,
+  { tails: string[]; heads: Set<string>; anyHead: boolean }
+>();
 
 /** `word` as seen from the command's directory, for a segment that runs in `cwd`. */
 function inDirectory(word: string, cwd: string | undefined): string {

@@ -212,11 +212,17 @@ function directoryChange(
     const first = segment.words.find((w) => !w.assignment && !w.redirect && !w.redirectTarget);
     return first !== undefined && /^(?:cd|pushd|popd)$/.test(first.text) ? undefined : NO_CHANGE;
   }
+  let first: ShellWord | undefined;
+  for (const w of segment.words) {
+    if (w.redirect || w.redirectTarget || w.assignment) continue;
+    first = w;
+    break;
+  }
+  const program = first?.text;
+  if (program !== 'cd' && program !== 'pushd' && program !== 'popd') return NO_CHANGE;
   const words = segment.words.filter((w) => !w.redirect && !w.redirectTarget);
   let k = 0;
   while (k < words.length && words[k]!.assignment) k++;
-  const program = words[k]?.text;
-  if (program !== 'cd' && program !== 'pushd' && program !== 'popd') return NO_CHANGE;
   if (program === 'popd') return stack.length > 0 ? stack.pop() : undefined;
   let i = k + 1;
   while (i < words.length && /^-[LPe@]+$/.test(words[i]!.text)) i++;
