@@ -80,7 +80,8 @@ export interface ShellWriteTarget {
 export interface ShellWriteTargets {
   readonly targets: readonly ShellWriteTarget[];
   /**
-   * False when some segment cannot be analysed (substitutions, code the matcher cannot read, ...):
+   * False when some segment cannot be analysed (substitutions, code the matcher cannot read, a
+   * script file, a Makefile, a program the table does not know, ...):
    * the command may then write files that are not listed, and a caller must fail closed.
    */
   readonly complete: boolean;
@@ -108,7 +109,8 @@ export function shellWriteTargets(command: string): ShellWriteTargets {
   const targets: ShellWriteTarget[] = [];
   let complete = true;
   for (const seg of analyseShellCommand(command)) {
-    if (seg.unmatchable !== undefined) complete = false;
+    // Code the matcher cannot see (a script, a Makefile) may write anything too.
+    if (seg.unmatchable !== undefined || seg.unseen.length > 0) complete = false;
     for (const t of seg.writeTargets) targets.push(t);
   }
   return { targets, complete };
@@ -157,6 +159,7 @@ export function analyseShellCommand(
     const seg = lexed[s]!;
     if (seg.unmatchable !== undefined) {
       out[s] = unmatchableSegment(seg.words, seg.unmatchable, cwd);
+      if (mentionsDirectoryChange(seg.words)) cwd = undefined;
       continue;
     }
     const sofar: WrittenFiles =
@@ -189,6 +192,12 @@ export function analyseShellCommand(
         }
       }
     }
+    // `chmod +x F` makes F a program a later segment may run.
+    const core = analysed.segment.candidates[analysed.segment.candidates.length > 1 ? 1 : 0];
+    if (core !== undefined && basename(core[0] ?? '') === 'chmod') {
+      for (let k = 1; k < core.length; k++)
+        (names ??= new Set(written.names)).add(basename(core[k]!.replace(/\/+$/, '')));
+    }
     const moved = directoryChange(analysed.segment, cwd, dirStack);
     if (moved !== NO_CHANGE) cwd = moved;
   }
@@ -207,11 +216,8 @@ function directoryChange(
   cwd: string | undefined,
   stack: (string | undefined)[],
 ): string | undefined | typeof NO_CHANGE {
-  if (segment.unmatchable !== undefined) {
-    // A `cd` the lexer could not read (`cd "$(…)"`) still moves: the directory is unknown.
-    const first = segment.words.find((w) => !w.assignment && !w.redirect && !w.redirectTarget);
-    return first !== undefined && /^(?:cd|pushd|popd)$/.test(first.text) ? undefined : NO_CHANGE;
-  }
+  if (segment.unmatchable !== undefined)
+    return mentionsDirectoryChange(segment.words) ? undefined : NO_CHANGE;
   let first: ShellWord | undefined;
   for (const w of segment.words) {
     if (w.redirect || w.redirectTarget || w.assignment) continue;
@@ -236,6 +242,18 @@ function directoryChange(
   if (dir.charCodeAt(0) === 47) return dir;
   if (cwd === undefined) return undefined;
   return cwd === '' ? dir : `${cwd}/${dir}`;
+}
+
+/**
+ * Whether a segment the lexer or the analysis could not read may change directory (`cd "$(…)"`,
+ * `(cd D && …)`, `{ cd D; …`, `do cd $d`): after it the directory is not known.
+ */
+function mentionsDirectoryChange(words: readonly ShellWord[]): boolean {
+  for (const w of words) {
+    if (w.redirect || w.redirectTarget) continue;
+    if (w.text === 'cd' || w.text === 'pushd' || w.text === 'popd') return true;
+  }
+  return false;
 }
 
 /** A write target of a segment that runs in `cwd` (see {@link AnalysedSegment.cwd}). */

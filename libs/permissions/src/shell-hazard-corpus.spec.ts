@@ -756,6 +756,7 @@ add(
     'cp /bin/rm "$HOME/bin/cat"; cat victim',
     "sh -c 'cp /bin/rm /usr/local/bin/ls' && ls victim",
     'cp /bin/rm x && sh -c "./x victim"',
+    'cp /bin/rm /usr/local/bin/x; chmod +x /usr/local/bin/x; x victim',
   ],
   { unseen: true },
 );
@@ -855,6 +856,12 @@ add(
     'git mv .github x',
     'cd .github && mv workflows x',
     'rsync -a --delete empty/ .github/',
+    '(cd .vscode && printf x > settings.json)',
+    '{ cd .vscode; printf x > settings.json; }',
+    'if cd .vscode; then printf x > settings.json; fi',
+    'for d in .vscode; do cd $d; printf x > settings.json; done',
+    "sh -c 'cd .vscode && printf x > settings.json'",
+    'cd .vscode || exit; printf x > settings.json',
   ],
   { chainOnly: true },
 );

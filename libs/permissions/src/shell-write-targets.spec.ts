@@ -17,7 +17,7 @@ describe('shellWriteTargets', () => {
   });
 
   it('skips reads and descriptor duplications', () => {
-    expect(shellWriteTargets('cmd < in 2>&1 >&2 <<< text')).toEqual({
+    expect(shellWriteTargets('cat < in 2>&1 >&2 <<< text')).toEqual({
       targets: [],
       complete: true,
     });
@@ -39,5 +39,39 @@ describe('shellWriteTargets', () => {
       complete: false,
     });
     expect(shellWriteTargets(42 as unknown as string)).toEqual({ targets: [], complete: false });
+  });
+
+  it('is incomplete when a segment runs code the matcher cannot see', () => {
+    for (const command of ['make > log', './build.sh', 'python3 gen.py', 'mytool x', 'npm test'])
+      expect(shellWriteTargets(command).complete).toBe(false);
+    expect(shellWriteTargets('cat a > b').complete).toBe(true);
+  });
+
+  it('resolves targets against the directory earlier cd and pushd segments moved to', () => {
+    const paths = (command: string) =>
+      shellWriteTargets(command).targets.map((t) => [t.path, t.dynamic]);
+    expect(paths('cd .vscode && printf x > settings.json')).toEqual([
+      ['.vscode/settings.json', false],
+    ]);
+    expect(paths('cd a; cd b/c; echo > x; cd /etc; echo > y; cd ..; echo > z')).toEqual([
+      ['a/b/c/x', false],
+      ['/etc/y', false],
+      ['/etc/../z', false],
+    ]);
+    expect(paths('pushd .git && pushd hooks && popd && echo > config')).toEqual([
+      ['.git/config', false],
+    ]);
+    expect(paths("cd src && sh -c 'cd .. && echo > .git/config'")).toEqual([
+      ['src/../.git/config', false],
+    ]);
+    // A directory that is not a literal: every target after it is unknown.
+    for (const command of [
+      'cd "$D" && echo > x',
+      'cd && echo > x',
+      'cd - && echo > x',
+      'cd ~/w && echo > x',
+      '(cd a && echo > x)',
+    ])
+      expect(paths(command)).toEqual([['x', true]]);
   });
 });
