@@ -61,6 +61,21 @@ describe('shellApprovalView', () => {
     expect(view!.segments[1]!.why).toContain('.git');
   });
 
+  it('marks the segment that runs code the matcher cannot read under a deny rule', async () => {
+    const view = await explainAsk(
+      { deny: [{ tool: 'shell', argv: 'rm **' }] },
+      'ls; cp /bin/rm x && ./x victim; make',
+    );
+    expect(marked(view)).toEqual(['./x victim', 'make']);
+    expect(view!.segments[3]!.why).toMatch(/cannot read .*Makefile.*rm \*\*/);
+  });
+
+  it('marks the write that a cd moved onto a protected path', async () => {
+    const view = await explainAsk({}, 'cd .vscode && printf x > settings.json');
+    expect(marked(view)).toEqual(['printf x > settings.json']);
+    expect(view!.segments[1]!.why).toContain('.vscode/settings.json');
+  });
+
   it('marks the segment whose write target is not a literal path', async () => {
     const view = await explainAsk({}, 'ls; echo x > "$OUT"');
     expect(marked(view)).toEqual(['echo x > $OUT']);

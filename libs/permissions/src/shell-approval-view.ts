@@ -2,7 +2,12 @@ import type { ShellApprovalView, ShellSegmentView } from '@toolgate/contracts';
 import { compileProtectedPaths } from './protected-paths';
 import { protectedShellWrite } from './protected-writes';
 import { analyseShellCommand, type AnalysedSegment } from './shell-analysis';
-import { compileShellPattern, segmentMatchesAny, type ShellPattern } from './shell-pattern';
+import {
+  compileShellPattern,
+  segmentMatchesAny,
+  unseenCoveredBy,
+  type ShellPattern,
+} from './shell-pattern';
 
 /**
  * A parked shell call as an approver should see it: the command split into the segments the chain
@@ -11,7 +16,9 @@ import { compileShellPattern, segmentMatchesAny, type ShellPattern } from './she
  *
  * - a rule with argv patterns marks the segments a pattern matches (deny and ask patterns are tried
  *   against every program a segment runs, as the chain does); when none matches, the rule asked
- *   because it could not tell, so the segments that cannot be checked are marked;
+ *   because it could not tell, so the segments that cannot be checked are marked, and those that
+ *   run code the matcher cannot read (a script, a Makefile, a program it does not know) which a
+ *   pattern could match;
  * - a protected path marks the segment that writes it (or, when the path is not literal, the
  *   segments whose write targets are not);
  * - any other rule (the tool, its risk, an expression, a hook, canUseTool, the default) covers the
@@ -63,7 +70,17 @@ function argvMarks(segments: readonly AnalysedSegment[], sources: readonly unkno
     if (hit !== undefined) marks.set(i, `matches ${hit.source}`);
   });
   if (marks.size > 0) return marks;
-  return uncheckable(segments);
+  const unchecked = uncheckable(segments);
+  segments.forEach((seg, i) => {
+    if (unchecked.has(i)) return;
+    const covered = unseenCoveredBy(patterns, seg);
+    if (covered !== undefined)
+      unchecked.set(
+        i,
+        `runs code the matcher cannot read (${covered.code.reason}), which ${covered.pattern.source} could match`,
+      );
+  });
+  return unchecked;
 }
 
 /** The segments the chain could not check: what a rule that asked without matching could not tell. */
