@@ -1814,7 +1814,7 @@ export const PLAIN_PROGRAMS: ReadonlySet<string> = new Set([
     ' ',
   ),
   // text and data tools without options that run commands
-  ...'jq yq gron diffstat colordiff dos2unix unix2dos xmllint ag ack'.split(' '),
+  ...'jq yq gron diffstat colordiff dos2unix unix2dos xmllint'.split(' '),
   // compression and archives without options that run commands
   ...'gzip gunzip zcat bzip2 bunzip2 bzcat xz unxz xzcat zstd unzstd zstdcat lz4 unzip zipinfo 7z 7za ar'.split(
     ' ',
