@@ -55,6 +55,11 @@ export class SandboxedProcess {
     return this.child.stdout;
   }
 
+  /** The process id of bubblewrap on the host (the launcher execs into it). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** Whether it still runs (neither exited nor killed). */
   get alive(): boolean {
     return !this.killed && this.child.exitCode === null && this.child.signalCode === null;

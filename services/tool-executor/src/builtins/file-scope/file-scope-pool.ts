@@ -117,6 +117,11 @@ export class FileScopePool {
     return this.helpers.size;
   }
 
+  /** The host pids of the helpers alive now (bubblewrap's; for tests). */
+  pids(): number[] {
+    return [...this.helpers].flatMap((h) => (h.pid === undefined ? [] : [h.pid]));
+  }
+
   /** Sends `op(args)` to a helper of `scope` and returns its reply. */
   async call(scope: FileScope, op: string, args: object, bounds: CallBounds): Promise<HelperReply> {
     const cancelled = () => new ToolgateError(ErrorCode.Cancelled, `${bounds.tool} was cancelled`);
@@ -299,6 +304,10 @@ class Helper {
 
   get alive(): boolean {
     return !this.dead && this.proc.alive;
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
   }
 
   borrow(): void {
