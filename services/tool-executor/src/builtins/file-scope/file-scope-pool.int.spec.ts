@@ -135,3 +135,15 @@ it('stops idle helpers, and close() kills every helper', async () => {
   expect(pids.filter(alive)).toEqual([]);
   await expect(read(p)).rejects.toMatchObject({ code: ErrorCode.Unavailable });
 });
+
+it('retires a helper that has been busy long enough, before the CPU limit could kill it mid-call', async () => {
+  // Every request takes at least a millisecond of the helper's time: each helper serves one.
+  const p = pool({ retireAfterBusyMs: 1 });
+  expect(await read(p)).toMatchObject({ ok: true });
+  const [first] = p.pids();
+  await eventually(() => (alive(first!) ? undefined : true), {
+    what: 'the used-up helper retired',
+  });
+  expect(await read(p)).toMatchObject({ ok: true, result: { content: 'hello\n' } });
+  expect(p.pids()).not.toContain(first);
+});

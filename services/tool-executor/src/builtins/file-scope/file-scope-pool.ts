@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import type { Sandbox, SandboxedProcess } from '@toolgate/sandbox';
 import { FILE_HELPER_PROGRAM } from './file-helper-program';
@@ -34,6 +35,12 @@ export interface FileScopePoolOptions {
   maxReplyBytes?: number;
   /** The Node binary the helper runs on; it must be visible in the sandbox. Default this one. */
   node?: string;
+  /**
+   * A helper that has spent this long serving requests is retired when it is next released, well
+   * before the sandbox's CPU limit (counted over the helper's whole life) would kill it mid-call.
+   * Default half the sandbox's `cpuSeconds`.
+   */
+  retireAfterBusyMs?: number;
 }
 
 /** One request's bounds: the call's signal, and an optional deadline with its error. */
@@ -64,6 +71,7 @@ export class FileScopePool {
   private readonly idleMs: number;
   private readonly maxReplyBytes: number;
   private readonly node: string;
+  private readonly retireAfterBusyMs: number;
 
   constructor(
     private readonly sandbox: Sandbox,
@@ -74,6 +82,7 @@ export class FileScopePool {
     this.idleMs = options.idleMs ?? 30_000;
     this.maxReplyBytes = options.maxReplyBytes ?? 256 * 1024 * 1024;
     this.node = options.node ?? process.execPath;
+    this.retireAfterBusyMs = options.retireAfterBusyMs ?? (sandbox.limits.cpuSeconds * 1000) / 2;
   }
 
   /**
@@ -130,6 +139,7 @@ export class FileScopePool {
     const helper = await this.acquire(key, scope, bounds.signal, cancelled);
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
+    const started = performance.now();
     try {
       const stopped = new Promise<never>((_, reject) => {
         onAbort = () => {
@@ -149,6 +159,7 @@ export class FileScopePool {
     } finally {
       clearTimeout(timer);
       if (onAbort) bounds.signal.removeEventListener('abort', onAbort);
+      helper.busyMs += performance.now() - started;
       this.release(helper);
     }
   }
@@ -242,6 +253,10 @@ export class FileScopePool {
       void helper.kill();
       return;
     }
+    if (helper.busyMs >= this.retireAfterBusyMs) {
+      this.drop(helper);
+      return;
+    }
     helper.idle(this.idleMs, () => this.drop(helper));
     this.wakeOne(helper.key);
   }
@@ -278,6 +293,8 @@ async function scopeKey(scope: FileScope): Promise<string> {
 /** One helper process and its line protocol; one request at a time. */
 class Helper {
   busy = false;
+  /** Wall time spent serving requests: at least the CPU time the helper has used, give or take. */
+  busyMs = 0;
   idleSince = Date.now();
   private idleTimer: NodeJS.Timeout | undefined;
   private nextId = 0;
