@@ -53,6 +53,11 @@ it('refuses state inside EXECUTOR_CWD, a read path or a write path, naming the s
       { setting: 'WORKTREE_ROOT', path: path.join(repo, 'src', 'trees') },
     ]),
   ).toMatchObject({ details: { scope: 'EXECUTOR_WRITE_PATHS' } });
+  expect(
+    refusal({ EXECUTOR_CWD: repo, EXECUTOR_SANDBOX_READ_PATHS: other }, [
+      { setting: 'TOOLGATE_TOKENS_FILE', path: path.join(other, 'tokens.json') },
+    ]),
+  ).toMatchObject({ details: { scope: 'EXECUTOR_SANDBOX_READ_PATHS' } });
 });
 
 it('sees through symlinks, and through paths that do not exist yet', () => {

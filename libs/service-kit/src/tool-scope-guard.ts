@@ -34,7 +34,8 @@ export function signingStatePaths(env: NodeJS.ProcessEnv): StatePath[] {
 /**
  * Refuses, with a ConfigError naming the settings (never a path or a secret), any state path that
  * lies inside a tool's scope: the executor's working directory (`EXECUTOR_CWD`, default the
- * process's), its read paths or its write paths, read from the same environment. What lies there
+ * process's), its read paths, its write paths or the paths every sandbox sees
+ * (`EXECUTOR_SANDBOX_READ_PATHS`), read from the same environment. What lies there
  * a tool can read — a key, a token, another tenant's calls in the database — whatever the path
  * checks say. Paths are compared real (through symlinks, as far as they exist).
  */
@@ -53,6 +54,10 @@ export function assertStateOutsideToolScope(
     { setting: 'EXECUTOR_CWD', path: cwd },
     ...list(env.EXECUTOR_READ_PATHS).map((p) => ({ setting: 'EXECUTOR_READ_PATHS', path: p })),
     ...list(env.EXECUTOR_WRITE_PATHS).map((p) => ({ setting: 'EXECUTOR_WRITE_PATHS', path: p })),
+    ...list(env.EXECUTOR_SANDBOX_READ_PATHS).map((p) => ({
+      setting: 'EXECUTOR_SANDBOX_READ_PATHS',
+      path: p,
+    })),
   ].map((s) => ({ ...s, path: realLenient(s.path) }));
   for (const s of state) {
     const real = realLenient(path.resolve(s.path));
