@@ -51,6 +51,9 @@ export interface CallBounds {
   timeout?: { ms: number; error: () => ToolgateError };
 }
 
+/** How long a helper may take to answer its first ping before it is killed. */
+const HELPER_BOOT_MS = 30_000;
+
 /** The environment of a helper: nothing from the service's. */
 const HELPER_ENV: Readonly<Record<string, string>> = Object.freeze({ PATH: '/usr/bin:/bin' });
 
@@ -137,6 +140,11 @@ export class FileScopePool {
     if (bounds.signal.aborted) throw cancelled();
     const key = await scopeKey(scope);
     const helper = await this.acquire(key, scope, bounds.signal, cancelled);
+    if (bounds.signal.aborted) {
+      // Cancelled while the helper booted: it stays, idle, for the next call.
+      this.release(helper);
+      throw cancelled();
+    }
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const started = performance.now();
@@ -238,7 +246,20 @@ export class FileScopePool {
         this.wakeOne();
       });
       helper.borrow();
+      // Booted before it is handed out: Node's start-up is not charged to the call's deadline.
+      const boot = setTimeout(() => void helper.kill(), HELPER_BOOT_MS);
+      try {
+        await helper.request('ping', {});
+      } catch {
+        throw new ToolgateError(ErrorCode.Unavailable, 'the file helper did not start');
+      } finally {
+        clearTimeout(boot);
+      }
       return helper;
+    } catch (err) {
+      // The slot it held is free again for a call waiting on the bound.
+      queueMicrotask(() => this.wakeOne());
+      throw err;
     } finally {
       const n = (this.starting.get(key) ?? 1) - 1;
       if (n > 0) this.starting.set(key, n);
