@@ -16,8 +16,10 @@
  * cancellation are the executor's: it kills the helper.
  */
 export const FILE_HELPER_PROGRAM = String.raw`'use strict';
-const fs = require('node:fs/promises');
-const { constants } = require('node:fs');
+// Synchronous calls throughout: a helper serves one request at a time, and a round trip through
+// libuv's thread pool per call would cost more than the call.
+const fs = require('node:fs');
+const { constants } = fs;
 const path = require('node:path');
 const { StringDecoder } = require('node:string_decoder');
 
@@ -39,55 +41,62 @@ function isInside(root, p) {
   return rel === '' || (rel !== '..' && !rel.startsWith('..' + path.sep) && !path.isAbsolute(rel));
 }
 
-async function realpathLenient(abs, hops) {
+function realpathLenient(abs, hops) {
   try {
-    return await fs.realpath(abs);
+    return fs.realpathSync(abs);
   } catch (err) {
     if (err.code === 'ELOOP') throw outside();
     if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw errnoOf(err);
   }
   const parent = path.dirname(abs);
   if (parent === abs) return abs;
-  const realParent = await realpathLenient(parent, hops);
+  const realParent = realpathLenient(parent, hops);
   const candidate = path.join(realParent, path.basename(abs));
   let isLink = false;
   try {
-    isLink = (await fs.lstat(candidate)).isSymbolicLink();
+    isLink = fs.lstatSync(candidate).isSymbolicLink();
   } catch {
     return candidate;
   }
   if (!isLink) return candidate;
   if (hops >= MAX_SYMLINK_HOPS) throw outside();
-  const target = await fs.readlink(candidate);
+  let target;
+  try {
+    target = fs.readlinkSync(candidate);
+  } catch (err) {
+    throw errnoOf(err);
+  }
   return realpathLenient(path.resolve(realParent, target), hops + 1);
 }
 
-async function resolveInScope(roots, cwd, requested) {
+function resolveInScope(roots, cwd, requested) {
   if (requested.includes('\0')) throw outside();
-  const real = await realpathLenient(path.resolve(cwd, requested), 0);
+  const real = realpathLenient(path.resolve(cwd, requested), 0);
   for (const root of roots) {
-    if (isInside(await realpathLenient(root, 0), real)) return real;
+    if (isInside(realpathLenient(root, 0), real)) return real;
   }
   throw outside();
 }
 
 async function read({ cwd, roots, path: requested, first, last, cap }) {
-  const real = await resolveInScope(roots, cwd, requested);
-  let handle;
+  const real = resolveInScope(roots, cwd, requested);
+  let fd;
   try {
-    handle = await fs.open(real, constants.O_RDONLY | NOFOLLOW);
+    fd = fs.openSync(real, constants.O_RDONLY | NOFOLLOW);
   } catch (err) {
     throw errnoOf(err);
   }
   try {
-    if (!(await handle.stat()).isFile()) throw new Refusal({ kind: 'errno', errno: 'EISDIR' });
-    return await readLines(handle, first, last === null ? Number.POSITIVE_INFINITY : last, cap);
+    if (!fs.fstatSync(fd).isFile()) throw new Refusal({ kind: 'errno', errno: 'EISDIR' });
+    return readLines(fd, first, last === null ? Number.POSITIVE_INFINITY : last, cap);
+  } catch (err) {
+    throw err instanceof Refusal ? err : errnoOf(err);
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 }
 
-async function readLines(handle, first, last, cap) {
+function readLines(fd, first, last, cap) {
   const decoder = new StringDecoder('utf8');
   const buf = Buffer.alloc(CHUNK_BYTES);
   const out = [];
@@ -111,7 +120,7 @@ async function readLines(handle, first, last, cap) {
     return false;
   };
   while (!done) {
-    const { bytesRead } = await handle.read(buf, 0, CHUNK_BYTES, null);
+    const bytesRead = fs.readSync(fd, buf, 0, CHUNK_BYTES, null);
     if (bytesRead === 0) break;
     const chunk = buf.subarray(0, bytesRead);
     if (sniffed < BINARY_SNIFF_BYTES) {
@@ -151,17 +160,17 @@ async function readLines(handle, first, last, cap) {
 }
 
 async function list({ cwd, roots, path: requested, cap }) {
-  const real = await resolveInScope(roots, cwd, requested);
+  const real = resolveInScope(roots, cwd, requested);
   let dir;
   try {
-    dir = await fs.opendir(real);
+    dir = fs.opendirSync(real);
   } catch (err) {
     throw errnoOf(err);
   }
   const entries = [];
   let truncated = false;
   try {
-    for await (const d of dir) {
+    for (let d = dir.readSync(); d !== null; d = dir.readSync()) {
       if (entries.length >= cap) {
         truncated = true;
         break;
@@ -169,35 +178,40 @@ async function list({ cwd, roots, path: requested, cap }) {
       const type = d.isSymbolicLink() ? 'symlink' : d.isDirectory() ? 'dir' : d.isFile() ? 'file' : 'other';
       const entry = { name: d.name, type };
       if (type === 'file') {
-        const st = await fs.lstat(path.join(real, d.name)).catch(() => undefined);
-        if (st) entry.size = st.size;
+        try {
+          entry.size = fs.lstatSync(path.join(real, d.name)).size;
+        } catch {
+          // gone since it was listed
+        }
       }
       entries.push(entry);
     }
+  } catch (err) {
+    throw errnoOf(err);
   } finally {
-    await dir.close().catch(() => undefined);
+    dir.closeSync();
   }
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { entries, truncated };
 }
 
-async function readText(file, maxBytes) {
-  let handle;
+function readText(file, maxBytes) {
+  let fd;
   try {
-    handle = await fs.open(file, constants.O_RDONLY | NOFOLLOW);
+    fd = fs.openSync(file, constants.O_RDONLY | NOFOLLOW);
   } catch {
     return undefined;
   }
   try {
-    const st = await handle.stat();
+    const st = fs.fstatSync(fd);
     if (!st.isFile() || st.size > maxBytes) return undefined;
-    const buf = await handle.readFile();
+    const buf = fs.readFileSync(fd);
     if (buf.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return undefined;
     return buf.toString('utf8');
   } catch {
     return undefined;
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
 }
 
@@ -214,23 +228,23 @@ function matchLines(re, text, max) {
 }
 
 async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, maxFiles, maxFileBytes }) {
-  const root = await resolveInScope(roots, cwd, requested);
+  const root = resolveInScope(roots, cwd, requested);
   const re = new RegExp(pattern, flags);
   const result = { matches: [], filesScanned: 0, filesSkipped: 0, truncated: false };
   let rootStat;
   try {
-    rootStat = await fs.stat(root);
+    rootStat = fs.statSync(root);
   } catch (err) {
     throw errnoOf(err);
   }
   const stack = rootStat.isDirectory() ? [''] : [];
   const files = rootStat.isFile() ? [''] : [];
-  const scanFile = async (rel) => {
+  const scanFile = (rel) => {
     if (result.filesScanned + result.filesSkipped >= maxFiles) {
       result.truncated = true;
       return false;
     }
-    const text = await readText(path.join(root, rel), maxFileBytes);
+    const text = readText(path.join(root, rel), maxFileBytes);
     if (text === undefined) {
       result.filesSkipped += 1;
       return true;
@@ -245,12 +259,12 @@ async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, m
     }
     return true;
   };
-  for (const f of files) if (!(await scanFile(f))) return result;
+  for (const f of files) if (!scanFile(f)) return result;
   while (stack.length > 0) {
     const rel = stack.pop();
     let entries;
     try {
-      entries = await fs.readdir(path.join(root, rel), { withFileTypes: true });
+      entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true });
     } catch {
       continue;
     }
@@ -261,7 +275,7 @@ async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, m
       if (e.isDirectory()) {
         if (!SKIPPED_DIRS.has(e.name)) dirs.push(childRel);
       } else if (e.isFile()) {
-        if (!(await scanFile(childRel))) return result;
+        if (!scanFile(childRel)) return result;
       }
     }
     for (let i = dirs.length - 1; i >= 0; i -= 1) stack.push(dirs[i]);
@@ -270,32 +284,37 @@ async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, m
 }
 
 async function write({ cwd, roots, path: requested, content, mode, createDirs }) {
-  const real = await resolveInScope(roots, cwd, requested);
+  const real = resolveInScope(roots, cwd, requested);
   if (createDirs) {
     try {
-      await fs.mkdir(path.dirname(real), { recursive: true });
+      fs.mkdirSync(path.dirname(real), { recursive: true });
     } catch (err) {
       throw errnoOf(err);
     }
   }
-  const created = await fs.lstat(real).then(() => false, () => true);
+  let created = false;
+  try {
+    fs.lstatSync(real);
+  } catch {
+    created = true;
+  }
   const flags =
     constants.O_WRONLY | constants.O_CREAT | NOFOLLOW |
     (mode === 'append' ? constants.O_APPEND : 0) |
     (mode === 'overwrite' ? constants.O_TRUNC : 0) |
     (mode === 'create' ? constants.O_EXCL : 0);
-  let handle;
+  let fd;
   try {
-    handle = await fs.open(real, flags, 0o644);
+    fd = fs.openSync(real, flags, 0o644);
   } catch (err) {
     throw errnoOf(err);
   }
   try {
-    await handle.writeFile(content, 'utf8');
+    fs.writeFileSync(fd, content, 'utf8');
   } catch (err) {
     throw errnoOf(err);
   } finally {
-    await handle.close();
+    fs.closeSync(fd);
   }
   return { created };
 }
