@@ -48,7 +48,8 @@ if ! port_open "$nats_host" "$nats_port"; then
     exit 1
   fi
   store=${TOOLGATE_NATS_STORE:-/var/lib/nats-server}
-  [ -w "$(dirname "$store")" ] || store="$PWD/.toolgate/nats"
+  # Not under the repository: a tool's scope (EXECUTOR_CWD) must never hold the journal's files.
+  [ -w "$(dirname "$store")" ] || store="${XDG_STATE_HOME:-$HOME/.local/state}/toolgate/nats"
   mkdir -p "$store"
   say "starting nats-server with JetStream on $nats_host:$nats_port (store $store)"
   if command -v start-stop-daemon >/dev/null && [ "$(id -u)" = 0 ]; then

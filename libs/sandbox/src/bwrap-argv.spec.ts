@@ -142,3 +142,31 @@ it('lets a writable cwd win over the same path given as a read path', () => {
   );
   expect(cwdBinds.at(-1)).toBe('--bind');
 });
+
+it('binds further write scopes writable, over a read-only parent, and a read-only cwd stays so', () => {
+  const args = bwrapArgv(
+    'bwrap',
+    layout,
+    {
+      ...plan,
+      cwdWritable: false,
+      readOnlyPaths: ['/data'],
+      writablePaths: ['/data/out', '/work/repo/src'],
+      protectedPaths: [],
+    },
+    {},
+  );
+  expect(occurrences(args, '--bind', 2)).toEqual([
+    ['/data/out', '/data/out'],
+    ['/work/repo/src', '/work/repo/src'],
+  ]);
+  expect(occurrences(args, '--ro-bind', 2)).toEqual(
+    expect.arrayContaining([
+      ['/data', '/data'],
+      ['/work/repo', '/work/repo'],
+    ]),
+  );
+  const at = (p: string, flag: string) => args.findIndex((a, i) => a === flag && args[i + 1] === p);
+  expect(at('/data/out', '--bind')).toBeGreaterThan(at('/data', '--ro-bind'));
+  expect(at('/work/repo/src', '--bind')).toBeGreaterThan(at('/work/repo', '--ro-bind'));
+});

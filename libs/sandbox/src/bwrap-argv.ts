@@ -23,6 +23,8 @@ export interface SandboxPlan {
   readonly cwdWritable: boolean;
   /** Further host paths bound read-only at the same path (real paths). */
   readonly readOnlyPaths: readonly string[];
+  /** Further host paths bound writable at the same path (real paths): write scopes besides `cwd`. */
+  readonly writablePaths?: readonly string[];
   /**
    * Existing paths inside `cwd` (real paths) bound read-only over the writable `cwd`: `.git` and
    * the other protected paths. A mount point cannot be written, renamed or removed. Each is bound
@@ -101,6 +103,7 @@ export function bwrapArgv(
   const binds: { path: string; writable: boolean; order: number; fd?: number }[] = [
     ...plan.readOnlyPaths.map((path) => ({ path, writable: false, order: 0 })),
     { path: plan.cwd, writable: plan.cwdWritable, order: 1 },
+    ...(plan.writablePaths ?? []).map((path) => ({ path, writable: true, order: 1 })),
     ...plan.protectedPaths.map((path, i) => ({
       path,
       writable: false,

@@ -1,6 +1,7 @@
 export {
   Sandbox,
   DEFAULT_PROTECTED_PATHS,
+  type LongLivedRequest,
   type SandboxRequest,
   type SandboxSettings,
 } from './sandbox';
@@ -28,3 +29,4 @@ export {
 export { CappedBuffer } from './capped-buffer';
 export { PidsCgroup } from './pids-cgroup';
 export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';
+export { SandboxedProcess } from './long-lived-process';

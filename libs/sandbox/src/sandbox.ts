@@ -12,6 +12,7 @@ import {
 } from './bwrap-argv';
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
+import { SandboxedProcess, startLongLived } from './long-lived-process';
 import { PidsCgroup } from './pids-cgroup';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
@@ -58,6 +59,11 @@ export interface SandboxRequest extends Pick<
   /** Whether `cwd` is writable. Default true; false under read-only isolation. */
   writable?: boolean;
   /**
+   * More host paths to bind writable (the caller's write scopes outside `cwd`). Trusted caller
+   * input only; a path that does not exist is skipped.
+   */
+  writablePaths?: readonly string[];
+  /**
    * More host paths to bind read-only for this run (the caller's read scopes). Trusted caller
    * input only, as {@link SandboxSettings.readOnlyPaths}.
    */
@@ -78,6 +84,12 @@ export interface SandboxRequest extends Pick<
   /** Lower limits for this run than the operator's. */
   limits?: Partial<ResourceLimits>;
 }
+
+/** A helper left running in the sandbox (see {@link Sandbox.spawn}): no deadline, no output cap. */
+export type LongLivedRequest = Omit<
+  SandboxRequest,
+  'stdin' | 'timeoutMs' | 'maxOutputBytes' | 'signal'
+>;
 
 const DEFAULT_TMP_BYTES = 64 * 1024 * 1024;
 
@@ -201,10 +213,52 @@ export class Sandbox {
   }
 
   /**
+   * Starts `request.argv` in the sandbox, as {@link run} does, and leaves it running with its stdio
+   * piped: a long-lived helper answering requests for many calls of one scope. The caller bounds
+   * what it reads and kills it ({@link SandboxedProcess.kill}); it also dies with this process.
+   */
+  async spawn(request: LongLivedRequest): Promise<SandboxedProcess> {
+    const planned = await this.plan(request);
+    const limits = effectiveLimits(this.limits, request.limits);
+    const handles: FileHandle[] = [];
+    let cgroup: string | undefined;
+    const cleanup = async () => {
+      await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+      if (cgroup) await this.pids!.remove(cgroup);
+    };
+    try {
+      const plan = { ...planned, protectedPaths: await openProtected(planned, handles) };
+      cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
+      const argv = launcherArgv(
+        this.bash,
+        cgroup,
+        [
+          ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
+          ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
+          ...request.argv,
+        ],
+        PROTECTED_FD_BASE - 1 + handles.length,
+      );
+      const inCgroup = cgroup;
+      return await startLongLived({
+        argv,
+        passFds: handles.map((h) => h.fd),
+        cwd: plan.cwd,
+        env: LAUNCHER_ENV,
+        cleanup,
+        ...(inCgroup ? { killAlso: () => this.pids!.killAll(inCgroup) } : {}),
+      });
+    } catch (err) {
+      await cleanup();
+      throw err;
+    }
+  }
+
+  /**
    * The mounts of one run: real paths, checked. A `cwd` that is `/`, or a protected path that is a
    * symlink (the command could replace it), refuses the run.
    */
-  async plan(request: SandboxRequest): Promise<SandboxPlan> {
+  async plan(request: LongLivedRequest): Promise<SandboxPlan> {
     const cwd = await fs.realpath(request.cwd).catch((err: NodeJS.ErrnoException) => {
       throw new ToolgateError(
         ErrorCode.ToolFailed,
@@ -219,6 +273,13 @@ export class Sandbox {
       const real = await fs.realpath(p).catch(() => undefined);
       if (real === '/') throw new ConfigError('the sandbox cannot bind the whole root file system');
       if (real !== undefined) readOnlyPaths.push(real);
+    }
+    const writablePaths: string[] = [];
+    for (const p of request.writablePaths ?? []) {
+      const real = await fs.realpath(p).catch(() => undefined);
+      if (real === '/')
+        throw new ConfigError('the sandbox cannot make the whole root file system writable');
+      if (real !== undefined) writablePaths.push(real);
     }
     const protectedPaths: string[] = [];
     for (const rel of request.protectedPaths ?? DEFAULT_PROTECTED_PATHS) {
@@ -239,6 +300,7 @@ export class Sandbox {
       cwd,
       cwdWritable: request.writable ?? true,
       readOnlyPaths,
+      ...(writablePaths.length > 0 ? { writablePaths } : {}),
       protectedPaths,
       network: request.network ?? false,
       tmpBytes: this.tmpBytes,

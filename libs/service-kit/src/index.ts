@@ -58,3 +58,9 @@ export {
   type ServedEndpoints,
   type ServeRequestsOptions,
 } from './request-responder';
+export {
+  assertStateOutsideToolScope,
+  defaultStateDir,
+  signingStatePaths,
+  type StatePath,
+} from './tool-scope-guard';

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEV_TOKEN_GRANT, defaultWorktreeRoot, loadAllInOneOptions } from './all-in-one';
@@ -105,5 +105,66 @@ describe('loadAllInOneOptions', () => {
     ]) {
       expect(config).toMatchObject({ prefix: 'tgx', natsUrl: 'nats://nats.internal:4222' });
     }
+  });
+
+  describe('service state outside every tool scope', () => {
+    const errorOf = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return err as { code: string; message: string; details?: Record<string, unknown> };
+      }
+      throw new Error('expected a refusal');
+    };
+
+    it('keeps the embedded database, the keyring and the worktrees out of the repository by default', () => {
+      const repo = path.join(dir, 'fresh-clone');
+      const state = path.join(dir, 'home-state');
+      const options = loadAllInOneOptions({ EXECUTOR_CWD: repo, XDG_STATE_HOME: state });
+      expect(options.journal.pglitePath).toBe(path.join(state, 'toolgate', 'journal-pglite'));
+      expect(path.relative(repo, options.journal.pglitePath).startsWith('..')).toBe(true);
+      expect(path.relative(repo, options.worktree.root).startsWith('..')).toBe(true);
+    });
+
+    it('refuses a PGlite directory inside EXECUTOR_CWD', () => {
+      const repo = path.join(dir, 'repo-a');
+      const error = errorOf(() =>
+        loadAllInOneOptions({
+          EXECUTOR_CWD: repo,
+          JOURNAL_PGLITE_PATH: path.join(repo, '.toolgate', 'journal-pglite'),
+        }),
+      );
+      expect(error).toMatchObject({
+        code: 'config',
+        details: { field: 'JOURNAL_PGLITE_PATH', scope: 'EXECUTOR_CWD' },
+      });
+    });
+
+    it('refuses a state directory (the development keyring) inside a read path', () => {
+      const shared = path.join(dir, 'shared');
+      const error = errorOf(() =>
+        loadAllInOneOptions({
+          EXECUTOR_READ_PATHS: shared,
+          XDG_STATE_HOME: path.join(shared, '.state'),
+        }),
+      );
+      expect(error).toMatchObject({ code: 'config', details: { scope: 'EXECUTOR_READ_PATHS' } });
+    });
+
+    it('refuses a tokens file inside a write path, without showing a token', () => {
+      const scratch = path.join(dir, 'scratch');
+      mkdirSync(scratch, { recursive: true });
+      const file = path.join(scratch, 'tokens.json');
+      writeFileSync(file, JSON.stringify([GRANT]));
+      const error = errorOf(() =>
+        loadAllInOneOptions({ EXECUTOR_WRITE_PATHS: scratch, TOOLGATE_TOKENS_FILE: file }),
+      );
+      expect(error).toMatchObject({
+        code: 'config',
+        details: { field: 'TOOLGATE_TOKENS_FILE', scope: 'EXECUTOR_WRITE_PATHS' },
+      });
+      expect(error.message).not.toContain(GRANT.token);
+      expect(error.message).not.toContain(scratch);
+    });
   });
 });

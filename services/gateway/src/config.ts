@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import {
+  assertStateOutsideToolScope,
+  signingStatePaths,
   MetricsEnvShape,
   metricsSettings,
   NatsEnvShape,
@@ -58,6 +60,12 @@ export function loadGatewayConfig(
   readFile: (path: string) => string,
 ): Readonly<GatewayConfig> {
   const e = Env.parse(env);
+  assertStateOutsideToolScope(env, [
+    ...signingStatePaths(env),
+    ...(e.TOOLGATE_TOKENS_FILE
+      ? [{ setting: 'TOOLGATE_TOKENS_FILE', path: e.TOOLGATE_TOKENS_FILE }]
+      : []),
+  ]);
   const raw =
     e.TOOLGATE_TOKENS ?? (e.TOOLGATE_TOKENS_FILE ? readFile(e.TOOLGATE_TOKENS_FILE) : undefined);
   let tokens: TokenGrant[] = [];

@@ -1,5 +1,9 @@
 import { z } from 'zod';
+import path from 'node:path';
 import {
+  assertStateOutsideToolScope,
+  defaultStateDir,
+  signingStatePaths,
   MetricsEnvShape,
   metricsSettings,
   NatsEnvShape,
@@ -16,7 +20,12 @@ const Env = z.object({
   /** PostgreSQL; when unset an embedded PGlite database on disk is used. */
   DATABASE_URL: z.string().optional(),
   JOURNAL_SCHEMA: z.string().optional(),
-  JOURNAL_PGLITE_PATH: z.string().default('.toolgate/journal-pglite'),
+  /**
+   * The embedded database's directory. Default `journal-pglite` in the state directory
+   * (`$XDG_STATE_HOME/toolgate`, or `~/.local/state/toolgate`): never inside a tool's scope, where
+   * a tenant's shell could read every tenant's calls out of its files.
+   */
+  JOURNAL_PGLITE_PATH: z.string().min(1).optional(),
   /** How often the approval timeout sweeper looks for expired approvals. */
   JOURNAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
@@ -60,6 +69,11 @@ export type JournalConfig = NatsSettings &
 /** Parses the environment once; defaults live only here. */
 export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
   const e = Env.parse(env);
+  const pglitePath = e.JOURNAL_PGLITE_PATH ?? path.join(defaultStateDir(env), 'journal-pglite');
+  assertStateOutsideToolScope(env, [
+    ...signingStatePaths(env),
+    ...(e.DATABASE_URL ? [] : [{ setting: 'JOURNAL_PGLITE_PATH', path: pglitePath }]),
+  ]);
   return Object.freeze({
     ...natsSettings(e),
     metrics: metricsSettings(e),
@@ -67,7 +81,7 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     port: e.JOURNAL_PORT,
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
     ...(e.JOURNAL_SCHEMA ? { schema: e.JOURNAL_SCHEMA } : {}),
-    pglitePath: e.JOURNAL_PGLITE_PATH,
+    pglitePath,
     sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
     maxDeliver: e.JOURNAL_MAX_DELIVER,
     ackWaitMs: e.JOURNAL_ACK_WAIT_MS,

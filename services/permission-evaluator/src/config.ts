@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import {
+  assertStateOutsideToolScope,
+  signingStatePaths,
+  NatsEnvShape,
+  natsSettings,
+  type NatsSettings,
+} from '@toolgate/service-kit';
 
 const Env = z.object({
   ...NatsEnvShape,
@@ -24,6 +30,7 @@ export type EvaluatorConfig = NatsSettings &
 /** Parses the environment once; defaults live only here. */
 export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
   const e = Env.parse(env);
+  assertStateOutsideToolScope(env, signingStatePaths(env));
   return Object.freeze({
     ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { ConfigError } from '@toolgate/contracts';
 import {
+  assertStateOutsideToolScope,
+  signingStatePaths,
   commaList,
   MetricsEnvShape,
   metricsSettings,
@@ -140,6 +142,12 @@ export type ExecutorConfig = NatsSettings &
 /** Parses the environment once; defaults live only here. */
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   const e = Env.parse(env);
+  assertStateOutsideToolScope(env, [
+    ...signingStatePaths(env),
+    ...(e.EXECUTOR_CONTAINER === 'runc'
+      ? [{ setting: 'EXECUTOR_CONTAINER_STATE_DIR', path: e.EXECUTOR_CONTAINER_STATE_DIR }]
+      : []),
+  ]);
   if (e.EXECUTOR_CONTAINER === 'runc' && !e.EXECUTOR_CONTAINER_IMAGES) {
     throw new ConfigError(
       'EXECUTOR_CONTAINER=runc needs EXECUTOR_CONTAINER_IMAGES, the directory of the images',

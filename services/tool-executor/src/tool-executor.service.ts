@@ -24,6 +24,7 @@ import { ContainerExecutor } from './container/container-executor';
 import type { CallExecutor } from './execution/call-executor';
 import type { CommandToolOptions } from './subprocess/command-call';
 import { openExecutorSandbox } from './subprocess/open-sandbox';
+import { FileScopePool } from './builtins/file-scope/file-scope-pool';
 import { SubprocessExecutor } from './subprocess/subprocess-executor';
 import { ScriptEngine } from '@toolgate/script-tools';
 import { loadScriptDirectory } from './scripts/script-directory';
@@ -65,6 +66,10 @@ export async function startToolExecutor(
   };
   // First: a host that cannot sandbox refuses to start here, before anything connects.
   const sandbox = await openExecutorSandbox(config.sandbox);
+  // The file builtins' helpers: a host where they cannot start refuses here too.
+  const files = sandbox
+    ? await FileScopePool.open(sandbox, { maxHelpers: config.inprocessConcurrency })
+    : null;
   const containers = await openContainerBackend(config.container);
   // Parsed once: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd]) live in the policy
   // schema, and a bad value is a ConfigError naming it.
@@ -83,6 +88,7 @@ export async function startToolExecutor(
       return options.protectedPaths(call);
     },
     sandbox,
+    files,
   });
   // Every input is checked against its registered contract before an executor sees it; the
   // registry opens on the service's connection below, and a call that comes first waits for it.
@@ -147,6 +153,9 @@ export async function startToolExecutor(
       },
       onPoison: settlePoisoned,
     },
+  }).catch(async (err: unknown) => {
+    await files?.close();
+    throw err;
   });
   let opened: ToolRegistry | undefined;
   try {
@@ -185,6 +194,7 @@ export async function startToolExecutor(
     registryFailed(err);
     opened?.stop();
     await service.stop();
+    await files?.close();
     throw err;
   }
   const registry = opened;
@@ -198,6 +208,8 @@ export async function startToolExecutor(
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
       service.app.get(ToolRunner).close();
       await stop();
+      // After the calls drained: no file helper outlives the executor.
+      await files?.close();
       // After the consumers drained: the last containers' clean-up.
       await containers?.idle();
     }),

@@ -22,9 +22,10 @@ export function toolContext(
 /** One builtin, by name, bound to `options` (without a sandbox unless the test gives one). */
 export function builtin(
   name: string,
-  options: Omit<BuiltinToolsOptions, 'sandbox'> & Partial<Pick<BuiltinToolsOptions, 'sandbox'>>,
+  options: Omit<BuiltinToolsOptions, 'sandbox' | 'files'> &
+    Partial<Pick<BuiltinToolsOptions, 'sandbox' | 'files'>>,
 ): ToolDef {
-  const found = createBuiltinTools({ sandbox: null, ...options }).find(
+  const found = createBuiltinTools({ sandbox: null, files: null, ...options }).find(
     (t) => t.contract.name === name,
   );
   if (!found) throw new Error(`no builtin named ${name}`);

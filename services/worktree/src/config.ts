@@ -1,7 +1,14 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { commaList, NatsEnvShape, natsSettings, type NatsSettings } from '@toolgate/service-kit';
+import {
+  assertStateOutsideToolScope,
+  signingStatePaths,
+  commaList,
+  NatsEnvShape,
+  natsSettings,
+  type NatsSettings,
+} from '@toolgate/service-kit';
 import { ConfigError } from '@toolgate/contracts';
 
 const list = commaList;
@@ -60,6 +67,11 @@ export function loadWorktreeConfig(env: NodeJS.ProcessEnv): WorktreeConfig {
     if (value !== undefined && !path.isAbsolute(value))
       throw new ConfigError(`${name} must be an absolute path`);
   }
+  // Other runs' worktrees and the service's records live under the root: no tool may see them.
+  assertStateOutsideToolScope(env, [
+    ...signingStatePaths(env),
+    { setting: 'WORKTREE_ROOT', path: e.WORKTREE_ROOT },
+  ]);
   const allowedRepos =
     e.WORKTREE_ALLOWED_REPOS ?? (e.WORKTREE_REPO ? [e.WORKTREE_REPO] : undefined);
   return Object.freeze({

@@ -1,8 +1,10 @@
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { runProcess, Sandbox, type ProcessRequest } from '@toolgate/sandbox';
+import { createBuiltinTools, FileScopePool } from '@toolgate/tool-executor';
+import { runTool, type ToolDef } from '@toolgate/tools';
 import { median, percentile, round } from './stats';
 
 /**
@@ -30,6 +32,15 @@ export interface ExecutorsResult {
   trivialSandboxVsBare: number;
   /** What the sandbox adds to one call, from the trivial pair. */
   sandboxOverheadMs: number;
+  /** The builtin of the pair below, and its input. */
+  builtinCommand: string;
+  builtinSamples: number;
+  /** The builtin through its scope's sandboxed helper (warm), as the executor runs it by default. */
+  builtinSandboxedP50Ms: number;
+  /** The same builtin in the executor's process (EXECUTOR_SANDBOX=off). */
+  builtinBareP50Ms: number;
+  /** `builtinSandboxedP50Ms ÷ builtinBareP50Ms`, samples interleaved; goal ≤ 1.5. */
+  builtinSandboxVsBare: number;
 }
 
 /**
@@ -85,6 +96,7 @@ export async function benchExecutors(opts: {
     };
     const tool = await pair(NODE_TOOL);
     const trivial = await pair(TRIVIAL);
+    const builtin = await builtinPair(sandbox, cwd, opts.quick ? 300 : 3000);
     const p50 = (xs: number[]) => round(median(xs));
     return {
       command: 'node -e <read JSON from stdin, write JSON to stdout>',
@@ -98,8 +110,73 @@ export async function benchExecutors(opts: {
       trivialBareSpawnP50Ms: p50(trivial.bare),
       trivialSandboxVsBare: round(median(trivial.sandboxed) / median(trivial.bare)),
       sandboxOverheadMs: round(median(trivial.sandboxed) - median(trivial.bare)),
+      builtinCommand: 'read_file of a 40-line, 1.2 KB file',
+      builtinSamples: builtin.sandboxed.length,
+      builtinSandboxedP50Ms: round(median(builtin.sandboxed), 3),
+      builtinBareP50Ms: round(median(builtin.bare), 3),
+      builtinSandboxVsBare: round(median(builtin.sandboxed) / median(builtin.bare)),
     };
   } finally {
     await rm(cwd, { recursive: true, force: true });
   }
+}
+
+/**
+ * `executors.builtinSandboxVsBare`: one read_file through runTool (validation, policy, the read
+ * with its caps) as the executor runs it by default — in the scope's long-lived sandboxed helper —
+ * against the same call in the executor's process, samples interleaved, after warm-up calls (the
+ * helper is started then: a scope's first call pays the helper's start, ~0.1–0.2 s, once per idle
+ * period).
+ */
+async function builtinPair(
+  sandbox: Sandbox,
+  cwd: string,
+  samples: number,
+): Promise<{ sandboxed: number[]; bare: number[] }> {
+  const lines = Array.from({ length: 40 }, (_, i) => `line ${i + 1}: ${'x'.repeat(20)}`);
+  await writeFile(path.join(cwd, 'notes.txt'), `${lines.join('\n')}\n`);
+  const files = new FileScopePool(sandbox);
+  const readFile = (pool: FileScopePool | null): ToolDef =>
+    createBuiltinTools({
+      policy: { cwd },
+      checkDomain: () => 'deny',
+      sandbox,
+      files: pool,
+    }).find((t) => t.contract.name === 'read_file')!;
+  const sandboxedTool = readFile(files);
+  const bareTool = readFile(null);
+  const ctx = {
+    runId: 'bench',
+    dispatchId: 'bench',
+    spanId: '0123456789abcdef',
+    agent: { agentType: 'bench' },
+    cwd,
+    isolation: 'none' as const,
+    log: () => undefined,
+  };
+  const once = async (t: ToolDef) => {
+    const start = performance.now();
+    const outcome = await runTool(t, { path: 'notes.txt' }, ctx);
+    const ms = performance.now() - start;
+    if (!outcome.ok) throw new Error(`executors bench: read_file failed: ${outcome.error.message}`);
+    return ms;
+  };
+  const sandboxed: number[] = [];
+  const bare: number[] = [];
+  try {
+    for (let i = -50; i < samples; i++) {
+      // Alternating which goes first, so neither always runs right after the other.
+      const first = i % 2 === 0;
+      const b0 = first ? undefined : await once(bareTool);
+      const a = await once(sandboxedTool);
+      const b = b0 ?? (await once(bareTool));
+      if (i >= 0) {
+        sandboxed.push(a);
+        bare.push(b);
+      }
+    }
+  } finally {
+    await files.close();
+  }
+  return { sandboxed, bare };
 }

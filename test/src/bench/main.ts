@@ -802,6 +802,11 @@ function print(report: Report): void {
         ],
         ['trivial: sandbox ÷ bare', x.trivialSandboxVsBare],
         ['sandbox overhead per call', `${x.sandboxOverheadMs} ms`],
+        [
+          `builtin in its scope's sandboxed helper / in process p50 (${x.builtinCommand}, ${x.builtinSamples} calls)`,
+          `${x.builtinSandboxedP50Ms} / ${x.builtinBareP50Ms} ms`,
+        ],
+        ['builtin: sandbox ÷ bare (goal ≤ 1.5)', x.builtinSandboxVsBare],
       ]),
     );
   }

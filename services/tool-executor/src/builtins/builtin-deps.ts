@@ -3,6 +3,7 @@ import type { ToolContext } from '@toolgate/contracts';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import type { Sandbox } from '@toolgate/sandbox';
 import type { ExecutionPolicy } from './execution-policy';
+import type { FileScopePool } from './file-scope/file-scope-pool';
 
 /** A domain rule callback's answer for one host. Anything but `'allow'` refuses the connection. */
 export type DomainVerdict = 'allow' | 'deny';
@@ -28,6 +29,12 @@ export interface BuiltinDeps {
   hostEnv: NodeJS.ProcessEnv;
   /** The sandbox `shell` runs in; null only when the operator turned the sandbox off. */
   sandbox: Sandbox | null;
+  /**
+   * The sandboxed helpers the file builtins (read_file, list_dir, grep, write_file) run in, so that
+   * their mount namespace holds only the call's scope; null only when the sandbox is off, and
+   * then they run in the executor's process with their path checks alone.
+   */
+  files: FileScopePool | null;
 }
 
 /** A path argument: bounded, and without a NUL byte (the OS would refuse it anyway). */

@@ -10,6 +10,7 @@ import {
   type ExecutionPolicy,
   type ExecutionPolicyInput,
 } from './execution-policy';
+import type { FileScopePool } from './file-scope/file-scope-pool';
 import { createGrepTool } from './grep-tool';
 import { createHttpFetchTool } from './http-fetch-tool';
 import { createListDirTool } from './list-dir-tool';
@@ -41,6 +42,11 @@ export interface BuiltinToolsOptions {
    * `null` is the explicit opt-out (EXECUTOR_SANDBOX=off).
    */
   sandbox: Sandbox | null;
+  /**
+   * The sandboxed helpers the file builtins run in (see `FileScopePool`). Required for the same
+   * reason as `sandbox`: `null` (in-process, path checks only) goes with EXECUTOR_SANDBOX=off.
+   */
+  files: FileScopePool | null;
 }
 
 /**
@@ -57,6 +63,7 @@ export function createBuiltinTools(options: BuiltinToolsOptions): ToolDef[] {
     protectedPaths: options.protectedPaths ?? (() => DEFAULT_PROTECTION),
     hostEnv: options.hostEnv ?? process.env,
     sandbox: options.sandbox,
+    files: options.files,
   };
   return [
     createReadFileTool(deps),

@@ -272,7 +272,8 @@ async function realpathLenient(
   return realpathLenient(path.resolve(realParent, target), requested, access, hops + 1);
 }
 
-function outsideScope(requested: string, access: PathAccess): ToolgateError {
+/** The `path-outside-scope` error of `requested`: it names only the path the model asked for. */
+export function outsideScope(requested: string, access: PathAccess): ToolgateError {
   // Only the path the model asked for: never the resolved target, a scope root or a host path.
   return new ToolgateError(
     ErrorCode.PathOutsideScope,

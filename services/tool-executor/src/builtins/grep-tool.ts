@@ -6,6 +6,7 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { tool } from '@toolgate/tools';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { NOFOLLOW, pathError, resolveForRead, type ExecutionPolicy } from './execution-policy';
+import { inFileScope } from './file-scope/file-scope-call';
 import { BINARY_SNIFF_BYTES } from './read-file-tool';
 
 /** Directories grep never descends into: version-control internals are noise and can be huge. */
@@ -84,22 +85,40 @@ export function createGrepTool(deps: BuiltinDeps) {
     risk: 'read',
     async execute(args, ctx): Promise<GrepResult> {
       const policy = deps.policyFor(ctx);
-      const root = await resolveForRead(policy, policy.cwd, args.path);
       const maxMatches = Math.min(
         args.maxResults ?? policy.grep.maxMatches,
         policy.grep.maxMatches,
       );
+      const timedOut = () =>
+        new ToolgateError(
+          ErrorCode.Timeout,
+          `grep did not finish within ${policy.grep.timeoutMs} ms`,
+        );
+      if (deps.files) {
+        // The walk and the regex run in the scope's helper; the deadline kills it mid-match.
+        return inFileScope<GrepResult>(
+          deps.files,
+          policy,
+          'grep',
+          {
+            path: args.path,
+            pattern: args.pattern,
+            flags: flagsFor(args.ignoreCase),
+            maxMatches,
+            maxFiles: policy.grep.maxFiles,
+            maxFileBytes: policy.grep.maxFileBytes,
+          },
+          'read',
+          {
+            tool: 'grep',
+            signal: ctx.signal,
+            timeout: { ms: policy.grep.timeoutMs, error: timedOut },
+          },
+        );
+      }
+      const root = await resolveForRead(policy, policy.cwd, args.path);
       const matcher = new RegexWorker(args.pattern, flagsFor(args.ignoreCase));
-      const deadline = setTimeout(
-        () =>
-          matcher.fail(
-            new ToolgateError(
-              ErrorCode.Timeout,
-              `grep did not finish within ${policy.grep.timeoutMs} ms`,
-            ),
-          ),
-        policy.grep.timeoutMs,
-      );
+      const deadline = setTimeout(() => matcher.fail(timedOut()), policy.grep.timeoutMs);
       const onAbort = () =>
         matcher.fail(new ToolgateError(ErrorCode.Cancelled, 'grep was cancelled'));
       ctx.signal.addEventListener('abort', onAbort, { once: true });

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { tool } from '@toolgate/tools';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { pathError, resolveForRead } from './execution-policy';
+import { inFileScope } from './file-scope/file-scope-call';
 
 const ListDirParams = z.object({
   path: PathArg.default('.').describe(
@@ -44,8 +45,19 @@ export function createListDirTool(deps: BuiltinDeps) {
     risk: 'read',
     async execute(args, ctx): Promise<ListDirResult> {
       const policy = deps.policyFor(ctx);
-      const real = await resolveForRead(policy, policy.cwd, args.path);
       const cap = Math.min(args.maxEntries ?? policy.list.maxEntries, policy.list.maxEntries);
+      if (deps.files) {
+        const listed = await inFileScope<{ entries: DirEntry[]; truncated: boolean }>(
+          deps.files,
+          policy,
+          'list',
+          { path: args.path, cap },
+          'read',
+          { tool: 'list_dir', signal: ctx.signal },
+        );
+        return { path: args.path, ...listed };
+      }
+      const real = await resolveForRead(policy, policy.cwd, args.path);
       let dir: Awaited<ReturnType<typeof fs.opendir>>;
       try {
         dir = await fs.opendir(real);

@@ -49,6 +49,7 @@ beforeEach(async () => {
     checkDomain: () => 'deny',
     protectedPaths: () => chain.protectedPaths,
     sandbox: null,
+    files: null,
   }).find((t) => t.contract.name === 'write_file')!;
 });
 

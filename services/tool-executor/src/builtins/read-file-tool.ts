@@ -5,6 +5,7 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { tool } from '@toolgate/tools';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { NOFOLLOW, pathError, resolveForRead } from './execution-policy';
+import { inFileScope } from './file-scope/file-scope-call';
 
 const CHUNK_BYTES = 64 * 1024;
 /** How far into a file we look for a NUL byte before calling it binary (what git and grep do). */
@@ -59,9 +60,21 @@ export function createReadFileTool(deps: BuiltinDeps) {
     risk: 'read',
     async execute(args, ctx): Promise<ReadFileResult> {
       const policy = deps.policyFor(ctx);
-      const real = await resolveForRead(policy, policy.cwd, args.path);
       const cap = Math.min(args.maxBytes ?? policy.maxOutputBytes, policy.maxOutputBytes);
       const first = args.startLine ?? 1;
+      if (deps.files) {
+        // In the scope's own mount namespace: a racing rename reaches nothing outside the scope.
+        const read = await inFileScope<{ content: string; endLine: number; truncated: boolean }>(
+          deps.files,
+          policy,
+          'read',
+          { path: args.path, first, last: args.endLine ?? null, cap },
+          'read',
+          { tool: 'read_file', signal: ctx.signal },
+        );
+        return { path: args.path, startLine: first, ...read };
+      }
+      const real = await resolveForRead(policy, policy.cwd, args.path);
       const last = args.endLine ?? Number.POSITIVE_INFINITY;
       let handle: FileHandle;
       try {

@@ -6,6 +6,7 @@ import { tool } from '@toolgate/tools';
 import { assertWriteNotProtected } from '@toolgate/worktree-guard';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
 import { NOFOLLOW, pathError, resolveForWrite } from './execution-policy';
+import { inFileScope } from './file-scope/file-scope-call';
 
 const WriteFileParams = z.object({
   path: PathArg.describe('File to write, relative to the working directory or absolute.'),
@@ -57,6 +58,19 @@ export function createWriteFileTool(deps: BuiltinDeps) {
         requested: args.path,
         real,
       });
+      if (deps.files) {
+        // The write happens in the scope's own mount namespace: whatever a racing rename makes the
+        // path point at, nothing outside the scope can be written.
+        const { created } = await inFileScope<{ created: boolean }>(
+          deps.files,
+          policy,
+          'write',
+          { path: args.path, content: args.content, mode: args.mode, createDirs: args.createDirs },
+          'write',
+          { tool: 'write_file', signal: ctx.signal },
+        );
+        return { path: args.path, bytesWritten: bytes, created };
+      }
       if (args.createDirs) {
         try {
           await fs.mkdir(path.dirname(real), { recursive: true });

@@ -17,6 +17,7 @@ import { checkScript, ScriptEngine } from '@toolgate/script-tools';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { createBuiltinTools } from '../builtins';
+import { FileScopePool } from '../builtins/file-scope/file-scope-pool';
 import type { PendingCall } from '../execution/pending-call';
 import { ScriptExecutor } from './script-executor';
 
@@ -36,12 +37,14 @@ let server: { port: number; seen: string[]; close(): Promise<void> };
 /** Host calls wait here when a test holds them (the call is then mid-run). */
 let gate: Promise<void> | undefined;
 let sandbox: Sandbox;
+let files: FileScopePool;
 
 beforeAll(async () => {
   t = await useTestNats('script-executor');
   registry = await ToolRegistry.open(t.nc, t.subjects);
   engine = await ScriptEngine.load();
   sandbox = await Sandbox.open();
+  files = new FileScopePool(sandbox);
   work = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-script-work-'));
   outside = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-script-outside-'));
   await fs.writeFile(path.join(work, 'notes.txt'), 'hello from the workdir\n');
@@ -66,6 +69,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await files?.close();
   registry?.stop();
   await t?.cleanup();
   await server?.close();
@@ -79,6 +83,7 @@ function executor(): ScriptExecutor {
     checkDomain: (host) => checkFetchHost(chain, host).verdict,
     protectedPaths: () => chain.protectedPaths,
     sandbox,
+    files,
   });
   return new ScriptExecutor({
     engine,

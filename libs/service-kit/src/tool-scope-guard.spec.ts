@@ -1,0 +1,93 @@
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ErrorCode } from '@toolgate/contracts';
+import {
+  assertStateOutsideToolScope,
+  defaultStateDir,
+  signingStatePaths,
+} from './tool-scope-guard';
+
+let dir: string;
+let repo: string;
+
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'tg-scope-guard-')));
+  repo = path.join(dir, 'repo');
+  mkdirSync(path.join(repo, 'src'), { recursive: true });
+});
+
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const refusal = (env: NodeJS.ProcessEnv, state: { setting: string; path: string }[]) => {
+  try {
+    assertStateOutsideToolScope(env, state);
+  } catch (err) {
+    return err as { code: string; message: string; details?: unknown };
+  }
+  return undefined;
+};
+
+it('refuses state inside EXECUTOR_CWD, a read path or a write path, naming the settings only', () => {
+  const secret = path.join(repo, 'keys.json');
+  writeFileSync(secret, '{"privateKey":"SECRET-VALUE"}');
+  const inCwd = refusal({ EXECUTOR_CWD: repo }, [
+    { setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: secret },
+  ]);
+  expect(inCwd).toMatchObject({
+    code: ErrorCode.Config,
+    details: { field: 'TOOLGATE_SIGNING_KEYS_FILE', scope: 'EXECUTOR_CWD' },
+  });
+  expect(inCwd!.message).toMatch(/^TOOLGATE_SIGNING_KEYS_FILE is inside EXECUTOR_CWD/);
+  expect(inCwd!.message).not.toContain('SECRET-VALUE');
+  expect(inCwd!.message).not.toContain(dir);
+
+  const other = path.join(dir, 'shared');
+  expect(
+    refusal({ EXECUTOR_CWD: repo, EXECUTOR_READ_PATHS: `src,${other}` }, [
+      { setting: 'JOURNAL_PGLITE_PATH', path: path.join(other, 'db') },
+    ]),
+  ).toMatchObject({ details: { scope: 'EXECUTOR_READ_PATHS' } });
+  expect(
+    refusal({ EXECUTOR_CWD: path.join(dir, 'elsewhere'), EXECUTOR_WRITE_PATHS: repo }, [
+      { setting: 'WORKTREE_ROOT', path: path.join(repo, 'src', 'trees') },
+    ]),
+  ).toMatchObject({ details: { scope: 'EXECUTOR_WRITE_PATHS' } });
+  expect(
+    refusal({ EXECUTOR_CWD: repo, EXECUTOR_SANDBOX_READ_PATHS: other }, [
+      { setting: 'TOOLGATE_TOKENS_FILE', path: path.join(other, 'tokens.json') },
+    ]),
+  ).toMatchObject({ details: { scope: 'EXECUTOR_SANDBOX_READ_PATHS' } });
+});
+
+it('sees through symlinks, and through paths that do not exist yet', () => {
+  symlinkSync(repo, path.join(dir, 'alias'));
+  expect(
+    refusal({ EXECUTOR_CWD: path.join(dir, 'alias') }, [
+      { setting: 'JOURNAL_PGLITE_PATH', path: path.join(repo, '.toolgate', 'journal-pglite') },
+    ]),
+  ).toMatchObject({ details: { field: 'JOURNAL_PGLITE_PATH' } });
+});
+
+it('lets state beside the scope, or in a directory merely named like it, through', () => {
+  expect(
+    refusal({ EXECUTOR_CWD: repo }, [
+      { setting: 'WORKTREE_ROOT', path: `${repo}-worktrees` },
+      { setting: 'JOURNAL_PGLITE_PATH', path: path.join(dir, 'state', 'journal-pglite') },
+    ]),
+  ).toBeUndefined();
+});
+
+it('the development keyring and the default state directory live under XDG_STATE_HOME', () => {
+  const env = { XDG_STATE_HOME: path.join(repo, '.state') };
+  expect(defaultStateDir(env)).toBe(path.join(repo, '.state', 'toolgate'));
+  const [keyring] = signingStatePaths(env);
+  expect(keyring!.path.startsWith(path.join(repo, '.state', 'toolgate') + path.sep)).toBe(true);
+  expect(refusal({ ...env, EXECUTOR_CWD: repo }, signingStatePaths(env))).toMatchObject({
+    details: { scope: 'EXECUTOR_CWD' },
+  });
+  expect(signingStatePaths({ TOOLGATE_SIGNING_KEYS_FILE: '/k.json' })).toEqual([
+    { setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: '/k.json' },
+  ]);
+  expect(signingStatePaths({ TOOLGATE_SIGNING_KEY: 'x' })).toEqual([]);
+});

@@ -1,0 +1,92 @@
+import { realpathSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, devKeyringPath } from '@toolgate/contracts';
+
+/** A path a service keeps state in (a database, a key or token file, worktrees) and its setting. */
+export interface StatePath {
+  /** The environment variable that sets it (or whose default it is). */
+  readonly setting: string;
+  readonly path: string;
+}
+
+/**
+ * Where a service keeps its state by default: `$XDG_STATE_HOME/toolgate`, or
+ * `~/.local/state/toolgate` — outside any repository and any tool's working directory.
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv): string {
+  const state = env.XDG_STATE_HOME || path.join(os.homedir(), '.local', 'state');
+  return path.join(state, 'toolgate');
+}
+
+/**
+ * The key files a service reads from its environment: `TOOLGATE_SIGNING_KEYS_FILE`, or — when no
+ * key is configured at all — the development keyring.
+ */
+export function signingStatePaths(env: NodeJS.ProcessEnv): StatePath[] {
+  if (env.TOOLGATE_SIGNING_KEYS_FILE) {
+    return [{ setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: env.TOOLGATE_SIGNING_KEYS_FILE }];
+  }
+  if (env.TOOLGATE_SIGNING_KEY) return [];
+  return [{ setting: 'XDG_STATE_HOME (the development keyring)', path: devKeyringPath(env) }];
+}
+
+/**
+ * Refuses, with a ConfigError naming the settings (never a path or a secret), any state path that
+ * lies inside a tool's scope: the executor's working directory (`EXECUTOR_CWD`, default the
+ * process's), its read paths, its write paths or the paths every sandbox sees
+ * (`EXECUTOR_SANDBOX_READ_PATHS`), read from the same environment. What lies there
+ * a tool can read — a key, a token, another tenant's calls in the database — whatever the path
+ * checks say. Paths are compared real (through symlinks, as far as they exist).
+ */
+export function assertStateOutsideToolScope(
+  env: NodeJS.ProcessEnv,
+  state: readonly StatePath[],
+): void {
+  const cwd = path.resolve(env.EXECUTOR_CWD || process.cwd());
+  const list = (v: string | undefined) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((p) => path.resolve(cwd, p));
+  const scopes: StatePath[] = [
+    { setting: 'EXECUTOR_CWD', path: cwd },
+    ...list(env.EXECUTOR_READ_PATHS).map((p) => ({ setting: 'EXECUTOR_READ_PATHS', path: p })),
+    ...list(env.EXECUTOR_WRITE_PATHS).map((p) => ({ setting: 'EXECUTOR_WRITE_PATHS', path: p })),
+    ...list(env.EXECUTOR_SANDBOX_READ_PATHS).map((p) => ({
+      setting: 'EXECUTOR_SANDBOX_READ_PATHS',
+      path: p,
+    })),
+  ].map((s) => ({ ...s, path: realLenient(s.path) }));
+  for (const s of state) {
+    const real = realLenient(path.resolve(s.path));
+    const scope = scopes.find((sc) => isInside(sc.path, real));
+    if (scope) {
+      throw new ConfigError(
+        `${s.setting} is inside ${scope.setting}: the tools could read it. Keep service state outside every tool's scope (the default is under XDG_STATE_HOME, or ~/.local/state)`,
+        { details: { field: s.setting, scope: scope.setting } },
+      );
+    }
+  }
+}
+
+function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/** The real path of `abs`, its missing tail appended to the real path of what exists. */
+function realLenient(abs: string): string {
+  const missing: string[] = [];
+  for (let p = abs; ;) {
+    try {
+      return path.join(realpathSync.native(p), ...missing.reverse());
+    } catch {
+      const parent = path.dirname(p);
+      if (parent === p) return abs;
+      missing.push(path.basename(p));
+      p = parent;
+    }
+  }
+}

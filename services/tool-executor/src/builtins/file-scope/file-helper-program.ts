@@ -1,0 +1,357 @@
+/**
+ * The program of the sandboxed file helper, as plain JavaScript for `node -e`: no file of ours has
+ * to be visible in the sandbox, and nothing but Node's own modules is loaded. It runs where the
+ * mount namespace holds only one call scope (see `FileScopePool`), so whatever a racing rename
+ * makes a path point at, only that scope and the read-only system directories can be reached.
+ *
+ * It does what the in-process builtins do, with the same rules: a path resolved through its
+ * symlinks and checked against the scope's roots, `O_NOFOLLOW` on the last component, the binary
+ * sniff, the byte and entry caps. The check is the prediction that gives the model the same errors
+ * as before; the mount namespace is the boundary.
+ *
+ * Protocol: one JSON request per line on stdin, `{ id, op, args }`; one JSON reply per line on
+ * stdout, `{ id, ok: true, result }` or `{ id, ok: false, error: Refusal }`, in order. A refusal is
+ * `{ kind: 'outside' }`, `{ kind: 'binary' }` or `{ kind: 'errno', errno? }`; the executor turns
+ * it into the builtin's error (error codes are defined in contracts, not here). Deadlines and
+ * cancellation are the executor's: it kills the helper.
+ */
+export const FILE_HELPER_PROGRAM = String.raw`'use strict';
+// Synchronous calls throughout: a helper serves one request at a time, and a round trip through
+// libuv's thread pool per call would cost more than the call.
+const fs = require('node:fs');
+const { constants } = fs;
+const path = require('node:path');
+const { StringDecoder } = require('node:string_decoder');
+
+const NOFOLLOW = constants.O_NOFOLLOW;
+const MAX_SYMLINK_HOPS = 40;
+const CHUNK_BYTES = 64 * 1024;
+const BINARY_SNIFF_BYTES = 8 * 1024;
+const SKIPPED_DIRS = new Set(['.git', '.hg', '.svn']);
+const MAX_LINE_CHARS = 500;
+
+class Refusal {
+  constructor(error) { this.error = error; }
+}
+const outside = () => new Refusal({ kind: 'outside' });
+const errnoOf = (err) => new Refusal({ kind: 'errno', ...(err && err.code ? { errno: err.code } : {}) });
+
+function isInside(root, p) {
+  const rel = path.relative(root, p);
+  return rel === '' || (rel !== '..' && !rel.startsWith('..' + path.sep) && !path.isAbsolute(rel));
+}
+
+function realpathLenient(abs, hops) {
+  try {
+    return fs.realpathSync(abs);
+  } catch (err) {
+    if (err.code === 'ELOOP') throw outside();
+    if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw errnoOf(err);
+  }
+  const parent = path.dirname(abs);
+  if (parent === abs) return abs;
+  const realParent = realpathLenient(parent, hops);
+  const candidate = path.join(realParent, path.basename(abs));
+  let isLink = false;
+  try {
+    isLink = fs.lstatSync(candidate).isSymbolicLink();
+  } catch {
+    return candidate;
+  }
+  if (!isLink) return candidate;
+  if (hops >= MAX_SYMLINK_HOPS) throw outside();
+  let target;
+  try {
+    target = fs.readlinkSync(candidate);
+  } catch (err) {
+    throw errnoOf(err);
+  }
+  return realpathLenient(path.resolve(realParent, target), hops + 1);
+}
+
+function resolveInScope(roots, cwd, requested) {
+  if (requested.includes('\0')) throw outside();
+  const real = realpathLenient(path.resolve(cwd, requested), 0);
+  for (const root of roots) {
+    if (isInside(realpathLenient(root, 0), real)) return real;
+  }
+  throw outside();
+}
+
+async function read({ cwd, roots, path: requested, first, last, cap }) {
+  const real = resolveInScope(roots, cwd, requested);
+  let fd;
+  try {
+    fd = fs.openSync(real, constants.O_RDONLY | NOFOLLOW);
+  } catch (err) {
+    throw errnoOf(err);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Refusal({ kind: 'errno', errno: 'EISDIR' });
+    return readLines(fd, first, last === null ? Number.POSITIVE_INFINITY : last, cap);
+  } catch (err) {
+    throw err instanceof Refusal ? err : errnoOf(err);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function readLines(fd, first, last, cap) {
+  const decoder = new StringDecoder('utf8');
+  const buf = Buffer.alloc(CHUNK_BYTES);
+  const out = [];
+  let outBytes = 0;
+  let line = 1;
+  let lastReturned = first - 1;
+  let truncated = false;
+  let sniffed = 0;
+  let done = false;
+  const take = (text) => {
+    const bytes = Buffer.byteLength(text);
+    if (outBytes + bytes <= cap) {
+      out.push(text);
+      outBytes += bytes;
+      return true;
+    }
+    const cut = new StringDecoder('utf8').write(Buffer.from(text).subarray(0, cap - outBytes));
+    out.push(cut);
+    outBytes += Buffer.byteLength(cut);
+    truncated = true;
+    return false;
+  };
+  while (!done) {
+    const bytesRead = fs.readSync(fd, buf, 0, CHUNK_BYTES, null);
+    if (bytesRead === 0) break;
+    const chunk = buf.subarray(0, bytesRead);
+    if (sniffed < BINARY_SNIFF_BYTES) {
+      const window = chunk.subarray(0, BINARY_SNIFF_BYTES - sniffed);
+      if (window.includes(0)) throw new Refusal({ kind: 'binary' });
+      sniffed += window.length;
+    }
+    const text = decoder.write(chunk);
+    let start = 0;
+    while (start <= text.length) {
+      const nl = text.indexOf('\n', start);
+      const piece = nl === -1 ? text.slice(start) : text.slice(start, nl + 1);
+      if (piece.length > 0 && line >= first && line <= last) {
+        lastReturned = line;
+        if (!take(piece)) {
+          done = true;
+          break;
+        }
+      }
+      if (nl === -1) break;
+      line += 1;
+      if (line > last) {
+        done = true;
+        break;
+      }
+      start = nl + 1;
+    }
+  }
+  if (!done) {
+    const tail = decoder.end();
+    if (tail && line >= first && line <= last) {
+      lastReturned = line;
+      take(tail);
+    }
+  }
+  return { content: out.join(''), endLine: lastReturned, truncated };
+}
+
+async function list({ cwd, roots, path: requested, cap }) {
+  const real = resolveInScope(roots, cwd, requested);
+  let dir;
+  try {
+    dir = fs.opendirSync(real);
+  } catch (err) {
+    throw errnoOf(err);
+  }
+  const entries = [];
+  let truncated = false;
+  try {
+    for (let d = dir.readSync(); d !== null; d = dir.readSync()) {
+      if (entries.length >= cap) {
+        truncated = true;
+        break;
+      }
+      const type = d.isSymbolicLink() ? 'symlink' : d.isDirectory() ? 'dir' : d.isFile() ? 'file' : 'other';
+      const entry = { name: d.name, type };
+      if (type === 'file') {
+        try {
+          entry.size = fs.lstatSync(path.join(real, d.name)).size;
+        } catch {
+          // gone since it was listed
+        }
+      }
+      entries.push(entry);
+    }
+  } catch (err) {
+    throw errnoOf(err);
+  } finally {
+    dir.closeSync();
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { entries, truncated };
+}
+
+function readText(file, maxBytes) {
+  let fd;
+  try {
+    fd = fs.openSync(file, constants.O_RDONLY | NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > maxBytes) return undefined;
+    const buf = fs.readFileSync(fd);
+    if (buf.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return undefined;
+    return buf.toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function matchLines(re, text, max) {
+  const hits = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length && hits.length < max; i += 1) {
+    let line = lines[i];
+    if (line.endsWith('\r')) line = line.slice(0, -1);
+    if (i === lines.length - 1 && line === '') break;
+    if (re.test(line)) hits.push([i + 1, line.length > MAX_LINE_CHARS ? line.slice(0, MAX_LINE_CHARS) : line]);
+  }
+  return hits;
+}
+
+async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, maxFiles, maxFileBytes }) {
+  const root = resolveInScope(roots, cwd, requested);
+  const re = new RegExp(pattern, flags);
+  const result = { matches: [], filesScanned: 0, filesSkipped: 0, truncated: false };
+  let rootStat;
+  try {
+    rootStat = fs.statSync(root);
+  } catch (err) {
+    throw errnoOf(err);
+  }
+  const stack = rootStat.isDirectory() ? [''] : [];
+  const files = rootStat.isFile() ? [''] : [];
+  const scanFile = (rel) => {
+    if (result.filesScanned + result.filesSkipped >= maxFiles) {
+      result.truncated = true;
+      return false;
+    }
+    const text = readText(path.join(root, rel), maxFileBytes);
+    if (text === undefined) {
+      result.filesSkipped += 1;
+      return true;
+    }
+    result.filesScanned += 1;
+    const shown = rel === '' ? requested : path.join(requested, rel);
+    for (const [line, lineText] of matchLines(re, text, maxMatches - result.matches.length))
+      result.matches.push({ file: shown, line, text: lineText });
+    if (result.matches.length >= maxMatches) {
+      result.truncated = true;
+      return false;
+    }
+    return true;
+  };
+  for (const f of files) if (!scanFile(f)) return result;
+  while (stack.length > 0) {
+    const rel = stack.pop();
+    let entries;
+    try {
+      entries = fs.readdirSync(path.join(root, rel), { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const dirs = [];
+    for (const e of entries) {
+      const childRel = rel === '' ? e.name : path.join(rel, e.name);
+      if (e.isDirectory()) {
+        if (!SKIPPED_DIRS.has(e.name)) dirs.push(childRel);
+      } else if (e.isFile()) {
+        if (!scanFile(childRel)) return result;
+      }
+    }
+    for (let i = dirs.length - 1; i >= 0; i -= 1) stack.push(dirs[i]);
+  }
+  return result;
+}
+
+async function write({ cwd, roots, path: requested, content, mode, createDirs }) {
+  const real = resolveInScope(roots, cwd, requested);
+  if (createDirs) {
+    try {
+      fs.mkdirSync(path.dirname(real), { recursive: true });
+    } catch (err) {
+      throw errnoOf(err);
+    }
+  }
+  let created = false;
+  try {
+    fs.lstatSync(real);
+  } catch {
+    created = true;
+  }
+  const flags =
+    constants.O_WRONLY | constants.O_CREAT | NOFOLLOW |
+    (mode === 'append' ? constants.O_APPEND : 0) |
+    (mode === 'overwrite' ? constants.O_TRUNC : 0) |
+    (mode === 'create' ? constants.O_EXCL : 0);
+  let fd;
+  try {
+    fd = fs.openSync(real, flags, 0o644);
+  } catch (err) {
+    throw errnoOf(err);
+  }
+  try {
+    fs.writeFileSync(fd, content, 'utf8');
+  } catch (err) {
+    throw errnoOf(err);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { created };
+}
+
+const OPS = { read, list, grep, write, ping: async () => 'pong' };
+
+async function handle(line) {
+  let request;
+  try {
+    request = JSON.parse(line);
+  } catch {
+    process.exit(2);
+  }
+  let reply;
+  try {
+    const op = Object.prototype.hasOwnProperty.call(OPS, request.op) ? OPS[request.op] : undefined;
+    if (!op) throw new Refusal({ kind: 'errno' });
+    reply = { id: request.id, ok: true, result: await op(request.args) };
+  } catch (err) {
+    reply = { id: request.id, ok: false, error: err instanceof Refusal ? err.error : errnoOf(err).error };
+  }
+  process.stdout.write(JSON.stringify(reply) + '\n');
+}
+
+let queue = Promise.resolve();
+let parts = [];
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  let start = 0;
+  for (let nl = chunk.indexOf('\n'); nl !== -1; nl = chunk.indexOf('\n', start)) {
+    parts.push(chunk.slice(start, nl));
+    const line = parts.join('');
+    parts = [];
+    start = nl + 1;
+    queue = queue.then(() => handle(line));
+  }
+  if (start < chunk.length) parts.push(chunk.slice(start));
+});
+process.stdin.on('end', () => queue.then(() => process.exit(0)));
+`;
