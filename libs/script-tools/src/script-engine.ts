@@ -1,5 +1,7 @@
 import moduleLoader from '@jitl/quickjs-wasmfile-release-sync/emscripten-module';
 import { QuickJSFFI } from '@jitl/quickjs-wasmfile-release-sync/ffi';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
   newQuickJSWASMModuleFromVariant,
@@ -117,7 +119,7 @@ export class ScriptEngine {
   private readonly waiting: { take(worker: ScriptWorker): void }[] = [];
   /** Workers alive or starting. */
   private workers = 0;
-  private workerData: Omit<ScriptWorkerData, 'control'> | undefined;
+  private workerData: Promise<Omit<ScriptWorkerData, 'control'>> | undefined;
 
   private constructor(
     private readonly module: QuickJSWASMModule,
@@ -215,28 +217,22 @@ export class ScriptEngine {
     });
   }
 
-  private spawn(): Promise<ScriptWorker> {
+  private async spawn(): Promise<ScriptWorker> {
     this.workers++;
-    this.workerData ??= {
-      paths: {
-        core: require.resolve('quickjs-emscripten-core'),
-        ffi: require.resolve('@jitl/quickjs-wasmfile-release-sync/ffi'),
-        loader: require.resolve('@jitl/quickjs-wasmfile-release-sync/emscripten-module'),
-      },
-      codes: ErrorCode,
-    };
-    const worker = new ScriptWorker(this.workerData, {
-      free: (w) => this.release(w),
-      gone: (started) => this.gone(started),
-    });
-    return worker.ready.then(
-      () => worker,
-      (err: unknown) => {
-        throw new ToolgateError(ErrorCode.Unavailable, 'a script worker could not start', {
-          cause: err,
-        });
-      },
-    );
+    try {
+      this.workerData ??= workerData();
+      const worker = new ScriptWorker(await this.workerData, {
+        free: (w) => this.release(w),
+        gone: (started) => this.gone(started),
+      });
+      await worker.ready;
+      return worker;
+    } catch (err) {
+      this.workerData = undefined;
+      throw new ToolgateError(ErrorCode.Unavailable, 'a script worker could not start', {
+        cause: err,
+      });
+    }
   }
 
   /** A worker that finished its call: to the next waiting call, kept warm, or stopped. */
@@ -303,13 +299,14 @@ class ScriptWorker {
       env: {},
       execArgv: [],
     });
-    this.thread.unref();
     this.ready = new Promise<void>((resolve, reject) => {
       const onMessage = (message: FromScriptWorker) => {
         if (message.t !== 'ready') return;
         this.thread.off('message', onMessage);
         this.thread.off('exit', onExit);
         this.started = true;
+        // Idle from now on: an idle worker does not hold the process open (a call refs it).
+        this.thread.unref();
         resolve();
       };
       const onExit = () => reject(new Error('the script worker exited while starting'));
@@ -418,6 +415,7 @@ class ScriptWorker {
   kill(): void {
     if (!this.alive) return;
     this.alive = false;
+    this.thread.unref();
     void this.thread.terminate();
   }
 
@@ -503,6 +501,25 @@ class ScriptWorker {
         },
       );
   }
+}
+
+/** Node's WebAssembly global (the ES2023 lib does not type it). */
+declare const WebAssembly: { compile(bytes: Uint8Array): Promise<object> };
+
+/** What every worker starts with: where QuickJS is, QuickJS compiled, the error codes. */
+async function workerData(): Promise<Omit<ScriptWorkerData, 'control'>> {
+  const loader = require.resolve('@jitl/quickjs-wasmfile-release-sync/emscripten-module');
+  return {
+    paths: {
+      core: require.resolve('quickjs-emscripten-core'),
+      ffi: require.resolve('@jitl/quickjs-wasmfile-release-sync/ffi'),
+      loader,
+    },
+    wasm: await WebAssembly.compile(
+      await readFile(path.join(path.dirname(loader), 'emscripten-module.wasm')),
+    ),
+    codes: ErrorCode,
+  };
 }
 
 function now(): number {

@@ -18,6 +18,8 @@ import type { ScriptLimits } from './script-engine';
  */
 export interface ScriptWorkerData {
   paths: { core: string; ffi: string; loader: string };
+  /** QuickJS compiled once by the executor's thread: a worker instantiates it, it does not compile it. */
+  wasm: object;
   codes: typeof ErrorCode;
   control: SharedArrayBuffer;
 }
@@ -81,11 +83,14 @@ export function scriptWorkerMain(): void {
   const core = require(data.paths.core) as typeof import('quickjs-emscripten-core');
   const ffi = require(data.paths.ffi) as { QuickJSFFI: unknown };
   const loader = require(data.paths.loader) as unknown;
-  const variant = {
-    type: 'sync',
-    importFFI: () => Promise.resolve(ffi.QuickJSFFI),
-    importModuleLoader: () => Promise.resolve(loader),
-  } as unknown as QuickJSSyncVariant;
+  const variant = core.newVariant(
+    {
+      type: 'sync',
+      importFFI: () => Promise.resolve(ffi.QuickJSFFI),
+      importModuleLoader: () => Promise.resolve(loader),
+    } as unknown as QuickJSSyncVariant,
+    { wasmModule: data.wasm as never },
+  );
 
   /** A call's failure as the executor settles it: a stable code, a message, details. */
   class Failure extends Error {
@@ -449,6 +454,7 @@ export function scriptWorkerMain(): void {
   const runCall = async (
     module: import('quickjs-emscripten-core').QuickJSWASMModule,
     run: Extract<ToScriptWorker, { t: 'run' }>,
+    post: (answer: FromScriptWorker) => void,
   ) => {
     clock[0] = 0;
     clock[1] = 0;
@@ -489,14 +495,35 @@ export function scriptWorkerMain(): void {
       answer = { ...answer, retire: true };
     }
     clock[1] = 0;
-    port.postMessage(answer);
+    post(answer);
   };
 
-  void core.newQuickJSWASMModuleFromVariant(variant).then((module) => {
+  const post = (answer: FromScriptWorker) => port.postMessage(answer);
+  void core.newQuickJSWASMModuleFromVariant(variant).then(async (module) => {
+    // One throwaway call first, so the first real one does not pay for the warm-up.
+    await runCall(
+      module,
+      {
+        t: 'run',
+        id: 0,
+        source: 'return { a: [params.n] };',
+        fileName: 'warm-up.js',
+        params: '{"n":1}',
+        host: [],
+        limits: {
+          memoryBytes: 1 << 24,
+          cpuMs: 1000,
+          stackBytes: 1 << 17,
+          maxResultBytes: 1024,
+          maxHostCallsInFlight: 1,
+        },
+      },
+      () => undefined,
+    );
     port.on('message', (message: ToScriptWorker) => {
       switch (message.t) {
         case 'run':
-          void runCall(module, message);
+          void runCall(module, message, post);
           break;
         case 'host':
           if (current && message.id === current.run.id) current.settleHost(message);
