@@ -183,11 +183,13 @@ describe('ScriptEngine', () => {
     const running = new Set<string>();
     let bothRunning!: () => void;
     const attackersRun = new Promise<void>((resolve) => (bothRunning = resolve));
-    const started = (name: string): HostFunction => async () => {
-      running.add(name);
-      if (running.size === 2) bothRunning();
-      return null;
-    };
+    const started =
+      (name: string): HostFunction =>
+      async () => {
+        running.add(name);
+        if (running.size === 2) bothRunning();
+        return null;
+      };
     const settledFirst: string[] = [];
     const attack = (name: string, loop: string) =>
       failure(

@@ -249,7 +249,8 @@ export class ScriptEngine {
    */
   private gone(started: boolean): void {
     this.workers--;
-    for (let i = this.idle.length - 1; i >= 0; i--) if (!this.idle[i]!.alive) this.idle.splice(i, 1);
+    for (let i = this.idle.length - 1; i >= 0; i--)
+      if (!this.idle[i]!.alive) this.idle.splice(i, 1);
     if (!started || this.maxIdle === 0) return;
     if (this.waiting.length > 0 || this.idle.length === 0) {
       if (this.workers >= this.maxConcurrent) return;

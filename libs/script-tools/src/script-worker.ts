@@ -156,7 +156,10 @@ export function scriptWorkerMain(): void {
   class ScriptCall {
     private readonly context: QuickJSContext;
     private readonly handles: QuickJSHandle[] = [];
-    private readonly pending = new Map<number, { deferred: QuickJSDeferredPromise; name: string }>();
+    private readonly pending = new Map<
+      number,
+      { deferred: QuickJSDeferredPromise; name: string }
+    >();
     /** The context's own `JSON.parse`, kept before the script could replace it. */
     private parse: QuickJSHandle | undefined;
     private nextHostId = 0;
@@ -199,9 +202,7 @@ export function scriptWorkerMain(): void {
       const params = this.keep(this.fromJson(jsonParse, this.run.params));
       const fn = this.keep(
         this.slice(() =>
-          this.unwrap(
-            context.evalCode(wrap(this.run.source), this.run.fileName, { strict: true }),
-          ),
+          this.unwrap(context.evalCode(wrap(this.run.source), this.run.fileName, { strict: true })),
         ),
       );
       const promise = this.keep(
@@ -317,10 +318,14 @@ export function scriptWorkerMain(): void {
       if (isStopped()) return stopped();
       const { limits, fileName } = this.run;
       if (this.interrupted) {
-        return new Failure(Code.Timeout, `${fileName} ran out of its ${limits.cpuMs} ms CPU budget`, {
-          limit: 'cpu',
-          cpuMs: limits.cpuMs,
-        });
+        return new Failure(
+          Code.Timeout,
+          `${fileName} ran out of its ${limits.cpuMs} ms CPU budget`,
+          {
+            limit: 'cpu',
+            cpuMs: limits.cpuMs,
+          },
+        );
       }
       // Reading a thrown object can run its getters: that is the script's time too.
       let error: ReturnType<typeof describe>;
@@ -436,10 +441,7 @@ export function scriptWorkerMain(): void {
       }
       const text = this.context.getString(result.value);
       result.value.dispose();
-      if (
-        text.length > limits.maxResultBytes ||
-        Buffer.byteLength(text) > limits.maxResultBytes
-      ) {
+      if (text.length > limits.maxResultBytes || Buffer.byteLength(text) > limits.maxResultBytes) {
         throw new Failure(
           Code.TooLarge,
           `${fileName} returned ${Buffer.byteLength(text)} bytes of JSON, over the ${limits.maxResultBytes}-byte limit`,
