@@ -18,6 +18,8 @@ import type { ScriptLimits } from './script-engine';
  */
 export interface ScriptWorkerData {
   paths: { core: string; ffi: string; loader: string };
+  /** The worker thread's nice value (Linux): under CPU contention the service's threads go first. */
+  nice: number;
   /** QuickJS compiled once by the executor's thread: a worker instantiates it, it does not compile it. */
   wasm: object;
   codes: typeof ErrorCode;
@@ -75,6 +77,17 @@ export function scriptWorkerMain(): void {
   const { parentPort, workerData } =
     require('node:worker_threads') as typeof import('node:worker_threads');
   const data = workerData as ScriptWorkerData;
+  // Lower this thread's scheduling priority (setpriority on a Linux thread id applies to that
+  // thread alone): a script spinning here yields the cores to the service's own threads first.
+  // Best effort: elsewhere, or refused, the thread keeps the process's priority.
+  try {
+    const fs = require('node:fs') as typeof import('node:fs');
+    const os = require('node:os') as typeof import('node:os');
+    const tid = Number(fs.readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0) os.setPriority(tid, data.nice);
+  } catch {
+    // Not Linux, or no /proc: nothing to lower.
+  }
   const Code = data.codes;
   const port = parentPort!;
   const stopFlag = new Int32Array(data.control, 0, 1);

@@ -5,3 +5,4 @@ export { openExecutorPolicy, type ExecutorPolicyDecisions } from './executor-pol
 export type { PendingCall } from './execution/pending-call';
 export { ExecutorMetricName } from './execution/executor-metrics';
 export { ScriptExecutor, type ScriptSource } from './scripts/script-executor';
+export { createBuiltinTools, type BuiltinToolsOptions } from './builtins/builtin-tools';
