@@ -502,6 +502,9 @@ export function scriptWorkerMain(): void {
             };
     }
     current = undefined;
+    // WebAssembly memory never shrinks: a worker whose call filled its heap is replaced rather
+    // than kept warm at that size.
+    if (!answer.ok && answer.details?.['limit'] === 'memory') answer = { ...answer, retire: true };
     try {
       call?.dispose();
     } catch {
