@@ -204,6 +204,11 @@ export class ScriptEngine {
     if (signal.aborted) throw abortReason(signal);
     const params = JSON.stringify(run.params === undefined ? null : run.params);
     const worker = await this.acquire(signal);
+    if (signal.aborted) {
+      // Ended while a worker started: the worker goes back unused.
+      this.release(worker);
+      throw abortReason(signal);
+    }
     return worker.execute(run, limits, params, signal);
   }
 
