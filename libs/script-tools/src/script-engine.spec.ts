@@ -175,6 +175,66 @@ describe('ScriptEngine', () => {
     expect(error).toBe(ErrorCode.TooLarge);
   });
 
+  it('runs scripts off this thread: a memory bomb and a spinning script stall neither this thread, a second script nor its host calls, and settle at their deadline', async () => {
+    // Each attacker tells the test it runs (a host call), then loops with budgets only the
+    // deadline can end: on this thread, the loops would hold the event loop, and nothing below —
+    // the timers, the second script, its host call, the deadline itself — could run before them.
+    const deadline = new AbortController();
+    const running = new Set<string>();
+    let bothRunning!: () => void;
+    const attackersRun = new Promise<void>((resolve) => (bothRunning = resolve));
+    const started =
+      (name: string): HostFunction =>
+      async () => {
+        running.add(name);
+        if (running.size === 2) bothRunning();
+        return null;
+      };
+    const settledFirst: string[] = [];
+    const attack = (name: string, loop: string) =>
+      failure(
+        run(`await started();\n${loop}`, {
+          host: { started: started(name) },
+          limits: { cpuMs: 600_000, memoryBytes: 256 * 1024 * 1024 },
+          signal: deadline.signal,
+        }),
+      ).finally(() => settledFirst.push(name));
+    const bomb = attack('bomb', "const a = [];\nfor (;;) a.push('x'.repeat(1 << 20));");
+    const spin = attack('spin', 'for (;;) {}');
+    await attackersRun;
+
+    const echo: HostFunction = async ([text]) => `echo ${String(text)}`;
+    const neighbour = run('return [await echo(params.n), 6 * params.n];', {
+      params: { n: 7 },
+      host: { echo },
+    }).finally(() => settledFirst.push('second script'));
+    const timers = (async () => {
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+    })().finally(() => settledFirst.push('timers'));
+    await expect(neighbour).resolves.toEqual(['echo 7', 42]);
+    await timers;
+    // Both attackers still run: the neighbours finished first.
+    expect(settledFirst).toEqual(expect.arrayContaining(['second script', 'timers']));
+    expect(settledFirst).toHaveLength(2);
+
+    deadline.abort(new ToolgateError(ErrorCode.Timeout, 'the deadline passed'));
+    for (const attacker of [await bomb, await spin]) {
+      expect(attacker).toMatchObject({ code: ErrorCode.Timeout, message: 'the deadline passed' });
+    }
+    // The stopped (or killed and replaced) workers leave the engine serving.
+    await expect(run('return 6 * 7;')).resolves.toBe(42);
+  });
+
+  it('holds the CPU budget while the heap grows: a memory bomb is stopped at its budget, not at its heap limit', async () => {
+    const error = await failure(
+      run("const a = [];\nfor (;;) a.push('x'.repeat(1 << 20));", {
+        limits: { cpuMs: 300, memoryBytes: 256 * 1024 * 1024 },
+      }),
+    );
+    expect(error).toMatchObject({ code: ErrorCode.Timeout, details: { limit: 'cpu', cpuMs: 300 } });
+    await expect(run('return "still serving";')).resolves.toBe('still serving');
+  });
+
   it('says where a script does not compile, without running it', () => {
     expect(engine.syntaxError('return 1;', 'ok.js')).toBeNull();
     expect(engine.syntaxError('const a = ;', 'bad.js')).toMatch(/bad\.js:1/);

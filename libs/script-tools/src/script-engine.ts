@@ -1,19 +1,27 @@
 import moduleLoader from '@jitl/quickjs-wasmfile-release-sync/emscripten-module';
 import { QuickJSFFI } from '@jitl/quickjs-wasmfile-release-sync/ffi';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import {
   newQuickJSWASMModuleFromVariant,
   type QuickJSSyncVariant,
   type QuickJSContext,
-  type QuickJSDeferredPromise,
   type QuickJSHandle,
-  type QuickJSRuntime,
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import { ErrorCode, ToolgateError, isErrorCode } from '@toolgate/contracts';
+import {
+  scriptWorkerMain,
+  type FromScriptWorker,
+  type ScriptWorkerData,
+  type ToScriptWorker,
+} from './script-worker';
 
 /**
  * The release build of QuickJS with its wasm file beside it, loaded with `require` (the package's
  * own variant object loads it with a dynamic `import()`, which Jest's CommonJS runtime refuses).
+ * This thread loads it only to compile scripts (`syntaxError`); calls run in workers.
  */
 const variant: QuickJSSyncVariant = {
   type: 'sync',
@@ -39,11 +47,25 @@ const DEFAULT_SCRIPT_LIMITS: Readonly<ScriptLimits> = Object.freeze({
   memoryBytes: 64 * 1024 * 1024,
   cpuMs: 1000,
   // Deeper than this, the wasm frames of QuickJS's recursion would reach V8's own stack limit first
-  // (measured: 512 KiB does, 256 KiB does not); 128 KiB is about 700 nested calls.
+  // (measured on the main thread: 512 KiB does, 256 KiB does not); 128 KiB is about 700 nested calls.
   stackBytes: 128 * 1024,
   maxResultBytes: 512 * 1024,
   maxHostCallsInFlight: 8,
 });
+
+/**
+ * Past its CPU budget by this much, a call the interpreter's own interrupt did not stop (QuickJS
+ * checks it between instructions, not inside one allocation that grows the heap) is killed with
+ * its thread.
+ */
+const WATCHDOG_GRACE_MS = 50;
+/** After a deadline or a cancel, how long a worker may take to stop by itself before it is killed. */
+const STOP_GRACE_MS = 50;
+/**
+ * The V8 heap of a worker, beside the QuickJS heap (wasm memory, bounded by `memoryBytes`): what
+ * the worker's own JavaScript holds — a call's source, input, host answers and result as text.
+ */
+const WORKER_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16 };
 
 /**
  * A host function as a script sees it: called with the script's arguments (as JSON values), it
@@ -63,65 +85,85 @@ export interface ScriptRun {
   /** The host functions the script may call, by global name; nothing else is defined. */
   host: Readonly<Record<string, HostFunction>>;
   limits?: Partial<ScriptLimits>;
-  /** Ends the call (deadline, cancellation): the script is interrupted, its runtime dropped. */
+  /** Ends the call (deadline, cancellation): the script is stopped, its worker killed if need be. */
   signal?: AbortSignal;
 }
 
-/** `value` on the way out, checked to be JSON: plain objects, arrays, strings, finite numbers. */
-const SERIALIZER = `(function () {
-  const stringify = JSON.stringify, protoOf = Object.getPrototypeOf, finite = Number.isFinite;
-  const OP = Object.prototype, AP = Array.prototype;
-  return function (value) {
-    return stringify(value === undefined ? null : value, function (key, v) {
-      switch (typeof v) {
-        case 'string': case 'boolean': case 'undefined': return v;
-        case 'number': if (finite(v)) return v; throw new TypeError(String(v) + ' is not a JSON number');
-        case 'object': {
-          if (v === null) return v;
-          const p = protoOf(v);
-          if (p === OP || p === AP || p === null) return v;
-          const c = p && p.constructor && p.constructor.name;
-          throw new TypeError('a ' + (c || 'non-plain object') + ' is not JSON');
-        }
-        default: throw new TypeError('a ' + typeof v + ' is not JSON');
-      }
-    });
-  };
-})()`;
+export interface ScriptEngineOptions {
+  /** Calls running at once, each in its own worker thread; more wait. Default 16. */
+  maxConcurrent?: number;
+  /** Workers kept warm between calls. Default 2. */
+  maxIdle?: number;
+  /**
+   * The nice value of the worker threads (Linux; 0–19): under CPU contention the executor's own
+   * thread, and so every other call, is scheduled before a script. Default 10.
+   */
+  workerNice?: number;
+}
 
 /**
  * Runs scripts in QuickJS compiled to WebAssembly (`quickjs-emscripten`): an interpreter with no
  * Node API at all — no `require`, `process`, `fetch`, timers or file system — whose only way out
  * is the host functions a call is given.
  *
- * Every call gets a fresh QuickJS runtime and context, disposed at its end, so nothing a call does
- * (globals, prototypes, pending jobs) is seen by the next; measured, that costs about 0.1 ms, no
- * more than reusing a pooled runtime with a fresh context, so nothing is pooled but the wasm
- * module. A call's runtime has a heap limit and a stack limit, and an interrupt handler that stops
- * the interpreter once the call's CPU budget is spent or its signal fires (a runaway loop), checked
- * by QuickJS every few thousand instructions. The interpreter runs on the caller's thread: a
- * script's synchronous stretch holds the event loop for at most its CPU budget.
+ * A call runs in a worker thread (`script-worker.ts`), off this thread's event loop: whatever the
+ * script does — spin, grow its heap, recurse — this thread keeps serving other calls. Workers are
+ * pooled (a few are kept warm; a fresh one costs tens of ms) and each call gets a fresh QuickJS
+ * runtime and context in its worker, disposed at its end, so nothing a call does is seen by the
+ * next. A call's runtime has a heap limit, a stack limit and an interrupt handler that stops the
+ * interpreter once the CPU budget is spent or the call was stopped; the worker's V8 heap has its
+ * own limit. Behind the interrupt, this thread watches the CPU the call has spent (a clock the
+ * worker keeps in shared memory) and kills the worker when the script is past its budget, as it
+ * does when the call's deadline passes or it is cancelled and the worker does not stop at once.
+ * A killed worker is replaced. Host functions run on this thread, with their own checks; the
+ * worker only forwards a script's arguments and the answer.
  */
 export class ScriptEngine {
   private static shared: Promise<ScriptEngine> | undefined;
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly idle: ScriptWorker[] = [];
+  private readonly waiting: { take(worker: ScriptWorker): void }[] = [];
+  /** Workers alive or starting. */
+  private workers = 0;
+  private workerData: Promise<Omit<ScriptWorkerData, 'control'>> | undefined;
 
   private constructor(
-    private module: QuickJSWASMModule,
+    private readonly module: QuickJSWASMModule,
     private readonly maxConcurrent: number,
+    private readonly maxIdle: number,
+    private readonly workerNice: number,
   ) {}
 
-  /** The process's engine (one wasm module, loaded once, about 25 ms). */
-  static load(options: { maxConcurrent?: number } = {}): Promise<ScriptEngine> {
+  /** The process's engine (one wasm module for compiling, loaded once, about 25 ms). */
+  static load(options: ScriptEngineOptions = {}): Promise<ScriptEngine> {
     return (ScriptEngine.shared ??= newQuickJSWASMModuleFromVariant(variant).then(
-      (module) => new ScriptEngine(module, options.maxConcurrent ?? 16),
+      (module) =>
+        new ScriptEngine(
+          module,
+          options.maxConcurrent ?? 16,
+          Math.max(0, options.maxIdle ?? 2),
+          Math.min(19, Math.max(0, options.workerNice ?? 10)),
+        ),
     ));
+  }
+
+  /** Starts workers until `count` are warm (a service calls it at start-up). */
+  async warm(count = 1): Promise<void> {
+    const started: Promise<ScriptWorker>[] = [];
+    while (this.idle.length + started.length < Math.min(count, this.maxIdle)) {
+      if (this.workers >= this.maxConcurrent) break;
+      started.push(this.spawn());
+    }
+    for (const worker of await Promise.all(started)) this.release(worker);
+  }
+
+  /** Workers alive or starting, and how many of them are idle (for tests and metrics). */
+  get poolSize(): { workers: number; idle: number } {
+    return { workers: this.workers, idle: this.idle.length };
   }
 
   /**
    * The compile error of a script (message and line), or null when QuickJS compiles it. Nothing
-   * of the script runs.
+   * of the script runs (compiling is linear in the source's size, on this thread).
    */
   syntaxError(source: string, fileName: string): string | null {
     const runtime = this.module.newRuntime();
@@ -135,7 +177,7 @@ export class ScriptEngine {
           strict: true,
         });
         if (result.error) {
-          const error = describe(context, result.error);
+          const error = compileError(context, result.error);
           result.error.dispose();
           return error.line ? `${error.message} (${fileName}:${error.line})` : error.message;
         }
@@ -157,406 +199,369 @@ export class ScriptEngine {
    * signal's reason when the signal fired.
    */
   async run(run: ScriptRun): Promise<unknown> {
-    await this.acquire();
-    try {
-      return await this.runNow(run);
-    } finally {
-      this.release();
-    }
-  }
-
-  private async runNow(run: ScriptRun): Promise<unknown> {
     const limits = { ...DEFAULT_SCRIPT_LIMITS, ...run.limits };
     const signal = run.signal ?? new AbortController().signal;
     if (signal.aborted) throw abortReason(signal);
-    const call = new ScriptCall(this.module.newRuntime(), run, limits, signal);
+    const params = JSON.stringify(run.params === undefined ? null : run.params);
+    const worker = await this.acquire(signal);
+    if (signal.aborted) {
+      // Ended while a worker started: the worker goes back unused.
+      this.release(worker);
+      throw abortReason(signal);
+    }
+    return worker.execute(run, limits, params, signal);
+  }
+
+  private async acquire(signal: AbortSignal): Promise<ScriptWorker> {
+    const idle = this.idle.pop();
+    if (idle) return idle;
+    if (this.workers < this.maxConcurrent) return this.spawn();
+    return new Promise<ScriptWorker>((resolve, reject) => {
+      const waiter = {
+        take: (worker: ScriptWorker) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(worker);
+        },
+      };
+      const onAbort = () => {
+        const at = this.waiting.indexOf(waiter);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(abortReason(signal));
+      };
+      this.waiting.push(waiter);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private async spawn(): Promise<ScriptWorker> {
+    this.workers++;
     try {
-      return await call.execute();
+      this.workerData ??= workerData(this.workerNice);
+      const worker = new ScriptWorker(await this.workerData, {
+        free: (w) => this.release(w),
+        gone: (started) => this.gone(started),
+      });
+      await worker.ready;
+      return worker;
     } catch (err) {
-      if (err instanceof ToolgateError) throw err;
-      // The interpreter itself failed (the host's own stack ran out under a deep recursion):
-      // the call fails, and its runtime is dropped below.
-      throw new ToolgateError(
-        ErrorCode.ToolFailed,
-        `${run.fileName}: the interpreter failed: ${(err as Error).message}`,
-      );
-    } finally {
-      try {
-        call.dispose();
-      } catch {
-        // A runtime that cannot be freed (QuickJS found objects still alive) leaves the wasm
-        // module in a state nobody should run in again: later calls get a new module.
-        this.module = await newQuickJSWASMModuleFromVariant(variant);
-      }
+      this.workerData = undefined;
+      throw new ToolgateError(ErrorCode.Unavailable, 'a script worker could not start', {
+        cause: err,
+      });
     }
   }
 
-  private async acquire(): Promise<void> {
-    if (this.running < this.maxConcurrent) {
-      this.running++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  private release(): void {
+  /** A worker that finished its call: to the next waiting call, kept warm, or stopped. */
+  private release(worker: ScriptWorker): void {
     const next = this.waiting.shift();
-    if (next) next();
-    else this.running--;
+    if (next) next.take(worker);
+    else if (this.idle.length < this.maxIdle) this.idle.push(worker);
+    else worker.kill();
+  }
+
+  /**
+   * A worker died (killed, crashed, out of memory): its place is free, and a new one takes it when
+   * calls wait or none is warm — unless the dead one never started (no loop of failing starts).
+   */
+  private gone(started: boolean): void {
+    this.workers--;
+    for (let i = this.idle.length - 1; i >= 0; i--)
+      if (!this.idle[i]!.alive) this.idle.splice(i, 1);
+    if (!started || this.maxIdle === 0) return;
+    if (this.waiting.length > 0 || this.idle.length === 0) {
+      if (this.workers >= this.maxConcurrent) return;
+      this.spawn().then(
+        (worker) => this.release(worker),
+        () => undefined,
+      );
+    }
   }
 }
 
-/** The script as the body of an async function of `params` (line 1 stays line 1). */
+/** The call a worker is running, as this thread follows it. */
+interface ActiveCall {
+  id: number;
+  run: ScriptRun;
+  ended: AbortController;
+  settle(outcome: { ok: true; value: unknown } | { ok: false; error: ToolgateError }): void;
+}
+
+let nextCallId = 0;
+
+/** One worker thread and the call it runs, seen from the executor's thread. */
+class ScriptWorker {
+  readonly ready: Promise<void>;
+  alive = true;
+  private started = false;
+  private readonly thread: Worker;
+  private readonly stopFlag: Int32Array;
+  private readonly clock: Float64Array;
+  private active: ActiveCall | undefined;
+  /** A call that was stopped and whose worker has not reported yet. */
+  private stopping: { id: number; timer: NodeJS.Timeout } | undefined;
+
+  constructor(
+    data: Omit<ScriptWorkerData, 'control'>,
+    private readonly pool: { free(worker: ScriptWorker): void; gone(started: boolean): void },
+  ) {
+    const control = new SharedArrayBuffer(24);
+    this.stopFlag = new Int32Array(control, 0, 1);
+    this.clock = new Float64Array(control, 8, 2);
+    this.thread = new Worker(`(${String(scriptWorkerMain)})();`, {
+      eval: true,
+      workerData: { ...data, control } satisfies ScriptWorkerData,
+      resourceLimits: WORKER_RESOURCE_LIMITS,
+      // Nothing of the service's environment or flags (a `--require` of a TypeScript loader):
+      // the worker needs neither, and QuickJS could not read them anyway.
+      env: {},
+      execArgv: [],
+    });
+    this.ready = new Promise<void>((resolve, reject) => {
+      const onMessage = (message: FromScriptWorker) => {
+        if (message.t !== 'ready') return;
+        this.thread.off('message', onMessage);
+        this.thread.off('exit', onExit);
+        this.started = true;
+        // Idle from now on: an idle worker does not hold the process open (a call refs it).
+        this.thread.unref();
+        resolve();
+      };
+      const onExit = () => reject(new Error('the script worker exited while starting'));
+      this.thread.on('message', onMessage);
+      this.thread.once('exit', onExit);
+    });
+    this.ready.catch(() => undefined);
+    this.thread.on('message', (message: FromScriptWorker) => this.onMessage(message));
+    this.thread.on('error', (err: Error & { code?: string }) => {
+      this.active?.settle({
+        ok: false,
+        error:
+          err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? new ToolgateError(
+                ErrorCode.ToolFailed,
+                `${this.active.run.fileName} ran out of memory (the worker's heap)`,
+                { details: { limit: 'memory' } },
+              )
+            : new ToolgateError(
+                ErrorCode.ToolFailed,
+                `${this.active.run.fileName}: the interpreter failed`,
+              ),
+      });
+    });
+    this.thread.once('exit', () => {
+      this.alive = false;
+      if (this.stopping) clearTimeout(this.stopping.timer);
+      this.active?.settle({
+        ok: false,
+        error: new ToolgateError(
+          ErrorCode.ToolFailed,
+          `${this.active.run.fileName}: the interpreter stopped`,
+        ),
+      });
+      this.pool.gone(this.started);
+    });
+  }
+
+  /** Runs one call in this worker; the worker goes back to the pool when the call is over. */
+  execute(
+    run: ScriptRun,
+    limits: ScriptLimits,
+    params: string,
+    signal: AbortSignal,
+  ): Promise<unknown> {
+    const id = ++nextCallId;
+    return new Promise<unknown>((resolve, reject) => {
+      let watchdog: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        call.settle({ ok: false, error: abortReason(signal) });
+        this.stop(id);
+      };
+      const call: ActiveCall = {
+        id,
+        run,
+        ended: new AbortController(),
+        settle: (outcome) => {
+          if (this.active !== call) return;
+          this.active = undefined;
+          clearTimeout(watchdog);
+          signal.removeEventListener('abort', onAbort);
+          call.ended.abort(new ToolgateError(ErrorCode.Cancelled, 'the script finished'));
+          if (outcome.ok) resolve(outcome.value);
+          else reject(outcome.error);
+        },
+      };
+      // Read the worker's clock: kill it once the script is past its budget by the grace.
+      const check = () => {
+        const inSlice = this.clock[1]!;
+        const spent = this.clock[0]! + (inSlice > 0 ? now() - inSlice : 0);
+        const left = limits.cpuMs + WATCHDOG_GRACE_MS - spent;
+        if (left > 0) {
+          watchdog = setTimeout(check, Math.max(left, 5));
+          return;
+        }
+        call.settle({
+          ok: false,
+          error: new ToolgateError(
+            ErrorCode.Timeout,
+            `${run.fileName} ran out of its ${limits.cpuMs} ms CPU budget`,
+            { details: { limit: 'cpu', cpuMs: limits.cpuMs } },
+          ),
+        });
+        this.kill();
+      };
+      this.active = call;
+      Atomics.store(this.stopFlag, 0, 0);
+      this.clock[0] = 0;
+      this.clock[1] = 0;
+      this.thread.ref();
+      watchdog = setTimeout(check, limits.cpuMs + WATCHDOG_GRACE_MS);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.thread.postMessage({
+        t: 'run',
+        id,
+        source: run.source,
+        fileName: run.fileName,
+        params,
+        host: Object.keys(run.host),
+        limits,
+      } satisfies ToScriptWorker);
+    });
+  }
+
+  /** Stops the thread now, whatever it runs. */
+  kill(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.thread.unref();
+    void this.thread.terminate();
+  }
+
+  /** Asks the worker to stop call `id` (its interrupt reads the flag); kills it if it does not. */
+  private stop(id: number): void {
+    if (!this.alive) return;
+    Atomics.store(this.stopFlag, 0, 1);
+    this.thread.postMessage({ t: 'stop', id } satisfies ToScriptWorker);
+    this.stopping = { id, timer: setTimeout(() => this.kill(), STOP_GRACE_MS) };
+  }
+
+  private onMessage(message: FromScriptWorker): void {
+    switch (message.t) {
+      case 'host':
+        if (this.active?.id === message.id) this.host(this.active, message);
+        return;
+      case 'done': {
+        const call = this.active;
+        if (call?.id === message.id) {
+          if (message.ok) {
+            call.settle({ ok: true, value: JSON.parse(message.json) as unknown });
+          } else {
+            call.settle({
+              ok: false,
+              error: new ToolgateError(
+                isErrorCode(message.code) ? message.code : ErrorCode.ToolFailed,
+                message.message,
+                message.details ? { details: message.details } : {},
+              ),
+            });
+          }
+        } else if (this.stopping?.id === message.id) {
+          clearTimeout(this.stopping.timer);
+        } else {
+          return;
+        }
+        this.stopping = undefined;
+        if (message.retire || !this.alive) {
+          this.kill();
+          return;
+        }
+        this.thread.unref();
+        this.pool.free(this);
+        return;
+      }
+      case 'ready':
+        return;
+    }
+  }
+
+  /** Runs a script's host call here, with the host function's own checks, and answers it. */
+  private host(call: ActiveCall, message: Extract<FromScriptWorker, { t: 'host' }>): void {
+    const { hid, name } = message;
+    const answer = (reply: ToScriptWorker) => {
+      if (this.active === call && this.alive) this.thread.postMessage(reply);
+    };
+    const fail = (code: ErrorCode, text: string) =>
+      answer({ t: 'host', id: call.id, hid, ok: false, code, message: `${name}: ${text}` });
+    const fn = Object.hasOwn(call.run.host, name) ? call.run.host[name] : undefined;
+    if (!fn || !Array.isArray(message.args)) {
+      fail(ErrorCode.Denied, 'not a host function of this script');
+      return;
+    }
+    void Promise.resolve()
+      .then(() => fn(message.args, call.ended.signal))
+      .then(
+        (value) => {
+          let json: string;
+          try {
+            json = JSON.stringify(value === undefined ? null : value);
+          } catch (err) {
+            fail(ErrorCode.ToolFailed, (err as Error).message);
+            return;
+          }
+          answer({ t: 'host', id: call.id, hid, ok: true, json });
+        },
+        (err: unknown) => {
+          const code = (err as { code?: unknown } | undefined)?.code;
+          fail(
+            isErrorCode(code) ? code : ErrorCode.ToolFailed,
+            err instanceof Error ? err.message : String(err),
+          );
+        },
+      );
+  }
+}
+
+/** Node's WebAssembly global (the ES2023 lib does not type it). */
+declare const WebAssembly: { compile(bytes: Uint8Array): Promise<object> };
+
+/** What every worker starts with: where QuickJS is, QuickJS compiled, the error codes. */
+async function workerData(nice: number): Promise<Omit<ScriptWorkerData, 'control'>> {
+  const loader = require.resolve('@jitl/quickjs-wasmfile-release-sync/emscripten-module');
+  return {
+    paths: {
+      core: require.resolve('quickjs-emscripten-core'),
+      ffi: require.resolve('@jitl/quickjs-wasmfile-release-sync/ffi'),
+      loader,
+    },
+    wasm: await WebAssembly.compile(
+      await readFile(path.join(path.dirname(loader), 'emscripten-module.wasm')),
+    ),
+    codes: ErrorCode,
+    nice,
+  };
+}
+
+function now(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** The script as the body of an async function of `params` (line 1 stays line 1, as in the worker). */
 function wrap(source: string): string {
   return `(async function (params) {${source}\n})`;
 }
 
-/** One call: its runtime and context, the host calls in flight, the CPU spent. */
-class ScriptCall {
-  private readonly context: QuickJSContext;
-  private readonly handles: QuickJSHandle[] = [];
-  private readonly pending = new Set<QuickJSDeferredPromise>();
-  private readonly ended = new AbortController();
-  private cpuUsed = 0;
-  private sliceStart = 0;
-  private interrupted = false;
-  private disposed = false;
-  private wake: (() => void) | undefined;
-
-  constructor(
-    private readonly runtime: QuickJSRuntime,
-    private readonly run: ScriptRun,
-    private readonly limits: ScriptLimits,
-    private readonly signal: AbortSignal,
-  ) {
-    runtime.setMemoryLimit(limits.memoryBytes);
-    runtime.setMaxStackSize(limits.stackBytes);
-    runtime.setInterruptHandler(() => {
-      if (
-        this.signal.aborted ||
-        this.cpuUsed + (performance.now() - this.sliceStart) > this.limits.cpuMs
-      ) {
-        this.interrupted = true;
-        return true;
-      }
-      return false;
-    });
-    this.context = runtime.newContext();
-  }
-
-  async execute(): Promise<unknown> {
-    const { context } = this;
-    const jsonParse = this.keep(
-      context.getProp(this.keep(context.getProp(context.global, 'JSON')), 'parse'),
-    );
-    const serialize = this.keep(
-      this.slice(() => this.unwrap(context.evalCode(SERIALIZER, 'toolgate:serialize'))),
-    );
-    for (const [name, fn] of Object.entries(this.run.host)) {
-      const handle = context.newFunction(name, (...args) =>
-        this.hostCall(name, fn, args, jsonParse),
-      );
-      context.setProp(context.global, name, handle);
-      handle.dispose();
-    }
-    const params = this.keep(this.fromJson(jsonParse, this.run.params));
-    const fn = this.keep(
-      this.slice(() =>
-        this.unwrap(context.evalCode(wrap(this.run.source), this.run.fileName, { strict: true })),
-      ),
-    );
-    const promise = this.keep(
-      this.slice(() => this.unwrap(context.callFunction(fn, context.undefined, params))),
-    );
-    for (;;) {
-      const jobs = this.slice(() => this.runtime.executePendingJobs());
-      if (jobs.error) {
-        const error = this.failure(jobs.error);
-        jobs.error.dispose();
-        throw error;
-      }
-      jobs.dispose();
-      const state = context.getPromiseState(promise);
-      if (state.type === 'fulfilled') {
-        const value = this.keep(state.value);
-        return this.toJson(serialize, value);
-      }
-      if (state.type === 'rejected') {
-        const error = this.failure(state.error);
-        state.error.dispose();
-        throw error;
-      }
-      if (this.pending.size === 0) {
-        throw new ToolgateError(
-          ErrorCode.ToolFailed,
-          `${this.run.fileName} waits on a promise nothing will settle (no host call is in flight)`,
-        );
-      }
-      await this.nextSettlement();
-      if (this.signal.aborted) throw abortReason(this.signal);
-    }
-  }
-
-  /** Frees everything of the call; throws when QuickJS cannot free its runtime. */
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    this.ended.abort(new ToolgateError(ErrorCode.Cancelled, 'the script finished'));
-    for (const deferred of this.pending) deferred.dispose();
-    this.pending.clear();
-    for (const handle of this.handles) if (handle.alive) handle.dispose();
-    this.context.dispose();
-    this.runtime.dispose();
-  }
-
-  private keep<T extends QuickJSHandle>(handle: T): T {
-    this.handles.push(handle);
-    return handle;
-  }
-
-  /** Runs interpreter work, counting its time against the CPU budget. */
-  private slice<T>(work: () => T): T {
-    if (this.signal.aborted) throw abortReason(this.signal);
-    this.sliceStart = performance.now();
-    try {
-      return work();
-    } finally {
-      this.cpuUsed += performance.now() - this.sliceStart;
-    }
-  }
-
-  private unwrap(result: { error?: QuickJSHandle; value?: QuickJSHandle }): QuickJSHandle {
-    if (result.error) {
-      const error = this.failure(result.error);
-      result.error.dispose();
-      throw error;
-    }
-    return result.value!;
-  }
-
-  /** What a script's exception (or the interpreter stopping it) means for the call. */
-  private failure(handle: QuickJSHandle): ToolgateError {
-    if (this.signal.aborted) return abortReason(this.signal);
-    if (this.interrupted) {
-      return new ToolgateError(
-        ErrorCode.Timeout,
-        `${this.run.fileName} ran out of its ${this.limits.cpuMs} ms CPU budget`,
-        { details: { limit: 'cpu', cpuMs: this.limits.cpuMs } },
-      );
-    }
-    // Reading a thrown object can run its getters: that is the script's time too.
-    let error: ReturnType<typeof describe>;
-    try {
-      error = this.slice(() => describe(this.context, handle));
-    } catch {
-      if (this.interrupted || this.signal.aborted) return this.failure(handle);
-      return new ToolgateError(
-        ErrorCode.ToolFailed,
-        `${this.run.fileName} threw something unreadable`,
-      );
-    }
-    if (error.name === 'InternalError' && /out of memory/.test(error.message)) {
-      return new ToolgateError(
-        ErrorCode.ToolFailed,
-        `${this.run.fileName} ran out of memory (limit ${this.limits.memoryBytes} bytes)`,
-        { details: { limit: 'memory', memoryBytes: this.limits.memoryBytes } },
-      );
-    }
-    const where = error.line ? ` (${this.run.fileName}:${error.line})` : '';
-    return new ToolgateError(
-      ErrorCode.ToolFailed,
-      `${error.name ? `${error.name}: ` : ''}${error.message || 'the script failed without a message'}${where}`.slice(
-        0,
-        2000,
-      ),
-      {
-        details: {
-          ...(error.code !== undefined ? { hostError: error.code } : {}),
-          ...(error.stack ? { stack: error.stack.slice(0, 2000) } : {}),
-        },
-      },
-    );
-  }
-
-  /** A host call: a promise in the script, settled when the host function settles. */
-  private hostCall(
-    name: string,
-    fn: HostFunction,
-    argHandles: QuickJSHandle[],
-    jsonParse: QuickJSHandle,
-  ): QuickJSHandle {
-    const { context } = this;
-    const deferred = context.newPromise();
-    if (this.pending.size >= this.limits.maxHostCallsInFlight) {
-      const error = this.newError(
-        ErrorCode.TooLarge,
-        `${name}: more than ${this.limits.maxHostCallsInFlight} host calls in flight`,
-      );
-      deferred.reject(error);
-      error.dispose();
-      const handle = deferred.handle.dup();
-      deferred.dispose();
-      return handle;
-    }
-    let args: unknown[];
-    try {
-      args = argHandles.map((h) => this.argument(h));
-    } catch (err) {
-      const error = this.newError(ErrorCode.InvalidArguments, `${name}: ${(err as Error).message}`);
-      deferred.reject(error);
-      error.dispose();
-      const handle = deferred.handle.dup();
-      deferred.dispose();
-      return handle;
-    }
-    this.pending.add(deferred);
-    const settle = (apply: () => void) => {
-      if (this.disposed || !this.pending.has(deferred)) return;
-      this.pending.delete(deferred);
-      try {
-        apply();
-      } finally {
-        deferred.dispose();
-        this.nudge();
-      }
-    };
-    void Promise.resolve()
-      .then(() => fn(args, this.ended.signal))
-      .then(
-        (value) =>
-          settle(() => {
-            let handle: QuickJSHandle;
-            try {
-              handle = this.fromJson(jsonParse, value);
-            } catch (err) {
-              const error = this.newError(
-                ErrorCode.ToolFailed,
-                `${name}: ${(err as Error).message}`,
-              );
-              deferred.reject(error);
-              error.dispose();
-              return;
-            }
-            deferred.resolve(handle);
-            handle.dispose();
-          }),
-        (err: unknown) =>
-          settle(() => {
-            const code = (err as { code?: unknown }).code;
-            const message = err instanceof Error ? err.message : String(err);
-            const error = this.newError(
-              isErrorCode(code) ? code : ErrorCode.ToolFailed,
-              `${name}: ${message}`,
-            );
-            deferred.reject(error);
-            error.dispose();
-          }),
-      );
-    return deferred.handle.dup();
-  }
-
-  /** A host call's argument as JSON (strings, numbers, booleans, null, plain data). */
-  private argument(handle: QuickJSHandle): unknown {
-    const type = this.context.typeof(handle);
-    switch (type) {
-      case 'string':
-        return this.context.getString(handle);
-      case 'number':
-        return this.context.getNumber(handle);
-      case 'boolean':
-      case 'undefined':
-      case 'object':
-        return this.context.dump(handle) as unknown;
-      default:
-        throw new TypeError(`a ${type} cannot be passed to a host function`);
-    }
-  }
-
-  private newError(code: ErrorCode, message: string): QuickJSHandle {
-    const error = this.context.newError({ name: 'HostCallError', message });
-    const codeHandle = this.context.newString(code);
-    this.context.setProp(error, 'code', codeHandle);
-    codeHandle.dispose();
-    return error;
-  }
-
-  /** A host value inside the context, through the context's own (untampered) `JSON.parse`. */
-  private fromJson(jsonParse: QuickJSHandle, value: unknown): QuickJSHandle {
-    const text = this.context.newString(JSON.stringify(value === undefined ? null : value));
-    try {
-      return this.slice(() =>
-        this.unwrap(this.context.callFunction(jsonParse, this.context.undefined, text)),
-      );
-    } finally {
-      text.dispose();
-    }
-  }
-
-  private toJson(serialize: QuickJSHandle, value: QuickJSHandle): unknown {
-    const result = this.slice(() =>
-      this.context.callFunction(serialize, this.context.undefined, value),
-    );
-    if (result.error) {
-      if (this.interrupted || this.signal.aborted) {
-        const failure = this.failure(result.error);
-        result.error.dispose();
-        throw failure;
-      }
-      const error = describe(this.context, result.error);
-      result.error.dispose();
-      throw new ToolgateError(
-        ErrorCode.NonSerializableResult,
-        `${this.run.fileName} returned a value that is not JSON: ${error.message}`,
-      );
-    }
-    const text = this.context.getString(result.value);
-    result.value.dispose();
-    if (
-      text.length > this.limits.maxResultBytes ||
-      Buffer.byteLength(text) > this.limits.maxResultBytes
-    ) {
-      throw new ToolgateError(
-        ErrorCode.TooLarge,
-        `${this.run.fileName} returned ${Buffer.byteLength(text)} bytes of JSON, over the ${this.limits.maxResultBytes}-byte limit`,
-      );
-    }
-    return JSON.parse(text) as unknown;
-  }
-
-  private nudge(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  private nextSettlement(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        this.signal.removeEventListener('abort', done);
-        resolve();
-      };
-      this.wake = done;
-      this.signal.addEventListener('abort', done, { once: true });
-    });
-  }
-}
-
-/** An exception's name, message, line, stack and host `code`, read without running script code. */
-function describe(
+/** A compile error's message and line. */
+function compileError(
   context: QuickJSContext,
   handle: QuickJSHandle,
-): { name: string; message: string; line?: number; stack?: string; code?: string } {
+): { message: string; line?: number } {
   const dumped = context.dump(handle) as unknown;
-  if (typeof dumped !== 'object' || dumped === null) return { name: '', message: String(dumped) };
-  const e = dumped as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
+  if (typeof dumped !== 'object' || dumped === null) return { message: String(dumped) };
+  const e = dumped as { message?: unknown; stack?: unknown };
   const stack = typeof e.stack === 'string' ? e.stack : undefined;
   const line = stack ? /:(\d+)(?::\d+)?\)?\s*$/m.exec(stack.split('\n')[0] ?? '')?.[1] : undefined;
   return {
-    name: typeof e.name === 'string' ? e.name : '',
     message: typeof e.message === 'string' ? e.message : JSON.stringify(dumped),
     ...(line ? { line: Number(line) } : {}),
-    ...(stack ? { stack } : {}),
-    ...(typeof e.code === 'string' ? { code: e.code } : {}),
   };
 }
 

@@ -101,6 +101,9 @@ export async function startToolExecutor(
   registryReady.catch(() => undefined);
   const inputCheck = new InputCheck(() => registryReady);
   const engine = await ScriptEngine.load();
+  // A script worker warm before the first call (a fresh one costs tens of ms); a failure here is
+  // the first call's to report.
+  engine.warm(1).catch(() => undefined);
   const scripts = new ScriptExecutor({
     engine,
     registry: () => registryReady,

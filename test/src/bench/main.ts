@@ -830,6 +830,15 @@ function print(report: Report): void {
           `${x.scriptP50Ms} / ${x.scriptP99Ms} ms`,
         ],
         ['the QuickJS run alone p50', `${x.scriptEngineP50Ms} ms`],
+        [
+          `list_dir p50 / p99, alone (${x.neighbourSamples} calls)`,
+          `${x.neighbourP50QuietMs} / ${x.neighbourP99QuietMs} ms`,
+        ],
+        [
+          'list_dir p50 / p99 while a script bombs memory and another spins (goal p99 ≤ 50)',
+          `${x.neighbourP50DuringScriptBombMs} / ${x.neighbourP99DuringScriptBombMs} ms`,
+        ],
+        ['their deadline to both settled', `${x.scriptBombSettleMs} ms`],
       ]),
     );
   }

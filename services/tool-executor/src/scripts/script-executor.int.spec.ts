@@ -15,10 +15,11 @@ import { ToolRegistry } from '@toolgate/registry';
 import { Sandbox } from '@toolgate/sandbox';
 import { checkScript, ScriptEngine } from '@toolgate/script-tools';
 import { useTestNats, type TestNats } from '@toolgate/testing';
-import type { ToolRunOutcome } from '@toolgate/tools';
+import { runTool, type ToolRunOutcome } from '@toolgate/tools';
 import { createBuiltinTools } from '../builtins';
 import { FileScopePool } from '../builtins/file-scope/file-scope-pool';
 import type { PendingCall } from '../execution/pending-call';
+import { toolContext } from '../execution/tool-context';
 import { ScriptExecutor } from './script-executor';
 
 /**
@@ -77,14 +78,18 @@ afterAll(async () => {
   await fs.rm(outside, { recursive: true, force: true });
 });
 
-function executor(): ScriptExecutor {
-  const builtins = createBuiltinTools({
+function builtinTools() {
+  return createBuiltinTools({
     policy: { cwd: work },
     checkDomain: (host) => checkFetchHost(chain, host).verdict,
     protectedPaths: () => chain.protectedPaths,
     sandbox,
     files,
   });
+}
+
+function executor(options: Partial<ConstructorParameters<typeof ScriptExecutor>[0]> = {}) {
+  const builtins = builtinTools();
   return new ScriptExecutor({
     engine,
     registry: async () => registry,
@@ -96,6 +101,7 @@ function executor(): ScriptExecutor {
         isolation: call.isolation,
       });
     },
+    ...options,
   });
 }
 
@@ -294,5 +300,66 @@ describe('script executor', () => {
     );
     const fn = await install('fn', 'return () => 1;');
     expect(error(await run('fn', fn)).code).toBe(ErrorCode.NonSerializableResult);
+  });
+
+  it('a memory bomb and a spinning script stall no one: list_dir and a second script complete while they run, the bomb settles at its deadline, the executor keeps serving', async () => {
+    const header = '// @requires read_file\n';
+    const bomb = await install(
+      'bomb',
+      'await read_file("notes.txt");\nconst a = [];\nfor (;;) a.push("x".repeat(1 << 20));',
+      header,
+    );
+    const spin = await install('spin', 'await read_file("notes.txt");\nfor (;;) {}', header);
+    const upper = await install(
+      'upper',
+      'return { upper: (await read_file("notes.txt")).trim().toUpperCase() };',
+      header,
+    );
+    // The attackers' first host call says they run; their budgets are ones only a deadline or a
+    // cancel can end.
+    const running = new Set<string>();
+    let bothRunning!: () => void;
+    const attackersRun = new Promise<void>((resolve) => (bothRunning = resolve));
+    const inner = executor();
+    const attackers = executor({
+      limits: { cpuMs: 600_000, memoryBytes: 256 * 1024 * 1024 },
+      decideHostCall: async (c, tool, input) => {
+        running.add(c.tool.name);
+        if (running.size === 2) bothRunning();
+        return evaluatePermission(chain, tool, input, { agent: c.agent, isolation: c.isolation });
+      },
+    });
+    const settled: string[] = [];
+    const cancel = new AbortController();
+    const bombCall = attackers
+      .run(call('bomb', bomb), { cwd: work, timeoutMs: 8_000 })
+      .finally(() => settled.push('bomb'));
+    const spinCall = attackers
+      .run(call('spin', spin), { cwd: work, timeoutMs: 600_000, signal: cancel.signal })
+      .finally(() => settled.push('spin'));
+    await attackersRun;
+
+    const listDir = builtinTools().find((b) => b.contract.name === 'list_dir')!;
+    const listing = runTool(listDir, {}, toolContext(call('list_dir', 'builtin'), work, undefined))
+      .then(result)
+      .finally(() => settled.push('list_dir'));
+    const second = inner.run(call('upper', upper), { cwd: work, timeoutMs: 10_000 }).then(result);
+    await expect(listing).resolves.toMatchObject({
+      entries: expect.arrayContaining([expect.objectContaining({ name: 'notes.txt' })]),
+    });
+    await expect(second).resolves.toEqual({ upper: 'HELLO FROM THE WORKDIR' });
+    // Neither attacker has settled: the neighbours did not wait for them.
+    expect(settled).toEqual(['list_dir']);
+
+    cancel.abort();
+    expect(error(await spinCall).code).toBe(ErrorCode.Cancelled);
+    const bombed = error(await bombCall);
+    expect(bombed).toMatchObject({ code: ErrorCode.Timeout });
+    expect(bombed.message).toMatch(/within 8000 ms/);
+    expect(result(await inner.run(call('upper', upper), { cwd: work, timeoutMs: 10_000 }))).toEqual(
+      {
+        upper: 'HELLO FROM THE WORKDIR',
+      },
+    );
   });
 });

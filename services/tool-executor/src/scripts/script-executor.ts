@@ -50,9 +50,9 @@ const MAX_COMPILED = 1024;
  * checked against that hash and checked again as at install (a version that no longer passes does
  * not run). Each version is checked and compiled once and kept by contract hash, so a call runs
  * the version it was submitted against from start to end, whatever is installed meanwhile. Input
- * arrives validated; the script runs in a fresh QuickJS runtime (`ScriptEngine`) with only the
- * host functions its `@requires` names, each decided by the permission chain and run as its
- * builtin.
+ * arrives validated; the script runs in a fresh QuickJS runtime in one of the engine's worker
+ * threads (`ScriptEngine`), off this service's event loop, with only the host functions its
+ * `@requires` names, each decided by the permission chain and run as its builtin on this thread.
  */
 export class ScriptExecutor implements CallExecutor {
   private readonly compiled = new Map<string, CompiledScript>();
