@@ -26,5 +26,5 @@ export {
   type ProcessResult,
 } from './process-runner';
 export { CappedBuffer } from './capped-buffer';
-export { PidsCgroup } from './pids-cgroup';
+export { MemoryCgroup, PidsCgroup } from './pids-cgroup';
 export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';

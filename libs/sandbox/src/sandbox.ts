@@ -12,7 +12,7 @@ import {
 } from './bwrap-argv';
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
-import { PidsCgroup } from './pids-cgroup';
+import { MemoryCgroup, PidsCgroup } from './pids-cgroup';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
   DEFAULT_LIMITS,
@@ -39,11 +39,20 @@ export interface SandboxSettings {
   limits?: Partial<ResourceLimits>;
   /** Size of each run's private /tmp, in bytes. Default 64 MiB. */
   tmpBytes?: number;
+  /** Size of each run's private /dev/shm, in bytes. Default: `tmpBytes`. */
+  shmBytes?: number;
   /**
    * A pids cgroup directory to create each run's cgroup under (see {@link PidsCgroup}). Default:
    * this process's cgroup v1 pids hierarchy, when there is one and it is writable.
    */
   pidsCgroup?: string;
+  /**
+   * A memory cgroup directory to create each run's cgroup under (see {@link MemoryCgroup}), which
+   * limits the run's whole tree to `limits.addressSpaceBytes`. Default: this process's cgroup v1
+   * memory hierarchy, when there is one and it is writable; without one, RLIMIT_AS limits each
+   * process instead.
+   */
+  memoryCgroup?: string;
 }
 
 /** One run in the sandbox. */
@@ -65,7 +74,11 @@ export interface SandboxRequest extends Pick<
   /**
    * Paths in `cwd` (absolute, or relative to it) bound read-only over it when they exist: the
    * protected paths, found by the caller's policy. Default {@link DEFAULT_PROTECTED_PATHS}. Paths
-   * outside `cwd` are skipped (they are not in the sandbox at all); a symlink refuses the run.
+   * outside `cwd` are skipped (they are not in the sandbox at all). Every directory on the way
+   * from `cwd` to one is bound onto itself, so none can be renamed or removed. A protected path
+   * that is a symlink cannot be bound over: what it reaches inside `cwd` is bound read-only in its
+   * place (what it reaches outside is not in the sandbox), and the link itself is the caller's to
+   * check after the run.
    */
   protectedPaths?: readonly string[];
   /** Share the host's network. Default false: a network namespace with loopback only. */
@@ -99,6 +112,8 @@ export class Sandbox {
     readonly limits: Readonly<ResourceLimits>,
     private readonly tmpBytes: number,
     private readonly pids: PidsCgroup | null,
+    private readonly memory: MemoryCgroup | null,
+    private readonly shmBytes: number,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -147,6 +162,8 @@ export class Sandbox {
         { details: { field: 'pidsCgroup' } },
       );
     }
+    const memory = await MemoryCgroup.open(settings.memoryCgroup);
+    const tmpBytes = settings.tmpBytes ?? DEFAULT_TMP_BYTES;
     const sandbox = new Sandbox(
       bash,
       bwrap,
@@ -154,8 +171,10 @@ export class Sandbox {
       await probeHostLayout(),
       readOnlyPaths,
       limits,
-      settings.tmpBytes ?? DEFAULT_TMP_BYTES,
+      tmpBytes,
       pids,
+      memory,
+      settings.shmBytes ?? tmpBytes,
     );
     await sandbox.selfTest();
     return sandbox;
@@ -167,17 +186,23 @@ export class Sandbox {
     const limits = effectiveLimits(this.limits, request.limits);
     const handles: FileHandle[] = [];
     let cgroup: string | undefined;
+    let memoryCgroup: string | undefined;
     try {
-      const plan = { ...planned, protectedPaths: await openProtected(planned, handles) };
+      const plan = { ...planned, ...(await openProtected(planned, handles)) };
       // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
       // bubblewrap outside it.
       cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
+      memoryCgroup = this.memory ? await this.memory.create(limits.addressSpaceBytes) : undefined;
       const argv = launcherArgv(
         this.bash,
-        cgroup,
+        [cgroup, memoryCgroup].filter((c): c is string => c !== undefined),
         [
           ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
-          ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
+          ...prlimitArgv(
+            this.prlimit,
+            { ...limits, processes: limits.processes + 1 },
+            { addressSpace: memoryCgroup === undefined },
+          ),
           ...request.argv,
         ],
         PROTECTED_FD_BASE - 1 + handles.length,
@@ -197,12 +222,13 @@ export class Sandbox {
       await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
       // Awaited: once the cgroup is gone, so is every process of the run.
       if (cgroup) await this.pids!.remove(cgroup);
+      if (memoryCgroup) await this.memory!.remove(memoryCgroup);
     }
   }
 
   /**
-   * The mounts of one run: real paths, checked. A `cwd` that is `/`, or a protected path that is a
-   * symlink (the command could replace it), refuses the run.
+   * The mounts of one run: real paths, checked. A `cwd` that is `/` refuses the run; nothing an
+   * earlier run left in the directory does (a symlink named like a protected path included).
    */
   async plan(request: SandboxRequest): Promise<SandboxPlan> {
     const cwd = await fs.realpath(request.cwd).catch((err: NodeJS.ErrnoException) => {
@@ -223,25 +249,32 @@ export class Sandbox {
     const protectedPaths: string[] = [];
     for (const rel of request.protectedPaths ?? DEFAULT_PROTECTED_PATHS) {
       const abs = path.resolve(cwd, rel);
-      if (!abs.startsWith(`${cwd}/`)) continue;
+      if (!isBelow(cwd, abs)) continue;
       const stat = await fs.lstat(abs).catch(() => undefined);
       if (!stat) continue;
-      if (stat.isSymbolicLink()) {
-        throw new ToolgateError(
-          ErrorCode.Config,
-          `${rel} in the working directory is a symlink: the sandbox cannot keep it read-only`,
-          { details: { path: rel } },
-        );
+      // A mount cannot be put on a symlink. Where the path is one, or goes through one, what it
+      // reaches inside the directory is what a program on the host opening it gets: that is bound
+      // read-only instead (what it reaches outside is not in the sandbox at all).
+      const real = await fs.realpath(abs).catch(() => undefined);
+      if (real !== undefined && isBelow(cwd, real)) protectedPaths.push(real);
+    }
+    const unique = [...new Set(protectedPaths)];
+    const covered = (dir: string) => unique.some((p) => p === dir || isBelow(p, dir));
+    const ancestors = new Set<string>();
+    for (const p of unique) {
+      for (let dir = path.dirname(p); isBelow(cwd, dir); dir = path.dirname(dir)) {
+        if (!covered(dir)) ancestors.add(dir);
       }
-      protectedPaths.push(abs);
     }
     return {
       cwd,
       cwdWritable: request.writable ?? true,
       readOnlyPaths,
-      protectedPaths,
+      protectedPaths: unique,
+      ancestorPaths: [...ancestors].sort(),
       network: request.network ?? false,
       tmpBytes: this.tmpBytes,
+      shmBytes: this.shmBytes,
     };
   }
 
@@ -271,29 +304,40 @@ export class Sandbox {
 const O_PATH = 0o10000000;
 
 /**
- * Opens each protected path of `plan` as the descriptor bubblewrap binds (pushed to `handles`, for
- * the caller to close) and returns the paths opened, in order. The path as opened must be the path
- * that was checked — no symlink at its end (O_NOFOLLOW) nor on the way (the descriptor's real path
- * must be the same): a concurrent call of the same directory that swaps a component for a symlink
- * between the check and the bind would otherwise bind a host file into the sandbox. A path gone
- * since the plan is skipped (what does not exist cannot be bound).
+ * Opens each protected path of `plan`, then each directory on the way to one, as the descriptors
+ * bubblewrap binds (pushed to `handles`, for the caller to close), and returns the paths opened,
+ * in order. The path as opened must be the path that was checked — no symlink at its end
+ * (O_NOFOLLOW) nor on the way (the descriptor's real path must be the same): a concurrent call of
+ * the same directory that swaps a component for a symlink between the check and the bind would
+ * otherwise bind a host file into the sandbox (writable, for a directory on the way). A path gone
+ * since the plan is skipped (what does not exist cannot be bound); a directory on the way that is
+ * gone leaves nothing below it to keep.
  */
-async function openProtected(plan: SandboxPlan, handles: FileHandle[]): Promise<string[]> {
-  const opened: string[] = [];
-  for (const p of plan.protectedPaths) {
+async function openProtected(
+  plan: SandboxPlan,
+  handles: FileHandle[],
+): Promise<Pick<SandboxPlan, 'protectedPaths' | 'ancestorPaths'>> {
+  const open = async (p: string, directory: boolean): Promise<boolean> => {
     let handle: FileHandle;
     try {
       handle = await fs.open(p, fsConstants.O_NOFOLLOW | O_PATH);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return false;
+      // Node's message names the host path; this one names the path in the directory only.
+      const rel = path.relative(plan.cwd, p);
+      throw new ToolgateError(
+        ErrorCode.Config,
+        `${rel} in the working directory cannot be opened (${code ?? 'error'}): the sandbox cannot keep it read-only`,
+        { details: { path: rel } },
+      );
     }
     handles.push(handle);
     const [real, stat] = await Promise.all([
       fs.readlink(`/proc/self/fd/${handle.fd}`),
       handle.stat(),
     ]);
-    if (real !== p || stat.isSymbolicLink()) {
+    if (real !== p || stat.isSymbolicLink() || (directory && !stat.isDirectory())) {
       const rel = path.relative(plan.cwd, p);
       throw new ToolgateError(
         ErrorCode.Config,
@@ -301,9 +345,18 @@ async function openProtected(plan: SandboxPlan, handles: FileHandle[]): Promise<
         { details: { path: rel } },
       );
     }
-    opened.push(p);
-  }
-  return opened;
+    return true;
+  };
+  const protectedPaths: string[] = [];
+  for (const p of plan.protectedPaths) if (await open(p, false)) protectedPaths.push(p);
+  const ancestorPaths: string[] = [];
+  for (const p of plan.ancestorPaths ?? []) if (await open(p, true)) ancestorPaths.push(p);
+  return { protectedPaths, ancestorPaths };
+}
+
+/** Whether `p` lies strictly below the directory `dir` (both absolute and normalised). */
+function isBelow(dir: string, p: string): boolean {
+  return p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
