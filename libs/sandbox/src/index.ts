@@ -28,3 +28,8 @@ export {
 export { CappedBuffer } from './capped-buffer';
 export { MemoryCgroup, PidsCgroup } from './pids-cgroup';
 export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';
+export {
+  openProtectedMounts,
+  resolveProtectedMounts,
+  type ProtectedMounts,
+} from './protected-mounts';

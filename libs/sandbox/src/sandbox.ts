@@ -1,7 +1,6 @@
-import { constants as fsConstants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import {
   bwrapArgv,
@@ -13,6 +12,7 @@ import {
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { MemoryCgroup, PidsCgroup } from './pids-cgroup';
+import { openProtectedMounts, resolveProtectedMounts } from './protected-mounts';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
   DEFAULT_LIMITS,
@@ -188,7 +188,7 @@ export class Sandbox {
     let cgroup: string | undefined;
     let memoryCgroup: string | undefined;
     try {
-      const plan = { ...planned, ...(await openProtected(planned, handles)) };
+      const plan = { ...planned, ...(await openProtectedMounts(planned.cwd, planned, handles)) };
       // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
       // bubblewrap outside it.
       cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
@@ -246,32 +246,15 @@ export class Sandbox {
       if (real === '/') throw new ConfigError('the sandbox cannot bind the whole root file system');
       if (real !== undefined) readOnlyPaths.push(real);
     }
-    const protectedPaths: string[] = [];
-    for (const rel of request.protectedPaths ?? DEFAULT_PROTECTED_PATHS) {
-      const abs = path.resolve(cwd, rel);
-      if (!isBelow(cwd, abs)) continue;
-      const stat = await fs.lstat(abs).catch(() => undefined);
-      if (!stat) continue;
-      // A mount cannot be put on a symlink. Where the path is one, or goes through one, what it
-      // reaches inside the directory is what a program on the host opening it gets: that is bound
-      // read-only instead (what it reaches outside is not in the sandbox at all).
-      const real = await fs.realpath(abs).catch(() => undefined);
-      if (real !== undefined && isBelow(cwd, real)) protectedPaths.push(real);
-    }
-    const unique = [...new Set(protectedPaths)];
-    const covered = (dir: string) => unique.some((p) => p === dir || isBelow(p, dir));
-    const ancestors = new Set<string>();
-    for (const p of unique) {
-      for (let dir = path.dirname(p); isBelow(cwd, dir); dir = path.dirname(dir)) {
-        if (!covered(dir)) ancestors.add(dir);
-      }
-    }
+    const mounts = await resolveProtectedMounts(
+      cwd,
+      request.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
+    );
     return {
       cwd,
       cwdWritable: request.writable ?? true,
       readOnlyPaths,
-      protectedPaths: unique,
-      ancestorPaths: [...ancestors].sort(),
+      ...mounts,
       network: request.network ?? false,
       tmpBytes: this.tmpBytes,
       shmBytes: this.shmBytes,
@@ -298,65 +281,6 @@ export class Sandbox {
       );
     }
   }
-}
-
-/** Linux `O_PATH`: a handle on the file itself, opened without reading it (nor blocking on a FIFO). */
-const O_PATH = 0o10000000;
-
-/**
- * Opens each protected path of `plan`, then each directory on the way to one, as the descriptors
- * bubblewrap binds (pushed to `handles`, for the caller to close), and returns the paths opened,
- * in order. The path as opened must be the path that was checked — no symlink at its end
- * (O_NOFOLLOW) nor on the way (the descriptor's real path must be the same): a concurrent call of
- * the same directory that swaps a component for a symlink between the check and the bind would
- * otherwise bind a host file into the sandbox (writable, for a directory on the way). A path gone
- * since the plan is skipped (what does not exist cannot be bound); a directory on the way that is
- * gone leaves nothing below it to keep.
- */
-async function openProtected(
-  plan: SandboxPlan,
-  handles: FileHandle[],
-): Promise<Pick<SandboxPlan, 'protectedPaths' | 'ancestorPaths'>> {
-  const open = async (p: string, directory: boolean): Promise<boolean> => {
-    let handle: FileHandle;
-    try {
-      handle = await fs.open(p, fsConstants.O_NOFOLLOW | O_PATH);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return false;
-      // Node's message names the host path; this one names the path in the directory only.
-      const rel = path.relative(plan.cwd, p);
-      throw new ToolgateError(
-        ErrorCode.Config,
-        `${rel} in the working directory cannot be opened (${code ?? 'error'}): the sandbox cannot keep it read-only`,
-        { details: { path: rel } },
-      );
-    }
-    handles.push(handle);
-    const [real, stat] = await Promise.all([
-      fs.readlink(`/proc/self/fd/${handle.fd}`),
-      handle.stat(),
-    ]);
-    if (real !== p || stat.isSymbolicLink() || (directory && !stat.isDirectory())) {
-      const rel = path.relative(plan.cwd, p);
-      throw new ToolgateError(
-        ErrorCode.Config,
-        `${rel} in the working directory is or went through a symlink: the sandbox cannot keep it read-only`,
-        { details: { path: rel } },
-      );
-    }
-    return true;
-  };
-  const protectedPaths: string[] = [];
-  for (const p of plan.protectedPaths) if (await open(p, false)) protectedPaths.push(p);
-  const ancestorPaths: string[] = [];
-  for (const p of plan.ancestorPaths ?? []) if (await open(p, true)) ancestorPaths.push(p);
-  return { protectedPaths, ancestorPaths };
-}
-
-/** Whether `p` lies strictly below the directory `dir` (both absolute and normalised). */
-function isBelow(dir: string, p: string): boolean {
-  return p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
