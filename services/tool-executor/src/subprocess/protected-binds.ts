@@ -4,19 +4,6 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import type { ProcessResult, Sandbox, SandboxRequest } from '@toolgate/sandbox';
 import { findProtectedPaths, isInside, type ProtectedPathMatcher } from '@toolgate/worktree-guard';
 
-/**
- * The existing protected paths (the call's policy: `.git`, `.toolgate`, `.env*`, … and git
- * directories under any name) in a sandboxed call's directory, for the sandbox to bind read-only.
- * A directory too large to search completely refuses the call: a protected path the walk did not
- * reach would be writable.
- */
-export async function protectedBinds(
-  matcher: ProtectedPathMatcher,
-  cwd: string,
-): Promise<string[]> {
-  return (await protectedState(matcher, cwd)).paths;
-}
-
 /** The protected paths in a directory before a run, and the symlinks among them. */
 export interface ProtectedState {
   /** Absolute, as {@link findProtectedPaths} lists them (symlinks listed, not followed). */
@@ -33,7 +20,12 @@ export interface ProtectedChanges {
   readonly replacedLinks: ReadonlyMap<string, string>;
 }
 
-/** {@link protectedBinds}, with the link text of each protected symlink in the directory. */
+/**
+ * The existing protected paths (the call's policy: `.git`, `.toolgate`, `.env*`, … and git
+ * directories under any name) in a call's directory, for the sandbox to bind read-only, with the
+ * link text of each that is a symlink. A directory too large to search completely refuses the
+ * call: a protected path the walk did not reach would be writable.
+ */
 export async function protectedState(
   matcher: ProtectedPathMatcher,
   cwd: string,
@@ -114,17 +106,39 @@ export async function runHoldingProtectedPaths(
 ): Promise<ProcessResult> {
   const before = await protectedState(matcher, request.cwd);
   const result = await sandbox.run({ ...request, protectedPaths: before.paths });
-  if (request.writable === false) return result;
-  const changes = await protectedChanges(matcher, request.cwd, before);
+  if (request.writable !== false) {
+    await holdProtectedPaths(sandbox, matcher, request.cwd, before, result);
+  }
+  return result;
+}
+
+/**
+ * After a run in `cwd` (the sandbox's or a container's): puts back what it changed among the
+ * protected paths since `before` ({@link protectedChanges}) and throws `denied` naming them, with
+ * the run's exit code and output tails; returns when nothing changed. The restore runs in
+ * `sandbox`; without one, nothing is touched and the error says the paths were not put back.
+ */
+export async function holdProtectedPaths(
+  sandbox: Sandbox | null,
+  matcher: ProtectedPathMatcher,
+  cwd: string,
+  before: ProtectedState,
+  result: Pick<ProcessResult, 'exitCode' | 'stdout' | 'stderr'>,
+): Promise<void> {
+  const changes = await protectedChanges(matcher, cwd, before);
   const paths = [...changes.created, ...changes.replacedLinks.keys()];
-  if (paths.length === 0) return result;
-  await restoreProtected(sandbox, matcher, request.cwd, changes);
+  if (paths.length === 0) return;
+  if (sandbox) await restoreProtected(sandbox, matcher, cwd, changes);
+  const named = `${paths.slice(0, 10).join(', ')}${paths.length > 10 ? ', …' : ''}`;
   throw new ToolgateError(
     ErrorCode.Denied,
-    `the command changed protected paths, which were put back: ${paths.slice(0, 10).join(', ')}${paths.length > 10 ? ', …' : ''}. A sandboxed command cannot create, replace or remove a protected path`,
+    sandbox
+      ? `the command changed protected paths, which were put back: ${named}. A sandboxed command cannot create, replace or remove a protected path`
+      : `the command changed protected paths: ${named}. They could not be put back (no sandbox to do it in)`,
     {
       details: {
         paths: paths.slice(0, 100),
+        restored: sandbox !== null,
         exitCode: result.exitCode,
         stdoutTail: result.stdout.tail(2048),
         stderrTail: result.stderr.tail(2048),
