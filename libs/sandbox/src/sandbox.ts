@@ -207,7 +207,7 @@ export class Sandbox {
         ],
         PROTECTED_FD_BASE - 1 + handles.length,
       );
-      return await runProcess({
+      const result = await runProcess({
         argv,
         passFds: handles.map((h) => h.fd),
         cwd: plan.cwd,
@@ -218,6 +218,10 @@ export class Sandbox {
         ...(request.signal ? { signal: request.signal } : {}),
         ...(cgroup ? { killAlso: () => this.pids!.killAll(cgroup!) } : {}),
       });
+      if (memoryCgroup && (await this.memory!.oomKills(memoryCgroup)) > 0) {
+        result.memoryExceeded = true;
+      }
+      return result;
     } finally {
       await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
       // Awaited: once the cgroup is gone, so is every process of the run.
