@@ -272,8 +272,7 @@ export function routesToThisHost(host: string): boolean {
  */
 async function addressVerdict(checkDomain: CheckDomain, host: string): Promise<unknown> {
   // A loopback address names itself; any other way to this machine is loopback by another name.
-  const hosts =
-    routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
+  const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
   for (const h of hosts) {
     const verdict = await verdictOf(checkDomain, h);
     if (verdict !== 'allow') return verdict;
