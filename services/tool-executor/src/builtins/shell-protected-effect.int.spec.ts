@@ -122,3 +122,20 @@ describe('a symlink named like a protected path, left by an earlier call', () =>
     expect(await fs.readlink(path.join(work, '.env'))).toBe('missing');
   });
 });
+
+it('a working directory that is gone fails the call without naming the host path', async () => {
+  const gone = path.join(work, 'gone');
+  const result = await runTool(
+    builtin('shell', {
+      policy: { cwd: gone },
+      checkDomain: () => 'deny',
+      protectedPaths: () => DEFAULT_PROTECTION,
+      sandbox,
+    }),
+    { command: 'true' },
+    toolContext(gone),
+  );
+  const error = errorOf(result);
+  expect(error.message).toMatch(/ENOENT/);
+  expect(JSON.stringify(error)).not.toContain(work);
+});

@@ -30,14 +30,14 @@ export async function protectedState(
   matcher: ProtectedPathMatcher,
   cwd: string,
 ): Promise<ProtectedState> {
-  const found = await findProtectedPaths(matcher, [cwd]);
+  const root = await realDirectory(cwd);
+  const found = await findProtectedPaths(matcher, [root]);
   if (found.truncated) {
     throw new ToolgateError(
       ErrorCode.Config,
       'the working directory is too large to find every protected path in it; the sandbox will not run there',
     );
   }
-  const root = await fs.realpath(cwd);
   const links = new Map<string, string>();
   for (const p of found.paths) {
     if (!isInside(root, p) || p === root) continue;
@@ -59,7 +59,7 @@ export async function protectedChanges(
   cwd: string,
   before: ProtectedState,
 ): Promise<ProtectedChanges> {
-  const root = await fs.realpath(cwd);
+  const root = await realDirectory(cwd);
   const after = await findProtectedPaths(matcher, [root]);
   const known = new Set(before.paths);
   const created = after.paths
@@ -157,7 +157,7 @@ export async function restoreProtected(
   const args: string[] = [];
   for (const rel of changes.created) args.push('rm', rel);
   for (const [rel, target] of changes.replacedLinks) args.push('ln', rel, target);
-  const root = await fs.realpath(cwd);
+  const root = await realDirectory(cwd);
   const undone = new Set(
     [...changes.created, ...changes.replacedLinks.keys()].map((rel) => path.join(root, rel)),
   );
@@ -178,4 +178,14 @@ export async function restoreProtected(
       { details: { paths: [...undone].map((p) => path.relative(root, p)).slice(0, 100) } },
     );
   }
+}
+
+/** The call's directory as a real path; an error names its errno, never the host path. */
+async function realDirectory(cwd: string): Promise<string> {
+  return fs.realpath(cwd).catch((err: NodeJS.ErrnoException) => {
+    throw new ToolgateError(
+      ErrorCode.ToolFailed,
+      `the working directory cannot be used: ${err.code ?? 'error'}`,
+    );
+  });
 }
