@@ -40,7 +40,32 @@ describe('ociConfig', () => {
       ociConfig(plan({ workWritable: false })).mounts.find((m) => m.destination === '/work'),
     ).toMatchObject({ options: ['bind', 'ro', 'nosuid', 'nodev'] });
     expect(() => ociConfig(plan({ protectedPaths: ['/srv/other/.git'] }))).toThrow(/not inside/);
+    expect(() => ociConfig(plan({ ancestorPaths: ['/srv/other'] }))).toThrow(/not inside/);
     expect(() => ociConfig(plan({ protectedPaths: ['/srv/work'] }))).toThrow(/not inside/);
+  });
+
+  it('binds the folders on the way to a protected path onto themselves, before it, from the checked sources', () => {
+    const mounts = (p: RuncPlan) =>
+      ociConfig(p)
+        .mounts.filter((m) => m.type === 'bind' && m.destination.startsWith('/work/'))
+        .map((m) => [m.source, m.destination, m.options[1]]);
+    const nested = plan({
+      protectedPaths: ['/srv/work/.vscode/settings.json'],
+      ancestorPaths: ['/srv/work/.vscode'],
+      mountSources: {
+        '/srv/work/.vscode': '/proc/7/fd/31',
+        '/srv/work/.vscode/settings.json': '/proc/7/fd/30',
+      },
+    });
+    expect(mounts(nested)).toEqual([
+      ['/proc/7/fd/31', '/work/.vscode', 'rw'],
+      ['/proc/7/fd/30', '/work/.vscode/settings.json', 'ro'],
+    ]);
+    expect(mounts({ ...nested, workWritable: false })[0]).toEqual([
+      '/proc/7/fd/31',
+      '/work/.vscode',
+      'ro',
+    ]);
   });
 
   it('limits memory (no swap on top), processes, CPU and files; no capabilities, no new privileges', () => {

@@ -21,6 +21,18 @@ export interface RuncPlan {
   workWritable: boolean;
   /** Existing protected paths under {@link workDir} (host paths), bound read-only over it. */
   protectedPaths: readonly string[];
+  /**
+   * The folders between {@link workDir} and a protected path (host paths), each bound onto itself
+   * (writable as the directory is): a mount point cannot be renamed or removed, so renaming a
+   * parent cannot carry a protected path's read-only bind away.
+   */
+  ancestorPaths?: readonly string[];
+  /**
+   * Where to bind each protected or ancestor path from, by host path: a checked descriptor's
+   * `/proc/<pid>/fd/<n>`, so a component swapped for a symlink after the check binds nothing else.
+   * Absent: the path itself.
+   */
+  mountSources?: Readonly<Record<string, string>>;
   /** A host directory holding `input.json`, bound read-only at {@link INPUT_DIR}. */
   inputDir: string;
   /** Share the host's network namespace; false gives an empty one (loopback only). */
@@ -75,18 +87,23 @@ const CPU_PERIOD_US = 100_000;
 /**
  * The OCI runtime configuration of one call: the image's root file system read-only; the call's
  * directory at /work as the only writable host path (its protected paths bound read-only over
- * it); a private /tmp; the input at /toolgate/input.json; new PID, mount, IPC, UTS and network
+ * it, every folder on the way to one bound onto itself); a private /tmp; the input at /toolgate/input.json; new PID, mount, IPC, UTS and network
  * namespaces (the network one left out only when the call may use the network); memory (swap
  * included), pids and CPU limits; no capabilities, no new privileges, a seccomp deny-list. Pure.
  */
 export function ociConfig(plan: RuncPlan): OciConfig {
-  const protectedMounts = plan.protectedPaths.map((hostPath) => {
+  const inside = (hostPath: string, mode: 'ro' | 'rw') => {
     const rel = path.relative(plan.workDir, hostPath);
     if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) {
       throw new Error(`protected path ${hostPath} is not inside ${plan.workDir}`);
     }
-    return bind(hostPath, path.posix.join(WORK_DIR, rel.split(path.sep).join('/')), 'ro');
-  });
+    const source = plan.mountSources?.[hostPath] ?? hostPath;
+    return bind(source, path.posix.join(WORK_DIR, rel.split(path.sep).join('/')), mode);
+  };
+  const protectedMounts = [
+    ...(plan.ancestorPaths ?? []).map((p) => inside(p, plan.workWritable ? 'rw' : 'ro')),
+    ...plan.protectedPaths.map((p) => inside(p, 'ro')),
+  ];
   // Parents before children: a protected path's bind must land on the /work bind, not under it.
   protectedMounts.sort((a, b) => a.destination.length - b.destination.length);
   return {

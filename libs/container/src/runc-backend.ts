@@ -4,7 +4,13 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { CappedBuffer, findExecutable } from '@toolgate/sandbox';
+import type { FileHandle } from 'node:fs/promises';
+import {
+  CappedBuffer,
+  findExecutable,
+  openProtectedMounts,
+  resolveProtectedMounts,
+} from '@toolgate/sandbox';
 import {
   containerLimits,
   operatorLimits,
@@ -38,6 +44,28 @@ export interface RuncSettings {
 
 /** How often a kill is repeated until runc has ended (a container still being created). */
 const KILL_RETRY_MS = 100;
+
+/** The exit status of {@link STAGE_SCRIPT} when a staged path is not the file that was checked. */
+export const STAGE_REFUSED = 125;
+
+/**
+ * The protected mounts of a call, made race-free for runc: runc binds by path, and a concurrent
+ * call of the same directory could swap a folder for a symlink between our check and runc's mount
+ * (binding a host directory into the container, writable for a folder on the way to a protected
+ * path). So runc runs in a private mount namespace of its own (`unshare --mount`, propagation
+ * private: nothing reaches the host's), where this script first binds each checked path onto a
+ * staging file in the call's bundle (ours, mode 0700) and checks the staged mount is the very
+ * file of the descriptor opened and checked (fd 3, 4, …: device and inode), as bubblewrap does for
+ * `--bind-fd`, closes the descriptors and becomes runc, which binds from the staging files.
+ * Arguments: the count, then source and staging path pairs, then runc's argv. Fixed text.
+ */
+export const STAGE_SCRIPT =
+  'n=$1; shift; i=0; ' +
+  'while [ $i -lt $n ]; do fd=$((3+i)); ' +
+  'mount --no-canonicalize --bind -- "$1" "$2" || exit 125; ' +
+  '[ "$(stat -L -c %d:%i /proc/self/fd/$fd)" = "$(stat -c %d:%i -- "$2")" ] || exit 125; ' +
+  'eval "exec $fd>&-"; shift 2; i=$((i+1)); done; ' +
+  'exec "$@"';
 const ID_PREFIX = 'tg-';
 
 /**
@@ -63,6 +91,8 @@ export class RuncBackend implements ContainerBackend {
     readonly limits: Readonly<ContainerLimits>,
     private readonly user: { uid: number; gid: number },
     private readonly memory: MemoryCgroups | null,
+    private readonly unshare: string,
+    private readonly bash: string,
   ) {}
 
   /**
@@ -95,6 +125,14 @@ export class RuncBackend implements ContainerBackend {
         'runc cannot limit memory here: this process has no memory cgroup (cgroup v1 memory hierarchy, or cgroup v2 with the memory controller)',
       );
     }
+    const unshare = await findExecutable('unshare');
+    const bash = await findExecutable('bash');
+    if (!unshare || !bash || !(await findExecutable('mount'))) {
+      throw new ConfigError(
+        'the runc backend needs unshare and mount (Debian package "util-linux") and bash to keep protected paths in place',
+        { details: { package: 'util-linux' } },
+      );
+    }
     const stateDir = path.resolve(settings.stateDir ?? '/run/toolgate-runc');
     for (const dir of ['runc', 'bundles']) {
       await fs.mkdir(path.join(stateDir, dir), { recursive: true, mode: 0o700 });
@@ -107,6 +145,8 @@ export class RuncBackend implements ContainerBackend {
       operatorLimits(settings.limits),
       settings.user ?? { uid: 0, gid: 0 },
       memory,
+      unshare,
+      bash,
     );
     await backend.removeStale();
     return backend;
@@ -114,13 +154,45 @@ export class RuncBackend implements ContainerBackend {
 
   async run(request: ContainerRequest): Promise<ContainerResult> {
     const image = await this.images.resolve(request.image);
-    const protectedPaths = await checkedProtectedPaths(request.cwd, request.protectedPaths);
+    const root = await workRoot(request.cwd);
+    const handles: FileHandle[] = [];
+    try {
+      return await this.runIn(request, image, root, handles);
+    } finally {
+      await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+    }
+  }
+
+  private async runIn(
+    request: ContainerRequest,
+    image: Awaited<ReturnType<ImageStore['resolve']>>,
+    root: string,
+    handles: FileHandle[],
+  ): Promise<ContainerResult> {
+    // Opened and checked here; staged for runc from these descriptors (see STAGE_SCRIPT).
+    const mounts = await openProtectedMounts(
+      root,
+      await resolveProtectedMounts(root, request.protectedPaths),
+      handles,
+    );
+    const staged = [...mounts.protectedPaths, ...mounts.ancestorPaths];
     const limits = containerLimits(this.limits, request.limits);
     const id = `${ID_PREFIX}${process.pid}-${++this.seq}-${randomBytes(3).toString('hex')}`;
     const bundle = path.join(this.bundles, id);
     const inputDir = path.join(bundle, 'input');
     await fs.mkdir(inputDir, { recursive: true, mode: 0o700 });
+    const stage = path.join(bundle, 'stage');
+    await fs.mkdir(stage, { mode: 0o700 });
+    const mountSources: Record<string, string> = {};
+    const stages: { source: string; target: string }[] = [];
     try {
+      for (const [i, p] of staged.entries()) {
+        const target = path.join(stage, String(i));
+        if ((await handles[i]!.stat()).isDirectory()) await fs.mkdir(target);
+        else await fs.writeFile(target, '');
+        mountSources[p] = target;
+        stages.push({ source: p, target });
+      }
       await fs.writeFile(path.join(inputDir, 'input.json'), request.input, { mode: 0o444 });
       const config = ociConfig({
         rootfs: image.rootfs,
@@ -133,9 +205,11 @@ export class RuncBackend implements ContainerBackend {
           ...request.env,
           TOOLGATE_INPUT_FILE: INPUT_FILE,
         },
-        workDir: await fs.realpath(request.cwd),
+        workDir: root,
         workWritable: request.writable,
-        protectedPaths,
+        protectedPaths: mounts.protectedPaths,
+        ancestorPaths: mounts.ancestorPaths,
+        mountSources,
         inputDir,
         network: request.network,
         memoryBytes: limits.memoryBytes,
@@ -148,7 +222,13 @@ export class RuncBackend implements ContainerBackend {
       });
       await fs.writeFile(path.join(bundle, 'config.json'), JSON.stringify(config));
       const log = path.join(bundle, 'runc.log');
-      const result = await this.runContainer(id, bundle, log, request);
+      const result = await this.runContainer(id, bundle, log, request, stages, handles);
+      if (result.exitCode === STAGE_REFUSED && !(await fs.stat(log).catch(() => undefined))) {
+        throw new ToolgateError(
+          ErrorCode.Config,
+          'a protected path in the working directory changed while the container was set up: the container cannot keep it read-only',
+        );
+      }
       const oomKills = await this.memory?.oomKills(id);
       const startError = result.exitCode === 0 ? undefined : await runFailure(log);
       return {
@@ -185,6 +265,8 @@ export class RuncBackend implements ContainerBackend {
     bundle: string,
     log: string,
     request: ContainerRequest,
+    stages: readonly { source: string; target: string }[] = [],
+    handles: readonly FileHandle[] = [],
   ): Promise<Omit<ContainerResult, 'memoryExceeded'>> {
     const stdout = new CappedBuffer(request.maxOutputBytes);
     const stderr = new CappedBuffer(request.maxOutputBytes);
@@ -192,10 +274,10 @@ export class RuncBackend implements ContainerBackend {
       return Promise.resolve({ ending: 'cancelled', exitCode: null, signal: null, stdout, stderr });
     }
     return new Promise((resolve, reject) => {
-      const child = spawn(
+      const runcArgv = [
         this.runc,
         // runc's own messages go to its log, so stderr is the tool's alone.
-        [
+        ...[
           '--root',
           this.runcRoot,
           '--log',
@@ -208,15 +290,33 @@ export class RuncBackend implements ContainerBackend {
           bundle,
           id,
         ],
-        {
-          cwd: bundle,
-          env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
-          // Not detached: runc in a session of its own takes a quarter longer to run a container,
-          // and nothing here needs a process-group kill (`runc kill` reaches the container, whose
-          // init takes everything in its PID namespace with it).
-          stdio: ['pipe', 'pipe', 'pipe'],
-        },
-      );
+      ];
+      const [program, ...args] = stages.length
+        ? [
+            this.unshare,
+            '--mount',
+            '--propagation',
+            'private',
+            '--',
+            this.bash,
+            '--norc',
+            '--noprofile',
+            '-c',
+            STAGE_SCRIPT,
+            'stage',
+            String(stages.length),
+            ...stages.flatMap((s) => [s.source, s.target]),
+            ...runcArgv,
+          ]
+        : runcArgv;
+      const child = spawn(program!, args, {
+        cwd: bundle,
+        env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin' },
+        // Not detached: runc in a session of its own takes a quarter longer to run a container,
+        // and nothing here needs a process-group kill (`runc kill` reaches the container, whose
+        // init takes everything in its PID namespace with it).
+        stdio: ['pipe', 'pipe', 'pipe', ...handles.map((h) => h.fd)],
+      });
       let ending: ContainerResult['ending'] = 'exited';
       let killer: NodeJS.Timeout | undefined;
       const stop = (why: ContainerResult['ending']) => {
@@ -236,11 +336,11 @@ export class RuncBackend implements ContainerBackend {
         clearInterval(killer);
         request.signal?.removeEventListener('abort', onAbort);
       };
-      child.stdout.on('data', (b: Buffer) => stdout.push(b));
-      child.stderr.on('data', (b: Buffer) => stderr.push(b));
+      child.stdout!.on('data', (b: Buffer) => stdout.push(b));
+      child.stderr!.on('data', (b: Buffer) => stderr.push(b));
       // A tool that exits without reading its input closes the pipe: EPIPE is not a failure.
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(request.input);
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(request.input);
       child.once('error', (err) => {
         done();
         reject(
@@ -318,11 +418,8 @@ function alive(pid: number): boolean {
   }
 }
 
-/**
- * The protected paths to bind, as real paths inside `cwd`. A symlink among them refuses the call:
- * binding it would follow it, and the tool could have pointed it anywhere.
- */
-async function checkedProtectedPaths(cwd: string, paths: readonly string[]): Promise<string[]> {
+/** The call's directory as a real path; the whole root file system refuses the call. */
+async function workRoot(cwd: string): Promise<string> {
   const root = await fs.realpath(cwd).catch((err: NodeJS.ErrnoException) => {
     throw new ToolgateError(
       ErrorCode.ToolFailed,
@@ -332,20 +429,5 @@ async function checkedProtectedPaths(cwd: string, paths: readonly string[]): Pro
   if (root === '/') {
     throw new ConfigError(`a container cannot have the whole root file system as ${WORK_DIR}`);
   }
-  const out: string[] = [];
-  for (const p of paths) {
-    const abs = path.resolve(root, path.relative(cwd, p));
-    if (!abs.startsWith(`${root}/`)) continue;
-    const stat = await fs.lstat(abs).catch(() => undefined);
-    if (!stat) continue;
-    if (stat.isSymbolicLink()) {
-      throw new ToolgateError(
-        ErrorCode.Config,
-        `${path.relative(root, abs)} in the working directory is a symlink: the container cannot keep it read-only`,
-        { details: { path: path.relative(root, abs) } },
-      );
-    }
-    out.push(abs);
-  }
-  return out;
+  return root;
 }

@@ -159,10 +159,53 @@ it('cannot write at all under read-only isolation', async () => {
   expect(existsSync(path.join(work, 'out.txt'))).toBe(false);
 });
 
-it('refuses a protected path that is a symlink (binding it would follow it)', async () => {
+it('runs where a protected path is a symlink, binding nothing it reaches outside', async () => {
+  await fs.writeFile(path.join(outside, 'config'), 'HOST\n');
   await fs.symlink(outside, path.join(work, '.git'));
-  await expect(sh('true', { protectedPaths: [path.join(work, '.git')] })).rejects.toMatchObject({
-    code: ErrorCode.Config,
+  const result = await sh('cat .git/config; echo x > .git/config; echo ran', {
+    protectedPaths: [path.join(work, '.git')],
+  });
+  expect(result.stdout.text()).toBe('ran\n');
+  expect(await fs.readFile(path.join(outside, 'config'), 'utf8')).toBe('HOST\n');
+});
+
+describe('a protected path below an ordinary folder (issue 23, finding 3)', () => {
+  const ORIGINAL = '{"task.allowAutomaticTasks": "off"}\n';
+  const attacks = [
+    'mv .vscode x; mkdir .vscode; cd .vscode && printf pwned > settings.json',
+    'rm -rf .vscode; mkdir .vscode; printf pwned > .vscode/settings.json',
+    'mv .github g; mkdir -p .github/workflows; printf pwned > .github/workflows/ci.yml',
+    'mkdir -p s/.vscode && printf pwned > s/.vscode/settings.json && tar -C s -cf a.tar .vscode && tar -xf a.tar',
+  ];
+
+  beforeEach(async () => {
+    await fs.mkdir(path.join(work, '.vscode'));
+    await fs.writeFile(path.join(work, '.vscode', 'settings.json'), ORIGINAL);
+    await fs.mkdir(path.join(work, '.github', 'workflows'), { recursive: true });
+    await fs.writeFile(path.join(work, '.github', 'workflows', 'ci.yml'), ORIGINAL);
+  });
+
+  const files = async () =>
+    Promise.all(
+      ['.vscode/settings.json', '.github/workflows/ci.yml'].map((f) =>
+        fs.readFile(path.join(work, f), 'utf8').catch(() => 'gone'),
+      ),
+    );
+
+  it.each(attacks)('%s: changes the host file where the path is not protected', async (attack) => {
+    await sh(attack);
+    expect(await files()).not.toEqual([ORIGINAL, ORIGINAL]);
+  });
+
+  it.each(attacks)('%s: leaves the host files byte for byte unchanged', async (attack) => {
+    const result = await sh(`${attack}; echo ran`, {
+      protectedPaths: [
+        path.join(work, '.vscode', 'settings.json'),
+        path.join(work, '.github', 'workflows'),
+      ],
+    });
+    expect(result.stdout.text()).toContain('ran');
+    expect(await files()).toEqual([ORIGINAL, ORIGINAL]);
   });
 });
 

@@ -55,6 +55,16 @@ describe('the protected-path matcher', () => {
     ['.github/workflows/ci.yml', '.github/workflows'],
     ['.vscode/settings.json', '.vscode/settings.json'],
     ['.claude/settings.json', '.claude'],
+    ['.husky/pre-commit', '.husky'],
+    ['.pre-commit-config.yaml', '.pre-commit-config.yaml'],
+    ['.cargo/config.toml', '.cargo/config.toml'],
+    ['crates/a/.cargo/config', '.cargo/config'],
+    ['CLAUDE.md', 'CLAUDE.md'],
+    ['pkg/claude.md', 'CLAUDE.md'],
+    ['AGENTS.md', 'AGENTS.md'],
+    ['.cursorrules', '.cursorrules'],
+    ['.idea/workspace.xml', '.idea'],
+    ['.vscode/launch.json', '.vscode/launch.json'],
   ])('%j is protected by %s', (path, pattern) => {
     expect(p.match(path)).toEqual({ path, pattern });
   });
@@ -69,6 +79,8 @@ describe('the protected-path matcher', () => {
     'git/config',
     'environment.ts',
     '.vscode/extensions.json',
+    '.cargo/registry/cache',
+    'docs/AGENTS.md.txt',
     'README.md',
     '.',
     '',

@@ -51,11 +51,28 @@ export const DEFAULT_PROTECTED_PATHS: readonly string[] = Object.freeze([
   '.gitlab-ci.yml',
   '.vscode/settings.json',
   '.vscode/tasks.json',
+  '.vscode/launch.json',
+  '.idea',
   '.devcontainer',
-  // Other agents' permission settings and tool servers.
+  // Hook managers: their files run on the next commit or push.
+  '.husky',
+  '.pre-commit-config.yaml',
+  'lefthook.yml',
+  '.lefthook.yml',
+  // Cargo's configuration: `[target.*] runner`, `rustc-wrapper` and aliases run on the next build.
+  '.cargo/config.toml',
+  '.cargo/config',
+  // Other agents' permission settings, tool servers and standing instructions.
   '.claude',
   '.cursor',
   '.mcp.json',
+  'CLAUDE.md',
+  'AGENTS.md',
+  'GEMINI.md',
+  '.cursorrules',
+  '.windsurfrules',
+  '.clinerules',
+  '.github/copilot-instructions.md',
 ]);
 
 /** Which verdict a write to a protected path gets. */

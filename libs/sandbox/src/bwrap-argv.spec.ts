@@ -73,19 +73,32 @@ it('reproduces the host layout read-only: binds and symlinks, nothing writable',
   expect(occurrences(args, '--bind', 2)).toEqual([['/work/repo', '/work/repo']]);
 });
 
-it('mounts a fresh /proc, a minimal /dev and a sized private /tmp', () => {
-  const args = bwrapArgv('bwrap', layout, plan, {});
+it('mounts a fresh /proc, a read-only minimal /dev, a sized /dev/shm and a sized private /tmp', () => {
+  const args = bwrapArgv('bwrap', layout, { ...plan, shmBytes: 2 * 1024 * 1024 }, {});
   expect(occurrences(args, '--proc')).toEqual([['/proc']]);
-  expect(occurrences(args, '--dev')).toEqual([['/dev']]);
-  const tmp = args.indexOf('--tmpfs');
-  expect(args.slice(tmp - 4, tmp + 2)).toEqual([
+  const dev = args.indexOf('--dev');
+  expect(args.slice(dev, dev + 14)).toEqual([
+    '--dev',
+    '/dev',
+    '--perms',
+    '1777',
+    '--size',
+    String(2 * 1024 * 1024),
+    '--tmpfs',
+    '/dev/shm',
+    // After /dev/shm is mounted on it: bubblewrap cannot size /dev's own tmpfs.
+    '--remount-ro',
+    '/dev',
     '--perms',
     '1777',
     '--size',
     String(1024 * 1024),
-    '--tmpfs',
-    '/tmp',
   ]);
+  expect(occurrences(args, '--tmpfs')).toEqual([['/dev/shm'], ['/tmp']]);
+  // Without a size of its own, /dev/shm gets /tmp's.
+  const unsized = bwrapArgv('bwrap', layout, plan, {});
+  const shm = unsized.indexOf('/dev/shm');
+  expect(unsized.slice(shm - 3, shm)).toEqual(['--size', String(1024 * 1024), '--tmpfs']);
 });
 
 it('binds cwd after /tmp and its read-only parents, and protected paths over cwd', () => {
@@ -96,15 +109,16 @@ it('binds cwd after /tmp and its read-only parents, and protected paths over cwd
       ...plan,
       cwd: '/tmp/w/repo',
       readOnlyPaths: ['/tmp/w/repo/docs', '/tmp/w', '/opt/tools'],
-      protectedPaths: ['/tmp/w/repo/.git', '/tmp/w/repo/.env'],
+      protectedPaths: ['/tmp/w/repo/.git', '/tmp/w/repo/.env', '/tmp/w/repo/.vscode/settings.json'],
+      ancestorPaths: ['/tmp/w/repo/.vscode'],
     },
     {},
   );
-  const after = args.slice(args.indexOf('--tmpfs'));
+  const after = args.slice(args.lastIndexOf('--tmpfs'));
   const binds = after.flatMap((a, i) =>
     a === '--bind' || a === '--ro-bind'
       ? [`${a} ${after[i + 1]}`]
-      : a === '--ro-bind-fd'
+      : a === '--ro-bind-fd' || a === '--bind-fd'
         ? [`${a} ${after[i + 1]} ${after[i + 2]}`]
         : [],
   );
@@ -116,7 +130,26 @@ it('binds cwd after /tmp and its read-only parents, and protected paths over cwd
     // Protected paths from the descriptors the caller opened, fd 3 for the first and so on.
     '--ro-bind-fd 3 /tmp/w/repo/.git',
     '--ro-bind-fd 4 /tmp/w/repo/.env',
+    // The directory on the way to one, onto itself (writable as cwd is), before what it holds.
+    '--bind-fd 6 /tmp/w/repo/.vscode',
+    '--ro-bind-fd 5 /tmp/w/repo/.vscode/settings.json',
   ]);
+  const readOnly = bwrapArgv(
+    'bwrap',
+    layout,
+    {
+      ...plan,
+      cwdWritable: false,
+      protectedPaths: ['/work/repo/a/.env'],
+      ancestorPaths: ['/work/repo/a'],
+    },
+    {},
+  );
+  expect(occurrences(readOnly, '--ro-bind-fd', 2)).toEqual([
+    ['4', '/work/repo/a'],
+    ['3', '/work/repo/a/.env'],
+  ]);
+  expect(occurrences(readOnly, '--bind-fd', 2)).toEqual([]);
 });
 
 it('binds a read-only cwd read-only, once, even when it is also a read path', () => {

@@ -34,12 +34,22 @@ export interface SandboxPlan {
    */
   readonly protectedPaths: readonly string[];
   /**
+   * The directories inside `cwd` on the way to a protected path (real paths), each bound onto
+   * itself — writable when `cwd` is — from a checked descriptor, the j-th at fd
+   * {@link PROTECTED_FD_BASE} + `protectedPaths.length` + j. A mount point cannot be renamed or
+   * removed (EBUSY), so `mv .vscode x && mkdir .vscode` cannot carry a read-only bind away and put
+   * a writable directory in its place: the protected path stays where the host has it.
+   */
+  readonly ancestorPaths?: readonly string[];
+  /**
    * Share the host's network namespace. Without it the sandbox has a network namespace of its own
    * with only a loopback interface: no route anywhere, the host's 127.0.0.1 included.
    */
   readonly network: boolean;
   /** Size of the private `/tmp` (a tmpfs of the sandbox's own), in bytes. */
   readonly tmpBytes: number;
+  /** Size of the private `/dev/shm`, in bytes. Default: that of `/tmp`. */
+  readonly shmBytes?: number;
 }
 
 /** The descriptor of the first protected path (after stdin, stdout and stderr). */
@@ -60,7 +70,10 @@ export const SANDBOX_TMP = '/tmp';
  * - the new PID namespace has bubblewrap as its init: when the command exits or bubblewrap is
  *   killed, the kernel kills every process left in the namespace;
  * - a fresh `/proc` of that namespace (the host's processes, the service's environment among
- *   them, are not in it), a minimal `/dev`, a private `/tmp`;
+ *   them, are not in it), a minimal `/dev`, a private `/tmp`; every writable tmpfs has a size —
+ *   `/dev/shm` and `/tmp` the plan's — and `/dev` itself (a tmpfs of half the host's RAM, which
+ *   bubblewrap cannot size) is remounted read-only once `/dev/shm` is on it: its device nodes
+ *   still work, nothing can be stored there;
  * - binds in path order, so a deeper bind always lands on top of a shallower one (a protected
  *   path over the writable `cwd`, `cwd` over a read-only parent).
  */
@@ -96,6 +109,14 @@ export function bwrapArgv(
     '--perms',
     '1777',
     '--size',
+    String(Math.max(4096, Math.floor(plan.shmBytes ?? plan.tmpBytes))),
+    '--tmpfs',
+    '/dev/shm',
+    '--remount-ro',
+    '/dev',
+    '--perms',
+    '1777',
+    '--size',
     String(Math.max(4096, Math.floor(plan.tmpBytes))),
     '--tmpfs',
     SANDBOX_TMP,
@@ -110,13 +131,19 @@ export function bwrapArgv(
       order: 2,
       fd: PROTECTED_FD_BASE + i,
     })),
+    ...(plan.ancestorPaths ?? []).map((path, j) => ({
+      path,
+      writable: plan.cwdWritable,
+      order: 2,
+      fd: PROTECTED_FD_BASE + plan.protectedPaths.length + j,
+    })),
   ];
   const seen = new Set<string>();
   binds
     .sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order)
     .forEach(({ path, writable, fd }) => {
       if (fd !== undefined) {
-        args.push('--ro-bind-fd', String(fd), path);
+        args.push(writable ? '--bind-fd' : '--ro-bind-fd', String(fd), path);
         return;
       }
       // The last bind of a path wins; a read-only path repeated as cwd keeps cwd's mode.

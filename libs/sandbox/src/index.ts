@@ -27,6 +27,11 @@ export {
   type ProcessResult,
 } from './process-runner';
 export { CappedBuffer } from './capped-buffer';
-export { PidsCgroup } from './pids-cgroup';
+export { MemoryCgroup, PidsCgroup } from './pids-cgroup';
 export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';
 export { SandboxedProcess } from './long-lived-process';
+export {
+  openProtectedMounts,
+  resolveProtectedMounts,
+  type ProtectedMounts,
+} from './protected-mounts';

@@ -3,7 +3,8 @@
  * - it closes every file descriptor above `keep` (stderr, or the last descriptor the run passes to
  *   bubblewrap on purpose) that the service inherited without close-on-exec (a socket or pipe the
  *   service's own parent leaked), so none reaches bubblewrap or the tool;
- * - when the run has a pids cgroup (`$0`), it moves itself into it before anything forks;
+ * - when the run has cgroups (`$0`: their directories, separated by `:` — pids, memory), it moves
+ *   itself into each before anything forks;
  * - then it becomes bubblewrap (exec), so it costs no process of its own.
  * Fixed text: the cgroup directory and the argv are arguments, never spliced into it. `--norc`:
  * bash reads ~/.bashrc when its stdin is a socket (Node's pipes are), even for `-c`.
@@ -11,7 +12,9 @@
 const LAUNCHER_SCRIPT =
   'keep=$1; shift; ' +
   'for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt "$keep" ] && [ -e "$f" ] && exec {n}>&-; done; ' +
-  '[ -z "$0" ] || echo $$ > "$0/cgroup.procs" || exit 125; ' +
+  'cgroups=$0; while [ -n "$cgroups" ]; do c=${cgroups%%:*}; ' +
+  '[ "$c" = "$cgroups" ] && cgroups= || cgroups=${cgroups#*:}; ' +
+  'echo $$ > "$c/cgroup.procs" || exit 125; done; ' +
   'exec "$@"';
 
 /**
@@ -24,12 +27,12 @@ export const LAUNCHER_ENV: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given, keeping descriptors up
- * to `keep` (2: stdio only). Pure.
+ * `argv` started through {@link LAUNCHER_SCRIPT}, in `cgroup` when given (one directory, or
+ * several), keeping descriptors up to `keep` (2: stdio only). Pure.
  */
 export function launcherArgv(
   bash: string,
-  cgroup: string | undefined,
+  cgroup: string | readonly string[] | undefined,
   argv: readonly string[],
   keep = 2,
 ): string[] {
@@ -39,7 +42,7 @@ export function launcherArgv(
     '--noprofile',
     '-c',
     LAUNCHER_SCRIPT,
-    cgroup ?? '',
+    typeof cgroup === 'string' ? cgroup : (cgroup ?? []).join(':'),
     String(keep),
     ...argv,
   ];

@@ -3,15 +3,9 @@ import path from 'node:path';
 import { ConfigError } from '@toolgate/contracts';
 import { killQuietly } from './process-runner';
 
-/** The directory, under the pids cgroup we start from, that holds one cgroup per running sandbox. */
+/** The directory, under the cgroup we start from (pids or memory), that holds one cgroup per running sandbox. */
 const PARENT = 'toolgate-sandbox';
 
-/**
- * One pids cgroup per sandboxed run, so a process limit holds where RLIMIT_NPROC does not: the
- * kernel never applies RLIMIT_NPROC to root. The run's first process (the launcher, which then
- * `exec`s bubblewrap) moves itself into the cgroup before anything else starts, so every process
- * of the run is counted from the first fork on.
- */
 /**
  * The number of this process's next run cgroup: one sequence for the process, since several
  * executors may share it (the bench's and tests' stacks) and each names its runs' cgroups
@@ -19,8 +13,14 @@ const PARENT = 'toolgate-sandbox';
  */
 let nextRun = 0;
 
+/**
+ * One pids cgroup per sandboxed run, so a process limit holds where RLIMIT_NPROC does not: the
+ * kernel never applies RLIMIT_NPROC to root. The run's first process (the launcher, which then
+ * `exec`s bubblewrap) moves itself into the cgroup before anything else starts, so every process
+ * of the run is counted from the first fork on.
+ */
 export class PidsCgroup {
-  private constructor(private readonly parent: string) {}
+  protected constructor(protected readonly parent: string) {}
 
   /**
    * Prepares `<root>/toolgate-sandbox`. `root` names a pids cgroup directory (cgroup v1 pids
@@ -29,33 +29,16 @@ export class PidsCgroup {
    * usable cgroup is found; an explicit `root` that does not work is a ConfigError.
    */
   static async open(root: string | undefined): Promise<PidsCgroup | null> {
-    const base = root ?? (await v1PidsCgroupOfSelf());
-    if (base === undefined) return null;
-    try {
-      // Only ever inside a cgroup file system: never create directories anywhere else.
-      await fs.access(path.join(base, 'cgroup.procs'));
-      const parent = path.join(base, PARENT);
-      await fs.mkdir(parent, { recursive: true });
-      // cgroup v2: the children of our parent need the pids controller enabled in it.
-      await fs.writeFile(path.join(parent, 'cgroup.subtree_control'), '+pids').catch(() => {
-        // cgroup v1 has no subtree_control: every cgroup of the pids hierarchy has pids.max.
-      });
-      const cgroup = new PidsCgroup(parent);
-      await cgroup.removeStale();
-      const probe = await cgroup.create(1);
-      await cgroup.remove(probe);
-      return cgroup;
-    } catch (err) {
-      if (root === undefined) return null;
-      throw new ConfigError(
-        `the pids cgroup ${root} cannot hold sandboxes: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-        { details: { field: 'pidsCgroup' } },
-      );
-    }
+    return openUnder(root, 'pids', (parent) => new PidsCgroup(parent));
   }
 
   /** A new cgroup allowing at most `max` processes; remove it with {@link remove}. */
   async create(max: number): Promise<string> {
+    return this.createWith('pids.max', String(Math.max(1, Math.floor(max))));
+  }
+
+  /** A new run cgroup with `value` written to its `file`. */
+  protected async createWith(file: string, value: string): Promise<string> {
     let dir: string;
     for (;;) {
       dir = path.join(this.parent, `${process.pid}-${++nextRun}`);
@@ -68,12 +51,23 @@ export class PidsCgroup {
       }
     }
     try {
-      await fs.writeFile(path.join(dir, 'pids.max'), String(Math.max(1, Math.floor(max))));
+      await fs.writeFile(path.join(dir, file), value);
     } catch (err) {
       await fs.rmdir(dir).catch(() => undefined);
       throw err;
     }
     return dir;
+  }
+
+  /** Removes stale cgroups, then makes and removes one, so a cgroup that cannot work fails now. */
+  async selfTest(): Promise<void> {
+    await this.removeStale();
+    const probe = await this.probe();
+    await this.remove(probe);
+  }
+
+  protected probe(): Promise<string> {
+    return this.create(1);
   }
 
   /**
@@ -111,7 +105,7 @@ export class PidsCgroup {
   }
 
   /** Cgroups an executor that is no longer running left behind (named `<its pid>-<n>`). */
-  private async removeStale(): Promise<void> {
+  protected async removeStale(): Promise<void> {
     for (const entry of await fs.readdir(this.parent, { withFileTypes: true })) {
       const owner = Number.parseInt(entry.name, 10);
       if (!entry.isDirectory() || !Number.isInteger(owner) || alive(owner)) continue;
@@ -129,13 +123,108 @@ function alive(pid: number): boolean {
   }
 }
 
-/** `/sys/fs/cgroup/pids/<our path>` when this process is in a cgroup v1 pids hierarchy. */
-async function v1PidsCgroupOfSelf(): Promise<string | undefined> {
+/**
+ * One memory cgroup per sandboxed run: a single memory limit for the run's whole process tree,
+ * whatever number of processes it forks (RLIMIT_AS binds each process alone, so six children of a
+ * 64 MiB tool held six times that). Pages the run writes to its private `/tmp` and `/dev/shm`
+ * count as well, so the limit bounds what the run holds in the host's memory, all told. Swap is
+ * limited to the same figure where the kernel accounts it (`memory.memsw.limit_in_bytes`). At the
+ * limit the kernel's OOM killer ends a process of the run, never one outside it. The launcher
+ * moves the run's first process into it, as into the pids cgroup.
+ */
+export class MemoryCgroup extends PidsCgroup {
+  /**
+   * Prepares `<root>/toolgate-sandbox` in a memory cgroup directory (cgroup v1 memory hierarchy,
+   * or cgroup v2 with `memory` in `cgroup.subtree_control`); without `root`, the memory hierarchy
+   * of this process. Null when there is none; an explicit `root` that does not work is a
+   * ConfigError.
+   */
+  static override async open(root: string | undefined): Promise<MemoryCgroup | null> {
+    return openUnder(root, 'memory', (parent) => new MemoryCgroup(parent));
+  }
+
+  /** A new cgroup whose processes hold at most `bytes` together; remove it with {@link remove}. */
+  override async create(bytes: number): Promise<string> {
+    const limit = String(Math.max(4 * 1024 * 1024, Math.floor(bytes)));
+    const v1 = await exists(path.join(this.parent, 'memory.limit_in_bytes'));
+    const dir = await this.createWith(v1 ? 'memory.limit_in_bytes' : 'memory.max', limit);
+    try {
+      if (v1) {
+        // Present only with swap accounting; at or above the memory limit, so set after it.
+        const memsw = path.join(dir, 'memory.memsw.limit_in_bytes');
+        if (await exists(memsw)) await fs.writeFile(memsw, limit);
+      } else {
+        await fs.writeFile(path.join(dir, 'memory.swap.max'), '0').catch(() => undefined);
+      }
+    } catch (err) {
+      await fs.rmdir(dir).catch(() => undefined);
+      throw err;
+    }
+    return dir;
+  }
+
+  /** How many times the OOM killer ended a process of the run's cgroup (0 when unknown). */
+  async oomKills(dir: string): Promise<number> {
+    for (const file of ['memory.oom_control', 'memory.events']) {
+      const text = await fs.readFile(path.join(dir, file), 'utf8').catch(() => '');
+      const match = /^oom_kill (\d+)$/m.exec(text);
+      if (match) return Number(match[1]);
+    }
+    return 0;
+  }
+
+  protected override probe(): Promise<string> {
+    return this.create(0);
+  }
+}
+
+/**
+ * Prepares `<root>/toolgate-sandbox` for a controller and checks a cgroup can be made there.
+ * `controller` names the v1 hierarchy (`/sys/fs/cgroup/<controller>`) looked up from this
+ * process's cgroups when `root` is not given, and the v2 controller to enable below the parent.
+ */
+async function openUnder<T extends PidsCgroup>(
+  root: string | undefined,
+  controller: 'pids' | 'memory',
+  make: (parent: string) => T,
+): Promise<T | null> {
+  const base = root ?? (await v1CgroupOfSelf(controller));
+  if (base === undefined) return null;
+  try {
+    // Only ever inside a cgroup file system: never create directories anywhere else.
+    await fs.access(path.join(base, 'cgroup.procs'));
+    const parent = path.join(base, PARENT);
+    await fs.mkdir(parent, { recursive: true });
+    // cgroup v2: the children of our parent need the controller enabled in it.
+    await fs.writeFile(path.join(parent, 'cgroup.subtree_control'), `+${controller}`).catch(() => {
+      // cgroup v1 has no subtree_control: every cgroup of the hierarchy has the controller.
+    });
+    const cgroup = make(parent);
+    await cgroup.selfTest();
+    return cgroup;
+  } catch (err) {
+    if (root === undefined) return null;
+    throw new ConfigError(
+      `the ${controller} cgroup ${root} cannot hold sandboxes: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      { details: { field: `${controller}Cgroup` } },
+    );
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** `/sys/fs/cgroup/<controller>/<our path>` when this process is in that cgroup v1 hierarchy. */
+async function v1CgroupOfSelf(controller: string): Promise<string | undefined> {
   const own = await fs.readFile('/proc/self/cgroup', 'utf8').catch(() => '');
   for (const line of own.split('\n')) {
     const [, controllers, cgroupPath] = line.split(':');
-    if (cgroupPath === undefined || !controllers?.split(',').includes('pids')) continue;
-    const dir = path.join('/sys/fs/cgroup/pids', cgroupPath);
+    if (cgroupPath === undefined || !controllers?.split(',').includes(controller)) continue;
+    const dir = path.join('/sys/fs/cgroup', controller, cgroupPath);
     const ok = await fs.access(path.join(dir, 'cgroup.procs')).then(
       () => true,
       () => false,

@@ -38,6 +38,11 @@ export interface ProcessResult {
   signal: NodeJS.Signals | null;
   stdout: CappedBuffer;
   stderr: CappedBuffer;
+  /**
+   * The kernel's OOM killer ended a process of the run at its memory limit (a sandboxed run with
+   * a memory cgroup; absent otherwise).
+   */
+  memoryExceeded?: boolean;
 }
 
 /**

@@ -30,3 +30,9 @@ it('sets every limit soft and hard, with one second of SIGXCPU grace on CPU', ()
     '--',
   ]);
 });
+
+it('leaves RLIMIT_AS unset when a memory cgroup limits the run as a whole', () => {
+  const argv = prlimitArgv('prlimit', DEFAULT_LIMITS, { addressSpace: false });
+  expect(argv.some((a) => a.startsWith('--as'))).toBe(false);
+  expect(argv).toContain(`--nproc=${DEFAULT_LIMITS.processes}`);
+});

@@ -9,7 +9,12 @@ export interface ResourceLimits {
    * CPU time, not wall time: the call's deadline bounds wall time.
    */
   cpuSeconds: number;
-  /** Address space in bytes (RLIMIT_AS): allocations beyond it fail. */
+  /**
+   * The run's memory, in bytes. With a memory cgroup (the default where the host has one): what
+   * the run's whole process tree holds together, its private `/tmp` and `/dev/shm` included — at
+   * the limit the kernel's OOM killer ends a process of the run. Without one: each process's
+   * address space (RLIMIT_AS), which a run forking N processes holds N times.
+   */
   addressSpaceBytes: number;
   /** Open file descriptors per process (RLIMIT_NOFILE). */
   openFiles: number;
@@ -55,15 +60,20 @@ export function effectiveLimits(
 /**
  * `prlimit` arguments that set `limits` (soft and hard alike, so the command cannot raise them)
  * and then execute what follows. The CPU limit's hard value is one second above the soft one:
- * the command first gets SIGXCPU, which tells a CPU overrun from any other kill. Pure.
+ * the command first gets SIGXCPU, which tells a CPU overrun from any other kill. `addressSpace`
+ * false leaves RLIMIT_AS unset: a memory cgroup limits the run as a whole instead. Pure.
  */
-export function prlimitArgv(prlimit: string, limits: ResourceLimits): string[] {
+export function prlimitArgv(
+  prlimit: string,
+  limits: ResourceLimits,
+  { addressSpace = true }: { addressSpace?: boolean } = {},
+): string[] {
   const whole = (n: number) => Math.max(1, Math.floor(n));
   const cpu = whole(limits.cpuSeconds);
   return [
     prlimit,
     `--cpu=${cpu}:${cpu + 1}`,
-    `--as=${whole(limits.addressSpaceBytes)}`,
+    ...(addressSpace ? [`--as=${whole(limits.addressSpaceBytes)}`] : []),
     `--nofile=${whole(limits.openFiles)}`,
     `--nproc=${whole(limits.processes)}`,
     `--fsize=${whole(limits.fileSizeBytes)}`,

@@ -1,7 +1,6 @@
-import { constants as fsConstants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import {
   bwrapArgv,
@@ -13,7 +12,8 @@ import {
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { SandboxedProcess, startLongLived } from './long-lived-process';
-import { PidsCgroup } from './pids-cgroup';
+import { MemoryCgroup, PidsCgroup } from './pids-cgroup';
+import { openProtectedMounts, resolveProtectedMounts } from './protected-mounts';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
   DEFAULT_LIMITS,
@@ -40,11 +40,20 @@ export interface SandboxSettings {
   limits?: Partial<ResourceLimits>;
   /** Size of each run's private /tmp, in bytes. Default 64 MiB. */
   tmpBytes?: number;
+  /** Size of each run's private /dev/shm, in bytes. Default: `tmpBytes`. */
+  shmBytes?: number;
   /**
    * A pids cgroup directory to create each run's cgroup under (see {@link PidsCgroup}). Default:
    * this process's cgroup v1 pids hierarchy, when there is one and it is writable.
    */
   pidsCgroup?: string;
+  /**
+   * A memory cgroup directory to create each run's cgroup under (see {@link MemoryCgroup}), which
+   * limits the run's whole tree to `limits.addressSpaceBytes`. Default: this process's cgroup v1
+   * memory hierarchy, when there is one and it is writable; without one, RLIMIT_AS limits each
+   * process instead.
+   */
+  memoryCgroup?: string;
 }
 
 /** One run in the sandbox. */
@@ -71,7 +80,11 @@ export interface SandboxRequest extends Pick<
   /**
    * Paths in `cwd` (absolute, or relative to it) bound read-only over it when they exist: the
    * protected paths, found by the caller's policy. Default {@link DEFAULT_PROTECTED_PATHS}. Paths
-   * outside `cwd` are skipped (they are not in the sandbox at all); a symlink refuses the run.
+   * outside `cwd` are skipped (they are not in the sandbox at all). Every directory on the way
+   * from `cwd` to one is bound onto itself, so none can be renamed or removed. A protected path
+   * that is a symlink cannot be bound over: what it reaches inside `cwd` is bound read-only in its
+   * place (what it reaches outside is not in the sandbox), and the link itself is the caller's to
+   * check after the run.
    */
   protectedPaths?: readonly string[];
   /** Share the host's network. Default false: a network namespace with loopback only. */
@@ -93,6 +106,19 @@ export type LongLivedRequest = Omit<
 
 const DEFAULT_TMP_BYTES = 64 * 1024 * 1024;
 
+/** What {@link Sandbox.run} and {@link Sandbox.spawn} start: the launcher and what to undo after. */
+interface PreparedLaunch {
+  readonly argv: string[];
+  readonly passFds: number[];
+  readonly cwd: string;
+  /** Closes the protected descriptors and removes the run's cgroups. */
+  readonly cleanup: () => Promise<void>;
+  /** Kills every process in the run's pids cgroup. */
+  readonly killAlso?: () => void;
+  /** Whether the OOM killer acted in the run's memory cgroup. */
+  readonly oomKilled: () => Promise<boolean>;
+}
+
 /**
  * Runs commands under bubblewrap with resource limits, a deadline that kills the whole process
  * tree, output caps and an environment of the caller's choosing. Open it once per service: opening
@@ -111,6 +137,8 @@ export class Sandbox {
     readonly limits: Readonly<ResourceLimits>,
     private readonly tmpBytes: number,
     private readonly pids: PidsCgroup | null,
+    private readonly memory: MemoryCgroup | null,
+    private readonly shmBytes: number,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -159,6 +187,8 @@ export class Sandbox {
         { details: { field: 'pidsCgroup' } },
       );
     }
+    const memory = await MemoryCgroup.open(settings.memoryCgroup);
+    const tmpBytes = settings.tmpBytes ?? DEFAULT_TMP_BYTES;
     const sandbox = new Sandbox(
       bash,
       bwrap,
@@ -166,8 +196,10 @@ export class Sandbox {
       await probeHostLayout(),
       readOnlyPaths,
       limits,
-      settings.tmpBytes ?? DEFAULT_TMP_BYTES,
+      tmpBytes,
       pids,
+      memory,
+      settings.shmBytes ?? tmpBytes,
     );
     await sandbox.selfTest();
     return sandbox;
@@ -175,40 +207,23 @@ export class Sandbox {
 
   /** Runs `request.argv` in the sandbox; resolves for every ending (see {@link runProcess}). */
   async run(request: SandboxRequest): Promise<ProcessResult> {
-    const planned = await this.plan(request);
-    const limits = effectiveLimits(this.limits, request.limits);
-    const handles: FileHandle[] = [];
-    let cgroup: string | undefined;
+    const launch = await this.prepare(request);
     try {
-      const plan = { ...planned, protectedPaths: await openProtected(planned, handles) };
-      // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
-      // bubblewrap outside it.
-      cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
-      const argv = launcherArgv(
-        this.bash,
-        cgroup,
-        [
-          ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
-          ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
-          ...request.argv,
-        ],
-        PROTECTED_FD_BASE - 1 + handles.length,
-      );
-      return await runProcess({
-        argv,
-        passFds: handles.map((h) => h.fd),
-        cwd: plan.cwd,
+      const result = await runProcess({
+        argv: launch.argv,
+        passFds: launch.passFds,
+        cwd: launch.cwd,
         env: LAUNCHER_ENV,
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
         timeoutMs: request.timeoutMs,
         maxOutputBytes: request.maxOutputBytes,
         ...(request.signal ? { signal: request.signal } : {}),
-        ...(cgroup ? { killAlso: () => this.pids!.killAll(cgroup!) } : {}),
+        ...(launch.killAlso ? { killAlso: launch.killAlso } : {}),
       });
+      if (await launch.oomKilled()) result.memoryExceeded = true;
+      return result;
     } finally {
-      await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
-      // Awaited: once the cgroup is gone, so is every process of the run.
-      if (cgroup) await this.pids!.remove(cgroup);
+      await launch.cleanup();
     }
   }
 
@@ -218,36 +233,69 @@ export class Sandbox {
    * what it reads and kills it ({@link SandboxedProcess.kill}); it also dies with this process.
    */
   async spawn(request: LongLivedRequest): Promise<SandboxedProcess> {
+    const launch = await this.prepare(request);
+    try {
+      return await startLongLived({
+        argv: launch.argv,
+        passFds: launch.passFds,
+        cwd: launch.cwd,
+        env: LAUNCHER_ENV,
+        cleanup: launch.cleanup,
+        ...(launch.killAlso ? { killAlso: launch.killAlso } : {}),
+      });
+    } catch (err) {
+      await launch.cleanup();
+      throw err;
+    }
+  }
+
+  /**
+   * Everything a run and a long-lived helper share: the plan, the protected mounts opened from
+   * checked descriptors, the run's pids and memory cgroups and the launcher's command line.
+   * `cleanup` closes the descriptors and removes the cgroups (and so every process left in them).
+   */
+  private async prepare(request: LongLivedRequest): Promise<PreparedLaunch> {
     const planned = await this.plan(request);
     const limits = effectiveLimits(this.limits, request.limits);
     const handles: FileHandle[] = [];
     let cgroup: string | undefined;
+    let memoryCgroup: string | undefined;
     const cleanup = async () => {
       await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+      // Awaited: once the cgroup is gone, so is every process of the run.
       if (cgroup) await this.pids!.remove(cgroup);
+      if (memoryCgroup) await this.memory!.remove(memoryCgroup);
     };
     try {
-      const plan = { ...planned, protectedPaths: await openProtected(planned, handles) };
+      const plan = { ...planned, ...(await openProtectedMounts(planned.cwd, planned, handles)) };
+      // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
+      // bubblewrap outside it.
       cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
+      memoryCgroup = this.memory ? await this.memory.create(limits.addressSpaceBytes) : undefined;
       const argv = launcherArgv(
         this.bash,
-        cgroup,
+        [cgroup, memoryCgroup].filter((c): c is string => c !== undefined),
         [
           ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
-          ...prlimitArgv(this.prlimit, { ...limits, processes: limits.processes + 1 }),
+          ...prlimitArgv(
+            this.prlimit,
+            { ...limits, processes: limits.processes + 1 },
+            { addressSpace: memoryCgroup === undefined },
+          ),
           ...request.argv,
         ],
         PROTECTED_FD_BASE - 1 + handles.length,
       );
-      const inCgroup = cgroup;
-      return await startLongLived({
+      const pids = cgroup;
+      const memory = memoryCgroup;
+      return {
         argv,
         passFds: handles.map((h) => h.fd),
         cwd: plan.cwd,
-        env: LAUNCHER_ENV,
         cleanup,
-        ...(inCgroup ? { killAlso: () => this.pids!.killAll(inCgroup) } : {}),
-      });
+        ...(pids ? { killAlso: () => this.pids!.killAll(pids) } : {}),
+        oomKilled: async () => memory !== undefined && (await this.memory!.oomKills(memory)) > 0,
+      };
     } catch (err) {
       await cleanup();
       throw err;
@@ -255,8 +303,8 @@ export class Sandbox {
   }
 
   /**
-   * The mounts of one run: real paths, checked. A `cwd` that is `/`, or a protected path that is a
-   * symlink (the command could replace it), refuses the run.
+   * The mounts of one run: real paths, checked. A `cwd` that is `/` refuses the run; nothing an
+   * earlier run left in the directory does (a symlink named like a protected path included).
    */
   async plan(request: LongLivedRequest): Promise<SandboxPlan> {
     const cwd = await fs.realpath(request.cwd).catch((err: NodeJS.ErrnoException) => {
@@ -281,29 +329,19 @@ export class Sandbox {
         throw new ConfigError('the sandbox cannot make the whole root file system writable');
       if (real !== undefined) writablePaths.push(real);
     }
-    const protectedPaths: string[] = [];
-    for (const rel of request.protectedPaths ?? DEFAULT_PROTECTED_PATHS) {
-      const abs = path.resolve(cwd, rel);
-      if (!abs.startsWith(`${cwd}/`)) continue;
-      const stat = await fs.lstat(abs).catch(() => undefined);
-      if (!stat) continue;
-      if (stat.isSymbolicLink()) {
-        throw new ToolgateError(
-          ErrorCode.Config,
-          `${rel} in the working directory is a symlink: the sandbox cannot keep it read-only`,
-          { details: { path: rel } },
-        );
-      }
-      protectedPaths.push(abs);
-    }
+    const mounts = await resolveProtectedMounts(
+      cwd,
+      request.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
+    );
     return {
       cwd,
       cwdWritable: request.writable ?? true,
       readOnlyPaths,
       ...(writablePaths.length > 0 ? { writablePaths } : {}),
-      protectedPaths,
+      ...mounts,
       network: request.network ?? false,
       tmpBytes: this.tmpBytes,
+      shmBytes: this.shmBytes,
     };
   }
 
@@ -327,45 +365,6 @@ export class Sandbox {
       );
     }
   }
-}
-
-/** Linux `O_PATH`: a handle on the file itself, opened without reading it (nor blocking on a FIFO). */
-const O_PATH = 0o10000000;
-
-/**
- * Opens each protected path of `plan` as the descriptor bubblewrap binds (pushed to `handles`, for
- * the caller to close) and returns the paths opened, in order. The path as opened must be the path
- * that was checked — no symlink at its end (O_NOFOLLOW) nor on the way (the descriptor's real path
- * must be the same): a concurrent call of the same directory that swaps a component for a symlink
- * between the check and the bind would otherwise bind a host file into the sandbox. A path gone
- * since the plan is skipped (what does not exist cannot be bound).
- */
-async function openProtected(plan: SandboxPlan, handles: FileHandle[]): Promise<string[]> {
-  const opened: string[] = [];
-  for (const p of plan.protectedPaths) {
-    let handle: FileHandle;
-    try {
-      handle = await fs.open(p, fsConstants.O_NOFOLLOW | O_PATH);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
-      throw err;
-    }
-    handles.push(handle);
-    const [real, stat] = await Promise.all([
-      fs.readlink(`/proc/self/fd/${handle.fd}`),
-      handle.stat(),
-    ]);
-    if (real !== p || stat.isSymbolicLink()) {
-      const rel = path.relative(plan.cwd, p);
-      throw new ToolgateError(
-        ErrorCode.Config,
-        `${rel} in the working directory is or went through a symlink: the sandbox cannot keep it read-only`,
-        { details: { path: rel } },
-      );
-    }
-    opened.push(p);
-  }
-  return opened;
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {

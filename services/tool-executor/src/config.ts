@@ -55,12 +55,21 @@ const Env = z.object({
   /** Host paths every sandbox sees read-only besides the system directories (e.g. /opt/tools). */
   EXECUTOR_SANDBOX_READ_PATHS: list,
   EXECUTOR_SANDBOX_CPU_SECONDS: z.coerce.number().int().min(1).default(60),
+  /**
+   * The memory of one call, all its processes and its /tmp and /dev/shm together (a memory cgroup
+   * per call); per process (RLIMIT_AS) only on a host without a writable memory cgroup.
+   */
   EXECUTOR_SANDBOX_MEMORY_MB: z.coerce.number().int().min(16).default(4096),
   EXECUTOR_SANDBOX_OPEN_FILES: z.coerce.number().int().min(16).default(256),
   EXECUTOR_SANDBOX_PROCESSES: z.coerce.number().int().min(2).default(64),
+  /** Size of each call's private /tmp, and of its /dev/shm unless set below. */
   EXECUTOR_SANDBOX_TMP_MB: z.coerce.number().int().min(1).default(64),
+  /** Size of each call's private /dev/shm; unset: EXECUTOR_SANDBOX_TMP_MB. */
+  EXECUTOR_SANDBOX_SHM_MB: z.coerce.number().int().min(1).optional(),
   /** A pids cgroup directory for per-run cgroups; unset: this process's cgroup v1 pids hierarchy. */
   EXECUTOR_SANDBOX_PIDS_CGROUP: z.string().min(1).optional(),
+  /** A memory cgroup directory for per-run cgroups; unset: this process's cgroup v1 memory hierarchy. */
+  EXECUTOR_SANDBOX_MEMORY_CGROUP: z.string().min(1).optional(),
   /**
    * Where `container` tools run: `runc` on this machine, `kubernetes` as a Job per call, or `off`
    * (no container executor is served, and registering a container tool fails).
@@ -96,7 +105,9 @@ export type ExecutorSandboxConfig =
       openFiles: number;
       processes: number;
       tmpMb: number;
+      shmMb?: number;
       pidsCgroup?: string;
+      memoryCgroup?: string;
     };
 
 /** Where `container` tools run, with the operator's limits; or `off`. */
@@ -191,8 +202,12 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
             openFiles: e.EXECUTOR_SANDBOX_OPEN_FILES,
             processes: e.EXECUTOR_SANDBOX_PROCESSES,
             tmpMb: e.EXECUTOR_SANDBOX_TMP_MB,
+            ...(e.EXECUTOR_SANDBOX_SHM_MB ? { shmMb: e.EXECUTOR_SANDBOX_SHM_MB } : {}),
             ...(e.EXECUTOR_SANDBOX_PIDS_CGROUP
               ? { pidsCgroup: e.EXECUTOR_SANDBOX_PIDS_CGROUP }
+              : {}),
+            ...(e.EXECUTOR_SANDBOX_MEMORY_CGROUP
+              ? { memoryCgroup: e.EXECUTOR_SANDBOX_MEMORY_CGROUP }
               : {}),
           },
     container:

@@ -127,7 +127,7 @@ export async function startToolExecutor(
     });
   }
   if (containers) {
-    executors.container = new ContainerExecutor({ ...commandTools, backend: containers });
+    executors.container = new ContainerExecutor({ ...commandTools, backend: containers, sandbox });
   }
   const service = await bootstrapService({
     name: 'tool-executor',

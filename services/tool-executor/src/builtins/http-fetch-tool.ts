@@ -1,5 +1,6 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
+import os from 'node:os';
 import { Agent, fetch, Headers, type Response } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
@@ -212,7 +213,7 @@ class ConnectGuard {
     // whichever of them the socket would have tried first.
     for (const a of addresses) {
       const host = canonicalHost(a.address);
-      const verdict = host === undefined ? 'deny' : await verdictOf(this.checkDomain, host);
+      const verdict = host === undefined ? 'deny' : await addressVerdict(this.checkDomain, host);
       if (verdict !== 'allow') {
         this.refusal ??= new ToolgateError(
           ErrorCode.Denied,
@@ -240,9 +241,53 @@ async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknow
   }
 }
 
+/** How loopback is named in domain rules: an address routed to this host must pass all three. */
+const LOOPBACK_NAMES = ['127.0.0.1', '::1', 'localhost'];
+
+/**
+ * Whether the kernel delivers a connection to `host` (canonical: an IPv4-mapped, translated,
+ * compatible or NAT64 address is already its IPv4 one) to this machine: the unspecified
+ * addresses (`0.0.0.0/8`, `::`, which Linux connects to as loopback), loopback itself, and every
+ * address of this machine's own interfaces (a listener on all addresses answers there). Pure but
+ * for reading the interfaces.
+ */
+export function routesToThisHost(host: string): boolean {
+  if (isIP(host) === 0) return false;
+  if (host === '::' || host === '::1') return true;
+  if (isIP(host) === 4) {
+    const first = Number(host.split('.')[0]);
+    if (first === 0 || first === 127) return true;
+  }
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (canonicalHost(a.address.split('%')[0]!) === host) return true;
+  }
+  return false;
+}
+
+/**
+ * The verdict on connecting to an address: the address itself, and — when it reaches this machine
+ * whatever its spelling ({@link routesToThisHost}) — loopback under each name a rule may give it,
+ * so `http://0/`, `[::]` or the host's own address meet a rule denying `127.0.0.0/8`, `::1` or
+ * `localhost`. Decided on the address, not the spelling.
+ */
+async function addressVerdict(checkDomain: CheckDomain, host: string): Promise<unknown> {
+  // A loopback address names itself; any other way to this machine is loopback by another name.
+  const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
+  for (const h of hosts) {
+    const verdict = await verdictOf(checkDomain, h);
+    if (verdict !== 'allow') return verdict;
+  }
+  return 'allow';
+}
+
+function isLoopback(host: string): boolean {
+  return host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
+}
+
 async function assertHostAllowed(checkDomain: CheckDomain, url: URL): Promise<void> {
   const host = canonicalHost(url.hostname);
-  const verdict = host === undefined ? 'deny' : await verdictOf(checkDomain, host);
+  // An address literal never reaches the connection's lookup: it is decided here, in full.
+  const verdict = host === undefined ? 'deny' : await addressVerdict(checkDomain, host);
   if (verdict !== 'allow') {
     throw new ToolgateError(
       ErrorCode.Denied,

@@ -3,7 +3,7 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { runProcess, type ProcessResult } from '@toolgate/sandbox';
 import { tool } from '@toolgate/tools';
 import { isInside } from '@toolgate/worktree-guard';
-import { protectedBinds } from '../subprocess/protected-binds';
+import { runHoldingProtectedPaths } from '../subprocess/protected-binds';
 import type { BuiltinDeps } from './builtin-deps';
 import { buildEnv } from './execution-policy';
 
@@ -43,7 +43,8 @@ const TAIL_ON_TIMEOUT = 2048;
  *
  * By default it runs in the sandbox (see `@toolgate/sandbox`): the call's directory is the only
  * writable path (none under read-only isolation), the protected paths in it (`.git`, `.env*`, …)
- * stay read-only, there is no network and
+ * hold on the effect (bound read-only with every folder on the way; one the command creates, or
+ * a protected symlink it replaces, is put back and the call is denied), there is no network and
  * no view of the host's processes, home or other files, and the deadline or a cancel kills the
  * whole process tree. With the sandbox explicitly off, it runs on the host as its own process
  * group, killed as a group — a child that calls setsid() escapes that, which is why the sandbox is
@@ -69,12 +70,11 @@ export function createShellTool(deps: BuiltinDeps) {
         signal: ctx.signal,
       };
       const run = deps.sandbox
-        ? await deps.sandbox.run({
+        ? await runHoldingProtectedPaths(deps.sandbox, deps.protectedPaths(ctx), {
             ...request,
             writable: policy.writePaths.some((root) => isInside(root, policy.cwd)),
             // Visible, read-only: a shell command writes only in its own directory.
             readOnlyPaths: [...policy.readPaths, ...policy.writePaths],
-            protectedPaths: await protectedBinds(deps.protectedPaths(ctx), policy.cwd),
           })
         : await runProcess(request);
       return shellResult(run, timeoutMs);

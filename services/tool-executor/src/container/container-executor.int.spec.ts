@@ -11,6 +11,7 @@ import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import { RuncBackend } from '@toolgate/container';
 import { compileProtectedPaths, DEFAULT_PROTECTION } from '@toolgate/permissions';
+import { Sandbox } from '@toolgate/sandbox';
 import { makeBusyboxImage } from '@toolgate/testing';
 import { commandTools, useReplyServer } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
@@ -25,6 +26,7 @@ const { registered, domainChecks, options, tool, callOf, reset } = commandTools(
   container: { image: 'tools/busybox:1' },
 });
 let protection = DEFAULT_PROTECTION;
+let sandbox: Sandbox;
 
 beforeAll(async () => {
   images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-images-'));
@@ -36,6 +38,7 @@ beforeAll(async () => {
     limits: { memoryBytes: 64 * MIB, processes: 32 },
   });
   process.env.SECRET_OF_THE_SERVICE = 'never-in-a-container';
+  sandbox = await Sandbox.open();
 });
 
 afterAll(async () => {
@@ -56,6 +59,7 @@ const executor = () =>
   new ContainerExecutor({
     ...options,
     backend,
+    sandbox,
     protectedPaths: () => protection,
     maxOutputBytes: 64 * 1024,
   });
@@ -181,6 +185,36 @@ it('writes in the call directory, not under readonly isolation, never into prote
     result: true,
   });
   await expect(fs.access(path.join(work, 'out.txt'))).rejects.toThrow();
+});
+
+describe('protected paths hold on the effect (issue 23, finding 3)', () => {
+  const ORIGINAL = '{"task.allowAutomaticTasks": "off"}\n';
+  beforeEach(async () => {
+    await fs.mkdir(path.join(work, '.vscode'));
+    await fs.writeFile(path.join(work, '.vscode', 'settings.json'), ORIGINAL);
+  });
+
+  it('mv .vscode x && mkdir .vscode && cd .vscode && printf … leaves the host file as it was', async () => {
+    const attacker = tool('attacker', [
+      '/bin/sh',
+      '-c',
+      'mv .vscode x; mkdir .vscode; cd .vscode && printf pwned > settings.json; echo true',
+    ]);
+    await run(callOf(attacker, { name: 'x' }));
+    expect(await fs.readFile(path.join(work, '.vscode', 'settings.json'), 'utf8')).toBe(ORIGINAL);
+  });
+
+  it('a workflow it creates in a new .github is put back and the call denied', async () => {
+    const attacker = tool('attacker', [
+      '/bin/sh',
+      '-c',
+      'mkdir -p .github/workflows && printf "on: push" > .github/workflows/evil.yml; echo true',
+    ]);
+    const outcome = await run(callOf(attacker, { name: 'x' }));
+    expect(outcome).toMatchObject({ ok: false, error: { code: ErrorCode.Denied } });
+    expect(JSON.stringify(outcome)).not.toContain(work);
+    await expect(fs.lstat(path.join(work, '.github', 'workflows'))).rejects.toThrow();
+  });
 });
 
 it('refuses a call whose contract is no longer the registered one', async () => {

@@ -4,11 +4,18 @@ import type { ToolRunOutcome } from '@toolgate/tools';
 import { failedOutcome, type CallExecutor, type CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 import { commandLaunch, decidedTool, type CommandToolOptions } from '../subprocess/command-call';
-import { protectedBinds } from '../subprocess/protected-binds';
+import type { Sandbox } from '@toolgate/sandbox';
+import { holdProtectedPaths, protectedState } from '../subprocess/protected-binds';
 import { subprocessOutcome } from '../subprocess/subprocess-outcome';
 
 export interface ContainerExecutorOptions extends CommandToolOptions {
   backend: ContainerBackend;
+  /**
+   * The executor's sandbox, in which protected paths a container created or replaced in the
+   * call's directory are put back (see `holdProtectedPaths`). Without one they are reported, not
+   * restored.
+   */
+  sandbox?: Sandbox | null;
 }
 
 const MIB = 1024 * 1024;
@@ -20,8 +27,9 @@ const MIB = 1024 * 1024;
  * configured backend (runc here, a Job in Kubernetes). Network only for a tool of risk `network`
  * whose declared hosts all pass the call's domain rules. The environment is the image's, the
  * tool's fixed `env` and Toolgate's variables: nothing of the service's own. Under runc the
- * policy's protected paths in the call directory are bound read-only; a Job's /work is an empty
- * volume, so it has none.
+ * policy's protected paths in the call directory hold on the effect — bound read-only with every
+ * folder on the way to one, and one the container creates or a protected symlink it replaces put
+ * back after it (the call is then denied); a Job's /work is an empty volume, so it has none.
  */
 export class ContainerExecutor implements CallExecutor {
   constructor(private readonly options: ContainerExecutorOptions) {}
@@ -38,16 +46,17 @@ export class ContainerExecutor implements CallExecutor {
       const launch = await commandLaunch(call, command, this.options, timeoutMs);
       if (!launch.ok) return launch;
       const { limits } = launch;
+      const runc = this.options.backend.kind === 'runc';
+      const writable = call.isolation !== 'readonly';
+      const matcher = this.options.protectedPaths(call);
+      const before = runc ? await protectedState(matcher, cwd) : undefined;
       const result = await this.options.backend.run({
         image: container.image,
         argv: launch.argv,
         env: launch.env,
         cwd,
-        writable: call.isolation !== 'readonly',
-        protectedPaths:
-          this.options.backend.kind === 'runc'
-            ? await protectedBinds(this.options.protectedPaths(call), cwd)
-            : [],
+        writable,
+        protectedPaths: before?.paths ?? [],
         network: launch.network,
         input: JSON.stringify(call.input ?? null),
         timeoutMs,
@@ -62,6 +71,9 @@ export class ContainerExecutor implements CallExecutor {
         labels: { tool: name, dispatchId: call.dispatchId },
         ...(signal ? { signal } : {}),
       });
+      if (before && writable) {
+        await holdProtectedPaths(this.options.sandbox ?? null, matcher, cwd, before, result);
+      }
       return containerOutcome(name, result, timeoutMs);
     } catch (err) {
       return { ok: false, error: toWireError(err) };

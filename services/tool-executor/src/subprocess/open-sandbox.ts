@@ -19,6 +19,8 @@ export async function openExecutorSandbox(config: ExecutorSandboxConfig): Promis
       processes: config.processes,
     },
     tmpBytes: config.tmpMb * MIB,
+    ...(config.shmMb ? { shmBytes: config.shmMb * MIB } : {}),
     ...(config.pidsCgroup ? { pidsCgroup: config.pidsCgroup } : {}),
+    ...(config.memoryCgroup ? { memoryCgroup: config.memoryCgroup } : {}),
   });
 }

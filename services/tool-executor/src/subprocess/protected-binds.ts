@@ -1,22 +1,191 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { findProtectedPaths, type ProtectedPathMatcher } from '@toolgate/worktree-guard';
+import type { ProcessResult, Sandbox, SandboxRequest } from '@toolgate/sandbox';
+import { findProtectedPaths, isInside, type ProtectedPathMatcher } from '@toolgate/worktree-guard';
+
+/** The protected paths in a directory before a run, and the symlinks among them. */
+export interface ProtectedState {
+  /** Absolute, as {@link findProtectedPaths} lists them (symlinks listed, not followed). */
+  readonly paths: string[];
+  /** Protected paths in the directory that are symlinks, with their link text. */
+  readonly links: ReadonlyMap<string, string>;
+}
+
+/** What a run changed among the protected paths of its directory, relative to it. */
+export interface ProtectedChanges {
+  /** Protected paths that exist now and did not before the run. */
+  readonly created: string[];
+  /** Protected symlinks that were removed or replaced, with the link text to put back. */
+  readonly replacedLinks: ReadonlyMap<string, string>;
+}
 
 /**
  * The existing protected paths (the call's policy: `.git`, `.toolgate`, `.env*`, … and git
- * directories under any name) in a sandboxed call's directory, for the sandbox to bind read-only.
- * A directory too large to search completely refuses the call: a protected path the walk did not
- * reach would be writable.
+ * directories under any name) in a call's directory, for the sandbox to bind read-only, with the
+ * link text of each that is a symlink. A directory too large to search completely refuses the
+ * call: a protected path the walk did not reach would be writable.
  */
-export async function protectedBinds(
+export async function protectedState(
   matcher: ProtectedPathMatcher,
   cwd: string,
-): Promise<string[]> {
-  const found = await findProtectedPaths(matcher, [cwd]);
+): Promise<ProtectedState> {
+  const root = await realDirectory(cwd);
+  const found = await findProtectedPaths(matcher, [root]);
   if (found.truncated) {
     throw new ToolgateError(
       ErrorCode.Config,
       'the working directory is too large to find every protected path in it; the sandbox will not run there',
     );
   }
-  return found.paths;
+  const links = new Map<string, string>();
+  for (const p of found.paths) {
+    if (!isInside(root, p) || p === root) continue;
+    const target = await fs.readlink(p).catch(() => undefined);
+    if (target !== undefined) links.set(p, target);
+  }
+  return { paths: found.paths, links };
+}
+
+/**
+ * What a run changed among the protected paths of `cwd`, from the state before it: paths created
+ * (a run cannot write into an existing one, which is bound read-only, but it can create one that
+ * did not exist — `.github/workflows` where there was no `.github`, a `.git` in a new folder, an
+ * archive unpacked with `--transform`), and protected symlinks removed or pointed elsewhere (a
+ * mount cannot be put on a symlink).
+ */
+export async function protectedChanges(
+  matcher: ProtectedPathMatcher,
+  cwd: string,
+  before: ProtectedState,
+): Promise<ProtectedChanges> {
+  const root = await realDirectory(cwd);
+  const after = await findProtectedPaths(matcher, [root]);
+  const known = new Set(before.paths);
+  const created = after.paths
+    .filter((p) => isInside(root, p) && p !== root && !known.has(p))
+    .map((p) => path.relative(root, p));
+  const replacedLinks = new Map<string, string>();
+  for (const [link, target] of before.links) {
+    const now = await fs.readlink(link).catch(() => undefined);
+    if (now !== target) replacedLinks.set(path.relative(root, link), target);
+  }
+  if (after.truncated) {
+    throw new ToolgateError(
+      ErrorCode.Config,
+      'the command left the working directory too large to check its protected paths',
+    );
+  }
+  return { created, replacedLinks };
+}
+
+/**
+ * Puts protected paths back as they were before a run, inside the sandbox (the paths are the
+ * tool's to name: a folder on the way swapped for a symlink must not lead the removal anywhere
+ * but the call's directory): created ones are removed, replaced symlinks made again. Fixed script;
+ * the paths are arguments.
+ */
+const RESTORE_SCRIPT =
+  'while [ $# -gt 0 ]; do case $1 in ' +
+  'rm) rm -rf -- "$2"; shift 2;; ' +
+  'ln) rm -rf -- "$2"; mkdir -p -- "$(dirname -- "$2")" && ln -s -- "$3" "$2"; shift 3;; ' +
+  '*) exit 2;; esac; done';
+
+/**
+ * Runs `request` in the sandbox so that protected paths hold on the effect: the existing ones (and
+ * every folder on the way to one) are bound read-only by the sandbox; what the mounts cannot hold
+ * — a protected path that did not exist before the run, a protected symlink — is checked right
+ * after the run and put back, and the call fails with `denied` naming the paths (relative to its
+ * directory). The window: between the run creating such a path and the check (the run's length),
+ * a program on the host could see it; the run itself and everything it started are gone by then.
+ */
+export async function runHoldingProtectedPaths(
+  sandbox: Sandbox,
+  matcher: ProtectedPathMatcher,
+  request: Omit<SandboxRequest, 'protectedPaths'>,
+): Promise<ProcessResult> {
+  const before = await protectedState(matcher, request.cwd);
+  const result = await sandbox.run({ ...request, protectedPaths: before.paths });
+  if (request.writable !== false) {
+    await holdProtectedPaths(sandbox, matcher, request.cwd, before, result);
+  }
+  return result;
+}
+
+/**
+ * After a run in `cwd` (the sandbox's or a container's): puts back what it changed among the
+ * protected paths since `before` ({@link protectedChanges}) and throws `denied` naming them, with
+ * the run's exit code and output tails; returns when nothing changed. The restore runs in
+ * `sandbox`; without one, nothing is touched and the error says the paths were not put back.
+ */
+export async function holdProtectedPaths(
+  sandbox: Sandbox | null,
+  matcher: ProtectedPathMatcher,
+  cwd: string,
+  before: ProtectedState,
+  result: Pick<ProcessResult, 'exitCode' | 'stdout' | 'stderr'>,
+): Promise<void> {
+  const changes = await protectedChanges(matcher, cwd, before);
+  const paths = [...changes.created, ...changes.replacedLinks.keys()];
+  if (paths.length === 0) return;
+  if (sandbox) await restoreProtected(sandbox, matcher, cwd, changes);
+  const named = `${paths.slice(0, 10).join(', ')}${paths.length > 10 ? ', …' : ''}`;
+  throw new ToolgateError(
+    ErrorCode.Denied,
+    sandbox
+      ? `the command changed protected paths, which were put back: ${named}. A sandboxed command cannot create, replace or remove a protected path`
+      : `the command changed protected paths: ${named}. They could not be put back (no sandbox to do it in)`,
+    {
+      details: {
+        paths: paths.slice(0, 100),
+        restored: sandbox !== null,
+        exitCode: result.exitCode,
+        stdoutTail: result.stdout.tail(2048),
+        stderrTail: result.stderr.tail(2048),
+      },
+    },
+  );
+}
+
+/** Undoes `changes` in `cwd` (see {@link RESTORE_SCRIPT}); fails when something is left. */
+export async function restoreProtected(
+  sandbox: Sandbox,
+  matcher: ProtectedPathMatcher,
+  cwd: string,
+  changes: ProtectedChanges,
+): Promise<void> {
+  const args: string[] = [];
+  for (const rel of changes.created) args.push('rm', rel);
+  for (const [rel, target] of changes.replacedLinks) args.push('ln', rel, target);
+  const root = await realDirectory(cwd);
+  const undone = new Set(
+    [...changes.created, ...changes.replacedLinks.keys()].map((rel) => path.join(root, rel)),
+  );
+  // Everything else protected stays bound read-only while the restore runs.
+  const keep = (await findProtectedPaths(matcher, [root])).paths.filter((p) => !undone.has(p));
+  const run = await sandbox.run({
+    argv: ['/bin/sh', '-c', RESTORE_SCRIPT, 'restore', ...args],
+    cwd: root,
+    env: { PATH: '/usr/bin:/bin' },
+    protectedPaths: keep,
+    timeoutMs: 30_000,
+    maxOutputBytes: 16 * 1024,
+  });
+  if (run.ending !== 'exited' || run.exitCode !== 0) {
+    throw new ToolgateError(
+      ErrorCode.Internal,
+      'the protected paths a command changed could not all be put back',
+      { details: { paths: [...undone].map((p) => path.relative(root, p)).slice(0, 100) } },
+    );
+  }
+}
+
+/** The call's directory as a real path; an error names its errno, never the host path. */
+async function realDirectory(cwd: string): Promise<string> {
+  return fs.realpath(cwd).catch((err: NodeJS.ErrnoException) => {
+    throw new ToolgateError(
+      ErrorCode.ToolFailed,
+      `the working directory cannot be used: ${err.code ?? 'error'}`,
+    );
+  });
 }

@@ -4,7 +4,7 @@ import type { ToolRunOutcome } from '@toolgate/tools';
 import { failedOutcome, type CallExecutor, type CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 import { commandLaunch, decidedTool, type CommandToolOptions } from './command-call';
-import { protectedBinds } from './protected-binds';
+import { runHoldingProtectedPaths } from './protected-binds';
 import { subprocessOutcome } from './subprocess-outcome';
 
 export interface SubprocessExecutorOptions extends CommandToolOptions {
@@ -35,24 +35,27 @@ export class SubprocessExecutor implements CallExecutor {
       const launch = await commandLaunch(call, command, this.options, timeoutMs);
       if (!launch.ok) return launch;
       const { limits } = launch;
-      const result = await this.options.sandbox.run({
-        argv: launch.argv,
-        cwd,
-        writable: call.isolation !== 'readonly',
-        protectedPaths: await protectedBinds(this.options.protectedPaths(call), cwd),
-        network: launch.network,
-        env: { ...this.options.baseEnv, ...launch.env },
-        stdin: JSON.stringify(call.input ?? null),
-        timeoutMs,
-        maxOutputBytes: launch.maxOutputBytes,
-        limits: {
-          ...(limits.cpuSeconds ? { cpuSeconds: limits.cpuSeconds } : {}),
-          ...(limits.memoryMb ? { addressSpaceBytes: limits.memoryMb * MIB } : {}),
-          ...(limits.openFiles ? { openFiles: limits.openFiles } : {}),
-          ...(limits.processes ? { processes: limits.processes } : {}),
+      const result = await runHoldingProtectedPaths(
+        this.options.sandbox,
+        this.options.protectedPaths(call),
+        {
+          argv: launch.argv,
+          cwd,
+          writable: call.isolation !== 'readonly',
+          network: launch.network,
+          env: { ...this.options.baseEnv, ...launch.env },
+          stdin: JSON.stringify(call.input ?? null),
+          timeoutMs,
+          maxOutputBytes: launch.maxOutputBytes,
+          limits: {
+            ...(limits.cpuSeconds ? { cpuSeconds: limits.cpuSeconds } : {}),
+            ...(limits.memoryMb ? { addressSpaceBytes: limits.memoryMb * MIB } : {}),
+            ...(limits.openFiles ? { openFiles: limits.openFiles } : {}),
+            ...(limits.processes ? { processes: limits.processes } : {}),
+          },
+          ...(signal ? { signal } : {}),
         },
-        ...(signal ? { signal } : {}),
-      });
+      );
       return subprocessOutcome(name, result, timeoutMs);
     } catch (err) {
       return { ok: false, error: toWireError(err) };

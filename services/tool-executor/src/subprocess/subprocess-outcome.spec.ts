@@ -88,3 +88,14 @@ it('a deadline or a cancel is its own code, with both tails', () => {
     error: { code: ErrorCode.Cancelled },
   });
 });
+
+it('a failure after the OOM killer ended a process of the call says the memory limit', () => {
+  const killed = { ...run({ exitCode: 137 }, '', 'Killed'), memoryExceeded: true };
+  expect(outcome(killed)).toMatchObject({
+    ok: false,
+    error: { code: ErrorCode.ToolFailed, message: expect.stringContaining('memory limit') },
+  });
+  expect(outcome(run({ exitCode: 137 }))).toMatchObject({
+    error: { message: expect.stringContaining('SIGKILL') },
+  });
+});

@@ -31,6 +31,7 @@ const SIGNAL_NAMES = new Map<number, string>(
  * | exit ≠ 0, stdout `{"error":{"code","message"}}` with code tool-failed, model-retry, invalid-arguments or unavailable | that error |
  * | exit 126 / 127 (not executable / not found in the sandbox) | `config` |
  * | exit 152 (SIGXCPU: over the CPU limit) | `tool-failed`, "exceeded its CPU time limit" |
+ * | any other failure after the OOM killer ended a process of the call | `tool-failed`, "exceeded its memory limit" |
  * | any other exit ≠ 0, or a signal | `tool-failed` with the exit code (or signal) and stderr's tail |
  */
 export function subprocessOutcome(
@@ -87,6 +88,13 @@ export function subprocessOutcome(
       exitCode: code,
       stderrTail,
     });
+  }
+  if (run.memoryExceeded) {
+    return failedOutcome(
+      ErrorCode.ToolFailed,
+      `${toolName} exceeded its memory limit: the kernel killed a process of the call`,
+      { exitCode: code, stderrTail },
+    );
   }
   const signal =
     run.signal ?? (code !== null && code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined);
