@@ -49,7 +49,7 @@ const TRACING_OFF: Telemetry = {
  * span only to drop it, and its context manager (AsyncLocalStorage, which on Node 20 hooks every
  * promise) taxes the whole process — measured by `npm run bench`, which starts its stack as the
  * services' mains do. The price: a process that exports nothing does not carry a caller's trace
- * context on to what it publishes either (the README's configuration table says so).
+ * context on to what it publishes either (docs/configuration.md says so).
  */
 export function setupTelemetry(options: TelemetryOptions): Telemetry {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
