@@ -5,6 +5,7 @@
 #
 #   scripts/dev-env.sh start   # for `npm start`: dependencies + NATS
 #   scripts/dev-env.sh test    # for `npm test`: dependencies + NATS + PostgreSQL
+#   scripts/dev-env.sh deps    # for `npm run test:unit`: dependencies only (no server)
 set -euo pipefail
 mode=${1:-test}
 cd "$(dirname "$0")/.."
@@ -21,6 +22,8 @@ if [ ! -d node_modules/.bin ] || [ ! -e node_modules/.package-lock.json ] || [ p
   say "installing npm dependencies (npm ci)"
   npm ci --no-audit --no-fund >&2
 fi
+
+[ "$mode" = deps ] && exit 0
 
 port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 

@@ -42,19 +42,33 @@ export function withinJsonDepth(value: unknown, maxDepth: number = MAX_JSON_DEPT
 /**
  * The path to the first key of `value` (at any depth) that is in {@link FORBIDDEN_JSON_KEYS}, or
  * undefined when there is none. Iterative; looks at own keys only, as JSON.parse makes them.
+ * Linear in the size of `value`: each node keeps a link to its parent, and the path is built only
+ * for the key found (copying the path at every level made a deep document cost depth² — 50,000
+ * levels took minutes — at an edge that sees untrusted documents).
  */
 export function findForbiddenKey(value: unknown): (string | number)[] | undefined {
-  const stack: [unknown, (string | number)[]][] = [[value, []]];
+  interface Node {
+    readonly value: unknown;
+    readonly parent: Node | undefined;
+    readonly key: string | number | undefined;
+  }
+  const pathTo = (node: Node | undefined, last: string): (string | number)[] => {
+    const path: (string | number)[] = [last];
+    for (let n = node; n?.parent !== undefined; n = n.parent) path.push(n.key!);
+    return path.reverse();
+  };
+  const stack: Node[] = [{ value, parent: undefined, key: undefined }];
   while (stack.length > 0) {
-    const [current, path] = stack.pop()!;
+    const node = stack.pop()!;
+    const current = node.value;
     if (typeof current !== 'object' || current === null) continue;
     if (Array.isArray(current)) {
-      current.forEach((child, i) => stack.push([child, [...path, i]]));
+      current.forEach((child, i) => stack.push({ value: child, parent: node, key: i }));
       continue;
     }
     for (const key of Object.keys(current)) {
-      if (FORBIDDEN_JSON_KEYS.has(key)) return [...path, key];
-      stack.push([(current as Record<string, unknown>)[key], [...path, key]]);
+      if (FORBIDDEN_JSON_KEYS.has(key)) return pathTo(node, key);
+      stack.push({ value: (current as Record<string, unknown>)[key], parent: node, key });
     }
   }
   return undefined;

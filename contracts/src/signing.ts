@@ -33,7 +33,7 @@ import {
  * `a`'s public one. A service holds only its own private key, so it can compute the keys of the
  * pairs it is part of and no others: the gateway cannot compute K(permission-evaluator ->
  * tool-executor) and cannot forge a `decided`. An HMAC costs microseconds where an Ed25519 verify
- * costs 50–100 (see the README's threat model).
+ * costs 50–100 (see docs/threat-model.md).
  *
  * Events are signed with construction v2 (v1 under `TOOLGATE_EVENT_SIGNATURES=v1`, for a rolling
  * upgrade from a release that reads v1 alone) and read in either: a stream holds v1 events, and

@@ -63,7 +63,7 @@ export const SubprocessCommandSchema = z.strictObject({
   /**
    * The hosts the tool needs. Network is given to a call only when the tool's risk is `network`
    * and every host here passes the call's domain rules; the sandbox does not restrict which
-   * addresses the process then connects to (see the README).
+   * addresses the process then connects to (see docs/executors.md).
    */
   network: z.strictObject({ hosts: z.array(HostName).min(1).max(64) }).optional(),
   /** Lower resource limits than the operator's maxima (never higher). */

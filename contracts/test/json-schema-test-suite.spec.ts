@@ -6,7 +6,7 @@ import { fromDraft7, loadSuite, needsRemote, registrationOf } from './support/sc
 
 /**
  * The official JSON Schema Test Suite's required draft-07 tests (vendored, see the fixture's
- * README for why not draft 2020-12), each group's schema translated into draft 2020-12 and
+ * docs/architecture.md for why not draft 2020-12), each group's schema translated into draft 2020-12 and
  * registered as a tool's parameters through the server-side compiler, each test's instance
  * checked as a call's input. A case gives the suite's verdict or the test fails; a group that
  * needs a remote document must be refused with `config` (nothing is fetched).

@@ -2,7 +2,7 @@
  * The Kubernetes backend against real endpoints. Always: a cluster that does not answer (a closed
  * port on this machine) and configuration mistakes. Against a real API server only when
  * `KUBECONFIG` names one — those tests are registered only then (there is no API server on the
- * machines that run CI), see the README.
+ * machines that run CI), see docs/executors.md.
  */
 import { promises as fs } from 'node:fs';
 import net from 'node:net';

@@ -47,3 +47,5 @@ export {
 } from './dispatch/tool-events';
 export { RemoteToolRequestSchema, type RemoteToolRequest } from '@toolgate/contracts';
 export type { ServedTool, ServeToolOptions, ToolLogEntry } from './serve/serve-tool';
+export type { HookAnswer, HookHandler, ServedHook, ServeHookOptions } from './serve/serve-hook';
+export { RemoteHookRequestSchema, type RemoteHookRequest } from '@toolgate/contracts';

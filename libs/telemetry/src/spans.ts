@@ -13,7 +13,7 @@ import {
 } from '@opentelemetry/api';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { extractTraceContext } from './nats-header-propagation';
-import { tracingInstalled } from './telemetry-setup';
+import { tracingInstalled } from './tracing-state';
 
 const TRACER = 'toolgate';
 

@@ -9,6 +9,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { setTracingInstalled } from './tracing-state';
 
 export interface TelemetryOptions {
   /** The resource's `service.name`, unless `OTEL_SERVICE_NAME` names it (as `deploy/` does). */
@@ -26,14 +27,6 @@ export interface Telemetry {
 
 let installed: { provider: NodeTracerProvider } | undefined;
 
-/**
- * Whether a tracer provider is installed. Without one every span is a no-op and no context manager
- * carries a span across an `await`, so `inSpan` skips building spans and contexts altogether.
- */
-export function tracingInstalled(): boolean {
-  return installed !== undefined;
-}
-
 /** What `setupTelemetry` answers when spans go nowhere: there is nothing to flush or shut down. */
 const TRACING_OFF: Telemetry = {
   shutdown: async () => undefined,
@@ -49,7 +42,7 @@ const TRACING_OFF: Telemetry = {
  * span only to drop it, and its context manager (AsyncLocalStorage, which on Node 20 hooks every
  * promise) taxes the whole process — measured by `npm run bench`, which starts its stack as the
  * services' mains do. The price: a process that exports nothing does not carry a caller's trace
- * context on to what it publishes either (the README's configuration table says so).
+ * context on to what it publishes either (docs/configuration.md says so).
  */
 export function setupTelemetry(options: TelemetryOptions): Telemetry {
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -67,6 +60,7 @@ export function setupTelemetry(options: TelemetryOptions): Telemetry {
   });
   provider.register();
   installed = { provider };
+  setTracingInstalled(true);
   return wrap(provider);
 }
 
@@ -76,6 +70,7 @@ function wrap(provider: NodeTracerProvider): Telemetry {
       await provider.shutdown();
       trace.disable();
       installed = undefined;
+      setTracingInstalled(false);
     },
     forceFlush: () => provider.forceFlush(),
   };

@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick]`: measures Toolgate on this machine and prints, as the last line of
- * stdout, one JSON object in the shape of `shared/BENCH.md` (human-readable tables above it).
+ * stdout, one JSON object in the shape docs/benchmarks.md describes (human-readable tables above it).
  * Every ratio is against a baseline measured in this run. Uses the tests' NATS and PostgreSQL on a
  * stream prefix and schema of its own, and removes them (and its temp dirs) even on failure.
  */
@@ -291,7 +291,7 @@ async function main(): Promise<Report> {
     };
   }
   // In the same run, with every stack stopped (CPU-bound, like the sections after it): what the
-  // signatures on every event cost (README, "Threat model"), among the dispatch figures; with
+  // signatures on every event cost (docs/threat-model.md), among the dispatch figures; with
   // `--only signing` and no dispatch section, on their own.
   if (report.dispatch && wanted('dispatch')) {
     const signing = await section('signing', async () => benchSigning({ quick }));

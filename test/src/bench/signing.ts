@@ -16,7 +16,7 @@ export interface SigningCost {
   verifyCostUs: number;
   /** Readers `decided` is signed for (MACs per sign). */
   signReaders: number;
-  /** µs for one Ed25519 verify of the same bytes: the scheme not chosen (README, "Threat model"). */
+  /** µs for one Ed25519 verify of the same bytes: the scheme not chosen (docs/threat-model.md). */
   ed25519VerifyUs: number;
 }
 

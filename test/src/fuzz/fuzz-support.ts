@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { expect } from '@jest/globals';
 import { ApiOperation, ConsumerRole, ErrorCode, isErrorCode } from '@toolgate/contracts';
 import { HTTP_STATUS_BY_CODE } from '@toolgate/gateway';
 import { eventually } from '@toolgate/testing';

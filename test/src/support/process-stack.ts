@@ -37,7 +37,7 @@ export type ServiceCode = 'source' | 'dist';
 /**
  * Node's options for every service, as `npm run start:<service>` (sources) and the image's
  * NODE_OPTIONS (dist) give them: a larger young generation, so the short-lived garbage of each
- * message dies there instead of costing scavenges and promotions (see the README's Benchmarks).
+ * message dies there instead of costing scavenges and promotions (see docs/benchmarks.md).
  */
 const SERVICE_NODE_OPTIONS = ['--max-semi-space-size=32'];
 

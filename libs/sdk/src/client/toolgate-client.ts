@@ -1,4 +1,11 @@
-import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import {
+  connect,
+  credsAuthenticator,
+  type ConnectionOptions,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
 import {
   ApiOperation,
   ErrorCode,
@@ -27,13 +34,33 @@ import {
   type ResolveExternalOptions,
 } from '../dispatch/dispatch-handle';
 import { serveTool, type ServedTool, type ServeToolOptions } from '../serve/serve-tool';
+import {
+  serveHook,
+  type HookHandler,
+  type ServedHook,
+  type ServeHookOptions,
+} from '../serve/serve-hook';
 import { ApiCaller } from './api-caller';
 import type { ApprovalFilter, ApprovalView } from './approval-view';
 
 export interface ClientOptions {
   /** NATS server URL(s); ignored when `nc` is given. Default `nats://127.0.0.1:4222`. */
   servers?: string | string[];
-  /** An existing connection to share; the client then leaves it open on `close()`. */
+  /**
+   * The team's NATS credentials (a production broker gives each team a NATS user; an open broker
+   * needs none). At most one kind: `user` and `password`, a NATS `natsToken` (not the Toolgate
+   * bearer token), or a `credsFile` (JWT and nkey seed, as `nsc` writes it).
+   */
+  user?: string;
+  password?: string;
+  natsToken?: string;
+  credsFile?: string;
+  /**
+   * Where replies to this client's requests come. Default `_INBOX_<tenant>`, which a production
+   * team user must use (it may not read the shared `_INBOX.>`); works on an open broker too.
+   */
+  inboxPrefix?: string;
+  /** An existing connection to share (its own credentials and inbox prefix); left open on `close()`. */
   nc?: NatsConnection;
   /** The deployment's subject prefix (`TOOLGATE_PREFIX`). Default `toolgate`. */
   prefix?: string;
@@ -87,6 +114,11 @@ export interface ToolgateClient {
   getRun(runId: string): Promise<unknown>;
   /** Serves a remote tool on its queue group until `stop()`. */
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
+  /**
+   * Serves the remote hook (or canUseTool) `name` of the tenant's policy until `stop()`: the
+   * handler answers `'allow' | 'deny' | 'ask' | { modifiedInput } | undefined` (pass).
+   */
+  serveHook(name: string, handler: HookHandler, options?: ServeHookOptions): ServedHook;
   readonly approvals: {
     list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
     resolve(key: string, options: ResolveApprovalOptions): Promise<ResolveApprovalResult>;
@@ -103,12 +135,7 @@ export async function createClient(options: ClientOptions): Promise<ToolgateClie
   assertSubjectToken('tenant', options.tenant);
   const subjects = createSubjects(options.prefix ?? 'toolgate');
   const owned = !options.nc;
-  const nc =
-    options.nc ??
-    (await connect({
-      servers: options.servers ?? 'nats://127.0.0.1:4222',
-      name: `toolgate-sdk-${options.tenant}`,
-    }));
+  const nc = options.nc ?? (await connect(connectionOptions(options)));
   return new Client(
     nc,
     owned,
@@ -118,9 +145,46 @@ export async function createClient(options: ClientOptions): Promise<ToolgateClie
   );
 }
 
+/** The NATS connection options for a client's credentials; refuses two kinds at once. */
+export function connectionOptions(options: ClientOptions): ConnectionOptions {
+  const kinds = [
+    options.user !== undefined || options.password !== undefined ? 'user/password' : undefined,
+    options.natsToken !== undefined ? 'natsToken' : undefined,
+    options.credsFile !== undefined ? 'credsFile' : undefined,
+  ].filter((k) => k !== undefined);
+  if (kinds.length > 1) {
+    throw new ConfigError(
+      `createClient: give one kind of NATS credentials, not ${kinds.join(' and ')}`,
+    );
+  }
+  if ((options.user === undefined) !== (options.password === undefined)) {
+    throw new ConfigError('createClient: `user` and `password` go together');
+  }
+  const inboxPrefix = options.inboxPrefix ?? `_INBOX_${options.tenant}`;
+  return {
+    servers: options.servers ?? 'nats://127.0.0.1:4222',
+    name: `toolgate-sdk-${options.tenant}`,
+    inboxPrefix,
+    ...(options.user !== undefined ? { user: options.user, pass: options.password } : {}),
+    ...(options.natsToken !== undefined ? { token: options.natsToken } : {}),
+    ...(options.credsFile !== undefined
+      ? { authenticator: credsAuthenticator(readCreds(options.credsFile)) }
+      : {}),
+  };
+}
+
+function readCreds(file: string): Uint8Array {
+  try {
+    return readFileSync(file);
+  } catch {
+    // The path is the caller's own; the reason (not found, no permission) is what helps.
+    throw new ConfigError('createClient: the credsFile cannot be read');
+  }
+}
+
 class Client implements ToolgateClient {
   private readonly handles = new Set<DispatchHandleImpl<unknown>>();
-  private readonly served = new Set<ServedTool>();
+  private readonly served = new Set<ServedTool | ServedHook>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -236,6 +300,18 @@ class Client implements ToolgateClient {
 
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool {
     const served = serveTool(this.nc, this.subjects, this.tenant, def, options);
+    this.served.add(served);
+    return {
+      subject: served.subject,
+      stop: async () => {
+        this.served.delete(served);
+        await served.stop();
+      },
+    };
+  }
+
+  serveHook(name: string, handler: HookHandler, options?: ServeHookOptions): ServedHook {
+    const served = serveHook(this.nc, this.subjects, this.tenant, name, handler, options);
     this.served.add(served);
     return {
       subject: served.subject,

@@ -1,0 +1,114 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { NATS_URL } from '@toolgate/testing';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+/**
+ * What another team gets: `npm pack` of libs/sdk, installed into an empty project with nothing
+ * else of this repository, then the docs/sdk.md example — taken from the doc itself, so the two
+ * cannot drift — type-checked against the package's own declarations (skipLibCheck off: a type
+ * the package names but does not ship fails here) and run against a real stack. The example
+ * serves a tool and a hook the policy names, dispatches twice: the hook passes one call and
+ * denies the other.
+ */
+
+const run = promisify(execFile);
+const repo = path.resolve(__dirname, '../../..');
+const sdkDir = path.join(repo, 'libs/sdk');
+const tsc = path.join(repo, 'node_modules/typescript/bin/tsc');
+
+let stack: TestStack;
+let work: string;
+
+beforeAll(async () => {
+  stack = await startTestStack('sdk-pack');
+  work = await mkdtemp(path.join(tmpdir(), 'toolgate-sdk-pack-'));
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** The first TypeScript block under "## Example" in docs/sdk.md. */
+async function docExample(): Promise<string> {
+  const doc = await readFile(path.join(repo, 'docs/sdk.md'), 'utf8');
+  const from = doc.indexOf('```ts\n', doc.indexOf('## Example'));
+  expect(from).toBeGreaterThan(0);
+  const start = from + '```ts\n'.length;
+  return doc.slice(start, doc.indexOf('```\n', start));
+}
+
+it('installs from its tarball into an empty project and runs the docs/sdk.md example', async () => {
+  // Pack (prepack builds dist/ first) into a directory of the test's own.
+  const packed = await run('npm', ['pack', '--pack-destination', work], {
+    cwd: sdkDir,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const tarball = path.join(work, packed.stdout.trim().split('\n').pop()!);
+  expect(path.basename(tarball)).toMatch(/^toolgate-sdk-.*\.tgz$/);
+
+  const consumer = path.join(work, 'consumer');
+  await run('mkdir', [consumer]);
+  await writeFile(
+    path.join(consumer, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+  );
+  // From the local cache where it can (the registry only for metadata the cache lacks); the
+  // peer dependencies (zod, @opentelemetry/api) come with it.
+  await run(
+    'npm',
+    ['i', tarball, '@types/node@20', '--prefer-offline', '--no-audit', '--no-fund'],
+    { cwd: consumer, maxBuffer: 16 * 1024 * 1024 },
+  );
+  // Nothing else of the monorepo came along: no other @toolgate package, no OpenTelemetry SDK.
+  expect(await readdir(path.join(consumer, 'node_modules/@toolgate'))).toEqual(['sdk']);
+  expect(await readdir(path.join(consumer, 'node_modules/@opentelemetry'))).toEqual(['api']);
+  const manifest = JSON.parse(
+    await readFile(path.join(consumer, 'node_modules/@toolgate/sdk/package.json'), 'utf8'),
+  );
+  const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies });
+  expect(declared.filter((d) => d.startsWith('@toolgate/'))).toEqual([]);
+
+  await writeFile(path.join(consumer, 'example.mts'), await docExample());
+  await writeFile(
+    path.join(consumer, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        outDir: 'out',
+      },
+      files: ['example.mts'],
+    }),
+  );
+  await run(process.execPath, [tsc, '-p', consumer], { cwd: consumer });
+
+  // The policy names the example's hook; the example registers and serves its own tool.
+  const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+    document: { engine: {}, remote: { engine: { hooks: [{ name: 'audit' }] } } },
+  });
+  expect(policy.status).toBe(200);
+
+  const { stdout } = await run(process.execPath, [path.join(consumer, 'out/example.mjs')], {
+    cwd: consumer,
+    timeout: 120_000,
+    env: {
+      PATH: process.env.PATH,
+      NATS_URL,
+      TOOLGATE_PREFIX: stack.nats.prefix,
+      TOOLGATE_TOKEN: TOKENS.acmeAdmin,
+      TOOLGATE_TENANT: 'acme',
+    },
+  });
+  expect(stdout).toContain('audit saw search_issues');
+  expect(stdout).toContain("hits [ 'login timeout on mobile', 'login page typo' ]");
+  expect(stdout).toContain('limit 50: denied');
+}, 600_000);
