@@ -40,6 +40,8 @@ POLICY = {
     "remote": {"engine": {"hooks": [{"name": "py-guard", "timeoutMs": 5000}]}},
 }
 
+# Derived once: pure-Python X25519 for each public key.
+VERIFIER = EventVerifier("ops", ENV.get("TG_OPS_PRIVATE_KEY", ""), json.loads(ENV.get("TG_PUBLIC_KEYS", "{}"))) if ENV.get("TG_OPS_PRIVATE_KEY") else None
 calls: List[ToolRequest] = []
 hook_calls: List[HookRequest] = []
 
@@ -76,6 +78,7 @@ async def eventually(probe: Any, timeout: float = 5.0) -> Any:
 
 class LiveStack(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self) -> None:
+        assert VERIFIER is not None, "TG_OPS_PRIVATE_KEY and TG_PUBLIC_KEYS are required"
         self.admin = await client_with(ENV["TG_ADMIN_TOKEN"])
         for name, policy in (("py_upper", {"executor": "remote"}), ("py_ask", {"executor": "remote", "risk": "execute"})):
             await self.admin.call("tools.register", {
@@ -85,7 +88,7 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
         await self.admin.serve_tool("py_upper", upper)
         await self.admin.serve_tool("py_ask", upper)
         await self.admin.serve_hook("py-guard", guard)
-        self.verifier = EventVerifier("ops", ENV["TG_OPS_PRIVATE_KEY"], json.loads(ENV["TG_PUBLIC_KEYS"]))
+        self.verifier = VERIFIER
 
     async def asyncTearDown(self) -> None:
         await self.admin.close()
@@ -170,6 +173,9 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
         assert reply.settled is not None and reply.settled.error is not None
         self.assertEqual(reply.settled.outcome, "denied")
         self.assertEqual(reply.settled.error["code"], "denied")
+        # The verdict was read (a malformed reply would deny too, as "failed"). The reason the hook
+        # sent is not carried: the reply schema has no such field (docs/bus-protocol.md, Reasons).
+        self.assertIn("permission hook 'remote:py-guard' returned deny", reply.settled.error["message"])
         self.assertGreater(len(hook_calls), before)
         self.assertEqual((hook_calls[-1].kind, hook_calls[-1].tool_name), ("hook", "py_upper"))
         record = await eventually(lambda: self._get(reply.dispatch_id))

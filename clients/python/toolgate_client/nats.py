@@ -311,6 +311,10 @@ class Connection:
             except ConnectionError:
                 pass
             self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
         for task in (self._read_task, self._inbox_task):
             if task is not None:
                 task.cancel()
@@ -334,7 +338,11 @@ def _parse_headers(raw: bytes) -> Tuple[Dict[str, List[str]], Optional[int]]:
 
 async def connect(options: Optional[ConnectOptions] = None) -> Connection:
     conn = Connection(options or ConnectOptions())
-    await conn._open()
+    try:
+        await conn._open()
+    except BaseException:
+        await conn.close()
+        raise
     return conn
 
 

@@ -42,7 +42,7 @@ describe('the Python client against the whole stack', () => {
       (resolve) => {
         const child = execFile(
           python,
-          ['-m', 'unittest', '-v', 'tests.test_live', 'tests.test_signing'],
+          ['-m', 'unittest', '-v', 'tests.test_live', 'tests.test_signing', 'tests.test_nats'],
           {
             cwd: CLIENT_DIR,
             timeout: 60_000,
@@ -70,7 +70,7 @@ describe('the Python client against the whole stack', () => {
     // The suite's own report names each failing assertion; show it when it fails.
     expect({ code, output }).toEqual({
       code: 0,
-      output: expect.stringMatching(/Ran 8 tests[\s\S]*\nOK\s*$/),
+      output: expect.stringMatching(/Ran 13 tests[\s\S]*\nOK\s*$/),
     });
   });
 });
