@@ -109,6 +109,9 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((again.status, again.state, again.dispatch_id), ("replayed", "settled", first.dispatch_id))
         self.assertEqual(again.settled, first.settled)
         self.assertEqual(len(calls), before + 1, "a replay must not run the tool again")
+        # dispatch() of a recorded call returns the recorded outcome from the submit reply.
+        self.assertEqual(await self.admin.dispatch(f"{RUN}-a", "c1", "py_upper", {"text": "ada"}), first.settled)
+        self.assertEqual(len(calls), before + 1)
 
         failed = await self.admin.submit(f"{RUN}-a", "c2", "py_upper", {"text": "fail"}, wait=10_000)
         assert failed.settled is not None and failed.settled.error is not None
@@ -198,13 +201,15 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
             item = listed[0]
             self.assertEqual((item["dispatchId"], item["toolName"], item["status"]), (reply.dispatch_id, "py_ask", "pending"))
             before = len(calls)
-            done = asyncio.ensure_future(self.admin.dispatch(run, "c1", "py_ask", {"text": "deploy"}, timeout=10))
+            done = asyncio.ensure_future(self.admin.wait(run, reply.dispatch_id, timeout=10, verifier=self.verifier))
             resolved = await approver.resolve_approval(
                 item["approvalKey"], "allow", reason="ok by python", dispatch_id=item["dispatchId"], input_digest=item["inputDigest"])
             self.assertEqual(resolved["resolved"]["decision"], "allow")
             outcome = await done
             self.assertEqual((outcome.outcome, outcome.result["upper"]), ("ok", "DEPLOY"))
             self.assertEqual(len(calls), before + 1)
+            # Waiting after the fact reads the recorded outcome (the event is long gone).
+            self.assertEqual(await self.admin.wait(run, reply.dispatch_id, timeout=10), outcome)
             with self.assertRaises(ToolgateError) as again:
                 await approver.resolve_approval(item["approvalKey"], "deny", dispatch_id=item["dispatchId"])
             self.assertEqual(again.exception.code, "already-resolved")

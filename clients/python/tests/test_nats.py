@@ -51,7 +51,10 @@ class Broker:
         deadline = time.monotonic() + 10
         while not self.url and time.monotonic() < deadline and self.proc.poll() is None:
             time.sleep(0.02)
-            text = open(log).read() if os.path.exists(log) else ""
+            text = ""
+            if os.path.exists(log):
+                with open(log) as f:
+                    text = f.read()
             m = re.search(r"Listening for client connections on (\S+)", text)
             self.url = f"nats://{m.group(1)}" if m else ""
         if not self.url:
@@ -144,7 +147,7 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
 
 class TokenBroker(unittest.IsolatedAsyncioTestCase):
     async def test_token_auth(self) -> None:
-        broker = Broker("-a", "127.0.0.1", "-p", "-1", "--auth", "s3cret-token")
+        broker = await asyncio.to_thread(Broker, "-a", "127.0.0.1", "-p", "-1", "--auth", "s3cret-token")
         try:
             with self.assertRaises(NatsError):
                 await connect(ConnectOptions(url=broker.url, token="wrong"))

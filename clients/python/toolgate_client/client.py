@@ -324,33 +324,77 @@ class Client:
     ) -> Outcome:
         """Submits and waits for ``settled`` in the journal (subscribed before submitting, so nothing
         is missed). A parked call waits for its resolution up to ``timeout``."""
+
+        async def submit() -> SubmitReply:
+            return await self.submit(run_id, call_id, tool, input, **extra)
+
+        return await self._until_settled(run_id, timeout, verifier, submit=submit)
+
+    async def wait(
+        self, run_id: str, dispatch_id: str, timeout: float = 30.0, verifier: Optional[EventVerifier] = None
+    ) -> Outcome:
+        """Waits for an already submitted call to settle: follows the run's journal, and reads the
+        recorded dispatch (``dispatch.get``) now and every 0.5 s in case it settled before."""
+        return await self._until_settled(run_id, timeout, verifier, dispatch_id=dispatch_id)
+
+    async def _recorded_outcome(self, dispatch_id: str) -> Optional[Outcome]:
+        try:
+            record = await self.get_dispatch(dispatch_id)
+        except ToolgateError as err:
+            if err.code == "not-found":  # the projection lags a write by a fraction of a second
+                return None
+            raise
+        for item in record.get("events", []):
+            event = item.get("event", {})
+            if event.get("type") == "settled":
+                return Outcome.from_json(event)
+        return None
+
+    async def _until_settled(
+        self,
+        run_id: str,
+        timeout: float,
+        verifier: Optional[EventVerifier],
+        submit: Optional[Callable[[], Awaitable[SubmitReply]]] = None,
+        dispatch_id: str = "",
+    ) -> Outcome:
         started = asyncio.Event()
         events = self.follow(run_id, verifier, started)
-        first = asyncio.ensure_future(events.__anext__())
-        await started.wait()
-        reply = await self.submit(run_id, call_id, tool, input, **extra)
-        if reply.settled is not None:
-            first.cancel()
-            await events.aclose()
-            return reply.settled
-        deadline = time.monotonic() + timeout
+        pending: "asyncio.Future[JournalEvent]" = asyncio.ensure_future(events.__anext__())
         try:
-            pending: "asyncio.Future[JournalEvent]" = first
+            await started.wait()
+            if submit is not None:
+                reply = await submit()
+                if reply.settled is not None:
+                    return reply.settled
+                dispatch_id = reply.dispatch_id
+            deadline = time.monotonic() + timeout
+            next_read = time.monotonic() if submit is None else float("inf")
             while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ToolgateError("timeout", f"{reply.dispatch_id} did not settle in time")
-                try:
-                    event = await asyncio.wait_for(asyncio.shield(pending), left)
-                except asyncio.TimeoutError:
+                now = time.monotonic()
+                if now >= next_read:
+                    recorded = await self._recorded_outcome(dispatch_id)
+                    if recorded is not None:
+                        return recorded
+                    next_read = time.monotonic() + 0.5
+                left = min(deadline, next_read) - time.monotonic()
+                if deadline <= time.monotonic():
+                    raise ToolgateError("timeout", f"{dispatch_id} did not settle in time")
+                done, _ = await asyncio.wait({pending}, timeout=max(0.0, left))
+                if not done:
                     continue
-                if event.dispatch_id == reply.dispatch_id and event.type == "settled":
+                event = pending.result()
+                if event.dispatch_id == dispatch_id and event.type == "settled":
                     if event.verdict is None or event.verdict.trusted:
                         return Outcome.from_json(event.body)
                 pending = asyncio.ensure_future(events.__anext__())
         finally:
             if not pending.done():
                 pending.cancel()
+                try:
+                    await pending
+                except (asyncio.CancelledError, StopAsyncIteration):
+                    pass
             await events.aclose()
 
     # -- workers -------------------------------------------------------------------------------
@@ -395,7 +439,10 @@ class Client:
         await self.nc.flush()
 
         async def answer(msg: Msg, arrived: float) -> None:
-            body = msg.json()
+            try:
+                body = msg.json()
+            except ValueError:
+                return
             if not isinstance(body, dict):
                 return
             req = HookRequest(
@@ -404,7 +451,10 @@ class Client:
             )
             if req.tenant != self.tenant:
                 return
-            reply = await handler(req)
+            try:
+                reply = await handler(req)
+            except Exception:  # no answer: the evaluator denies at the hook's timeout
+                return
             await msg.respond(json.dumps(reply.to_json()).encode())
 
         served._task = asyncio.ensure_future(self._loop(served, answer))
