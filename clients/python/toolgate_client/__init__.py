@@ -1,0 +1,23 @@
+"""A small, typed Toolgate client over the bus protocol, on the Python standard library only."""
+
+from .client import (
+    Client,
+    HookReply,
+    HookRequest,
+    JournalEvent,
+    Outcome,
+    Served,
+    SubmitReply,
+    ToolFailed,
+    ToolgateError,
+    ToolRequest,
+)
+from .nats import ConnectOptions, Connection, Msg, NatsError, NoRespondersError, connect
+from .signing import EventVerifier, Verdict
+
+__all__ = [
+    "Client", "HookReply", "HookRequest", "JournalEvent", "Outcome", "Served", "SubmitReply",
+    "ToolFailed", "ToolgateError", "ToolRequest", "ConnectOptions", "Connection", "Msg",
+    "NatsError", "NoRespondersError", "connect", "EventVerifier", "Verdict",
+]
+__version__ = "0.1.0"
