@@ -1,9 +1,13 @@
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
-
-/** How long a direct get waits for the broker (the JetStream manager's own default). */
-const DEFAULT_TIMEOUT_MS = 5000;
 
 /** A message read from a stream by a direct get. */
 export interface DirectMessage {
@@ -70,17 +74,17 @@ export class DirectGets {
 
   constructor(
     nc: NatsConnection,
-    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+    /** How long a read keeps trying through an election (see {@link retryThroughElection}). */
+    private readonly retry: ElectionRetryOptions = {},
   ) {
     this.requests = new InboxRequests(nc);
   }
 
   async get(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
     const last = 'last_by_subj' in query;
-    const msg = await this.requests.request(
+    const msg = await this.request(
       last ? `$JS.API.DIRECT.GET.${stream}.${query.last_by_subj}` : `$JS.API.DIRECT.GET.${stream}`,
       last ? EMPTY : encoder.encode(JSON.stringify(query)),
-      { timeoutMs: this.timeoutMs },
     );
     const header = msg.headers;
     if (!header) throw new DirectGetError(0, 'the broker answered without headers');
@@ -97,20 +101,18 @@ export class DirectGets {
 
   /** The same read as {@link get}, answered by the stream's leader (see the class's comment). */
   async fromLeader(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
-    const msg = await this.requests.request(
-      `$JS.API.STREAM.MSG.GET.${stream}`,
-      encoder.encode(JSON.stringify(query)),
-      { timeoutMs: this.timeoutMs },
-    );
-    let reply: StreamMsgGetReply;
-    try {
-      reply = JSON.parse(decoder.decode(msg.data)) as StreamMsgGetReply;
-    } catch {
-      throw new DirectGetError(
-        0,
-        'the broker answered a message get with something that is not JSON',
+    // A stream with no leader (an election) leaves the API's request unanswered or answers 503:
+    // both are tried again, within the budget.
+    const { value: reply } = await retryThroughElection(async (timeoutMs) => {
+      const msg = await this.requests.request(
+        `$JS.API.STREAM.MSG.GET.${stream}`,
+        encoder.encode(JSON.stringify(query)),
+        { timeoutMs },
       );
-    }
+      const parsed = parseMsgGetReply(msg.data);
+      if (parsed.error?.code === 503) throw new JetStreamApiError(parsed.error as never);
+      return parsed;
+    }, this.retry);
     if (reply.error) {
       if (reply.error.err_code === NO_MESSAGE_FOUND) return null;
       throw new DirectGetError(reply.error.code, reply.error.description ?? 'error');
@@ -127,9 +129,29 @@ export class DirectGets {
     };
   }
 
+  /** A request, sent again while the connection moves to another node or no replica answers. */
+  private async request(subject: string, data: Uint8Array): Promise<Msg> {
+    const { value } = await retryThroughElection(
+      (timeoutMs) => this.requests.request(subject, data, { timeoutMs }),
+      this.retry,
+    );
+    return value;
+  }
+
   /** Fails the reads still waiting for their answer. */
   close(): void {
     this.requests.close();
+  }
+}
+
+function parseMsgGetReply(data: Uint8Array): StreamMsgGetReply {
+  try {
+    return JSON.parse(decoder.decode(data)) as StreamMsgGetReply;
+  } catch {
+    throw new DirectGetError(
+      0,
+      'the broker answered a message get with something that is not JSON',
+    );
   }
 }
 

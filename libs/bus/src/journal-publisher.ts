@@ -153,7 +153,13 @@ export class JournalPublisher {
               ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
             });
             if (!ack.duplicate || !oncePerDispatch || (await this.genuineAt(subject, ack.seq)))
-              return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+              // A duplicate of this append's own attempt (its ack lost in a leader change) is
+              // this append's record, not an earlier one.
+              return {
+                appended: true,
+                seq: ack.seq,
+                duplicate: ack.duplicate && !ack.retriedUnknown,
+              };
             // The broker took it for a retry of a message nobody signed that carries this event's
             // id as its `Nats-Msg-Id` (a once-per-dispatch id is predictable): nothing genuine is
             // recorded. Appended after it under an id of its own, which a retry of this append
