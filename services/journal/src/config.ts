@@ -20,8 +20,17 @@ const Env = z.object({
   /** How often the approval timeout sweeper looks for expired approvals. */
   JOURNAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
-  /** How long a folded batch may go unacked before it is redelivered: a crash's recovery time. */
-  JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * How long a delivery may go unheard-from before the broker hands it to another replica: what a
+   * crashed replica held comes back within it. Short, because a live replica renews it with
+   * in-progress heartbeats (every third of it) for as long as it handles a message.
+   */
+  JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(5_000),
+  /**
+   * Deliveries in flight across all journal replicas (default: enough for a batch per lane
+   * folding and one pulled ahead for each, at least 1000).
+   */
+  JOURNAL_MAX_ACK_PENDING: z.coerce.number().int().min(1).optional(),
   /**
    * How long the projection lets an event wait, from when the broker stored it, for others to
    * fold in the same transaction: the projection's staleness under light load, traded for far
@@ -41,6 +50,11 @@ const Env = z.object({
 /** Lanes against PostgreSQL by default: enough to overlap one transaction's commit with the next's work. */
 const DEFAULT_POSTGRES_LANES = 3;
 
+/** Lanes when none are configured: side by side on PostgreSQL, one on the embedded database. */
+function lanesDefault(e: { DATABASE_URL?: string | undefined }): number {
+  return e.DATABASE_URL ? DEFAULT_POSTGRES_LANES : 1;
+}
+
 export type JournalConfig = NatsSettings &
   Readonly<{
     prefix: string;
@@ -51,6 +65,7 @@ export type JournalConfig = NatsSettings &
     sweepIntervalMs: number;
     maxDeliver: number;
     ackWaitMs: number;
+    maxAckPending: number;
     batchLingerMs: number;
     metrics: MetricsSettings;
     batchSize: number;
@@ -71,8 +86,11 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
     maxDeliver: e.JOURNAL_MAX_DELIVER,
     ackWaitMs: e.JOURNAL_ACK_WAIT_MS,
+    maxAckPending:
+      e.JOURNAL_MAX_ACK_PENDING ??
+      Math.max(1000, e.JOURNAL_BATCH_SIZE * (e.JOURNAL_LANES ?? lanesDefault(e)) * 2),
     batchLingerMs: e.JOURNAL_BATCH_LINGER_MS,
     batchSize: e.JOURNAL_BATCH_SIZE,
-    lanes: e.JOURNAL_LANES ?? (e.DATABASE_URL ? DEFAULT_POSTGRES_LANES : 1),
+    lanes: e.JOURNAL_LANES ?? lanesDefault(e),
   });
 }

@@ -104,8 +104,7 @@ export async function startJournal(options: {
               laneKey: createSubjects(config.prefix).journal.keyOf,
               maxDeliver: config.maxDeliver,
               ackWaitMs: config.ackWaitMs,
-              // A batch per lane folding and one pulled ahead for each.
-              maxAckPending: Math.max(1000, config.batchSize * config.lanes * 2),
+              maxAckPending: config.maxAckPending,
             },
           },
         },
