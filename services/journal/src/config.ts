@@ -32,6 +32,19 @@ const Env = z.object({
    */
   JOURNAL_MAX_ACK_PENDING: z.coerce.number().int().min(1).optional(),
   /**
+   * The journal stream's retention by age (the journal service keeps the stream's settings). Above
+   * the longest approval window (30 days: an open approval's `suspended` is read from the stream)
+   * by default; never below the 2-minute duplicate window. What the stream drops, the projection
+   * keeps (docs/deploy.md, "Growth").
+   */
+  JOURNAL_STREAM_MAX_AGE_MS: z.coerce
+    .number()
+    .int()
+    .min(120_000)
+    .default(35 * 86_400_000),
+  /** The journal stream's retention by size, per replica (-1: by age only); the oldest go first. */
+  JOURNAL_STREAM_MAX_BYTES: z.coerce.number().int().min(-1).default(-1),
+  /**
    * How long the projection lets an event wait, from when the broker stored it, for others to
    * fold in the same transaction: the projection's staleness under light load, traded for far
    * fewer transactions (a backlog's events never wait).
@@ -66,6 +79,8 @@ export type JournalConfig = NatsSettings &
     maxDeliver: number;
     ackWaitMs: number;
     maxAckPending: number;
+    streamMaxAgeMs: number;
+    streamMaxBytes: number;
     batchLingerMs: number;
     metrics: MetricsSettings;
     batchSize: number;
@@ -86,6 +101,8 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
     maxDeliver: e.JOURNAL_MAX_DELIVER,
     ackWaitMs: e.JOURNAL_ACK_WAIT_MS,
+    streamMaxAgeMs: e.JOURNAL_STREAM_MAX_AGE_MS,
+    streamMaxBytes: e.JOURNAL_STREAM_MAX_BYTES,
     maxAckPending:
       e.JOURNAL_MAX_ACK_PENDING ??
       Math.max(1000, e.JOURNAL_BATCH_SIZE * (e.JOURNAL_LANES ?? lanesDefault(e)) * 2),

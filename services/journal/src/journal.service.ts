@@ -89,7 +89,12 @@ export async function startJournal(options: {
         port: config.port,
         // The journal owns its streams: it creates them and keeps their settings up to date; the
         // other services only use them (their NATS users may not change them).
-        streams: { ...(options.streams ?? { replicas: config.streamReplicas }), manage: true },
+        streams: {
+          maxAgeMs: config.streamMaxAgeMs,
+          maxBytes: config.streamMaxBytes,
+          ...(options.streams ?? { replicas: config.streamReplicas }),
+          manage: true,
+        },
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
         transport: {
