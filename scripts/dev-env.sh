@@ -11,10 +11,14 @@ mode=${1:-test}
 cd "$(dirname "$0")/.."
 
 NATS_URL=${NATS_URL:-nats://127.0.0.1:4222}
-nats_hostport=${NATS_URL#*://}
-nats_hostport=${nats_hostport##*@}
-nats_host=${nats_hostport%%:*}
-nats_port=${nats_hostport##*:}
+# NATS_URL may list several servers (`nats://a:4222,nats://b:4222`, a cluster): any live one will do.
+nats_urls=()
+IFS=',' read -r -a nats_urls <<<"$NATS_URL"
+host_of() { local hp=${1#*://}; hp=${hp##*@}; hp=${hp%%/*}; printf '%s' "${hp%:*}"; }
+port_of() { local hp=${1#*://}; hp=${hp##*@}; hp=${hp%%/*}; case $hp in *:*) printf '%s' "${hp##*:}" ;; *) printf 4222 ;; esac; }
+first_url=$(echo "${nats_urls[0]}" | tr -d '[:space:]')
+nats_host=$(host_of "$first_url")
+nats_port=$(port_of "$first_url")
 
 say() { printf 'toolgate: %s\n' "$*" >&2; }
 
@@ -39,9 +43,18 @@ wait_port() {
 
 is_local() { [ "$1" = 127.0.0.1 ] || [ "$1" = localhost ] || [ "$1" = "::1" ]; }
 
-if ! port_open "$nats_host" "$nats_port"; then
-  if ! is_local "$nats_host"; then
-    say "NATS at $NATS_URL does not answer; start it or point NATS_URL at a JetStream server"
+nats_answers() {
+  local url
+  for url in "${nats_urls[@]}"; do
+    url=$(echo "$url" | tr -d '[:space:]')
+    [ -n "$url" ] && port_open "$(host_of "$url")" "$(port_of "$url")" && return 0
+  done
+  return 1
+}
+
+if ! nats_answers; then
+  if [ "${#nats_urls[@]}" -gt 1 ] || ! is_local "$nats_host"; then
+    say "no NATS server in $NATS_URL answers; start one or point NATS_URL at a JetStream server"
     exit 1
   fi
   bin=$(command -v nats-server || true)

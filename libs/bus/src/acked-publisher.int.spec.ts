@@ -15,7 +15,7 @@ describe('AckedPublisher on a real JetStream server', () => {
   beforeAll(async () => {
     t = await useTestNats('acked');
     await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new AckedPublisher(t.nc, 300);
+    publisher = new AckedPublisher(t.nc, { attemptTimeoutMs: 300, budgetMs: 600 });
   });
   afterAll(() => t.cleanup());
 
@@ -61,7 +61,7 @@ describe('AckedPublisher on a real JetStream server', () => {
 
   it('fails what is still waiting when closed or when its connection closes', async () => {
     const nc = await connect({ servers: NATS_URL });
-    const own = new AckedPublisher(nc, 10_000);
+    const own = new AckedPublisher(nc, { attemptTimeoutMs: 10_000 });
     const silent = `${t.prefix}.silent-2`;
     t.nc.subscribe(silent, { callback: () => undefined });
     await t.nc.flush();

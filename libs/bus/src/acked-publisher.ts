@@ -5,12 +5,10 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
+import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';
 
 const decoder = new TextDecoder();
-
-/** How long a publish waits for its ack by default (the JetStream client's own default). */
-const DEFAULT_ACK_TIMEOUT_MS = 5000;
 
 /** What a JetStream publish may expect of the stream (sent as `Nats-Expected-*` headers). */
 export interface AckedPublishOptions {
@@ -21,18 +19,32 @@ export interface AckedPublishOptions {
   headers?: MsgHdrs;
 }
 
+/** A stream's ack, and whether an earlier attempt of the same publish may have been stored. */
+export type AckedPublish = PubAck & {
+  /**
+   * An earlier attempt of this publish got no answer (its outcome is unknown), so a `duplicate`
+   * may well be that attempt's own message rather than another publisher's.
+   */
+  retriedUnknown: boolean;
+};
+
 /**
  * JetStream publishes whose acks come back over {@link InboxRequests}: the wire protocol is the
  * JetStream client's (a PUB with a reply subject and the `Nats-*` headers, a PubAck as JSON), and so
  * are the errors — a refusal is a `JetStreamApiError` carrying the broker's `err_code`. Why not
  * `js.publish`: it is a `nc.request` (see `InboxRequests`), and every dispatch makes four appends.
+ *
+ * A publish rides out a leader election: sent again with the same message id (deduplicated by
+ * the stream) while the stream answers "no responders" or 503, the connection moves to another
+ * node, or an ack does not come, within a budget ({@link retryThroughElection}) — a leader change
+ * costs the caller latency, not an error.
  */
 export class AckedPublisher {
   private readonly requests: InboxRequests;
 
   constructor(
     nc: NatsConnection,
-    private readonly timeoutMs = DEFAULT_ACK_TIMEOUT_MS,
+    private readonly retry: ElectionRetryOptions = {},
   ) {
     this.requests = new InboxRequests(nc);
   }
@@ -41,14 +53,29 @@ export class AckedPublisher {
     subject: string,
     data: Uint8Array,
     options: AckedPublishOptions = {},
-  ): Promise<PubAck> {
+  ): Promise<AckedPublish> {
     const h = options.headers ?? natsHeaders();
     if (options.msgID) h.set('Nats-Msg-Id', options.msgID);
     if (options.lastSubjectSequence !== undefined)
       h.set('Nats-Expected-Last-Subject-Sequence', String(options.lastSubjectSequence));
+    const { value, earlierUnknown } = await retryThroughElection(
+      (timeoutMs) => this.publishOnce(subject, data, h, timeoutMs),
+      // Without a message id, an attempt that may have been stored is not sent again: the stream
+      // could not tell the second from the first.
+      { ...this.retry, resendUnknown: options.msgID !== undefined },
+    );
+    return Object.assign(value, { retriedUnknown: earlierUnknown });
+  }
+
+  private async publishOnce(
+    subject: string,
+    data: Uint8Array,
+    h: MsgHdrs,
+    timeoutMs: number,
+  ): Promise<PubAck> {
     let msg: Msg;
     try {
-      msg = await this.requests.request(subject, data, { timeoutMs: this.timeoutMs, headers: h });
+      msg = await this.requests.request(subject, data, { timeoutMs, headers: h });
     } catch (err) {
       if (err instanceof NoRespondersError)
         throw Object.assign(
@@ -56,7 +83,7 @@ export class AckedPublisher {
           { name: 'NoRespondersError' },
         );
       if (err instanceof RequestTimeoutError)
-        throw Object.assign(new Error(`no JetStream ack within ${this.timeoutMs} ms`), {
+        throw Object.assign(new Error(`no JetStream ack within ${timeoutMs} ms`), {
           name: 'TimeoutError',
         });
       throw err;

@@ -17,7 +17,7 @@ describe('DirectGets on a real JetStream server', () => {
   beforeAll(async () => {
     t = await useTestNats('direct');
     await ensureJournalStreams(t.jsm, t.subjects);
-    direct = new DirectGets(t.nc, 500);
+    direct = new DirectGets(t.nc, { attemptTimeoutMs: 500, budgetMs: 1000 });
   });
   afterAll(async () => {
     direct.close();

@@ -1,9 +1,13 @@
-import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
-
-/** How long a direct get waits for the broker (the JetStream manager's own default). */
-const DEFAULT_TIMEOUT_MS = 5000;
 
 /** A message read from a stream by a direct get. */
 export interface DirectMessage {
@@ -21,7 +25,17 @@ export interface DirectMessage {
 export type DirectQuery = { last_by_subj: string } | { seq: number; next_by_subj?: string };
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
+
+/** The JetStream API's "no message found" error code (a 404). */
+const NO_MESSAGE_FOUND = 10037;
+
+/** The stream leader's answer to `$JS.API.STREAM.MSG.GET.<stream>`. */
+interface StreamMsgGetReply {
+  message?: { subject: string; seq: number; hdrs?: string; data?: string; time: string };
+  error?: { code: number; err_code?: number; description?: string };
+}
 
 /**
  * A direct get that failed at the broker (other than "no message"), a {@link ToolgateError} with
@@ -46,7 +60,9 @@ export class DirectGetError extends ToolgateError {
 }
 
 /**
- * Direct gets (`$JS.API.DIRECT.GET.<stream>`), the wire protocol of the JetStream client's
+ * Reads of single stream messages, from any replica or from the stream's leader.
+ *
+ * {@link get} is a direct get (`$JS.API.DIRECT.GET.<stream>`), the wire protocol of the JetStream client's
  * `jsm.direct.getMessage` — a last-by-subject read names the subject in the request subject, so
  * subject permissions apply to it — with the replies taken over {@link InboxRequests} instead of
  * `nc.request`. Every dispatch makes several of these reads (the recorded request, the settlement,
@@ -58,17 +74,17 @@ export class DirectGets {
 
   constructor(
     nc: NatsConnection,
-    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+    /** How long a read keeps trying through an election (see {@link retryThroughElection}). */
+    private readonly retry: ElectionRetryOptions = {},
   ) {
     this.requests = new InboxRequests(nc);
   }
 
   async get(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
     const last = 'last_by_subj' in query;
-    const msg = await this.requests.request(
+    const msg = await this.request(
       last ? `$JS.API.DIRECT.GET.${stream}.${query.last_by_subj}` : `$JS.API.DIRECT.GET.${stream}`,
       last ? EMPTY : encoder.encode(JSON.stringify(query)),
-      { timeoutMs: this.timeoutMs },
     );
     const header = msg.headers;
     if (!header) throw new DirectGetError(0, 'the broker answered without headers');
@@ -83,8 +99,74 @@ export class DirectGets {
     };
   }
 
+  /** The same read as {@link get}, answered by the stream's leader (see the class's comment). */
+  async fromLeader(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
+    // A stream with no leader (an election) leaves the API's request unanswered or answers 503:
+    // both are tried again, within the budget.
+    const { value: reply } = await retryThroughElection(async (timeoutMs) => {
+      const msg = await this.requests.request(
+        `$JS.API.STREAM.MSG.GET.${stream}`,
+        encoder.encode(JSON.stringify(query)),
+        { timeoutMs },
+      );
+      const parsed = parseMsgGetReply(msg.data);
+      if (parsed.error?.code === 503) throw new JetStreamApiError(parsed.error as never);
+      return parsed;
+    }, this.retry);
+    if (reply.error) {
+      if (reply.error.err_code === NO_MESSAGE_FOUND) return null;
+      throw new DirectGetError(reply.error.code, reply.error.description ?? 'error');
+    }
+    const stored = reply.message;
+    if (!stored) throw new DirectGetError(0, 'the broker answered a message get without a message');
+    const header = stored.hdrs ? decodeHeaders(Buffer.from(stored.hdrs, 'base64')) : natsHeaders();
+    return {
+      subject: stored.subject,
+      seq: stored.seq,
+      time: new Date(Date.parse(stored.time)),
+      data: stored.data ? new Uint8Array(Buffer.from(stored.data, 'base64')) : EMPTY,
+      header,
+    };
+  }
+
+  /** A request, sent again while the connection moves to another node or no replica answers. */
+  private async request(subject: string, data: Uint8Array): Promise<Msg> {
+    const { value } = await retryThroughElection(
+      (timeoutMs) => this.requests.request(subject, data, { timeoutMs }),
+      this.retry,
+    );
+    return value;
+  }
+
   /** Fails the reads still waiting for their answer. */
   close(): void {
     this.requests.close();
   }
+}
+
+function parseMsgGetReply(data: Uint8Array): StreamMsgGetReply {
+  try {
+    return JSON.parse(decoder.decode(data)) as StreamMsgGetReply;
+  } catch {
+    throw new DirectGetError(
+      0,
+      'the broker answered a message get with something that is not JSON',
+    );
+  }
+}
+
+/**
+ * A stored message's header block (`NATS/1.0\r\nName: value\r\n…\r\n\r\n`, as the message
+ * get API returns it in base64) as headers, through the client's public API.
+ */
+function decodeHeaders(block: Uint8Array): MsgHdrs {
+  const header = natsHeaders();
+  const lines = decoder.decode(block).split('\r\n');
+  for (const line of lines.slice(1)) {
+    if (!line) continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    header.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+  }
+  return header;
 }

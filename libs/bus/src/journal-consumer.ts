@@ -348,11 +348,14 @@ export function runJournalConsumer(
     const settlement = { ...options, maxDeliver: maxDeliver > 0 ? maxDeliver : Infinity };
     for (let i = 0; i < concurrency; i++) workers.push(work(settlement, i));
     // A message waiting here for a worker (a batch's tail, a message pulled as a worker was taken)
-    // tells the broker it is in progress, so it is not redelivered to another replica meanwhile.
+    // or being handled tells the broker it is in progress, so it is not redelivered to another
+    // replica meanwhile: the ack wait can be short — what a crashed replica held comes back within
+    // one ack wait — however long a handler runs.
     const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
     keepAlive = setInterval(
       () => {
         for (const lane of lanes) for (const msg of lane.msgs) msg.working();
+        for (const handling of handlingNow) for (const msg of handling.msgs) msg.working();
       },
       Math.max(100, Math.floor(ackWaitMs / 3)),
     );

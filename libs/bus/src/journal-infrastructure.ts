@@ -1,6 +1,7 @@
 import {
   AckPolicy,
   DeliverPolicy,
+  DiscardPolicy,
   RetentionPolicy,
   StorageType,
   type JetStreamManager,
@@ -15,6 +16,14 @@ export interface JournalStreamOptions {
   replicas?: number;
   /** How long the broker remembers a `Nats-Msg-Id` to deduplicate retried publishes. */
   duplicateWindowMs?: number;
+  /**
+   * Retention of the journal (and dead-letter) stream: messages older than this are dropped
+   * (unset: kept by age forever). Keep it above the longest approval window (an open approval's
+   * `suspended` is read from the stream) and the duplicate window.
+   */
+  maxAgeMs?: number;
+  /** Retention by size, per replica: past it the oldest messages are dropped (unset: unbounded). */
+  maxBytes?: number;
   /** Memory storage for throwaway benchmarks; file storage otherwise. */
   storage?: 'file' | 'memory';
   /**
@@ -44,6 +53,9 @@ export async function ensureJournalStreams(
     storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
     num_replicas: options.replicas ?? 1,
     allow_direct: true,
+    discard: DiscardPolicy.Old,
+    max_age: options.maxAgeMs ? nanos(options.maxAgeMs) : 0,
+    max_bytes: options.maxBytes ?? -1,
   } satisfies Partial<StreamConfig>;
   const manage = options.manage ?? false;
   await ensureStream(

@@ -12,7 +12,7 @@ import {
 } from '@toolgate/contracts';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { AckedPublisher } from './acked-publisher';
-import { DirectGets, type DirectMessage } from './direct-get';
+import { DirectGets, type DirectMessage, type DirectQuery } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
 import { trustedEvent } from './event-trust';
 
@@ -40,6 +40,12 @@ function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): Tool
     { details: { dispatchId: event.dispatchId, retryable: true } },
   );
 }
+
+/**
+ * Where a read is answered: by any replica (the direct get; the reader's own server's first) or by
+ * the stream's leader, which has applied every write it acknowledged.
+ */
+type ReadFrom = 'replica' | 'leader';
 
 /** An event read back from the journal, with its stream sequence. */
 export interface StoredEvent<E extends JournalEvent = JournalEvent> {
@@ -147,7 +153,13 @@ export class JournalPublisher {
               ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
             });
             if (!ack.duplicate || !oncePerDispatch || (await this.genuineAt(subject, ack.seq)))
-              return { appended: true, seq: ack.seq, duplicate: ack.duplicate };
+              // A duplicate of this append's own attempt (its ack lost in a leader change) is
+              // this append's record, not an earlier one.
+              return {
+                appended: true,
+                seq: ack.seq,
+                duplicate: ack.duplicate && !ack.retriedUnknown,
+              };
             // The broker took it for a retry of a message nobody signed that carries this event's
             // id as its `Nats-Msg-Id` (a once-per-dispatch id is predictable): nothing genuine is
             // recorded. Appended after it under an id of its own, which a retry of this append
@@ -203,6 +215,13 @@ export class JournalPublisher {
   /**
    * The subject's last message, as a trusted event of `type` — or, when it is untrusted, the
    * first or last trusted event before it (`scan`; null: none) — and its sequence.
+   *
+   * Every caller decides on what it reads (a cross-check, a claim, settled-or-not, replay, the
+   * error streak, a resolution), so the read sees every event the leader acknowledged: a
+   * once-per-dispatch transition found on any replica (the cheap direct get) is final — it is
+   * recorded once and never replaced — and anything else (not found, untrusted, or a subject that
+   * keeps a history, whose last message a lagging follower reads as an older one) is read again
+   * from the stream's leader.
    */
   private async readLast<T extends JournalEventType>(
     tenant: string,
@@ -211,17 +230,34 @@ export class JournalPublisher {
     type: T,
     scan: 'first' | 'last' | null,
   ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
-    const msg = await this.direct.get(this.subjects.journal.stream, {
-      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
-    });
+    const subject = this.subjects.journal.event(tenant, runId, key, type);
+    let read = ONCE_PER_DISPATCH.has(type)
+      ? await this.readLastFrom('replica', subject, type, scan)
+      : null;
+    if (!read?.stored) read = await this.readLastFrom('leader', subject, type, scan);
+    if (read.untrusted) this.options.onUntrusted?.(read.untrusted);
+    return { stored: read.stored, headSeq: read.headSeq };
+  }
+
+  private async readLastFrom<T extends JournalEventType>(
+    from: ReadFrom,
+    subject: string,
+    type: T,
+    scan: 'first' | 'last' | null,
+  ): Promise<{
+    stored: StoredEvent<JournalEventOf<T>> | null;
+    headSeq: number;
+    /** Why the subject's last message is not a trusted event (other than not being one). */
+    untrusted?: UntrustedReason;
+  }> {
+    const msg = await this.get(from, { last_by_subj: subject });
     if (!msg) return { stored: null, headSeq: 0 };
     const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
     let read = trusted.ok ? { msg, event: trusted.event } : null;
-    if (!trusted.ok) {
-      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
-      read = scan ? await this.trustedBefore(msg, scan) : null;
-    }
-    if (!read || read.event.type !== type) return { stored: null, headSeq: msg.seq };
+    const untrusted = !trusted.ok && trusted.reason !== 'not-an-event' ? trusted.reason : undefined;
+    if (!trusted.ok) read = scan ? await this.trustedBefore(from, msg, scan) : null;
+    if (!read || read.event.type !== type)
+      return { stored: null, headSeq: msg.seq, ...(untrusted ? { untrusted } : {}) };
     return {
       stored: {
         event: read.event as JournalEventOf<T>,
@@ -230,13 +266,15 @@ export class JournalPublisher {
         headers: read.msg.header,
       },
       headSeq: msg.seq,
+      ...(untrusted ? { untrusted } : {}),
     };
   }
 
   /**
    * Where the last message on an event's subject sits, read or not: its sequence and when it was
    * stored. For a compare-and-set on a subject whose last message {@link last} cannot read (not an
-   * event, or one this version refuses), so an unreadable message can still be superseded.
+   * event, or one this version refuses), so an unreadable message can still be superseded. Read
+   * from the leader (the compare-and-set is decided on it).
    */
   async lastPosition(
     tenant: string,
@@ -244,7 +282,7 @@ export class JournalPublisher {
     key: string,
     type: JournalEventType,
   ): Promise<{ seq: number; storedAt: Date } | null> {
-    const msg = await this.direct.get(this.subjects.journal.stream, {
+    const msg = await this.get('leader', {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
     return msg ? { seq: msg.seq, storedAt: msg.time } : null;
@@ -252,20 +290,27 @@ export class JournalPublisher {
 
   /**
    * The sequence of the last message on a once-per-dispatch `subject` when no trusted event is
-   * recorded on it (the forgeries on it may be superseded), or null when one is.
+   * recorded on it (the forgeries on it may be superseded), or null when one is. From the leader:
+   * a follower behind it would call a subject whose genuine event it has not applied held by nothing.
    */
   private async heldBy(subject: string): Promise<number | null> {
-    const msg = await this.direct.get(this.subjects.journal.stream, { last_by_subj: subject });
+    const msg = await this.get('leader', { last_by_subj: subject });
     if (!msg) return 0;
     if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok) return null;
-    return (await this.trustedBefore(msg, 'first')) ? null : msg.seq;
+    return (await this.trustedBefore('leader', msg, 'first')) ? null : msg.seq;
   }
 
-  /** Whether the message at `seq` is a trusted event on `subject`. */
+  /**
+   * Whether the message at `seq` is a trusted event on `subject`. A replica that has it answers
+   * for good (a stored message never changes); one that has not applied it yet (the broker
+   * answered a duplicate from the leader) is not taken for a "no": the leader is asked — else a
+   * resubmitted call would be taken for a forgery and recorded twice.
+   */
   private async genuineAt(subject: string, seq: number): Promise<boolean> {
-    const msg = await this.direct.get(this.subjects.journal.stream, { seq });
+    const isGenuine = (msg: DirectMessage | null) =>
+      msg?.subject === subject && trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok;
     return (
-      msg?.subject === subject && trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok
+      isGenuine(await this.get('replica', { seq })) || isGenuine(await this.get('leader', { seq }))
     );
   }
 
@@ -276,15 +321,13 @@ export class JournalPublisher {
    * message sits last, so never on the path of a journal nobody forges on.
    */
   private async trustedBefore(
+    from: ReadFrom,
     last: DirectMessage,
     which: 'first' | 'last',
   ): Promise<{ msg: DirectMessage; event: JournalEvent } | null> {
     let found: { msg: DirectMessage; event: JournalEvent } | null = null;
     for (let seq = 1; seq < last.seq;) {
-      const msg = await this.direct.get(this.subjects.journal.stream, {
-        seq,
-        next_by_subj: last.subject,
-      });
+      const msg = await this.get(from, { seq, next_by_subj: last.subject });
       if (!msg || msg.seq >= last.seq) return found;
       const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
       if (trusted.ok) {
@@ -294,6 +337,14 @@ export class JournalPublisher {
       seq = msg.seq + 1;
     }
     return found;
+  }
+
+  /** One stored message, from any replica (a direct get) or from the stream's leader. */
+  private get(from: ReadFrom, query: DirectQuery): Promise<DirectMessage | null> {
+    const stream = this.subjects.journal.stream;
+    return from === 'leader'
+      ? this.direct.fromLeader(stream, query)
+      : this.direct.get(stream, query);
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */

@@ -14,3 +14,10 @@ export { tcpProxy, type TcpProxy } from './tcp-proxy';
 export { callEvents, type CallEventsSpec } from './call-events';
 export { testKeys, testJournalKeys, signedHeaders, publishSigned } from './test-keys';
 export { reForger, type ReForger } from './re-forger';
+export {
+  startNatsCluster,
+  type ClusterNode,
+  type NatsCluster,
+  type NatsClusterOptions,
+  type Placement,
+} from './nats-cluster';

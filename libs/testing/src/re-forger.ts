@@ -6,7 +6,8 @@ import type { TestNats } from './test-nats';
 /**
  * An attacker on an open broker against one journal subject: it publishes an unsigned message
  * there at once, then another every time anyone looks up the subject's last message (the direct
- * get a once-per-dispatch append makes before it appends after a forgery), on `t`'s connection.
+ * get, or the leader's message get, a once-per-dispatch append makes before it appends after a
+ * forgery), on `t`'s connection.
  * A client on {@link ReForger.slowUrl} (a 50 ms link) loses every such race: its compare-and-set
  * names a sequence that is no longer the last.
  */
@@ -37,12 +38,21 @@ export async function reForger(t: TestNats, subject: string): Promise<ReForger> 
     forgeries += 1;
     t.nc.publish(subject, payload, { headers: natsHeaders() });
   };
-  const lookups = t.nc.subscribe(`$JS.API.DIRECT.GET.${t.subjects.journal.stream}.${subject}`, {
-    callback: () => forge(),
-  });
+  const stream = t.subjects.journal.stream;
+  // A lookup from any replica (a direct get names the subject in its own) or from the stream's
+  // leader (the message get API names it in its body).
+  const lookups = [
+    t.nc.subscribe(`$JS.API.DIRECT.GET.${stream}.${subject}`, { callback: () => forge() }),
+    t.nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, {
+      callback: (_err, msg) => {
+        const body = msg.data.length ? (msg.json() as { last_by_subj?: string }) : {};
+        if (body.last_by_subj === subject) forge();
+      },
+    }),
+  ];
   forge();
   await t.nc.flush();
-  const stop = () => lookups.unsubscribe();
+  const stop = () => lookups.forEach((sub) => sub.unsubscribe());
   const slowUrl = `nats://127.0.0.1:${proxy.port}`;
   const victims: NatsConnection[] = [];
   return {

@@ -29,8 +29,30 @@ const Env = z.object({
   /** How often the approval timeout sweeper looks for expired approvals. */
   JOURNAL_SWEEP_INTERVAL_MS: z.coerce.number().int().min(50).default(1000),
   JOURNAL_MAX_DELIVER: z.coerce.number().int().min(1).default(10),
-  /** How long a folded batch may go unacked before it is redelivered: a crash's recovery time. */
-  JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * How long a delivery may go unheard-from before the broker hands it to another replica: what a
+   * crashed replica held comes back within it. Short, because a live replica renews it with
+   * in-progress heartbeats (every third of it) for as long as it handles a message.
+   */
+  JOURNAL_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(5_000),
+  /**
+   * Deliveries in flight across all journal replicas (default: enough for a batch per lane
+   * folding and one pulled ahead for each, at least 1000).
+   */
+  JOURNAL_MAX_ACK_PENDING: z.coerce.number().int().min(1).optional(),
+  /**
+   * The journal stream's retention by age (the journal service keeps the stream's settings). Above
+   * the longest approval window (30 days: an open approval's `suspended` is read from the stream)
+   * by default; never below the 2-minute duplicate window. What the stream drops, the projection
+   * keeps (docs/deploy.md, "Growth").
+   */
+  JOURNAL_STREAM_MAX_AGE_MS: z.coerce
+    .number()
+    .int()
+    .min(120_000)
+    .default(35 * 86_400_000),
+  /** The journal stream's retention by size, per replica (-1: by age only); the oldest go first. */
+  JOURNAL_STREAM_MAX_BYTES: z.coerce.number().int().min(-1).default(-1),
   /**
    * How long the projection lets an event wait, from when the broker stored it, for others to
    * fold in the same transaction: the projection's staleness under light load, traded for far
@@ -50,6 +72,11 @@ const Env = z.object({
 /** Lanes against PostgreSQL by default: enough to overlap one transaction's commit with the next's work. */
 const DEFAULT_POSTGRES_LANES = 3;
 
+/** Lanes when none are configured: side by side on PostgreSQL, one on the embedded database. */
+function lanesDefault(e: { DATABASE_URL?: string | undefined }): number {
+  return e.DATABASE_URL ? DEFAULT_POSTGRES_LANES : 1;
+}
+
 export type JournalConfig = NatsSettings &
   Readonly<{
     prefix: string;
@@ -60,6 +87,9 @@ export type JournalConfig = NatsSettings &
     sweepIntervalMs: number;
     maxDeliver: number;
     ackWaitMs: number;
+    maxAckPending: number;
+    streamMaxAgeMs: number;
+    streamMaxBytes: number;
     batchLingerMs: number;
     metrics: MetricsSettings;
     batchSize: number;
@@ -85,8 +115,13 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     sweepIntervalMs: e.JOURNAL_SWEEP_INTERVAL_MS,
     maxDeliver: e.JOURNAL_MAX_DELIVER,
     ackWaitMs: e.JOURNAL_ACK_WAIT_MS,
+    streamMaxAgeMs: e.JOURNAL_STREAM_MAX_AGE_MS,
+    streamMaxBytes: e.JOURNAL_STREAM_MAX_BYTES,
+    maxAckPending:
+      e.JOURNAL_MAX_ACK_PENDING ??
+      Math.max(1000, e.JOURNAL_BATCH_SIZE * (e.JOURNAL_LANES ?? lanesDefault(e)) * 2),
     batchLingerMs: e.JOURNAL_BATCH_LINGER_MS,
     batchSize: e.JOURNAL_BATCH_SIZE,
-    lanes: e.JOURNAL_LANES ?? (e.DATABASE_URL ? DEFAULT_POSTGRES_LANES : 1),
+    lanes: e.JOURNAL_LANES ?? lanesDefault(e),
   });
 }

@@ -89,7 +89,12 @@ export async function startJournal(options: {
         port: config.port,
         // The journal owns its streams: it creates them and keeps their settings up to date; the
         // other services only use them (their NATS users may not change them).
-        streams: { ...(options.streams ?? { replicas: config.streamReplicas }), manage: true },
+        streams: {
+          maxAgeMs: config.streamMaxAgeMs,
+          maxBytes: config.streamMaxBytes,
+          ...(options.streams ?? { replicas: config.streamReplicas }),
+          manage: true,
+        },
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => JournalModule.forRoot(nc, subjects, handle.db),
         transport: {
@@ -104,8 +109,7 @@ export async function startJournal(options: {
               laneKey: createSubjects(config.prefix).journal.keyOf,
               maxDeliver: config.maxDeliver,
               ackWaitMs: config.ackWaitMs,
-              // A batch per lane folding and one pulled ahead for each.
-              maxAckPending: Math.max(1000, config.batchSize * config.lanes * 2),
+              maxAckPending: config.maxAckPending,
             },
           },
         },

@@ -14,8 +14,17 @@ const Env = z.object({
   /** Evaluations in flight per replica: each mostly waits for its decision's ack from the broker. */
   EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
-  /** How long an evaluation may go unacked before another replica gets it: a crash's recovery time. */
-  EVALUATOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * How long a delivery may go unheard-from before the broker hands it to another replica: what a
+   * crashed replica held comes back within it. Short, because a live replica renews it with
+   * in-progress heartbeats (every third of it) for as long as it handles a message.
+   */
+  EVALUATOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(5_000),
+  /**
+   * Deliveries in flight across ALL replicas of the consumer (the broker's limit, one per
+   * consumer): size it replicas × concurrency, or replicas cannot add throughput past it.
+   */
+  EVALUATOR_MAX_ACK_PENDING: z.coerce.number().int().min(1).default(1000),
 });
 
 export type EvaluatorConfig = NatsSettings &
@@ -25,6 +34,7 @@ export type EvaluatorConfig = NatsSettings &
     concurrency: number;
     maxDeliver: number;
     ackWaitMs: number;
+    maxAckPending: number;
   }>;
 
 /** Parses the environment once; defaults live only here. */
@@ -38,5 +48,6 @@ export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
     concurrency: e.EVALUATOR_CONCURRENCY,
     maxDeliver: e.EVALUATOR_MAX_DELIVER,
     ackWaitMs: e.EVALUATOR_ACK_WAIT_MS,
+    maxAckPending: e.EVALUATOR_MAX_ACK_PENDING,
   });
 }

@@ -56,6 +56,7 @@ export async function startPermissionEvaluator(options: {
             concurrency: config.concurrency,
             maxDeliver: config.maxDeliver,
             ackWaitMs: config.ackWaitMs,
+            maxAckPending: config.maxAckPending,
           },
         },
         onPoison: settlePoisoned,

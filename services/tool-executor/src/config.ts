@@ -36,7 +36,17 @@ const Env = z.object({
    */
   EXECUTOR_INPROCESS_CONCURRENCY: z.coerce.number().int().min(1).max(1024).default(16),
   EXECUTOR_DEFAULT_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
-  EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /**
+   * How long a delivery may go unheard-from before the broker hands it to another replica: what a
+   * crashed replica held comes back within it. Short, because a live replica renews it with
+   * in-progress heartbeats (every third of it) for as long as it handles a message.
+   */
+  EXECUTOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(5_000),
+  /**
+   * Deliveries in flight across ALL replicas of the consumer (the broker's limit, one per
+   * consumer): size it replicas × concurrency, or replicas cannot add throughput past it.
+   */
+  EXECUTOR_MAX_ACK_PENDING: z.coerce.number().int().min(1).default(1000),
   EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   /** How long a call under worktree isolation waits for the worktree service's answer. */
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
@@ -141,6 +151,7 @@ export type ExecutorConfig = NatsSettings &
     inprocessConcurrency: number;
     defaultTimeoutMs: number;
     ackWaitMs: number;
+    maxAckPending: number;
     maxDeliver: number;
     worktreeTimeoutMs: number;
     sandbox: ExecutorSandboxConfig;
@@ -184,6 +195,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     inprocessConcurrency: e.EXECUTOR_INPROCESS_CONCURRENCY,
     defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,
     ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
+    maxAckPending: e.EXECUTOR_MAX_ACK_PENDING,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
     scripts: {

@@ -147,11 +147,13 @@ export async function startToolExecutor(
           concurrency: config.concurrency,
           ackWaitMs: config.ackWaitMs,
           maxDeliver: config.maxDeliver,
+          maxAckPending: config.maxAckPending,
         },
         resolved: {
           concurrency: config.concurrency,
           ackWaitMs: config.ackWaitMs,
           maxDeliver: config.maxDeliver,
+          maxAckPending: config.maxAckPending,
         },
       },
       onPoison: settlePoisoned,

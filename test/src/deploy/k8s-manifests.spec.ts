@@ -375,11 +375,13 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
         workloads.filter((w) => matches(obj.spec.selector, podLabels(w.obj))).length,
       ]).toEqual([file, 1]);
     }
+    // Each stateless service scales by exactly one autoscaler: an HPA, or KEDA's ScaledObject
+    // (which makes an HPA of its own; two on one Deployment would fight).
+    const scalers = [...ofKind('HorizontalPodAutoscaler'), ...ofKind('ScaledObject')];
     for (const name of services.filter((n) => n !== 'worktree')) {
-      expect([
-        name,
-        ofKind('HorizontalPodAutoscaler').some((h) => h.obj.spec.scaleTargetRef.name === name),
-      ]).toEqual([name, true]);
+      expect([name, scalers.filter((h) => h.obj.spec.scaleTargetRef.name === name).length]).toEqual(
+        [name, 1],
+      );
     }
     for (const w of workloads) {
       const name = w.obj.metadata.name;
@@ -481,4 +483,42 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
       }
     });
   }
+
+  it('scales the evaluator and the executor on their durable consumers’ lag as well as CPU', () => {
+    const consumersOf: Record<string, string[]> = {
+      'permission-evaluator': ['toolgate_evaluator-requested'],
+      'tool-executor': ['toolgate_executor-decided', 'toolgate_executor-resolved'],
+    };
+    for (const [name, consumers] of Object.entries(consumersOf)) {
+      const scaled = ofKind('ScaledObject').find((s) => s.obj.spec.scaleTargetRef.name === name)!;
+      const triggers = scaled.obj.spec.triggers as Obj[];
+      const lag = triggers.filter((t) => t.type === 'nats-jetstream');
+      expect([name, lag.map((t) => (t.metadata as Obj).consumer).sort()]).toEqual([
+        name,
+        [...consumers].sort(),
+      ]);
+      for (const t of lag) expect((t.metadata as Obj).stream).toBe('toolgate_journal');
+      expect([name, triggers.some((t) => t.type === 'cpu')]).toEqual([name, true]);
+      expect(scaled.obj.spec.minReplicaCount).toBeGreaterThanOrEqual(2);
+    }
+    // The gateway keeps its CPU HPA.
+    expect(ofKind('HorizontalPodAutoscaler').map((h) => h.obj.spec.scaleTargetRef.name)).toContain(
+      'gateway',
+    );
+  });
+
+  it('spreads every service Deployment across nodes', () => {
+    for (const w of workloads.filter((x) => x.obj.kind === 'Deployment')) {
+      const spread = (w.obj.spec.template.spec.topologySpreadConstraints ?? []) as Obj[];
+      const name = w.obj.metadata.name;
+      expect([
+        name,
+        spread.some(
+          (c) =>
+            c.topologyKey === 'kubernetes.io/hostname' &&
+            matches(c.labelSelector as Obj, podLabels(w.obj)),
+        ),
+      ]).toEqual([name, true]);
+    }
+  });
 });

@@ -107,12 +107,19 @@ export interface TestStack {
 export async function startTestStack(
   label: string,
   overrides: Partial<Record<string, string>> = {},
+  /** A broker of the test's own (a cluster's nodes): the stack's and the test's connections go there. */
+  broker?: { servers: string[] },
 ): Promise<TestStack> {
-  const nats = await useTestNats(label);
+  const nats = await useTestNats(label, broker ? { servers: broker.servers } : {});
   const schema = await useTestSchema(label);
   const workdir = await mkdtemp(path.join(tmpdir(), `toolgate-${label}-`));
   const env = {
-    ...stackEnv(nats, schema, workdir, TEST_GRANTS),
+    ...stackEnv(
+      broker ? { ...nats, url: broker.servers.join(',') } : nats,
+      schema,
+      workdir,
+      TEST_GRANTS,
+    ),
     JOURNAL_SWEEP_INTERVAL_MS: '100',
     EXECUTOR_ACK_WAIT_MS: '2000',
     ...overrides,

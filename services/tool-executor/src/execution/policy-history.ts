@@ -59,14 +59,25 @@ export class PolicyRevisions {
     )
       return true;
     const readAtMs = this.now();
-    const history = await this.read(tenant, revision);
+    let history = await this.read(tenant, revision);
+    // A "no" refuses a genuine decision: it is confirmed on the bucket stream's leader, which has
+    // applied every write it acknowledged (a replica that lags it may not have the revision yet).
+    if (!revisionExisted(revision, decidedAtMs, history, POLICY_LAG_TOLERANCE_MS))
+      history = await this.read(tenant, revision, 'leader');
     if (this.cache.size >= CACHE_LIMIT) this.cache.clear();
     this.cache.set(key, { history, readAtMs });
     return revisionExisted(revision, decidedAtMs, history, POLICY_LAG_TOLERANCE_MS);
   }
 
-  /** The facts `revisionExisted` needs, as the bucket holds them now. */
-  async read(tenant: string, revision: number): Promise<PolicyHistory> {
+  /**
+   * The facts `revisionExisted` needs, as the bucket holds them now: as any replica of its stream
+   * has them (direct gets), or as its leader has them.
+   */
+  async read(
+    tenant: string,
+    revision: number,
+    from: 'replica' | 'leader' = 'replica',
+  ): Promise<PolicyHistory> {
     this.jsm ??= jetstream(this.nc).jetstreamManager(false);
     const jsm = await this.jsm;
     // A direct get on a stream that does not exist is never answered (it times out), so whether
@@ -81,7 +92,10 @@ export class PolicyRevisions {
       }
     }
     const subject = this.subjectPrefix + tenant;
-    const get = (query: DirectQuery) => this.direct.get(this.stream, query);
+    const get = (query: DirectQuery) =>
+      from === 'leader'
+        ? this.direct.fromLeader(this.stream, query)
+        : this.direct.get(this.stream, query);
     const [at, oldest, newest] = await Promise.all([
       revision > 0 ? get({ seq: revision }) : Promise.resolve(null),
       get({ seq: 1, next_by_subj: subject }),

@@ -1,0 +1,91 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createSubjects, type Subjects } from '@toolgate/contracts';
+import {
+  callEvents,
+  startNatsCluster,
+  testKeys,
+  uniqueName,
+  type NatsCluster,
+} from '@toolgate/testing';
+import { ensureJournalStreams, JournalPublisher } from './index';
+
+/** Appenders running side by side. */
+const WRITERS = 10;
+
+/**
+ * A leader change costs latency, not errors: writers append calls and read them back (the reads
+ * that decide, from the leader) on an R3 journal while its leader is killed (SIGKILL). While the
+ * stream elects a new leader its replicas answer "no responders" and the dead leader's acks never
+ * come; the publisher sends the same message again (same `Nats-Msg-Id`) within its budget.
+ */
+describe('a stream leader killed under load', () => {
+  let cluster: NatsCluster;
+  let subjects: Subjects;
+  const connections: NatsConnection[] = [];
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ label: 'leaderkill' });
+    subjects = createSubjects(uniqueName('leaderkill'));
+    await ensureJournalStreams(await cluster.jsm(), subjects, { replicas: 3 });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const nc of connections) await nc.close();
+    await cluster?.cleanup();
+  });
+
+  it('costs the writers no error, and every call is recorded once', async () => {
+    const { leader } = await cluster.streamPlacement(subjects.journal.stream);
+    // One connection on each node: the killed node's moves to another.
+    const publishers = await Promise.all(
+      cluster.nodes.map(async (node, i) => {
+        const others = cluster.servers.filter((url) => url !== node.url);
+        const nc = await connect({
+          servers: [node.url, ...others],
+          noRandomize: true,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 100,
+          name: `writer-${i}`,
+        });
+        connections.push(nc);
+        return new JournalPublisher(nc, subjects, testKeys('gateway'));
+      }),
+    );
+    const errors: string[] = [];
+    let next = 0;
+    let killed = false;
+    let afterKill = 0;
+    const one = async (i: number, publisher: JournalPublisher) => {
+      const { requested } = callEvents({ dispatchId: `d${i}` });
+      try {
+        const appended = await publisher.append(requested);
+        if (!appended.appended || appended.duplicate)
+          errors.push(`d${i}: ${JSON.stringify(appended)}`);
+        const read = await publisher.last(
+          'acme',
+          requested.runId,
+          requested.dispatchId,
+          'requested',
+        );
+        if (read?.seq !== appended.seq) errors.push(`d${i}: read back ${read?.seq}`);
+      } catch (err) {
+        errors.push(`d${i}: ${(err as Error).name}: ${(err as Error).message}`);
+      }
+      if (killed) afterKill++;
+    };
+    const writers = Array.from({ length: WRITERS }, async (_, w) => {
+      // Until the kill and 300 calls past it, so the writers run through the election.
+      while (!killed || afterKill < 300) await one(next++, publishers[w % publishers.length]!);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await leader.kill();
+    killed = true;
+    await Promise.all(writers);
+    expect(errors).toEqual([]);
+    const after = await cluster.streamPlacement(subjects.journal.stream);
+    expect(after.leader).not.toBe(leader);
+    const info = await (await cluster.jsm()).streams.info(subjects.journal.stream);
+    expect(info.state.messages).toBe(next);
+    for (const p of publishers) p.close();
+  }, 120_000);
+});

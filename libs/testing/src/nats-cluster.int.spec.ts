@@ -1,0 +1,57 @@
+import { jetstream } from '@nats-io/jetstream';
+import { startNatsCluster, type NatsCluster } from './nats-cluster';
+
+describe('a three-node JetStream cluster of the test’s own', () => {
+  let cluster: NatsCluster;
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ label: 'harness' });
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.cleanup();
+  });
+
+  it('holds an R3 stream, names its leader and followers, and elects a new leader when the old one dies', async () => {
+    const jsm = await cluster.jsm();
+    await jsm.streams.add({ name: 'HARNESS', subjects: ['harness.>'], num_replicas: 3 });
+    const before = await cluster.streamPlacement('HARNESS');
+    expect(before.followers).toHaveLength(2);
+    expect(before.followers).not.toContain(before.leader);
+
+    const js = jetstream(await cluster.connect());
+    await js.publish('harness.a', 'one');
+    await before.leader.kill();
+    expect(before.leader.running).toBe(false);
+    const after = await cluster.streamPlacement('HARNESS', 30_000);
+    expect(after.leader).not.toBe(before.leader);
+    // The message acknowledged before the kill is on the new leader.
+    const msg = await jsm.streams.getMessage('HARNESS', { last_by_subj: 'harness.a' });
+    expect(msg?.string()).toBe('one');
+
+    await before.leader.start();
+    await cluster.ready();
+    expect((await cluster.streamPlacement('HARNESS')).followers).toContain(before.leader);
+  }, 90_000);
+
+  it('puts a consumer’s leader on the stream’s leader, and a paused follower does not stop publishes', async () => {
+    const jsm = await cluster.jsm();
+    await jsm.streams.add({ name: 'HARNESS2', subjects: ['harness2.>'], num_replicas: 3 });
+    await jsm.consumers.add('HARNESS2', { durable_name: 'reader', ack_policy: 'explicit' });
+    await cluster.placeConsumerOnStreamLeader('HARNESS2', 'reader');
+    const { leader, followers } = await cluster.streamPlacement('HARNESS2');
+    expect((await cluster.consumerPlacement('HARNESS2', 'reader')).leader).toBe(leader);
+
+    const follower = followers[0]!;
+    const js = jetstream(await cluster.connect());
+    follower.pause();
+    try {
+      // The leader and the other follower are a quorum: the publish is acknowledged.
+      const ack = await js.publish('harness2.x', 'while paused', { timeout: 10_000 });
+      expect(ack.seq).toBe(1);
+    } finally {
+      follower.resume();
+    }
+    expect(await cluster.metaLeader()).toBeDefined();
+  }, 90_000);
+});

@@ -1,0 +1,159 @@
+import { startNatsCluster, type ClusterNode, type NatsCluster } from '@toolgate/testing';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+const agent = { agentType: 'coder' };
+
+/** Calls per phase, and how many are in flight at once. */
+const LAGGING_CALLS = 600;
+const LEADER_KILL_CALLS_AFTER = 150;
+const CONCURRENCY = 12;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The whole of Toolgate in the shape `deploy/k8s` runs it: a 3-node JetStream cluster with R3
+ * streams, the services connected to the stream's followers, the consumers led by the stream's
+ * leader. Each follower is paused (SIGSTOP) for 300 ms in turn, so the services read from replicas
+ * that lag the leader; then the stream leader is killed under load.
+ */
+describe('dispatches on a three-node cluster with R3 streams', () => {
+  let cluster: NatsCluster;
+  let stack: TestStack;
+  let followers: ClusterNode[];
+  let runIds = 0;
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ label: 'stack' });
+    // The services start on the followers of the stream they create: the journal's placement is
+    // not known before it exists, so every node but one is given, and the stream placed after.
+    stack = await startTestStack(
+      'cluster',
+      { TOOLGATE_STREAM_REPLICAS: '3' },
+      { servers: cluster.servers },
+    );
+    const stream = stack.nats.subjects.journal.stream;
+    const jsm = await cluster.jsm();
+    for await (const consumer of jsm.consumers.list(stream))
+      await cluster.placeConsumerOnStreamLeader(stream, consumer.name);
+    ({ followers } = await cluster.streamPlacement(stream));
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await cluster?.cleanup();
+  }, 60_000);
+
+  /** Submits a call and resubmits it at once (another client's retry), then waits for it. */
+  async function dispatch(runId: string, callId: string) {
+    const body = { runId, callId, agent, tool: 'list_dir', input: { path: '.' } };
+    const first = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      ...body,
+      wait: false,
+    });
+    const again = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      ...body,
+      wait: 20_000,
+    });
+    return { first, again };
+  }
+
+  /** The stream's `requested` and `settled` counts per dispatch of a run. */
+  async function countsOf(runId: string): Promise<Map<string, Record<string, number>>> {
+    const info = await (
+      await cluster.jsm()
+    ).streams.info(stack.nats.subjects.journal.stream, {
+      subjects_filter: stack.nats.subjects.journal.forRun('acme', runId),
+    });
+    const counts = new Map<string, Record<string, number>>();
+    for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+      const [dispatchId, type] = subject.split('.').slice(-2) as [string, string];
+      counts.set(dispatchId, { ...counts.get(dispatchId), [type]: n });
+    }
+    return counts;
+  }
+
+  function tally(
+    results: { first: { status: number; body: any }; again: { status: number; body: any } }[],
+  ) {
+    const t = { errors: 0, notAccepted: 0, notReplayed: 0, notOk: 0 };
+    for (const { first, again } of results) {
+      if (first.status >= 400 || again.status >= 400) t.errors++;
+      else {
+        if (first.body.status !== 'accepted') t.notAccepted++;
+        if (again.body.status !== 'replayed') t.notReplayed++;
+        if (again.body.settled?.outcome !== 'ok') t.notOk++;
+      }
+    }
+    return t;
+  }
+
+  it('reads nothing stale while followers lag: no call refused, none recorded twice', async () => {
+    const runId = `lag-${runIds++}`;
+    let lagging = true;
+    const lag = (async () => {
+      for (let turn = 0; lagging; turn++) {
+        const node = followers[turn % followers.length]!;
+        node.pause();
+        await sleep(300);
+        node.resume();
+        await sleep(150);
+      }
+    })();
+    const results: Awaited<ReturnType<typeof dispatch>>[] = [];
+    let next = 0;
+    try {
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < LAGGING_CALLS) results.push(await dispatch(runId, `c${next++}`));
+        }),
+      );
+    } finally {
+      lagging = false;
+      await lag;
+    }
+    const counts = await countsOf(runId);
+    const twice = [...counts.values()].filter(
+      (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
+    );
+    expect({ ...tally(results), dispatches: counts.size, twice: twice.length }).toEqual({
+      errors: 0,
+      notAccepted: 0,
+      notReplayed: 0,
+      notOk: 0,
+      dispatches: LAGGING_CALLS,
+      twice: 0,
+    });
+  }, 300_000);
+
+  it('answers no error while the stream leader is killed, and settles every call once', async () => {
+    const runId = `kill-${runIds++}`;
+    const { leader } = await cluster.streamPlacement(stack.nats.subjects.journal.stream);
+    const results: Awaited<ReturnType<typeof dispatch>>[] = [];
+    let next = 0;
+    let killed = false;
+    let afterKill = 0;
+    const clients = Array.from({ length: CONCURRENCY }, async () => {
+      while (!killed || afterKill < LEADER_KILL_CALLS_AFTER) {
+        results.push(await dispatch(runId, `c${next++}`));
+        if (killed) afterKill++;
+      }
+    });
+    await sleep(1000);
+    await leader.kill();
+    killed = true;
+    await Promise.all(clients);
+    const counts = await countsOf(runId);
+    const twice = [...counts.values()].filter(
+      (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
+    );
+    expect({ ...tally(results), dispatches: counts.size, twice: twice.length }).toEqual({
+      errors: 0,
+      notAccepted: 0,
+      notReplayed: 0,
+      notOk: 0,
+      dispatches: next,
+      twice: 0,
+    });
+    await leader.start();
+  }, 300_000);
+});
