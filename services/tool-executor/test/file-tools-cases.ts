@@ -252,7 +252,9 @@ export function fileToolCases(files: () => FileScopePool | null): void {
     });
 
     it('stops a catastrophically backtracking pattern at the deadline', async () => {
-      builtins = tools({ cwd: work, grep: { timeoutMs: 300 } });
+      // 2^40 steps never finish; the budget only has to outlast a worker's start on a loaded
+      // machine, for the second call below (300 ms did not, under a load average of 20).
+      builtins = tools({ cwd: work, grep: { timeoutMs: 2_000 } });
       await fs.writeFile(path.join(work, 'evil.txt'), `${'a'.repeat(40)}!\n`);
       const error = errorOf(await run('grep', { pattern: '^(a+)+$', path: 'evil.txt' }));
       expect(error.code).toBe(ErrorCode.Timeout);
