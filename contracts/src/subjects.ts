@@ -167,6 +167,8 @@ export interface Subjects {
    * state is accepted once across every gateway replica, and the key's age bounds the bucket.
    */
   readonly mcpStateBucket: string;
+  /** Cancellations of running calls, gateway → every tool-executor replica (see `cancel-dispatch.ts`). */
+  readonly cancelDispatch: string;
 }
 
 /** Builds every name from `prefix`, validating each token it is given. */
@@ -240,5 +242,6 @@ export function createSubjects(prefix: string): Subjects {
     policyBucket: `${p}_policy`,
     artifactsBucket: `${p}_artifacts`,
     mcpStateBucket: `${p}_mcp_state`,
+    cancelDispatch: `${p}.executor.cancel`,
   });
 }

@@ -7,7 +7,9 @@ import {
   startupStep,
   type RunningService,
   connectNats,
+  NATS_CONNECTION,
 } from '@toolgate/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
@@ -16,7 +18,8 @@ import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { HttpErrorFilter } from './http/error.filter';
 import { json, type NextFunction, type Request, type Response } from 'express';
-import { JournalPublisher } from '@toolgate/bus';
+import { JournalPublisher, serviceKeysOf } from '@toolgate/bus';
+import { DispatchCanceller } from './dispatch/dispatch-canceller';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpEdge, MCP_PATH, PROTECTED_RESOURCE_PATH, type McpEdge } from './mcp/mcp-edge';
 import { ConsumedStates } from './mcp/parked-call-state';
@@ -91,6 +94,11 @@ export async function startGateway(options: {
             registry,
             publisher: app.get(JournalPublisher),
             consumed,
+            canceller: new DispatchCanceller(
+              app.get<NatsConnection>(NATS_CONNECTION),
+              subjects,
+              serviceKeysOf(app.get<NatsConnection>(NATS_CONNECTION)),
+            ),
             ...config.mcp,
             version: GATEWAY_VERSION,
           });

@@ -16,6 +16,7 @@ import { callScope } from './execution/call-scope';
 import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
+import { listenForCancels } from './execution/cancel-listener';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
@@ -188,12 +189,19 @@ export async function startToolExecutor(
     throw err;
   }
   const registry = opened;
+  const cancels = listenForCancels(
+    service.nc,
+    service.subjects,
+    service.keys,
+    service.app.get(ToolRunner),
+  );
   const stop = service.stop;
   return {
     ...service,
     // A stop past its drain cap: the calls still running are killed, then handed back unsettled.
     abandon: () => service.app.get(ToolRunner).abandon(),
     stop: stopOnce(async () => {
+      cancels.unsubscribe();
       registry.stop();
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
       service.app.get(ToolRunner).close();

@@ -11,6 +11,8 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { countingTool, resolve, unique, type CountingTool } from '../approvals/approval-helpers';
 import { journalCounts, settled } from '../support/dispatch-probes';
+import { serveHeldTool, type HeldTool } from '../support/remote-tool';
+import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 /** The stack's state key, so a test can seal a state the way a thief of the key would. */
@@ -305,7 +307,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       const n = unique('n');
       const paused = await callRaw(client, 'gated_deploy', { n });
       const state = paused.requestState as string;
-      const flipped = state.slice(0, -2) + (state.endsWith('A') ? 'B' : 'A') + state.slice(-1);
+      // One character of the sealed value changed (never to itself).
+      const at = state.length - 2;
+      const flipped = state.slice(0, at) + (state[at] === 'A' ? 'B' : 'A') + state.slice(at + 1);
       const tampered = await protocolError(callRaw(client, 'gated_deploy', { n }, flipped));
       expect(tampered.code).toBe(-32602);
       const otherArgs = await protocolError(
@@ -433,6 +437,81 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       expect(done.isError).toBe(true);
       expect(JSON.stringify(done.content)).toContain('not during the freeze');
       expect(gated.runsOf(n)).toBe(0);
+    });
+  });
+
+  describe('cancellation', () => {
+    let held: HeldTool;
+    beforeAll(async () => {
+      held = await serveHeldTool(
+        stack,
+        'slow_job',
+        { finished: true },
+        {
+          type: 'object',
+          properties: { n: { type: 'string' } },
+        },
+      );
+    });
+    afterAll(() => {
+      held?.release();
+      held?.stop();
+    });
+
+    /** The dispatch of `runId` once it has `started` (its executor claimed and runs it). */
+    async function startedIn(runId: string): Promise<string> {
+      return eventually(
+        async () => {
+          const info = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream, {
+            subjects_filter: stack.nats.subjects.journal.forRun('acme', runId),
+          });
+          const started = Object.keys(info.state.subjects ?? {}).find((s) =>
+            s.endsWith('.started'),
+          );
+          return started?.split('.').at(-2);
+        },
+        { what: `a started dispatch in ${runId}` },
+      );
+    }
+
+    it('closing the request aborts the running dispatch: it settles cancelled while its worker never answered', async () => {
+      const client = await v2('modern');
+      const runId = unique('run');
+      const aborter = new AbortController();
+      const call = client
+        .callTool(
+          {
+            name: 'slow_job',
+            arguments: { n: unique('n') },
+            _meta: { 'io.toolgate/runId': runId },
+          },
+          { signal: aborter.signal },
+        )
+        .catch((err: unknown) => err);
+      const dispatchId = await startedIn(runId);
+      aborter.abort();
+      await call;
+      const view = await settled(stack, dispatchId);
+      expect(view.dispatch).toMatchObject({ outcome: 'error', error: { code: 'cancelled' } });
+    });
+
+    it('a cancellation not signed by the gateway stops nothing', async () => {
+      const runId = unique('run');
+      const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+        runId,
+        callId: 'c1',
+        agent: { agentType: 'forger' },
+        tool: 'slow_job',
+        input: { n: unique('n') },
+      });
+      expect(res.status).toBe(202);
+      const dispatchId = await startedIn(runId);
+      const forged = JSON.stringify({ tenant: 'acme', runId, dispatchId, reason: 'forged' });
+      stack.nats.nc.publish(stack.nats.subjects.cancelDispatch, forged);
+      await stack.nats.nc.flush();
+      held.release();
+      const view = await settled(stack, dispatchId);
+      expect(view.dispatch).toMatchObject({ outcome: 'ok', result: { finished: true } });
     });
   });
 });

@@ -22,12 +22,14 @@ import type { JournalPublisher } from '@toolgate/bus';
 import {
   ApiOperation,
   dispatchKey,
+  isSubjectToken,
   type ListToolsResponse,
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import type { ToolRegistry } from '@toolgate/registry';
 import type { GatewayApi } from '../api/gateway-api';
 import type { Principal } from '../auth/token-auth';
+import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
 import { resolveToolRef } from '../dispatch/tool-ref';
 import { mcpAnswerFor } from './mcp-errors';
 import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
@@ -51,6 +53,8 @@ export interface McpEdgeOptions {
   registry: ToolRegistry;
   publisher: JournalPublisher;
   consumed: ConsumedStates;
+  /** Stops a running dispatch whose MCP client closed its request. */
+  canceller: Pick<DispatchCanceller, 'cancel'>;
   /** The HMAC key of `requestState` (≥ 32 bytes), shared by every gateway replica. */
   stateKey: Uint8Array;
   stateTtlSeconds: number;
@@ -281,6 +285,21 @@ async function callTool(
     runId = typeof meta[RUN_ID_META_KEY] === 'string' ? meta[RUN_ID_META_KEY] : `mcp-${id}`;
     callId = typeof meta[CALL_ID_META_KEY] === 'string' ? meta[CALL_ID_META_KEY] : id;
   }
+  // A client that closes its request (its stream) cancels the call: the executor running it
+  // aborts it. The id is the one the submission will key the call by.
+  const dispatchId = expectedDispatchId(options.registry, tenant, { runId, callId, tool }, args);
+  const signal = ctx.mcpReq.signal;
+  const onAbort = () => {
+    if (dispatchId) {
+      options.canceller.cancel({
+        tenant,
+        runId,
+        dispatchId,
+        reason: 'the MCP client cancelled the call',
+      });
+    }
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
   let response: SubmitDispatchResponse;
   try {
     response = (await callApi(options.api, ApiOperation.SubmitDispatch, ctx, {
@@ -299,6 +318,8 @@ async function callTool(
       };
     }
     throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
   const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
@@ -324,9 +345,10 @@ async function callTool(
 function expectedDispatchId(
   registry: ToolRegistry,
   tenant: string,
-  state: ParkedCall,
+  state: Pick<ParkedCall, 'runId' | 'callId' | 'tool'>,
   args: unknown,
 ): string | undefined {
+  if (!isSubjectToken(state.runId)) return undefined;
   const ref = registry.resolve(tenant, state.tool)
     ? resolveToolRef(registry, tenant, state.tool)
     : undefined;
