@@ -22,3 +22,4 @@ export * from './nonce-cache';
 export * from './error-cap-rule';
 export * from './signing-keyring';
 export * from './cancel-dispatch';
+export * from './mcp-upstream';

@@ -36,6 +36,7 @@ describe('loadGatewayConfig', () => {
         allowedOrigins: ['localhost', '127.0.0.1', '[::1]'],
         authorizationServers: [],
       },
+      mcpUpstreams: [],
     });
     expect(config.mcp.stateKey).toHaveLength(32);
     expect(Object.isFrozen(config)).toBe(true);

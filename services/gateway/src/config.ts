@@ -8,7 +8,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { ScopeSchema } from '@toolgate/contracts';
+import { parseMcpUpstreams, ScopeSchema, type McpUpstream } from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
 export const TokenGrantSchema = z
@@ -33,6 +33,8 @@ const Env = z.object({
   ...NatsEnvShape,
   ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
+  /** MCP servers behind Toolgate (JSON, see `McpUpstreamSchema`): what an admin may import. */
+  TOOLGATE_MCP_UPSTREAMS: z.string().optional(),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** JSON array of token grants; or a path to a file holding it in TOOLGATE_TOKENS_FILE. */
@@ -79,6 +81,8 @@ export interface GatewayConfig extends NatsSettings {
   requestTimeoutMs: number;
   metrics: MetricsSettings;
   mcp: McpEdgeSettings;
+  /** The MCP servers an admin may import tools from. */
+  mcpUpstreams: McpUpstream[];
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
@@ -115,6 +119,7 @@ export function loadGatewayConfig(
     waitDefaultMs: e.GATEWAY_WAIT_DEFAULT_MS,
     requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_MS,
     mcp: Object.freeze(mcpSettings(e, readFile)),
+    mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
   });
 }
 

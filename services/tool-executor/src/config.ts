@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '@toolgate/contracts';
+import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
 import {
   commaList,
   MetricsEnvShape,
@@ -16,6 +16,8 @@ const Env = z.object({
   ...NatsEnvShape,
   ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
+  /** MCP servers behind Toolgate (JSON, see `McpUpstreamSchema`): where `mcp` tools are called. */
+  TOOLGATE_MCP_UPSTREAMS: z.string().optional(),
   EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
   /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
   EXECUTOR_CWD: z.string().default(process.cwd()),
@@ -134,6 +136,8 @@ export type ExecutorConfig = NatsSettings &
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
     scripts: { dir?: string; memoryMb: number; cpuMs: number };
+    /** The MCP servers `mcp` tools call, with Toolgate's credential for each. */
+    mcpUpstreams: McpUpstream[];
     metrics: MetricsSettings;
   }>;
 
@@ -167,6 +171,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ackWaitMs: e.EXECUTOR_ACK_WAIT_MS,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+    mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
     scripts: {
       ...(e.EXECUTOR_SCRIPTS_DIR ? { dir: e.EXECUTOR_SCRIPTS_DIR } : {}),
       memoryMb: e.EXECUTOR_SCRIPT_MEMORY_MB,

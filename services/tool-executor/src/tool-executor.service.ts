@@ -17,6 +17,7 @@ import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
 import { listenForCancels } from './execution/cancel-listener';
+import { McpExecutor } from './mcp/mcp-executor';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
@@ -121,6 +122,11 @@ export async function startToolExecutor(
   if (containers) {
     executors.container = new ContainerExecutor({ ...commandTools, backend: containers });
   }
+  // Served only where upstreams are configured: an `mcp` tool is refused at registration otherwise.
+  const mcp = config.mcpUpstreams.length
+    ? new McpExecutor(config.mcpUpstreams, commandTools.lookup)
+    : undefined;
+  if (mcp) executors.mcp = mcp;
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,
@@ -208,6 +214,7 @@ export async function startToolExecutor(
       await stop();
       // After the consumers drained: the last containers' clean-up.
       await containers?.idle();
+      await mcp?.close();
     }),
   };
 }

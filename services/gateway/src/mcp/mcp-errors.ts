@@ -21,6 +21,7 @@ export const MCP_ANSWER_BY_CODE: Readonly<Record<ErrorCode, 'result' | ProtocolE
   [ErrorCode.Timeout]: 'result',
   [ErrorCode.AlreadyResolved]: ProtocolErrorCode.InvalidRequest,
   [ErrorCode.ApprovalMismatch]: ProtocolErrorCode.InvalidParams,
+  [ErrorCode.ContractDrift]: 'result',
   [ErrorCode.Cancelled]: 'result',
   [ErrorCode.ToolFailed]: 'result',
   [ErrorCode.PathOutsideScope]: 'result',
