@@ -33,6 +33,7 @@ describe('loadGatewayConfig', () => {
         stateKey: expect.any(Uint8Array),
         stateTtlSeconds: 300,
         approvalWaitMs: 10_000,
+        progressIntervalMs: 5_000,
         allowedOrigins: ['localhost', '127.0.0.1', '[::1]'],
         authorizationServers: [],
       },

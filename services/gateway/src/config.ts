@@ -54,6 +54,8 @@ const Env = z.object({
   GATEWAY_MCP_STATE_TTL_S: z.coerce.number().int().min(10).max(86_400).default(300),
   /** How long a retried parked call waits for its resolution before pausing again. */
   GATEWAY_MCP_APPROVAL_WAIT_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
+  /** How often a running MCP call that asked for progress is told it still runs (0: never). */
+  GATEWAY_MCP_PROGRESS_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
   /** Comma-separated hostnames a browser's `Origin` may name on `/mcp` (none: no Origin passes). */
   GATEWAY_MCP_ALLOWED_ORIGINS: z.string().default('localhost,127.0.0.1,[::1]'),
   /** The gateway's public base URL, for the MCP resource metadata (else each request's Host). */
@@ -67,6 +69,7 @@ export interface McpEdgeSettings {
   stateKey: Uint8Array;
   stateTtlSeconds: number;
   approvalWaitMs: number;
+  progressIntervalMs: number;
   allowedOrigins: string[];
   publicUrl?: string;
   authorizationServers: string[];
@@ -144,6 +147,7 @@ function mcpSettings(e: z.infer<typeof Env>, readFile: (path: string) => string)
     stateKey,
     stateTtlSeconds: e.GATEWAY_MCP_STATE_TTL_S,
     approvalWaitMs: e.GATEWAY_MCP_APPROVAL_WAIT_MS,
+    progressIntervalMs: e.GATEWAY_MCP_PROGRESS_INTERVAL_MS,
     allowedOrigins: list(e.GATEWAY_MCP_ALLOWED_ORIGINS),
     ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
     authorizationServers: list(e.GATEWAY_MCP_AUTHORIZATION_SERVERS),

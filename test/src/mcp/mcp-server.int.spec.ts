@@ -83,6 +83,7 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       GATEWAY_MCP_STATE_KEY: STATE_KEY,
       // A retry of a call nobody decided yet waits this long before pausing again.
       GATEWAY_MCP_APPROVAL_WAIT_MS: '300',
+      GATEWAY_MCP_PROGRESS_INTERVAL_MS: '200',
     });
     await writeFile(path.join(stack.workdir, 'hello.txt'), 'hello over mcp\n');
     gated = await countingTool(stack, 'gated_deploy');
@@ -493,6 +494,28 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       await call;
       const view = await settled(stack, dispatchId);
       expect(view.dispatch).toMatchObject({ outcome: 'error', error: { code: 'cancelled' } });
+    });
+
+    it('a long call reports progress while it runs, then its result', async () => {
+      const slow = await serveHeldTool(stack, 'slow_progress', { done: true });
+      try {
+        const client = await v2('modern');
+        const seen: number[] = [];
+        const result = await client.callTool(
+          { name: 'slow_progress', arguments: {} },
+          {
+            onprogress: (p) => {
+              seen.push(p.progress);
+              // Held until the client has heard it still runs: no progress, no result.
+              slow.release();
+            },
+          },
+        );
+        expect(seen.length).toBeGreaterThan(0);
+        expect(result.structuredContent).toMatchObject({ outcome: 'ok', result: { done: true } });
+      } finally {
+        slow.stop();
+      }
     });
 
     it('a cancellation not signed by the gateway stops nothing', async () => {

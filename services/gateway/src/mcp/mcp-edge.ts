@@ -66,6 +66,8 @@ export interface McpEdgeOptions {
   authorizationServers: readonly string[];
   /** How long a retried parked call waits for its resolution before pausing again. */
   approvalWaitMs: number;
+  /** How often a call that asked for progress (a `progressToken`) hears that it still runs. */
+  progressIntervalMs?: number;
   version: string;
 }
 
@@ -300,6 +302,7 @@ async function callTool(
     }
   };
   signal.addEventListener('abort', onAbort, { once: true });
+  const progress = reportProgress(ctx, options.progressIntervalMs ?? 5_000);
   let response: SubmitDispatchResponse;
   try {
     response = (await callApi(options.api, ApiOperation.SubmitDispatch, ctx, {
@@ -320,6 +323,7 @@ async function callTool(
     throw err;
   } finally {
     signal.removeEventListener('abort', onAbort);
+    progress.stop();
   }
   const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
@@ -396,4 +400,28 @@ async function waitForResolution(
     if (left <= 0) return;
     await new Promise((resolve) => setTimeout(resolve, Math.min(250, left)));
   }
+}
+
+/**
+ * While a call runs, a client that asked for progress (`_meta.progressToken`) hears every
+ * `intervalMs` that it still does: seconds elapsed, no total (a dispatch has no known length).
+ * The SDK then answers over SSE; its notifications also keep a client's timeout from firing when
+ * it resets on progress.
+ */
+function reportProgress(ctx: ServerContext, intervalMs: number): { stop(): void } {
+  const token = (ctx.mcpReq._meta as { progressToken?: unknown } | undefined)?.progressToken;
+  if ((typeof token !== 'string' && typeof token !== 'number') || intervalMs <= 0) {
+    return { stop: () => undefined };
+  }
+  const started = Date.now();
+  const timer = setInterval(() => {
+    const seconds = Math.round((Date.now() - started) / 1000);
+    void ctx.mcpReq
+      .notify({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: seconds, message: `running for ${seconds} s` },
+      })
+      .catch(() => undefined);
+  }, intervalMs);
+  return { stop: () => clearInterval(timer) };
 }
