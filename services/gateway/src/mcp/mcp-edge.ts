@@ -116,11 +116,12 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
       return { tools: toMcpTools(list) };
     });
     server.setRequestHandler('tools/call', (request, ctx) =>
-      callTool(options, codec, context.era, request.params, ctx),
+      callTool(options, codec, context.era, request.params, ctx, () => stopping.value),
     );
     return server;
   };
 
+  const stopping = { value: false };
   const handler = createMcpHandler(factory, { legacy: 'stateless' });
   const gateFor = (resourceMetadataUrl: string) =>
     requireBearerAuth({ verifier: verifierOf(options.api), resourceMetadataUrl });
@@ -146,7 +147,12 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
       }
       return handler.fetch(request, { authInfo: auth });
     },
-    close: () => handler.close(),
+    async close() {
+      // The gateway is stopping, not the clients giving up: the exchanges the close aborts leave
+      // their dispatches running (journaled; a client collects them on another replica).
+      stopping.value = true;
+      await handler.close();
+    },
   };
 }
 
@@ -247,6 +253,7 @@ async function callTool(
   era: 'legacy' | 'modern',
   params: { name: string; arguments?: Record<string, unknown> | undefined },
   ctx: ServerContext,
+  stopping: () => boolean,
 ): Promise<CallToolResult | InputRequiredResult> {
   const tool = params.name;
   const args = params.arguments ?? {};
@@ -292,7 +299,7 @@ async function callTool(
   const dispatchId = expectedDispatchId(options.registry, tenant, { runId, callId, tool }, args);
   const signal = ctx.mcpReq.signal;
   const onAbort = () => {
-    if (dispatchId) {
+    if (dispatchId && !stopping()) {
       options.canceller.cancel({
         tenant,
         runId,
