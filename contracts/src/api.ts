@@ -8,7 +8,7 @@ import {
   WireErrorSchema,
   type SettledEvent,
 } from './events';
-import { ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
+import { RiskSchema, ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
 import { boundedJson, mergeableJson } from './json-limits';
 
@@ -319,3 +319,25 @@ export type ApiReply<T = unknown> =
 /** Bearer-token scopes. */
 export const ScopeSchema = z.enum(['dispatch', 'approve', 'admin']);
 export type Scope = z.infer<typeof ScopeSchema>;
+
+/**
+ * `POST /v1/mcp/servers/{name}/import` (admin): import (or re-approve) an upstream server's tools.
+ * Risk and approval are the admin's to declare per upstream tool name; the server's own
+ * annotations are untrusted and never become policy.
+ */
+export const ImportMcpToolsRequestSchema = z.strictObject({
+  /** Only these upstream tools (default: every tool the server lists). */
+  tools: z.array(z.string().min(1).max(128)).max(1000).optional(),
+  risk: z.record(z.string(), RiskSchema).optional(),
+  needsApproval: z.record(z.string(), z.boolean()).optional(),
+  timeoutMs: z.number().int().positive().max(3_600_000).optional(),
+});
+export type ImportMcpToolsRequest = z.input<typeof ImportMcpToolsRequestSchema>;
+
+/** What an import answers: the tools registered, the ones it could not take and why. */
+export interface ImportMcpToolsResponse {
+  server: string;
+  imported: { name: string; tool: string; contractHash: string; definitionHash: string }[];
+  skipped: { tool: string; reason: string }[];
+  toolsetHash: string;
+}

@@ -34,6 +34,11 @@ export const ErrorCode = {
   ApprovalMismatch: 'approval-mismatch',
   /** The dispatch was cancelled. */
   Cancelled: 'cancelled',
+  /**
+   * An imported MCP tool's upstream definition is no longer the one an admin approved (a "rug
+   * pull"): its calls are refused until the tool is imported (re-approved) again.
+   */
+  ContractDrift: 'contract-drift',
   /** The tool threw an error that is not one of the codes above. */
   ToolFailed: 'tool-failed',
   /** A path resolves outside the scopes the execution policy allows. */

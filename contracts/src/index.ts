@@ -21,3 +21,5 @@ export * from './signing';
 export * from './nonce-cache';
 export * from './error-cap-rule';
 export * from './signing-keyring';
+export * from './cancel-dispatch';
+export * from './mcp-upstream';

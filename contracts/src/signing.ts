@@ -160,6 +160,8 @@ function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSignin
   map.set(subjects.worktree(WorktreeOperation.Collect), { responder: W, requesters: [O] });
   map.set(subjects.worktree(WorktreeOperation.Dispose), { responder: W, requesters: [O] });
   map.set(subjects.ops(JournalOperation.Rebuild), { responder: J, requesters: [O] });
+  // A caller's cancellation, which the gateway forwards for the tenant of a verified token.
+  map.set(subjects.cancelDispatch, { responder: X, requesters: [G] });
   return map;
 }
 

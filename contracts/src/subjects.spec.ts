@@ -98,6 +98,8 @@ describe('createSubjects', () => {
     expect(s.toolsBucket).toBe('tg_tools');
     expect(s.policyBucket).toBe('tg_policy');
     expect(s.artifactsBucket).toBe('tg_artifacts');
+    expect(s.mcpStateBucket).toBe('tg_mcp_state');
+    expect(s.cancelDispatch).toBe('tg.executor.cancel');
   });
 
   it('builds the journal grammar <prefix>.journal.<tenant>.<runId>.<key>.<event>', () => {

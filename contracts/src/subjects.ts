@@ -162,6 +162,13 @@ export interface Subjects {
   readonly policyBucket: string;
   /** Object store of artifacts (patches). */
   readonly artifactsBucket: string;
+  /**
+   * KV bucket of the MCP edge's consumed `requestState` nonces (gateway only): a parked call's
+   * state is accepted once across every gateway replica, and the key's age bounds the bucket.
+   */
+  readonly mcpStateBucket: string;
+  /** Cancellations of running calls, gateway → every tool-executor replica (see `cancel-dispatch.ts`). */
+  readonly cancelDispatch: string;
 }
 
 /** Builds every name from `prefix`, validating each token it is given. */
@@ -234,5 +241,7 @@ export function createSubjects(prefix: string): Subjects {
     toolsBucket: `${p}_tools`,
     policyBucket: `${p}_policy`,
     artifactsBucket: `${p}_artifacts`,
+    mcpStateBucket: `${p}_mcp_state`,
+    cancelDispatch: `${p}.executor.cancel`,
   });
 }

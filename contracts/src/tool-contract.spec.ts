@@ -60,6 +60,7 @@ describe('tool contract schemas', () => {
       'remote',
       'script',
       'container',
+      'mcp',
     ]);
     expect(ToolPolicySchema.safeParse({ risk: 'harmless' }).success).toBe(false);
     expect(ToolPolicySchema.safeParse({ executor: 'cloud' }).success).toBe(false);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ContainerSpecSchema } from './container-spec';
 import { mergeableJson } from './json-limits';
+import { McpBindingSchema } from './mcp-upstream';
 import { SubprocessCommandSchema } from './subprocess-command';
 
 /** What the model calls; also the rule-matching key. */
@@ -21,6 +22,7 @@ export const ExecutorKindSchema = z.enum([
   'remote',
   'script',
   'container',
+  'mcp',
 ]);
 export type ExecutorKind = z.infer<typeof ExecutorKindSchema>;
 
@@ -60,6 +62,11 @@ export const ToolPolicySchema = z.strictObject({
   command: SubprocessCommandSchema.optional(),
   /** The image of a `container` tool (required for that executor, refused for the others). */
   container: ContainerSpecSchema.optional(),
+  /**
+   * The upstream MCP tool an `mcp` tool calls, and the digest of the definition an admin approved
+   * (required for that executor, refused for the others). See `mcp-upstream.ts`.
+   */
+  mcp: McpBindingSchema.optional(),
 });
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;

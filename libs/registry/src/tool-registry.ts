@@ -447,6 +447,19 @@ function checkCommand(tool: RegisteredTool): void {
       { details: { tool: tool.name, field: 'policy.container' } },
     );
   }
+  if (executor === 'mcp' && !tool.policy.mcp) {
+    throw new ConfigError(`tool ${tool.name}: an mcp tool needs policy.mcp (import it)`, {
+      details: { tool: tool.name, field: 'policy.mcp' },
+    });
+  }
+  if (executor !== 'mcp' && tool.policy.mcp) {
+    throw new ConfigError(
+      `tool ${tool.name}: policy.mcp is for the mcp executor, not ${executor}`,
+      {
+        details: { tool: tool.name, field: 'policy.mcp' },
+      },
+    );
+  }
   if (executor !== 'subprocess' && executor !== 'container') {
     if (command)
       refuse(`policy.command is for the subprocess and container executors, not ${executor}`);

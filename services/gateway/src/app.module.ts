@@ -19,6 +19,8 @@ import { PolicyWhatIfController } from './http/policy-whatif.controller';
 import { PolicyGate } from './policy/policy-gate';
 import { ScriptInstaller } from './scripts/script-installer';
 import { PolicyWhatIf } from './policy/policy-whatif';
+import { McpServersController } from './http/mcp-servers.controller';
+import { McpImporter } from './mcp/mcp-importer';
 
 @Module({})
 export class GatewayModule {
@@ -39,8 +41,10 @@ export class GatewayModule {
         GatewayController,
         PolicyWhatIfController,
         ConsoleController,
+        McpServersController,
       ],
       providers: [
+        { provide: McpImporter, useValue: new McpImporter(config.mcpUpstreams, registry) },
         {
           provide: GatewayMetrics,
           inject: [Metrics],

@@ -29,8 +29,35 @@ describe('loadGatewayConfig', () => {
       waitDefaultMs: 30_000,
       requestTimeoutMs: 5_000,
       metrics: { labels: ['tenant', 'tool'], labelCap: 50 },
+      mcp: {
+        stateKey: expect.any(Uint8Array),
+        stateTtlSeconds: 300,
+        approvalWaitMs: 10_000,
+        progressIntervalMs: 5_000,
+        allowedOrigins: ['localhost', '127.0.0.1', '[::1]'],
+        authorizationServers: [],
+      },
+      mcpUpstreams: [],
     });
+    expect(config.mcp.stateKey).toHaveLength(32);
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('takes the MCP state key from the environment or a file and refuses a short one without echoing it', () => {
+    const key = 'k'.repeat(40);
+    expect(
+      Buffer.from(
+        loadGatewayConfig({ GATEWAY_MCP_STATE_KEY: key }, noFile).mcp.stateKey,
+      ).toString(),
+    ).toBe(key);
+    const fromFile = loadGatewayConfig(
+      { GATEWAY_MCP_STATE_KEY_FILE: '/run/secrets/mcp' },
+      () => `${key}\n`,
+    );
+    expect(Buffer.from(fromFile.mcp.stateKey).toString()).toBe(key);
+    const err = errorOf(() => loadGatewayConfig({ GATEWAY_MCP_STATE_KEY: 'short-secret' }, noFile));
+    expect(err.message).toContain('at least 32 bytes');
+    expect(err.message).not.toContain('short-secret');
   });
 
   it('parses TOOLGATE_TOKENS grants', () => {

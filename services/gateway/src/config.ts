@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import {
   assertStateOutsideToolScope,
@@ -9,7 +10,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { ScopeSchema } from '@toolgate/contracts';
+import { parseMcpUpstreams, ScopeSchema, type McpUpstream } from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
 export const TokenGrantSchema = z
@@ -34,6 +35,8 @@ const Env = z.object({
   ...NatsEnvShape,
   ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
+  /** MCP servers behind Toolgate (JSON, see `McpUpstreamSchema`): what an admin may import. */
+  TOOLGATE_MCP_UPSTREAMS: z.string().optional(),
   GATEWAY_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   GATEWAY_HOST: z.string().default('0.0.0.0'),
   /** JSON array of token grants; or a path to a file holding it in TOOLGATE_TOKENS_FILE. */
@@ -42,7 +45,37 @@ const Env = z.object({
   /** How long `wait: true` blocks for a settled result (a numeric `wait` is the caller's own). */
   GATEWAY_WAIT_DEFAULT_MS: z.coerce.number().int().min(0).default(30_000),
   GATEWAY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /**
+   * The HMAC key that seals the MCP edge's `requestState` (at least 32 bytes), or a file holding
+   * it. Every gateway replica needs the same one; unset, each process draws its own, so a state is
+   * only accepted by the replica that minted it.
+   */
+  GATEWAY_MCP_STATE_KEY: z.string().optional(),
+  GATEWAY_MCP_STATE_KEY_FILE: z.string().optional(),
+  /** How long a parked call's `requestState` is accepted (seconds). */
+  GATEWAY_MCP_STATE_TTL_S: z.coerce.number().int().min(10).max(86_400).default(300),
+  /** How long a retried parked call waits for its resolution before pausing again. */
+  GATEWAY_MCP_APPROVAL_WAIT_MS: z.coerce.number().int().min(0).max(120_000).default(10_000),
+  /** How often a running MCP call that asked for progress is told it still runs (0: never). */
+  GATEWAY_MCP_PROGRESS_INTERVAL_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Comma-separated hostnames a browser's `Origin` may name on `/mcp` (none: no Origin passes). */
+  GATEWAY_MCP_ALLOWED_ORIGINS: z.string().default('localhost,127.0.0.1,[::1]'),
+  /** The gateway's public base URL, for the MCP resource metadata (else each request's Host). */
+  GATEWAY_PUBLIC_URL: z.url().optional(),
+  /** Comma-separated authorization server URLs the MCP resource metadata advertises. */
+  GATEWAY_MCP_AUTHORIZATION_SERVERS: z.string().default(''),
 });
+
+/** The MCP edge's settings. The state key is a secret: it never appears in an error. */
+export interface McpEdgeSettings {
+  stateKey: Uint8Array;
+  stateTtlSeconds: number;
+  approvalWaitMs: number;
+  progressIntervalMs: number;
+  allowedOrigins: string[];
+  publicUrl?: string;
+  authorizationServers: string[];
+}
 
 export interface GatewayConfig extends NatsSettings {
   prefix: string;
@@ -52,6 +85,9 @@ export interface GatewayConfig extends NatsSettings {
   waitDefaultMs: number;
   requestTimeoutMs: number;
   metrics: MetricsSettings;
+  mcp: McpEdgeSettings;
+  /** The MCP servers an admin may import tools from. */
+  mcpUpstreams: McpUpstream[];
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
@@ -93,5 +129,35 @@ export function loadGatewayConfig(
     tokens,
     waitDefaultMs: e.GATEWAY_WAIT_DEFAULT_MS,
     requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_MS,
+    mcp: Object.freeze(mcpSettings(e, readFile)),
+    mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
   });
+}
+
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+
+function mcpSettings(e: z.infer<typeof Env>, readFile: (path: string) => string): McpEdgeSettings {
+  const key =
+    e.GATEWAY_MCP_STATE_KEY ??
+    (e.GATEWAY_MCP_STATE_KEY_FILE ? readFile(e.GATEWAY_MCP_STATE_KEY_FILE).trim() : undefined);
+  let stateKey: Uint8Array;
+  if (key === undefined) {
+    stateKey = randomBytes(32);
+  } else {
+    stateKey = new TextEncoder().encode(key);
+    if (stateKey.length < 32) throw new Error('GATEWAY_MCP_STATE_KEY must be at least 32 bytes');
+  }
+  return {
+    stateKey,
+    stateTtlSeconds: e.GATEWAY_MCP_STATE_TTL_S,
+    approvalWaitMs: e.GATEWAY_MCP_APPROVAL_WAIT_MS,
+    progressIntervalMs: e.GATEWAY_MCP_PROGRESS_INTERVAL_MS,
+    allowedOrigins: list(e.GATEWAY_MCP_ALLOWED_ORIGINS),
+    ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
+    authorizationServers: list(e.GATEWAY_MCP_AUTHORIZATION_SERVERS),
+  };
 }

@@ -7,7 +7,9 @@ import {
   startupStep,
   type RunningService,
   connectNats,
+  NATS_CONNECTION,
 } from '@toolgate/service-kit';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { createSubjects } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
@@ -16,6 +18,14 @@ import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { HttpErrorFilter } from './http/error.filter';
 import { json, type NextFunction, type Request, type Response } from 'express';
+import { JournalPublisher, serviceKeysOf } from '@toolgate/bus';
+import { DispatchCanceller } from './dispatch/dispatch-canceller';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpEdge, MCP_PATH, PROTECTED_RESOURCE_PATH, type McpEdge } from './mcp/mcp-edge';
+import { ConsumedStates } from './mcp/parked-call-state';
+
+/** What the MCP edge reports as its server version. */
+const GATEWAY_VERSION = '0.1.0';
 
 /** The body limit of the script install route: a 256 KiB script as JSON, with room for escapes. */
 const SCRIPT_BODY_LIMIT = 2 * 1024 * 1024;
@@ -47,6 +57,13 @@ export async function startGateway(options: {
       ),
       (p) => p.stop(),
     );
+    const consumed = await startupStep('opening the MCP state ledger', () =>
+      ConsumedStates.open(kvConnection, subjects, {
+        ttlMs: config.mcp.stateTtlSeconds * 1000,
+        replicas: config.streamReplicas,
+      }),
+    );
+    let mcp: McpEdge | undefined;
     const service = opened.add(
       await bootstrapService({
         name: 'gateway',
@@ -69,6 +86,31 @@ export async function startGateway(options: {
             scriptBodies(req, res, next),
           );
           app.useGlobalFilters(new HttpErrorFilter());
+          // The MCP edge: a web-standard handler of the SDK's, adapted once for express. Mounted
+          // before Nest's body parser (the SDK reads and bounds the body itself) and matched on
+          // the full path, so express strips no mount prefix from the request's URL.
+          mcp = createMcpEdge({
+            api: app.get(GatewayApi),
+            registry,
+            publisher: app.get(JournalPublisher),
+            consumed,
+            canceller: new DispatchCanceller(
+              app.get<NatsConnection>(NATS_CONNECTION),
+              subjects,
+              serviceKeysOf(app.get<NatsConnection>(NATS_CONNECTION)),
+            ),
+            ...config.mcp,
+            version: GATEWAY_VERSION,
+          });
+          const serveMcp = toNodeHandler(mcp);
+          app.use((req: Request, res: Response, next: NextFunction) => {
+            const path = req.path;
+            if (path === MCP_PATH || path.startsWith(PROTECTED_RESOURCE_PATH)) {
+              void serveMcp(req, res);
+              return;
+            }
+            next();
+          });
         },
       }),
       (s) => s.stop(),
@@ -82,6 +124,7 @@ export async function startGateway(options: {
         // First, so submissions waiting for an outcome answer now with the state they have instead of
         // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
         submitter.stop();
+        await mcp?.close();
         await natsApi.stop();
         await stop();
         registry.stop();

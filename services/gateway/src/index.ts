@@ -4,3 +4,4 @@ export { GatewayMetricName } from './api/gateway-metrics';
 export { GatewayApi } from './api/gateway-api';
 export { HTTP_STATUS_BY_CODE } from './api/error-status';
 export { toHttpError } from './http/error.filter';
+export { callDigest as mcpCallDigest } from './mcp/parked-call-state';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '@toolgate/contracts';
+import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
 import {
   assertStateOutsideToolScope,
   signingStatePaths,
@@ -18,6 +18,8 @@ const Env = z.object({
   ...NatsEnvShape,
   ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
+  /** MCP servers behind Toolgate (JSON, see `McpUpstreamSchema`): where `mcp` tools are called. */
+  TOOLGATE_MCP_UPSTREAMS: z.string().optional(),
   EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
   /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
   EXECUTOR_CWD: z.string().default(process.cwd()),
@@ -158,6 +160,8 @@ export type ExecutorConfig = NatsSettings &
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
     scripts: { dir?: string; memoryMb: number; cpuMs: number };
+    /** The MCP servers `mcp` tools call, with Toolgate's credential for each. */
+    mcpUpstreams: McpUpstream[];
     metrics: MetricsSettings;
   }>;
 
@@ -198,6 +202,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     maxAckPending: e.EXECUTOR_MAX_ACK_PENDING,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+    mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
     scripts: {
       ...(e.EXECUTOR_SCRIPTS_DIR ? { dir: e.EXECUTOR_SCRIPTS_DIR } : {}),
       memoryMb: e.EXECUTOR_SCRIPT_MEMORY_MB,

@@ -16,6 +16,8 @@ import { callScope } from './execution/call-scope';
 import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
+import { listenForCancels } from './execution/cancel-listener';
+import { McpExecutor } from './mcp/mcp-executor';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
 import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
@@ -129,6 +131,11 @@ export async function startToolExecutor(
   if (containers) {
     executors.container = new ContainerExecutor({ ...commandTools, backend: containers, sandbox });
   }
+  // Served only where upstreams are configured: an `mcp` tool is refused at registration otherwise.
+  const mcp = config.mcpUpstreams.length
+    ? new McpExecutor(config.mcpUpstreams, commandTools.lookup)
+    : undefined;
+  if (mcp) executors.mcp = mcp;
   const service = await bootstrapService({
     name: 'tool-executor',
     nats: config,
@@ -203,12 +210,19 @@ export async function startToolExecutor(
     throw err;
   }
   const registry = opened;
+  const cancels = listenForCancels(
+    service.nc,
+    service.subjects,
+    service.keys,
+    service.app.get(ToolRunner),
+  );
   const stop = service.stop;
   return {
     ...service,
     // A stop past its drain cap: the calls still running are killed, then handed back unsettled.
     abandon: () => service.app.get(ToolRunner).abandon(),
     stop: stopOnce(async () => {
+      cancels.unsubscribe();
       registry.stop();
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
       service.app.get(ToolRunner).close();
@@ -217,6 +231,7 @@ export async function startToolExecutor(
       await files?.close();
       // After the consumers drained: the last containers' clean-up.
       await containers?.idle();
+      await mcp?.close();
     }),
   };
 }

@@ -35,6 +35,7 @@ import { BENCH_CONNECTION, phase, round, since } from './stats';
 import { benchStartup, type StartupResult } from './startup';
 import { benchWorktree } from './worktree';
 import { benchWhatIf, type WhatIfResult } from './whatif';
+import { benchMcp, type McpBenchResult } from './mcp';
 
 interface Report {
   machine?: { cpus: number; node: string; natsServer: string; platform: string; cpuModel: string };
@@ -66,6 +67,8 @@ interface Report {
    */
   signing?: SigningCost;
   approvals?: ApprovalsResult;
+  /** The same dispatch as an MCP tools/call and over HTTP (`callP50VsHttp`, goal ≤ 1.2). */
+  mcp?: McpBenchResult;
   growth?: GrowthResult;
   tenants?: TenantsResult;
   memory?: MemoryResult;
@@ -191,7 +194,7 @@ async function main(): Promise<Report> {
 
   let allInOneStopped: Promise<void> | undefined;
   let splitSchema: TestSchema | undefined;
-  if (['dispatch', 'approvals', 'tenants', 'memory', 'split'].some(wanted)) {
+  if (['dispatch', 'approvals', 'tenants', 'memory', 'mcp', 'split'].some(wanted)) {
     const schema = await useTestSchema('bench');
     cleanups.push({ what: `schema ${schema.schema}`, run: () => schema.cleanup() });
     const tenants = quick ? 100 : 1000;
@@ -221,6 +224,7 @@ async function main(): Promise<Report> {
       report.approvals = await section('approvals', () => benchApprovals(stack, nats, { quick }));
     if (wanted('tenants'))
       report.tenants = await section('tenants', () => benchTenants(stack, { tenants, quick }));
+    if (wanted('mcp')) report.mcp = await section('mcp', () => benchMcp(stack, { quick }));
     if (wanted('memory'))
       report.memory = await section('memory', () =>
         benchMemory(stack, nats, { quick, rssAfterMb: rssAfterMb ?? stack.rssMb() }),

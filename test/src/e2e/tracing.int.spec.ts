@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -232,6 +233,39 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     });
     return { submit, evaluation };
   }
+
+  it("an MCP tools/call continues the caller's trace from _meta.traceparent, through the same dispatch path", async () => {
+    const caller = callerSpan();
+    const runId = 'trace-mcp';
+    const client = new Client(
+      { name: 'tracing', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${TOKENS.acmeAgent}` } },
+      }),
+    );
+    try {
+      const result = await client.callTool({
+        name: 'trace_lookup',
+        arguments: { key: SECRETISH },
+        _meta: { traceparent: caller.traceparent, 'io.toolgate/runId': runId },
+      });
+      const { dispatchId, outcome } = result.structuredContent as {
+        dispatchId: string;
+        outcome: string;
+      };
+      expect(outcome).toBe('ok');
+      const t = await traceWith(caller.traceId, [
+        ...intake(runId, dispatchId),
+        { service: EXECUTOR, name: 'execute trace_lookup' },
+      ]);
+      checkShape(t, caller, runId, dispatchId);
+    } finally {
+      await client.close();
+    }
+  });
 
   it('a remote tool call: gateway, evaluator, executor, the SDK worker and the journal in one trace', async () => {
     const caller = callerSpan();

@@ -18,6 +18,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.Timeout]: 504,
   [ErrorCode.AlreadyResolved]: 409,
   [ErrorCode.ApprovalMismatch]: 409,
+  [ErrorCode.ContractDrift]: 409,
   [ErrorCode.Cancelled]: 409,
   [ErrorCode.ToolFailed]: 500,
   [ErrorCode.PathOutsideScope]: 403,

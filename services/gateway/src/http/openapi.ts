@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   EvaluatePolicyRequestSchema,
+  ImportMcpToolsRequestSchema,
   InstallScriptRequestSchema,
   InstallScriptResponseSchema,
   ScriptInventorySchema,
@@ -157,6 +158,21 @@ export const OPENAPI_DOCUMENT = {
             },
           },
           '422': errorResponse,
+          '503': errorResponse,
+          ...errors,
+        },
+      },
+    },
+    '/v1/mcp/servers/{name}/import': {
+      post: {
+        summary:
+          "Import (or re-approve) a configured MCP server's tools as <name>__<tool> mcp tools (admin)",
+        parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+        requestBody: json(ImportMcpToolsRequestSchema),
+        responses: {
+          '200': {
+            description: 'The tools imported and the ones skipped, with the new toolsetHash',
+          },
           '503': errorResponse,
           ...errors,
         },

@@ -110,6 +110,9 @@ interface HeldClaim {
  */
 interface Handling {
   controller: AbortController;
+  /** Which dispatch it is, so a caller's cancellation finds it. */
+  tenant: string;
+  dispatchId: string;
   /** Resolves when the delivery's handling has ended (settled, or handed back). */
   done: Promise<void>;
 }
@@ -175,6 +178,21 @@ export class ToolRunner {
     const all = [...this.handling];
     for (const handling of all) handling.controller.abort(new Abandoned());
     await Promise.all(all.map((handling) => handling.done));
+  }
+
+  /**
+   * Stops a call this replica is running because its caller gave up: its abort path runs (a
+   * process tree killed, a container deleted, a wait for a remote worker ended) and it settles
+   * `cancelled`. Returns whether one was running here (replicas that do not run it ignore it).
+   */
+  cancel(tenant: string, dispatchId: string, reason: string): boolean {
+    let found = false;
+    for (const handling of this.handling) {
+      if (handling.tenant !== tenant || handling.dispatchId !== dispatchId) continue;
+      handling.controller.abort(new ToolgateError(ErrorCode.Cancelled, reason));
+      found = true;
+    }
+    return found;
   }
 
   async onDecided(event: DecidedEvent, delivery: DeliveryContext): Promise<void> {
@@ -247,6 +265,8 @@ export class ToolRunner {
     let handled!: () => void;
     const handling: Handling = {
       controller,
+      tenant: call.tenant,
+      dispatchId: call.dispatchId,
       done: new Promise<void>((resolve) => (handled = resolve)),
     };
     this.handling.add(handling);

@@ -1,0 +1,434 @@
+import { randomUUID } from 'node:crypto';
+import {
+  bearerAuthChallengeResponse,
+  createMcpHandler,
+  createRequestStateCodec,
+  inputRequired,
+  OAuthError,
+  originValidationResponse,
+  ProtocolError,
+  ProtocolErrorCode,
+  requireBearerAuth,
+  Server,
+  TRACEPARENT_META_KEY,
+  TRACESTATE_META_KEY,
+  type AuthInfo,
+  type CallToolResult,
+  type InputRequiredResult,
+  type McpRequestContext,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
+import type { JournalPublisher } from '@toolgate/bus';
+import {
+  ApiOperation,
+  dispatchKey,
+  isSubjectToken,
+  type ListToolsResponse,
+  type SubmitDispatchResponse,
+} from '@toolgate/contracts';
+import type { ToolRegistry } from '@toolgate/registry';
+import type { GatewayApi } from '../api/gateway-api';
+import type { Principal } from '../auth/token-auth';
+import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
+import { resolveToolRef } from '../dispatch/tool-ref';
+import { mcpAnswerFor } from './mcp-errors';
+import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
+import {
+  checkParkedCall,
+  parkedCall,
+  type ConsumedStates,
+  type ParkedCall,
+} from './parked-call-state';
+
+/** Where the MCP edge answers, and where its RFC 9728 metadata is served. */
+export const MCP_PATH = '/mcp';
+export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
+
+/** `_meta` keys a client may set to name its run and call (a replay of the same call is free). */
+export const RUN_ID_META_KEY = 'io.toolgate/runId';
+export const CALL_ID_META_KEY = 'io.toolgate/callId';
+
+export interface McpEdgeOptions {
+  api: GatewayApi;
+  registry: ToolRegistry;
+  publisher: JournalPublisher;
+  consumed: ConsumedStates;
+  /** Stops a running dispatch whose MCP client closed its request. */
+  canceller: Pick<DispatchCanceller, 'cancel'>;
+  /** The HMAC key of `requestState` (≥ 32 bytes), shared by every gateway replica. */
+  stateKey: Uint8Array;
+  stateTtlSeconds: number;
+  /** Hostnames a browser `Origin` may name (a request without one passes). */
+  allowedOrigins: readonly string[];
+  /** The gateway's public base URL; else derived from each request's Host. */
+  publicUrl?: string;
+  /** Authorization servers advertised in the protected-resource metadata. */
+  authorizationServers: readonly string[];
+  /** How long a retried parked call waits for its resolution before pausing again. */
+  approvalWaitMs: number;
+  /** How often a call that asked for progress (a `progressToken`) hears that it still runs. */
+  progressIntervalMs?: number;
+  version: string;
+}
+
+/** The MCP edge as a web-standard handler: metadata, Origin, bearer auth, then the SDK. */
+export interface McpEdge {
+  fetch(request: Request): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/**
+ * Toolgate as an MCP server. Every request passes the `Origin` allowlist and a bearer token of the
+ * gateway's grants (a `401` names the RFC 9728 metadata); the SDK then serves 2026-07-28 and the
+ * 2025 era statelessly from one factory. `tools/list` and `tools/call` go through
+ * {@link GatewayApi.call} — the HTTP API's own path: authentication, scope, span, metrics and the
+ * dispatch submitter (contract check, chain, journal, executor). A call that waits for a person
+ * answers the protocol's pause: `input_required` with a sealed, principal-bound, single-use
+ * `requestState` on 2026-07-28; an error result naming the approval and how to collect the
+ * outcome on 2025-11-25. Nothing here runs a tool: a retry replays the journaled dispatch, which
+ * the executor runs only after a `decided` allow or a `resolved` allow.
+ */
+export function createMcpEdge(options: McpEdgeOptions): McpEdge {
+  const codec = createRequestStateCodec<ParkedCall>({
+    key: options.stateKey,
+    ttlSeconds: options.stateTtlSeconds,
+    // The spec's user binding: a state minted for one principal is refused for any other.
+    bind: (ctx) => principalBinding(ctx.http?.authInfo),
+  });
+
+  const factory = (context: McpRequestContext) => {
+    const server = new Server(
+      { name: 'toolgate', version: options.version },
+      {
+        capabilities: { tools: { listChanged: false } },
+        requestState: { verify: codec.verify },
+        // A pause is answered per era below; the shim's server-side elicitation needs a session.
+        inputRequired: { legacyShim: false },
+      },
+    );
+    server.setRequestHandler('tools/list', async (_request, ctx) => {
+      const list = (await callApi(
+        options.api,
+        ApiOperation.ListTools,
+        ctx,
+        {},
+      )) as ListToolsResponse;
+      return { tools: toMcpTools(list) };
+    });
+    server.setRequestHandler('tools/call', (request, ctx) =>
+      callTool(options, codec, context.era, request.params, ctx, () => stopping.value),
+    );
+    return server;
+  };
+
+  const stopping = { value: false };
+  const handler = createMcpHandler(factory, { legacy: 'stateless' });
+  const gateFor = (resourceMetadataUrl: string) =>
+    requireBearerAuth({ verifier: verifierOf(options.api), resourceMetadataUrl });
+
+  return {
+    async fetch(request) {
+      const url = new URL(request.url);
+      const base = options.publicUrl?.replace(/\/$/, '') ?? url.origin;
+      const metadataUrl = `${base}${PROTECTED_RESOURCE_PATH}${MCP_PATH}`;
+      if (url.pathname.startsWith(PROTECTED_RESOURCE_PATH)) {
+        return protectedResourceMetadata(request, base, options.authorizationServers);
+      }
+      const badOrigin = originValidationResponse(request, [...options.allowedOrigins]);
+      if (badOrigin) return badOrigin;
+      const auth = await gateFor(metadataUrl)(request);
+      if (auth instanceof Response) return auth;
+      const scopes = new Set(auth.scopes);
+      if (!scopes.has('dispatch') && !scopes.has('admin')) {
+        return bearerAuthChallengeResponse(
+          new OAuthError('insufficient_scope', 'this token lacks the "dispatch" scope'),
+          { requiredScopes: ['dispatch'], resourceMetadataUrl: metadataUrl },
+        );
+      }
+      return handler.fetch(request, { authInfo: auth });
+    },
+    async close() {
+      // The gateway is stopping, not the clients giving up: the exchanges the close aborts leave
+      // their dispatches running (journaled; a client collects them on another replica).
+      stopping.value = true;
+      await handler.close();
+    },
+  };
+}
+
+/** RFC 9728 metadata of the `/mcp` resource (served at the root and the path-aware location). */
+function protectedResourceMetadata(
+  request: Request,
+  base: string,
+  authorizationServers: readonly string[],
+): Response {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    return new Response(null, { status: 405, headers: { allow: 'GET, HEAD' } });
+  }
+  return Response.json(
+    {
+      resource: `${base}${MCP_PATH}`,
+      ...(authorizationServers.length ? { authorization_servers: [...authorizationServers] } : {}),
+      bearer_methods_supported: ['header'],
+      scopes_supported: ['dispatch', 'approve', 'admin'],
+      resource_name: 'Toolgate',
+    },
+    { headers: { 'cache-control': 'max-age=300' } },
+  );
+}
+
+/**
+ * The gateway's bearer grants as the SDK's verifier. The grants are static (no expiry of their
+ * own), so a verification is given a short validity of its own, which the SDK requires.
+ */
+function verifierOf(api: GatewayApi) {
+  return {
+    async verifyAccessToken(token: string): Promise<AuthInfo> {
+      let principal: Principal;
+      try {
+        principal = api.auth.authenticate(`Bearer ${token}`);
+      } catch {
+        throw new OAuthError('invalid_token', 'invalid bearer token');
+      }
+      return {
+        token,
+        clientId: principal.identity,
+        scopes: [...principal.scopes].sort(),
+        expiresAt: Math.floor(Date.now() / 1000) + 300,
+        extra: { tenant: principal.tenant },
+      };
+    },
+  };
+}
+
+function principalBinding(auth: AuthInfo | undefined): string {
+  return `${String(auth?.extra?.tenant ?? '')}\0${auth?.clientId ?? ''}`;
+}
+
+/** The W3C trace context of an MCP request: `_meta` (2026-07-28) first, else the HTTP headers. */
+function traceCarrier(ctx: ServerContext): Record<string, string> {
+  const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
+  const headers = ctx.http?.req?.headers;
+  const carrier: Record<string, string> = {};
+  const traceparent = meta[TRACEPARENT_META_KEY] ?? headers?.get('traceparent');
+  const tracestate = meta[TRACESTATE_META_KEY] ?? headers?.get('tracestate');
+  if (typeof traceparent === 'string') carrier.traceparent = traceparent;
+  if (typeof tracestate === 'string') carrier.tracestate = tracestate;
+  return carrier;
+}
+
+/** One gateway operation for the request's principal, on the HTTP API's path; errors mapped once. */
+async function callApi(
+  api: GatewayApi,
+  operation: ApiOperation,
+  ctx: ServerContext,
+  body: unknown,
+): Promise<unknown> {
+  const token = ctx.http?.authInfo?.token;
+  try {
+    return await api.call(
+      operation,
+      token ? `Bearer ${token}` : undefined,
+      body,
+      traceCarrier(ctx),
+      { signal: ctx.mcpReq.signal },
+    );
+  } catch (err) {
+    const answer = mcpAnswerFor(err);
+    if (answer.kind === 'protocol') throw answer.error;
+    throw new CallErrorResult(answer.error);
+  }
+}
+
+/** A gateway error that is the model's to read: answered as an `isError` tool result. */
+class CallErrorResult extends Error {
+  constructor(readonly wire: { code: string; message: string }) {
+    super(wire.message);
+  }
+}
+
+async function callTool(
+  options: McpEdgeOptions,
+  codec: { mint(payload: ParkedCall, ctx?: ServerContext): Promise<string> },
+  era: 'legacy' | 'modern',
+  params: { name: string; arguments?: Record<string, unknown> | undefined },
+  ctx: ServerContext,
+  stopping: () => boolean,
+): Promise<CallToolResult | InputRequiredResult> {
+  const tool = params.name;
+  const args = params.arguments ?? {};
+  const auth = ctx.http?.authInfo;
+  const tenant = String(auth?.extra?.tenant ?? '');
+  const state = await ctx.mcpReq.requestState<ParkedCall>();
+  let runId: string;
+  let callId: string;
+  if (state !== undefined) {
+    // Sealed, unexpired and bound to this principal (the codec checked that before we ran).
+    const mismatch = checkParkedCall(state, tool, args);
+    if (mismatch) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'requestState was minted for another call',
+        { code: 'invalid-request', reason: mismatch },
+      );
+    }
+    const expected = expectedDispatchId(options.registry, tenant, state, args);
+    if (expected !== state.dispatchId) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        "the tool's contract changed since this call was parked: call it again",
+        { code: 'invalid-request', reason: 'contract changed' },
+      );
+    }
+    if (!(await options.consumed.consume(state.nonce))) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'requestState was already used', {
+        code: 'invalid-request',
+        reason: 'replayed',
+      });
+    }
+    ({ runId, callId } = state);
+    await waitForResolution(options, tenant, state, ctx.mcpReq.signal);
+  } else {
+    const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
+    const id = randomUUID();
+    runId = typeof meta[RUN_ID_META_KEY] === 'string' ? meta[RUN_ID_META_KEY] : `mcp-${id}`;
+    callId = typeof meta[CALL_ID_META_KEY] === 'string' ? meta[CALL_ID_META_KEY] : id;
+  }
+  // A client that closes its request (its stream) cancels the call: the executor running it
+  // aborts it. The id is the one the submission will key the call by.
+  const dispatchId = expectedDispatchId(options.registry, tenant, { runId, callId, tool }, args);
+  const signal = ctx.mcpReq.signal;
+  const onAbort = () => {
+    if (dispatchId && !stopping()) {
+      options.canceller.cancel({
+        tenant,
+        runId,
+        dispatchId,
+        reason: 'the MCP client cancelled the call',
+      });
+    }
+  };
+  signal.addEventListener('abort', onAbort, { once: true });
+  const progress = reportProgress(ctx, options.progressIntervalMs ?? 5_000);
+  let response: SubmitDispatchResponse;
+  try {
+    response = (await callApi(options.api, ApiOperation.SubmitDispatch, ctx, {
+      runId,
+      callId,
+      agent: { agentType: 'mcp', label: auth?.clientId ?? 'mcp' },
+      tool,
+      input: args,
+      wait: true,
+    })) as SubmitDispatchResponse;
+  } catch (err) {
+    if (err instanceof CallErrorResult) {
+      return {
+        content: [{ type: 'text', text: `${err.wire.code}: ${err.wire.message}` }],
+        isError: true,
+      };
+    }
+    throw err;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+    progress.stop();
+  }
+  const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
+  if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
+  const approval =
+    response.state === 'suspended'
+      ? await approvalOf(options.publisher, tenant, runId, response.dispatchId)
+      : undefined;
+  if (era === 'legacy') return pendingResult(ids, response, approval);
+  const requestState = await codec.mint(parkedCall(ids, tool, args), ctx);
+  return {
+    ...inputRequired({ requestState }),
+    _meta: {
+      'io.toolgate/pending': {
+        ...ids,
+        state: response.state === 'suspended' ? 'suspended' : 'running',
+        ...(approval ? { approval } : {}),
+      },
+    },
+  };
+}
+
+/** The dispatch id the state's call has today (a changed contract gives another one). */
+function expectedDispatchId(
+  registry: ToolRegistry,
+  tenant: string,
+  state: Pick<ParkedCall, 'runId' | 'callId' | 'tool'>,
+  args: unknown,
+): string | undefined {
+  if (!isSubjectToken(state.runId)) return undefined;
+  const ref = registry.resolve(tenant, state.tool)
+    ? resolveToolRef(registry, tenant, state.tool)
+    : undefined;
+  if (!ref) return undefined;
+  return dispatchKey({
+    tenant,
+    runId: state.runId,
+    callId: state.callId,
+    toolName: ref.name,
+    contractHash: ref.contractHash,
+    input: args,
+  });
+}
+
+/** The approval a parked dispatch waits for, as the journal's `suspended` names it. */
+async function approvalOf(
+  publisher: JournalPublisher,
+  tenant: string,
+  runId: string,
+  dispatchId: string,
+): Promise<{ key: string; expiresAt: string } | undefined> {
+  const suspended = await publisher.last(tenant, runId, dispatchId, 'suspended');
+  return suspended
+    ? { key: suspended.event.approvalKey, expiresAt: suspended.event.expiresAt }
+    : undefined;
+}
+
+/**
+ * A retry of a parked call waits (bounded) for its resolution to be journaled, so a client that
+ * retries at once is not answered "still parked" in a tight loop. A call that was never parked,
+ * or is already resolved, does not wait.
+ */
+async function waitForResolution(
+  options: McpEdgeOptions,
+  tenant: string,
+  state: ParkedCall,
+  signal: AbortSignal,
+): Promise<void> {
+  const { publisher } = options;
+  const deadline = Date.now() + options.approvalWaitMs;
+  if (!(await publisher.last(tenant, state.runId, state.dispatchId, 'suspended'))) return;
+  while (!signal.aborted) {
+    if (await publisher.last(tenant, state.runId, state.dispatchId, 'resolved')) return;
+    const left = deadline - Date.now();
+    if (left <= 0) return;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(250, left)));
+  }
+}
+
+/**
+ * While a call runs, a client that asked for progress (`_meta.progressToken`) hears every
+ * `intervalMs` that it still does: seconds elapsed, no total (a dispatch has no known length).
+ * The SDK then answers over SSE; its notifications also keep a client's timeout from firing when
+ * it resets on progress.
+ */
+function reportProgress(ctx: ServerContext, intervalMs: number): { stop(): void } {
+  const token = (ctx.mcpReq._meta as { progressToken?: unknown } | undefined)?.progressToken;
+  if ((typeof token !== 'string' && typeof token !== 'number') || intervalMs <= 0) {
+    return { stop: () => undefined };
+  }
+  const started = Date.now();
+  const timer = setInterval(() => {
+    const seconds = Math.round((Date.now() - started) / 1000);
+    void ctx.mcpReq
+      .notify({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: seconds, message: `running for ${seconds} s` },
+      })
+      .catch(() => undefined);
+  }, intervalMs);
+  return { stop: () => clearInterval(timer) };
+}
