@@ -274,18 +274,22 @@ export class JournalPublisher {
    * Where the last message on an event's subject sits, read or not: its sequence and when it was
    * stored. For a compare-and-set on a subject whose last message {@link last} cannot read (not an
    * event, or one this version refuses), so an unreadable message can still be superseded. Read
-   * from the leader (the compare-and-set is decided on it).
+   * from the leader (the compare-and-set is decided on it). `signed`: whether a producer of the
+   * type signed it (an event a newer release wrote, say) — or not (a forgery, to be ignored).
    */
   async lastPosition(
     tenant: string,
     runId: string,
     key: string,
     type: JournalEventType,
-  ): Promise<{ seq: number; storedAt: Date } | null> {
+  ): Promise<{ seq: number; storedAt: Date; signed: boolean } | null> {
     const msg = await this.get('leader', {
       last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
     });
-    return msg ? { seq: msg.seq, storedAt: msg.time } : null;
+    if (!msg) return null;
+    const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+    const signed = trusted.ok || trusted.reason === 'not-an-event';
+    return { seq: msg.seq, storedAt: msg.time, signed };
   }
 
   /**

@@ -213,5 +213,40 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
         await replica.stop();
       }
     }, 30_000);
+
+    it('ignores a started nobody signed: the call runs at once, not after a lease', async () => {
+      const run = runId();
+      const worker = serveCountingTool(t, publisher, 'quick3', () => ({ ok: true, result: 3 }));
+      const replica = await startReplica(t);
+      try {
+        // Any client on an open broker can put this on the dispatch's started subject.
+        const forged = journalEvent({
+          type: 'started',
+          id: 'w3:started:forged',
+          tenant: TENANT,
+          runId: run,
+          dispatchId: 'w3',
+          at: new Date().toISOString(),
+          causationId: 'w3:decided',
+          attempt: 1,
+          toolName: 'quick3',
+          executor: 'remote',
+        });
+        await t.nc.request(
+          t.subjects.journal.event(TENANT, run, 'w3', 'started'),
+          JSON.stringify(forged),
+        );
+        // Lease: the tool's 60 s deadline plus one ack wait — far past this test's patience.
+        await dispatch(publisher, run, 'w3', await registerRemoteTool(t, 'quick3', 60_000), {});
+        const [settled] = await settledAll(run, ['w3'], 15_000);
+        expect(settled).toMatchObject({ outcome: 'ok', result: 3 });
+        expect(await claims(replica, 'waited')).toBe(0);
+        expect(worker.total()).toBe(1);
+        expect(await journalCounts(t, run, 'w3')).toMatchObject({ started: 2, settled: 1 });
+      } finally {
+        worker.stop();
+        await replica.stop();
+      }
+    }, 30_000);
   });
 });

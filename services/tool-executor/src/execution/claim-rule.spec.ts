@@ -68,4 +68,13 @@ describe('decideClaim: given the journal and a delivery, who runs the call', () 
     expect(decideClaim(claimedBy('d1:decided', 1), ask()).kind).toBe('wait');
     expect(decideClaim(claimedBy('d1:decided', 3), ask({ deliveryCount: 2 })).kind).toBe('wait');
   });
+
+  it('supersedes at once a record nobody who writes claims signed, without waiting out a lease', () => {
+    const forged = { settled: false, started: { ...claimedBy(null, 0).started!, forged: true } };
+    expect(decideClaim(forged, ask({ nowMs: T0 + 1 }))).toEqual({
+      kind: 'claim',
+      expectSeq: 42,
+      takeover: false,
+    });
+  });
 });

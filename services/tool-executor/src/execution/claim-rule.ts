@@ -19,6 +19,11 @@ export interface CurrentClaim {
   attempt: number;
   /** When the broker stored it (ms since the epoch, broker clock). */
   storedAtMs: number;
+  /**
+   * Nobody who may write a `started` signed it (a forgery on an open broker): no claim at all. It
+   * is superseded at once (a compare-and-set on its sequence), never waited out.
+   */
+  forged?: boolean;
 }
 
 /** What the journal says about a dispatch's attempts. */
@@ -54,6 +59,7 @@ export function decideClaim(view: AttemptsView, ask: ClaimAsk): ClaimStep {
   if (view.settled) return { kind: 'settled' };
   const claim = view.started;
   if (!claim) return { kind: 'claim', expectSeq: 0, takeover: false };
+  if (claim.forged) return { kind: 'claim', expectSeq: claim.seq, takeover: false };
   // The broker delivered this decision again after the delivery that claimed it: that delivery
   // went a whole ack wait without a heartbeat (its replica died or lost the broker) or gave the
   // message back. Its holder is presumed gone.

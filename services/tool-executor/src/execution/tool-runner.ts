@@ -487,7 +487,8 @@ export class ToolRunner {
       };
     }
     // Something may sit there that cannot be read as a claim: it is superseded only by a
-    // compare-and-set on its sequence, once its lease has run out.
+    // compare-and-set on its sequence — at once when nobody who writes claims signed it (a
+    // forgery), once its lease has run out when a producer did (a release this one cannot read).
     const position = await publisher.lastPosition(
       call.tenant,
       call.runId,
@@ -500,6 +501,7 @@ export class ToolRunner {
           causationId: null,
           attempt: 0,
           storedAtMs: position.storedAt.getTime(),
+          ...(position.signed ? {} : { forged: true }),
         }
       : null;
     return { settled, started: unreadable };
