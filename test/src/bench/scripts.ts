@@ -152,6 +152,8 @@ async function benchNeighbours(
       policy: { cwd },
       checkDomain: () => 'deny',
       sandbox: null,
+      // In process: the neighbour measures the executor's event loop, not a file helper's.
+      files: null,
     }).find((b) => b.contract.name === 'list_dir');
     if (!listDir) throw new Error('bench: no list_dir builtin');
     const ctx = {
