@@ -15,6 +15,7 @@ import { GatewayModule } from './app.module';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
 import { HttpErrorFilter } from './http/error.filter';
+import { ApprovalEventsController } from './http/approval-events.controller';
 import { json, type NextFunction, type Request, type Response } from 'express';
 
 /** The body limit of the script install route: a 256 KiB script as JSON, with room for escapes. */
@@ -82,6 +83,8 @@ export async function startGateway(options: {
         // First, so submissions waiting for an outcome answer now with the state they have instead of
         // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
         submitter.stop();
+        // Open consoles' live streams end with a message rather than hold the HTTP server's close.
+        service.app.get(ApprovalEventsController).endStreams();
         await natsApi.stop();
         await stop();
         registry.stop();

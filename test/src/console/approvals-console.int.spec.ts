@@ -8,7 +8,10 @@ import {
   type Route,
 } from 'playwright-core';
 import type { ApprovalView } from '@toolgate/contracts';
-import { eventually } from '@toolgate/testing';
+import { runCli } from '@toolgate/cli';
+import { LIST_REPLY_BUDGET_BYTES } from '@toolgate/contracts';
+import { createClient } from '@toolgate/sdk';
+import { eventually, NATS_URL } from '@toolgate/testing';
 import {
   countingTool,
   journalOf,
@@ -49,6 +52,7 @@ describe('the approvals console in Chromium', () => {
           ask: [
             { id: 'gate-it', tool: 'gated', reason: 'gated calls need a person' },
             { id: 'no-rm', tool: 'shell', argv: 'rm **' },
+            { id: 'echo', tool: 'shell', argv: 'echo **' },
           ],
         },
       },
@@ -372,6 +376,205 @@ describe('the approvals console in Chromium', () => {
     expect(await page.evaluate('typeof window.pwned')).toBe('undefined');
     await page.getByRole('button', { name: 'Deny' }).click();
     await shows(page.locator('#result'), exactly('Denied by acme-approver.'));
+  });
+
+  /**
+   * Where each of `chars` (in order, the first occurrence of each after the previous) is drawn on
+   * screen inside `selector`: the left edge of its glyph, measured with a DOM Range.
+   */
+  async function drawnAt(page: Page, selector: string, text: string, chars: string[]) {
+    return (await page.evaluate(`(() => {
+      const root = document.querySelector(${JSON.stringify(selector)});
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      let all = '';
+      const nodes = [];
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) { nodes.push([n, all.length]); all += n.data; }
+      const start = all.indexOf(${JSON.stringify(text)});
+      if (start < 0) return null;
+      let from = start;
+      return ${JSON.stringify(chars)}.map((c) => {
+        const at = all.indexOf(c, from);
+        from = at + 1;
+        const [node, offset] = nodes.filter(([, o]) => o <= at).pop();
+        const range = document.createRange();
+        range.setStart(node, at - offset);
+        range.setEnd(node, at - offset + 1);
+        return range.getBoundingClientRect().left;
+      });
+    })()`)) as number[] | null;
+  }
+
+  it('shows a right-to-left override escaped and marked, in the order the text runs, with a warning, in the list and the review', async () => {
+    const shell = await parkShell('echo ok # \u202E; rm -rf ~');
+    const invoice = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId: unique('run-rlo'),
+      callId: unique('call'),
+      agent: { agentType: 'coder' },
+      tool: 'gated',
+      input: { n: unique('n'), path: 'invoice\u202Egpj.exe' },
+      wait: 10_000,
+    });
+    expect(invoice.body.state).toBe('suspended');
+    const page = await signedIn(TOKENS.acmeApprover);
+    await row(page, shell.dispatchId).waitFor();
+    await row(page, invoice.body.dispatchId).waitFor();
+
+    // The list's command/path column: escaped, marked, flagged.
+    const shellCell = row(page, shell.dispatchId).locator('td.input');
+    expect(await shellCell.innerText()).toBe('⚠ echo ok # \\u202E; rm -rf ~');
+    expect(await shellCell.locator('mark.hidden-char').getAttribute('title')).toBe(
+      'U+202E right-to-left override',
+    );
+    const invoiceCell = row(page, invoice.body.dispatchId).locator('td.input');
+    expect(await invoiceCell.innerText()).toBe('⚠ invoice\\u202Egpj.exe');
+    // What a person sees, glyph by glyph: `gpj` drawn before `.exe`, left to right (an override
+    // would have drawn `exe.jpg`).
+    const [g, x] = (await drawnAt(
+      page,
+      `tr[data-row="${invoice.body.dispatchId}"] td.input`,
+      'gpj.exe',
+      ['g', 'x'],
+    ))!;
+    expect(g).toBeLessThan(x!);
+
+    // The review: a warning first, the command and its JSON escaped, nothing reordered.
+    await review(page, shell.dispatchId);
+    const detail = page.locator('#detail');
+    await shows(detail.locator('#hidden-warning'), 'U+202E right-to-left override');
+    expect(await detail.locator('pre.command').innerText()).toBe('echo ok # \\u202E; rm -rf ~');
+    expect(await detail.locator('pre.json').innerText()).toContain(
+      '"command": "echo ok # \\u202E; rm -rf ~"',
+    );
+    expect(await detail.innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/);
+    const [r, m, tilde] = (await drawnAt(page, '#detail pre.command', 'rm -rf ~', [
+      'r',
+      'm',
+      '~',
+    ]))!;
+    expect(r).toBeLessThan(m!);
+    expect(m).toBeLessThan(tilde!);
+  });
+
+  it('lists every pending call however large the inputs (fifty of 95 KB over HTTP, one of 1 MB over the bus): HTTP pages, the CLI and the console show them all', async () => {
+    const runId = unique('run-big');
+    const dispatchIds: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const parked = await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+            runId,
+            callId: `big-${batch}-${i}`,
+            agent: { agentType: 'coder' },
+            tool: 'gated',
+            input: { n: `${unique('n')}-${'x'.repeat(95_000)}` },
+            wait: 20_000,
+          });
+          expect(res.body.state).toBe('suspended');
+          return res.body.dispatchId as string;
+        }),
+      );
+      dispatchIds.push(...parked);
+    }
+    const client = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeAgent,
+      tenant: 'acme',
+    });
+    try {
+      const huge = await client.dispatch({
+        runId,
+        callId: 'huge',
+        agent: { agentType: 'coder' },
+        tool: 'gated',
+        input: { n: `${unique('n')}-${'y'.repeat(1_000_000)}` },
+      });
+      dispatchIds.push(huge.dispatchId);
+    } finally {
+      await client.close();
+    }
+
+    // HTTP, twenty at a time: every page answers, within the budget, and together they hold all.
+    const listed = await eventually(
+      async () => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const res = await fetch(
+            `${stack.all.gateway.url}/v1/approvals?runId=${runId}&limit=20${cursor ? `&cursor=${cursor}` : ''}`,
+            { headers: { authorization: `Bearer ${TOKENS.acmeApprover}` } },
+          );
+          const text = await res.text();
+          expect(res.status).toBe(200);
+          expect(Buffer.byteLength(text)).toBeLessThan(LIST_REPLY_BUDGET_BYTES + 4096);
+          const page = JSON.parse(text) as {
+            approvals: {
+              dispatchId: string;
+              inputPreview: { truncated: boolean; bytes: number };
+            }[];
+            nextCursor: string | null;
+          };
+          expect(page.approvals.length).toBeLessThanOrEqual(20);
+          for (const a of page.approvals) expect(a.inputPreview.truncated).toBe(true);
+          seen.push(...page.approvals.map((a) => a.dispatchId));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        return seen.length === dispatchIds.length ? seen : undefined;
+      },
+      { timeoutMs: 30_000, what: 'all 51 big calls listed' },
+    );
+    expect([...listed].sort()).toEqual([...dispatchIds].sort());
+    // The run view too: its pending approvals as previews, all of them counted.
+    const run = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeApprover);
+    expect(run.status).toBe(200);
+    expect(run.body.pendingCount).toBe(51);
+    // The whole input is one read away.
+    const one = await stack.http(
+      'GET',
+      `/v1/approvals/${(await stack.http('GET', `/v1/approvals?runId=${runId}&limit=1`, TOKENS.acmeApprover)).body.approvals[0].approvalKey}?dispatchId=${listed[0]}&runId=${runId}`,
+      TOKENS.acmeApprover,
+    );
+    expect(one.status).toBe(200);
+    expect(JSON.stringify(one.body.approval.input).length).toBeGreaterThan(95_000);
+
+    // The CLI.
+    let out = '';
+    const code = await runCli(['approvals', 'list', '--run', runId, '--all', '--json'], {
+      env: { TOOLGATE_URL: stack.all.gateway.url, TOOLGATE_TOKEN: TOKENS.acmeApprover },
+      stdout: { write: (t: string) => (out += t) },
+      stderr: { write: () => undefined },
+    });
+    expect(code).toBe(0);
+    expect((JSON.parse(out) as { dispatchId: string }[]).map((a) => a.dispatchId).sort()).toEqual(
+      [...dispatchIds].sort(),
+    );
+
+    // The console.
+    const page = await signedIn(TOKENS.acmeApprover);
+    await page.getByLabel('Run', { exact: true }).fill(runId);
+    await counted(page.locator('tbody tr'), 51);
+    for (const id of dispatchIds) expect(await row(page, id).count()).toBe(1);
+    expect(Number(await page.locator('#pending-count').innerText())).toBeGreaterThanOrEqual(51);
+  }, 240_000);
+
+  it('says so when the pending list cannot be read, never that nothing is waiting', async () => {
+    const page = await signedIn(TOKENS.acmeApprover);
+    await shows(page.locator('#live'), exactly('Live'));
+    await page.route('**/v1/approvals?*', (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: { code: 'unavailable', message: 'the journal does not answer' },
+        }),
+      }),
+    );
+    // The console reads the list when its stream opens (a reload), on reconnect and every 30 s.
+    await page.reload();
+    await shows(page.locator('.list-error'), 'The pending approvals cannot be read.');
+    expect(await page.locator('.list-error').innerText()).toContain('the journal does not answer');
+    expect(await page.locator('#pending-count').innerText()).toBe('?');
+    expect(await page.getByText('Nothing is waiting for approval.').count()).toBe(0);
   });
 
   it('never put a token in a URL', () => {
