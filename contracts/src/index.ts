@@ -23,3 +23,4 @@ export * from './nonce-cache';
 export * from './error-cap-rule';
 export * from './signing-keyring';
 export * from './visible-text';
+export * from './approval-webhooks';

@@ -29,8 +29,34 @@ describe('loadGatewayConfig', () => {
       waitDefaultMs: 30_000,
       requestTimeoutMs: 5_000,
       metrics: { labels: ['tenant', 'tool'], labelCap: 50 },
+      webhooks: null,
+      links: {
+        secret: undefined,
+        ttlMs: 3_600_000,
+        identity: 'approval-link',
+        publicUrl: undefined,
+      },
     });
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('takes approval webhooks only with a secret to sign them, and only http(s) URLs', () => {
+    const hooks = {
+      GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a, http://10.0.0.1/b',
+      GATEWAY_APPROVAL_WEBHOOK_SECRET: 'sixteen-chars-0123',
+    };
+    expect(loadGatewayConfig(hooks, noFile).webhooks).toEqual({
+      urls: ['https://hooks.example/a', 'http://10.0.0.1/b'],
+      secret: 'sixteen-chars-0123',
+      attempts: 5,
+      backoffMs: 1_000,
+    });
+    expect(() =>
+      loadGatewayConfig({ GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a' }, noFile),
+    ).toThrow(/needs GATEWAY_APPROVAL_WEBHOOK_SECRET/);
+    expect(() =>
+      loadGatewayConfig({ ...hooks, GATEWAY_APPROVAL_WEBHOOK_URLS: 'file:///etc/passwd' }, noFile),
+    ).toThrow(/not http\(s\)/);
   });
 
   it('parses TOOLGATE_TOKENS grants', () => {

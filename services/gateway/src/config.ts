@@ -40,6 +40,18 @@ const Env = z.object({
   /** How long `wait: true` blocks for a settled result (a numeric `wait` is the caller's own). */
   GATEWAY_WAIT_DEFAULT_MS: z.coerce.number().int().min(0).default(30_000),
   GATEWAY_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(5_000),
+  /** Comma-separated URLs that receive approval:pending / approval:resolved (see docs/approvals.md). */
+  GATEWAY_APPROVAL_WEBHOOK_URLS: z.string().optional(),
+  /** The HMAC key of the webhooks' signatures; required with URLs. */
+  GATEWAY_APPROVAL_WEBHOOK_SECRET: z.string().min(16).optional(),
+  GATEWAY_APPROVAL_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: z.coerce.number().int().min(1).default(1_000),
+  /** The key resolve links are signed with: without it no link is made or accepted. */
+  GATEWAY_APPROVAL_LINK_SECRET: z.string().min(16).optional(),
+  GATEWAY_APPROVAL_LINK_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  GATEWAY_APPROVAL_LINK_IDENTITY: z.string().min(1).max(256).default('approval-link'),
+  /** The gateway's public base URL, for the links in webhooks. */
+  GATEWAY_PUBLIC_URL: z.url().optional(),
 });
 
 export interface GatewayConfig extends NatsSettings {
@@ -50,6 +62,19 @@ export interface GatewayConfig extends NatsSettings {
   waitDefaultMs: number;
   requestTimeoutMs: number;
   metrics: MetricsSettings;
+  /** Approval webhooks (null: none configured). */
+  webhooks: {
+    urls: string[];
+    secret: string;
+    attempts: number;
+    backoffMs: number;
+  } | null;
+  links: {
+    secret: string | undefined;
+    ttlMs: number;
+    identity: string;
+    publicUrl: string | undefined;
+  };
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
@@ -85,5 +110,34 @@ export function loadGatewayConfig(
     tokens,
     waitDefaultMs: e.GATEWAY_WAIT_DEFAULT_MS,
     requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_MS,
+    webhooks: webhookSettings(e),
+    links: {
+      secret: e.GATEWAY_APPROVAL_LINK_SECRET,
+      ttlMs: e.GATEWAY_APPROVAL_LINK_TTL_MS,
+      identity: e.GATEWAY_APPROVAL_LINK_IDENTITY,
+      publicUrl: e.GATEWAY_PUBLIC_URL,
+    },
   });
+}
+
+function webhookSettings(e: z.infer<typeof Env>): GatewayConfig['webhooks'] {
+  const urls = (e.GATEWAY_APPROVAL_WEBHOOK_URLS ?? '')
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
+  if (urls.length === 0) return null;
+  for (const url of urls) {
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+      throw new Error('GATEWAY_APPROVAL_WEBHOOK_URLS holds a URL that is not http(s)');
+  }
+  if (!e.GATEWAY_APPROVAL_WEBHOOK_SECRET)
+    throw new Error(
+      'GATEWAY_APPROVAL_WEBHOOK_URLS needs GATEWAY_APPROVAL_WEBHOOK_SECRET to sign with',
+    );
+  return {
+    urls,
+    secret: e.GATEWAY_APPROVAL_WEBHOOK_SECRET,
+    attempts: e.GATEWAY_APPROVAL_WEBHOOK_ATTEMPTS,
+    backoffMs: e.GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS,
+  };
 }

@@ -14,6 +14,7 @@ import { serveNatsApi } from './api/nats-api.responder';
 import { GatewayModule } from './app.module';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
+import { ApprovalNotifier } from './approvals/approval-notifier';
 import { HttpErrorFilter } from './http/error.filter';
 import { ApprovalEventsController } from './http/approval-events.controller';
 import { json, type NextFunction, type Request, type Response } from 'express';
@@ -76,6 +77,23 @@ export async function startGateway(options: {
     );
     const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
     const submitter = service.app.get(DispatchSubmitter);
+    const api = service.app.get(GatewayApi);
+    const notifier = config.webhooks
+      ? new ApprovalNotifier(
+          service.nc,
+          service.subjects,
+          config.tokens.map((t) => t.tenant),
+          api.approvals,
+          {
+            ...config.webhooks,
+            linkSecret: config.links.secret,
+            publicUrl: config.links.publicUrl,
+            linkTtlMs: config.links.ttlMs,
+          },
+          () => new Date(),
+        )
+      : null;
+    notifier?.start();
     const stop = service.stop;
     return {
       ...service,
@@ -83,6 +101,7 @@ export async function startGateway(options: {
         // First, so submissions waiting for an outcome answer now with the state they have instead of
         // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
         submitter.stop();
+        await notifier?.stop();
         // Open consoles' live streams end with a message rather than hold the HTTP server's close.
         service.app.get(ApprovalEventsController).endStreams();
         await natsApi.stop();
