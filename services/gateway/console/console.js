@@ -458,6 +458,7 @@ function renderPendingList() {
   const list = document.getElementById('pending-list');
   if (!list) return;
   if (unknown) {
+    list.dataset.shown = '';
     replace(
       list,
       h(
@@ -482,6 +483,16 @@ function renderPendingList() {
   }
   const focused = document.activeElement?.getAttribute('data-dispatch');
   const rows = filteredPending();
+  // Nothing to change: the rows stay the same elements (a click in progress is not lost to a
+  // re-render; ages and countdowns tick on their own).
+  const shown = JSON.stringify([
+    rows.map((a) => a.dispatchId),
+    count,
+    state.detail?.approval.dispatchId ?? null,
+    state.filters,
+  ]);
+  if (list.dataset.shown === shown && list.isConnected) return;
+  list.dataset.shown = shown;
   if (rows.length === 0) {
     replace(
       list,

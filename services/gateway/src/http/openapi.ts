@@ -221,6 +221,28 @@ export const OPENAPI_DOCUMENT = {
         responses: { '200': { description: 'Resolved' }, '409': errorResponse, ...errors },
       },
     },
+    '/v1/approvals/link/{token}': {
+      get: {
+        summary:
+          'Resolve-by-link page (from an approval webhook): the call a signed, expiring link grants one decision on, with a button. Decides nothing',
+        parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'text/html' },
+          '404': { description: 'Invalid or expired link' },
+          '409': { description: 'Already resolved' },
+        },
+      },
+      post: {
+        summary:
+          "Resolves the call with the link's decision, through the same first-resolution-wins path as the API (journaled as the link identity); a later use answers who resolved it",
+        parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'text/html' },
+          '404': { description: 'Invalid or expired link' },
+          '409': { description: 'Already resolved' },
+        },
+      },
+    },
     '/v1/approvals/events': {
       get: {
         summary:
