@@ -149,18 +149,21 @@ class Client implements ToolgateClient {
 
   readonly approvals = {
     list: async (filter: ApprovalFilter = {}): Promise<ApprovalListItem[]> => {
-      const max = filter.limit ?? 100;
-      const rows: ApprovalListItem[] = [];
-      let cursor = filter.cursor;
-      do {
+      // The first page is asked for as given (the gateway validates the filter and its limit);
+      // the next pages continue it until `limit` approvals are read or the list ends.
+      const first = await this.approvals.listPage(filter);
+      const rows = [...first.approvals];
+      const max = typeof filter?.limit === 'number' ? filter.limit : 100;
+      let cursor = first.nextCursor ?? undefined;
+      while (cursor && rows.length < max) {
         const page = await this.approvals.listPage({
           ...filter,
           limit: Math.min(max - rows.length, 1000),
-          ...(cursor ? { cursor } : {}),
+          cursor,
         });
         rows.push(...page.approvals);
         cursor = page.nextCursor ?? undefined;
-      } while (cursor && rows.length < max);
+      }
       return rows;
     },
     listPage: (filter: ApprovalFilter = {}) =>
