@@ -453,7 +453,7 @@ describe('the approvals console in Chromium', () => {
     ]))!;
     expect(r).toBeLessThan(m!);
     expect(m).toBeLessThan(tilde!);
-  }, 90_000);
+  }, 180_000);
 
   it('lists every pending call however large the inputs (fifty of 95 KB over HTTP, one of 1 MB over the bus): HTTP pages, the CLI and the console show them all', async () => {
     const runId = unique('run-big');
@@ -576,7 +576,7 @@ describe('the approvals console in Chromium', () => {
     expect(await page.locator('.list-error').innerText()).toContain('the journal does not answer');
     expect(await page.locator('#pending-count').innerText()).toBe('?');
     expect(await page.getByText('Nothing is waiting for approval.').count()).toBe(0);
-  }, 90_000);
+  }, 180_000);
 
   it('says the server is restarting and keeps Allow/Deny disabled until live again; a keyboard decision keeps the focus', async () => {
     const parked = await park(stack, 'gated', { runId: unique('run-restart') });
@@ -624,7 +624,7 @@ describe('the approvals console in Chromium', () => {
     await page.keyboard.press('Enter');
     await shows(page.locator('#result'), exactly('Denied by acme-approver.'));
     await page.waitForFunction(`document.activeElement?.id === 'result'`);
-  }, 90_000);
+  }, 180_000);
 
   it('shows every column at 1280 px and the review on screen at 390 px', async () => {
     const parked = await parkShell('echo layout check');
@@ -651,7 +651,61 @@ describe('the approvals console in Chromium', () => {
     );
     await phone.getByRole('button', { name: 'Deny' }).click();
     await shows(phone.locator('#result'), exactly('Denied by acme-approver.'));
-  }, 90_000);
+  }, 180_000);
+
+  it('searches the history by approver and decision, and exports it as JSON Lines and CSV with the digest and policy revision', async () => {
+    const parked = await park(stack, 'gated', { runId: unique('run-export') });
+    const denied = await stack.http(
+      'POST',
+      `/v1/approvals/${parked.approval.approvalKey}/resolve`,
+      TOKENS.acmeAdmin,
+      {
+        decision: 'deny',
+        reason: '=HYPERLINK("http://evil")',
+        dispatchId: parked.dispatchId,
+        runId: parked.runId,
+      },
+    );
+    expect(denied.status).toBe(200);
+    const page = await signedIn(TOKENS.acmeApprover);
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByLabel('Approver').fill('acme-admin');
+    await page.getByLabel('Decision').selectOption('deny');
+    await page.getByLabel('Run').fill(parked.runId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const rowOf = page.locator(`table.history tr[data-dispatch="${parked.dispatchId}"]`);
+    await rowOf.waitFor();
+    await counted(page.locator('table.history tbody tr'), 1);
+
+    const read = async (name: string) => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name }).click(),
+      ]);
+      const chunks: Buffer[] = [];
+      for await (const c of (await download.createReadStream())!) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    };
+    const jsonl = (await read('JSON Lines')).trimEnd().split('\n');
+    expect(jsonl).toHaveLength(1);
+    expect(JSON.parse(jsonl[0]!)).toMatchObject({
+      dispatchId: parked.dispatchId,
+      runId: parked.runId,
+      decision: 'deny',
+      resolvedBy: 'acme-admin',
+      inputDigest: parked.approval.inputDigest,
+      policyRevision: parked.approval.policyRevision,
+      reason: '=HYPERLINK("http://evil")',
+    });
+    const csv = (await read('CSV')).trimEnd().split('\r\n');
+    expect(csv[0]).toBe(
+      'resolvedAt,decision,resolvedBy,source,reason,toolName,runId,dispatchId,approvalKey,inputDigest,policyRevision,suspendedAt,outcome,errorCode',
+    );
+    expect(csv).toHaveLength(2);
+    // A formula is not run by a spreadsheet: quoted and prefixed.
+    expect(csv[1]).toContain(`,deny,acme-admin,human,"'=HYPERLINK(""http://evil"")",gated,`);
+    expect(csv[1]).toContain(`,${parked.approval.inputDigest},${parked.approval.policyRevision},`);
+  }, 180_000);
 
   it('never put a token in a URL', () => {
     expect(requested.length).toBeGreaterThan(0);
