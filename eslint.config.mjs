@@ -94,6 +94,7 @@ export default tseslint.config(
         sessionStorage: 'readonly',
         fetch: 'readonly',
         URL: 'readonly',
+        Blob: 'readonly',
         CSS: 'readonly',
         TextDecoderStream: 'readonly',
         AbortController: 'readonly',

@@ -11,6 +11,7 @@ import {
 import { RiskSchema, ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
 import { boundedJson, mergeableJson } from './json-limits';
+import { ListCursorSchema, type InputPreview, type Page } from './list-paging';
 
 /**
  * Request and response bodies of the gateway's API. The HTTP routes and the NATS request/reply
@@ -118,7 +119,16 @@ export const SubmitDispatchResponseSchema = z.object({
 export type SubmitDispatchResponse = z.infer<typeof SubmitDispatchResponseSchema>;
 
 export const GetDispatchRequestSchema = z.strictObject({ dispatchId: Token });
-export const GetRunRequestSchema = z.strictObject({ runId: Token });
+/**
+ * A run. Its dispatches are paged in request order (`limit` per page, default 500, and never more
+ * than a bounded reply holds): `cursor` is the previous page's `nextCursor`.
+ */
+export const GetRunRequestSchema = z.strictObject({
+  runId: Token,
+  cursor: ListCursorSchema.optional(),
+  limit: z.number().int().min(1).max(1000).optional(),
+});
+export type GetRunRequest = z.input<typeof GetRunRequestSchema>;
 
 export const PutPolicyRequestSchema = z.strictObject({
   /**
@@ -156,7 +166,20 @@ export const ListApprovalsRequestSchema = z.strictObject({
    * latest activity (resolution, else suspension) first, the order of a history.
    */
   order: z.enum(['oldest', 'newest']).optional(),
+  /** Only approvals resolved by this identity (an approver, or `timeout`'s system actor). */
+  resolvedBy: z.string().min(1).max(256).optional(),
+  /** Only approvals resolved this way. */
+  decision: z.enum(['allow', 'deny']).optional(),
+  /** Only approvals whose call ended this way. */
+  outcome: z.enum(['ok', 'error', 'denied']).optional(),
+  /** Only approvals whose latest activity (resolution, else suspension) is at or after this instant. */
+  since: z.iso.datetime({ offset: true }).optional(),
+  /** ... and before this instant. */
+  until: z.iso.datetime({ offset: true }).optional(),
+  /** At most this many per page; a page also ends where its reply would grow too large. */
   limit: z.number().int().min(1).max(1000).default(100),
+  /** The previous page's `nextCursor`, with the same filters and order. */
+  cursor: ListCursorSchema.optional(),
 });
 export type ListApprovalsRequest = z.input<typeof ListApprovalsRequestSchema>;
 
@@ -290,6 +313,18 @@ export interface ApprovalView {
   updatedAt: string;
   /** How the call ended, once it settled (filled by the listing and the detail; null before). */
   settled?: ApprovalOutcome | null;
+}
+
+/**
+ * An approval as a list carries it: everything of {@link ApprovalView} but the input, of which it
+ * carries a bounded preview (read the approval — `GET /v1/approvals/{key}?dispatchId=&runId=` —
+ * for all of it). A rule too large to list is replaced by `{ kind: 'too-large', bytes }`.
+ */
+export type ApprovalListItem = Omit<ApprovalView, 'input'> & { inputPreview: InputPreview };
+
+/** One page of `approvals.list`. */
+export interface ListApprovalsResponse extends Page {
+  approvals: ApprovalListItem[];
 }
 
 /** Normalises any resolution value; fails closed. */

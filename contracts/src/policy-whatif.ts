@@ -54,6 +54,28 @@ export type WhatIfVerdict = z.infer<typeof WhatIfVerdictSchema>;
 export const WhatIfHookUseSchema = z.enum(['reused', 'unknown']);
 export type WhatIfHookUse = z.infer<typeof WhatIfHookUseSchema>;
 
+/**
+ * How the candidate's consecutive-error cap bears on a call, its runs' streaks replayed in stream
+ * order: `refused` — the streak reaches the cap, the candidate refuses the call (`error-cap`);
+ * `possible` — it may: calls before it whose outcome the journal cannot tell (they did not run, or
+ * a person would now decide them) could have failed, so its verdict is not certain; `lifted` —
+ * refused by the cap when recorded, decided by the candidate's chain now.
+ */
+export const WhatIfErrorCapMarkSchema = z.enum(['refused', 'possible', 'lifted']);
+export type WhatIfErrorCapMark = z.infer<typeof WhatIfErrorCapMarkSchema>;
+
+/** A call the candidate's error cap bears on (listed whether or not its verdict changes). */
+export const WhatIfErrorCapCallSchema = z.object({
+  seq: z.number().int().min(1),
+  dispatchId: Token,
+  runId: Token,
+  callId: z.string(),
+  mark: WhatIfErrorCapMarkSchema,
+  /** The verdict the candidate gives it (`deny` when refused). */
+  verdict: VerdictSchema,
+});
+export type WhatIfErrorCapCall = z.infer<typeof WhatIfErrorCapCallSchema>;
+
 /** A recorded call whose verdict the candidate changes. */
 export const WhatIfChangeSchema = z.object({
   /** The stream sequence of the recorded `decided`. */
@@ -69,6 +91,8 @@ export const WhatIfChangeSchema = z.object({
   before: WhatIfVerdictSchema.extend({ policyRevision: z.number().int().min(0) }),
   after: WhatIfVerdictSchema,
   hooks: WhatIfHookUseSchema.optional(),
+  /** How the candidate's error cap bears on it (see `WhatIfErrorCapMarkSchema`). */
+  errorCap: WhatIfErrorCapMarkSchema.optional(),
 });
 export type WhatIfChange = z.infer<typeof WhatIfChangeSchema>;
 
@@ -103,6 +127,19 @@ export const PolicyWhatIfReportSchema = z.object({
   byChange: z.array(
     z.object({ from: VerdictSchema, to: VerdictSchema, count: z.number().int().min(1) }),
   ),
+  /**
+   * The candidate's error cap replayed: its cap (null: none), how many calls it refuses, may
+   * refuse, or no longer refuses, and those calls in stream order (at most the request's `limit`).
+   */
+  errorCap: z
+    .object({
+      cap: z.number().int().min(1).nullable(),
+      refused: z.number().int().min(0),
+      possible: z.number().int().min(0),
+      lifted: z.number().int().min(0),
+      calls: z.array(WhatIfErrorCapCallSchema),
+    })
+    .optional(),
   /** The changed calls in stream order, at most the request's `limit`. */
   changes: z.array(WhatIfChangeSchema),
   /** Whether more calls changed than `changes` lists. */

@@ -11,6 +11,7 @@ import { ephemeralName } from './ephemeral-name';
 import type {
   DecidedEvent,
   RequestedEvent,
+  SettledEvent,
   EventKeys,
   Subjects,
   UntrustedReason,
@@ -63,9 +64,13 @@ export interface ReadJournalCallsOptions {
   signal?: AbortSignal;
   /** Messages each consumer keeps buffered (default 2048). */
   batch?: number;
+  /**
+   * Also reads the calls' `settled` events and hands each one over here, in stream order: a
+   * settlement recorded before a call's decision is handed over before that call is yielded
+   * (what a replay of the run's error streak needs).
+   */
+  onSettled?: (settled: SettledEvent, seq: number) => void;
 }
-
-const TYPES = ['requested', 'decided'] as const;
 
 /**
  * Reads a tenant's recorded calls from the journal stream: every `requested` joined with its
@@ -109,8 +114,11 @@ export function readJournalCalls(
 
   async function* calls(): AsyncGenerator<JournalCall> {
     const sides: Side[] = [];
+    const types = options.onSettled
+      ? (['requested', 'decided', 'settled'] as const)
+      : (['requested', 'decided'] as const);
     try {
-      for (const type of TYPES) {
+      for (const type of types) {
         const info = await jsm.consumers.add(stream, {
           // Named here: a create without a name in its subject can also replace a durable
           // consumer's settings, so deploy/nats grants only the named form (see `ephemeralName`).
@@ -159,6 +167,8 @@ export function readJournalCalls(
             yield { requested, decided: event, seq: message.seq };
           }
           // A decision whose request is before the window: not a call of this window.
+        } else if (event?.type === 'settled' && options.onSettled) {
+          options.onSettled(event, message.seq);
         } else {
           stats.skipped++;
         }

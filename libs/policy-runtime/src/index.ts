@@ -10,6 +10,7 @@ export {
 export { remoteHook, remoteCanUseTool, type RemoteHookRequest } from './remote-closures';
 export { PolicyRuntime, type CallFacts, type RevisionedDecision } from './policy-runtime';
 export { PolicyReplay, type RecordedCall, type ReplayedCall } from './policy-replay';
+export { ErrorCapReplay, type ErrorCapMark, type RecordedVerdict } from './error-cap-replay';
 export { WhatIfTally, WHATIF_HOOKS_NOTE } from './whatif-report';
 export {
   PolicyTestCaseSchema,

@@ -1,5 +1,6 @@
 import {
   errorCapOfRule,
+  errorCapRule,
   toWireError,
   type DecidedEvent,
   type RequestedEvent,
@@ -17,7 +18,12 @@ import {
   type LayerClosures,
   type NamedHook,
 } from '@toolgate/permissions';
-import { validateStoredPolicy, type RemoteLayer, type StoredPolicy } from './stored-policy';
+import {
+  errorCapOf,
+  validateStoredPolicy,
+  type RemoteLayer,
+  type StoredPolicy,
+} from './stored-policy';
 
 /** A call as the journal recorded it: what was asked, and what the chain decided then. */
 export interface RecordedCall {
@@ -94,11 +100,19 @@ export class PolicyReplay {
     return new PolicyReplay(validateStoredPolicy(document));
   }
 
-  /** The candidate's verdict for a recorded call, beside the recorded one. */
-  async replay(call: RecordedCall): Promise<ReplayedCall> {
+  /** The candidate's consecutive-error cap (null: none). */
+  get errorCap(): number | null {
+    return errorCapOf(this.policy);
+  }
+
+  /**
+   * The candidate's verdict for a recorded call, beside the recorded one. A call the run's error
+   * cap refused is not the chain's decision: nothing to replay, unless `throughErrorCap` (the
+   * candidate's cap would not refuse it), when its chain decides it.
+   */
+  async replay(call: RecordedCall, { throughErrorCap = false } = {}): Promise<ReplayedCall> {
     const { requested, decided } = call;
-    // The evaluator's error-cap refusal is not the chain's decision: nothing to replay.
-    if (errorCapOfRule(decided.rule)) return { kind: 'error-cap' };
+    if (errorCapOfRule(decided.rule) && !throughErrorCap) return { kind: 'error-cap' };
     const before = {
       ...verdictOf(decided),
       policyRevision: decided.policyRevision,
@@ -132,6 +146,26 @@ export class PolicyReplay {
       after,
       changed: before.verdict !== after.verdict,
       ...(hooks ? { hooks } : {}),
+    };
+  }
+
+  /**
+   * A recorded call the candidate's error cap refuses (its run's streak at `failures`): a denial
+   * as the evaluator records one, beside the recorded verdict.
+   */
+  refusedByErrorCap(call: RecordedCall, failures: number): ReplayedCall {
+    const consecutive = this.errorCap ?? failures;
+    const before = { ...verdictOf(call.decided), policyRevision: call.decided.policyRevision };
+    return {
+      kind: 'replayed',
+      before,
+      after: {
+        verdict: 'deny',
+        decidedBy: 'deny-rule',
+        rule: errorCapRule({ failures, consecutive }),
+        reason: `the run's last ${failures} calls ended in an error or a denial (cap ${consecutive})`,
+      },
+      changed: before.verdict !== 'deny',
     };
   }
 

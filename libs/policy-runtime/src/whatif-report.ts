@@ -1,4 +1,10 @@
-import type { PolicyWhatIfReport, Verdict, WhatIfChange } from '@toolgate/contracts';
+import type {
+  PolicyWhatIfReport,
+  Verdict,
+  WhatIfChange,
+  WhatIfErrorCapCall,
+  WhatIfErrorCapMark,
+} from '@toolgate/contracts';
 import type { RecordedCall, ReplayedCall } from './policy-replay';
 
 /** What the report says about remote hooks, which a replay never calls. */
@@ -16,7 +22,7 @@ export class WhatIfTally {
   private calls = 0;
   private changed = 0;
   private undecided = 0;
-  private errorCap = 0;
+  private skippedErrorCap = 0;
   private hooksReused = 0;
   private hooksUnknown = 0;
   private firstSeq = 0;
@@ -24,10 +30,14 @@ export class WhatIfTally {
   private readonly byTool = new Map<string, { calls: number; changed: number }>();
   private readonly byChange = new Map<string, number>();
   private readonly changes: WhatIfChange[] = [];
+  private readonly capCounts = { refused: 0, possible: 0, lifted: 0 };
+  private readonly capCalls: WhatIfErrorCapCall[] = [];
 
   constructor(
     private readonly limit: number,
     private readonly window: { since?: string | undefined; runId?: string | undefined } = {},
+    /** The candidate's error cap, when the replay modelled it (its report then says so). */
+    private readonly errorCap?: { cap: number | null },
   ) {}
 
   /** A message of the window was read (extends the window's sequences). */
@@ -41,10 +51,22 @@ export class WhatIfTally {
     this.undecided += count;
   }
 
-  add(call: RecordedCall, replayed: ReplayedCall): void {
+  add(call: RecordedCall, replayed: ReplayedCall, errorCap?: WhatIfErrorCapMark): void {
     if (replayed.kind === 'error-cap') {
-      this.errorCap++;
+      this.skippedErrorCap++;
       return;
+    }
+    if (errorCap) {
+      this.capCounts[errorCap]++;
+      if (this.capCalls.length < this.limit)
+        this.capCalls.push({
+          seq: call.seq,
+          dispatchId: call.decided.dispatchId,
+          runId: call.decided.runId,
+          callId: call.requested.callId,
+          mark: errorCap,
+          verdict: replayed.after.verdict,
+        });
     }
     this.calls++;
     const tool = call.decided.tool.name;
@@ -72,6 +94,7 @@ export class WhatIfTally {
       before: replayed.before,
       after: replayed.after,
       ...(replayed.hooks ? { hooks: replayed.hooks } : {}),
+      ...(errorCap ? { errorCap } : {}),
     });
   }
 
@@ -86,7 +109,7 @@ export class WhatIfTally {
       calls: this.calls,
       changed: this.changed,
       unchanged: this.calls - this.changed,
-      skipped: { undecided: this.undecided, errorCap: this.errorCap },
+      skipped: { undecided: this.undecided, errorCap: this.skippedErrorCap },
       hooks: { reused: this.hooksReused, unknown: this.hooksUnknown, note: WHATIF_HOOKS_NOTE },
       byTool: [...this.byTool]
         .map(([tool, counts]) => ({ tool, ...counts }))
@@ -97,6 +120,15 @@ export class WhatIfTally {
           return { from, to, count };
         })
         .sort((a, b) => b.count - a.count || cmp(`${a.from}>${a.to}`, `${b.from}>${b.to}`)),
+      ...(this.errorCap
+        ? {
+            errorCap: {
+              cap: this.errorCap.cap,
+              ...this.capCounts,
+              calls: [...this.capCalls].sort((a, b) => a.seq - b.seq),
+            },
+          }
+        : {}),
       changes: [...this.changes].sort((a, b) => a.seq - b.seq),
       truncated: this.changed > this.changes.length,
     };

@@ -29,7 +29,14 @@ export {
   type ResolveApprovalOptions,
   type ToolgateClient,
 } from './client/toolgate-client';
-export type { ApprovalFilter, ApprovalView } from './client/approval-view';
+export type {
+  ApprovalDetail,
+  ApprovalFilter,
+  ApprovalListItem,
+  ApprovalView,
+  InputPreview,
+  ListApprovalsResponse,
+} from './client/approval-view';
 export type {
   DispatchHandle,
   ResolveApprovalResult,

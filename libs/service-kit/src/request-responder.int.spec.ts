@@ -69,6 +69,23 @@ describe('serveRequests over real NATS request/reply', () => {
     ]);
   });
 
+  it('answers an answer over the broker max_payload as too-large at once, instead of dropping it', async () => {
+    const subject = `${t.prefix}.huge`;
+    const max = t.nc.info!.max_payload;
+    const served = serveRequests(t.nc, `${t.prefix}-q`, [
+      { subject, handle: async () => ({ blob: 'x'.repeat(max) }) },
+    ]);
+    try {
+      // The old responder's respond() threw, the throw was swallowed, and this request timed out.
+      const reply = JSON.parse(
+        decoder.decode((await t.nc.request(subject, '{}', { timeout: 5000 })).data),
+      );
+      expect(reply).toMatchObject({ ok: false, error: { code: 'too-large' } });
+    } finally {
+      await served.stop();
+    }
+  });
+
   it('refuses to start signed endpoints without keys to verify them', () => {
     const subject = `${t.prefix}.signed`;
     expect(() =>

@@ -59,6 +59,9 @@ export function checkSignedRequest(
   );
 }
 
+/** Room left under `max_payload` for the reply's headers (its trace context, a signature). */
+const REPLY_HEADROOM_BYTES = 8 * 1024;
+
 /** Running endpoints: `stop()` takes no new requests and waits for the ones in flight. */
 export interface ServedEndpoints {
   stop(): Promise<void>;
@@ -107,7 +110,29 @@ export function serveRequests(
             if (error.code === ErrorCode.Internal) recordFailure(span, e);
             reply = { ok: false, error };
           }
-          if (msg.reply) msg.respond(encoder.encode(JSON.stringify(reply)));
+          if (!msg.reply) return;
+          let bytes = encoder.encode(JSON.stringify(reply));
+          // A reply the broker would refuse is never dropped in silence (the caller would wait
+          // out its timeout and hear `unavailable`): it is answered as `too-large`, and recorded.
+          const max = nc.info?.max_payload;
+          if (max !== undefined && bytes.length > max - REPLY_HEADROOM_BYTES) {
+            span.setAttribute(Attr.ErrorCode, ErrorCode.TooLarge);
+            recordFailure(
+              span,
+              new Error(`reply of ${bytes.length} bytes over max_payload ${max}`),
+            );
+            bytes = encoder.encode(
+              JSON.stringify({
+                ok: false,
+                error: {
+                  code: ErrorCode.TooLarge,
+                  message: 'the answer is too large for the message broker',
+                  details: { bytes: bytes.length, maxPayload: max },
+                },
+              }),
+            );
+          }
+          msg.respond(bytes);
         }).catch(() => undefined);
         inFlight.add(task);
         void task.finally(() => inFlight.delete(task));

@@ -12,6 +12,7 @@ import { Api, ApiError } from './api.js';
 import { byId, h, replace } from './dom.js';
 import { age, agentText, outcomeText, refreshAges, ruleSummary, time, until } from './format.js';
 import { jsonView } from './json-view.js';
+import { findings, hiddenWarning, revealed } from './reveal.js';
 
 const TOKEN_KEY = 'toolgate.console.token';
 const TITLE = 'Toolgate approvals';
@@ -22,10 +23,14 @@ const POLL_MS = 5000;
 /** When the pending list is read again after the stream (re)opens, and then how often. */
 const RESYNC_AFTER_OPEN_MS = 2000;
 const RESYNC_MS = 30_000;
+/** How many of a run's dispatches its view shows. */
+const RUN_ROWS = 2000;
 
 /**
+ * @typedef {{ json: string, truncated: boolean, bytes: number, summary: string | null }} InputPreview
  * @typedef {{ approvalKey: string, dispatchId: string, runId: string, status: string,
- *   toolName: string | null, tool: { risk?: string } | null, input: unknown,
+ *   toolName: string | null, tool: { risk?: string } | null, input?: unknown,
+ *   inputPreview?: InputPreview,
  *   agent: { agentType: string, label?: string } | null, decidedBy: string | null, rule: unknown,
  *   submittedBy: string | null, policyRevision: number, inputDigest: string,
  *   suspendedAt: string | null, expiresAt: string | null, onTimeout: string | null,
@@ -56,6 +61,19 @@ const state = {
    */
   resolved: new Set(),
   filters: { run: '', tool: '', minAgeMs: 0 },
+  /** Why the pending list could not be read (shown in its place), or null. @type {string | null} */
+  listError: null,
+  /** Whether the live stream is open: decisions wait for it (a restarting gateway refuses them). */
+  live: false,
+  /** The history's search, and the cursor of its next page. */
+  history: {
+    /** @type {Record<string, string>} */
+    filters: {},
+    /** @type {Approval[]} */
+    rows: [],
+    /** @type {string | null} */
+    next: null,
+  },
   /** @type {AbortController | null} */
   stream: null,
   /** @type {number | undefined} */
@@ -175,8 +193,9 @@ function announce(text) {
 function follow() {
   const controller = new AbortController();
   state.stream = controller;
-  const live = byId('live');
   let backoff = 1000;
+  /** Whether the gateway said it is restarting before the stream ended. */
+  let restarting = false;
   const connect = async () => {
     if (controller.signal.aborted || !state.api) return;
     try {
@@ -184,30 +203,57 @@ function follow() {
         signal: controller.signal,
         onOpen: () => {
           backoff = 1000;
-          live.textContent = 'Live';
-          live.className = 'live on';
+          setLive(true, 'Live');
           void loadPending();
           // A call parked just before the stream opened has no notification coming, and the
           // listing (the journal's projection) may lag it a moment: look once more.
           setTimeout(() => void loadPending(), RESYNC_AFTER_OPEN_MS);
         },
-        onEvent: (type, data) => void onApprovalEvent(type, data),
+        onEvent: (type, data) => {
+          if (type === 'server:restarting') restarting = true;
+          else void onApprovalEvent(type, data);
+        },
       });
     } catch (err) {
       if (controller.signal.aborted || failed(err)) return;
       if (err instanceof ApiError && err.status === 403) {
-        live.textContent = `No live updates: ${err.message}`;
-        live.className = 'live off';
+        setLive(false, `No live updates: ${err.message}`);
         return;
       }
     }
     if (controller.signal.aborted) return;
-    live.textContent = 'Reconnecting…';
-    live.className = 'live off';
+    // A stream that ended or failed: decisions wait until it is live again (a gateway that is
+    // restarting refuses them, and the list may have changed meanwhile).
+    setLive(false, restarting ? 'Server restarting — reconnecting…' : 'Reconnecting…');
+    if (restarting) backoff = 1000;
+    restarting = false;
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 15000);
   };
   void connect();
+}
+
+/**
+ * Shows whether the console is live, and enables the decision buttons only while it is.
+ * @param {boolean} on
+ * @param {string} text
+ */
+function setLive(on, text) {
+  state.live = on;
+  const live = byId('live');
+  live.textContent = text;
+  live.className = on ? 'live on' : 'live off';
+  syncDecisionButtons();
+}
+
+/** Allow and Deny are enabled only while live and while no resolution of this tab is in flight. */
+function syncDecisionButtons() {
+  const busy = state.detail ? state.resolving.has(state.detail.approval.dispatchId) : false;
+  for (const b of document.querySelectorAll('#decide button.allow, #decide button.deny')) {
+    /** @type {HTMLButtonElement} */ (b).disabled = !state.live || busy;
+  }
+  const note = document.getElementById('offline-note');
+  if (note) note.hidden = state.live;
 }
 
 /**
@@ -249,7 +295,7 @@ async function onApprovalEvent(type, data) {
     showDetailStatus(detail);
   }
   if (type === 'approval:resolved') {
-    if (state.view === 'history') void loadHistory();
+    if (state.view === 'history') void loadHistory({ quiet: true });
     if (state.view === 'runs' && currentRun() === runId) void loadRun(runId);
   }
 }
@@ -287,19 +333,34 @@ function route() {
 
 // --- pending ---------------------------------------------------------------------------------
 
+/**
+ * Reads every pending approval, page by page (a page is bounded in count and in bytes, so a long
+ * queue or large inputs take several). A list that cannot be read is said in its place, never
+ * shown as an empty queue.
+ */
 async function loadPending() {
   if (!state.api) return;
+  /** @type {Approval[]} */
+  const approvals = [];
   try {
-    const { approvals } = await state.api.get('approvals', { status: 'pending', limit: 1000 });
-    state.pending = new Map(
-      approvals
-        .filter((/** @type {Approval} */ a) => !state.resolved.has(a.dispatchId))
-        .map((/** @type {Approval} */ a) => [a.dispatchId, a]),
-    );
+    /** @type {string | undefined} */
+    let cursor;
+    do {
+      const page = await state.api.get('approvals', { status: 'pending', limit: 1000, cursor });
+      approvals.push(...page.approvals);
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
   } catch (err) {
-    if (!failed(err)) announce(`Cannot list approvals: ${errorText(err)}`);
+    if (failed(err)) return;
+    state.listError = errorText(err);
+    announce(`Cannot list approvals: ${state.listError}`);
+    renderPendingList();
     return;
   }
+  state.listError = null;
+  state.pending = new Map(
+    approvals.filter((a) => !state.resolved.has(a.dispatchId)).map((a) => [a.dispatchId, a]),
+  );
   renderPendingList();
 }
 
@@ -391,10 +452,25 @@ function filteredPending() {
 
 function renderPendingList() {
   const count = state.pending.size;
-  document.title = count > 0 ? `(${count}) ${TITLE}` : TITLE;
-  byId('pending-count').textContent = String(count);
+  const unknown = state.listError !== null;
+  document.title = unknown ? `(?) ${TITLE}` : count > 0 ? `(${count}) ${TITLE}` : TITLE;
+  byId('pending-count').textContent = unknown ? '?' : String(count);
   const list = document.getElementById('pending-list');
   if (!list) return;
+  if (unknown) {
+    list.dataset.shown = '';
+    replace(
+      list,
+      h(
+        'div',
+        { class: 'error list-error', role: 'alert' },
+        h('strong', {}, 'The pending approvals cannot be read. '),
+        `Calls may be waiting. ${state.listError} `,
+        h('button', { type: 'button', class: 'quiet', onclick: () => void loadPending() }, 'Retry'),
+      ),
+    );
+    return;
+  }
   const select = /** @type {HTMLSelectElement | null} */ (document.getElementById('filter-tool'));
   if (select) {
     const tools = [...new Set([...state.pending.values()].map((a) => a.toolName ?? '?'))].sort();
@@ -407,6 +483,16 @@ function renderPendingList() {
   }
   const focused = document.activeElement?.getAttribute('data-dispatch');
   const rows = filteredPending();
+  // Nothing to change: the rows stay the same elements (a click in progress is not lost to a
+  // re-render; ages and countdowns tick on their own).
+  const shown = JSON.stringify([
+    rows.map((a) => a.dispatchId),
+    count,
+    state.detail?.approval.dispatchId ?? null,
+    state.filters,
+  ]);
+  if (list.dataset.shown === shown && list.isConnected) return;
+  list.dataset.shown = shown;
   if (rows.length === 0) {
     replace(
       list,
@@ -432,9 +518,17 @@ function renderPendingList() {
         h(
           'tr',
           {},
-          ['Tool', 'Age', 'Run', 'Agent', 'Risk', 'Rule', 'Policy', 'Expires'].map((c) =>
-            h('th', { scope: 'col' }, c),
-          ),
+          [
+            'Tool',
+            'Command / path',
+            'Age',
+            'Run',
+            'Agent',
+            'Risk',
+            'Rule',
+            'Policy',
+            'Expires',
+          ].map((c) => h('th', { scope: 'col' }, c)),
         ),
       ),
       h(
@@ -462,6 +556,7 @@ function renderPendingList() {
                 a.toolName ?? '?',
               ),
             ),
+            inputCell(a),
             h('td', { class: 'num' }, age(a.suspendedAt)),
             h('td', { class: 'mono run' }, a.runId),
             h('td', {}, agentText(a.agent)),
@@ -483,6 +578,48 @@ function renderPendingList() {
       list.querySelector(`button[data-dispatch="${CSS.escape(focused)}"]`)
     )?.focus();
   }
+}
+
+/** Fields whose value says what a call does, as the listing's preview picks them. */
+const SUMMARY_FIELDS = ['command', 'path', 'file_path', 'url', 'pattern', 'query'];
+
+/**
+ * What a call does in one line: its command, path, url... (else its input's JSON), from the
+ * listing's preview or, for a call the live feed brought, from its input.
+ * @param {Approval} a
+ */
+function inputSummary(a) {
+  if (a.inputPreview) return a.inputPreview.summary ?? a.inputPreview.json;
+  const input = a.input;
+  if (input && typeof input === 'object' && !Array.isArray(input)) {
+    for (const f of SUMMARY_FIELDS) {
+      const v = /** @type {Record<string, unknown>} */ (input)[f];
+      if (v !== undefined) return (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 160);
+    }
+  }
+  return JSON.stringify(input ?? null).slice(0, 512);
+}
+
+/**
+ * The list's command/path cell: the text revealed (hidden characters escaped and marked) and, when
+ * it has any, a warning sign a screen reader hears.
+ * @param {Approval} a
+ */
+function inputCell(a) {
+  const found = new Map();
+  const text = revealed(inputSummary(a), found);
+  return h(
+    'td',
+    { class: 'mono input' },
+    found.size
+      ? h(
+          'span',
+          { class: 'hidden-flag', title: 'hidden characters', 'aria-label': 'hidden characters' },
+          '⚠ ',
+        )
+      : null,
+    ...text,
+  );
 }
 
 /**
@@ -560,6 +697,8 @@ function renderDetail(detail) {
     ['Input digest', h('code', { class: 'digest' }, a.inputDigest)],
   ];
   const reason = h('textarea', { id: 'reason', maxlength: '2048', rows: '2' });
+  const hidden = findings(a.input);
+  if (detail.shell) revealed(detail.shell.command, hidden);
   const decide = state.canApprove
     ? h(
         'form',
@@ -577,6 +716,11 @@ function renderDetail(detail) {
         ),
         reason,
         h(
+          'p',
+          { id: 'offline-note', class: 'hint', hidden: state.live },
+          'Not live: decisions wait until the console reconnects.',
+        ),
+        h(
           'div',
           { class: 'buttons' },
           h(
@@ -584,6 +728,7 @@ function renderDetail(detail) {
             {
               type: 'button',
               class: 'allow',
+              disabled: !state.live,
               onclick: () => void decideApproval(a, 'allow', reason),
             },
             'Allow',
@@ -593,6 +738,7 @@ function renderDetail(detail) {
             {
               type: 'button',
               class: 'deny',
+              disabled: !state.live,
               onclick: () => void decideApproval(a, 'deny', reason),
             },
             'Deny',
@@ -617,6 +763,7 @@ function renderDetail(detail) {
       ),
     ),
     h('p', { id: 'detail-status', class: 'status' }),
+    hiddenWarning(hidden),
     h(
       'dl',
       { class: 'facts' },
@@ -631,7 +778,7 @@ function renderDetail(detail) {
     ),
     jsonView(a.input),
     h('div', { id: 'decision-area' }, decide),
-    h('p', { id: 'result', class: 'result', role: 'status' }),
+    h('p', { id: 'result', class: 'result', role: 'status', tabindex: '-1' }),
   );
   section.hidden = false;
   showDetailStatus(detail);
@@ -644,7 +791,7 @@ function shellView(shell) {
     'section',
     { class: 'shell', 'aria-labelledby': 'shell-title' },
     h('h3', { id: 'shell-title' }, 'Shell command'),
-    h('pre', { class: 'command' }, shell.command),
+    h('pre', { class: 'command' }, ...revealed(shell.command)),
     h(
       'p',
       { class: 'hint' },
@@ -663,7 +810,7 @@ function shellView(shell) {
           h(
             'span',
             { class: 'argv' },
-            s.argv.map((w) => [h('code', {}, w), ' ']),
+            s.argv.map((w) => [h('code', {}, ...revealed(w)), ' ']),
           ),
           s.why ? h('span', { class: 'why' }, s.why) : null,
           !s.asked && s.unmatchable
@@ -715,9 +862,9 @@ async function decideApproval(a, decision, reasonField) {
   if (!state.api) return;
   const reason = /** @type {HTMLTextAreaElement} */ (reasonField).value.trim();
   const result = byId('result');
-  for (const b of document.querySelectorAll('#decide button'))
-    /** @type {HTMLButtonElement} */ (b).disabled = true;
+  if (!state.live) return;
   state.resolving.add(a.dispatchId);
+  syncDecisionButtons();
   try {
     const { resolved } = await state.api.post(`approvals/${a.approvalKey}/resolve`, {
       decision,
@@ -745,19 +892,32 @@ async function decideApproval(a, decision, reasonField) {
     } else {
       result.className = 'result error';
       result.textContent = `Not resolved: ${errorText(err)}`;
-      for (const b of document.querySelectorAll('#decide button'))
-        /** @type {HTMLButtonElement} */ (b).disabled = false;
     }
   } finally {
     state.resolving.delete(a.dispatchId);
+    syncDecisionButtons();
   }
   renderPendingList();
+  // The decision's outcome takes the focus (it can: tabindex -1), so a keyboard user hears it and
+  // goes on from the review, instead of from the top of the page.
   result.focus();
 }
 
 // --- history ---------------------------------------------------------------------------------
 
+/** The history's search fields: [query parameter, label, kind]. */
+const HISTORY_FIELDS = /** @type {const} */ ([
+  ['runId', 'Run', 'text'],
+  ['tool', 'Tool', 'text'],
+  ['resolvedBy', 'Approver', 'text'],
+  ['decision', 'Decision', ['', 'allow', 'deny']],
+  ['outcome', 'Outcome', ['', 'ok', 'error', 'denied']],
+  ['since', 'From', 'datetime-local'],
+  ['until', 'To', 'datetime-local'],
+]);
+
 function renderHistoryView() {
+  const f = state.history.filters;
   replace(
     byId('view'),
     h(
@@ -766,35 +926,133 @@ function renderHistoryView() {
       h('h2', {}, 'Resolved approvals'),
       h('button', { type: 'button', class: 'quiet', onclick: () => void loadHistory() }, 'Refresh'),
     ),
+    h(
+      'form',
+      {
+        id: 'history-search',
+        class: 'filters',
+        role: 'search',
+        'aria-label': 'Search the history',
+        onsubmit: (/** @type {Event} */ e) => {
+          e.preventDefault();
+          const form = /** @type {HTMLFormElement} */ (e.target);
+          /** @type {Record<string, string>} */
+          const next = {};
+          for (const [name] of HISTORY_FIELDS) {
+            const el = /** @type {HTMLInputElement} */ (form.elements.namedItem(name));
+            if (el?.value.trim()) next[name] = el.value.trim();
+          }
+          state.history.filters = next;
+          void loadHistory();
+        },
+      },
+      HISTORY_FIELDS.map(([name, label, kind]) => [
+        h('label', { for: `h-${name}` }, label),
+        Array.isArray(kind)
+          ? h(
+              'select',
+              { id: `h-${name}`, name },
+              kind.map((v) =>
+                h('option', { value: v, selected: (f[name] ?? '') === v }, v || 'any'),
+              ),
+            )
+          : h('input', {
+              id: `h-${name}`,
+              name,
+              type: kind === 'text' ? 'search' : kind,
+              value: f[name] ?? '',
+              autocomplete: 'off',
+            }),
+      ]),
+      h('button', { type: 'submit', class: 'primary' }, 'Search'),
+      h(
+        'span',
+        { class: 'export' },
+        'Export: ',
+        h(
+          'button',
+          { type: 'button', class: 'quiet', onclick: () => void exportHistory('jsonl') },
+          'JSON Lines',
+        ),
+        ' ',
+        h(
+          'button',
+          { type: 'button', class: 'quiet', onclick: () => void exportHistory('csv') },
+          'CSV',
+        ),
+      ),
+    ),
     h('div', { id: 'history-list', class: 'list' }, h('p', { class: 'empty' }, 'Loading…')),
   );
   void loadHistory();
-  state.poll = window.setInterval(() => void loadHistory(), POLL_MS);
+  state.poll = window.setInterval(() => void loadHistory({ quiet: true }), POLL_MS);
 }
 
-async function loadHistory() {
+/**
+ * The history's query: its search, with instants from the local-time fields as ISO instants.
+ * @returns {Record<string, string>}
+ */
+function historyQuery() {
+  /** @type {Record<string, string>} */
+  const q = { status: 'resolved', order: 'newest' };
+  for (const [k, v] of Object.entries(state.history.filters)) {
+    if (k === 'since' || k === 'until') {
+      const d = new Date(v);
+      if (!Number.isNaN(d.getTime())) q[k] = d.toISOString();
+    } else q[k] = v;
+  }
+  return q;
+}
+
+/**
+ * The first page of the history (again); `more` adds the next page to what is shown. A refresh
+ * while later pages are shown keeps them (it reads as many as are shown).
+ * @param {{ more?: boolean, quiet?: boolean }} [options]
+ */
+async function loadHistory({ more = false, quiet = false } = {}) {
   if (!state.api) return;
+  const shown = state.history.rows.length;
   /** @type {Approval[]} */
-  let rows;
+  let rows = more ? [...state.history.rows] : [];
+  /** @type {string | null} */
+  let next = more ? state.history.next : null;
   try {
-    ({ approvals: rows } = await state.api.get('approvals', {
-      status: 'resolved',
-      order: 'newest',
-      limit: 100,
-    }));
+    do {
+      const page = await state.api.get('approvals', {
+        ...historyQuery(),
+        limit: 100,
+        ...(next ? { cursor: next } : {}),
+      });
+      rows.push(...page.approvals);
+      next = page.nextCursor ?? null;
+    } while (!more && quiet && next && rows.length < shown);
   } catch (err) {
-    if (!failed(err)) announce(`Cannot load the history: ${errorText(err)}`);
+    if (failed(err)) return;
+    const list = document.getElementById('history-list');
+    if (list)
+      replace(
+        list,
+        h('p', { class: 'error', role: 'alert' }, `Cannot load the history: ${errorText(err)}`),
+      );
     return;
   }
+  state.history.rows = rows;
+  state.history.next = next;
+  renderHistory();
+}
+
+function renderHistory() {
   const list = document.getElementById('history-list');
   if (!list) return;
-  if (rows.length === 0) return replace(list, h('p', { class: 'empty' }, 'Nothing resolved yet.'));
+  const { rows, next } = state.history;
+  if (rows.length === 0)
+    return replace(list, h('p', { class: 'empty' }, 'Nothing resolved matches.'));
   replace(
     list,
     h(
       'table',
       { class: 'history' },
-      h('caption', {}, `The ${rows.length} latest resolutions, newest first`),
+      h('caption', {}, `${rows.length} resolutions${next ? ' (more below)' : ''}, newest first`),
       h(
         'thead',
         {},
@@ -823,7 +1081,7 @@ async function loadHistory() {
               a.resolvedBy ?? '?',
               a.source && a.source !== 'human' ? ` (${a.source})` : '',
             ),
-            h('td', { class: 'reason' }, a.reason ?? ''),
+            h('td', { class: 'reason' }, ...revealed(a.reason ?? '')),
             h(
               'td',
               {},
@@ -837,7 +1095,108 @@ async function loadHistory() {
         ),
       ),
     ),
+    next
+      ? h(
+          'button',
+          {
+            type: 'button',
+            id: 'history-more',
+            class: 'quiet',
+            onclick: () => void loadHistory({ more: true }),
+          },
+          'Show more',
+        )
+      : null,
   );
+}
+
+/** The columns of an export: who approved what input, when, under which policy revision. */
+const EXPORT_COLUMNS = [
+  'resolvedAt',
+  'decision',
+  'resolvedBy',
+  'source',
+  'reason',
+  'toolName',
+  'runId',
+  'dispatchId',
+  'approvalKey',
+  'inputDigest',
+  'policyRevision',
+  'suspendedAt',
+  'outcome',
+  'errorCode',
+];
+
+/**
+ * Downloads every resolution the search matches (all pages) as JSON Lines or CSV.
+ * @param {'jsonl' | 'csv'} format
+ */
+async function exportHistory(format) {
+  if (!state.api) return;
+  /** @type {Record<string, unknown>[]} */
+  const records = [];
+  try {
+    /** @type {string | undefined} */
+    let cursor;
+    do {
+      const page = await state.api.get('approvals', { ...historyQuery(), limit: 1000, cursor });
+      for (const a of /** @type {Approval[]} */ (page.approvals)) {
+        records.push({
+          resolvedAt: a.resolvedAt,
+          decision: a.decision,
+          resolvedBy: a.resolvedBy,
+          source: a.source,
+          reason: a.reason,
+          toolName: a.toolName,
+          runId: a.runId,
+          dispatchId: a.dispatchId,
+          approvalKey: a.approvalKey,
+          inputDigest: a.inputDigest,
+          policyRevision: a.policyRevision,
+          suspendedAt: a.suspendedAt,
+          outcome: a.settled?.outcome ?? null,
+          errorCode: a.settled?.errorCode ?? null,
+        });
+      }
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  } catch (err) {
+    if (!failed(err)) announce(`Cannot export the history: ${errorText(err)}`);
+    return;
+  }
+  const text =
+    format === 'jsonl'
+      ? records.map((r) => JSON.stringify(r)).join('\n') + (records.length ? '\n' : '')
+      : [EXPORT_COLUMNS, ...records.map((r) => EXPORT_COLUMNS.map((c) => r[c]))]
+          .map((row) => row.map(csvCell).join(','))
+          .join('\r\n') + '\r\n';
+  const blob = new Blob([text], {
+    type: format === 'jsonl' ? 'application/x-ndjson' : 'text/csv;charset=utf-8',
+  });
+  const link = h('a', {
+    href: URL.createObjectURL(blob),
+    download: `approvals-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.${format}`,
+    hidden: true,
+  });
+  document.body.append(link);
+  /** @type {HTMLAnchorElement} */ (link).click();
+  link.remove();
+  announce(
+    `Exported ${records.length} resolutions as ${format === 'jsonl' ? 'JSON Lines' : 'CSV'}.`,
+  );
+}
+
+/**
+ * One CSV cell (RFC 4180), with a cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@`)
+ * prefixed by a quote.
+ * @param {unknown} value
+ */
+function csvCell(value) {
+  if (value === null || value === undefined) return '';
+  let text = String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 // --- runs ------------------------------------------------------------------------------------
@@ -878,7 +1237,14 @@ async function loadRun(runId) {
   /** @type {any} */
   let run;
   try {
+    // Its dispatches come a page at a time (a page is bounded): the first pages, up to RUN_ROWS.
     run = await state.api.get(`runs/${encodeURIComponent(runId)}`);
+    while (run.nextCursor && run.dispatches.length < RUN_ROWS) {
+      const page = await state.api.get(`runs/${encodeURIComponent(runId)}`, {
+        cursor: run.nextCursor,
+      });
+      run = { ...page, dispatches: [...run.dispatches, ...page.dispatches] };
+    }
   } catch (err) {
     if (failed(err)) return;
     return replace(
@@ -901,7 +1267,13 @@ async function loadRun(runId) {
     h(
       'table',
       { class: 'dispatches' },
-      h('caption', {}, `${run.dispatches.length} dispatches in the order they were requested`),
+      h(
+        'caption',
+        {},
+        run.dispatches.length < run.dispatchCount
+          ? `The first ${run.dispatches.length} of ${run.dispatchCount} dispatches, in the order they were requested`
+          : `${run.dispatches.length} dispatches in the order they were requested`,
+      ),
       h(
         'thead',
         {},

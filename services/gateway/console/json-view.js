@@ -1,5 +1,6 @@
 // @ts-check
-import { h } from './dom.js';
+import { h, replace } from './dom.js';
+import { revealed } from './reveal.js';
 
 /** Strings longer than this are folded to their first {@link FOLDED_LENGTH} characters. */
 export const FOLD_OVER = 200;
@@ -8,7 +9,9 @@ export const FOLDED_LENGTH = 120;
 /**
  * Pretty JSON as DOM, exactly as `JSON.stringify(value, null, 2)` spells it (keys in their order,
  * strings escaped), with long strings folded behind a button that shows the rest. Everything is
- * text: a string holding `<script>` shows as those characters.
+ * text: a string holding `<script>` shows as those characters; a character that would change how
+ * the text reads (a bidirectional control, a zero-width or look-alike character) shows escaped and
+ * marked (reveal.js).
  * @param {unknown} value
  * @returns {HTMLElement}
  */
@@ -42,7 +45,7 @@ function render(out, value, depth) {
     if (entries.length === 0) return void out.append('{}');
     out.append('{\n');
     entries.forEach(([key, item], i) => {
-      out.append(pad, h('span', { class: 'j-key' }, JSON.stringify(key)), ': ');
+      out.append(pad, h('span', { class: 'j-key' }, ...revealed(JSON.stringify(key))), ': ');
       render(out, item, depth + 1);
       out.append(i < entries.length - 1 ? ',\n' : '\n');
     });
@@ -62,10 +65,10 @@ function render(out, value, depth) {
  */
 function stringView(value) {
   const full = JSON.stringify(value);
-  if (value.length <= FOLD_OVER) return h('span', { class: 'j-str' }, full);
+  if (value.length <= FOLD_OVER) return h('span', { class: 'j-str' }, ...revealed(full));
   const head = JSON.stringify(value.slice(0, FOLDED_LENGTH)).slice(0, -1);
   const hidden = value.length - FOLDED_LENGTH;
-  const text = h('span', { class: 'j-str' }, `${head}…"`);
+  const text = h('span', { class: 'j-str' }, ...revealed(`${head}…"`));
   const toggle = h(
     'button',
     { type: 'button', class: 'fold', 'aria-expanded': 'false' },
@@ -73,7 +76,7 @@ function stringView(value) {
   );
   toggle.addEventListener('click', () => {
     const open = toggle.getAttribute('aria-expanded') === 'true';
-    text.textContent = open ? `${head}…"` : full;
+    replace(text, ...revealed(open ? `${head}…"` : full));
     toggle.setAttribute('aria-expanded', String(!open));
     toggle.textContent = open ? `show ${hidden} more characters` : 'fold';
   });

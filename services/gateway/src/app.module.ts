@@ -9,6 +9,8 @@ import { GatewayApi } from './api/gateway-api';
 import { GatewayMetrics } from './api/gateway-metrics';
 import { JournalQueries } from './api/journal-queries';
 import { ApprovalResolver } from './approvals/approval-resolver';
+import { ApprovalLinkController } from './http/approval-link.controller';
+import { GATEWAY_LINKS } from './http/approval-link.settings';
 import { TokenAuth } from './auth/token-auth';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
@@ -38,6 +40,7 @@ export class GatewayModule {
       // must be matched before `GET /v1/approvals/:key` would take "events" for a key.
       controllers: [
         ApprovalEventsController,
+        ApprovalLinkController,
         GatewayController,
         PolicyWhatIfController,
         ConsoleController,
@@ -45,6 +48,10 @@ export class GatewayModule {
       ],
       providers: [
         { provide: McpImporter, useValue: new McpImporter(config.mcpUpstreams, registry) },
+        {
+          provide: GATEWAY_LINKS,
+          useValue: { secret: config.links.secret, identity: config.links.identity },
+        },
         {
           provide: GatewayMetrics,
           inject: [Metrics],

@@ -38,6 +38,13 @@ describe('loadGatewayConfig', () => {
         authorizationServers: [],
       },
       mcpUpstreams: [],
+      webhooks: null,
+      links: {
+        secret: undefined,
+        ttlMs: 3_600_000,
+        identity: 'approval-link',
+        publicUrl: undefined,
+      },
     });
     expect(config.mcp.stateKey).toHaveLength(32);
     expect(Object.isFrozen(config)).toBe(true);
@@ -58,6 +65,25 @@ describe('loadGatewayConfig', () => {
     const err = errorOf(() => loadGatewayConfig({ GATEWAY_MCP_STATE_KEY: 'short-secret' }, noFile));
     expect(err.message).toContain('at least 32 bytes');
     expect(err.message).not.toContain('short-secret');
+  });
+
+  it('takes approval webhooks only with a secret to sign them, and only http(s) URLs', () => {
+    const hooks = {
+      GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a, http://10.0.0.1/b',
+      GATEWAY_APPROVAL_WEBHOOK_SECRET: 'sixteen-chars-0123',
+    };
+    expect(loadGatewayConfig(hooks, noFile).webhooks).toEqual({
+      urls: ['https://hooks.example/a', 'http://10.0.0.1/b'],
+      secret: 'sixteen-chars-0123',
+      attempts: 5,
+      backoffMs: 1_000,
+    });
+    expect(() =>
+      loadGatewayConfig({ GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a' }, noFile),
+    ).toThrow(/needs GATEWAY_APPROVAL_WEBHOOK_SECRET/);
+    expect(() =>
+      loadGatewayConfig({ ...hooks, GATEWAY_APPROVAL_WEBHOOK_URLS: 'file:///etc/passwd' }, noFile),
+    ).toThrow(/not http\(s\)/);
   });
 
   it('parses TOOLGATE_TOKENS grants', () => {

@@ -64,6 +64,16 @@ const Env = z.object({
   GATEWAY_PUBLIC_URL: z.url().optional(),
   /** Comma-separated authorization server URLs the MCP resource metadata advertises. */
   GATEWAY_MCP_AUTHORIZATION_SERVERS: z.string().default(''),
+  /** Comma-separated URLs that receive approval:pending / approval:resolved (see docs/approvals.md). */
+  GATEWAY_APPROVAL_WEBHOOK_URLS: z.string().optional(),
+  /** The HMAC key of the webhooks' signatures; required with URLs. */
+  GATEWAY_APPROVAL_WEBHOOK_SECRET: z.string().min(16).optional(),
+  GATEWAY_APPROVAL_WEBHOOK_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: z.coerce.number().int().min(1).default(1_000),
+  /** The key resolve links are signed with: without it no link is made or accepted. */
+  GATEWAY_APPROVAL_LINK_SECRET: z.string().min(16).optional(),
+  GATEWAY_APPROVAL_LINK_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  GATEWAY_APPROVAL_LINK_IDENTITY: z.string().min(1).max(256).default('approval-link'),
 });
 
 /** The MCP edge's settings. The state key is a secret: it never appears in an error. */
@@ -88,6 +98,19 @@ export interface GatewayConfig extends NatsSettings {
   mcp: McpEdgeSettings;
   /** The MCP servers an admin may import tools from. */
   mcpUpstreams: McpUpstream[];
+  /** Approval webhooks (null: none configured). */
+  webhooks: {
+    urls: string[];
+    secret: string;
+    attempts: number;
+    backoffMs: number;
+  } | null;
+  links: {
+    secret: string | undefined;
+    ttlMs: number;
+    identity: string;
+    publicUrl: string | undefined;
+  };
 }
 
 /** Parses the environment once; defaults live only here. Token values never appear in errors. */
@@ -131,6 +154,13 @@ export function loadGatewayConfig(
     requestTimeoutMs: e.GATEWAY_REQUEST_TIMEOUT_MS,
     mcp: Object.freeze(mcpSettings(e, readFile)),
     mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
+    webhooks: webhookSettings(e),
+    links: {
+      secret: e.GATEWAY_APPROVAL_LINK_SECRET,
+      ttlMs: e.GATEWAY_APPROVAL_LINK_TTL_MS,
+      identity: e.GATEWAY_APPROVAL_LINK_IDENTITY,
+      publicUrl: e.GATEWAY_PUBLIC_URL,
+    },
   });
 }
 
@@ -159,5 +189,24 @@ function mcpSettings(e: z.infer<typeof Env>, readFile: (path: string) => string)
     allowedOrigins: list(e.GATEWAY_MCP_ALLOWED_ORIGINS),
     ...(e.GATEWAY_PUBLIC_URL ? { publicUrl: e.GATEWAY_PUBLIC_URL } : {}),
     authorizationServers: list(e.GATEWAY_MCP_AUTHORIZATION_SERVERS),
+  };
+}
+
+function webhookSettings(e: z.infer<typeof Env>): GatewayConfig['webhooks'] {
+  const urls = list(e.GATEWAY_APPROVAL_WEBHOOK_URLS ?? '');
+  if (urls.length === 0) return null;
+  for (const url of urls) {
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
+      throw new Error('GATEWAY_APPROVAL_WEBHOOK_URLS holds a URL that is not http(s)');
+  }
+  if (!e.GATEWAY_APPROVAL_WEBHOOK_SECRET)
+    throw new Error(
+      'GATEWAY_APPROVAL_WEBHOOK_URLS needs GATEWAY_APPROVAL_WEBHOOK_SECRET to sign with',
+    );
+  return {
+    urls,
+    secret: e.GATEWAY_APPROVAL_WEBHOOK_SECRET,
+    attempts: e.GATEWAY_APPROVAL_WEBHOOK_ATTEMPTS,
+    backoffMs: e.GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS,
   };
 }

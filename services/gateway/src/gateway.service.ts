@@ -16,7 +16,9 @@ import { serveNatsApi } from './api/nats-api.responder';
 import { GatewayModule } from './app.module';
 import type { GatewayConfig } from './config';
 import { DispatchSubmitter } from './dispatch/dispatch-submitter';
+import { ApprovalNotifier } from './approvals/approval-notifier';
 import { HttpErrorFilter } from './http/error.filter';
+import { ApprovalEventsController } from './http/approval-events.controller';
 import { json, type NextFunction, type Request, type Response } from 'express';
 import { JournalPublisher, serviceKeysOf } from '@toolgate/bus';
 import { DispatchCanceller } from './dispatch/dispatch-canceller';
@@ -117,6 +119,23 @@ export async function startGateway(options: {
     );
     const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
     const submitter = service.app.get(DispatchSubmitter);
+    const api = service.app.get(GatewayApi);
+    const notifier = config.webhooks
+      ? new ApprovalNotifier(
+          service.nc,
+          service.subjects,
+          config.tokens.map((t) => t.tenant),
+          api.approvals,
+          {
+            ...config.webhooks,
+            linkSecret: config.links.secret,
+            publicUrl: config.links.publicUrl,
+            linkTtlMs: config.links.ttlMs,
+          },
+          () => new Date(),
+        )
+      : null;
+    notifier?.start();
     const stop = service.stop;
     return {
       ...service,
@@ -125,6 +144,9 @@ export async function startGateway(options: {
         // holding the NATS responder's and the HTTP server's shutdown for the rest of their wait.
         submitter.stop();
         await mcp?.close();
+        await notifier?.stop();
+        // Open consoles' live streams end with a message rather than hold the HTTP server's close.
+        service.app.get(ApprovalEventsController).endStreams();
         await natsApi.stop();
         await stop();
         registry.stop();

@@ -13,7 +13,13 @@ interface SseEvent {
 async function openEvents(
   stack: TestStack,
   token: string,
-): Promise<{ events: SseEvent[]; comments: string[]; close(): Promise<void> }> {
+): Promise<{
+  events: SseEvent[];
+  comments: string[];
+  /** Settles when the server ends the stream. */
+  ended: Promise<void>;
+  close(): Promise<void>;
+}> {
   const abort = new AbortController();
   const res = await fetch(`${stack.all.gateway.url}/v1/approvals/events`, {
     headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
@@ -56,6 +62,7 @@ async function openEvents(
   return {
     events,
     comments,
+    ended: reading,
     async close() {
       abort.abort();
       await reading;
@@ -206,4 +213,31 @@ describe('approvals: the server-sent-events stream', () => {
       await globex.close();
     }
   });
+});
+
+describe('approvals: a stop with consoles open', () => {
+  it('ends every open stream with server:restarting instead of waiting on them', async () => {
+    const stack = await startTestStack('approvals-sse-stop');
+    try {
+      const streams = await Promise.all(
+        Array.from({ length: 10 }, () => openEvents(stack, TOKENS.acmeApprover)),
+      );
+      let ended = 0;
+      for (const s of streams) void s.ended.then(() => ended++);
+      // The gateway's stop: it used to wait for the ten streams (in flight to the HTTP server)
+      // until its drain cap, while each console still said "Live".
+      const stopped = stack.all.gateway.stop();
+      await stopped;
+      // Every stream heard why before it ended, and ended from the server's side: none of them
+      // was closed by this test.
+      await Promise.all(streams.map((s) => s.ended));
+      expect(ended).toBe(10);
+      for (const s of streams)
+        expect(s.events).toEqual([
+          { event: 'server:restarting', data: { message: 'server restarting — reconnecting' } },
+        ]);
+    } finally {
+      await stack.stop();
+    }
+  }, 60_000);
 });

@@ -1,4 +1,4 @@
-import type { ApprovalView } from '@toolgate/contracts';
+import type { ApprovalListItem } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { journalCounts } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
@@ -50,7 +50,7 @@ export interface Parked {
   callId: string;
   input: { n: string };
   body: Record<string, unknown>;
-  approval: ApprovalView;
+  approval: ApprovalListItem;
 }
 
 /** Submits a call the policy asks about and waits until it is parked and listed. */
@@ -76,7 +76,7 @@ export async function park(
     async () => {
       const list = await stack.http('GET', `/v1/approvals?runId=${runId}`, TOKENS.acmeApprover);
       last = list;
-      return (list.body?.approvals as ApprovalView[] | undefined)?.find(
+      return (list.body?.approvals as ApprovalListItem[] | undefined)?.find(
         (a) => a.dispatchId === dispatchId,
       );
     },

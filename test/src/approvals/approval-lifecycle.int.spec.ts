@@ -52,7 +52,8 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
       runId,
       status: 'pending',
       toolName: 'gated',
-      input: parked.input,
+      // The list carries a preview of the input (the journal's JSON text of it).
+      inputPreview: { json: `{"n": "${parked.input.n}"}`, truncated: false, summary: null },
       approvalKey: approvalKey('gated', parked.input),
       inputDigest: inputDigest(parked.input),
       submittedBy: 'acme-agent',
@@ -400,7 +401,7 @@ describe('approvals: ask → pending → resolve → settle, against real NATS a
         key: p.approval.approvalKey,
         dispatchId: p.dispatchId,
         tool: p.approval.toolName,
-        input: p.input,
+        inputPreview: p.approval.inputPreview,
         rule: expect.objectContaining({ id: 'gate-it' }),
         since: p.approval.suspendedAt,
         expires: p.approval.expiresAt,

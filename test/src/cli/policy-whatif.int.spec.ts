@@ -175,8 +175,9 @@ describe('policy what-if over the recorded journal', () => {
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as Record<string, any>);
-    expect(lines[0]).toEqual({ progress: { done: 0, total: 8 } });
-    expect(lines.at(-2)).toEqual({ progress: { done: 8, total: 8 } });
+    // Messages read: 4 requested, 4 decided and the 3 settled (the error streaks are replayed).
+    expect(lines[0]).toEqual({ progress: { done: 0, total: 11 } });
+    expect(lines.at(-2)).toEqual({ progress: { done: 11, total: 11 } });
     expect(lines.at(-1)!.report).toMatchObject({ calls: 4, changed: 2 });
   });
 
@@ -241,7 +242,7 @@ describe('policy what-if over the recorded journal', () => {
     const json = await cli(['policy', 'whatif', '--candidate', file, '--json']);
     expect(json).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(json.stdout)).toMatchObject({ calls: 4, changed: 2 });
-    expect(updates.at(-1)).toEqual([8, 8]);
+    expect(updates.at(-1)).toEqual([11, 11]);
     expect(stopped).toBe(true);
 
     const human = await cli([

@@ -63,7 +63,7 @@ describe('toolgate CLI against the whole stack', () => {
         approvalKey: string;
         toolName: string;
         status: string;
-        input: unknown;
+        inputPreview: unknown;
       }[];
       return rows.length ? rows : undefined;
     });
@@ -71,7 +71,7 @@ describe('toolgate CLI against the whole stack', () => {
     expect(listedJson[0]).toMatchObject({
       toolName: 'shell',
       status: 'pending',
-      input: { command: 'echo from-cli' },
+      inputPreview: { summary: 'echo from-cli', truncated: false },
     });
     const key = listedJson[0]!.approvalKey;
 

@@ -8,7 +8,10 @@ import {
   type Route,
 } from 'playwright-core';
 import type { ApprovalView } from '@toolgate/contracts';
-import { eventually } from '@toolgate/testing';
+import { runCli } from '@toolgate/cli';
+import { LIST_REPLY_BUDGET_BYTES } from '@toolgate/contracts';
+import { createClient } from '@toolgate/sdk';
+import { eventually, NATS_URL } from '@toolgate/testing';
 import {
   countingTool,
   journalOf,
@@ -49,6 +52,7 @@ describe('the approvals console in Chromium', () => {
           ask: [
             { id: 'gate-it', tool: 'gated', reason: 'gated calls need a person' },
             { id: 'no-rm', tool: 'shell', argv: 'rm **' },
+            { id: 'echo', tool: 'shell', argv: 'echo **' },
           ],
         },
       },
@@ -373,6 +377,335 @@ describe('the approvals console in Chromium', () => {
     await page.getByRole('button', { name: 'Deny' }).click();
     await shows(page.locator('#result'), exactly('Denied by acme-approver.'));
   });
+
+  /**
+   * Where each of `chars` (in order, the first occurrence of each after the previous) is drawn on
+   * screen inside `selector`: the left edge of its glyph, measured with a DOM Range.
+   */
+  async function drawnAt(page: Page, selector: string, text: string, chars: string[]) {
+    return (await page.evaluate(`(() => {
+      const root = document.querySelector(${JSON.stringify(selector)});
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      let all = '';
+      const nodes = [];
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) { nodes.push([n, all.length]); all += n.data; }
+      const start = all.indexOf(${JSON.stringify(text)});
+      if (start < 0) return null;
+      let from = start;
+      return ${JSON.stringify(chars)}.map((c) => {
+        const at = all.indexOf(c, from);
+        from = at + 1;
+        const [node, offset] = nodes.filter(([, o]) => o <= at).pop();
+        const range = document.createRange();
+        range.setStart(node, at - offset);
+        range.setEnd(node, at - offset + 1);
+        return range.getBoundingClientRect().left;
+      });
+    })()`)) as number[] | null;
+  }
+
+  it('shows a right-to-left override escaped and marked, in the order the text runs, with a warning, in the list and the review', async () => {
+    const shell = await parkShell('echo ok # \u202E; rm -rf ~');
+    const invoice = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId: unique('run-rlo'),
+      callId: unique('call'),
+      agent: { agentType: 'coder' },
+      tool: 'gated',
+      input: { n: unique('n'), path: 'invoice\u202Egpj.exe' },
+      wait: 10_000,
+    });
+    expect(invoice.body.state).toBe('suspended');
+    const page = await signedIn(TOKENS.acmeApprover);
+    await row(page, shell.dispatchId).waitFor();
+    await row(page, invoice.body.dispatchId).waitFor();
+
+    // The list's command/path column: escaped, marked, flagged.
+    const shellCell = row(page, shell.dispatchId).locator('td.input');
+    expect(await shellCell.innerText()).toBe('⚠ echo ok # \\u202E; rm -rf ~');
+    expect(await shellCell.locator('mark.hidden-char').getAttribute('title')).toBe(
+      'U+202E right-to-left override',
+    );
+    const invoiceCell = row(page, invoice.body.dispatchId).locator('td.input');
+    expect(await invoiceCell.innerText()).toBe('⚠ invoice\\u202Egpj.exe');
+    // What a person sees, glyph by glyph: `gpj` drawn before `.exe`, left to right (an override
+    // would have drawn `exe.jpg`).
+    const [g, x] = (await drawnAt(
+      page,
+      `tr[data-row="${invoice.body.dispatchId}"] td.input`,
+      'gpj.exe',
+      ['g', 'x'],
+    ))!;
+    expect(g).toBeLessThan(x!);
+
+    // The review: a warning first, the command and its JSON escaped, nothing reordered.
+    await review(page, shell.dispatchId);
+    const detail = page.locator('#detail');
+    await shows(detail.locator('#hidden-warning'), 'U+202E right-to-left override');
+    expect(await detail.locator('pre.command').innerText()).toBe('echo ok # \\u202E; rm -rf ~');
+    expect(await detail.locator('pre.json').innerText()).toContain(
+      '"command": "echo ok # \\u202E; rm -rf ~"',
+    );
+    expect(await detail.innerText()).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/);
+    const [r, m, tilde] = (await drawnAt(page, '#detail pre.command', 'rm -rf ~', [
+      'r',
+      'm',
+      '~',
+    ]))!;
+    expect(r).toBeLessThan(m!);
+    expect(m).toBeLessThan(tilde!);
+  }, 180_000);
+
+  it('lists every pending call however large the inputs (fifty of 95 KB over HTTP, one of 1 MB over the bus): HTTP pages, the CLI and the console show them all', async () => {
+    const runId = unique('run-big');
+    const dispatchIds: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const parked = await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+            runId,
+            callId: `big-${batch}-${i}`,
+            agent: { agentType: 'coder' },
+            tool: 'gated',
+            input: { n: `${unique('n')}-${'x'.repeat(95_000)}` },
+          });
+          // Parked once the evaluator has decided it (listed below): under load that may take a
+          // while after this answer.
+          expect(res.status).toBe(202);
+          return res.body.dispatchId as string;
+        }),
+      );
+      dispatchIds.push(...parked);
+    }
+    const client = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeAgent,
+      tenant: 'acme',
+    });
+    try {
+      const huge = await client.dispatch({
+        runId,
+        callId: 'huge',
+        agent: { agentType: 'coder' },
+        tool: 'gated',
+        input: { n: `${unique('n')}-${'y'.repeat(1_000_000)}` },
+      });
+      dispatchIds.push(huge.dispatchId);
+    } finally {
+      await client.close();
+    }
+
+    // HTTP, twenty at a time: every page answers, within the budget, and together they hold all.
+    const listed = await eventually(
+      async () => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const res = await fetch(
+            `${stack.all.gateway.url}/v1/approvals?runId=${runId}&limit=20${cursor ? `&cursor=${cursor}` : ''}`,
+            { headers: { authorization: `Bearer ${TOKENS.acmeApprover}` } },
+          );
+          const text = await res.text();
+          expect(res.status).toBe(200);
+          expect(Buffer.byteLength(text)).toBeLessThan(LIST_REPLY_BUDGET_BYTES + 4096);
+          const page = JSON.parse(text) as {
+            approvals: {
+              dispatchId: string;
+              inputPreview: { truncated: boolean; bytes: number };
+            }[];
+            nextCursor: string | null;
+          };
+          expect(page.approvals.length).toBeLessThanOrEqual(20);
+          for (const a of page.approvals) expect(a.inputPreview.truncated).toBe(true);
+          seen.push(...page.approvals.map((a) => a.dispatchId));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        return seen.length === dispatchIds.length ? seen : undefined;
+      },
+      { timeoutMs: 120_000, what: 'all 51 big calls listed' },
+    );
+    expect([...listed].sort()).toEqual([...dispatchIds].sort());
+    // The run view too: its pending approvals as previews, all of them counted.
+    const run = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeApprover);
+    expect(run.status).toBe(200);
+    expect(run.body.pendingCount).toBe(51);
+    // The whole input is one read away.
+    const one = await stack.http(
+      'GET',
+      `/v1/approvals/${(await stack.http('GET', `/v1/approvals?runId=${runId}&limit=1`, TOKENS.acmeApprover)).body.approvals[0].approvalKey}?dispatchId=${listed[0]}&runId=${runId}`,
+      TOKENS.acmeApprover,
+    );
+    expect(one.status).toBe(200);
+    expect(JSON.stringify(one.body.approval.input).length).toBeGreaterThan(95_000);
+
+    // The CLI.
+    let out = '';
+    const code = await runCli(['approvals', 'list', '--run', runId, '--all', '--json'], {
+      env: { TOOLGATE_URL: stack.all.gateway.url, TOOLGATE_TOKEN: TOKENS.acmeApprover },
+      stdout: { write: (t: string) => (out += t) },
+      stderr: { write: () => undefined },
+    });
+    expect(code).toBe(0);
+    expect((JSON.parse(out) as { dispatchId: string }[]).map((a) => a.dispatchId).sort()).toEqual(
+      [...dispatchIds].sort(),
+    );
+
+    // The console.
+    const page = await signedIn(TOKENS.acmeApprover);
+    await page.getByLabel('Run', { exact: true }).fill(runId);
+    await counted(page.locator('tbody tr'), 51);
+    for (const id of dispatchIds) expect(await row(page, id).count()).toBe(1);
+    expect(Number(await page.locator('#pending-count').innerText())).toBeGreaterThanOrEqual(51);
+  }, 240_000);
+
+  it('says so when the pending list cannot be read, never that nothing is waiting', async () => {
+    const page = await signedIn(TOKENS.acmeApprover);
+    await shows(page.locator('#live'), exactly('Live'));
+    await page.route('**/v1/approvals?*', (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: { code: 'unavailable', message: 'the journal does not answer' },
+        }),
+      }),
+    );
+    // The console reads the list when its stream opens (a reload), on reconnect and every 30 s.
+    await page.reload();
+    await shows(page.locator('.list-error'), 'The pending approvals cannot be read.');
+    expect(await page.locator('.list-error').innerText()).toContain('the journal does not answer');
+    expect(await page.locator('#pending-count').innerText()).toBe('?');
+    expect(await page.getByText('Nothing is waiting for approval.').count()).toBe(0);
+  }, 180_000);
+
+  it('says the server is restarting and keeps Allow/Deny disabled until live again; a keyboard decision keeps the focus', async () => {
+    const parked = await park(stack, 'gated', { runId: unique('run-restart') });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (err) => pageErrors.push(String(err)));
+    // The first stream is the gateway saying it restarts; the reconnect is held until released.
+    let streams = 0;
+    let held: Route | undefined;
+    await page.route('**/v1/approvals/events', async (route) => {
+      streams++;
+      if (streams === 1)
+        return route.fulfill({
+          status: 200,
+          contentType: 'text/event-stream',
+          body: ': connected\n\nevent: server:restarting\ndata: {"message":"server restarting — reconnecting"}\n\n',
+        });
+      if (streams === 2) {
+        held = route;
+        return;
+      }
+      return route.continue();
+    });
+    await page.goto(`${stack.all.gateway.url}/console/`);
+    await page.getByLabel('Bearer token').fill(TOKENS.acmeApprover);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await shows(page.locator('#live'), exactly('Server restarting — reconnecting…'));
+    await eventually(() => held, { what: 'the reconnect in flight' });
+    await review(page, parked.dispatchId);
+    const allow = page.getByRole('button', { name: 'Allow' });
+    const deny = page.getByRole('button', { name: 'Deny' });
+    expect(await allow.isDisabled()).toBe(true);
+    expect(await deny.isDisabled()).toBe(true);
+    expect(await page.locator('#offline-note').isVisible()).toBe(true);
+
+    await held!.continue();
+    await shows(page.locator('#live'), exactly('Live'));
+    await page.waitForFunction(`!document.querySelector('#decide button.deny').disabled`);
+    expect(await page.locator('#offline-note').isVisible()).toBe(false);
+
+    // A decision by keyboard: the result takes the focus, not the page.
+    await deny.focus();
+    await page.keyboard.press('Enter');
+    await shows(page.locator('#result'), exactly('Denied by acme-approver.'));
+    await page.waitForFunction(`document.activeElement?.id === 'result'`);
+  }, 180_000);
+
+  it('shows every column at 1280 px and the review on screen at 390 px', async () => {
+    const parked = await parkShell('echo layout check');
+    const wide = await signedIn(TOKENS.acmeApprover, { width: 1280, height: 800 });
+    await row(wide, parked.dispatchId).waitFor();
+    const clipped = (await wide.evaluate(`(() => {
+      const list = document.getElementById('pending-list');
+      return list.scrollWidth - list.clientWidth;
+    })()`)) as number;
+    expect(clipped).toBeLessThanOrEqual(0);
+    expect(await row(wide, parked.dispatchId).locator('td.input').innerText()).toBe(
+      'echo layout check',
+    );
+
+    const phone = await signedIn(TOKENS.acmeApprover, { width: 390, height: 844 });
+    await row(phone, parked.dispatchId).waitFor();
+    await review(phone, parked.dispatchId);
+    const box = (await phone.locator('#detail').boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(390);
+    expect(box.y).toBeLessThan(844);
+    expect(await phone.evaluate('document.scrollingElement.scrollWidth <= window.innerWidth')).toBe(
+      true,
+    );
+    await phone.getByRole('button', { name: 'Deny' }).click();
+    await shows(phone.locator('#result'), exactly('Denied by acme-approver.'));
+  }, 180_000);
+
+  it('searches the history by approver and decision, and exports it as JSON Lines and CSV with the digest and policy revision', async () => {
+    const parked = await park(stack, 'gated', { runId: unique('run-export') });
+    const denied = await stack.http(
+      'POST',
+      `/v1/approvals/${parked.approval.approvalKey}/resolve`,
+      TOKENS.acmeAdmin,
+      {
+        decision: 'deny',
+        reason: '=HYPERLINK("http://evil")',
+        dispatchId: parked.dispatchId,
+        runId: parked.runId,
+      },
+    );
+    expect(denied.status).toBe(200);
+    const page = await signedIn(TOKENS.acmeApprover);
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByLabel('Approver').fill('acme-admin');
+    await page.getByLabel('Decision').selectOption('deny');
+    await page.getByLabel('Run').fill(parked.runId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const rowOf = page.locator(`table.history tr[data-dispatch="${parked.dispatchId}"]`);
+    await rowOf.waitFor();
+    await counted(page.locator('table.history tbody tr'), 1);
+
+    const read = async (name: string) => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name }).click(),
+      ]);
+      const chunks: Buffer[] = [];
+      for await (const c of (await download.createReadStream())!) chunks.push(c as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    };
+    const jsonl = (await read('JSON Lines')).trimEnd().split('\n');
+    expect(jsonl).toHaveLength(1);
+    expect(JSON.parse(jsonl[0]!)).toMatchObject({
+      dispatchId: parked.dispatchId,
+      runId: parked.runId,
+      decision: 'deny',
+      resolvedBy: 'acme-admin',
+      inputDigest: parked.approval.inputDigest,
+      policyRevision: parked.approval.policyRevision,
+      reason: '=HYPERLINK("http://evil")',
+    });
+    const csv = (await read('CSV')).trimEnd().split('\r\n');
+    expect(csv[0]).toBe(
+      'resolvedAt,decision,resolvedBy,source,reason,toolName,runId,dispatchId,approvalKey,inputDigest,policyRevision,suspendedAt,outcome,errorCode',
+    );
+    expect(csv).toHaveLength(2);
+    // A formula is not run by a spreadsheet: quoted and prefixed.
+    expect(csv[1]).toContain(`,deny,acme-admin,human,"'=HYPERLINK(""http://evil"")",gated,`);
+    expect(csv[1]).toContain(`,${parked.approval.inputDigest},${parked.approval.policyRevision},`);
+  }, 180_000);
 
   it('never put a token in a URL', () => {
     expect(requested.length).toBeGreaterThan(0);

@@ -307,8 +307,13 @@ describe('@toolgate/sdk against the whole stack', () => {
         dispatchId: handle.dispatchId,
         toolName: 'shell',
         status: 'pending',
-        input: { command: 'echo sdk' },
+        inputPreview: { summary: 'echo sdk', truncated: false },
       });
+      // The list previews the input; the approval itself has all of it.
+      const detail = await client.approvals.get(listed[0]!.approvalKey, {
+        dispatchId: handle.dispatchId,
+      });
+      expect(detail.approval.input).toEqual({ command: 'echo sdk' });
       await client.approvals.resolve(listed[0]!.approvalKey, {
         decision: 'deny',
         reason: 'not today',

@@ -57,7 +57,7 @@ export interface RunView {
     key: string;
     dispatchId: string;
     tool: string;
-    input: unknown;
+    inputPreview: unknown;
     rule: unknown;
     since: string;
     expires: string;

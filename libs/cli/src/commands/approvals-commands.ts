@@ -2,12 +2,18 @@ import type { Command } from 'commander';
 import {
   ErrorCode,
   hasErrorCode,
+  hiddenFindings,
+  hiddenWarning,
+  revealText,
   ToolgateError,
+  type ApprovalDetail,
+  type ApprovalListItem,
   type ApprovalMatch,
   type ApprovalView,
+  type ListApprovalsResponse,
   type ResolvedEvent,
 } from '@toolgate/contracts';
-import { humanDuration, renderFields, renderTable, shortJson } from '../format/table-format';
+import { humanDuration, renderFields, renderTable } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
 import { parseApprovalKey, parseCount, parseDuration, UsageError } from './cli-input';
 
@@ -26,7 +32,14 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--tool <name>', 'only this tool')
     .option('--min-age <duration>', 'only those pending at least this long (30s, 10m, 2h, 1d)')
     .option('--status <status>', 'pending | resolved | all', 'pending')
-    .option('--limit <n>', 'at most this many (1-1000)', '100')
+    .option('--newest', 'latest activity first (a history)')
+    .option('--by <identity>', 'only those resolved by this approver')
+    .option('--decision <allow|deny>', 'only those resolved this way')
+    .option('--outcome <ok|error|denied>', 'only those whose call ended this way')
+    .option('--since <iso>', 'only those active at or after this instant')
+    .option('--until <iso>', 'only those active before this instant')
+    .option('--limit <n>', 'at most this many (read page by page)', '100')
+    .option('--all', 'every match, however many (overrides --limit)')
     .option('--json', 'print JSON')
     .action(
       async (opts: {
@@ -34,7 +47,14 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
         tool?: string;
         minAge?: string;
         status: string;
+        newest?: boolean;
+        by?: string;
+        decision?: string;
+        outcome?: string;
+        since?: string;
+        until?: string;
         limit: string;
+        all?: boolean;
         json?: boolean;
       }) => {
         if (!(STATUSES as readonly string[]).includes(opts.status)) {
@@ -42,19 +62,29 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
             `--status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(opts.status)}`,
           );
         }
-        const { approvals: rows } = await ctx
-          .gateway()
-          .get<{ approvals: ApprovalView[] }>('/v1/approvals', {
+        const rows = await listAll(
+          ctx,
+          {
             runId: opts.run,
             tool: opts.tool,
             minAgeMs:
               opts.minAge === undefined ? undefined : parseDuration('--min-age', opts.minAge),
             status: opts.status,
-            limit: parseCount('--limit', opts.limit),
-          });
+            order: opts.newest ? 'newest' : undefined,
+            resolvedBy: opts.by,
+            decision: opts.decision,
+            outcome: opts.outcome,
+            since: opts.since,
+            until: opts.until,
+          },
+          opts.all ? Infinity : parseCount('--limit', opts.limit),
+        );
         if (opts.json) return ctx.out(`${JSON.stringify(rows, null, 2)}\n`);
         if (rows.length === 0) return ctx.out('no approvals\n');
         const now = ctx.now().getTime();
+        const hidden = rows.filter(
+          (a) => hiddenFindings([a.inputPreview.summary, a.inputPreview.json]).length > 0,
+        );
         ctx.out(
           renderTable(
             ['KEY', 'TOOL', 'RUN', 'AGE', 'EXPIRES', 'STATUS', 'INPUT'],
@@ -67,10 +97,14 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
                 ? `in ${humanDuration(Date.parse(a.expiresAt) - now)}`
                 : '-',
               a.status === 'pending' ? 'pending' : `${a.decision ?? 'resolved'}`,
-              shortJson(a.input),
+              inputCell(a),
             ]),
           ),
         );
+        if (hidden.length > 0)
+          ctx.out(
+            `warning: ${hidden.length} input${hidden.length > 1 ? 's have' : ' has'} characters that change how ${hidden.length > 1 ? 'they read' : 'it reads'} (marked ! and shown escaped): check with \`toolgate approvals show\`\n`,
+          );
       },
     );
 
@@ -135,12 +169,51 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     );
 }
 
-/** Every approval of a key, pending ones first: one key can park several dispatches. */
+/**
+ * Approvals page by page until `max` are read or the list ends: a page is bounded (in count and in
+ * bytes), so a long list is read in several.
+ */
+async function listAll(
+  ctx: CommandContext,
+  filter: Record<string, string | number | undefined>,
+  max: number,
+): Promise<ApprovalListItem[]> {
+  const rows: ApprovalListItem[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.gateway().get<ListApprovalsResponse>('/v1/approvals', {
+      ...filter,
+      limit: Math.min(max - rows.length, 1000),
+      cursor,
+    });
+    rows.push(...page.approvals);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && rows.length < max);
+  return rows;
+}
+
+/** The INPUT cell: the field that says what the call does (else the input's JSON), revealed. */
+function inputCell(a: ApprovalListItem): string {
+  const text = a.inputPreview.summary ?? a.inputPreview.json;
+  const revealed = revealText(text);
+  const cell = revealed.length > 48 ? `${revealed.slice(0, 47)}…` : revealed;
+  return revealed !== text ? `! ${cell}` : cell;
+}
+
+/**
+ * Every approval of a key, pending ones first (one key can park several dispatches), each read in
+ * full (its whole input) from the approval's own answer: a listing carries previews only.
+ */
 async function findApprovals(ctx: CommandContext, key: string): Promise<ApprovalView[]> {
-  const { approvals: matches } = await ctx
-    .gateway()
-    .get<{ approvals: ApprovalView[] }>('/v1/approvals', { key, status: 'all', limit: 1000 });
-  if (matches.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
+  const listed = await listAll(ctx, { key, status: 'all' }, Infinity);
+  if (listed.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
+  const matches: ApprovalView[] = [];
+  for (const a of listed) {
+    const detail = await ctx
+      .gateway()
+      .get<ApprovalDetail>(`/v1/approvals/${key}`, { dispatchId: a.dispatchId, runId: a.runId });
+    matches.push({ ...detail.approval, settled: a.settled ?? null });
+  }
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));
 }
 
@@ -188,7 +261,11 @@ function describe(a: ApprovalView): string {
     ]);
     if (a.reason) fields.push(['reason', a.reason]);
   }
-  return `${renderFields(fields)}input:\n${indent(JSON.stringify(a.input, null, 2))}\n`;
+  // The input as JSON with every character that changes how it reads escaped, and a warning first.
+  const warning = hiddenWarning(hiddenFindings(a.input));
+  return `${renderFields(fields)}${warning ? `warning: ${warning}\n` : ''}input:\n${indent(
+    revealText(JSON.stringify(a.input, null, 2)),
+  )}\n`;
 }
 
 function indent(text: string): string {

@@ -41,7 +41,12 @@ import {
   type ServeHookOptions,
 } from '../serve/serve-hook';
 import { ApiCaller } from './api-caller';
-import type { ApprovalFilter, ApprovalView } from './approval-view';
+import type {
+  ApprovalDetail,
+  ApprovalFilter,
+  ApprovalListItem,
+  ListApprovalsResponse,
+} from './approval-view';
 
 export interface ClientOptions {
   /** NATS server URL(s); ignored when `nc` is given. Default `nats://127.0.0.1:4222`. */
@@ -110,8 +115,11 @@ export interface ToolgateClient {
   dispatch(request: DispatchRequest<unknown> & { tool: string }): Promise<DispatchHandle<unknown>>;
   /** A dispatch with its whole event history. */
   getDispatch(dispatchId: string): Promise<unknown>;
-  /** A run's status, dispatches and open approvals. */
-  getRun(runId: string): Promise<unknown>;
+  /**
+   * A run's status, one page of its dispatches (`nextCursor` → `page.cursor` for the next) and its
+   * oldest open approvals.
+   */
+  getRun(runId: string, page?: { cursor?: string; limit?: number }): Promise<unknown>;
   /** Serves a remote tool on its queue group until `stop()`. */
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool;
   /**
@@ -120,7 +128,16 @@ export interface ToolgateClient {
    */
   serveHook(name: string, handler: HookHandler, options?: ServeHookOptions): ServedHook;
   readonly approvals: {
-    list(filter?: ApprovalFilter): Promise<ApprovalView[]>;
+    /**
+     * Approvals matching `filter`, read page by page until `filter.limit` (default 100) are read or
+     * the list ends. Each carries a bounded preview of its input (`inputPreview`): `get` reads one
+     * with all of it.
+     */
+    list(filter?: ApprovalFilter): Promise<ApprovalListItem[]>;
+    /** One page (`filter.cursor`: the previous page's `nextCursor`). */
+    listPage(filter?: ApprovalFilter): Promise<ListApprovalsResponse>;
+    /** One approval with its whole input and what an approver needs to decide it. */
+    get(key: string, where?: { dispatchId?: string; runId?: string }): Promise<ApprovalDetail>;
     resolve(key: string, options: ResolveApprovalOptions): Promise<ResolveApprovalResult>;
   };
   /** Stops served tools (draining their in-flight calls), abandons open handles, closes the connection it opened. */
@@ -195,9 +212,28 @@ class Client implements ToolgateClient {
   ) {}
 
   readonly approvals = {
-    list: async (filter: ApprovalFilter = {}) =>
-      (await this.api.call<{ approvals: ApprovalView[] }>(ApiOperation.ListApprovals, filter))
-        .approvals,
+    list: async (filter: ApprovalFilter = {}): Promise<ApprovalListItem[]> => {
+      // The first page is asked for as given (the gateway validates the filter and its limit);
+      // the next pages continue it until `limit` approvals are read or the list ends.
+      const first = await this.approvals.listPage(filter);
+      const rows = [...first.approvals];
+      const max = typeof filter?.limit === 'number' ? filter.limit : 100;
+      let cursor = first.nextCursor ?? undefined;
+      while (cursor && rows.length < max) {
+        const page = await this.approvals.listPage({
+          ...filter,
+          limit: Math.min(max - rows.length, 1000),
+          cursor,
+        });
+        rows.push(...page.approvals);
+        cursor = page.nextCursor ?? undefined;
+      }
+      return rows;
+    },
+    listPage: (filter: ApprovalFilter = {}) =>
+      this.api.call<ListApprovalsResponse>(ApiOperation.ListApprovals, filter),
+    get: (key: string, where: { dispatchId?: string; runId?: string } = {}) =>
+      this.api.call<ApprovalDetail>(ApiOperation.GetApproval, { key, ...where }),
     resolve: (key: string, options: ResolveApprovalOptions) =>
       this.api.call<ResolveApprovalResult>(ApiOperation.ResolveApproval, { key, ...options }),
   };
@@ -216,8 +252,8 @@ class Client implements ToolgateClient {
     return this.api.call(ApiOperation.GetDispatch, { dispatchId });
   }
 
-  getRun(runId: string): Promise<unknown> {
-    return this.api.call(ApiOperation.GetRun, { runId });
+  getRun(runId: string, page: { cursor?: string; limit?: number } = {}): Promise<unknown> {
+    return this.api.call(ApiOperation.GetRun, { runId, ...page });
   }
 
   dispatch<I, R>(request: DispatchRequest<I> & { tool: ToolDef<I, R> }): Promise<DispatchHandle<R>>;

@@ -62,7 +62,8 @@ export class GatewayApi {
     private readonly policies: PolicyStore,
     private readonly policyGate: PolicyGate,
     private readonly submitter: DispatchSubmitter,
-    private readonly approvals: ApprovalResolver,
+    /** Also the resolve-by-link pages' and the webhooks' way to read and resolve approvals. */
+    readonly approvals: ApprovalResolver,
     private readonly queries: JournalQueries,
     private readonly streaks: ErrorStreaks,
     private readonly scripts: ScriptInstaller,

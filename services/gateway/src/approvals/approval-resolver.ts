@@ -9,7 +9,7 @@ import {
   ToolgateError,
   type ApprovalDetail,
   type ApprovalMatch,
-  type ApprovalView,
+  type ListApprovalsResponse,
   type ResolvedEvent,
   type Subjects,
 } from '@toolgate/contracts';
@@ -133,17 +133,13 @@ export class ApprovalResolver {
     key: string,
     runId: string | undefined,
   ): Promise<ApprovalLocation | null> {
-    const { approvals } = await this.queries.ask<{ approvals: ApprovalView[] }>(
-      'approvals.list',
-      tenant,
-      {
-        key,
-        ...(runId ? { runId } : {}),
-        status: 'all',
-        order: 'newest',
-        limit: KEY_MATCHES_LIMIT,
-      },
-    );
+    const { approvals } = await this.queries.ask<ListApprovalsResponse>('approvals.list', tenant, {
+      key,
+      ...(runId ? { runId } : {}),
+      status: 'all',
+      order: 'newest',
+      limit: KEY_MATCHES_LIMIT,
+    });
     const pending = approvals.filter((a) => a.status === 'pending');
     if (pending.length > 1) {
       const matches: ApprovalMatch[] = pending

@@ -19,6 +19,20 @@ const decoder = new TextDecoder();
  */
 @Controller('v1')
 export class ApprovalEventsController {
+  /** The open streams, each with how to end it: a stop ends them instead of waiting on them. */
+  private readonly open = new Set<() => void>();
+  private closing = false;
+
+  /**
+   * Ends every open stream with `event: server:restarting` (the console says "server restarting —
+   * reconnecting" and disables its decisions until it is live again) and refuses new ones: an open
+   * console never holds a stop. Called first by the gateway's stop.
+   */
+  endStreams(): void {
+    this.closing = true;
+    for (const end of [...this.open]) end();
+  }
+
   constructor(
     @Inject(GatewayApi) private readonly api: GatewayApi,
     @Inject(NATS_CONNECTION) private readonly nc: NatsConnection,
@@ -31,6 +45,12 @@ export class ApprovalEventsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
+    if (this.closing) {
+      res.status(503).json({
+        error: { code: 'unavailable', message: 'the gateway is restarting', details: {} },
+      });
+      return;
+    }
     let tenant: string;
     try {
       const principal = this.api.auth.authenticate(auth);
@@ -66,7 +86,21 @@ export class ApprovalEventsController {
     res.flushHeaders();
     res.write(': connected\n\n');
     const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    req.on('close', () => clearInterval(keepAlive));
+    const end = () => {
+      this.open.delete(end);
+      clearInterval(keepAlive);
+      sub.unsubscribe();
+      if (closed) return;
+      closed = true;
+      res.end(
+        `event: server:restarting\ndata: ${JSON.stringify({ message: 'server restarting — reconnecting' })}\n\n`,
+      );
+    };
+    this.open.add(end);
+    req.on('close', () => {
+      this.open.delete(end);
+      clearInterval(keepAlive);
+    });
     void (async () => {
       for await (const msg of sub) {
         const event = msg.subject.endsWith('.pending') ? 'approval:pending' : 'approval:resolved';

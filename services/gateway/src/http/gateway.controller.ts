@@ -82,8 +82,12 @@ export class GatewayController {
   }
 
   @Get('runs/:runId')
-  getRun(@Headers() h: IncomingHttpHeaders, @Param('runId') runId: string) {
-    return this.api.call(ApiOperation.GetRun, h.authorization, { runId }, h);
+  getRun(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('runId') runId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.api.call(ApiOperation.GetRun, h.authorization, { ...queryToBody(query), runId }, h);
   }
 
   @Post('runs/:runId/error-cap/reset')

@@ -105,8 +105,13 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/runs/{runId}': {
       get: {
-        summary: "A run's status and open approvals",
-        parameters: [{ name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
+        summary:
+          "A run's status, one page of its dispatches in request order (`nextCursor` → `cursor` for the next), `dispatchCount`, and its oldest open approvals with input previews (`pendingCount` in all; list them with /v1/approvals?runId=)",
+        parameters: [
+          { name: 'runId', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'cursor', in: 'query', required: false, schema: { type: 'string' } },
+          { name: 'limit', in: 'query', required: false, schema: { type: 'string' } },
+        ],
         responses: { '200': { description: 'Run' }, ...errors },
       },
     },
@@ -187,15 +192,27 @@ export const OPENAPI_DOCUMENT = {
     '/v1/approvals': {
       get: {
         summary:
-          "Pending (or resolved) approvals, each with its call's outcome once settled (dispatch or approve scope). `key` lists the calls that share an approval key; `order=newest` lists latest activity first",
-        parameters: ['runId', 'tool', 'key', 'minAgeMs', 'status', 'order', 'limit'].map(
-          (name) => ({
-            name,
-            in: 'query',
-            required: false,
-            schema: { type: 'string' },
-          }),
-        ),
+          "One page of pending (or resolved) approvals, each with its call's outcome once settled and a bounded preview of its input (`inputPreview`; read the approval for all of it) (dispatch or approve scope). `key` lists the calls that share an approval key; `order=newest` lists latest activity first; `resolvedBy`, `decision`, `outcome`, `since`, `until` search a history. A page holds at most `limit` approvals and ends early where its reply would grow too large: pass its `nextCursor` as `cursor` (with the same filters) for the next one",
+        parameters: [
+          'runId',
+          'tool',
+          'key',
+          'minAgeMs',
+          'status',
+          'order',
+          'resolvedBy',
+          'decision',
+          'outcome',
+          'since',
+          'until',
+          'limit',
+          'cursor',
+        ].map((name) => ({
+          name,
+          in: 'query',
+          required: false,
+          schema: { type: 'string' },
+        })),
         responses: { '200': { description: 'Approvals' }, ...errors },
       },
     },
@@ -218,6 +235,28 @@ export const OPENAPI_DOCUMENT = {
         parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string' } }],
         requestBody: json(ResolveApprovalRequestSchema.omit({ key: true })),
         responses: { '200': { description: 'Resolved' }, '409': errorResponse, ...errors },
+      },
+    },
+    '/v1/approvals/link/{token}': {
+      get: {
+        summary:
+          'Resolve-by-link page (from an approval webhook): the call a signed, expiring link grants one decision on, with a button. Decides nothing',
+        parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'text/html' },
+          '404': { description: 'Invalid or expired link' },
+          '409': { description: 'Already resolved' },
+        },
+      },
+      post: {
+        summary:
+          "Resolves the call with the link's decision, through the same first-resolution-wins path as the API (journaled as the link identity); a later use answers who resolved it",
+        parameters: [{ name: 'token', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          '200': { description: 'text/html' },
+          '404': { description: 'Invalid or expired link' },
+          '409': { description: 'Already resolved' },
+        },
       },
     },
     '/v1/approvals/events': {

@@ -1,8 +1,10 @@
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  errorCapOfRule,
   ErrorCode,
   PolicyWhatIfRequestSchema,
+  type WhatIfErrorCapMark,
   ToolgateError,
   type PolicyWhatIfReport,
   type Progress,
@@ -11,7 +13,12 @@ import {
   type UntrustedReason,
 } from '@toolgate/contracts';
 import { readJournalCalls } from '@toolgate/bus';
-import { PolicyReplay, WhatIfTally } from '@toolgate/policy-runtime';
+import {
+  ErrorCapReplay,
+  PolicyReplay,
+  WhatIfTally,
+  type ReplayedCall,
+} from '@toolgate/policy-runtime';
 import { parseRequest } from '../api/parse-request';
 
 /** Progress is reported at most this often (messages read between two reports). */
@@ -58,7 +65,14 @@ export class PolicyWhatIf {
     try {
       this.jsm ??= jetstreamManager(this.nc);
       const jsm = await this.jsm;
-      const tally = new WhatIfTally(req.limit, { since: req.since, runId: req.runId });
+      // The runs' error streaks replayed beside the chain: a candidate that denies more trips the
+      // cap on calls it would otherwise let through (and one that denies less lifts it).
+      const streaks = new ErrorCapReplay(replay.errorCap);
+      const tally = new WhatIfTally(
+        req.limit,
+        { since: req.since, runId: req.runId },
+        { cap: replay.errorCap },
+      );
       const reader = readJournalCalls(
         jetstream(this.nc),
         jsm,
@@ -71,6 +85,7 @@ export class PolicyWhatIf {
         {
           progressEvery: PROGRESS_EVERY,
           keys: this.keys,
+          onSettled: (settled) => streaks.settled(settled.dispatchId, settled.outcome),
           ...(this.onUntrusted ? { onUntrusted: this.onUntrusted } : {}),
           ...(signal ? { signal } : {}),
           ...(onProgress
@@ -78,7 +93,29 @@ export class PolicyWhatIf {
             : {}),
         },
       );
-      for await (const call of reader) tally.add(call, await replay.replay(call));
+      for await (const call of reader) {
+        const { runId, dispatchId } = call.decided;
+        const recordedCap = errorCapOfRule(call.decided.rule) !== null;
+        const recorded = recordedCap ? 'error-cap' : call.decided.verdict;
+        const standing = streaks.standing(runId);
+        let replayed: ReplayedCall;
+        let mark: WhatIfErrorCapMark | undefined;
+        if (standing.mark === 'refused') {
+          // Refused then too: the same refusal, skipped as before.
+          replayed = recordedCap
+            ? { kind: 'error-cap' }
+            : replay.refusedByErrorCap(call, standing.failures);
+          if (!recordedCap) mark = 'refused';
+          streaks.decided(runId, dispatchId, recorded, 'deny');
+        } else {
+          replayed = await replay.replay(call, { throughErrorCap: true });
+          if (replayed.kind === 'replayed') {
+            mark = standing.mark === 'possible' ? 'possible' : recordedCap ? 'lifted' : undefined;
+            streaks.decided(runId, dispatchId, recorded, replayed.after.verdict);
+          }
+        }
+        tally.add(call, replayed, mark);
+      }
       tally.addUndecided(reader.stats.undecided);
       if (reader.stats.firstSeq > 0) {
         tally.saw(reader.stats.firstSeq);

@@ -92,7 +92,12 @@ describe('embedded PGlite database', () => {
         key: d2.approvalKey,
         dispatchId: 'd2',
         tool: 'shell',
-        input: { cmd: 'make deploy' },
+        inputPreview: {
+          json: '{"cmd": "make deploy"}',
+          truncated: false,
+          bytes: 22,
+          summary: null,
+        },
         rule: { tool: 'shell' },
         since: at(3),
         expires: at(60),
@@ -102,11 +107,14 @@ describe('embedded PGlite database', () => {
 
     const now = new Date(Date.parse(at(30)));
     expect(
-      (await listApprovals(lite.db, { tenant: 'acme', minAgeMs: 20_000 }, now)).map(
+      (await listApprovals(lite.db, { tenant: 'acme', minAgeMs: 20_000 }, now)).approvals.map(
         (a) => a.dispatchId,
       ),
     ).toEqual(['d2']);
-    expect(await listApprovals(lite.db, { tenant: 'acme', minAgeMs: 40_000 }, now)).toEqual([]);
+    expect(await listApprovals(lite.db, { tenant: 'acme', minAgeMs: 40_000 }, now)).toEqual({
+      approvals: [],
+      nextCursor: null,
+    });
     expect(await getApproval(lite.db, 'acme', d2.approvalKey)).toMatchObject({ dispatchId: 'd2' });
     expect(await getApproval(lite.db, 'globex', d2.approvalKey)).toBeUndefined();
     expect(await dueApprovals(lite.db, new Date(Date.parse(at(59))), 10)).toEqual([]);

@@ -1,11 +1,22 @@
-import type { ApprovalOutcome, ApprovalView } from '@toolgate/contracts';
-import { sql } from 'kysely';
+import {
+  INPUT_PREVIEW_CHARS,
+  INPUT_SUMMARY_CHARS,
+  INPUT_SUMMARY_FIELDS,
+  LIST_ITEM_MAX_BYTES,
+  fitPage,
+  type ApprovalListItem,
+  type ApprovalOutcome,
+  type ApprovalView,
+  type ListApprovalsResponse,
+} from '@toolgate/contracts';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../db/database';
 import { errorCodeOf, toIso } from '../db/jsonb';
 import type { ApprovalStatus } from '../projection/approval-fold';
 import { approvalFromRow } from '../projection/projection-repository';
+import { decodeCursor, encodeCursor, SORT_KEY_FIRST, SORT_KEY_LAST } from './list-cursor';
 
-/** What the pending-approvals listing filters on. The tenant is not optional. */
+/** What the approvals listing filters on. The tenant is not optional. */
 export interface ApprovalFilter {
   tenant: string;
   runId?: string;
@@ -19,21 +30,51 @@ export interface ApprovalFilter {
   status?: ApprovalStatus | 'all';
   /** `oldest` suspension first (default), or `newest` activity (resolution, else suspension) first. */
   order?: 'oldest' | 'newest';
-  /** Default 100, at most 1000. */
+  /** Who resolved it. */
+  resolvedBy?: string;
+  decision?: 'allow' | 'deny';
+  /** How the call ended. */
+  outcome?: 'ok' | 'error' | 'denied';
+  /** Latest activity at or after / before (ISO instants). */
+  since?: string;
+  until?: string;
+  /** Default 100, at most 1000 per page; a page also ends at the reply budget. */
   limit?: number;
+  /** The previous page's `nextCursor`. */
+  cursor?: string;
 }
 
 /**
- * Approvals of one tenant, each with how its call ended once it settled (`settled`), oldest
- * suspension first or newest activity first. `now` comes from the caller (no clock here).
+ * The sort key of each order as microseconds since the epoch (a bigint, exact and comparable with
+ * the cursor's); an approval without the instant sorts last either way.
+ */
+function sortKey(order: 'oldest' | 'newest'): RawBuilder<string> {
+  return order === 'newest'
+    ? sql<string>`coalesce((extract(epoch from coalesce(approvals.resolved_at, approvals.suspended_at)) * 1000000)::bigint, ${SORT_KEY_FIRST}::bigint)`
+    : sql<string>`coalesce((extract(epoch from approvals.suspended_at) * 1000000)::bigint, ${SORT_KEY_LAST}::bigint)`;
+}
+
+/** The SQL of an input's headline field (its command, path...), cut for a list. */
+const summarySql = sql<string | null>`left(coalesce(${sql.join(
+  INPUT_SUMMARY_FIELDS.map((f) => sql`approvals.input ->> ${f}`),
+)}), ${INPUT_SUMMARY_CHARS})`;
+
+/**
+ * One page of a tenant's approvals, each with how its call ended once it settled (`settled`) and a
+ * bounded preview of its input (computed in the database: a listing never loads whole inputs),
+ * oldest suspension first or newest activity first. The page holds at most `limit` approvals and
+ * stops where its JSON would pass the reply budget; `nextCursor` continues it. `now` comes from the
+ * caller (no clock here).
  */
 export async function listApprovals(
   db: Db,
   filter: ApprovalFilter,
   now: Date,
-): Promise<ApprovalView[]> {
+): Promise<ListApprovalsResponse> {
   const status = filter.status ?? 'pending';
+  const order = filter.order ?? 'oldest';
   const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
+  const key = sortKey(order);
   let query = db
     .selectFrom('approvals')
     .leftJoin('dispatches', (join) =>
@@ -41,38 +82,127 @@ export async function listApprovals(
         .onRef('dispatches.tenant', '=', 'approvals.tenant')
         .onRef('dispatches.dispatch_id', '=', 'approvals.dispatch_id'),
     )
-    .selectAll('approvals')
     .select([
+      'approvals.tenant',
+      'approvals.dispatch_id',
+      'approvals.run_id',
+      'approvals.approval_key',
+      'approvals.input_digest',
+      'approvals.policy_revision',
+      'approvals.status',
+      'approvals.tool_name',
+      'approvals.tool',
+      'approvals.agent',
+      'approvals.isolation',
+      'approvals.profile',
+      'approvals.decided_by',
+      'approvals.rule',
+      'approvals.submitted_by',
+      'approvals.on_timeout',
+      'approvals.separation_of_duties',
+      'approvals.suspended_at',
+      'approvals.expires_at',
+      'approvals.decision',
+      'approvals.reason',
+      'approvals.resolved_by',
+      'approvals.source',
+      'approvals.resolved_at',
+      'approvals.updated_at',
+      'approvals.last_seq',
       'dispatches.outcome as call_outcome',
       'dispatches.error as call_error',
       'dispatches.settled_at as call_settled_at',
+      key.as('sort_key'),
+      sql<string>`left(coalesce(approvals.input::text, 'null'), ${INPUT_PREVIEW_CHARS + 1})`.as(
+        'input_head',
+      ),
+      sql<string>`octet_length(coalesce(approvals.input::text, 'null'))`.as('input_bytes'),
+      summarySql.as('input_summary'),
     ])
     .where('approvals.tenant', '=', filter.tenant);
   if (status !== 'all') query = query.where('approvals.status', '=', status);
   if (filter.runId !== undefined) query = query.where('approvals.run_id', '=', filter.runId);
   if (filter.tool !== undefined) query = query.where('approvals.tool_name', '=', filter.tool);
   if (filter.key !== undefined) query = query.where('approvals.approval_key', '=', filter.key);
+  if (filter.resolvedBy !== undefined)
+    query = query.where('approvals.resolved_by', '=', filter.resolvedBy);
+  if (filter.decision !== undefined)
+    query = query.where('approvals.decision', '=', filter.decision);
+  if (filter.outcome !== undefined) query = query.where('dispatches.outcome', '=', filter.outcome);
   if (filter.minAgeMs !== undefined) {
     query = query.where('approvals.suspended_at', '<=', new Date(now.getTime() - filter.minAgeMs));
   }
+  const activity = sql`coalesce(approvals.resolved_at, approvals.suspended_at)`;
+  if (filter.since !== undefined)
+    query = query.where(sql<boolean>`${activity} >= ${new Date(filter.since)}`);
+  if (filter.until !== undefined)
+    query = query.where(sql<boolean>`${activity} < ${new Date(filter.until)}`);
+  if (filter.cursor !== undefined) {
+    const after = decodeCursor(filter.cursor, order);
+    query = query.where(
+      order === 'newest'
+        ? sql<boolean>`(${key}, approvals.dispatch_id) < (${after.key}::bigint, ${after.id})`
+        : sql<boolean>`(${key}, approvals.dispatch_id) > (${after.key}::bigint, ${after.id})`,
+    );
+  }
   query =
-    filter.order === 'newest'
-      ? query
-          .orderBy(sql`coalesce(approvals.resolved_at, approvals.suspended_at) desc nulls last`)
-          .orderBy('approvals.dispatch_id')
-      : query.orderBy('approvals.suspended_at').orderBy('approvals.dispatch_id');
-  const rows = await query.limit(limit).execute();
-  return rows.map(({ call_outcome, call_error, call_settled_at, ...row }) => ({
-    ...approvalFromRow(row),
-    settled:
-      call_outcome === null || call_settled_at === null
-        ? null
-        : {
-            outcome: call_outcome as ApprovalOutcome['outcome'],
-            errorCode: errorCodeOf(call_error),
-            at: toIso(call_settled_at),
+    order === 'newest'
+      ? query.orderBy(key, 'desc').orderBy('approvals.dispatch_id', 'desc')
+      : query.orderBy(key, 'asc').orderBy('approvals.dispatch_id', 'asc');
+  const rows = await query.limit(limit + 1).execute();
+  const items = rows
+    .slice(0, limit)
+    .map(
+      ({
+        call_outcome,
+        call_error,
+        call_settled_at,
+        sort_key: _key,
+        input_head,
+        input_bytes,
+        input_summary,
+        ...row
+      }): ApprovalListItem => {
+        const { input: _input, ...view }: ApprovalView = approvalFromRow({ ...row, input: null });
+        return boundedItem({
+          ...view,
+          inputPreview: {
+            json: input_head.slice(0, INPUT_PREVIEW_CHARS),
+            truncated: input_head.length > INPUT_PREVIEW_CHARS,
+            bytes: Number(input_bytes),
+            summary: input_summary,
           },
-  }));
+          settled:
+            call_outcome === null || call_settled_at === null
+              ? null
+              : {
+                  outcome: call_outcome as ApprovalOutcome['outcome'],
+                  errorCode: errorCodeOf(call_error),
+                  at: toIso(call_settled_at),
+                },
+        });
+      },
+    );
+  const fit = fitPage(items);
+  const more = fit < items.length || rows.length > limit;
+  const last = rows[fit - 1];
+  return {
+    approvals: items.slice(0, fit),
+    nextCursor: more && last ? encodeCursor(order, last.sort_key, last.dispatch_id) : null,
+  };
+}
+
+/**
+ * An item within {@link LIST_ITEM_MAX_BYTES}: the only fields a tenant can make large once the
+ * input is a preview are the rule (a policy's, as large as the policy allows) and the reason.
+ */
+function boundedItem(item: ApprovalListItem): ApprovalListItem {
+  const size = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
+  if (size(item) <= LIST_ITEM_MAX_BYTES) return item;
+  const rule = { kind: 'too-large', bytes: size(item.rule) };
+  const bounded = { ...item, rule };
+  if (size(bounded) <= LIST_ITEM_MAX_BYTES) return bounded;
+  return { ...bounded, reason: item.reason === null ? null : item.reason.slice(0, 2048) };
 }
 
 /**

@@ -138,7 +138,12 @@ describe('read-side queries (PostgreSQL)', () => {
           key: acme2.approvalKey,
           dispatchId: 'd2',
           tool: 'read_file',
-          input: acme2.input,
+          inputPreview: {
+            json: '{"path": "/tmp/d2.txt"}',
+            truncated: false,
+            bytes: 23,
+            summary: '/tmp/d2.txt',
+          },
           rule: { tool: 'read_file' },
           since: at(10),
           expires: at(100),
@@ -147,7 +152,12 @@ describe('read-side queries (PostgreSQL)', () => {
           key: acme3.approvalKey,
           dispatchId: 'd3',
           tool: 'shell',
-          input: { cmd: 'rm -rf build' },
+          inputPreview: {
+            json: '{"cmd": "rm -rf build"}',
+            truncated: false,
+            bytes: 23,
+            summary: null,
+          },
           rule: { tool: 'shell' },
           since: at(50),
           expires: at(1000),
@@ -204,31 +214,31 @@ describe('read-side queries (PostgreSQL)', () => {
     const now = new Date(T0 + 100_000);
     const ids = (list: { tenant: string; dispatchId: string }[]) =>
       list.map((a) => `${a.tenant}/${a.dispatchId}`);
+    /** One page's approvals (every fixture list fits in one). */
+    const listed = async (...args: Parameters<typeof listApprovals>) => {
+      const page = await listApprovals(...args);
+      expect(page.nextCursor).toBeNull();
+      return page.approvals;
+    };
 
     it("lists the tenant's pending approvals, oldest first, and no one else's", async () => {
-      expect(ids(await listApprovals(t.db, { tenant: 'acme' }, now))).toEqual([
+      expect(ids(await listed(t.db, { tenant: 'acme' }, now))).toEqual([
         'acme/d2',
         'acme/d3',
         'acme/d5',
       ]);
-      expect(ids(await listApprovals(t.db, { tenant: 'globex' }, now))).toEqual(['globex/d1']);
-      expect(await listApprovals(t.db, { tenant: 'initech' }, now)).toEqual([]);
+      expect(ids(await listed(t.db, { tenant: 'globex' }, now))).toEqual(['globex/d1']);
+      expect(await listed(t.db, { tenant: 'initech' }, now)).toEqual([]);
     });
 
     it('filters by run, tool and age', async () => {
-      expect(ids(await listApprovals(t.db, { tenant: 'acme', runId: 'run-3' }, now))).toEqual([
-        'acme/d5',
-      ]);
-      expect(ids(await listApprovals(t.db, { tenant: 'acme', tool: 'shell' }, now))).toEqual([
-        'acme/d3',
-      ]);
-      expect(ids(await listApprovals(t.db, { tenant: 'acme', tool: 'http_fetch' }, now))).toEqual(
-        [],
-      );
+      expect(ids(await listed(t.db, { tenant: 'acme', runId: 'run-3' }, now))).toEqual(['acme/d5']);
+      expect(ids(await listed(t.db, { tenant: 'acme', tool: 'shell' }, now))).toEqual(['acme/d3']);
+      expect(ids(await listed(t.db, { tenant: 'acme', tool: 'http_fetch' }, now))).toEqual([]);
       // now = t+100 s: d2 was asked 90 s ago, d3 50 s ago, d5 20 s ago.
-      const olderThan30s = await listApprovals(t.db, { tenant: 'acme', minAgeMs: 30_000 }, now);
+      const olderThan30s = await listed(t.db, { tenant: 'acme', minAgeMs: 30_000 }, now);
       expect(ids(olderThan30s)).toEqual(['acme/d2', 'acme/d3']);
-      const olderThan60s = await listApprovals(
+      const olderThan60s = await listed(
         t.db,
         { tenant: 'acme', minAgeMs: 60_000, runId: 'run-1' },
         now,
@@ -237,18 +247,18 @@ describe('read-side queries (PostgreSQL)', () => {
     });
 
     it('filters by status: a resolved approval is no longer pending', async () => {
-      expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'resolved' }, now))).toEqual([
+      expect(ids(await listed(t.db, { tenant: 'acme', status: 'resolved' }, now))).toEqual([
         'acme/d7',
         'acme/d8',
       ]);
-      expect(ids(await listApprovals(t.db, { tenant: 'acme', status: 'all' }, now))).toEqual([
+      expect(ids(await listed(t.db, { tenant: 'acme', status: 'all' }, now))).toEqual([
         'acme/d2',
         'acme/d3',
         'acme/d5',
         'acme/d7',
         'acme/d8',
       ]);
-      expect(await listApprovals(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
+      expect(await listed(t.db, { tenant: 'globex', status: 'resolved' }, now)).toEqual([]);
       // The pending-approvals gauges count the same rows per tenant, with the earliest expiry.
       expect(
         (await pendingApprovalCounts(t.db)).sort((a, b) => a.tenant.localeCompare(b.tenant)),
@@ -271,20 +281,16 @@ describe('read-side queries (PostgreSQL)', () => {
     it('filters by key: identical calls in two runs share one', async () => {
       const byKey = { tenant: 'acme', key: acme2.approvalKey };
       expect(acme8.approvalKey).toBe(acme2.approvalKey);
-      expect(ids(await listApprovals(t.db, byKey, now))).toEqual(['acme/d2']);
-      expect(ids(await listApprovals(t.db, { ...byKey, status: 'all' }, now))).toEqual([
+      expect(ids(await listed(t.db, byKey, now))).toEqual(['acme/d2']);
+      expect(ids(await listed(t.db, { ...byKey, status: 'all' }, now))).toEqual([
         'acme/d2',
         'acme/d8',
       ]);
-      expect(await listApprovals(t.db, { ...byKey, tenant: 'globex' }, now)).toEqual([]);
+      expect(await listed(t.db, { ...byKey, tenant: 'globex' }, now)).toEqual([]);
     });
 
     it('lists a history newest first, each approval with how its call ended', async () => {
-      const history = await listApprovals(
-        t.db,
-        { tenant: 'acme', status: 'all', order: 'newest' },
-        now,
-      );
+      const history = await listed(t.db, { tenant: 'acme', status: 'all', order: 'newest' }, now);
       // d8 resolved at 92, d7 at 90; then the pending ones by suspension, newest first.
       expect(ids(history)).toEqual(['acme/d8', 'acme/d7', 'acme/d5', 'acme/d3', 'acme/d2']);
       expect(history[0]).toMatchObject({
@@ -295,6 +301,43 @@ describe('read-side queries (PostgreSQL)', () => {
       // Allowed but not run yet, and still pending: no outcome.
       expect(history[1]).toMatchObject({ decision: 'allow', settled: null });
       expect(history[2]).toMatchObject({ status: 'pending', settled: null });
+    });
+    it('pages with a cursor in either order: every approval once, none skipped, and a cursor of another order is refused', async () => {
+      for (const order of ['oldest', 'newest'] as const) {
+        const whole = await listed(t.db, { tenant: 'acme', status: 'all', order }, now);
+        const paged: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await listApprovals(
+            t.db,
+            { tenant: 'acme', status: 'all', order, limit: 2, ...(cursor ? { cursor } : {}) },
+            now,
+          );
+          expect(page.approvals.length).toBeLessThanOrEqual(2);
+          paged.push(...ids(page.approvals));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor);
+        expect(paged).toEqual(ids(whole));
+      }
+      const first = await listApprovals(t.db, { tenant: 'acme', status: 'all', limit: 1 }, now);
+      await expect(
+        listApprovals(
+          t.db,
+          { tenant: 'acme', status: 'all', order: 'newest', cursor: first.nextCursor! },
+          now,
+        ),
+      ).rejects.toMatchObject({ code: 'invalid-request' });
+    });
+
+    it('filters a history by approver, decision, outcome and time', async () => {
+      const resolved = { tenant: 'acme', status: 'resolved' as const };
+      expect(ids(await listed(t.db, { ...resolved, resolvedBy: 'carol' }, now))).toEqual([
+        'acme/d8',
+      ]);
+      expect(ids(await listed(t.db, { ...resolved, decision: 'deny' }, now))).toEqual([]);
+      expect(ids(await listed(t.db, { ...resolved, outcome: 'error' }, now))).toEqual(['acme/d8']);
+      expect(ids(await listed(t.db, { ...resolved, since: at(91) }, now))).toEqual(['acme/d8']);
+      expect(ids(await listed(t.db, { ...resolved, until: at(91) }, now))).toEqual(['acme/d7']);
     });
   });
 

@@ -1,8 +1,17 @@
+import {
+  INPUT_PREVIEW_CHARS,
+  INPUT_SUMMARY_CHARS,
+  INPUT_SUMMARY_FIELDS,
+  LIST_ITEM_MAX_BYTES,
+  fitPage,
+  type InputPreview,
+} from '@toolgate/contracts';
+import { sql } from 'kysely';
 import { inSnapshot, type Db } from '../db/database';
-import { errorCodeOf, toIso } from '../db/jsonb';
+import { errorCodeOf, fromJsonb, toIso } from '../db/jsonb';
 import type { DispatchStatus } from '../projection/dispatch-fold';
 import { runStatus, type RunStatus } from '../projection/run-status';
-import { approvalFromRow } from '../projection/projection-repository';
+import { decodeCursor, encodeCursor, SORT_KEY_LAST } from './list-cursor';
 
 /** One dispatch of a run, summarised. */
 export interface RunDispatchSummary {
@@ -24,45 +33,83 @@ export interface RunDispatchSummary {
   settledAt: string | null;
 }
 
-/** An open approval of a run: what a person needs to decide it. */
+/** An open approval of a run: what a person needs to decide it (the input as a preview). */
 export interface PendingApproval {
   key: string;
   dispatchId: string;
   tool: string | null;
-  input: unknown;
+  inputPreview: InputPreview;
   rule: unknown;
   since: string | null;
   expires: string | null;
 }
 
+/** How many of a run's pending approvals its view lists; the approvals list pages through all. */
+export const RUN_PENDING_LISTED = 20;
+
 export interface RunView {
   tenant: string;
   runId: string;
   status: RunStatus;
+  /** One page of the run's dispatches, in request order. */
   dispatches: RunDispatchSummary[];
+  /** The next page of dispatches (`run.get` with `cursor`), or null. */
+  nextCursor: string | null;
+  /** How many dispatches the run has in all. */
+  dispatchCount: number;
+  /** The oldest of the run's open approvals (`pendingCount` in all: list them by run). */
   pending: PendingApproval[];
+  pendingCount: number;
   firstAt: string | null;
   lastAt: string | null;
 }
 
-/**
- * A run of one tenant: its derived status, its dispatches and its open approvals; undefined when
- * the journal has nothing of it (for this tenant).
- */
-export function getRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
-  // One snapshot for the three reads: the projection commits a dispatch's row and its approval
-  // together, and a run read across two commits could say `suspended` with nothing pending.
-  return inSnapshot(db, (trx) => readRun(trx, tenant, runId));
+/** Which page of a run's dispatches. */
+export interface RunPage {
+  cursor?: string | undefined;
+  /** Default 500, at most 1000; the page also ends at the reply budget. */
+  limit?: number | undefined;
 }
 
-async function readRun(db: Db, tenant: string, runId: string): Promise<RunView | undefined> {
+/**
+ * A run of one tenant: its derived status (over all its dispatches), one page of its dispatches
+ * and its oldest open approvals; undefined when the journal has nothing of it (for this tenant).
+ */
+export function getRun(
+  db: Db,
+  tenant: string,
+  runId: string,
+  page: RunPage = {},
+): Promise<RunView | undefined> {
+  // One snapshot for the reads: the projection commits a dispatch's row and its approval
+  // together, and a run read across two commits could say `suspended` with nothing pending.
+  return inSnapshot(db, (trx) => readRun(trx, tenant, runId, page));
+}
+
+const REQUESTED_KEY = sql<string>`coalesce((extract(epoch from requested_at) * 1000000)::bigint, ${SORT_KEY_LAST}::bigint)`;
+
+async function readRun(
+  db: Db,
+  tenant: string,
+  runId: string,
+  page: RunPage,
+): Promise<RunView | undefined> {
+  const limit = Math.min(Math.max(page.limit ?? 500, 1), 1000);
   const run = await db
     .selectFrom('runs')
     .selectAll()
     .where('tenant', '=', tenant)
     .where('run_id', '=', runId)
     .executeTakeFirst();
-  const dispatches = await db
+  const statuses = await db
+    .selectFrom('dispatches')
+    .select(['status', (eb) => eb.fn.countAll<string>().as('n')])
+    .where('tenant', '=', tenant)
+    .where('run_id', '=', runId)
+    .groupBy('status')
+    .execute();
+  const dispatchCount = statuses.reduce((sum, s) => sum + Number(s.n), 0);
+  let dispatchQuery = db
     .selectFrom('dispatches')
     .select([
       'dispatch_id',
@@ -78,22 +125,52 @@ async function readRun(db: Db, tenant: string, runId: string): Promise<RunView |
       'approval_key',
       'requested_at',
       'settled_at',
+      REQUESTED_KEY.as('sort_key'),
     ])
     .where('tenant', '=', tenant)
-    .where('run_id', '=', runId)
-    .orderBy('requested_at', 'asc')
-    .orderBy('dispatch_id')
+    .where('run_id', '=', runId);
+  if (page.cursor !== undefined) {
+    const after = decodeCursor(page.cursor, 'requested');
+    dispatchQuery = dispatchQuery.where(
+      sql<boolean>`(${REQUESTED_KEY}, dispatch_id) > (${after.key}::bigint, ${after.id})`,
+    );
+  }
+  const rows = await dispatchQuery
+    .orderBy(REQUESTED_KEY, 'asc')
+    .orderBy('dispatch_id', 'asc')
+    .limit(limit + 1)
     .execute();
   const approvals = await db
     .selectFrom('approvals')
-    .selectAll()
+    .select([
+      'approval_key',
+      'dispatch_id',
+      'tool_name',
+      'rule',
+      'suspended_at',
+      'expires_at',
+      sql<string>`left(coalesce(input::text, 'null'), ${INPUT_PREVIEW_CHARS + 1})`.as('input_head'),
+      sql<string>`octet_length(coalesce(input::text, 'null'))`.as('input_bytes'),
+      sql<string | null>`left(coalesce(${sql.join(
+        INPUT_SUMMARY_FIELDS.map((f) => sql`input ->> ${f}`),
+      )}), ${INPUT_SUMMARY_CHARS})`.as('input_summary'),
+    ])
     .where('tenant', '=', tenant)
     .where('run_id', '=', runId)
     .where('status', '=', 'pending')
     .orderBy('suspended_at')
     .orderBy('dispatch_id')
+    .limit(RUN_PENDING_LISTED)
     .execute();
-  if (!run && dispatches.length === 0) return undefined;
+  const { n: pendingCount } = await db
+    .selectFrom('approvals')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('tenant', '=', tenant)
+    .where('run_id', '=', runId)
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  if (!run && dispatchCount === 0) return undefined;
+  const dispatches = rows.slice(0, limit);
   const summaries: RunDispatchSummary[] = dispatches.map((d) => ({
     dispatchId: d.dispatch_id,
     callId: d.call_id,
@@ -109,21 +186,40 @@ async function readRun(db: Db, tenant: string, runId: string): Promise<RunView |
     requestedAt: toIso(d.requested_at),
     settledAt: toIso(d.settled_at),
   }));
+  const fit = fitPage(summaries);
+  const last = dispatches[fit - 1];
   return {
     tenant,
     runId,
-    status: runStatus(summaries.map((d) => d.status)),
-    dispatches: summaries,
-    pending: approvals.map(approvalFromRow).map((a) => ({
-      key: a.approvalKey,
-      dispatchId: a.dispatchId,
-      tool: a.toolName,
-      input: a.input,
-      rule: a.rule,
-      since: a.suspendedAt,
-      expires: a.expiresAt,
+    status: runStatus(statuses.map((s) => s.status as DispatchStatus)),
+    dispatches: summaries.slice(0, fit),
+    nextCursor:
+      (fit < summaries.length || rows.length > limit) && last
+        ? encodeCursor('requested', last.sort_key, last.dispatch_id)
+        : null,
+    dispatchCount,
+    pending: approvals.map((a) => ({
+      key: a.approval_key,
+      dispatchId: a.dispatch_id,
+      tool: a.tool_name,
+      inputPreview: {
+        json: a.input_head.slice(0, INPUT_PREVIEW_CHARS),
+        truncated: a.input_head.length > INPUT_PREVIEW_CHARS,
+        bytes: Number(a.input_bytes),
+        summary: a.input_summary,
+      },
+      rule: boundedRule(fromJsonb(a.rule)),
+      since: toIso(a.suspended_at),
+      expires: toIso(a.expires_at),
     })),
+    pendingCount: Number(pendingCount),
     firstAt: run ? toIso(run.first_at) : null,
     lastAt: run ? toIso(run.last_at) : null,
   };
+}
+
+/** A rule as a run view lists it: a marker in place of one too large to list. */
+function boundedRule(rule: unknown): unknown {
+  const bytes = new TextEncoder().encode(JSON.stringify(rule ?? null)).length;
+  return bytes <= LIST_ITEM_MAX_BYTES / 2 ? rule : { kind: 'too-large', bytes };
 }

@@ -129,7 +129,7 @@ describe('journal queries over NATS request/reply', () => {
       ok: true,
       data: { approvals: [{ dispatchId: 'd1' }] },
     });
-    expect(await list(40_000)).toEqual({ ok: true, data: { approvals: [] } });
+    expect(await list(40_000)).toEqual({ ok: true, data: { approvals: [], nextCursor: null } });
 
     expect(
       await ask(QueryOperation.GetApproval, { tenant: 'acme', key: d1.approvalKey }),

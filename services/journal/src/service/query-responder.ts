@@ -3,6 +3,7 @@ import { serveRequests, metricsFor, type ServedEndpoints } from '@toolgate/servi
 import { z } from 'zod';
 import {
   ErrorCode,
+  GetRunRequestSchema,
   ListApprovalsRequestSchema,
   QueryOperation,
   SUBJECT_TOKEN_PATTERN,
@@ -34,8 +35,8 @@ const queries: Record<QueryOperation, Answer> = {
     return found;
   },
   [QueryOperation.GetRun]: async (db, body) => {
-    const req = Tenant.extend({ runId: Token }).parse(body);
-    const found = await getRun(db, req.tenant, req.runId);
+    const req = GetRunRequestSchema.extend({ tenant: Token }).parse(body);
+    const found = await getRun(db, req.tenant, req.runId, { cursor: req.cursor, limit: req.limit });
     if (!found)
       throw new ToolgateError(ErrorCode.NotFound, 'no such run', {
         details: { runId: req.runId },
@@ -44,7 +45,7 @@ const queries: Record<QueryOperation, Answer> = {
   },
   [QueryOperation.ListApprovals]: async (db, body, now) => {
     const req = ListApprovalsRequestSchema.extend({ tenant: Token }).parse(body);
-    return { approvals: await listApprovals(db, req, now()) };
+    return listApprovals(db, req, now());
   },
   [QueryOperation.GetApproval]: async (db, body) => {
     const req = Tenant.extend({ key: z.string(), dispatchId: Token.optional() }).parse(body);
