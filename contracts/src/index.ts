@@ -21,3 +21,4 @@ export * from './signing';
 export * from './nonce-cache';
 export * from './error-cap-rule';
 export * from './signing-keyring';
+export * from './remote-auth';

@@ -37,7 +37,7 @@ SCHEMA = {
 }
 POLICY = {
     "engine": {"ask": [{"tool": "py_ask"}]},
-    "remote": {"engine": {"hooks": [{"name": "py-guard", "timeoutMs": 5000}]}},
+    "remote": {"engine": {"hooks": [{"name": "py-guard", "timeoutMs": 5000, "unauthenticated": True}]}},
 }
 
 # Derived once: pure-Python X25519 for each public key.

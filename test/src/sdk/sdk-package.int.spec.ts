@@ -93,7 +93,7 @@ it('installs from its tarball into an empty project and runs the docs/sdk.md exa
 
   // The policy names the example's hook; the example registers and serves its own tool.
   const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-    document: { engine: {}, remote: { engine: { hooks: [{ name: 'audit' }] } } },
+    document: { engine: {}, remote: { engine: { hooks: [{ name: 'audit', unauthenticated: true }] } } },
   });
   expect(policy.status).toBe(200);
 
