@@ -89,12 +89,15 @@ export function spkiBase64(key: KeyObject): string {
 }
 
 /** The executor's tool-request key, derived from its X25519 private key (see the module). */
-export function toolRequestKeyOf(x25519PrivateKeyBase64: string): KeyObject {
-  const x = createPrivateKey({
-    key: Buffer.from(x25519PrivateKeyBase64, 'base64'),
-    format: 'der',
-    type: 'pkcs8',
-  });
+export function toolRequestKeyOf(x25519PrivateKey: KeyObject | string): KeyObject {
+  const x =
+    typeof x25519PrivateKey !== 'string'
+      ? x25519PrivateKey
+      : createPrivateKey({
+          key: Buffer.from(x25519PrivateKey, 'base64'),
+          format: 'der',
+          type: 'pkcs8',
+        });
   const d = Buffer.from(x.export({ format: 'jwk' }).d!, 'base64url');
   const seed = Buffer.from(hkdfSync('sha256', d, Buffer.alloc(0), TOOL_REQUEST_KEY_INFO, 32));
   return createPrivateKey({
