@@ -46,22 +46,22 @@ export async function runRemoteTool(
   const payload = encoder.encode(JSON.stringify(request));
   // Signed with the executor's tool-request key, so a worker holding its public key can refuse a
   // call anyone else on the broker sends it (docs/bus-protocol.md).
-  const headers = injectTraceContext(natsHeaders());
-  for (const [name, value] of Object.entries(
-    signToolRequest(signingKey, subject, payload, Date.now()),
-  ))
-    headers.set(name, value);
+  const auth = signToolRequest(signingKey, subject, payload, Date.now());
   try {
     signal?.throwIfAborted();
     // The worker joins the dispatch's trace: its request carries this span as `traceparent`.
     const reply = await producerSpan(
       subject,
       { [Attr.Tool]: request.toolName, [Attr.DispatchId]: request.dispatchId },
-      () =>
-        untilAborted(
+      () => {
+        // Inside the span: the request's `traceparent` is this span.
+        const headers = injectTraceContext(natsHeaders());
+        for (const [name, value] of Object.entries(auth)) headers.set(name, value);
+        return untilAborted(
           requests.request(subject, payload, { timeoutMs: request.deadlineMs, headers }),
           signal,
-        ),
+        );
+      },
     );
     return parseOutcome(reply.data);
   } catch (err) {
