@@ -46,7 +46,7 @@ export interface ServeHookOptions {
    * answers from anyone else's. Its public key is the hook's `publicKey` in the policy. Without
    * it replies are unsigned, which only a hook marked `unauthenticated` accepts.
    */
-  signingKey?: KeyObject | string;
+  signingKey?: KeyObject | string | undefined;
 }
 
 /** A running hook. `stop()` takes no new requests and resolves once the in-flight ones replied. */

@@ -36,7 +36,7 @@ export interface ServeToolOptions {
    * `unauthorized` without running the tool. Unset: requests are not checked (an open broker lets
    * anyone send this worker a call).
    */
-  executorPublicKey?: string;
+  executorPublicKey?: string | undefined;
 }
 
 /** A running worker. `stop()` takes no new calls and resolves once the in-flight ones replied. */
