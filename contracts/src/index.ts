@@ -26,3 +26,4 @@ export * from './cancel-dispatch';
 export * from './mcp-upstream';
 export * from './visible-text';
 export * from './approval-webhooks';
+export * from './remote-auth';

@@ -40,14 +40,25 @@ export const RemoteHookRequestSchema = z.object({
 });
 export type RemoteHookRequest = z.infer<typeof RemoteHookRequestSchema>;
 
+/** The longest reason a hook's reply carries to the settled message (longer ones are cut). */
+export const MAX_HOOK_REASON_LENGTH = 500;
+
 /**
  * A hook's answer: `{ "verdict": "allow" | "deny" | "ask" }` decides (canUseTool may not ask),
- * `{ "modifiedInput": <json> }` substitutes the input and continues (it wins over a verdict in the
+ * with an optional `"reason"`, `{ "modifiedInput": <json> }` substitutes the input and continues (it wins over a verdict in the
  * same reply), `{}` passes. Fields it does not declare are ignored; `modifiedInput` nests at most
  * `MAX_JSON_DEPTH` levels.
  */
 export const RemoteHookReplySchema = z.object({
   verdict: VerdictSchema.optional(),
+  /**
+   * Why, with a `deny` (or `ask`): shown in the settled error's message (a deny) or to the approver
+   * (an ask). Cut to {@link MAX_HOOK_REASON_LENGTH} characters.
+   */
+  reason: z
+    .string()
+    .transform((s) => s.slice(0, MAX_HOOK_REASON_LENGTH))
+    .optional(),
   modifiedInput: boundedJson(z.unknown()).optional(),
 });
 export type RemoteHookReply = z.infer<typeof RemoteHookReplySchema>;

@@ -15,6 +15,7 @@ import { ConfigError, ErrorCode, ToolgateError } from './errors';
 import type { JournalEventType } from './events';
 import { HmacSha256Key } from './hmac-sha256';
 import { NonceCache } from './nonce-cache';
+import { toolRequestKeyOf } from './remote-auth';
 import {
   JournalOperation,
   QueryOperation,
@@ -299,9 +300,19 @@ export class ServiceKeys implements EventKeys {
   /** The nonces of the requests this process has accepted, by signer: a second use is a replay. */
   private readonly nonces = new NonceCache(REQUEST_NONCE_CAPACITY);
 
+  private toolRequest: KeyObject | undefined;
+
+  /**
+   * The Ed25519 key the executor signs remote tool requests with, derived from this identity's
+   * X25519 key (see remote-auth.ts); its public key is what workers are configured with.
+   */
+  get toolRequestKey(): KeyObject {
+    return (this.toolRequest ??= toolRequestKeyOf(this.privateKey));
+  }
+
   private constructor(
     readonly identity: ServiceIdentity,
-    privateKey: KeyObject,
+    private readonly privateKey: KeyObject,
     publicKeys: ReadonlyMap<ServiceIdentity, KeyObject>,
     /** What {@link signEvent} writes; reading takes both. */
     readonly eventSignatures: EventSignatures,

@@ -23,6 +23,7 @@ from toolgate_client import (
     ToolFailed,
     ToolgateError,
     ToolRequest,
+    ed25519,
 )
 
 ENV = os.environ
@@ -35,10 +36,14 @@ SCHEMA = {
     "required": ["text"],
     "additionalProperties": False,
 }
+# The hook's key pair: the policy registers its public key, the hook signs with the private one.
+HOOK_PRIVATE_KEY, HOOK_PUBLIC_KEY = ed25519.generate()
 POLICY = {
     "engine": {"ask": [{"tool": "py_ask"}]},
-    "remote": {"engine": {"hooks": [{"name": "py-guard", "timeoutMs": 5000}]}},
+    "remote": {"engine": {"hooks": [{"name": "py-guard", "timeoutMs": 5000, "publicKey": HOOK_PUBLIC_KEY}]}},
 }
+#: The executor's tool-request public key (``toolgate keys tool-request-public-key``).
+EXECUTOR_PUBLIC_KEY = ENV.get("TG_EXECUTOR_PUBLIC_KEY") or None
 
 # Derived once: pure-Python X25519 for each public key.
 VERIFIER = EventVerifier("ops", ENV.get("TG_OPS_PRIVATE_KEY", ""), json.loads(ENV.get("TG_PUBLIC_KEYS", "{}"))) if ENV.get("TG_OPS_PRIVATE_KEY") else None
@@ -85,9 +90,10 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
                 "tool": {"name": name, "description": "Upper-cases text (python worker).", "parameters": SCHEMA, "policy": policy},
             })
         await self.admin.call("policy.put", {"document": POLICY})
-        await self.admin.serve_tool("py_upper", upper)
-        await self.admin.serve_tool("py_ask", upper)
-        await self.admin.serve_hook("py-guard", guard)
+        assert EXECUTOR_PUBLIC_KEY is not None, "TG_EXECUTOR_PUBLIC_KEY is required"
+        await self.admin.serve_tool("py_upper", upper, executor_public_key=EXECUTOR_PUBLIC_KEY)
+        await self.admin.serve_tool("py_ask", upper, executor_public_key=EXECUTOR_PUBLIC_KEY)
+        await self.admin.serve_hook("py-guard", guard, signing_key=HOOK_PRIVATE_KEY)
         self.verifier = VERIFIER
 
     async def asyncTearDown(self) -> None:
@@ -172,13 +178,30 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
 
     async def test_hook_served_in_python_denies(self) -> None:
         before = len(hook_calls)
-        reply = await self.admin.submit(f"{RUN}-h", "c1", "py_upper", {"text": "forbidden words"}, wait=10_000)
+        # A second responder on the hook's subject answers allow at once, as anyone can on an open
+        # broker: its reply is not signed with the hook's key, so the Python hook's deny wins.
+        forger = await client_with("not-a-token")
+        sub = await forger.nc.subscribe(f"{PREFIX}.hooks.{TENANT}.py-guard")
+        await forger.nc.flush()
+
+        async def forge() -> None:
+            async for msg in sub:
+                await msg.respond(json.dumps({"verdict": "allow"}).encode())
+
+        forging = asyncio.ensure_future(forge())
+        try:
+            reply = await self.admin.submit(f"{RUN}-h", "c1", "py_upper", {"text": "forbidden words"}, wait=10_000)
+        finally:
+            forging.cancel()
+            await forger.close()
         assert reply.settled is not None and reply.settled.error is not None
         self.assertEqual(reply.settled.outcome, "denied")
         self.assertEqual(reply.settled.error["code"], "denied")
-        # The verdict was read (a malformed reply would deny too, as "failed"). The reason the hook
-        # sent is not carried: the reply schema has no such field (docs/bus-protocol.md, Reasons).
-        self.assertIn("permission hook 'remote:py-guard' returned deny", reply.settled.error["message"])
+        # The signed verdict was read, and the hook's own reason reaches the settled message.
+        self.assertEqual(
+            "permission hook 'remote:py-guard' returned deny: the python guard refuses forbidden words",
+            reply.settled.error["message"],
+        )
         self.assertGreater(len(hook_calls), before)
         self.assertEqual((hook_calls[-1].kind, hook_calls[-1].tool_name), ("hook", "py_upper"))
         record = await eventually(lambda: self._get(reply.dispatch_id))
@@ -189,6 +212,26 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
         allowed = await self.admin.submit(f"{RUN}-h", "c2", "py_upper", {"text": "fine"}, wait=10_000)
         assert allowed.settled is not None
         self.assertEqual(allowed.settled.outcome, "ok")
+
+    async def test_worker_refuses_a_forged_tool_request(self) -> None:
+        before = len(calls)
+        forger = await client_with("not-a-token")
+        try:
+            request = {
+                "dispatchId": "f" * 64, "tenant": TENANT, "runId": f"{RUN}-x", "toolName": "py_upper",
+                "contractHash": "c" * 64, "input": {"text": "forged"}, "agent": {"agentType": "eve"},
+                "isolation": "none", "deadlineMs": 5000,
+            }
+            subject = f"{PREFIX}.tools.{TENANT}.py_upper"
+            for headers in (None, {"Toolgate-Request-Signature": "AAAA", "Toolgate-Signed-At": str(int(time.time() * 1000)), "Toolgate-Nonce": "n1"}):
+                msg = await forger.nc.request(subject, json.dumps(request).encode(), 5.0, headers=headers)
+                answer = msg.json()
+                assert isinstance(answer, dict)
+                self.assertEqual(answer["ok"], False)
+                self.assertEqual(answer["error"]["code"], "unauthorized")
+        finally:
+            await forger.close()
+        self.assertEqual(len(calls), before, "a forged request must never run the tool")
 
     async def test_approvals_list_and_resolve(self) -> None:
         run = f"{RUN}-p"

@@ -14,10 +14,13 @@ from .client import (
 )
 from .nats import ConnectOptions, Connection, Msg, NatsError, NoRespondersError, connect
 from .signing import EventVerifier, Verdict
+from . import ed25519
+from .auth import ToolRequestVerifier, sign_hook_reply
 
 __all__ = [
     "Client", "HookReply", "HookRequest", "JournalEvent", "Outcome", "Served", "SubmitReply",
     "ToolFailed", "ToolgateError", "ToolRequest", "ConnectOptions", "Connection", "Msg",
-    "NatsError", "NoRespondersError", "connect", "EventVerifier", "Verdict",
+    "NatsError", "NoRespondersError", "connect", "EventVerifier", "Verdict", "ed25519",
+    "ToolRequestVerifier", "sign_hook_reply",
 ]
 __version__ = "0.1.0"

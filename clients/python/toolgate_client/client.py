@@ -12,6 +12,8 @@ from typing import Any, AsyncGenerator, Awaitable, Callable, Dict, List, Optiona
 
 from .nats import ConnectOptions, Connection, Msg, NoRespondersError, RequestTimeoutError, connect
 from .signing import EventVerifier, Verdict
+from . import ed25519
+from .auth import HOOK_NONCE, HOOK_SIGNATURE, ToolRequestVerifier, sign_hook_reply
 
 Json = Any
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
@@ -109,7 +111,7 @@ class HookReply:
     verdict: Optional[str] = None
     modified_input: Json = None
     has_modified_input: bool = False
-    #: Sent as ``reason``; today's evaluator ignores it (docs/bus-protocol.md, "Reasons").
+    #: Sent as ``reason``: a deny's reason reaches the settled error's message (cut to 500 chars).
     reason: Optional[str] = None
 
     def to_json(self) -> Dict[str, Json]:
@@ -399,11 +401,18 @@ class Client:
 
     # -- workers -------------------------------------------------------------------------------
 
-    async def serve_tool(self, name: str, handler: ToolHandler, contract_hash: Optional[str] = None) -> Served:
+    async def serve_tool(
+        self, name: str, handler: ToolHandler, contract_hash: Optional[str] = None,
+        executor_public_key: Optional[str] = None,
+    ) -> Served:
         """Serves a remote tool on its queue group. The handler's return value is the result; raise
         ToolFailed for a tool error. A request for another tenant or tool, a contract other than
-        ``contract_hash``, or a missed deadline is answered with an error, never run."""
+        ``contract_hash``, or a missed deadline is answered with an error, never run. With
+        ``executor_public_key`` (base64 SPKI Ed25519, ``toolgate keys tool-request-public-key``) a
+        request that is not signed by the executor, is stale or replayed is answered
+        ``unauthorized`` and never run."""
         subject = f"{self.prefix}.tools.{self.tenant}.{name}"
+        verifier = ToolRequestVerifier(executor_public_key) if executor_public_key else None
         served = Served(subject)
         served._sub = await self.nc.subscribe(subject, queue=subject)
         await self.nc.flush()
@@ -411,6 +420,9 @@ class Client:
         async def answer(msg: Msg, arrived: float) -> None:
             reply: Dict[str, Json]
             try:
+                refusal = verifier.check(subject, msg) if verifier else None
+                if refusal:
+                    raise ToolFailed(f"the request is not the executor's ({refusal}): not run", "unauthorized")
                 req = _tool_request(msg, arrived)
                 if req.tenant != self.tenant or req.tool_name != name:
                     raise ToolFailed(f"this worker serves {name} of {self.tenant}", "invalid-request")
@@ -430,10 +442,16 @@ class Client:
         self._served.append(served)
         return served
 
-    async def serve_hook(self, name: str, handler: HookHandler, queue: Optional[str] = None) -> Served:
+    async def serve_hook(
+        self, name: str, handler: HookHandler, queue: Optional[str] = None,
+        signing_key: Optional[str] = None,
+    ) -> Served:
         """Serves a remote hook (or canUseTool) named in the policy's ``remote`` section. A handler
-        that raises answers nothing, which the evaluator reads as a deny (fail closed)."""
+        that raises answers nothing, which the evaluator reads as a deny (fail closed). With
+        ``signing_key`` (base64 PKCS8 Ed25519, see ``ed25519.generate``) every reply is signed;
+        the policy names the hook with the matching ``publicKey``."""
         subject = f"{self.prefix}.hooks.{self.tenant}.{name}"
+        seed = ed25519.private_seed(signing_key) if signing_key else None
         served = Served(subject)
         served._sub = await self.nc.subscribe(subject, queue=queue)
         await self.nc.flush()
@@ -455,7 +473,12 @@ class Client:
                 reply = await handler(req)
             except Exception:  # no answer: the evaluator denies at the hook's timeout
                 return
-            await msg.respond(json.dumps(reply.to_json()).encode())
+            body = json.dumps(reply.to_json()).encode()
+            nonce = msg.header(HOOK_NONCE)
+            if seed is not None and nonce:
+                await msg.respond(body, headers={HOOK_SIGNATURE: sign_hook_reply(seed, nonce, msg.data, body)})
+            else:
+                await msg.respond(body)
 
         served._task = asyncio.ensure_future(self._loop(served, answer))
         self._served.append(served)

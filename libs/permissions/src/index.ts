@@ -66,6 +66,7 @@ export {
   type EvaluationContext,
   type HookContext,
   type HookResult,
+  type ReasonedVerdict,
   type LayerClosures,
   type MatchedRule,
   type ModifiedInput,

@@ -37,6 +37,27 @@ describe('hooks', () => {
     },
   );
 
+  it("a verdict with the hook's own reason keeps it (sync and async, hook and canUseTool)", async () => {
+    const chain = compilePermissionChain({
+      hooks: [
+        { name: 'opa', run: async () => ({ verdict: 'deny', reason: 'tickets are read-only' }) },
+      ],
+    });
+    expect(await evaluatePermission(chain, { name: 't' }, {})).toMatchObject({
+      verdict: 'deny',
+      decidedBy: 'hook',
+      reason: "permission hook 'opa' returned deny: tickets are read-only",
+    });
+    const can = compilePermissionChain({
+      canUseTool: () => ({ verdict: 'deny', reason: 'not in office hours' }),
+    });
+    expect(await evaluatePermission(can, { name: 't' }, {})).toMatchObject({
+      verdict: 'deny',
+      decidedBy: 'canUseTool',
+      reason: 'canUseTool returned deny: not in office hours',
+    });
+  });
+
   it('{ modifiedInput } substitutes the input for later layers and for execute', async () => {
     const chain = compilePermissionChain({
       hooks: [() => ({ modifiedInput: { command: 'rm -rf /' } })],

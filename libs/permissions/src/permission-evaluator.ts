@@ -23,6 +23,7 @@ import {
   type EvaluationContext,
   type HookContext,
   type MatchedRule,
+  type ReasonedVerdict,
   type PermissionDecision,
   type PermissionDiagnostic,
   type PermissionTool,
@@ -306,9 +307,11 @@ function hookFailed(ev: Evaluation, h: number, err: unknown): PermissionDecision
   );
 }
 
-function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecision {
-  if (result === undefined) return CONTINUE;
+function hookResult(ev: Evaluation, h: number, value: unknown): PermissionDecision {
+  if (value === undefined) return CONTINUE;
   const name = ev.chain.hooks[h]!.name;
+  const own = reasonOf(value);
+  const result = own === undefined ? value : (value as ReasonedVerdict).verdict;
   if (isVerdict(result)) {
     if (result === 'allow') {
       // A hook's allow does not reach a protected path: only the policy naming it does.
@@ -319,7 +322,9 @@ function hookResult(ev: Evaluation, h: number, result: unknown): PermissionDecis
       ev,
       h,
       result,
-      result === 'allow' ? undefined : `permission hook '${name}' returned ${result}`,
+      result === 'allow' && own === undefined
+        ? undefined
+        : `permission hook '${name}' returned ${result}${own === undefined ? '' : `: ${own}`}`,
     );
   }
   if (isModifiedInput(result)) {
@@ -636,8 +641,16 @@ const CAN_USE_TOOL_REASON: Readonly<Record<Verdict, string | undefined>> = {
   ask: 'canUseTool asked for approval',
 };
 
-function canResult(ev: Evaluation, result: unknown): PermissionDecision {
-  if (isVerdict(result)) return byCanUseTool(ev, result, CAN_USE_TOOL_REASON[result]);
+function canResult(ev: Evaluation, value: unknown): PermissionDecision {
+  const own = reasonOf(value);
+  const result = own === undefined ? value : (value as ReasonedVerdict).verdict;
+  if (isVerdict(result)) {
+    return byCanUseTool(
+      ev,
+      result,
+      own === undefined ? CAN_USE_TOOL_REASON[result] : `canUseTool returned ${result}: ${own}`,
+    );
+  }
   if (isModifiedInput(result)) ev.state.substitute(result.modifiedInput);
   else if (result !== undefined)
     return byCanUseTool(
@@ -1045,6 +1058,13 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 function isVerdict(value: unknown): value is Verdict {
   return value === 'allow' || value === 'deny' || value === 'ask';
+}
+
+/** The hook's own reason when `value` is a {@link ReasonedVerdict}; undefined otherwise. */
+function reasonOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || isModifiedInput(value)) return undefined;
+  const v = value as { verdict?: unknown; reason?: unknown };
+  return isVerdict(v.verdict) && typeof v.reason === 'string' ? v.reason : undefined;
 }
 
 function isModifiedInput(value: unknown): value is { modifiedInput: unknown } {

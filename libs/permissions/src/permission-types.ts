@@ -49,7 +49,13 @@ export interface ModifiedInput {
   readonly modifiedInput: unknown;
 }
 
-export type HookResult = Verdict | ModifiedInput | undefined | void;
+/** A verdict with the hook's own reason (shown in the settled message or to the approver). */
+export interface ReasonedVerdict {
+  readonly verdict: Verdict;
+  readonly reason: string;
+}
+
+export type HookResult = Verdict | ReasonedVerdict | ModifiedInput | undefined | void;
 
 /**
  * A hook: decisive with 'allow' | 'deny' | 'ask', substitutes with `{ modifiedInput }`, passes with
@@ -68,7 +74,13 @@ export interface NamedHook {
   readonly run: PermissionHook;
 }
 
-export type CanUseToolResult = 'allow' | 'deny' | ModifiedInput | undefined | void;
+export type CanUseToolResult =
+  | 'allow'
+  | 'deny'
+  | (ReasonedVerdict & { readonly verdict: 'allow' | 'deny' })
+  | ModifiedInput
+  | undefined
+  | void;
 
 /**
  * The single programmatic override: 'allow' (decisive, even for needsApproval tools), 'deny', or

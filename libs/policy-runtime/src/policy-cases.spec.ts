@@ -7,7 +7,7 @@ const policy = {
     ask: [{ tool: 'shell', argv: 'git push **' }, { risk: 'undeclared' }],
   },
   profiles: { ci: { preset: 'strict' } },
-  remote: { engine: { hooks: [{ name: 'egress' }] } },
+  remote: { engine: { hooks: [{ name: 'egress', unauthenticated: true }] } },
 };
 
 describe('runPolicyTests', () => {

@@ -163,7 +163,9 @@ describe('PolicyReplay', () => {
       });
 
     it('reuses the verdict a hook recorded when the candidate keeps that hook', async () => {
-      const replay = PolicyReplay.compile({ remote: { engine: { hooks: [{ name: 'guard' }] } } });
+      const replay = PolicyReplay.compile({
+        remote: { engine: { hooks: [{ name: 'guard', unauthenticated: true }] } },
+      });
       expect(await replay.replay(byGuard())).toMatchObject({
         before: { verdict: 'deny', decidedBy: 'hook' },
         after: { verdict: 'deny', decidedBy: 'hook', rule: { name: 'remote:guard' } },
@@ -185,7 +187,7 @@ describe('PolicyReplay', () => {
     it('marks a call whose recorded decision came from another hook as depending on a hook', async () => {
       const replay = PolicyReplay.compile({
         engine: { ask: [{ tool: 'shell' }] },
-        remote: { engine: { hooks: [{ name: 'other' }] } },
+        remote: { engine: { hooks: [{ name: 'other', unauthenticated: true }] } },
       });
       expect(await replay.replay(byGuard())).toMatchObject({
         after: { verdict: 'ask', decidedBy: 'ask-rule' },
@@ -195,7 +197,9 @@ describe('PolicyReplay', () => {
     });
 
     it('lets hooks pass a call the record shows went past them', async () => {
-      const replay = PolicyReplay.compile({ remote: { engine: { hooks: [{ name: 'guard' }] } } });
+      const replay = PolicyReplay.compile({
+        remote: { engine: { hooks: [{ name: 'guard', unauthenticated: true }] } },
+      });
       const passed = await replay.replay(recorded({ input: { command: 'ls' } }));
       expect(passed).toMatchObject({ changed: false });
       expect(passed).not.toHaveProperty('hooks');
@@ -203,7 +207,7 @@ describe('PolicyReplay', () => {
 
     it('reuses canUseTool when it decided, and marks it unknown when a rule decided first', async () => {
       const replay = PolicyReplay.compile({
-        remote: { engine: { canUseTool: { name: 'gate' } } },
+        remote: { engine: { canUseTool: { name: 'gate', unauthenticated: true } } },
       });
       const byGate = recorded({
         input: { command: 'ls' },

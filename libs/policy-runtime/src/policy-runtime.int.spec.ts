@@ -1,5 +1,12 @@
-import type { Subscription } from '@nats-io/transport-node';
-import { ConfigError, ErrorCode } from '@toolgate/contracts';
+import { generateKeyPairSync } from 'node:crypto';
+import { headers as natsHeaders, type Msg, type Subscription } from '@nats-io/transport-node';
+import {
+  ConfigError,
+  ErrorCode,
+  RemoteAuthHeader,
+  signHookReply,
+  spkiBase64,
+} from '@toolgate/contracts';
 import { PolicyStore } from '@toolgate/registry';
 import { useTestNats, type TestNats } from '@toolgate/testing';
 import { PolicyRuntime, type CallFacts } from './policy-runtime';
@@ -143,7 +150,9 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
 
   describe('remote hooks over NATS', () => {
     it('a hook answering { verdict: "deny" } denies, and receives the call', async () => {
-      const tenant = await tenantWith({ remote: { engine: { hooks: [{ name: 'guard' }] } } });
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'guard', unauthenticated: true }] } },
+      });
       const seen = await serveHook(tenant, 'guard', () => ({ verdict: 'deny' }));
       const { decision } = await runtime.decide(tenant, call());
       expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
@@ -165,7 +174,7 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
             { when: 'input.path == "/etc/passwd"', effect: 'deny', reason: 'no system files' },
           ],
         },
-        remote: { engine: { hooks: [{ name: 'rewrite' }] } },
+        remote: { engine: { hooks: [{ name: 'rewrite', unauthenticated: true }] } },
       });
       await serveHook(tenant, 'rewrite', (req) => ({
         modifiedInput: { ...(req.input as object), path: 'safe/notes.txt' },
@@ -181,7 +190,7 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     it('a hook answering {} passes the call on to the rest of the chain', async () => {
       const tenant = await tenantWith({
         engine: { ask: [{ tool: 'write_file', reason: 'writes need a look' }] },
-        remote: { engine: { hooks: [{ name: 'pass' }] } },
+        remote: { engine: { hooks: [{ name: 'pass', unauthenticated: true }] } },
       });
       const seen = await serveHook(tenant, 'pass', () => ({}));
       const { decision } = await runtime.decide(tenant, call());
@@ -190,7 +199,9 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     });
 
     it('a remote canUseTool answering ask is taken as deny', async () => {
-      const tenant = await tenantWith({ remote: { engine: { canUseTool: { name: 'gate' } } } });
+      const tenant = await tenantWith({
+        remote: { engine: { canUseTool: { name: 'gate', unauthenticated: true } } },
+      });
       const seen = await serveHook(tenant, 'gate', () => ({ verdict: 'ask' }));
       const { decision } = await runtime.decide(tenant, call());
       expect(decision.verdict).toBe('deny');
@@ -198,7 +209,9 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     });
 
     it('with no responder, denies and keeps the reason', async () => {
-      const tenant = await tenantWith({ remote: { engine: { hooks: [{ name: 'absent' }] } } });
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'absent', unauthenticated: true }] } },
+      });
       const { decision } = await runtime.decide(tenant, call());
       expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
       expect(decision.reason).toMatch(/remote:absent' failed, so the call is denied: .+/);
@@ -206,7 +219,7 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
 
     it('with a responder that never answers, denies on the hook deadline and keeps the reason', async () => {
       const tenant = await tenantWith({
-        remote: { engine: { hooks: [{ name: 'slow', timeoutMs: 50 }] } },
+        remote: { engine: { hooks: [{ name: 'slow', timeoutMs: 50, unauthenticated: true }] } },
       });
       const seen = await serveHook(tenant, 'slow', () => undefined);
       const { decision } = await runtime.decide(tenant, call());
@@ -222,7 +235,9 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       ['a modified input nested 3,000 levels deep', deeplyNested(3000)],
     ])('a reply that is %s denies and keeps the reason', async (_what, reply) => {
       const name = `odd${tenants}`;
-      const tenant = await tenantWith({ remote: { engine: { hooks: [{ name }] } } });
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name, unauthenticated: true }] } },
+      });
       await serveHook(tenant, name, () => reply);
       const { decision } = await runtime.decide(tenant, call());
       expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
@@ -234,7 +249,7 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     it('hooks on a profile run for that profile only', async () => {
       const tenant = await tenantWith({
         profiles: { ops: {}, dev: {} },
-        remote: { profiles: { ops: { hooks: [{ name: 'opsguard' }] } } },
+        remote: { profiles: { ops: { hooks: [{ name: 'opsguard', unauthenticated: true }] } } },
       });
       const seen = await serveHook(tenant, 'opsguard', () => ({ verdict: 'deny' }));
       expect((await runtime.decide(tenant, call({ profile: 'dev' }))).decision.verdict).toBe(
@@ -244,6 +259,147 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       expect((await runtime.decide(tenant, call({ profile: 'ops' }))).decision.verdict).toBe(
         'deny',
       );
+    });
+  });
+
+  describe('signed hooks on an open broker', () => {
+    const hookKeys = generateKeyPairSync('ed25519');
+    const publicKey = spkiBase64(hookKeys.publicKey);
+
+    /**
+     * The real hook (signs with its key) and, when `forge` is given, a forger on the same subject
+     * (a plain subscriber, as anyone on an open broker can be) that answers FIRST: the real hook
+     * replies only once the forger's reply has gone out.
+     */
+    async function hookAndForger(
+      tenant: string,
+      name: string,
+      real: (req: RemoteHookRequest) => object | undefined,
+      forge?: (msg: Msg) => { body: object; signature?: string },
+    ): Promise<{ captured: { body: Uint8Array; signature: string }[] }> {
+      const captured: { body: Uint8Array; signature: string }[] = [];
+      const forged = new Map<string, Promise<void>>();
+      const subject = t.subjects.hook(tenant, name);
+      if (forge) {
+        subscriptions.push(
+          t.nc.subscribe(subject, {
+            callback: (_err, msg) => {
+              const { body, signature } = forge(msg);
+              const h = natsHeaders();
+              if (signature) h.set(RemoteAuthHeader.HookSignature, signature);
+              msg.respond(encoder.encode(JSON.stringify(body)), { headers: h });
+              forged.set(msg.reply!, t.nc.flush());
+            },
+          }),
+        );
+      }
+      subscriptions.push(
+        t.nc.subscribe(subject, {
+          queue: subject,
+          callback: (_err, msg) => {
+            void (async () => {
+              const answer = real(msg.json<RemoteHookRequest>());
+              if (answer === undefined) return;
+              // Let the forger win the race to the inbox.
+              while (forge && !forged.has(msg.reply!)) await new Promise((r) => setTimeout(r, 5));
+              await forged.get(msg.reply!);
+              const body = encoder.encode(JSON.stringify(answer));
+              const nonce = msg.headers?.get(RemoteAuthHeader.HookNonce) ?? '';
+              const signature = signHookReply(hookKeys.privateKey, nonce, msg.data, body);
+              captured.push({ body, signature });
+              const h = natsHeaders();
+              h.set(RemoteAuthHeader.HookSignature, signature);
+              msg.respond(body, { headers: h });
+            })();
+          },
+        }),
+      );
+      await t.nc.flush();
+      return { captured };
+    }
+
+    it('a second responder answering allow first cannot answer for the hook: all 8 calls are denied by the real hook', async () => {
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'guard', publicKey, timeoutMs: 5000 }] } },
+      });
+      await hookAndForger(
+        tenant,
+        'guard',
+        () => ({ verdict: 'deny', reason: 'the real hook says no' }),
+        () => ({ body: { verdict: 'allow' } }),
+      );
+      const decisions = await Promise.all(
+        Array.from({ length: 8 }, () => runtime.decide(tenant, call())),
+      );
+      for (const { decision } of decisions) {
+        expect(decision).toMatchObject({
+          verdict: 'deny',
+          decidedBy: 'hook',
+          reason: "permission hook 'remote:guard' returned deny: the real hook says no",
+        });
+      }
+    });
+
+    it('a forger signing with its own key is ignored too, and alone it denies with the reason', async () => {
+      const forgerKey = generateKeyPairSync('ed25519').privateKey;
+      const forge = (msg: Msg) => {
+        const body = { verdict: 'allow' };
+        const nonce = msg.headers?.get(RemoteAuthHeader.HookNonce) ?? '';
+        const bytes = encoder.encode(JSON.stringify(body));
+        return { body, signature: signHookReply(forgerKey, nonce, msg.data, bytes) };
+      };
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'guard', publicKey, timeoutMs: 5000 }] } },
+      });
+      await hookAndForger(tenant, 'guard', () => ({ verdict: 'deny' }), forge);
+      expect((await runtime.decide(tenant, call())).decision.verdict).toBe('deny');
+
+      const alone = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'alone', publicKey, timeoutMs: 300 }] } },
+      });
+      await hookAndForger(alone, 'alone', () => undefined, forge);
+      const { decision } = await runtime.decide(alone, call());
+      expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
+      expect(decision.reason).toContain('no reply signed with its publicKey');
+      expect(decision.reason).toContain('1 unsigned, mis-signed or replayed ignored');
+    });
+
+    it("a replayed reply (the real hook's signed allow to an earlier request) does not allow a later call", async () => {
+      const tenant = await tenantWith({
+        remote: { engine: { hooks: [{ name: 'guard', publicKey, timeoutMs: 300 }] } },
+      });
+      let allowOnce = true;
+      let captured: { body: Uint8Array; signature: string }[] = [];
+      ({ captured } = await hookAndForger(
+        tenant,
+        'guard',
+        () => {
+          const answer = allowOnce ? { verdict: 'allow' } : undefined;
+          allowOnce = false;
+          return answer;
+        },
+        (msg) => {
+          // The first request: the attacker has nothing to replay yet and answers garbage.
+          const old = captured[0];
+          if (!old) return { body: {} };
+          void msg;
+          return { body: JSON.parse(new TextDecoder().decode(old.body)), signature: old.signature };
+        },
+      ));
+      expect((await runtime.decide(tenant, call())).decision.verdict).toBe('allow');
+      expect(captured).toHaveLength(1);
+      const { decision } = await runtime.decide(tenant, call());
+      expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
+      expect(decision.reason).toContain('1 unsigned, mis-signed or replayed ignored');
+    });
+
+    it('a hook stored with neither publicKey nor unauthenticated (before this check) denies', async () => {
+      const tenant = `tenant${++tenants}`;
+      await store.put(tenant, { remote: { engine: { hooks: [{ name: 'old' }] } } });
+      await serveHook(tenant, 'old', () => ({ verdict: 'allow' }));
+      const { decision } = await runtime.decide(tenant, call());
+      expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
+      expect(decision.reason).toContain('no valid publicKey');
     });
   });
 

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { ConfigError, ErrorCode } from '@toolgate/contracts';
 import { StoredPolicySchema, validateStoredPolicy } from './stored-policy';
 
@@ -17,6 +18,10 @@ describe('validateStoredPolicy', () => {
     expect(validateStoredPolicy({})).toEqual({ engine: {}, profiles: {} });
   });
 
+  const hookKey = generateKeyPairSync('ed25519')
+    .publicKey.export({ format: 'der', type: 'spki' })
+    .toString('base64');
+
   it('accepts rules, expressions, remote hooks on a known profile and approval settings', () => {
     const policy = validateStoredPolicy({
       engine: {
@@ -26,11 +31,41 @@ describe('validateStoredPolicy', () => {
       profiles: { ops: { preset: 'standard' } },
       approvals: { separationOfDuties: true },
       remote: {
-        engine: { hooks: [{ name: 'guard', timeoutMs: 100 }] },
-        profiles: { ops: { canUseTool: { name: 'ops-gate' } } },
+        engine: { hooks: [{ name: 'guard', timeoutMs: 100, publicKey: hookKey }] },
+        profiles: { ops: { canUseTool: { name: 'ops-gate', unauthenticated: true } } },
       },
     });
     expect(policy.remote?.profiles?.ops?.canUseTool?.name).toBe('ops-gate');
+  });
+
+  it('refuses a remote hook or canUseTool with no publicKey unless it is marked unauthenticated', () => {
+    expect(configErrorOf({ remote: { engine: { hooks: [{ name: 'guard' }] } } }).message).toContain(
+      'remote.engine.hooks "guard" needs a publicKey',
+    );
+    expect(
+      configErrorOf({
+        profiles: { ops: {} },
+        remote: { profiles: { ops: { canUseTool: { name: 'g' } } } },
+      }).message,
+    ).toContain('remote.profiles.ops.canUseTool "g" needs a publicKey');
+  });
+
+  it('refuses a publicKey that is not a base64 SPKI Ed25519 key, and one next to unauthenticated', () => {
+    const x25519 = generateKeyPairSync('x25519')
+      .publicKey.export({ format: 'der', type: 'spki' })
+      .toString('base64');
+    for (const publicKey of ['not-a-key', x25519]) {
+      const err = configErrorOf({ remote: { engine: { hooks: [{ name: 'guard', publicKey }] } } });
+      expect(err.message).toContain('is not a base64 SPKI Ed25519 public key');
+      expect(err.message).not.toContain(publicKey);
+    }
+    expect(
+      configErrorOf({
+        remote: {
+          engine: { hooks: [{ name: 'guard', publicKey: hookKey, unauthenticated: true }] },
+        },
+      }).message,
+    ).toContain('has a publicKey and unauthenticated');
   });
 
   it('refuses a CEL expression that does not compile', () => {
@@ -55,7 +90,7 @@ describe('validateStoredPolicy', () => {
   it('refuses remote hooks on a profile the document does not define, naming it', () => {
     const err = configErrorOf({
       profiles: { ops: {} },
-      remote: { profiles: { opz: { hooks: [{ name: 'guard' }] } } },
+      remote: { profiles: { opz: { hooks: [{ name: 'guard', unauthenticated: true }] } } },
     });
     expect(err.message).toContain('"opz"');
   });

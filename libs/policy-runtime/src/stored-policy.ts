@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, SUBJECT_TOKEN_PATTERN } from '@toolgate/contracts';
+import { ConfigError, SUBJECT_TOKEN_PATTERN, ed25519PublicKey } from '@toolgate/contracts';
 import {
   compilePolicyDocument,
   PolicyDocumentSchema,
@@ -13,6 +13,16 @@ const RemoteClosureSchema = z.strictObject({
     .regex(SUBJECT_TOKEN_PATTERN, 'remote hook names are subject tokens ([A-Za-z0-9_-])'),
   /** Deadline for the answer; a late or missing answer denies. Default: the layer's hookTimeoutMs. */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
+  /**
+   * The hook's Ed25519 public key (SPKI DER, base64): only a reply signed with it counts (see
+   * docs/bus-protocol.md, "Authenticating hooks and workers"). Required unless `unauthenticated`.
+   */
+  publicKey: z.string().min(1).max(1024).optional(),
+  /**
+   * `true` takes the first reply, signed or not: anyone who can publish on the hook's subject can
+   * answer for the hook. For development, or a broker whose NATS users already restrict that.
+   */
+  unauthenticated: z.literal(true).optional(),
 });
 export type RemoteClosure = z.infer<typeof RemoteClosureSchema>;
 
@@ -77,10 +87,40 @@ export function validateStoredPolicy(document: unknown): StoredPolicy {
     if (!(name in policy.profiles))
       throw new ConfigError(`policy: remote hooks name an unknown profile "${name}"`);
   }
+  for (const [where, closure] of remoteClosures(policy)) {
+    if (closure.publicKey !== undefined && closure.unauthenticated)
+      throw new ConfigError(
+        `policy: ${where} "${closure.name}" has a publicKey and unauthenticated`,
+      );
+    if (closure.publicKey !== undefined)
+      ed25519PublicKey(closure.publicKey, `policy: the publicKey of ${where} "${closure.name}"`);
+    else if (!closure.unauthenticated) {
+      throw new ConfigError(
+        `policy: ${where} "${closure.name}" needs a publicKey (or "unauthenticated": true, which lets anyone on its subject answer for it)`,
+      );
+    }
+  }
   // Already parsed (the stored schema extends the permissions one): compiling is what is left.
   const { remote: _remote, approvals: _approvals, errorCap: _errorCap, ...permissions } = policy;
   compilePolicyDocument(permissions);
   return policy;
+}
+
+/** Every remote hook and canUseTool of a policy, with where it is named. */
+function remoteClosures(policy: StoredPolicy): [string, RemoteClosure][] {
+  const layers: [string, RemoteLayer | undefined][] = [
+    ['remote.engine', policy.remote?.engine],
+    ...Object.entries(policy.remote?.profiles ?? {}).map(([p, layer]): [string, RemoteLayer] => [
+      `remote.profiles.${p}`,
+      layer,
+    ]),
+  ];
+  return layers.flatMap(([at, layer]) => [
+    ...(layer?.hooks ?? []).map((h): [string, RemoteClosure] => [`${at}.hooks`, h]),
+    ...(layer?.canUseTool
+      ? [[`${at}.canUseTool`, layer.canUseTool] as [string, RemoteClosure]]
+      : []),
+  ]);
 }
 
 export type { PolicyDocument };

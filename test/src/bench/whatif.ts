@@ -73,7 +73,7 @@ const CANDIDATE = {
     ],
     expressions: [{ when: 'tool == "http_fetch" && taint == "private"', effect: 'ask' }],
   },
-  remote: { engine: { hooks: [{ name: 'egress' }] } },
+  remote: { engine: { hooks: [{ name: 'egress', unauthenticated: true }] } },
 };
 
 /**

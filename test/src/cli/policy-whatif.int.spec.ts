@@ -47,7 +47,7 @@ describe('policy what-if over the recorded journal', () => {
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: {
         engine: { ask: [{ tool: 'shell' }] },
-        remote: { engine: { hooks: [{ name: 'egress' }] } },
+        remote: { engine: { hooks: [{ name: 'egress', unauthenticated: true }] } },
       },
     });
     expect(put.status).toBe(200);
@@ -92,7 +92,7 @@ describe('policy what-if over the recorded journal', () => {
         { tool: 'shell', argv: 'rm **' },
       ],
     },
-    remote: { engine: { hooks: [{ name: 'egress' }] } },
+    remote: { engine: { hooks: [{ name: 'egress', unauthenticated: true }] } },
   };
 
   it('reports every call whose verdict the candidate changes, with the rule on each side', async () => {

@@ -276,7 +276,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
             { id: 'timed', tool: 'grep', approvalTimeoutMs: 300, onTimeout: 'allow' },
           ],
         },
-        remote: { engine: { hooks: [{ name: 'audit' }] } },
+        remote: { engine: { hooks: [{ name: 'audit', unauthenticated: true }] } },
       },
     });
     expect(put.status).toBe(200);

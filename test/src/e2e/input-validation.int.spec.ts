@@ -90,7 +90,7 @@ describe('input validation before dispatch (gateway → evaluator → executor �
     try {
       await stack.nats.nc.flush();
       const put = await stack.http('PUT', '/v1/policy', TOKENS.globexAdmin, {
-        document: { remote: { engine: { hooks: [{ name: 'rewrite' }] } } },
+        document: { remote: { engine: { hooks: [{ name: 'rewrite', unauthenticated: true }] } } },
       });
       expect(put.status).toBe(200);
       const res = await eventually(

@@ -88,7 +88,7 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
           deny: [{ tool: 'write_file', reason: 'no writes while tracing' }],
           ask: [{ tool: 'list_dir' }],
         },
-        remote: { engine: { hooks: [{ name: 'audit' }] } },
+        remote: { engine: { hooks: [{ name: 'audit', unauthenticated: true }] } },
       },
     });
     expect(put.status).toBe(200);

@@ -230,7 +230,7 @@ async function record(stack: TestStack): Promise<void> {
           },
         ],
       },
-      remote: { engine: { hooks: [{ name: 'audit' }], canUseTool: { name: 'gatekeeper' } } },
+      remote: { engine: { hooks: [{ name: 'audit', unauthenticated: true }], canUseTool: { name: 'gatekeeper', unauthenticated: true } } },
     },
   });
   expectThat('policy stored', policy.status === 200, policy);

@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { devKeySet } from '@toolgate/contracts';
+import { devKeySet, spkiBase64, toolRequestKeyOf } from '@toolgate/contracts';
 import { NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -42,7 +42,15 @@ describe('the Python client against the whole stack', () => {
       (resolve) => {
         const child = execFile(
           python,
-          ['-m', 'unittest', '-v', 'tests.test_live', 'tests.test_signing', 'tests.test_nats'],
+          [
+            '-m',
+            'unittest',
+            '-v',
+            'tests.test_live',
+            'tests.test_signing',
+            'tests.test_nats',
+            'tests.test_auth',
+          ],
           {
             cwd: CLIENT_DIR,
             timeout: 60_000,
@@ -58,6 +66,10 @@ describe('the Python client against the whole stack', () => {
               TG_APPROVER_TOKEN: TOKENS.acmeApprover,
               TG_OPS_PRIVATE_KEY: keys.privateKeys.ops,
               TG_PUBLIC_KEYS: JSON.stringify(keys.publicKeys),
+              // What its workers verify the executor's tool requests with.
+              TG_EXECUTOR_PUBLIC_KEY: spkiBase64(
+                toolRequestKeyOf(keys.privateKeys['tool-executor']),
+              ),
             },
           },
           (err) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, output }),
@@ -70,7 +82,7 @@ describe('the Python client against the whole stack', () => {
     // The suite's own report names each failing assertion; show it when it fails.
     expect({ code, output }).toEqual({
       code: 0,
-      output: expect.stringMatching(/Ran 13 tests[\s\S]*\nOK\s*$/),
+      output: expect.stringMatching(/Ran 16 tests[\s\S]*\nOK\s*$/),
     });
   });
 });

@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { devKeySet, spkiBase64, toolRequestKeyOf } from '@toolgate/contracts';
 import { NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -91,9 +93,14 @@ it('installs from its tarball into an empty project and runs the docs/sdk.md exa
   );
   await run(process.execPath, [tsc, '-p', consumer], { cwd: consumer });
 
-  // The policy names the example's hook; the example registers and serves its own tool.
+  // The policy names the example's hook with its public key; the example registers and serves its
+  // own tool, checking the executor's signature on each request.
+  const hook = generateKeyPairSync('ed25519');
   const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-    document: { engine: {}, remote: { engine: { hooks: [{ name: 'audit' }] } } },
+    document: {
+      engine: {},
+      remote: { engine: { hooks: [{ name: 'audit', publicKey: spkiBase64(hook.publicKey) }] } },
+    },
   });
   expect(policy.status).toBe(200);
 
@@ -106,6 +113,10 @@ it('installs from its tarball into an empty project and runs the docs/sdk.md exa
       TOOLGATE_PREFIX: stack.nats.prefix,
       TOOLGATE_TOKEN: TOKENS.acmeAdmin,
       TOOLGATE_TENANT: 'acme',
+      HOOK_SIGNING_KEY: hook.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+      TOOLGATE_EXECUTOR_PUBLIC_KEY: spkiBase64(
+        toolRequestKeyOf(devKeySet(process.env).privateKeys['tool-executor']),
+      ),
     },
   });
   expect(stdout).toContain('audit saw search_issues');

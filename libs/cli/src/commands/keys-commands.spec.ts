@@ -1,4 +1,13 @@
-import { SERVICE_IDENTITIES, ServiceKeys, type KeySet } from '@toolgate/contracts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  SERVICE_IDENTITIES,
+  ServiceKeys,
+  ToolRequestVerifier,
+  signToolRequest,
+  type KeySet,
+} from '@toolgate/contracts';
 import { ExitCode } from '../run-cli';
 import { runCaptured as run } from '../../test/run-captured';
 
@@ -28,5 +37,29 @@ describe('toolgate keys generate', () => {
     expect(ServiceKeys.from('gateway', JSON.parse(gatewayKey) as string, publicKeys).identity).toBe(
       'gateway',
     );
+  });
+});
+
+describe('toolgate keys tool-request-public-key', () => {
+  it("prints the key a worker verifies the executor's signed requests with", async () => {
+    const set = JSON.parse((await run(['keys', 'generate', '--json'])).stdout) as KeySet;
+    const dir = mkdtempSync(join(tmpdir(), 'tg-keys-'));
+    try {
+      const file = join(dir, 'keys.json');
+      writeFileSync(file, JSON.stringify(set));
+      const { code, stdout } = await run(['keys', 'tool-request-public-key', '--keys-file', file]);
+      expect(code).toBe(ExitCode.Ok);
+      const verifier = new ToolRequestVerifier(stdout.trim());
+      const payload = new TextEncoder().encode('{}');
+      const now = Date.now();
+      const executor = ServiceKeys.ofSet('tool-executor', set).toolRequestKey;
+      const headers = signToolRequest(executor, 's', payload, now);
+      expect(verifier.check('s', (n) => headers[n], payload, now)).toBeUndefined();
+      const gateway = ServiceKeys.ofSet('gateway', set).toolRequestKey;
+      const other = signToolRequest(gateway, 's', payload, now);
+      expect(verifier.check('s', (n) => other[n], payload, now)).toBe('bad-signature');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,15 @@
 import type { Command } from 'commander';
-import { SERVICE_IDENTITIES, generateKeySet, type KeySet } from '@toolgate/contracts';
+import {
+  ConfigError,
+  KeysFileSchema,
+  SERVICE_IDENTITIES,
+  ServiceIdentity,
+  devKeySet,
+  generateKeySet,
+  spkiBase64,
+  toolRequestKeyOf,
+  type KeySet,
+} from '@toolgate/contracts';
 import type { CommandContext } from '../run-cli';
 
 /** The namespace of the manifests in deploy/k8s. */
@@ -24,6 +34,24 @@ export function registerKeysCommands(program: Command, ctx: CommandContext): voi
     .action((opts: { json?: boolean }) => {
       const set = generateKeySet();
       ctx.out(opts.json ? `${JSON.stringify(set, null, 2)}\n` : kubernetesManifests(set));
+    });
+  keys
+    .command('tool-request-public-key')
+    .description(
+      "print the public key workers verify remote tool requests with (the executor's, derived from its signing key)",
+    )
+    .option(
+      '--keys-file <file>',
+      "a keys file holding the tool-executor's private key (default: the development keyring)",
+    )
+    .action(async (opts: { keysFile?: string }) => {
+      let privateKey: string | undefined;
+      if (opts.keysFile) {
+        const file = KeysFileSchema.parse(JSON.parse(await ctx.readFile(opts.keysFile)));
+        privateKey = file.privateKeys?.[ServiceIdentity.Executor] ?? file.privateKey;
+      } else privateKey = devKeySet(process.env).privateKeys[ServiceIdentity.Executor];
+      if (!privateKey) throw new ConfigError('the keys file holds no tool-executor private key');
+      ctx.out(`${spkiBase64(toolRequestKeyOf(privateKey))}\n`);
     });
 }
 

@@ -1,5 +1,14 @@
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { KeyObject } from 'node:crypto';
 import {
+  headers as natsHeaders,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
+import {
+  ed25519PrivateKey,
+  RemoteAuthHeader,
+  signHookReply,
   RemoteHookReplySchema,
   RemoteHookRequestSchema,
   assertSubjectToken,
@@ -17,7 +26,13 @@ const decoder = new TextDecoder();
  * input (`{ modifiedInput }`, the chain goes on with it), or nothing (`undefined`: pass, the chain
  * goes on unchanged).
  */
-export type HookAnswer = 'allow' | 'deny' | 'ask' | { modifiedInput: unknown } | undefined;
+export type HookAnswer =
+  | 'allow'
+  | 'deny'
+  | 'ask'
+  | { verdict: 'allow' | 'deny' | 'ask'; reason?: string }
+  | { modifiedInput: unknown }
+  | undefined;
 
 /** A hook's handler: called once per request, with the call as the permission chain has it. */
 export type HookHandler = (request: RemoteHookRequest) => HookAnswer | Promise<HookAnswer>;
@@ -25,6 +40,13 @@ export type HookHandler = (request: RemoteHookRequest) => HookAnswer | Promise<H
 export interface ServeHookOptions {
   /** Called when the handler throws or a request does not parse (the call is then denied). */
   onError?: (err: unknown, request: RemoteHookRequest | undefined) => void;
+  /**
+   * The hook's Ed25519 private key (a KeyObject, PEM, or base64 PKCS8): every reply is signed over
+   * the request's nonce, the request's digest and the reply, so the evaluator can tell this hook's
+   * answers from anyone else's. Its public key is the hook's `publicKey` in the policy. Without
+   * it replies are unsigned, which only a hook marked `unauthenticated` accepts.
+   */
+  signingKey?: KeyObject | string | undefined;
 }
 
 /** A running hook. `stop()` takes no new requests and resolves once the in-flight ones replied. */
@@ -51,6 +73,7 @@ export function serveHook(
 ): ServedHook {
   assertSubjectToken('hook name', name);
   const subject = subjects.hook(tenant, name);
+  const key = options.signingKey && ed25519PrivateKey(options.signingKey, 'signingKey');
   const inflight = new Set<Promise<void>>();
   const sub: Subscription = nc.subscribe(subject, {
     queue: subject,
@@ -72,7 +95,14 @@ export function serveHook(
         return answer;
       },
     );
-    if (msg.reply) msg.respond(encoder.encode(JSON.stringify(reply)));
+    if (!msg.reply) return;
+    const body = encoder.encode(JSON.stringify(reply));
+    const nonce = msg.headers?.get(RemoteAuthHeader.HookNonce);
+    if (key && nonce) {
+      const h = natsHeaders();
+      h.set(RemoteAuthHeader.HookSignature, signHookReply(key, nonce, msg.data, body));
+      msg.respond(body, { headers: h });
+    } else msg.respond(body);
   }
 
   async function answerOf(data: Uint8Array): Promise<RemoteHookReply> {
@@ -100,6 +130,9 @@ export function serveHook(
 function toReply(answer: HookAnswer): RemoteHookReply {
   if (answer === undefined) return {};
   if (answer === 'allow' || answer === 'deny' || answer === 'ask') return { verdict: answer };
+  if (typeof answer === 'object' && answer !== null && 'verdict' in answer) {
+    return RemoteHookReplySchema.parse({ verdict: answer.verdict, reason: answer.reason });
+  }
   if (typeof answer === 'object' && answer !== null && 'modifiedInput' in answer) {
     return RemoteHookReplySchema.parse({ modifiedInput: answer.modifiedInput });
   }

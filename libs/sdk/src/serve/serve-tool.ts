@@ -3,6 +3,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import {
   ErrorCode,
   RemoteToolRequestSchema,
+  ToolRequestVerifier,
   type Subjects,
   type ToolLogLevel,
   type WireError,
@@ -28,6 +29,14 @@ export interface ServeToolOptions {
   log?: (entry: ToolLogEntry) => void;
   /** `ctx.cwd` when the request names none (default: this process's cwd). */
   cwd?: string;
+  /**
+   * The executor's tool-request public key (Ed25519 SPKI, base64; `toolgate keys
+   * tool-request-public-key`): when set, a request runs only if its signature verifies for this
+   * subject, it is fresh (signed within a minute) and not a replay; anything else is answered
+   * `unauthorized` without running the tool. Unset: requests are not checked (an open broker lets
+   * anyone send this worker a call).
+   */
+  executorPublicKey?: string | undefined;
 }
 
 /** A running worker. `stop()` takes no new calls and resolves once the in-flight ones replied. */
@@ -50,6 +59,9 @@ export function serveTool(
   options: ServeToolOptions = {},
 ): ServedTool {
   const { subject, queue } = subjects.remoteTool(tenant, def.contract.name);
+  const verifier = options.executorPublicKey
+    ? new ToolRequestVerifier(options.executorPublicKey)
+    : undefined;
   const inflight = new Set<Promise<void>>();
   const sub: Subscription = nc.subscribe(subject, {
     queue,
@@ -68,7 +80,18 @@ export function serveTool(
       msg.headers,
       { [Attr.MessagingConsumerGroup]: queue, [Attr.Tool]: def.contract.name },
       async (span) => {
-        const result = await answer(msg.data, span.spanContext().spanId);
+        const refusal = verifier?.check(
+          subject,
+          (name) => msg.headers?.get(name) || undefined,
+          msg.data,
+          Date.now(),
+        );
+        const result = refusal
+          ? failure({
+              code: ErrorCode.Unauthorized,
+              message: `the request is not the executor's (${refusal}): not run`,
+            })
+          : await answer(msg.data, span.spanContext().spanId);
         annotate({
           [Attr.Outcome]: result.ok ? 'ok' : 'error',
           [Attr.ErrorCode]: result.ok ? undefined : result.error.code,

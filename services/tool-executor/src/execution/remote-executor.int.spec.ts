@@ -1,10 +1,12 @@
 import { connect } from '@nats-io/transport-node';
+import { generateKeyPairSync } from 'node:crypto';
 import { InboxRequests } from '@toolgate/bus';
 import { createSubjects, ErrorCode, type RemoteToolRequest } from '@toolgate/contracts';
 import { startNatsServer, useTestNats, type TestNats } from '@toolgate/testing';
 import { runRemoteTool } from './remote-executor';
 
 const encoder = new TextEncoder();
+const key = generateKeyPairSync('ed25519').privateKey;
 
 describe('runRemoteTool against workers on a real NATS server', () => {
   let t: TestNats;
@@ -52,18 +54,20 @@ describe('runRemoteTool against workers on a real NATS server', () => {
   });
 
   it('returns what the worker answers, success or typed failure', async () => {
-    expect(await runRemoteTool(requests, t.subjects, call('echo'))).toEqual({
+    expect(await runRemoteTool(requests, t.subjects, call('echo'), key)).toEqual({
       ok: true,
       result: { n: 1 },
     });
-    expect(await runRemoteTool(requests, t.subjects, call('fails'))).toEqual({
+    expect(await runRemoteTool(requests, t.subjects, call('fails'), key)).toEqual({
       ok: false,
       error: { code: 'tool-failed', message: 'nope' },
     });
   });
 
   it('throws a transient unavailable error when no worker received the call', async () => {
-    const err = await runRemoteTool(requests, t.subjects, call('nobody')).catch((e: unknown) => e);
+    const err = await runRemoteTool(requests, t.subjects, call('nobody'), key).catch(
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({
       code: ErrorCode.Unavailable,
       message: 'no worker is serving nobody',
@@ -72,16 +76,16 @@ describe('runRemoteTool against workers on a real NATS server', () => {
   });
 
   it('turns a silent worker and a garbled reply into typed outcomes', async () => {
-    expect(await runRemoteTool(requests, t.subjects, call('silent', 150))).toMatchObject({
+    expect(await runRemoteTool(requests, t.subjects, call('silent', 150), key)).toMatchObject({
       ok: false,
       error: { code: ErrorCode.Timeout },
     });
-    expect(await runRemoteTool(requests, t.subjects, call('garbled'))).toMatchObject({
+    expect(await runRemoteTool(requests, t.subjects, call('garbled'), key)).toMatchObject({
       ok: false,
       error: { code: ErrorCode.NonSerializableResult },
     });
     // Journaled, a result this deep would stop the projection (PostgreSQL refuses to parse it).
-    expect(await runRemoteTool(requests, t.subjects, call('deep'))).toMatchObject({
+    expect(await runRemoteTool(requests, t.subjects, call('deep'), key)).toMatchObject({
       ok: false,
       error: { code: ErrorCode.NonSerializableResult, message: expect.stringMatching(/deeper/) },
     });
@@ -99,18 +103,23 @@ describe('runRemoteTool while the broker is away', () => {
       })();
       await broker.kill();
       await disconnected;
-      const err = await runRemoteTool(requests, createSubjects('tbroker'), {
-        dispatchId: 'd'.repeat(64),
-        tenant: 'acme',
-        runId: 'run-1',
-        toolName: 'echo',
-        contractHash: 'c'.repeat(64),
-        input: {},
-        agent: { agentType: 'tester' },
-        isolation: 'none',
-        cwd: '/tmp',
-        deadlineMs: 60_000,
-      }).catch((e: unknown) => e);
+      const err = await runRemoteTool(
+        requests,
+        createSubjects('tbroker'),
+        {
+          dispatchId: 'd'.repeat(64),
+          tenant: 'acme',
+          runId: 'run-1',
+          toolName: 'echo',
+          contractHash: 'c'.repeat(64),
+          input: {},
+          agent: { agentType: 'tester' },
+          isolation: 'none',
+          cwd: '/tmp',
+          deadlineMs: 60_000,
+        },
+        key,
+      ).catch((e: unknown) => e);
       expect(err).toMatchObject({
         code: ErrorCode.Unavailable,
         message: 'the broker is unreachable: the call to echo was not sent',

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   NoRespondersError,
@@ -9,6 +10,7 @@ import {
   ErrorCode,
   isWireError,
   MAX_JSON_DEPTH,
+  signToolRequest,
   withinJsonDepth,
   ToolgateError,
   type RemoteToolRequest,
@@ -37,23 +39,29 @@ export async function runRemoteTool(
   requests: InboxRequests,
   subjects: Subjects,
   request: RemoteToolRequest,
+  signingKey: KeyObject,
   signal?: AbortSignal,
 ): Promise<ToolRunOutcome> {
   const { subject } = subjects.remoteTool(request.tenant, request.toolName);
+  const payload = encoder.encode(JSON.stringify(request));
+  // Signed with the executor's tool-request key, so a worker holding its public key can refuse a
+  // call anyone else on the broker sends it (docs/bus-protocol.md).
+  const auth = signToolRequest(signingKey, subject, payload, Date.now());
   try {
     signal?.throwIfAborted();
     // The worker joins the dispatch's trace: its request carries this span as `traceparent`.
     const reply = await producerSpan(
       subject,
       { [Attr.Tool]: request.toolName, [Attr.DispatchId]: request.dispatchId },
-      () =>
-        untilAborted(
-          requests.request(subject, encoder.encode(JSON.stringify(request)), {
-            timeoutMs: request.deadlineMs,
-            headers: injectTraceContext(natsHeaders()),
-          }),
+      () => {
+        // Inside the span: the request's `traceparent` is this span.
+        const headers = injectTraceContext(natsHeaders());
+        for (const [name, value] of Object.entries(auth)) headers.set(name, value);
+        return untilAborted(
+          requests.request(subject, payload, { timeoutMs: request.deadlineMs, headers }),
           signal,
-        ),
+        );
+      },
     );
     return parseOutcome(reply.data);
   } catch (err) {

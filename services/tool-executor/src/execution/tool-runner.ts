@@ -3,6 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import {
   InboxRequests,
   isPublishRefused,
+  serviceKeysOf,
   type DeliveryContext,
   type JournalPublisher,
 } from '@toolgate/bus';
@@ -669,6 +670,7 @@ export class ToolRunner {
             cwd,
             deadlineMs: left(),
           },
+          serviceKeysOf(this.options.nc).toolRequestKey,
           signal,
         );
       default: {
