@@ -152,6 +152,7 @@ async function benchNeighbours(
       policy: { cwd },
       checkDomain: () => 'deny',
       sandbox: null,
+      files: null,
     }).find((b) => b.contract.name === 'list_dir');
     if (!listDir) throw new Error('bench: no list_dir builtin');
     const ctx = {
