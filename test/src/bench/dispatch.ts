@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ApiOperation } from '@toolgate/contracts';
+import { ApiOperation, ServiceKeys } from '@toolgate/contracts';
 import type { TestNats } from '@toolgate/testing';
 import {
   agent,
@@ -258,6 +258,8 @@ export async function benchLatency(
   const elu0 = performance.eventLoopUtilization();
   const servers = opts.raw ? undefined : startCpuMeter();
   const writes0 = opts.raw ? undefined : writeSyscalls();
+  // Every service is in this process in the all-in-one: count their signs and verifies.
+  const signatures = !opts.raw && stack.shape === 'all-in-one' ? countSignatures() : undefined;
   const run = async () => {
     for (let i = 0; i < opts.samples; i++) {
       const t = performance.now();
@@ -268,7 +270,11 @@ export async function benchLatency(
       await expectOk(reply, nats);
     }
   };
-  await (opts.profile ? profiled(opts.profile, run) : run());
+  try {
+    await (opts.profile ? profiled(opts.profile, run) : run());
+  } finally {
+    signatures?.stop();
+  }
   const writes1 = writes0 === undefined ? undefined : writeSyscalls();
   const cpu: LatencyCpu | undefined = servers && {
     latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
@@ -276,6 +282,12 @@ export async function benchLatency(
       ? { latencyWriteSyscallsPerDispatch: round((writes1 - writes0) / opts.samples, 1) }
       : {}),
     latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
+    ...(signatures
+      ? {
+          latencySignsPerDispatch: round(signatures.signs / opts.samples, 2),
+          latencyVerifiesPerDispatch: round(signatures.verifies / opts.samples, 2),
+        }
+      : {}),
     ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
   };
   return {
@@ -305,6 +317,39 @@ interface LatencyCpu {
   latencyDatabaseCpuMsPerDispatch?: number;
   latencyMachineBusyPct?: number;
   latencyStealPct?: number;
+  /**
+   * Journal-event signs and verifies per dispatch, counted over the samples (all-in-one: every
+   * service's `ServiceKeys` in this process); the projection folds a batch after a linger, so the
+   * last few samples' folds may fall outside the count. `signing.costPerDispatchUs` uses them.
+   */
+  latencySignsPerDispatch?: number;
+  latencyVerifiesPerDispatch?: number;
+}
+
+/**
+ * Counts `ServiceKeys.signEvent` and `verifyEvent` calls until `stop()` (which restores them): a
+ * counter around each, what every sign and verify still does in full.
+ */
+function countSignatures(): { signs: number; verifies: number; stop(): void } {
+  const proto = ServiceKeys.prototype;
+  const { signEvent, verifyEvent } = proto;
+  const counts = {
+    signs: 0,
+    verifies: 0,
+    stop() {
+      proto.signEvent = signEvent;
+      proto.verifyEvent = verifyEvent;
+    },
+  };
+  proto.signEvent = function (this: ServiceKeys, ...args: Parameters<typeof signEvent>) {
+    counts.signs++;
+    return signEvent.apply(this, args);
+  };
+  proto.verifyEvent = function (this: ServiceKeys, ...args: Parameters<typeof verifyEvent>) {
+    counts.verifies++;
+    return verifyEvent.apply(this, args);
+  };
+  return counts;
 }
 
 /** `{ brokerCpuMsPerDispatch }` → `{ latencyBrokerCpuMsPerDispatch }`. */

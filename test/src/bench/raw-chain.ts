@@ -215,10 +215,7 @@ export async function benchRawDispatch(
         : {}),
       rawChainPipelinedPerSec: Math.round(chains / (pipelinedMs / 1000)),
       rawChainPipelinedChains: chains,
-      rawChainCpuMsPerDispatch: round(
-        (pipelinedCpu.user + pipelinedCpu.system) / 1000 / chains,
-        3,
-      ),
+      rawChainCpuMsPerDispatch: round((pipelinedCpu.user + pipelinedCpu.system) / 1000 / chains, 3),
       ...(pipelinedSpent.brokerSeconds !== undefined
         ? {
             rawChainBrokerCpuMsPerDispatch: round(
