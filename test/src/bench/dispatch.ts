@@ -286,6 +286,12 @@ export async function benchLatency(
       ? {
           latencySignsPerDispatch: round(signatures.signs / opts.samples, 2),
           latencyVerifiesPerDispatch: round(signatures.verifies / opts.samples, 2),
+          latencyVerifiesPerDispatchByType: Object.fromEntries(
+            Object.entries(signatures.verifiesByType).map(([type, n]) => [
+              type,
+              round(n / opts.samples, 2),
+            ]),
+          ),
         }
       : {}),
     ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
@@ -324,18 +330,26 @@ interface LatencyCpu {
    */
   latencySignsPerDispatch?: number;
   latencyVerifiesPerDispatch?: number;
+  /** The same by the event's type (the subject's last token). */
+  latencyVerifiesPerDispatchByType?: Record<string, number>;
 }
 
 /**
  * Counts `ServiceKeys.signEvent` and `verifyEvent` calls until `stop()` (which restores them): a
  * counter around each, what every sign and verify still does in full.
  */
-function countSignatures(): { signs: number; verifies: number; stop(): void } {
+function countSignatures(): {
+  signs: number;
+  verifies: number;
+  verifiesByType: Record<string, number>;
+  stop(): void;
+} {
   const proto = ServiceKeys.prototype;
   const { signEvent, verifyEvent } = proto;
   const counts = {
     signs: 0,
     verifies: 0,
+    verifiesByType: {} as Record<string, number>,
     stop() {
       proto.signEvent = signEvent;
       proto.verifyEvent = verifyEvent;
@@ -347,6 +361,9 @@ function countSignatures(): { signs: number; verifies: number; stop(): void } {
   };
   proto.verifyEvent = function (this: ServiceKeys, ...args: Parameters<typeof verifyEvent>) {
     counts.verifies++;
+    // The journal's subjects end with the event's type.
+    const type = args[0].slice(args[0].lastIndexOf('.') + 1);
+    counts.verifiesByType[type] = (counts.verifiesByType[type] ?? 0) + 1;
     return verifyEvent.apply(this, args);
   };
   return counts;
@@ -483,6 +500,11 @@ export interface ThroughputResult {
    * so it is the figure to compare changes by (it leaves out the broker and the database).
    */
   cpuMsPerDispatch: number;
+  /**
+   * The split: `cpuMsPerDispatch` by process — `bench` (the load generator and the worker) and each
+   * service's — what the capacity model's cores per 1,000 dispatches/s per service come from.
+   */
+  cpuMsPerDispatchByProcess?: Record<string, number>;
   /** The same until the last dispatch settled (what the projection had not folded by then is left out). */
   pipelineCpuMsPerDispatch: number;
   /**
@@ -562,6 +584,7 @@ export async function benchThroughput(
   let lastDispatchId = '';
   const t0 = performance.now();
   const cpu0 = stack.cpuSeconds();
+  const byProcess0 = stack.cpuSecondsByProcess();
   const elu0 = performance.eventLoopUtilization();
   const servers = startCpuMeter();
   const run = async () => {
@@ -587,6 +610,7 @@ export async function benchThroughput(
   const catchUpMs = waited === undefined ? undefined : since(watch.lastSettledAt);
   // Up to the projection's last fold: its work is part of what a dispatch costs.
   const cpuSeconds = stack.cpuSeconds() - cpu0;
+  const byProcess1 = stack.cpuSecondsByProcess();
   const spent = servers.stop();
   if (catchUpMs === undefined) {
     process.stderr.write(
@@ -601,6 +625,16 @@ export async function benchThroughput(
     journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
     cpuMsPerDispatch: round((cpuSeconds * 1000) / opts.dispatches, 3),
     pipelineCpuMsPerDispatch: round((pipelineCpuSeconds * 1000) / opts.dispatches, 3),
+    ...(stack.shape === 'split'
+      ? {
+          cpuMsPerDispatchByProcess: Object.fromEntries(
+            Object.entries(byProcess1).map(([name, seconds]) => [
+              name,
+              round(((seconds - (byProcess0[name] ?? 0)) * 1000) / opts.dispatches, 3),
+            ]),
+          ),
+        }
+      : {}),
     ...serverCpu(spent, opts.dispatches),
     loopUtilization: round(loop.utilization, 3),
     projectionPendingAtLastSettle: pendingAtLastSettle,

@@ -156,6 +156,8 @@ interface SplitResult extends ServersCpu, RawChainRatios {
   throughputPerSec: number;
   throughputDispatches: number;
   cpuMsPerDispatch: number;
+  /** `cpuMsPerDispatch` by process: `bench` (load generator and worker) and each service. */
+  cpuMsPerDispatchByProcess?: Record<string, number>;
   projectionCaughtUp: boolean;
   projectionCatchUpMs?: number;
   steadyP50Ms: number;
@@ -499,6 +501,9 @@ async function benchSplit(
       throughputPerSec: tput.throughputPerSec,
       throughputDispatches: tput.throughputDispatches,
       cpuMsPerDispatch: tput.cpuMsPerDispatch,
+      ...(tput.cpuMsPerDispatchByProcess
+        ? { cpuMsPerDispatchByProcess: tput.cpuMsPerDispatchByProcess }
+        : {}),
       ...rawChainRatios({ ...tput, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms }, baseline),
       ...serversCpu(tput),
       projectionCaughtUp: tput.projectionCaughtUp,
@@ -772,7 +777,16 @@ function print(report: Report): void {
             `throughput (${d.split.throughputDispatches})`,
             `${d.split.throughputPerSec} dispatches/s`,
           ],
-          ['CPU per dispatch (all six processes)', `${d.split.cpuMsPerDispatch} ms`],
+          [
+            'CPU per dispatch (all six processes; by process)',
+            `${d.split.cpuMsPerDispatch} ms${
+              d.split.cpuMsPerDispatchByProcess
+                ? ` (${Object.entries(d.split.cpuMsPerDispatchByProcess)
+                    .map(([name, ms]) => `${name} ${ms}`)
+                    .join(', ')})`
+                : ''
+            }`,
+          ],
           ...serversCpuRows(d.split),
           [
             'p50 / p99 vs the raw dispatch chain, one at a time',
