@@ -190,9 +190,10 @@ export async function benchRawDispatch(
     };
     const burst = (name: string, count: number) =>
       pool(count, PIPELINE_WINDOW, async (i) => void (await chain(`${name}${i}`)));
-    await burst('pw', 500);
+    // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
+    await burst('pw', opts.quick ? 256 : 500);
     await projected();
-    const chains = opts.quick ? 2_000 : 10_000;
+    const chains = opts.quick ? 1_000 : 10_000;
     const pipelinedServers = startCpuMeter();
     const pipelinedCpu0 = process.cpuUsage();
     const t0 = performance.now();
