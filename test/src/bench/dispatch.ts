@@ -282,7 +282,8 @@ export async function benchLatency(
       ? { latencyWriteSyscallsPerDispatch: round((writes1 - writes0) / opts.samples, 1) }
       : {}),
     latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
-    ...(signatures
+    // None counted: the services' keys are not this module's class (then say nothing).
+    ...(signatures && signatures.signs > 0
       ? {
           latencySignsPerDispatch: round(signatures.signs / opts.samples, 2),
           latencyVerifiesPerDispatch: round(signatures.verifies / opts.samples, 2),
