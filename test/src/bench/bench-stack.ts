@@ -316,6 +316,19 @@ export class BenchStack {
     return seconds;
   }
 
+  /**
+   * CPU seconds so far by process: `bench` (this process: the load generator and the worker, and
+   * in the all-in-one every service) and, in a split stack, each service's process by its name.
+   */
+  cpuSecondsByProcess(): Record<string, number> {
+    const own = process.cpuUsage();
+    const by: Record<string, number> = { bench: (own.user + own.system) / 1e6 };
+    for (const [name, s] of this.processes?.services ?? []) {
+      if (s.pid !== undefined) by[name] = procCpuSeconds(s.pid);
+    }
+    return by;
+  }
+
   /** Resident memory of the services (MiB): this process, or the sum of the services' processes. */
   rssMb(): number {
     if (!this.processes) return process.memoryUsage().rss / 2 ** 20;

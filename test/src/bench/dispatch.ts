@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ApiOperation } from '@toolgate/contracts';
+import { ApiOperation, ServiceKeys } from '@toolgate/contracts';
 import type { TestNats } from '@toolgate/testing';
 import {
   agent,
@@ -258,6 +258,8 @@ export async function benchLatency(
   const elu0 = performance.eventLoopUtilization();
   const servers = opts.raw ? undefined : startCpuMeter();
   const writes0 = opts.raw ? undefined : writeSyscalls();
+  // Every service is in this process in the all-in-one: count their signs and verifies.
+  const signatures = !opts.raw && stack.shape === 'all-in-one' ? countSignatures() : undefined;
   const run = async () => {
     for (let i = 0; i < opts.samples; i++) {
       const t = performance.now();
@@ -268,7 +270,11 @@ export async function benchLatency(
       await expectOk(reply, nats);
     }
   };
-  await (opts.profile ? profiled(opts.profile, run) : run());
+  try {
+    await (opts.profile ? profiled(opts.profile, run) : run());
+  } finally {
+    signatures?.stop();
+  }
   const writes1 = writes0 === undefined ? undefined : writeSyscalls();
   const cpu: LatencyCpu | undefined = servers && {
     latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
@@ -276,6 +282,19 @@ export async function benchLatency(
       ? { latencyWriteSyscallsPerDispatch: round((writes1 - writes0) / opts.samples, 1) }
       : {}),
     latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
+    // None counted: the services' keys are not this module's class (then say nothing).
+    ...(signatures && signatures.signs > 0
+      ? {
+          latencySignsPerDispatch: round(signatures.signs / opts.samples, 2),
+          latencyVerifiesPerDispatch: round(signatures.verifies / opts.samples, 2),
+          latencyVerifiesPerDispatchByType: Object.fromEntries(
+            Object.entries(signatures.verifiesByType).map(([type, n]) => [
+              type,
+              round(n / opts.samples, 2),
+            ]),
+          ),
+        }
+      : {}),
     ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
   };
   return {
@@ -305,6 +324,50 @@ interface LatencyCpu {
   latencyDatabaseCpuMsPerDispatch?: number;
   latencyMachineBusyPct?: number;
   latencyStealPct?: number;
+  /**
+   * Journal-event signs and verifies per dispatch, counted over the samples (all-in-one: every
+   * service's `ServiceKeys` in this process); the projection folds a batch after a linger, so the
+   * last few samples' folds may fall outside the count. `signing.costPerDispatchUs` uses them.
+   */
+  latencySignsPerDispatch?: number;
+  latencyVerifiesPerDispatch?: number;
+  /** The same by the event's type (the subject's last token). */
+  latencyVerifiesPerDispatchByType?: Record<string, number>;
+}
+
+/**
+ * Counts `ServiceKeys.signEvent` and `verifyEvent` calls until `stop()` (which restores them): a
+ * counter around each, what every sign and verify still does in full.
+ */
+function countSignatures(): {
+  signs: number;
+  verifies: number;
+  verifiesByType: Record<string, number>;
+  stop(): void;
+} {
+  const proto = ServiceKeys.prototype;
+  const { signEvent, verifyEvent } = proto;
+  const counts = {
+    signs: 0,
+    verifies: 0,
+    verifiesByType: {} as Record<string, number>,
+    stop() {
+      proto.signEvent = signEvent;
+      proto.verifyEvent = verifyEvent;
+    },
+  };
+  proto.signEvent = function (this: ServiceKeys, ...args: Parameters<typeof signEvent>) {
+    counts.signs++;
+    return signEvent.apply(this, args);
+  };
+  proto.verifyEvent = function (this: ServiceKeys, ...args: Parameters<typeof verifyEvent>) {
+    counts.verifies++;
+    // The journal's subjects end with the event's type.
+    const type = args[0].slice(args[0].lastIndexOf('.') + 1);
+    counts.verifiesByType[type] = (counts.verifiesByType[type] ?? 0) + 1;
+    return verifyEvent.apply(this, args);
+  };
+  return counts;
 }
 
 /** `{ brokerCpuMsPerDispatch }` → `{ latencyBrokerCpuMsPerDispatch }`. */
@@ -438,6 +501,11 @@ export interface ThroughputResult {
    * so it is the figure to compare changes by (it leaves out the broker and the database).
    */
   cpuMsPerDispatch: number;
+  /**
+   * The split: `cpuMsPerDispatch` by process — `bench` (the load generator and the worker) and each
+   * service's — what the capacity model's cores per 1,000 dispatches/s per service come from.
+   */
+  cpuMsPerDispatchByProcess?: Record<string, number>;
   /** The same until the last dispatch settled (what the projection had not folded by then is left out). */
   pipelineCpuMsPerDispatch: number;
   /**
@@ -517,6 +585,7 @@ export async function benchThroughput(
   let lastDispatchId = '';
   const t0 = performance.now();
   const cpu0 = stack.cpuSeconds();
+  const byProcess0 = stack.cpuSecondsByProcess();
   const elu0 = performance.eventLoopUtilization();
   const servers = startCpuMeter();
   const run = async () => {
@@ -542,6 +611,7 @@ export async function benchThroughput(
   const catchUpMs = waited === undefined ? undefined : since(watch.lastSettledAt);
   // Up to the projection's last fold: its work is part of what a dispatch costs.
   const cpuSeconds = stack.cpuSeconds() - cpu0;
+  const byProcess1 = stack.cpuSecondsByProcess();
   const spent = servers.stop();
   if (catchUpMs === undefined) {
     process.stderr.write(
@@ -556,6 +626,16 @@ export async function benchThroughput(
     journalAvgEventBytes: Math.round((after.bytes - before.bytes) / Math.max(1, appended)),
     cpuMsPerDispatch: round((cpuSeconds * 1000) / opts.dispatches, 3),
     pipelineCpuMsPerDispatch: round((pipelineCpuSeconds * 1000) / opts.dispatches, 3),
+    ...(stack.shape === 'split'
+      ? {
+          cpuMsPerDispatchByProcess: Object.fromEntries(
+            Object.entries(byProcess1).map(([name, seconds]) => [
+              name,
+              round(((seconds - (byProcess0[name] ?? 0)) * 1000) / opts.dispatches, 3),
+            ]),
+          ),
+        }
+      : {}),
     ...serverCpu(spent, opts.dispatches),
     loopUtilization: round(loop.utilization, 3),
     projectionPendingAtLastSettle: pendingAtLastSettle,

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { EVENT_SIGNING } from '@toolgate/contracts';
 import { useTestNats, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
 import { benchRawDispatch, type RawDispatchResult } from './raw-chain';
@@ -49,23 +50,35 @@ interface Report {
   };
   /** Policy what-if: recorded calls replayed through a candidate policy from the journal. */
   policy?: WhatIfResult;
-  dispatch?: DispatchResult & {
-    throughputVsBound: number;
-    /**
-     * `p50Ms` ÷ `baseline.rawDispatchP50Ms`: the dispatch against its own message pattern in raw
-     * NATS (the same waits on the broker, none of Toolgate's work), measured in the same run.
-     */
-    p50VsRawDispatch?: number;
-    /** Dispatch p50 with 1,000,000 events in the journal stream ÷ with an empty one (see `growth`). */
-    p50GrowthAt1M?: number;
-    /** The five services as separate processes (the deploy shape), measured the same way. */
-    split?: SplitResult;
-  };
+  dispatch?: DispatchResult &
+    Partial<RawChainRatios> & {
+      /** `steadyP50Ms` ÷ `p50Ms`: latency at half the maximum against one at a time. */
+      steadyP50VsOneAtATime?: number;
+      /** `steadyP99Ms` ÷ `p50Ms`. */
+      steadyP99VsOneAtATime?: number;
+      /** `databaseCpuMsPerDispatch`: PostgreSQL's CPU per dispatch in the burst. */
+      pgCpuMsPerDispatch?: number;
+      /** Dispatch p50 with 1,000,000 events in the journal stream ÷ with an empty one (see `growth`). */
+      p50GrowthAt1M?: number;
+      /** The five services as separate processes (the deploy shape), measured the same way. */
+      split?: SplitResult;
+    };
   /**
    * A run with `--only signing` and no dispatch section: `dispatch`'s signing fields
    * (`signCostUs`, …), where a run with the dispatch section reports them.
    */
-  signing?: SigningCost;
+  signing?: SigningCost & {
+    /**
+     * µs of all the signs and verifies of one dispatch: `signsPerDispatch` × `signCostUs` +
+     * `verifiesPerDispatch` × `verifyCostUs` (the costs of a `decided`, the event with the most
+     * readers), the counts from the all-in-one's latency samples when the dispatch section ran
+     * (`countsFrom: 'counted'`), else the four events' signers and readers (`'nominal'`).
+     */
+    costPerDispatchUs: number;
+    signsPerDispatch: number;
+    verifiesPerDispatch: number;
+    countsFrom: 'counted' | 'nominal';
+  };
   approvals?: ApprovalsResult;
   /** The same dispatch as an MCP tools/call and over HTTP (`callP50VsHttp`, goal ≤ 1.2). */
   mcp?: McpBenchResult;
@@ -94,16 +107,60 @@ interface Report {
   };
 }
 
+/**
+ * The dispatch against its own message pattern in raw NATS (the same waits on the broker, none of
+ * Toolgate's work: `baseline.rawDispatch…`, `baseline.rawChain…`), measured in the same run.
+ */
+interface RawChainRatios {
+  /** `p50Ms` ÷ `baseline.rawDispatchP50Ms` (one at a time). */
+  p50VsRawDispatch: number;
+  /** `p99Ms` ÷ `baseline.rawDispatchP99Ms`. */
+  p99VsRawDispatch: number;
+  /**
+   * `cpuMsPerDispatch` (every process of Toolgate's, the load generator and worker too, in the
+   * burst until the projection has folded it) ÷ `baseline.rawChainCpuMsPerDispatch` (pipelined).
+   */
+  cpuVsRawChain: number;
+  /** `brokerCpuMsPerDispatch` ÷ `baseline.rawChainBrokerCpuMsPerDispatch`, both in a burst. */
+  brokerCpuVsRawChain?: number;
+  /** `throughputPerSec` ÷ `baseline.rawChainPipelinedPerSec` (256 in flight each). */
+  throughputVsRawChain: number;
+}
+
+function rawChainRatios(
+  d: Pick<
+    DispatchResult,
+    'p50Ms' | 'p99Ms' | 'cpuMsPerDispatch' | 'brokerCpuMsPerDispatch' | 'throughputPerSec'
+  >,
+  b: BaselineResult & RawDispatchResult,
+): RawChainRatios {
+  return {
+    p50VsRawDispatch: round(d.p50Ms / b.rawDispatchP50Ms, 2),
+    p99VsRawDispatch: round(d.p99Ms / b.rawDispatchP99Ms, 2),
+    cpuVsRawChain: round(d.cpuMsPerDispatch / b.rawChainCpuMsPerDispatch, 2),
+    ...(d.brokerCpuMsPerDispatch !== undefined && b.rawChainBrokerCpuMsPerDispatch !== undefined
+      ? {
+          brokerCpuVsRawChain: round(
+            d.brokerCpuMsPerDispatch / b.rawChainBrokerCpuMsPerDispatch,
+            2,
+          ),
+        }
+      : {}),
+    throughputVsRawChain: round(d.throughputPerSec / b.rawChainPipelinedPerSec, 3),
+  };
+}
+
 /** `dispatch.split`: the same phases with each service in a process of its own. */
-interface SplitResult extends ServersCpu {
+interface SplitResult extends ServersCpu, RawChainRatios {
   p50Ms: number;
   p99Ms: number;
   hopsP50Ms: DispatchResult['hopsP50Ms'];
   latencySamples: number;
   throughputPerSec: number;
   throughputDispatches: number;
-  throughputVsBound: number;
   cpuMsPerDispatch: number;
+  /** `cpuMsPerDispatch` by process: `bench` (load generator and worker) and each service. */
+  cpuMsPerDispatchByProcess?: Record<string, number>;
   projectionCaughtUp: boolean;
   projectionCatchUpMs?: number;
   steadyP50Ms: number;
@@ -128,6 +185,15 @@ interface SplitResult extends ServersCpu {
  * doubled that section's time and shifted its ratio, and the quick run would not fit in a minute.
  */
 const FULL_RUN_ONLY = ['startup'] as const;
+
+/** A dispatch's four journal events, each signed once by its producer … */
+const DISPATCH_EVENTS = ['requested', 'decided', 'started', 'settled'] as const;
+const NOMINAL_SIGNS_PER_DISPATCH = DISPATCH_EVENTS.length;
+/** … and verified once by each of its readers. */
+const NOMINAL_VERIFIES_PER_DISPATCH = DISPATCH_EVENTS.reduce(
+  (n, type) => n + EVENT_SIGNING[type].readers.length,
+  0,
+);
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
@@ -212,12 +278,18 @@ async function main(): Promise<Report> {
     if (wanted('dispatch') && report.baseline) {
       const dispatch = await section('dispatch', () => benchDispatch(stack, nats, { quick }));
       rssAfterMb = dispatch.rssAfterThroughputMb;
-      const bound =
-        report.baseline.jetstreamAsyncPublishPerSec / dispatch.journalAppendsPerDispatch;
       report.dispatch = {
         ...dispatch,
-        throughputVsBound: round(dispatch.throughputPerSec / bound, 3),
-        p50VsRawDispatch: round(dispatch.p50Ms / report.baseline.rawDispatchP50Ms, 2),
+        ...rawChainRatios(dispatch, report.baseline),
+        ...(dispatch.databaseCpuMsPerDispatch !== undefined
+          ? { pgCpuMsPerDispatch: dispatch.databaseCpuMsPerDispatch }
+          : {}),
+        ...(dispatch.steadyP50Ms !== undefined && dispatch.steadyP99Ms !== undefined
+          ? {
+              steadyP50VsOneAtATime: round(dispatch.steadyP50Ms / dispatch.p50Ms, 2),
+              steadyP99VsOneAtATime: round(dispatch.steadyP99Ms / dispatch.p50Ms, 2),
+            }
+          : {}),
       };
     }
     if (wanted('approvals'))
@@ -297,11 +369,21 @@ async function main(): Promise<Report> {
   // In the same run, with every stack stopped (CPU-bound, like the sections after it): what the
   // signatures on every event cost (docs/threat-model.md), among the dispatch figures; with
   // `--only signing` and no dispatch section, on their own.
-  if (report.dispatch && wanted('dispatch')) {
+  if ((report.dispatch && wanted('dispatch')) || wanted('signing')) {
     const signing = await section('signing', async () => benchSigning({ quick }));
-    Object.assign(report.dispatch, signing);
-  } else if (wanted('signing')) {
-    report.signing = await section('signing', async () => benchSigning({ quick }));
+    const d = report.dispatch;
+    if (d && wanted('dispatch')) Object.assign(d, signing);
+    const counted =
+      d?.latencySignsPerDispatch !== undefined && d.latencyVerifiesPerDispatch !== undefined;
+    const signs = counted ? d.latencySignsPerDispatch! : NOMINAL_SIGNS_PER_DISPATCH;
+    const verifies = counted ? d.latencyVerifiesPerDispatch! : NOMINAL_VERIFIES_PER_DISPATCH;
+    report.signing = {
+      ...signing,
+      costPerDispatchUs: round(signs * signing.signCostUs + verifies * signing.verifyCostUs, 1),
+      signsPerDispatch: signs,
+      verifiesPerDispatch: verifies,
+      countsFrom: counted ? 'counted' : 'nominal',
+    };
   }
   const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
 
@@ -388,7 +470,7 @@ async function benchSplit(
   split: SplitStart,
   { stack, startSeconds }: Awaited<SplitStart['started']>,
   nats: Awaited<ReturnType<typeof useTestNats>>,
-  baseline: BaselineResult,
+  baseline: BaselineResult & RawDispatchResult,
   quick: boolean,
 ): Promise<SplitResult> {
   try {
@@ -415,7 +497,6 @@ async function benchSplit(
         runId: 'split-steady',
       }),
     );
-    const bound = baseline.jetstreamAsyncPublishPerSec / tput.journalAppendsPerDispatch;
     return {
       p50Ms: latency.p50Ms,
       p99Ms: latency.p99Ms,
@@ -423,8 +504,11 @@ async function benchSplit(
       latencySamples,
       throughputPerSec: tput.throughputPerSec,
       throughputDispatches: tput.throughputDispatches,
-      throughputVsBound: round(tput.throughputPerSec / bound, 3),
       cpuMsPerDispatch: tput.cpuMsPerDispatch,
+      ...(tput.cpuMsPerDispatchByProcess
+        ? { cpuMsPerDispatchByProcess: tput.cpuMsPerDispatchByProcess }
+        : {}),
+      ...rawChainRatios({ ...tput, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms }, baseline),
       ...serversCpu(tput),
       projectionCaughtUp: tput.projectionCaughtUp,
       ...(tput.projectionCatchUpMs !== undefined
@@ -464,6 +548,17 @@ function serversCpuRows(t: ServersCpu): [string, unknown][] {
       `${t.brokerCpuMsPerDispatch} / ${t.databaseCpuMsPerDispatch ?? '-'} ms`,
     ],
     ['machine busy / stolen over the phase', `${t.machineBusyPct ?? '-'} / ${t.stealPct ?? '-'} %`],
+  ];
+}
+
+/** The burst's ratios to the pipelined raw chain. */
+function rawChainRows(r: Partial<RawChainRatios>): [string, unknown][] {
+  if (r.cpuVsRawChain === undefined) return [];
+  return [
+    [
+      'vs the pipelined raw chain: CPU / broker CPU per dispatch, throughput',
+      `${r.cpuVsRawChain} / ${r.brokerCpuVsRawChain ?? '-'}, ${r.throughputVsRawChain}`,
+    ],
   ];
 }
 
@@ -568,6 +663,10 @@ function print(report: Report): void {
           `${b.rawDispatchCpuMsPerDispatch} / ${b.rawDispatchBrokerCpuMsPerDispatch ?? '-'} ms, ${b.rawDispatchWriteSyscallsPerDispatch ?? '-'}`,
         ],
         [
+          `raw chain pipelined (${b.rawChainPipelinedChains}, 256 in flight): rate, CPU per chain this process / broker`,
+          `${b.rawChainPipelinedPerSec.toLocaleString('en-US')}/s, ${b.rawChainCpuMsPerDispatch} / ${b.rawChainBrokerCpuMsPerDispatch ?? '-'} ms`,
+        ],
+        [
           'CPU per sync publish: client / broker',
           `${b.clientCpuUsPerSyncPublish} / ${b.brokerCpuUsPerSyncPublish ?? '-'} µs`,
         ],
@@ -596,10 +695,12 @@ function print(report: Report): void {
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
           ...(d.p50VsRawDispatch !== undefined
-            ? ([['p50 vs the raw dispatch chain (baseline)', d.p50VsRawDispatch]] as [
-                string,
-                unknown,
-              ][])
+            ? ([
+                [
+                  'p50 / p99 vs the raw dispatch chain, one at a time',
+                  `${d.p50VsRawDispatch} / ${d.p99VsRawDispatch}`,
+                ],
+              ] as [string, unknown][])
             : []),
           ...(d.latencyWriteSyscallsPerDispatch !== undefined
             ? ([
@@ -627,14 +728,17 @@ function print(report: Report): void {
             `${d.throughputPerSec.toLocaleString('en-US')} dispatches/s`,
           ],
           ['journal appends per dispatch', d.journalAppendsPerDispatch],
-          ...(d.signCostUs !== undefined ? [signingRow(d as SigningCost)] : []),
-          ['throughput vs bound (async publish ÷ appends)', d.throughputVsBound],
           ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
           ...serversCpuRows(d),
+          ...rawChainRows(d),
           ['event loop busy until the last settled', d.loopUtilization],
           [
             `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
             `${d.steadyP50Ms} / ${d.steadyP99Ms} ms`,
+          ],
+          [
+            'steady p50 / p99 vs one at a time (p50)',
+            `${d.steadyP50VsOneAtATime ?? '-'} / ${d.steadyP99VsOneAtATime ?? '-'}`,
           ],
           [
             'steady: CPU per dispatch, event loop busy',
@@ -675,10 +779,24 @@ function print(report: Report): void {
           ['p50 per hop', Object.values(d.split.hopsP50Ms).join(' / ') + ' ms'],
           [
             `throughput (${d.split.throughputDispatches})`,
-            `${d.split.throughputPerSec} dispatches/s (vs bound ${d.split.throughputVsBound})`,
+            `${d.split.throughputPerSec} dispatches/s`,
           ],
-          ['CPU per dispatch (all six processes)', `${d.split.cpuMsPerDispatch} ms`],
+          [
+            'CPU per dispatch (all six processes; by process)',
+            `${d.split.cpuMsPerDispatch} ms${
+              d.split.cpuMsPerDispatchByProcess
+                ? ` (${Object.entries(d.split.cpuMsPerDispatchByProcess)
+                    .map(([name, ms]) => `${name} ${ms}`)
+                    .join(', ')})`
+                : ''
+            }`,
+          ],
           ...serversCpuRows(d.split),
+          [
+            'p50 / p99 vs the raw dispatch chain, one at a time',
+            `${d.split.p50VsRawDispatch} / ${d.split.p99VsRawDispatch}`,
+          ],
+          ...rawChainRows(d.split),
           [
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,
@@ -698,7 +816,16 @@ function print(report: Report): void {
       );
   }
   const sg = report.signing;
-  if (sg) out.push(table('signing (journal events)', [signingRow(sg)]));
+  if (sg)
+    out.push(
+      table('signing (journal events)', [
+        signingRow(sg),
+        [
+          `all signs and verifies of one dispatch (${sg.signsPerDispatch} + ${sg.verifiesPerDispatch}, ${sg.countsFrom})`,
+          `${sg.costPerDispatchUs} µs`,
+        ],
+      ]),
+    );
   const g = report.growth;
   if (g)
     out.push(

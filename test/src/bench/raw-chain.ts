@@ -13,7 +13,7 @@ import { NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
 import { epochMs, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
-import { BENCH_CONNECTION, percentile, round, since } from './stats';
+import { BENCH_CONNECTION, percentile, pool, round, since } from './stats';
 
 /**
  * A dispatch's message pattern in raw NATS, with no Toolgate code on it: what the transport alone
@@ -32,11 +32,27 @@ export interface RawDispatchResult {
   rawDispatchWriteSyscallsPerDispatch?: number;
   /** The broker's CPU per chain, when it runs on this machine. */
   rawDispatchBrokerCpuMsPerDispatch?: number;
+  /**
+   * The same chains pipelined, {@link PIPELINE_WINDOW} in flight as in the dispatch throughput
+   * phase (after an untimed burst): chains per second until the last reply.
+   */
+  rawChainPipelinedPerSec: number;
+  rawChainPipelinedChains: number;
+  /**
+   * This process's CPU per pipelined chain (every role is in it, the client and the worker too, as
+   * `dispatch.cpuMsPerDispatch` counts the load generator and the worker), until the projection
+   * consumer has acked every event: what `dispatch.cpuVsRawChain` divides by.
+   */
+  rawChainCpuMsPerDispatch: number;
+  /** The broker's CPU per pipelined chain over the same span, when it runs on this machine. */
+  rawChainBrokerCpuMsPerDispatch?: number;
 }
 
 /** Untimed chains first: in quick and full runs alike. */
 const WARMUP = 100;
 const PAYLOAD = new Uint8Array(400).fill(0x61);
+/** In flight at once in the pipelined figure: the dispatch throughput phase's window. */
+const PIPELINE_WINDOW = 256;
 
 /**
  * Each service of the all-in-one has a connection of its own, and so does each role here:
@@ -162,6 +178,30 @@ export async function benchRawDispatch(
     const cpu = process.cpuUsage(cpu0);
     const writes1 = writeSyscalls();
     const spent = servers.stop();
+
+    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
+    // projection consumer has acked every event (as a dispatch's, until the projection folded it).
+    const projected = async () => {
+      for (;;) {
+        const info = await jsm.consumers.info(stream, `${prefix}_rawchain_projection`);
+        if (info.num_pending + info.num_ack_pending === 0) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const burst = (name: string, count: number) =>
+      pool(count, PIPELINE_WINDOW, async (i) => void (await chain(`${name}${i}`)));
+    // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
+    await burst('pw', opts.quick ? 256 : 500);
+    await projected();
+    const chains = opts.quick ? 1_000 : 10_000;
+    const pipelinedServers = startCpuMeter();
+    const pipelinedCpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await burst('p', chains);
+    const pipelinedMs = since(t0);
+    await projected();
+    const pipelinedCpu = process.cpuUsage(pipelinedCpu0);
+    const pipelinedSpent = pipelinedServers.stop();
     return {
       rawDispatchP50Ms: round(percentile(times, 50), 3),
       rawDispatchP99Ms: round(percentile(times, 99), 3),
@@ -173,6 +213,17 @@ export async function benchRawDispatch(
         : {}),
       ...(spent.brokerSeconds !== undefined
         ? { rawDispatchBrokerCpuMsPerDispatch: round((spent.brokerSeconds * 1000) / samples, 3) }
+        : {}),
+      rawChainPipelinedPerSec: Math.round(chains / (pipelinedMs / 1000)),
+      rawChainPipelinedChains: chains,
+      rawChainCpuMsPerDispatch: round((pipelinedCpu.user + pipelinedCpu.system) / 1000 / chains, 3),
+      ...(pipelinedSpent.brokerSeconds !== undefined
+        ? {
+            rawChainBrokerCpuMsPerDispatch: round(
+              (pipelinedSpent.brokerSeconds * 1000) / chains,
+              3,
+            ),
+          }
         : {}),
     };
   } finally {
