@@ -133,6 +133,7 @@ describe('journal bus on a real JetStream server', () => {
     expect(await publisher.lastPosition('acme', 'run1', 'cas', 'started')).toEqual({
       seq: winner.seq,
       storedAt: last?.storedAt,
+      signed: true,
     });
     // Unreadable, its position is still known: a claim can supersede it.
     const garbage = await jetstream(t.nc).publish(
