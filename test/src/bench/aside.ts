@@ -43,7 +43,16 @@ async function main(): Promise<void> {
   };
   // All at once: on an idle machine the growth section's sequential dispatches leave most of the
   // cores to them, and one after another they would outlast it.
-  await Promise.all(wanted.map(one));
+  // Held until the sections end: the sandbox's idle file helpers and script workers are unref'd
+  // (a service's NATS connection holds its loop; nothing else holds this process's), and a helper
+  // retired mid-section is awaited through its exit — without a handle the process would end
+  // there, exit code 0 and no report.
+  const hold = setInterval(() => undefined, 60_000);
+  try {
+    await Promise.all(wanted.map(one));
+  } finally {
+    clearInterval(hold);
+  }
   process.stdout.write(`${JSON.stringify({ results, seconds })}\n`);
 }
 
