@@ -1,4 +1,5 @@
 import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { startNatsCluster, type NatsCluster } from './nats-cluster';
 
 describe('a three-node JetStream cluster of the test’s own', () => {
@@ -43,7 +44,10 @@ describe('a three-node JetStream cluster of the test’s own', () => {
     expect((await cluster.consumerPlacement('HARNESS2', 'reader')).leader).toBe(leader);
 
     const follower = followers[0]!;
-    const js = jetstream(await cluster.connect());
+    // Connected to the leader: a client of the paused node itself would wait with it (the
+    // connection picks any node, and did pick the paused one: a 10 s timeout).
+    const nc = await connect({ servers: leader.url });
+    const js = jetstream(nc);
     follower.pause();
     try {
       // The leader and the other follower are a quorum: the publish is acknowledged.
@@ -51,6 +55,7 @@ describe('a three-node JetStream cluster of the test’s own', () => {
       expect(ack.seq).toBe(1);
     } finally {
       follower.resume();
+      await nc.close();
     }
     expect(await cluster.metaLeader()).toBeDefined();
   }, 90_000);
