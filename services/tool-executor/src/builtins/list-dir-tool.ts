@@ -1,9 +1,6 @@
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
 import { tool } from '@toolgate/tools';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
-import { pathError, resolveForRead } from './execution-policy';
 import { inFileScope } from './file-scope/file-scope-call';
 
 const ListDirParams = z.object({
@@ -46,53 +43,15 @@ export function createListDirTool(deps: BuiltinDeps) {
     async execute(args, ctx): Promise<ListDirResult> {
       const policy = deps.policyFor(ctx);
       const cap = Math.min(args.maxEntries ?? policy.list.maxEntries, policy.list.maxEntries);
-      if (deps.files) {
-        const listed = await inFileScope<{ entries: DirEntry[]; truncated: boolean }>(
-          deps.files,
-          policy,
-          'list',
-          { path: args.path, cap },
-          'read',
-          { tool: 'list_dir', signal: ctx.signal },
-        );
-        return { path: args.path, ...listed };
-      }
-      const real = await resolveForRead(policy, policy.cwd, args.path);
-      let dir: Awaited<ReturnType<typeof fs.opendir>>;
-      try {
-        dir = await fs.opendir(real);
-      } catch (err) {
-        throw pathError(args.path, err);
-      }
-      const entries: DirEntry[] = [];
-      let truncated = false;
-      try {
-        // Iterate instead of readdir(): a huge directory costs at most `cap` entries of memory.
-        for await (const d of dir) {
-          if (entries.length >= cap) {
-            truncated = true;
-            break;
-          }
-          const type: DirEntry['type'] = d.isSymbolicLink()
-            ? 'symlink'
-            : d.isDirectory()
-              ? 'dir'
-              : d.isFile()
-                ? 'file'
-                : 'other';
-          const entry: DirEntry = { name: d.name, type };
-          if (type === 'file') {
-            const st = await fs.lstat(path.join(real, d.name)).catch(() => undefined);
-            if (st) entry.size = st.size;
-          }
-          entries.push(entry);
-        }
-      } finally {
-        // Breaking out of for-await closes the Dir already; closing twice throws ERR_DIR_CLOSED.
-        await dir.close().catch(() => undefined);
-      }
-      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      return { path: args.path, entries, truncated };
+      const listed = await inFileScope<{ entries: DirEntry[]; truncated: boolean }>(
+        deps.files,
+        policy,
+        'list',
+        { path: args.path, cap },
+        'read',
+        { tool: 'list_dir', signal: ctx.signal },
+      );
+      return { path: args.path, ...listed };
     },
   });
 }

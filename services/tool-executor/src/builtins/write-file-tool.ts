@@ -1,11 +1,9 @@
-import fs, { type FileHandle } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { tool } from '@toolgate/tools';
 import { assertWriteNotProtected } from '@toolgate/worktree-guard';
 import { PathArg, type BuiltinDeps } from './builtin-deps';
-import { NOFOLLOW, pathError, resolveForWrite } from './execution-policy';
+import { resolveForWrite } from './execution-policy';
 import { inFileScope } from './file-scope/file-scope-call';
 
 const WriteFileParams = z.object({
@@ -58,55 +56,17 @@ export function createWriteFileTool(deps: BuiltinDeps) {
         requested: args.path,
         real,
       });
-      if (deps.files) {
-        // The write happens in the scope's own mount namespace: whatever a racing rename makes the
-        // path point at, nothing outside the scope can be written.
-        const { created } = await inFileScope<{ created: boolean }>(
-          deps.files,
-          policy,
-          'write',
-          { path: args.path, content: args.content, mode: args.mode, createDirs: args.createDirs },
-          'write',
-          { tool: 'write_file', signal: ctx.signal },
-        );
-        return { path: args.path, bytesWritten: bytes, created };
-      }
-      if (args.createDirs) {
-        try {
-          await fs.mkdir(path.dirname(real), { recursive: true });
-        } catch (err) {
-          throw pathError(args.path, err);
-        }
-      }
-      const created = !(await exists(real));
-      const flags =
-        fs.constants.O_WRONLY |
-        fs.constants.O_CREAT |
-        NOFOLLOW |
-        (args.mode === 'append' ? fs.constants.O_APPEND : 0) |
-        (args.mode === 'overwrite' ? fs.constants.O_TRUNC : 0) |
-        (args.mode === 'create' ? fs.constants.O_EXCL : 0);
-      let handle: FileHandle;
-      try {
-        handle = await fs.open(real, flags, 0o644);
-      } catch (err) {
-        throw pathError(args.path, err);
-      }
-      try {
-        await handle.writeFile(args.content, 'utf8');
-      } finally {
-        await handle.close();
-      }
+      // With the sandbox on, the write happens in the scope's own mount namespace: whatever a
+      // racing rename makes the path point at, nothing outside the scope can be written.
+      const { created } = await inFileScope<{ created: boolean }>(
+        deps.files,
+        policy,
+        'write',
+        { path: args.path, content: args.content, mode: args.mode, createDirs: args.createDirs },
+        'write',
+        { tool: 'write_file', signal: ctx.signal },
+      );
       return { path: args.path, bytesWritten: bytes, created };
     },
   });
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
 }

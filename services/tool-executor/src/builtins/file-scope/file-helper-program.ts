@@ -1,21 +1,26 @@
 /**
- * The program of the sandboxed file helper, as plain JavaScript for `node -e`: no file of ours has
- * to be visible in the sandbox, and nothing but Node's own modules is loaded. It runs where the
- * mount namespace holds only one call scope (see `FileScopePool`), so whatever a racing rename
- * makes a path point at, only that scope and the read-only system directories can be reached.
+ * The file builtins' one implementation (read_file, list_dir, grep, write_file), as plain
+ * JavaScript text that needs nothing but Node's own modules, so that both executions run the same
+ * code:
+ * - sandboxed (the default): {@link FILE_HELPER_PROGRAM} runs it under `node -e` in a helper whose
+ *   mount namespace holds only one call scope (see `FileScopePool`); no file of ours has to be
+ *   visible there, and whatever a racing rename makes a path point at, only that scope and the
+ *   read-only system directories can be reached;
+ * - in process (EXECUTOR_SANDBOX=off): `file-ops-in-process.ts` evaluates {@link FILE_OPS_SOURCE}
+ *   once and calls `runOp` directly, or in a worker thread when the call has a deadline (grep's
+ *   model-written regex must be killable).
  *
- * It does what the in-process builtins do, with the same rules: a path resolved through its
- * symlinks and checked against the scope's roots, `O_NOFOLLOW` on the last component, the binary
- * sniff, the byte and entry caps. The check is the prediction that gives the model the same errors
- * as before; the mount namespace is the boundary.
+ * The rules: a path resolved through its symlinks and checked against the scope's roots,
+ * `O_NOFOLLOW` on the last component, the binary sniff, the byte and entry caps. The check is the
+ * prediction that gives the model the same errors either way; in the sandbox the mount namespace
+ * is the boundary.
  *
- * Protocol: one JSON request per line on stdin, `{ id, op, args }`; one JSON reply per line on
- * stdout, `{ id, ok: true, result }` or `{ id, ok: false, error: Refusal }`, in order. A refusal is
- * `{ kind: 'outside' }`, `{ kind: 'binary' }` or `{ kind: 'errno', errno? }`; the executor turns
- * it into the builtin's error (error codes are defined in contracts, not here). Deadlines and
- * cancellation are the executor's: it kills the helper.
+ * `runOp(op, args)` answers `{ ok: true, result }` or `{ ok: false, error: Refusal }`. A refusal
+ * is `{ kind: 'outside' }`, `{ kind: 'binary' }` or `{ kind: 'errno', errno? }`; the executor
+ * turns it into the builtin's error (error codes are defined in contracts, not here). Deadlines
+ * and cancellation are the executor's: it kills the helper (or the worker).
  */
-export const FILE_HELPER_PROGRAM = String.raw`'use strict';
+export const FILE_OPS_SOURCE = String.raw`'use strict';
 // Synchronous calls throughout: a helper serves one request at a time, and a round trip through
 // libuv's thread pool per call would cost more than the call.
 const fs = require('node:fs');
@@ -78,7 +83,7 @@ function resolveInScope(roots, cwd, requested) {
   throw outside();
 }
 
-async function read({ cwd, roots, path: requested, first, last, cap }) {
+function read({ cwd, roots, path: requested, first, last, cap }) {
   const real = resolveInScope(roots, cwd, requested);
   let fd;
   try {
@@ -159,7 +164,7 @@ function readLines(fd, first, last, cap) {
   return { content: out.join(''), endLine: lastReturned, truncated };
 }
 
-async function list({ cwd, roots, path: requested, cap }) {
+function list({ cwd, roots, path: requested, cap }) {
   const real = resolveInScope(roots, cwd, requested);
   let dir;
   try {
@@ -227,7 +232,7 @@ function matchLines(re, text, max) {
   return hits;
 }
 
-async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, maxFiles, maxFileBytes }) {
+function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, maxFiles, maxFileBytes }) {
   const root = resolveInScope(roots, cwd, requested);
   const re = new RegExp(pattern, flags);
   const result = { matches: [], filesScanned: 0, filesSkipped: 0, truncated: false };
@@ -283,7 +288,7 @@ async function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, m
   return result;
 }
 
-async function write({ cwd, roots, path: requested, content, mode, createDirs }) {
+function write({ cwd, roots, path: requested, content, mode, createDirs }) {
   const real = resolveInScope(roots, cwd, requested);
   if (createDirs) {
     try {
@@ -319,27 +324,36 @@ async function write({ cwd, roots, path: requested, content, mode, createDirs })
   return { created };
 }
 
-const OPS = { read, list, grep, write, ping: async () => 'pong' };
+const OPS = { read, list, grep, write, ping: () => 'pong' };
 
-async function handle(line) {
+function runOp(op, args) {
+  try {
+    const run = Object.prototype.hasOwnProperty.call(OPS, op) ? OPS[op] : undefined;
+    if (!run) throw new Refusal({ kind: 'errno' });
+    return { ok: true, result: run(args) };
+  } catch (err) {
+    return { ok: false, error: err instanceof Refusal ? err.error : errnoOf(err).error };
+  }
+}
+`;
+
+/**
+ * The sandboxed helper's whole program. Protocol: one JSON request per line on stdin,
+ * `{ id, op, args }`; one JSON reply per line on stdout, `{ id, ...runOp(op, args) }`, in order.
+ */
+export const FILE_HELPER_PROGRAM =
+  FILE_OPS_SOURCE +
+  String.raw`
+function handle(line) {
   let request;
   try {
     request = JSON.parse(line);
   } catch {
     process.exit(2);
   }
-  let reply;
-  try {
-    const op = Object.prototype.hasOwnProperty.call(OPS, request.op) ? OPS[request.op] : undefined;
-    if (!op) throw new Refusal({ kind: 'errno' });
-    reply = { id: request.id, ok: true, result: await op(request.args) };
-  } catch (err) {
-    reply = { id: request.id, ok: false, error: err instanceof Refusal ? err.error : errnoOf(err).error };
-  }
-  process.stdout.write(JSON.stringify(reply) + '\n');
+  process.stdout.write(JSON.stringify({ id: request.id, ...runOp(request.op, request.args) }) + '\n');
 }
 
-let queue = Promise.resolve();
 let parts = [];
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', (chunk) => {
@@ -349,9 +363,9 @@ process.stdin.on('data', (chunk) => {
     const line = parts.join('');
     parts = [];
     start = nl + 1;
-    queue = queue.then(() => handle(line));
+    handle(line);
   }
   if (start < chunk.length) parts.push(chunk.slice(start));
 });
-process.stdin.on('end', () => queue.then(() => process.exit(0)));
+process.stdin.on('end', () => process.exit(0));
 `;

@@ -6,6 +6,7 @@ import {
   type ExecutionPolicy,
   type PathAccess,
 } from '../execution-policy';
+import { runFileOpInProcess } from './file-ops-in-process';
 import type { CallBounds, FileScope, FileScopePool, HelperRefusal } from './file-scope-pool';
 
 /**
@@ -26,11 +27,12 @@ export function fileScopeOf(policy: ExecutionPolicy): FileScope {
 }
 
 /**
- * Runs one file operation in a sandboxed helper of the call's scope and returns its result, or
- * throws the builtin's own error for a refusal (the same codes and messages as in process).
+ * Runs one file operation of the helper program (`file-helper-program.ts`) and returns its result,
+ * or throws the builtin's own error for a refusal: in a sandboxed helper of the call's scope, or in
+ * the executor's process when `pool` is null (EXECUTOR_SANDBOX=off) — the same code either way.
  */
 export async function inFileScope<T>(
-  pool: FileScopePool,
+  pool: FileScopePool | null,
   policy: ExecutionPolicy,
   op: 'read' | 'list' | 'grep' | 'write',
   args: { path: string } & Record<string, unknown>,
@@ -38,12 +40,10 @@ export async function inFileScope<T>(
   bounds: CallBounds,
 ): Promise<T> {
   const roots = access === 'read' ? policy.readPaths : policy.writePaths;
-  const reply = await pool.call(
-    fileScopeOf(policy),
-    op,
-    { ...args, cwd: policy.cwd, roots },
-    bounds,
-  );
+  const request = { ...args, cwd: policy.cwd, roots };
+  const reply = pool
+    ? await pool.call(fileScopeOf(policy), op, request, bounds)
+    : await runFileOpInProcess(op, request, bounds);
   if (reply.ok) return reply.result as T;
   throw refusalError(args.path, access, reply.error);
 }
