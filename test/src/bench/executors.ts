@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { runProcess, Sandbox, type ProcessRequest } from '@toolgate/sandbox';
-import { createBuiltinTools, FileScopePool } from '@toolgate/tool-executor';
+import { FileScopePool } from '@toolgate/tool-executor';
 import { runTool, type ToolDef } from '@toolgate/tools';
+import { benchBuiltin, benchToolContext } from './builtin-bench';
 import { median, percentile, round } from './stats';
 
 /**
@@ -136,24 +137,9 @@ async function builtinPair(
   const lines = Array.from({ length: 40 }, (_, i) => `line ${i + 1}: ${'x'.repeat(20)}`);
   await writeFile(path.join(cwd, 'notes.txt'), `${lines.join('\n')}\n`);
   const files = new FileScopePool(sandbox);
-  const readFile = (pool: FileScopePool | null): ToolDef =>
-    createBuiltinTools({
-      policy: { cwd },
-      checkDomain: () => 'deny',
-      sandbox,
-      files: pool,
-    }).find((t) => t.contract.name === 'read_file')!;
-  const sandboxedTool = readFile(files);
-  const bareTool = readFile(null);
-  const ctx = {
-    runId: 'bench',
-    dispatchId: 'bench',
-    spanId: '0123456789abcdef',
-    agent: { agentType: 'bench' },
-    cwd,
-    isolation: 'none' as const,
-    log: () => undefined,
-  };
+  const sandboxedTool = benchBuiltin('read_file', cwd, { sandbox, files });
+  const bareTool = benchBuiltin('read_file', cwd, { sandbox, files: null });
+  const ctx = benchToolContext(cwd);
   const once = async (t: ToolDef) => {
     const start = performance.now();
     const outcome = await runTool(t, { path: 'notes.txt' }, ctx);

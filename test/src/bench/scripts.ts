@@ -4,13 +4,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { checkScript, ScriptEngine, type HostFunction } from '@toolgate/script-tools';
-import {
-  createBuiltinTools,
-  ScriptExecutor,
-  type PendingCall,
-  type ScriptSource,
-} from '@toolgate/tool-executor';
+import { ScriptExecutor, type PendingCall, type ScriptSource } from '@toolgate/tool-executor';
 import { runTool } from '@toolgate/tools';
+import { benchBuiltin, benchToolContext } from './builtin-bench';
 import { median, percentile, round } from './stats';
 
 /** The trivial script tool: one parameter, no host function, an object back. */
@@ -148,23 +144,9 @@ async function benchNeighbours(
   const cwd = await realpath(await mkdtemp(path.join(os.tmpdir(), 'tg-bench-neighbour-')));
   try {
     for (let i = 0; i < 20; i++) await writeFile(path.join(cwd, `file-${i}.txt`), `${i}\n`);
-    const listDir = createBuiltinTools({
-      policy: { cwd },
-      checkDomain: () => 'deny',
-      sandbox: null,
-      // In process: the neighbour measures the executor's event loop, not a file helper's.
-      files: null,
-    }).find((b) => b.contract.name === 'list_dir');
-    if (!listDir) throw new Error('bench: no list_dir builtin');
-    const ctx = {
-      runId: 'bench',
-      dispatchId: 'bench',
-      spanId: '0000000000000000',
-      agent: { agentType: 'bench' },
-      cwd,
-      isolation: 'none' as const,
-      log: () => undefined,
-    };
+    // In process: the neighbour measures the executor's event loop, not a file helper's.
+    const listDir = benchBuiltin('list_dir', cwd, { sandbox: null, files: null });
+    const ctx = benchToolContext(cwd);
     const samples = opts.quick ? 300 : 2000;
     const blocks = opts.quick ? 3 : 10;
     const perBlock = Math.ceil(samples / blocks);
