@@ -143,16 +143,25 @@ export class MemoryCgroup extends PidsCgroup {
     return openUnder(root, 'memory', (parent) => new MemoryCgroup(parent));
   }
 
+  /**
+   * The hierarchy's shape, looked up once (every cgroup of it has the same files): cgroup v1 (with
+   * or without swap accounting) or v2.
+   */
+  private shape?: Promise<{ v1: boolean; memsw: boolean }>;
+
   /** A new cgroup whose processes hold at most `bytes` together; remove it with {@link remove}. */
   override async create(bytes: number): Promise<string> {
     const limit = String(Math.max(4 * 1024 * 1024, Math.floor(bytes)));
-    const v1 = await exists(path.join(this.parent, 'memory.limit_in_bytes'));
+    this.shape ??= Promise.all([
+      exists(path.join(this.parent, 'memory.limit_in_bytes')),
+      exists(path.join(this.parent, 'memory.memsw.limit_in_bytes')),
+    ]).then(([v1, memsw]) => ({ v1, memsw }));
+    const { v1, memsw } = await this.shape;
     const dir = await this.createWith(v1 ? 'memory.limit_in_bytes' : 'memory.max', limit);
     try {
       if (v1) {
         // Present only with swap accounting; at or above the memory limit, so set after it.
-        const memsw = path.join(dir, 'memory.memsw.limit_in_bytes');
-        if (await exists(memsw)) await fs.writeFile(memsw, limit);
+        if (memsw) await fs.writeFile(path.join(dir, 'memory.memsw.limit_in_bytes'), limit);
       } else {
         await fs.writeFile(path.join(dir, 'memory.swap.max'), '0').catch(() => undefined);
       }
@@ -225,11 +234,7 @@ async function v1CgroupOfSelf(controller: string): Promise<string | undefined> {
     const [, controllers, cgroupPath] = line.split(':');
     if (cgroupPath === undefined || !controllers?.split(',').includes(controller)) continue;
     const dir = path.join('/sys/fs/cgroup', controller, cgroupPath);
-    const ok = await fs.access(path.join(dir, 'cgroup.procs')).then(
-      () => true,
-      () => false,
-    );
-    return ok ? dir : undefined;
+    return (await exists(path.join(dir, 'cgroup.procs'))) ? dir : undefined;
   }
   return undefined;
 }
