@@ -17,45 +17,28 @@ import {
   LAUNCHER_ENV,
   PidsCgroup,
   runProcess,
-  Sandbox,
   type ProcessRequest,
   type ProcessResult,
-  type SandboxRequest,
 } from './index';
+import { sandboxSpec } from '../test/sandbox-spec';
 
 const PATH = '/usr/bin:/bin';
-let sandbox: Sandbox;
-let work: string;
+const spec = sandboxSpec({ prefix: 'tg-sandbox-' });
+const { sh } = spec;
 let outside: string;
 
-beforeAll(async () => {
-  sandbox = await Sandbox.open();
-});
-
 beforeEach(async () => {
-  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-sandbox-')));
   outside = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-outside-')));
 });
 
 afterEach(async () => {
-  await fs.rm(work, { recursive: true, force: true });
   await fs.rm(outside, { recursive: true, force: true });
 });
-
-const sh = (script: string, extra: Partial<SandboxRequest> = {}): Promise<ProcessResult> =>
-  sandbox.run({
-    argv: ['/bin/sh', '-c', script],
-    cwd: work,
-    env: { PATH },
-    timeoutMs: 20_000,
-    maxOutputBytes: 1024 * 1024,
-    ...extra,
-  });
 
 const bare = (script: string, extra: Partial<ProcessRequest> = {}): Promise<ProcessResult> =>
   runProcess({
     argv: ['/bin/sh', '-c', script],
-    cwd: work,
+    cwd: spec.work,
     env: { PATH },
     timeoutMs: 20_000,
     maxOutputBytes: 1024 * 1024,
@@ -101,16 +84,16 @@ function hostProcessesWith(marker: string): number[] {
 }
 
 it('runs argv in its directory with JSON on stdin and its output captured', async () => {
-  const result = await sandbox.run({
+  const result = await spec.sandbox.run({
     argv: ['/bin/sh', '-c', 'pwd; cat'],
-    cwd: work,
+    cwd: spec.work,
     env: { PATH },
     stdin: '{"name":"toolgate"}',
     timeoutMs: 10_000,
     maxOutputBytes: 4096,
   });
   expect(result).toMatchObject({ ending: 'exited', exitCode: 0 });
-  expect(result.stdout.text()).toBe(`${work}\n{"name":"toolgate"}`);
+  expect(result.stdout.text()).toBe(`${spec.work}\n{"name":"toolgate"}`);
 });
 
 it('cannot read a secret in the service home or anywhere outside its scope', async () => {
@@ -168,12 +151,16 @@ it("cannot read the service's environment: not through /proc, not from its paren
 
 it('runs none of its environment on the host: BASH_ENV and LD_PRELOAD act in the sandbox only', async () => {
   const marker = path.join(outside, 'ran-on-host');
-  await fs.writeFile(path.join(work, 'hook.sh'), `echo pwned > ${marker}\n`);
-  const env = { PATH, BASH_ENV: path.join(work, 'hook.sh'), LD_PRELOAD: path.join(work, 'x.so') };
+  await fs.writeFile(path.join(spec.work, 'hook.sh'), `echo pwned > ${marker}\n`);
+  const env = {
+    PATH,
+    BASH_ENV: path.join(spec.work, 'hook.sh'),
+    LD_PRELOAD: path.join(spec.work, 'x.so'),
+  };
   // A bash on the host started with these variables runs the tool's file.
   await runProcess({
     argv: ['/bin/bash', '-c', 'true'],
-    cwd: work,
+    cwd: spec.work,
     env,
     timeoutMs: 10_000,
     maxOutputBytes: 4096,
@@ -189,46 +176,46 @@ it('runs none of its environment on the host: BASH_ENV and LD_PRELOAD act in the
 it('cannot write outside its directory; /tmp is private; writes inside land', async () => {
   const probe =
     `echo x > ${outside}/planted; echo x > /usr/planted; echo x > /etc/planted; ` +
-    `echo x > /tmp/private && echo tmp-ok; echo inside > ${work}/result.txt && echo cwd-ok`;
+    `echo x > /tmp/private && echo tmp-ok; echo inside > ${spec.work}/result.txt && echo cwd-ok`;
   const result = await sh(probe);
   expect(result.stdout.text()).toBe('tmp-ok\ncwd-ok\n');
   expect(result.stderr.text()).toMatch(/Read-only file system|No such file or directory/);
   await expect(fs.access(path.join(outside, 'planted'))).rejects.toThrow();
   await expect(fs.access('/usr/planted')).rejects.toThrow();
   await expect(fs.access('/tmp/private')).rejects.toThrow();
-  expect(await fs.readFile(path.join(work, 'result.txt'), 'utf8')).toBe('inside\n');
+  expect(await fs.readFile(path.join(spec.work, 'result.txt'), 'utf8')).toBe('inside\n');
 });
 
 it('writes nothing at all under read-only isolation', async () => {
-  const result = await sh(`echo x > ${work}/file || echo refused`, { writable: false });
+  const result = await sh(`echo x > ${spec.work}/file || echo refused`, { writable: false });
   expect(result.stdout.text()).toBe('refused\n');
-  await expect(fs.access(path.join(work, 'file'))).rejects.toThrow();
+  await expect(fs.access(path.join(spec.work, 'file'))).rejects.toThrow();
 });
 
 it('cannot write into, replace or remove .git', async () => {
-  execFileSync('git', ['init', '-q', work]);
-  const config = await fs.readFile(path.join(work, '.git', 'config'), 'utf8');
+  execFileSync('git', ['init', '-q', spec.work]);
+  const config = await fs.readFile(path.join(spec.work, '.git', 'config'), 'utf8');
   const probe =
     'echo "[core] fsmonitor = evil" >> .git/config; touch .git/hooks/pre-commit; ' +
     'rm -rf .git; mv .git moved; echo src > src.txt && echo worktree-ok';
   const result = await sh(probe);
   expect(result.stdout.text()).toBe('worktree-ok\n');
-  expect(await fs.readFile(path.join(work, '.git', 'config'), 'utf8')).toBe(config);
-  await expect(fs.access(path.join(work, '.git', 'hooks', 'pre-commit'))).rejects.toThrow();
-  await expect(fs.access(path.join(work, 'moved'))).rejects.toThrow();
-  expect(await fs.readFile(path.join(work, 'src.txt'), 'utf8')).toBe('src\n');
+  expect(await fs.readFile(path.join(spec.work, '.git', 'config'), 'utf8')).toBe(config);
+  await expect(fs.access(path.join(spec.work, '.git', 'hooks', 'pre-commit'))).rejects.toThrow();
+  await expect(fs.access(path.join(spec.work, 'moved'))).rejects.toThrow();
+  expect(await fs.readFile(path.join(spec.work, 'src.txt'), 'utf8')).toBe('src\n');
 });
 
 it('runs where .git is a symlink, keeping what it reaches in the directory read-only', async () => {
-  await fs.mkdir(path.join(work, 'real-git'));
-  await fs.writeFile(path.join(work, 'real-git', 'config'), 'kept\n');
-  await fs.symlink('real-git', path.join(work, '.git'));
+  await fs.mkdir(path.join(spec.work, 'real-git'));
+  await fs.writeFile(path.join(spec.work, 'real-git', 'config'), 'kept\n');
+  await fs.symlink('real-git', path.join(spec.work, '.git'));
   const result = await sh(
     'echo evil >> .git/config; echo evil >> real-git/config; mv real-git moved; echo ran',
   );
   expect(result.stdout.text()).toBe('ran\n');
-  expect(await fs.readFile(path.join(work, 'real-git', 'config'), 'utf8')).toBe('kept\n');
-  await expect(fs.access(path.join(work, 'moved'))).rejects.toThrow();
+  expect(await fs.readFile(path.join(spec.work, 'real-git', 'config'), 'utf8')).toBe('kept\n');
+  await expect(fs.access(path.join(spec.work, 'moved'))).rejects.toThrow();
 });
 
 it('binds a protected path only as checked: a symlink on its way binds nothing from the host', async () => {
@@ -236,22 +223,22 @@ it('binds a protected path only as checked: a symlink on its way binds nothing f
   // secrets. The protected path is named as the walk found it, app/.ssh.
   await fs.mkdir(path.join(outside, '.ssh'));
   await fs.writeFile(path.join(outside, '.ssh', 'id_rsa'), 'HOST KEY');
-  await fs.symlink(outside, path.join(work, 'app'));
+  await fs.symlink(outside, path.join(spec.work, 'app'));
   const result = await sh('cat app/.ssh/id_rsa; echo ran', {
-    protectedPaths: [path.join(work, 'app', '.ssh')],
+    protectedPaths: [path.join(spec.work, 'app', '.ssh')],
   });
   expect(result.stdout.text()).toBe('ran\n');
   expect(result.stderr.text()).toMatch(/No such file/);
 });
 
 it('passes the protected paths to bubblewrap as descriptors the command never holds', async () => {
-  execFileSync('git', ['init', '-q', work]);
-  await fs.writeFile(path.join(work, '.env'), 'A=1\n');
+  execFileSync('git', ['init', '-q', spec.work]);
+  await fs.writeFile(path.join(spec.work, '.env'), 'A=1\n');
   const result = await sh('ls /proc/self/fd; echo x >> .env || echo refused', {
     protectedPaths: ['.git', '.env'],
   });
   expect(result.stdout.text()).toBe('0\n1\n2\n3\nrefused\n');
-  expect(await fs.readFile(path.join(work, '.env'), 'utf8')).toBe('A=1\n');
+  expect(await fs.readFile(path.join(spec.work, '.env'), 'utf8')).toBe('A=1\n');
 });
 
 it('cannot reach a TCP listener on the host loopback without network', async () => {
@@ -294,9 +281,9 @@ it('cannot start more processes than its limit', async () => {
 
 it('contains a fork bomb: it ends at its deadline and leaves no process', async () => {
   const marker = `bomb${randomBytes(6).toString('hex')}`;
-  const result = await sandbox.run({
+  const result = await spec.sandbox.run({
     argv: ['/bin/sh', '-c', `${marker}() { ${marker} | ${marker} & }; ${marker}; sleep 30`],
-    cwd: work,
+    cwd: spec.work,
     env: { PATH },
     limits: { processes: 16 },
     timeoutMs: 2000,
@@ -388,7 +375,7 @@ it("kills through the run's pids cgroup a process that left its tree and its ses
         '-c',
         `(setsid sleep ${marker} &); sleep ${marker}`,
       ]),
-      cwd: work,
+      cwd: spec.work,
       env: LAUNCHER_ENV,
       timeoutMs: 60_000,
       maxOutputBytes: 1024,

@@ -6,45 +6,23 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { Sandbox, type SandboxRequest } from './index';
+import { sandboxSpec } from '../test/sandbox-spec';
 
-const PATH = '/usr/bin:/bin';
 const SETTINGS = '.vscode/settings.json';
 const WORKFLOW = '.github/workflows/ci.yml';
 const ORIGINAL = Buffer.from('{"editor.formatOnSave": false}\n');
 const WORKFLOW_ORIGINAL = Buffer.from('on: push\njobs: {}\n');
-let sandbox: Sandbox;
-let work: string;
-
-beforeAll(async () => {
-  sandbox = await Sandbox.open();
-});
+const spec = sandboxSpec({ prefix: 'tg-effect-', run: { protectedPaths: [SETTINGS, WORKFLOW] } });
+const { sh } = spec;
 
 beforeEach(async () => {
-  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-effect-')));
-  await fs.mkdir(path.join(work, '.vscode'));
-  await fs.writeFile(path.join(work, SETTINGS), ORIGINAL);
-  await fs.mkdir(path.join(work, '.github', 'workflows'), { recursive: true });
-  await fs.writeFile(path.join(work, WORKFLOW), WORKFLOW_ORIGINAL);
-  await fs.writeFile(path.join(work, 'src.txt'), 'src\n');
+  await fs.mkdir(path.join(spec.work, '.vscode'));
+  await fs.writeFile(path.join(spec.work, SETTINGS), ORIGINAL);
+  await fs.mkdir(path.join(spec.work, '.github', 'workflows'), { recursive: true });
+  await fs.writeFile(path.join(spec.work, WORKFLOW), WORKFLOW_ORIGINAL);
+  await fs.writeFile(path.join(spec.work, 'src.txt'), 'src\n');
 });
-
-afterEach(async () => {
-  await fs.rm(work, { recursive: true, force: true });
-});
-
-const sh = (script: string, extra: Partial<SandboxRequest> = {}) =>
-  sandbox.run({
-    argv: ['/bin/sh', '-c', script],
-    cwd: work,
-    env: { PATH },
-    timeoutMs: 20_000,
-    maxOutputBytes: 1024 * 1024,
-    protectedPaths: [SETTINGS, WORKFLOW],
-    ...extra,
-  });
 
 /** The attacks of issue 23 (finding 3) and their kin; each ends by writing `pwned` through the path. */
 const ROUTES: Record<string, string> = {
@@ -63,8 +41,8 @@ const ROUTES: Record<string, string> = {
 describe.each(Object.entries(ROUTES))('%s', (_name, attack) => {
   it('changes the host file where the path is not protected', async () => {
     await sh(attack, { protectedPaths: [] });
-    const settings = await fs.readFile(path.join(work, SETTINGS)).catch(() => undefined);
-    const workflow = await fs.readFile(path.join(work, WORKFLOW)).catch(() => undefined);
+    const settings = await fs.readFile(path.join(spec.work, SETTINGS)).catch(() => undefined);
+    const workflow = await fs.readFile(path.join(spec.work, WORKFLOW)).catch(() => undefined);
     expect(
       settings?.equals(ORIGINAL) === true && workflow?.equals(WORKFLOW_ORIGINAL) === true,
     ).toBe(false);
@@ -73,10 +51,10 @@ describe.each(Object.entries(ROUTES))('%s', (_name, attack) => {
   it('leaves the protected host files byte for byte unchanged', async () => {
     const result = await sh(`${attack}; echo ran`);
     expect(result.stdout.text()).toContain('ran');
-    expect(await fs.readFile(path.join(work, SETTINGS))).toEqual(ORIGINAL);
-    expect(await fs.readFile(path.join(work, WORKFLOW))).toEqual(WORKFLOW_ORIGINAL);
-    expect((await fs.lstat(path.join(work, '.vscode'))).isDirectory()).toBe(true);
-    expect((await fs.lstat(path.join(work, '.github'))).isDirectory()).toBe(true);
+    expect(await fs.readFile(path.join(spec.work, SETTINGS))).toEqual(ORIGINAL);
+    expect(await fs.readFile(path.join(spec.work, WORKFLOW))).toEqual(WORKFLOW_ORIGINAL);
+    expect((await fs.lstat(path.join(spec.work, '.vscode'))).isDirectory()).toBe(true);
+    expect((await fs.lstat(path.join(spec.work, '.github'))).isDirectory()).toBe(true);
   });
 });
 
@@ -85,19 +63,19 @@ it('keeps the rest of the directory writable, the folders above a protected path
     'printf x > .vscode/extensions.json && printf y > .github/dependabot.yml && mv src.txt moved.txt && echo ok',
   );
   expect(result.stdout.text()).toBe('ok\n');
-  expect(await fs.readFile(path.join(work, '.vscode/extensions.json'), 'utf8')).toBe('x');
-  expect(await fs.readFile(path.join(work, 'moved.txt'), 'utf8')).toBe('src\n');
+  expect(await fs.readFile(path.join(spec.work, '.vscode/extensions.json'), 'utf8')).toBe('x');
+  expect(await fs.readFile(path.join(spec.work, 'moved.txt'), 'utf8')).toBe('src\n');
 });
 
 it('holds a nested repository: its folders cannot be renamed to carry .git away', async () => {
-  execFileSync('git', ['init', '-q', path.join(work, 'pkg', 'sub')]);
-  const config = await fs.readFile(path.join(work, 'pkg/sub/.git/config'));
+  execFileSync('git', ['init', '-q', path.join(spec.work, 'pkg', 'sub')]);
+  const config = await fs.readFile(path.join(spec.work, 'pkg/sub/.git/config'));
   const result = await sh(
     'mv pkg p2; mv pkg/sub pkg/s2; mkdir -p pkg/sub/.git; printf pwned >> pkg/sub/.git/config; echo ran',
     { protectedPaths: ['pkg/sub/.git'] },
   );
   expect(result.stdout.text()).toBe('ran\n');
-  expect(await fs.readFile(path.join(work, 'pkg/sub/.git/config'))).toEqual(config);
+  expect(await fs.readFile(path.join(spec.work, 'pkg/sub/.git/config'))).toEqual(config);
 });
 
 describe('a symlink named like a protected path, left by an earlier call', () => {
@@ -109,8 +87,8 @@ describe('a symlink named like a protected path, left by an earlier call', () =>
         protectedPaths: [],
       },
     );
-    await fs.symlink('/etc/hostname', path.join(work, '.npmrc'));
-    await fs.symlink('missing-dir', path.join(work, '.husky'));
+    await fs.symlink('/etc/hostname', path.join(spec.work, '.npmrc'));
+    await fs.symlink('missing-dir', path.join(spec.work, '.husky'));
     for (let i = 0; i < 3; i++) {
       const result = await sh('echo again', {
         protectedPaths: ['.git', '.npmrc', '.husky', SETTINGS, WORKFLOW],
@@ -121,12 +99,12 @@ describe('a symlink named like a protected path, left by an earlier call', () =>
   });
 
   it('keeps what the link reaches inside the directory read-only', async () => {
-    await fs.rename(path.join(work, '.vscode'), path.join(work, 'vs'));
-    await fs.symlink('vs', path.join(work, '.vscode'));
+    await fs.rename(path.join(spec.work, '.vscode'), path.join(spec.work, 'vs'));
+    await fs.symlink('vs', path.join(spec.work, '.vscode'));
     const result = await sh(
       `printf pwned > vs/settings.json; printf pwned > ${SETTINGS}; mv vs v2; echo ran`,
     );
     expect(result.stdout.text()).toBe('ran\n');
-    expect(await fs.readFile(path.join(work, 'vs/settings.json'))).toEqual(ORIGINAL);
+    expect(await fs.readFile(path.join(spec.work, 'vs/settings.json'))).toEqual(ORIGINAL);
   });
 });

@@ -3,37 +3,17 @@
  * writable tmpfs all have a size (`/dev/shm` included, `/dev` itself takes nothing), and one memory
  * limit holds the whole process tree however many processes it forks (issue 23, finding 4).
  */
-import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { MemoryCgroup, Sandbox, type SandboxRequest } from './index';
+import { sandboxSpec } from '../test/sandbox-spec';
+import { MemoryCgroup, Sandbox } from './index';
 
 const PATH = '/usr/bin:/bin';
 const MIB = 1024 * 1024;
-let sandbox: Sandbox;
-let work: string;
-
-beforeAll(async () => {
-  sandbox = await Sandbox.open({ tmpBytes: 64 * MIB });
+const spec = sandboxSpec({
+  prefix: 'tg-limits-',
+  open: { tmpBytes: 64 * MIB },
+  run: { timeoutMs: 30_000 },
 });
-
-beforeEach(async () => {
-  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-limits-')));
-});
-
-afterEach(async () => {
-  await fs.rm(work, { recursive: true, force: true });
-});
-
-const sh = (script: string, extra: Partial<SandboxRequest> = {}) =>
-  sandbox.run({
-    argv: ['/bin/sh', '-c', script],
-    cwd: work,
-    env: { PATH },
-    timeoutMs: 30_000,
-    maxOutputBytes: 1024 * 1024,
-    ...extra,
-  });
+const { sh } = spec;
 
 /** Bytes a `head -c` into `file` managed to write, as `ls -l` sees them afterwards. */
 const fill = (file: string, bytes: number) =>
@@ -56,7 +36,7 @@ it('sizes /dev/shm and /tmp as configured, and /tmp and /dev/shm both count', as
   const small = await Sandbox.open({ tmpBytes: 8 * MIB, shmBytes: 4 * MIB });
   const result = await small.run({
     argv: ['/bin/sh', '-c', `${fill('/dev/shm/f', 32 * MIB)}; ${fill('/tmp/f', 32 * MIB)}`],
-    cwd: work,
+    cwd: spec.work,
     env: { PATH },
     timeoutMs: 30_000,
     maxOutputBytes: 4096,
