@@ -104,11 +104,13 @@ export async function runHoldingProtectedPaths(
   matcher: ProtectedPathMatcher,
   request: Omit<SandboxRequest, 'protectedPaths'>,
 ): Promise<ProcessResult> {
+  // Nothing writable holds every protected path already: no walk, no binds, no check after.
+  if (request.writable === false && !request.writablePaths?.length) {
+    return sandbox.run({ ...request, protectedPaths: [] });
+  }
   const before = await protectedState(matcher, request.cwd);
   const result = await sandbox.run({ ...request, protectedPaths: before.paths });
-  if (request.writable !== false) {
-    await holdProtectedPaths(sandbox, matcher, request.cwd, before, result);
-  }
+  await holdProtectedPaths(sandbox, matcher, request.cwd, before, result);
   return result;
 }
 
