@@ -413,9 +413,6 @@ class Client:
         ``unauthorized`` and never run."""
         subject = f"{self.prefix}.tools.{self.tenant}.{name}"
         verifier = ToolRequestVerifier(executor_public_key) if executor_public_key else None
-        served = Served(subject)
-        served._sub = await self.nc.subscribe(subject, queue=subject)
-        await self.nc.flush()
 
         async def answer(msg: Msg, arrived: float) -> None:
             reply: Dict[str, Json]
@@ -438,9 +435,7 @@ class Client:
                 reply = {"ok": False, "error": {"code": "tool-failed", "message": f"{type(err).__name__}: {err}"}}
             await msg.respond(json.dumps(reply).encode())
 
-        served._task = asyncio.ensure_future(self._loop(served, answer))
-        self._served.append(served)
-        return served
+        return await self._serve(subject, subject, answer)
 
     async def serve_hook(
         self, name: str, handler: HookHandler, queue: Optional[str] = None,
@@ -452,9 +447,6 @@ class Client:
         the policy names the hook with the matching ``publicKey``."""
         subject = f"{self.prefix}.hooks.{self.tenant}.{name}"
         seed = ed25519.private_seed(signing_key) if signing_key else None
-        served = Served(subject)
-        served._sub = await self.nc.subscribe(subject, queue=queue)
-        await self.nc.flush()
 
         async def answer(msg: Msg, arrived: float) -> None:
             try:
@@ -480,15 +472,26 @@ class Client:
             else:
                 await msg.respond(body)
 
-        served._task = asyncio.ensure_future(self._loop(served, answer))
+        return await self._serve(subject, queue, answer)
+
+    async def _serve(
+        self, subject: str, queue: Optional[str], answer: Callable[[Msg, float], Awaitable[None]]
+    ) -> Served:
+        """The loop serve_tool and serve_hook share: subscribe (flushed, so the server has it before
+        this returns), answer each request in a task of its own, and stop with the client."""
+        served = Served(subject)
+        served._sub = await self.nc.subscribe(subject, queue=queue)
+        await self.nc.flush()
+
+        async def loop() -> None:
+            async for msg in served._sub:
+                task = asyncio.ensure_future(answer(msg, time.monotonic()))
+                served._inflight.add(task)
+                task.add_done_callback(served._inflight.discard)
+
+        served._task = asyncio.ensure_future(loop())
         self._served.append(served)
         return served
-
-    async def _loop(self, served: Served, answer: Callable[[Msg, float], Awaitable[None]]) -> None:
-        async for msg in served._sub:
-            task = asyncio.ensure_future(answer(msg, time.monotonic()))
-            served._inflight.add(task)
-            task.add_done_callback(served._inflight.discard)
 
 
 def _tool_request(msg: Msg, arrived: float) -> ToolRequest:
