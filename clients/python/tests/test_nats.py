@@ -118,6 +118,32 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
         finally:
             gw.cancel()
 
+    async def test_a_name_that_is_not_one_subject_token_is_refused_before_anything_is_sent(self) -> None:
+        # A line break would end the protocol line the name is written into; a dot or wildcard would
+        # subscribe to other subjects than the one meant.
+        with self.assertRaises(ToolgateError) as err:
+            await Client.connect("tok", "acme\n", url=self.broker.url, user="team-acme", password="acme-pass")
+        self.assertEqual(err.exception.code, "config")
+        client = await Client.connect("tok", "acme", url=self.broker.url, user="team-acme", password="acme-pass")
+
+        async def handler(_request: object) -> None:
+            return None
+
+        try:
+            for bad in ("t\n", "x.>", "*", "a b", ""):
+                with self.assertRaises(ToolgateError) as err:
+                    await client.serve_tool(bad, handler)
+                self.assertEqual(err.exception.code, "config", bad)
+                with self.assertRaises(ToolgateError) as err:
+                    await client.serve_hook(bad, handler)  # type: ignore[arg-type]
+                self.assertEqual(err.exception.code, "config", bad)
+                with self.assertRaises(ToolgateError) as err:
+                    await client.follow(bad).__anext__()
+                self.assertEqual(err.exception.code, "invalid-request", bad)
+            self.assertEqual(client._served, [])
+        finally:
+            await client.close()
+
     async def test_headers_queue_groups_and_no_responders(self) -> None:
         nc = await connect(ConnectOptions(url=self.broker.url, user="gateway", password="gw-pass"))
         try:

@@ -16,7 +16,7 @@ from . import ed25519
 from .auth import HOOK_NONCE, HOOK_SIGNATURE, ToolRequestVerifier, sign_hook_reply
 
 Json = Any
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class ToolgateError(Exception):
@@ -180,8 +180,7 @@ class Client:
         timeout: float = 10.0,
     ) -> "Client":
         """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``."""
-        if not _TOKEN.match(tenant):
-            raise ToolgateError("config", "tenant must be 1-128 characters of [A-Za-z0-9_-]")
+        _subject_token("tenant", tenant, "config")
         if inbox_prefix is None:
             inbox_prefix = f"_INBOX_{tenant}" if (user or nats_token) else "_INBOX"
         nc = await connect(
@@ -285,8 +284,7 @@ class Client:
         """The run's journal events as they are published (core NATS), each event id once: a plain
         subscriber also sees publishes JetStream refused as duplicates. With a verifier, each event
         carries its signature check; forged events are yielded with ``verdict.trusted == False``."""
-        if not _TOKEN.match(run_id):
-            raise ToolgateError("invalid-request", "runId must be 1-128 characters of [A-Za-z0-9_-]")
+        _subject_token("runId", run_id, "invalid-request")
         sub = await self.nc.subscribe(f"{self.prefix}.journal.{self.tenant}.{run_id}.>")
         await self.nc.flush()
         if started is not None:
@@ -411,7 +409,7 @@ class Client:
         ``executor_public_key`` (base64 SPKI Ed25519, ``toolgate keys tool-request-public-key``) a
         request that is not signed by the executor, is stale or replayed is answered
         ``unauthorized`` and never run."""
-        subject = f"{self.prefix}.tools.{self.tenant}.{name}"
+        subject = f"{self.prefix}.tools.{self.tenant}.{_subject_token('tool name', name, 'config')}"
         verifier = ToolRequestVerifier(executor_public_key) if executor_public_key else None
 
         async def answer(msg: Msg, arrived: float) -> None:
@@ -445,7 +443,7 @@ class Client:
         that raises answers nothing, which the evaluator reads as a deny (fail closed). With
         ``signing_key`` (base64 PKCS8 Ed25519, see ``ed25519.generate``) every reply is signed;
         the policy names the hook with the matching ``publicKey``."""
-        subject = f"{self.prefix}.hooks.{self.tenant}.{name}"
+        subject = f"{self.prefix}.hooks.{self.tenant}.{_subject_token('hook name', name, 'config')}"
         seed = ed25519.private_seed(signing_key) if signing_key else None
 
         async def answer(msg: Msg, arrived: float) -> None:
@@ -492,6 +490,14 @@ class Client:
         served._task = asyncio.ensure_future(loop())
         self._served.append(served)
         return served
+
+
+def _subject_token(kind: str, value: object, code: str) -> str:
+    """``value`` when it is one safe subject token (no dots, wildcards, spaces or line breaks: the
+    NATS protocol is line-based), else a ToolgateError with ``code``."""
+    if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+        raise ToolgateError(code, f"{kind} must be 1-128 characters of [A-Za-z0-9_-], got {value!r}")
+    return value
 
 
 def _tool_request(msg: Msg, arrived: float) -> ToolRequest:
