@@ -26,7 +26,7 @@ class ToolgateError(Exception):
         "config invalid-request too-large unknown-tool invalid-arguments model-retry "
         "non-serializable-result executor-unregistered denied timeout already-resolved "
         "approval-mismatch cancelled tool-failed path-outside-scope poison-message error-cap "
-        "unauthorized forbidden not-found conflict unavailable internal".split()
+        "unauthorized forbidden not-found conflict unavailable internal contract-drift".split()
     )
 
     def __init__(self, code: str, message: str, details: Optional[Json] = None) -> None:

@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { devKeySet, spkiBase64, toolRequestKeyOf } from '@toolgate/contracts';
+import { devKeySet, ErrorCode, spkiBase64, toolRequestKeyOf } from '@toolgate/contracts';
 import { NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -24,6 +24,23 @@ function python3(): string {
     );
   }
 }
+
+// The client's list of codes is a copy (it is another language): a code missing from it reads
+// as `internal` there, so the copy is compared with contracts' ErrorCode.
+it('knows every error code contracts defines, and no other', () => {
+  const known = execFileSync(
+    python3(),
+    [
+      '-c',
+      'import json; from toolgate_client.client import ToolgateError; print(json.dumps(sorted(ToolgateError.KNOWN)))',
+    ],
+    {
+      cwd: CLIENT_DIR,
+      env: { PATH: process.env.PATH, PYTHONPATH: CLIENT_DIR, PYTHONDONTWRITEBYTECODE: '1' },
+    },
+  );
+  expect(JSON.parse(known.toString())).toEqual(Object.values(ErrorCode).sort());
+});
 
 describe('the Python client against the whole stack', () => {
   let stack: TestStack;
