@@ -144,6 +144,36 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
         finally:
             await client.close()
 
+    async def test_what_would_break_a_protocol_line_is_refused_and_nothing_is_sent(self) -> None:
+        nc = await connect(ConnectOptions(url=self.broker.url, user="gateway", password="gw-pass"))
+        try:
+            sub = await nc.subscribe("t.safe")
+            for bad in ("t.safe\r\nPUB t.safe 8\r\ninjected", "t.safe x", ""):
+                with self.assertRaises(NatsError):
+                    await nc.publish(bad, b"x")
+                with self.assertRaises(NatsError):
+                    await nc.subscribe(bad)
+            with self.assertRaises(NatsError):
+                await nc.publish("t.safe", b"x", reply="a b")
+            with self.assertRaises(NatsError):
+                await nc.publish("t.safe", b"x", headers={"X": "1\r\nX-Forged: 1"})
+            with self.assertRaises(NatsError):
+                await nc.subscribe("t.safe", queue="g h")
+            await nc.publish("t.safe", b"ok")
+            await nc.flush()
+            # The connection is intact, and the first message on the subject is the real one.
+            self.assertEqual((await sub.next_msg(1)).data, b"ok")
+            self.assertEqual(sub._queue.qsize(), 0)
+        finally:
+            await nc.close()
+        client = await Client.connect("tok", "acme", url=self.broker.url, user="team-acme", password="acme-pass")
+        try:
+            with self.assertRaises(ToolgateError) as err:
+                await client.call("whoami\r\nPUB toolgate.api.x 0")
+            self.assertEqual(err.exception.code, "invalid-request")
+        finally:
+            await client.close()
+
     async def test_headers_queue_groups_and_no_responders(self) -> None:
         nc = await connect(ConnectOptions(url=self.broker.url, user="gateway", password="gw-pass"))
         try:

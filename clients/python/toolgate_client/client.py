@@ -17,6 +17,7 @@ from .auth import HOOK_NONCE, HOOK_SIGNATURE, ToolRequestVerifier, sign_hook_rep
 
 Json = Any
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_OPERATION = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
 class ToolgateError(Exception):
@@ -197,6 +198,8 @@ class Client:
 
     async def call(self, operation: str, body: Optional[Dict[str, Json]] = None, timeout: Optional[float] = None) -> Json:
         """One ``<prefix>.api.<operation>`` request: the reply's ``data``, or a ToolgateError."""
+        if not isinstance(operation, str) or not _OPERATION.fullmatch(operation):
+            raise ToolgateError("invalid-request", f"{operation!r} is not an operation name (dot-separated tokens)")
         subject = f"{self.prefix}.api.{operation}"
         try:
             msg = await self.nc.request(
