@@ -124,6 +124,10 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(ToolgateError) as err:
             await Client.connect("tok", "acme\n", url=self.broker.url, user="team-acme", password="acme-pass")
         self.assertEqual(err.exception.code, "config")
+        for prefix in ("toolgate.>", "tg\n", ""):
+            with self.assertRaises(ToolgateError) as err:
+                await Client.connect("tok", "acme", url=self.broker.url, prefix=prefix, user="team-acme", password="acme-pass")
+            self.assertEqual(err.exception.code, "config", prefix)
         client = await Client.connect("tok", "acme", url=self.broker.url, user="team-acme", password="acme-pass")
 
         async def handler(_request: object) -> None:

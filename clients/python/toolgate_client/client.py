@@ -17,6 +17,8 @@ from .auth import HOOK_NONCE, HOOK_SIGNATURE, ToolRequestVerifier, sign_hook_rep
 
 Json = Any
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+#: As contracts' createSubjects takes it.
+_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _OPERATION = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
@@ -182,6 +184,8 @@ class Client:
     ) -> "Client":
         """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``."""
         _subject_token("tenant", tenant, "config")
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise ToolgateError("config", f"prefix must be 1-32 characters of [A-Za-z0-9_-], got {prefix!r}")
         if inbox_prefix is None:
             inbox_prefix = f"_INBOX_{tenant}" if (user or nats_token) else "_INBOX"
         nc = await connect(
