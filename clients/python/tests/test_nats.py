@@ -118,6 +118,66 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
         finally:
             gw.cancel()
 
+    async def test_a_name_that_is_not_one_subject_token_is_refused_before_anything_is_sent(self) -> None:
+        # A line break would end the protocol line the name is written into; a dot or wildcard would
+        # subscribe to other subjects than the one meant.
+        with self.assertRaises(ToolgateError) as err:
+            await Client.connect("tok", "acme\n", url=self.broker.url, user="team-acme", password="acme-pass")
+        self.assertEqual(err.exception.code, "config")
+        for prefix in ("toolgate.>", "tg\n", ""):
+            with self.assertRaises(ToolgateError) as err:
+                await Client.connect("tok", "acme", url=self.broker.url, prefix=prefix, user="team-acme", password="acme-pass")
+            self.assertEqual(err.exception.code, "config", prefix)
+        client = await Client.connect("tok", "acme", url=self.broker.url, user="team-acme", password="acme-pass")
+
+        async def handler(_request: object) -> None:
+            return None
+
+        try:
+            for bad in ("t\n", "x.>", "*", "a b", ""):
+                with self.assertRaises(ToolgateError) as err:
+                    await client.serve_tool(bad, handler)
+                self.assertEqual(err.exception.code, "config", bad)
+                with self.assertRaises(ToolgateError) as err:
+                    await client.serve_hook(bad, handler)  # type: ignore[arg-type]
+                self.assertEqual(err.exception.code, "config", bad)
+                with self.assertRaises(ToolgateError) as err:
+                    await client.follow(bad).__anext__()
+                self.assertEqual(err.exception.code, "invalid-request", bad)
+            self.assertEqual(client._served, [])
+        finally:
+            await client.close()
+
+    async def test_what_would_break_a_protocol_line_is_refused_and_nothing_is_sent(self) -> None:
+        nc = await connect(ConnectOptions(url=self.broker.url, user="gateway", password="gw-pass"))
+        try:
+            sub = await nc.subscribe("t.safe")
+            for bad in ("t.safe\r\nPUB t.safe 8\r\ninjected", "t.safe x", ""):
+                with self.assertRaises(NatsError):
+                    await nc.publish(bad, b"x")
+                with self.assertRaises(NatsError):
+                    await nc.subscribe(bad)
+            with self.assertRaises(NatsError):
+                await nc.publish("t.safe", b"x", reply="a b")
+            with self.assertRaises(NatsError):
+                await nc.publish("t.safe", b"x", headers={"X": "1\r\nX-Forged: 1"})
+            with self.assertRaises(NatsError):
+                await nc.subscribe("t.safe", queue="g h")
+            await nc.publish("t.safe", b"ok")
+            await nc.flush()
+            # The connection is intact, and the first message on the subject is the real one.
+            self.assertEqual((await sub.next_msg(1)).data, b"ok")
+            self.assertEqual(sub._queue.qsize(), 0)
+        finally:
+            await nc.close()
+        client = await Client.connect("tok", "acme", url=self.broker.url, user="team-acme", password="acme-pass")
+        try:
+            with self.assertRaises(ToolgateError) as err:
+                await client.call("whoami\r\nPUB toolgate.api.x 0")
+            self.assertEqual(err.exception.code, "invalid-request")
+        finally:
+            await client.close()
+
     async def test_headers_queue_groups_and_no_responders(self) -> None:
         nc = await connect(ConnectOptions(url=self.broker.url, user="gateway", password="gw-pass"))
         try:

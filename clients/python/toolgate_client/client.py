@@ -16,7 +16,10 @@ from . import ed25519
 from .auth import HOOK_NONCE, HOOK_SIGNATURE, ToolRequestVerifier, sign_hook_reply
 
 Json = Any
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+#: As contracts' createSubjects takes it.
+_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_OPERATION = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 
 
 class ToolgateError(Exception):
@@ -26,7 +29,7 @@ class ToolgateError(Exception):
         "config invalid-request too-large unknown-tool invalid-arguments model-retry "
         "non-serializable-result executor-unregistered denied timeout already-resolved "
         "approval-mismatch cancelled tool-failed path-outside-scope poison-message error-cap "
-        "unauthorized forbidden not-found conflict unavailable internal".split()
+        "unauthorized forbidden not-found conflict unavailable internal contract-drift".split()
     )
 
     def __init__(self, code: str, message: str, details: Optional[Json] = None) -> None:
@@ -180,8 +183,9 @@ class Client:
         timeout: float = 10.0,
     ) -> "Client":
         """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``."""
-        if not _TOKEN.match(tenant):
-            raise ToolgateError("config", "tenant must be 1-128 characters of [A-Za-z0-9_-]")
+        _subject_token("tenant", tenant, "config")
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise ToolgateError("config", f"prefix must be 1-32 characters of [A-Za-z0-9_-], got {prefix!r}")
         if inbox_prefix is None:
             inbox_prefix = f"_INBOX_{tenant}" if (user or nats_token) else "_INBOX"
         nc = await connect(
@@ -198,6 +202,8 @@ class Client:
 
     async def call(self, operation: str, body: Optional[Dict[str, Json]] = None, timeout: Optional[float] = None) -> Json:
         """One ``<prefix>.api.<operation>`` request: the reply's ``data``, or a ToolgateError."""
+        if not isinstance(operation, str) or not _OPERATION.fullmatch(operation):
+            raise ToolgateError("invalid-request", f"{operation!r} is not an operation name (dot-separated tokens)")
         subject = f"{self.prefix}.api.{operation}"
         try:
             msg = await self.nc.request(
@@ -285,8 +291,7 @@ class Client:
         """The run's journal events as they are published (core NATS), each event id once: a plain
         subscriber also sees publishes JetStream refused as duplicates. With a verifier, each event
         carries its signature check; forged events are yielded with ``verdict.trusted == False``."""
-        if not _TOKEN.match(run_id):
-            raise ToolgateError("invalid-request", "runId must be 1-128 characters of [A-Za-z0-9_-]")
+        _subject_token("runId", run_id, "invalid-request")
         sub = await self.nc.subscribe(f"{self.prefix}.journal.{self.tenant}.{run_id}.>")
         await self.nc.flush()
         if started is not None:
@@ -411,11 +416,8 @@ class Client:
         ``executor_public_key`` (base64 SPKI Ed25519, ``toolgate keys tool-request-public-key``) a
         request that is not signed by the executor, is stale or replayed is answered
         ``unauthorized`` and never run."""
-        subject = f"{self.prefix}.tools.{self.tenant}.{name}"
+        subject = f"{self.prefix}.tools.{self.tenant}.{_subject_token('tool name', name, 'config')}"
         verifier = ToolRequestVerifier(executor_public_key) if executor_public_key else None
-        served = Served(subject)
-        served._sub = await self.nc.subscribe(subject, queue=subject)
-        await self.nc.flush()
 
         async def answer(msg: Msg, arrived: float) -> None:
             reply: Dict[str, Json]
@@ -438,9 +440,7 @@ class Client:
                 reply = {"ok": False, "error": {"code": "tool-failed", "message": f"{type(err).__name__}: {err}"}}
             await msg.respond(json.dumps(reply).encode())
 
-        served._task = asyncio.ensure_future(self._loop(served, answer))
-        self._served.append(served)
-        return served
+        return await self._serve(subject, subject, answer)
 
     async def serve_hook(
         self, name: str, handler: HookHandler, queue: Optional[str] = None,
@@ -450,11 +450,8 @@ class Client:
         that raises answers nothing, which the evaluator reads as a deny (fail closed). With
         ``signing_key`` (base64 PKCS8 Ed25519, see ``ed25519.generate``) every reply is signed;
         the policy names the hook with the matching ``publicKey``."""
-        subject = f"{self.prefix}.hooks.{self.tenant}.{name}"
+        subject = f"{self.prefix}.hooks.{self.tenant}.{_subject_token('hook name', name, 'config')}"
         seed = ed25519.private_seed(signing_key) if signing_key else None
-        served = Served(subject)
-        served._sub = await self.nc.subscribe(subject, queue=queue)
-        await self.nc.flush()
 
         async def answer(msg: Msg, arrived: float) -> None:
             try:
@@ -480,15 +477,34 @@ class Client:
             else:
                 await msg.respond(body)
 
-        served._task = asyncio.ensure_future(self._loop(served, answer))
+        return await self._serve(subject, queue, answer)
+
+    async def _serve(
+        self, subject: str, queue: Optional[str], answer: Callable[[Msg, float], Awaitable[None]]
+    ) -> Served:
+        """The loop serve_tool and serve_hook share: subscribe (flushed, so the server has it before
+        this returns), answer each request in a task of its own, and stop with the client."""
+        served = Served(subject)
+        served._sub = await self.nc.subscribe(subject, queue=queue)
+        await self.nc.flush()
+
+        async def loop() -> None:
+            async for msg in served._sub:
+                task = asyncio.ensure_future(answer(msg, time.monotonic()))
+                served._inflight.add(task)
+                task.add_done_callback(served._inflight.discard)
+
+        served._task = asyncio.ensure_future(loop())
         self._served.append(served)
         return served
 
-    async def _loop(self, served: Served, answer: Callable[[Msg, float], Awaitable[None]]) -> None:
-        async for msg in served._sub:
-            task = asyncio.ensure_future(answer(msg, time.monotonic()))
-            served._inflight.add(task)
-            task.add_done_callback(served._inflight.discard)
+
+def _subject_token(kind: str, value: object, code: str) -> str:
+    """``value`` when it is one safe subject token (no dots, wildcards, spaces or line breaks: the
+    NATS protocol is line-based), else a ToolgateError with ``code``."""
+    if not isinstance(value, str) or not _TOKEN.fullmatch(value):
+        raise ToolgateError(code, f"{kind} must be 1-128 characters of [A-Za-z0-9_-], got {value!r}")
+    return value
 
 
 def _tool_request(msg: Msg, arrived: float) -> ToolRequest:

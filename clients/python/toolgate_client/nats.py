@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Awaitable, Callable, Dict, List, Optional, Tuple
 from urllib.parse import urlparse
 
 _CRLF = b"\r\n"
+#: What a subject, reply subject or queue group may be written as on a protocol line: printable
+#: characters without spaces (a space splits the line's arguments, a line break ends it).
+_PROTOCOL_WORD = re.compile(r"[!-~]+")
+#: A header name or value: no line break (it would end the header early).
+_HEADER_TEXT = re.compile(r"[^\r\n]*")
+
+
+def _word(what: str, value: str) -> str:
+    if not isinstance(value, str) or not _PROTOCOL_WORD.fullmatch(value):
+        raise NatsError(f"{what} {value!r} cannot be sent: it is empty or has spaces or control characters")
+    return value
 
 
 class NatsError(Exception):
@@ -186,8 +198,12 @@ class Connection:
         reply: Optional[str] = None,
         headers: Optional[Dict[str, str]] = None,
     ) -> None:
-        reply_part = f" {reply}" if reply else ""
+        _word("subject", subject)
+        reply_part = f" {_word('reply subject', reply)}" if reply else ""
         if headers:
+            for k, v in headers.items():
+                if not _PROTOCOL_WORD.fullmatch(k) or ":" in k or not _HEADER_TEXT.fullmatch(v):
+                    raise NatsError(f"header {k!r} cannot be sent: a line break, or a name with spaces or ':'")
             head = "NATS/1.0\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
             hb = head.encode()
             line = f"HPUB {subject}{reply_part} {len(hb)} {len(hb) + len(data)}\r\n".encode()
@@ -197,6 +213,9 @@ class Connection:
             await self._send(line + data + _CRLF)
 
     async def subscribe(self, subject: str, queue: Optional[str] = None) -> Subscription:
+        _word("subject", subject)
+        if queue:
+            _word("queue group", queue)
         sid = self._next_sid
         self._next_sid += 1
         sub = Subscription(self, sid, subject, queue)

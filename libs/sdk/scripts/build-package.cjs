@@ -8,8 +8,9 @@
 //   (the telemetry SDK's exporter set-up, the services' consumers) is left out with its imports.
 // - Types: tsc emits declarations for the SDK and the internal sources it reaches; their
 //   `@toolgate/*` specifiers are rewritten to relative paths inside the package.
-// - Then every bare import left in the bundle must be a declared dependency or a Node built-in:
-//   the build fails otherwise, so an undeclared dependency never ships.
+// - Then every bare import left in the bundle must be a declared dependency or a Node built-in,
+//   every declared one must be imported, and each declared range must be the root package.json's:
+//   the build fails otherwise, so an undeclared or drifted dependency never ships.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -89,6 +90,20 @@ async function main() {
   if (undeclared.length > 0) {
     throw new Error(
       `the bundle imports packages libs/sdk/package.json does not declare: ${undeclared.join(', ')}`,
+    );
+  }
+  // The bundle was built and tested against the repository's versions: a range copied by hand
+  // into libs/sdk/package.json must still be the root's, or an installer could get another.
+  const rootPkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  const rootRanges = { ...rootPkg.devDependencies, ...rootPkg.dependencies };
+  const drifted = [...declared]
+    .map((name) => [name, pkg.dependencies?.[name] ?? pkg.peerDependencies?.[name]])
+    .filter(([name, range]) => rootRanges[name] !== range)
+    .map(([name, range]) => `${name} ${range} (root: ${rootRanges[name] ?? 'absent'})`);
+  if (drifted.length > 0) {
+    throw new Error(
+      `libs/sdk/package.json declares other ranges than the root package.json the bundle was ` +
+        `built against: ${drifted.join(', ')}`,
     );
   }
   const unused = [...declared].filter(

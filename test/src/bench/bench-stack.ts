@@ -308,12 +308,7 @@ export class BenchStack {
    * this process, and in a split stack the services' processes too.
    */
   cpuSeconds(): number {
-    const own = process.cpuUsage();
-    let seconds = (own.user + own.system) / 1e6;
-    for (const s of this.processes?.services.values() ?? []) {
-      if (s.pid !== undefined) seconds += procCpuSeconds(s.pid);
-    }
-    return seconds;
+    return totalSeconds(this.cpuSecondsByProcess());
   }
 
   /**
@@ -385,4 +380,9 @@ function procRssKb(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** The sum of {@link BenchStack.cpuSecondsByProcess}: every process's CPU seconds together. */
+export function totalSeconds(byProcess: Record<string, number>): number {
+  return Object.values(byProcess).reduce((sum, seconds) => sum + seconds, 0);
 }

@@ -9,6 +9,7 @@ import {
   NOOP_TOOL,
   TENANT,
   TOKEN,
+  totalSeconds,
   type BenchStack,
   type JournalWatch,
   type SubmitReply,
@@ -584,8 +585,8 @@ export async function benchThroughput(
   const allSettled = watch.runSettled(opts.runId, opts.dispatches);
   let lastDispatchId = '';
   const t0 = performance.now();
-  const cpu0 = stack.cpuSeconds();
   const byProcess0 = stack.cpuSecondsByProcess();
+  const cpu0 = totalSeconds(byProcess0);
   const elu0 = performance.eventLoopUtilization();
   const servers = startCpuMeter();
   const run = async () => {
@@ -610,8 +611,8 @@ export async function benchThroughput(
   const waited = await untilProjected(nats, opts.drainWaitMs);
   const catchUpMs = waited === undefined ? undefined : since(watch.lastSettledAt);
   // Up to the projection's last fold: its work is part of what a dispatch costs.
-  const cpuSeconds = stack.cpuSeconds() - cpu0;
   const byProcess1 = stack.cpuSecondsByProcess();
+  const cpuSeconds = totalSeconds(byProcess1) - cpu0;
   const spent = servers.stop();
   if (catchUpMs === undefined) {
     process.stderr.write(

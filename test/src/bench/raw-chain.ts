@@ -165,8 +165,7 @@ export async function benchRawDispatch(
     const samples = opts.quick ? 200 : 500;
     const times: number[] = [];
     const sent: SentDispatch[] = [];
-    const servers = startCpuMeter();
-    const cpu0 = process.cpuUsage();
+    const sequential = meter();
     const writes0 = writeSyscalls();
     for (let i = 0; i < samples; i++) {
       const t = performance.now();
@@ -175,9 +174,8 @@ export async function benchRawDispatch(
       times.push(ms);
       sent.push({ dispatchId: `d${i}`, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
     }
-    const cpu = process.cpuUsage(cpu0);
+    const sequentialCpu = sequential.stop(samples);
     const writes1 = writeSyscalls();
-    const spent = servers.stop();
 
     // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
     // projection consumer has acked every event (as a dispatch's, until the projection folded it).
@@ -194,36 +192,29 @@ export async function benchRawDispatch(
     await burst('pw', opts.quick ? 256 : 500);
     await projected();
     const chains = opts.quick ? 1_000 : 10_000;
-    const pipelinedServers = startCpuMeter();
-    const pipelinedCpu0 = process.cpuUsage();
+    const pipelined = meter();
     const t0 = performance.now();
     await burst('p', chains);
     const pipelinedMs = since(t0);
     await projected();
-    const pipelinedCpu = process.cpuUsage(pipelinedCpu0);
-    const pipelinedSpent = pipelinedServers.stop();
+    const pipelinedCpu = pipelined.stop(chains);
     return {
       rawDispatchP50Ms: round(percentile(times, 50), 3),
       rawDispatchP99Ms: round(percentile(times, 99), 3),
       rawDispatchSamples: samples,
       rawDispatchHopsP50Ms: await storedHops(client, stream, `${root}.events.>`, sent),
-      rawDispatchCpuMsPerDispatch: round((cpu.user + cpu.system) / 1000 / samples, 3),
+      rawDispatchCpuMsPerDispatch: sequentialCpu.cpuMs,
       ...(writes0 !== undefined && writes1 !== undefined
         ? { rawDispatchWriteSyscallsPerDispatch: round((writes1 - writes0) / samples, 1) }
         : {}),
-      ...(spent.brokerSeconds !== undefined
-        ? { rawDispatchBrokerCpuMsPerDispatch: round((spent.brokerSeconds * 1000) / samples, 3) }
+      ...(sequentialCpu.brokerCpuMs !== undefined
+        ? { rawDispatchBrokerCpuMsPerDispatch: sequentialCpu.brokerCpuMs }
         : {}),
       rawChainPipelinedPerSec: Math.round(chains / (pipelinedMs / 1000)),
       rawChainPipelinedChains: chains,
-      rawChainCpuMsPerDispatch: round((pipelinedCpu.user + pipelinedCpu.system) / 1000 / chains, 3),
-      ...(pipelinedSpent.brokerSeconds !== undefined
-        ? {
-            rawChainBrokerCpuMsPerDispatch: round(
-              (pipelinedSpent.brokerSeconds * 1000) / chains,
-              3,
-            ),
-          }
+      rawChainCpuMsPerDispatch: pipelinedCpu.cpuMs,
+      ...(pipelinedCpu.brokerCpuMs !== undefined
+        ? { rawChainBrokerCpuMsPerDispatch: pipelinedCpu.brokerCpuMs }
         : {}),
     };
   } finally {
@@ -231,4 +222,25 @@ export async function benchRawDispatch(
     await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
     await jsm.streams.delete(stream).catch(() => undefined);
   }
+}
+
+/**
+ * This process's CPU and the broker's from now until `stop(chains)`, in ms per chain (the broker's
+ * when it runs on this machine): what both phases of the raw chain report.
+ */
+function meter(): { stop(chains: number): { cpuMs: number; brokerCpuMs?: number } } {
+  const servers = startCpuMeter();
+  const cpu0 = process.cpuUsage();
+  return {
+    stop(chains) {
+      const cpu = process.cpuUsage(cpu0);
+      const { brokerSeconds } = servers.stop();
+      return {
+        cpuMs: round((cpu.user + cpu.system) / 1000 / chains, 3),
+        ...(brokerSeconds !== undefined
+          ? { brokerCpuMs: round((brokerSeconds * 1000) / chains, 3) }
+          : {}),
+      };
+    },
+  };
 }

@@ -1,6 +1,12 @@
 import { execFile, execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { devKeySet, spkiBase64, toolRequestKeyOf } from '@toolgate/contracts';
+import {
+  devKeySet,
+  ErrorCode,
+  EVENT_SIGNING,
+  spkiBase64,
+  toolRequestKeyOf,
+} from '@toolgate/contracts';
 import { NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -24,6 +30,36 @@ function python3(): string {
     );
   }
 }
+
+/** What a line of Python (with the client importable) prints, parsed as JSON. */
+function pythonJson(code: string): unknown {
+  const out = execFileSync(python3(), ['-c', `import json\n${code}`], {
+    cwd: CLIENT_DIR,
+    env: { PATH: process.env.PATH, PYTHONPATH: CLIENT_DIR, PYTHONDONTWRITEBYTECODE: '1' },
+  });
+  return JSON.parse(out.toString());
+}
+
+// The client's tables are copies (it is another language), compared here with contracts': a code
+// missing from its list reads as `internal` there; a producer missing from its map marks that
+// producer's genuine events untrusted, and an extra one trusts a service that may not sign them.
+it('knows every error code contracts defines, and no other', () => {
+  const known = pythonJson(
+    'from toolgate_client.client import ToolgateError; print(json.dumps(sorted(ToolgateError.KNOWN)))',
+  );
+  expect(known).toEqual(Object.values(ErrorCode).sort());
+});
+
+it('trusts each event type from exactly the producers contracts sign it with', () => {
+  const producers = pythonJson(
+    'from toolgate_client.signing import EVENT_PRODUCERS; print(json.dumps({t: sorted(p) for t, p in EVENT_PRODUCERS.items()}))',
+  );
+  expect(producers).toEqual(
+    Object.fromEntries(
+      Object.entries(EVENT_SIGNING).map(([type, s]) => [type, [...s.producers].sort()]),
+    ),
+  );
+});
 
 describe('the Python client against the whole stack', () => {
   let stack: TestStack;
@@ -82,7 +118,7 @@ describe('the Python client against the whole stack', () => {
     // The suite's own report names each failing assertion; show it when it fails.
     expect({ code, output }).toEqual({
       code: 0,
-      output: expect.stringMatching(/Ran 16 tests[\s\S]*\nOK\s*$/),
+      output: expect.stringMatching(/Ran 18 tests[\s\S]*\nOK\s*$/),
     });
   });
 });

@@ -40,6 +40,7 @@ import {
   type ServedHook,
   type ServeHookOptions,
 } from '../serve/serve-hook';
+import { type Served } from '../serve/serve-queue';
 import { ApiCaller } from './api-caller';
 import type {
   ApprovalDetail,
@@ -201,7 +202,7 @@ function readCreds(file: string): Uint8Array {
 
 class Client implements ToolgateClient {
   private readonly handles = new Set<DispatchHandleImpl<unknown>>();
-  private readonly served = new Set<ServedTool | ServedHook>();
+  private readonly served = new Set<Served>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -335,19 +336,15 @@ class Client implements ToolgateClient {
   }
 
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool {
-    const served = serveTool(this.nc, this.subjects, this.tenant, def, options);
-    this.served.add(served);
-    return {
-      subject: served.subject,
-      stop: async () => {
-        this.served.delete(served);
-        await served.stop();
-      },
-    };
+    return this.track(serveTool(this.nc, this.subjects, this.tenant, def, options));
   }
 
   serveHook(name: string, handler: HookHandler, options?: ServeHookOptions): ServedHook {
-    const served = serveHook(this.nc, this.subjects, this.tenant, name, handler, options);
+    return this.track(serveHook(this.nc, this.subjects, this.tenant, name, handler, options));
+  }
+
+  /** Keeps `served` until it stops, so `close()` stops what is still served. */
+  private track(served: Served): Served {
     this.served.add(served);
     return {
       subject: served.subject,

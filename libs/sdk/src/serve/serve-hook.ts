@@ -1,10 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import {
-  headers as natsHeaders,
-  type Msg,
-  type NatsConnection,
-  type Subscription,
-} from '@nats-io/transport-node';
+import { headers as natsHeaders, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import {
   ed25519PrivateKey,
   RemoteAuthHeader,
@@ -17,6 +12,7 @@ import {
   type Subjects,
 } from '@toolgate/contracts';
 import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
+import { serveQueue, type Served } from './serve-queue';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -50,10 +46,7 @@ export interface ServeHookOptions {
 }
 
 /** A running hook. `stop()` takes no new requests and resolves once the in-flight ones replied. */
-export interface ServedHook {
-  readonly subject: string;
-  stop(): Promise<void>;
-}
+export type ServedHook = Served;
 
 /**
  * Serves a remote hook (or canUseTool) named `name` in the tenant's policy (`remote.engine.hooks`
@@ -74,16 +67,6 @@ export function serveHook(
   assertSubjectToken('hook name', name);
   const subject = subjects.hook(tenant, name);
   const key = options.signingKey && ed25519PrivateKey(options.signingKey, 'signingKey');
-  const inflight = new Set<Promise<void>>();
-  const sub: Subscription = nc.subscribe(subject, {
-    queue: subject,
-    callback: (err, msg) => {
-      if (err) return;
-      const p = handle(msg).finally(() => inflight.delete(p));
-      inflight.add(p);
-    },
-  });
-
   async function handle(msg: Msg): Promise<void> {
     const reply = await consumerSpan(
       subject,
@@ -117,13 +100,7 @@ export function serveHook(
     }
   }
 
-  return {
-    subject,
-    async stop() {
-      await sub.drain();
-      await Promise.allSettled([...inflight]);
-    },
-  };
+  return serveQueue(nc, subject, subject, handle);
 }
 
 /** The wire reply for an answer; anything else is a handler bug and throws (the call is denied). */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   RemoteToolRequestSchema,
@@ -10,6 +10,7 @@ import {
 } from '@toolgate/contracts';
 import { Attr, annotate, consumerSpan } from '@toolgate/telemetry';
 import { runTool, type ToolDef, type ToolRunOutcome } from '@toolgate/tools';
+import { serveQueue, type Served } from './serve-queue';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -40,10 +41,7 @@ export interface ServeToolOptions {
 }
 
 /** A running worker. `stop()` takes no new calls and resolves once the in-flight ones replied. */
-export interface ServedTool {
-  readonly subject: string;
-  stop(): Promise<void>;
-}
+export type ServedTool = Served;
 
 /**
  * Serves a remote tool on its queue group, so several workers share the calls. Each request is
@@ -62,16 +60,6 @@ export function serveTool(
   const verifier = options.executorPublicKey
     ? new ToolRequestVerifier(options.executorPublicKey)
     : undefined;
-  const inflight = new Set<Promise<void>>();
-  const sub: Subscription = nc.subscribe(subject, {
-    queue,
-    callback: (err, msg) => {
-      if (err) return;
-      const p = handle(msg).finally(() => inflight.delete(p));
-      inflight.add(p);
-    },
-  });
-
   async function handle(msg: Msg): Promise<void> {
     // In the trace the request's `traceparent` carries (the executor's call): one dispatch, one
     // trace, this worker included.
@@ -156,13 +144,7 @@ export function serveTool(
     );
   }
 
-  return {
-    subject,
-    async stop() {
-      await sub.drain();
-      await Promise.allSettled([...inflight]);
-    },
-  };
+  return serveQueue(nc, subject, queue, handle);
 }
 
 function failure(error: WireError): ToolRunOutcome {
