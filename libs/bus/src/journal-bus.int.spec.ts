@@ -130,10 +130,9 @@ describe('journal bus on a real JetStream server', () => {
     const winner = racing.find((r) => r.appended)!;
     expect(last?.seq).toBe(winner.seq);
     expect(last?.storedAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
-    expect(await publisher.lastPosition('acme', 'run1', 'cas', 'started')).toEqual({
-      seq: winner.seq,
-      storedAt: last?.storedAt,
-      signed: true,
+    expect(await publisher.lastWithHead('acme', 'run1', 'cas', 'started')).toEqual({
+      stored: last,
+      head: { seq: winner.seq, storedAt: last?.storedAt, signed: true },
     });
     // Unreadable, its position is still known: a claim can supersede it.
     const garbage = await jetstream(t.nc).publish(
@@ -141,8 +140,13 @@ describe('journal bus on a real JetStream server', () => {
       'not an event',
     );
     expect(await publisher.last('acme', 'run1', 'cas', 'started')).toBeNull();
-    expect((await publisher.lastPosition('acme', 'run1', 'cas', 'started'))?.seq).toBe(garbage.seq);
-    expect(await publisher.lastPosition('acme', 'run1', 'nope', 'started')).toBeNull();
+    const unreadable = await publisher.lastWithHead('acme', 'run1', 'cas', 'started');
+    expect(unreadable.stored).toBeNull();
+    expect(unreadable.head?.seq).toBe(garbage.seq);
+    expect(await publisher.lastWithHead('acme', 'run1', 'nope', 'started')).toEqual({
+      stored: null,
+      head: null,
+    });
   });
 
   it('lets exactly one of 20 racing writers win', async () => {

@@ -470,10 +470,9 @@ export class ToolRunner {
 
   /** The dispatch's settlement and current claim, as the journal holds them now. */
   private async readAttempts(call: PendingCall): Promise<AttemptsView> {
-    const { publisher } = this.options;
-    const [settled, started] = await Promise.all([
+    const [settled, { stored: started, head }] = await Promise.all([
       this.isSettled(call),
-      publisher.last(call.tenant, call.runId, call.dispatchId, 'started'),
+      this.options.publisher.lastWithHead(call.tenant, call.runId, call.dispatchId, 'started'),
     ]);
     if (settled) return { settled, started: null };
     if (started) {
@@ -490,19 +489,13 @@ export class ToolRunner {
     // Something may sit there that cannot be read as a claim: it is superseded only by a
     // compare-and-set on its sequence — at once when nobody who writes claims signed it (a
     // forgery), once its lease has run out when a producer did (a release this one cannot read).
-    const position = await publisher.lastPosition(
-      call.tenant,
-      call.runId,
-      call.dispatchId,
-      'started',
-    );
-    const unreadable: CurrentClaim | null = position
+    const unreadable: CurrentClaim | null = head
       ? {
-          seq: position.seq,
+          seq: head.seq,
           causationId: null,
           attempt: 0,
-          storedAtMs: position.storedAt.getTime(),
-          ...(position.signed ? {} : { forged: true }),
+          storedAtMs: head.storedAt.getTime(),
+          ...(head.signed ? {} : { forged: true }),
         }
       : null;
     return { settled, started: unreadable };
