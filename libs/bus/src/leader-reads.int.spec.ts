@@ -49,20 +49,8 @@ describe('reads that decide on an R3 journal with lagging followers', () => {
     const second = await on(followers[1]!);
     executor = new JournalPublisher(second, subjects, testKeys('tool-executor'));
     otherGateway = new JournalPublisher(second, subjects, testKeys('gateway'));
-    let lagging = true;
-    const lag = (async () => {
-      for (let turn = 0; lagging; turn++) {
-        const node = followers[turn % followers.length]!;
-        node.pause();
-        await new Promise((r) => setTimeout(r, 300));
-        node.resume();
-        await new Promise((r) => setTimeout(r, 150));
-      }
-    })();
-    stopLag = async () => {
-      lagging = false;
-      await lag;
-    };
+    const lag = cluster.lagInTurn(followers);
+    stopLag = () => lag.stop();
   }, 60_000);
 
   afterAll(async () => {

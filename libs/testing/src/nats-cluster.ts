@@ -44,6 +44,16 @@ export interface NatsCluster {
    * acks nor the consumer's deliveries — only reads that any replica may answer.
    */
   placeConsumerOnStreamLeader(stream: string, consumer: string): Promise<void>;
+  /**
+   * Makes `nodes` lag: each is paused (SIGSTOP) for `pauseMs` in turn, `gapMs` apart, until
+   * `stop()` (which resumes the paused one and resolves once the loop has ended). Given a stream's
+   * followers, the leader keeps acknowledging with the others while the paused one falls behind:
+   * readers on it see a replica that has not applied acknowledged writes.
+   */
+  lagInTurn(
+    nodes: readonly ClusterNode[],
+    options?: { pauseMs?: number; gapMs?: number },
+  ): { stop(): Promise<void> };
   /** The meta (JetStream API) leader, from a live node's `/jsz`. */
   metaLeader(timeoutMs?: number): Promise<ClusterNode>;
   /** A connection to the cluster's nodes, closed by {@link cleanup}. */
@@ -200,6 +210,24 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
         await sleep(200);
       }
       throw new Error(`consumer ${consumer} could not be placed on stream ${stream}'s leader`);
+    },
+    lagInTurn(lagging, { pauseMs = 300, gapMs = 150 } = {}) {
+      let on = true;
+      const loop = (async () => {
+        for (let turn = 0; on; turn++) {
+          const node = lagging[turn % lagging.length]!;
+          node.pause();
+          await sleep(pauseMs);
+          node.resume();
+          await sleep(gapMs);
+        }
+      })();
+      return {
+        async stop() {
+          on = false;
+          await loop;
+        },
+      };
     },
     metaLeader(timeoutMs = 15_000) {
       return waitFor('no meta leader', timeoutMs, async () => {
