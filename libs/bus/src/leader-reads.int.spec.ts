@@ -1,4 +1,3 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
 import {
   callEvents,
@@ -29,7 +28,6 @@ const CONCURRENCY = 40;
 describe('reads that decide on an R3 journal with lagging followers', () => {
   let cluster: NatsCluster;
   let subjects: Subjects;
-  const connections: NatsConnection[] = [];
   let gateway: JournalPublisher;
   let otherGateway: JournalPublisher;
   let executor: JournalPublisher;
@@ -40,11 +38,8 @@ describe('reads that decide on an R3 journal with lagging followers', () => {
     subjects = createSubjects(uniqueName('leaderreads'));
     await ensureJournalStreams(await cluster.jsm(), subjects, { replicas: 3 });
     const { followers } = await cluster.streamPlacement(subjects.journal.stream);
-    const on = async (node: (typeof followers)[number]) => {
-      const nc = await connect({ servers: [node.url], maxReconnectAttempts: -1 });
-      connections.push(nc);
-      return nc;
-    };
+    const on = (node: (typeof followers)[number]) =>
+      cluster.connect('leader-reads', { to: node, only: true });
     gateway = new JournalPublisher(await on(followers[0]!), subjects, testKeys('gateway'));
     const second = await on(followers[1]!);
     executor = new JournalPublisher(second, subjects, testKeys('tool-executor'));
@@ -58,7 +53,6 @@ describe('reads that decide on an R3 journal with lagging followers', () => {
     gateway?.close();
     otherGateway?.close();
     executor?.close();
-    for (const nc of connections) await nc.close();
     await cluster?.cleanup();
   });
 

@@ -56,8 +56,11 @@ export interface NatsCluster {
   ): { stop(): Promise<void> };
   /** The meta (JetStream API) leader, from a live node's `/jsz`. */
   metaLeader(timeoutMs?: number): Promise<ClusterNode>;
-  /** A connection to the cluster's nodes, closed by {@link cleanup}. */
-  connect(name?: string): Promise<NatsConnection>;
+  /**
+   * A connection to the cluster's nodes (any live one), closed by {@link cleanup}. With `to`: to
+   * that node first (the others after it, in order, when it goes), or to it alone with `only`.
+   */
+  connect(name?: string, options?: { to?: ClusterNode; only?: boolean }): Promise<NatsConnection>;
   /** The JetStream manager of the harness's own connection. */
   jsm(): Promise<JetStreamManager>;
   /** Waits until JetStream answers on every running node (a meta leader is elected). */
@@ -132,9 +135,13 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
   const connections: NatsConnection[] = [];
   let own: { nc: NatsConnection; jsm: JetStreamManager } | undefined;
 
-  const connectTo = async (name = 'test-cluster') => {
+  const connectTo = async (
+    name = 'test-cluster',
+    { to, only = false }: { to?: ClusterNode; only?: boolean } = {},
+  ) => {
     const nc = await connect({
-      servers,
+      servers: to ? [to.url, ...(only ? [] : servers.filter((url) => url !== to.url))] : servers,
+      ...(to ? { noRandomize: true } : {}),
       name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 100,
