@@ -101,6 +101,41 @@ describe('journal bus on a real JetStream server', () => {
     expect(await publisher.last('acme', 'run1', 'nope', 'requested')).toBeNull();
   });
 
+  it("reads a once-per-dispatch type from the leader alone when told to: no replica's direct get", async () => {
+    await publisher.append(requested('d-leader'));
+    const subject = t.subjects.journal.event('acme', 'run1', 'd-leader', 'requested');
+    const missing = t.subjects.journal.event('acme', 'run1', 'd-none', 'requested');
+    const stream = t.subjects.journal.stream;
+    const directGets: string[] = [];
+    const leaderGets: string[] = [];
+    const subs = [
+      t.nc.subscribe(`$JS.API.DIRECT.GET.${stream}.>`, {
+        callback: (_err, msg) => void directGets.push(msg.subject),
+      }),
+      t.nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, {
+        callback: (_err, msg) =>
+          void leaderGets.push(msg.json<{ last_by_subj: string }>().last_by_subj),
+      }),
+    ];
+    await t.nc.flush();
+    try {
+      const found = await publisher.last('acme', 'run1', 'd-leader', 'requested', {
+        from: 'leader',
+      });
+      expect(found?.event.dispatchId).toBe('d-leader');
+      expect(
+        await publisher.last('acme', 'run1', 'd-none', 'requested', { from: 'leader' }),
+      ).toBeNull();
+      // By default a miss on a replica is confirmed with the leader: two reads.
+      expect(await publisher.last('acme', 'run1', 'd-none', 'requested')).toBeNull();
+      await t.nc.flush();
+      expect(directGets).toEqual([`$JS.API.DIRECT.GET.${stream}.${missing}`]);
+      expect(leaderGets).toEqual([subject, missing, missing]);
+    } finally {
+      subs.forEach((sub) => sub.unsubscribe());
+    }
+  });
+
   it('appends an event only where its subject last holds the expected sequence (compare-and-set)', async () => {
     const started = (attempt: number) =>
       journalEvent({

@@ -192,12 +192,18 @@ export class JournalPublisher {
     runId: string,
     key: string,
     type: T,
+    /**
+     * `from: 'leader'` skips the replica's read of a once-per-dispatch type: for a read whose
+     * usual answer is "nothing recorded" (settled-or-not before a call runs), which the leader
+     * would be asked to confirm anyway — one round trip instead of two.
+     */
+    options: { from?: ReadFrom } = {},
   ): Promise<StoredEvent<JournalEventOf<T>> | null> {
     // Anything else last on the subject (not signed by its producer, not JSON, not an event) reads
     // as nothing recorded, but a once-per-dispatch transition recorded before it (a forgery
     // published after the genuine event, which the broker does not refuse) is still the one.
     const scan = ONCE_PER_DISPATCH.has(type) ? 'first' : null;
-    return (await this.readLast(tenant, runId, key, type, scan)).stored;
+    return (await this.readLast(tenant, runId, key, type, scan, options.from)).stored;
   }
 
   /**
@@ -251,11 +257,13 @@ export class JournalPublisher {
     key: string,
     type: T,
     scan: 'first' | 'last' | null,
+    from: ReadFrom = 'replica',
   ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; head: SubjectHead | null }> {
     const subject = this.subjects.journal.event(tenant, runId, key, type);
-    let read = ONCE_PER_DISPATCH.has(type)
-      ? await this.readLastFrom('replica', subject, type, scan)
-      : null;
+    let read =
+      ONCE_PER_DISPATCH.has(type) && from === 'replica'
+        ? await this.readLastFrom('replica', subject, type, scan)
+        : null;
     if (!read?.stored) read = await this.readLastFrom('leader', subject, type, scan);
     if (read.untrusted) this.options.onUntrusted?.(read.untrusted);
     return { stored: read.stored, head: read.head };

@@ -6,6 +6,7 @@ import {
   serviceKeysOf,
   type DeliveryContext,
   type JournalPublisher,
+  type ReadFrom,
 } from '@toolgate/bus';
 import {
   ErrorCode,
@@ -389,7 +390,7 @@ export class ToolRunner {
     // A first delivery claims without reading: nothing can have claimed a decision nobody was
     // handed before. Whether the dispatch was settled by someone else (a dead-lettered event
     // settles it) is read meanwhile, and looked at before anything runs.
-    const settledMeanwhile = first ? this.isSettled(call) : undefined;
+    const settledMeanwhile = first ? this.isSettled(call, 'leader') : undefined;
     settledMeanwhile?.catch(() => undefined);
     let view: AttemptsView | null = first ? { settled: false, started: null } : null;
     let waited = false;
@@ -501,12 +502,17 @@ export class ToolRunner {
     return { settled, started: unreadable };
   }
 
-  private async isSettled(call: PendingCall): Promise<boolean> {
+  /**
+   * Whether the dispatch is settled. `leader` where the answer is almost always "no" (a first
+   * delivery): a replica's "no" would be confirmed with the leader anyway.
+   */
+  private async isSettled(call: PendingCall, from?: ReadFrom): Promise<boolean> {
     const settled = await this.options.publisher.last(
       call.tenant,
       call.runId,
       call.dispatchId,
       'settled',
+      from ? { from } : {},
     );
     return settled !== null;
   }
