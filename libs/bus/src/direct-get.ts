@@ -9,6 +9,12 @@ import { retryThroughElection, type ElectionRetryOptions } from './election-retr
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
 
+/**
+ * Where a read is answered: by any replica (the direct get; the reader's own server's first) or by
+ * the stream's leader, which has applied every write it acknowledged.
+ */
+export type ReadFrom = 'replica' | 'leader';
+
 /** A message read from a stream by a direct get. */
 export interface DirectMessage {
   /** The subject it was stored on. */
@@ -97,6 +103,15 @@ export class DirectGets {
       data: msg.data,
       header,
     };
+  }
+
+  /** {@link get} (`replica`) or {@link fromLeader} (`leader`). */
+  read(
+    stream: string,
+    query: DirectQuery,
+    from: ReadFrom = 'replica',
+  ): Promise<DirectMessage | null> {
+    return from === 'leader' ? this.fromLeader(stream, query) : this.get(stream, query);
   }
 
   /** The same read as {@link get}, answered by the stream's leader (see the class's comment). */

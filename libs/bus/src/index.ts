@@ -29,7 +29,13 @@ export {
   type JournalRebuildProgress,
   type JournalRebuildRequestOptions,
 } from './journal-rebuild-request';
-export { DirectGets, DirectGetError, type DirectMessage, type DirectQuery } from './direct-get';
+export {
+  DirectGets,
+  DirectGetError,
+  type DirectMessage,
+  type DirectQuery,
+  type ReadFrom,
+} from './direct-get';
 export { trustedEvent, type TrustedEvent } from './event-trust';
 export { bindServiceKeys, serviceKeysOf } from './service-keys-binding';
 export {
@@ -39,6 +45,7 @@ export {
   type AppendOptions,
   type AppendResult,
   type StoredEvent,
+  type SubjectHead,
 } from './journal-publisher';
 export {
   ErrorStreaks,

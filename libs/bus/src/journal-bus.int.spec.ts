@@ -101,6 +101,41 @@ describe('journal bus on a real JetStream server', () => {
     expect(await publisher.last('acme', 'run1', 'nope', 'requested')).toBeNull();
   });
 
+  it("reads a once-per-dispatch type from the leader alone when told to: no replica's direct get", async () => {
+    await publisher.append(requested('d-leader'));
+    const subject = t.subjects.journal.event('acme', 'run1', 'd-leader', 'requested');
+    const missing = t.subjects.journal.event('acme', 'run1', 'd-none', 'requested');
+    const stream = t.subjects.journal.stream;
+    const directGets: string[] = [];
+    const leaderGets: string[] = [];
+    const subs = [
+      t.nc.subscribe(`$JS.API.DIRECT.GET.${stream}.>`, {
+        callback: (_err, msg) => void directGets.push(msg.subject),
+      }),
+      t.nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, {
+        callback: (_err, msg) =>
+          void leaderGets.push(msg.json<{ last_by_subj: string }>().last_by_subj),
+      }),
+    ];
+    await t.nc.flush();
+    try {
+      const found = await publisher.last('acme', 'run1', 'd-leader', 'requested', {
+        from: 'leader',
+      });
+      expect(found?.event.dispatchId).toBe('d-leader');
+      expect(
+        await publisher.last('acme', 'run1', 'd-none', 'requested', { from: 'leader' }),
+      ).toBeNull();
+      // By default a miss on a replica is confirmed with the leader: two reads.
+      expect(await publisher.last('acme', 'run1', 'd-none', 'requested')).toBeNull();
+      await t.nc.flush();
+      expect(directGets).toEqual([`$JS.API.DIRECT.GET.${stream}.${missing}`]);
+      expect(leaderGets).toEqual([subject, missing, missing]);
+    } finally {
+      subs.forEach((sub) => sub.unsubscribe());
+    }
+  });
+
   it('appends an event only where its subject last holds the expected sequence (compare-and-set)', async () => {
     const started = (attempt: number) =>
       journalEvent({
@@ -130,10 +165,9 @@ describe('journal bus on a real JetStream server', () => {
     const winner = racing.find((r) => r.appended)!;
     expect(last?.seq).toBe(winner.seq);
     expect(last?.storedAt.getTime()).toBeGreaterThan(Date.now() - 60_000);
-    expect(await publisher.lastPosition('acme', 'run1', 'cas', 'started')).toEqual({
-      seq: winner.seq,
-      storedAt: last?.storedAt,
-      signed: true,
+    expect(await publisher.lastWithHead('acme', 'run1', 'cas', 'started')).toEqual({
+      stored: last,
+      head: { seq: winner.seq, storedAt: last?.storedAt, signed: true },
     });
     // Unreadable, its position is still known: a claim can supersede it.
     const garbage = await jetstream(t.nc).publish(
@@ -141,8 +175,13 @@ describe('journal bus on a real JetStream server', () => {
       'not an event',
     );
     expect(await publisher.last('acme', 'run1', 'cas', 'started')).toBeNull();
-    expect((await publisher.lastPosition('acme', 'run1', 'cas', 'started'))?.seq).toBe(garbage.seq);
-    expect(await publisher.lastPosition('acme', 'run1', 'nope', 'started')).toBeNull();
+    const unreadable = await publisher.lastWithHead('acme', 'run1', 'cas', 'started');
+    expect(unreadable.stored).toBeNull();
+    expect(unreadable.head?.seq).toBe(garbage.seq);
+    expect(await publisher.lastWithHead('acme', 'run1', 'nope', 'started')).toEqual({
+      stored: null,
+      head: null,
+    });
   });
 
   it('lets exactly one of 20 racing writers win', async () => {

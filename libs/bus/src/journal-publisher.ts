@@ -12,7 +12,7 @@ import {
 } from '@toolgate/contracts';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { AckedPublisher } from './acked-publisher';
-import { DirectGets, type DirectMessage, type DirectQuery } from './direct-get';
+import { DirectGets, type DirectMessage, type DirectQuery, type ReadFrom } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
 import { trustedEvent } from './event-trust';
 
@@ -41,12 +41,6 @@ function heldByForgeries(event: Pick<JournalEvent, 'type' | 'dispatchId'>): Tool
   );
 }
 
-/**
- * Where a read is answered: by any replica (the direct get; the reader's own server's first) or by
- * the stream's leader, which has applied every write it acknowledged.
- */
-type ReadFrom = 'replica' | 'leader';
-
 /** An event read back from the journal, with its stream sequence. */
 export interface StoredEvent<E extends JournalEvent = JournalEvent> {
   event: E;
@@ -55,6 +49,15 @@ export interface StoredEvent<E extends JournalEvent = JournalEvent> {
   storedAt: Date;
   /** Its message headers: the trace context it was published in (a parked call resumes it). */
   headers: MsgHdrs | undefined;
+}
+
+/** Where a subject's last message sits, whatever it is (see {@link JournalPublisher.lastWithHead}). */
+export interface SubjectHead {
+  seq: number;
+  /** When the broker stored it. */
+  storedAt: Date;
+  /** Whether a producer of the subject's event type signed it. */
+  signed: boolean;
 }
 
 /** How one append is published. */
@@ -189,12 +192,18 @@ export class JournalPublisher {
     runId: string,
     key: string,
     type: T,
+    /**
+     * `from: 'leader'` skips the replica's read of a once-per-dispatch type: for a read whose
+     * usual answer is "nothing recorded" (settled-or-not before a call runs), which the leader
+     * would be asked to confirm anyway — one round trip instead of two.
+     */
+    options: { from?: ReadFrom } = {},
   ): Promise<StoredEvent<JournalEventOf<T>> | null> {
     // Anything else last on the subject (not signed by its producer, not JSON, not an event) reads
     // as nothing recorded, but a once-per-dispatch transition recorded before it (a forgery
     // published after the genuine event, which the broker does not refuse) is still the one.
     const scan = ONCE_PER_DISPATCH.has(type) ? 'first' : null;
-    return (await this.readLast(tenant, runId, key, type, scan)).stored;
+    return (await this.readLast(tenant, runId, key, type, scan, options.from)).stored;
   }
 
   /**
@@ -203,18 +212,37 @@ export class JournalPublisher {
    * of the next state appends after it, so a forged message there cannot block the history). With
    * an untrusted message last, the subject is read forward to the last trusted event before it.
    */
-  lastState<T extends JournalEventType>(
+  async lastState<T extends JournalEventType>(
     tenant: string,
     runId: string,
     key: string,
     type: T,
   ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
-    return this.readLast(tenant, runId, key, type, 'last');
+    const { stored, head } = await this.readLast(tenant, runId, key, type, 'last');
+    return { stored, headSeq: head?.seq ?? 0 };
+  }
+
+  /**
+   * The last event of `type`, as {@link last} reads it, and where the subject's last message sits,
+   * read or not (`head`, null: nothing there) — in one read. For a compare-and-set on a subject
+   * whose last message `last` cannot read (not an event, or one this version refuses), so an
+   * unreadable message can still be superseded. `head.signed`: whether a producer of the type
+   * signed it (an event a newer release wrote, say) — or not (a forgery, to be ignored). The head
+   * is the leader's for every type but a once-per-dispatch one found on a replica (such a subject
+   * is never compared-and-set on anything but 0).
+   */
+  lastWithHead<T extends JournalEventType>(
+    tenant: string,
+    runId: string,
+    key: string,
+    type: T,
+  ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; head: SubjectHead | null }> {
+    return this.readLast(tenant, runId, key, type, ONCE_PER_DISPATCH.has(type) ? 'first' : null);
   }
 
   /**
    * The subject's last message, as a trusted event of `type` — or, when it is untrusted, the
-   * first or last trusted event before it (`scan`; null: none) — and its sequence.
+   * first or last trusted event before it (`scan`; null: none) — and where it sits.
    *
    * Every caller decides on what it reads (a cross-check, a claim, settled-or-not, replay, the
    * error streak, a resolution), so the read sees every event the leader acknowledged: a
@@ -229,14 +257,16 @@ export class JournalPublisher {
     key: string,
     type: T,
     scan: 'first' | 'last' | null,
-  ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; headSeq: number }> {
+    from: ReadFrom = 'replica',
+  ): Promise<{ stored: StoredEvent<JournalEventOf<T>> | null; head: SubjectHead | null }> {
     const subject = this.subjects.journal.event(tenant, runId, key, type);
-    let read = ONCE_PER_DISPATCH.has(type)
-      ? await this.readLastFrom('replica', subject, type, scan)
-      : null;
+    let read =
+      ONCE_PER_DISPATCH.has(type) && from === 'replica'
+        ? await this.readLastFrom('replica', subject, type, scan)
+        : null;
     if (!read?.stored) read = await this.readLastFrom('leader', subject, type, scan);
     if (read.untrusted) this.options.onUntrusted?.(read.untrusted);
-    return { stored: read.stored, headSeq: read.headSeq };
+    return { stored: read.stored, head: read.head };
   }
 
   private async readLastFrom<T extends JournalEventType>(
@@ -246,18 +276,23 @@ export class JournalPublisher {
     scan: 'first' | 'last' | null,
   ): Promise<{
     stored: StoredEvent<JournalEventOf<T>> | null;
-    headSeq: number;
+    head: SubjectHead | null;
     /** Why the subject's last message is not a trusted event (other than not being one). */
     untrusted?: UntrustedReason;
   }> {
     const msg = await this.get(from, { last_by_subj: subject });
-    if (!msg) return { stored: null, headSeq: 0 };
+    if (!msg) return { stored: null, head: null };
     const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
+    const head = {
+      seq: msg.seq,
+      storedAt: msg.time,
+      signed: trusted.ok || trusted.reason === 'not-an-event',
+    };
     let read = trusted.ok ? { msg, event: trusted.event } : null;
     const untrusted = !trusted.ok && trusted.reason !== 'not-an-event' ? trusted.reason : undefined;
     if (!trusted.ok) read = scan ? await this.trustedBefore(from, msg, scan) : null;
     if (!read || read.event.type !== type)
-      return { stored: null, headSeq: msg.seq, ...(untrusted ? { untrusted } : {}) };
+      return { stored: null, head, ...(untrusted ? { untrusted } : {}) };
     return {
       stored: {
         event: read.event as JournalEventOf<T>,
@@ -265,31 +300,9 @@ export class JournalPublisher {
         storedAt: read.msg.time,
         headers: read.msg.header,
       },
-      headSeq: msg.seq,
+      head,
       ...(untrusted ? { untrusted } : {}),
     };
-  }
-
-  /**
-   * Where the last message on an event's subject sits, read or not: its sequence and when it was
-   * stored. For a compare-and-set on a subject whose last message {@link last} cannot read (not an
-   * event, or one this version refuses), so an unreadable message can still be superseded. Read
-   * from the leader (the compare-and-set is decided on it). `signed`: whether a producer of the
-   * type signed it (an event a newer release wrote, say) — or not (a forgery, to be ignored).
-   */
-  async lastPosition(
-    tenant: string,
-    runId: string,
-    key: string,
-    type: JournalEventType,
-  ): Promise<{ seq: number; storedAt: Date; signed: boolean } | null> {
-    const msg = await this.get('leader', {
-      last_by_subj: this.subjects.journal.event(tenant, runId, key, type),
-    });
-    if (!msg) return null;
-    const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
-    const signed = trusted.ok || trusted.reason === 'not-an-event';
-    return { seq: msg.seq, storedAt: msg.time, signed };
   }
 
   /**
@@ -343,12 +356,9 @@ export class JournalPublisher {
     return found;
   }
 
-  /** One stored message, from any replica (a direct get) or from the stream's leader. */
+  /** One stored message of the journal, from any replica or from the stream's leader. */
   private get(from: ReadFrom, query: DirectQuery): Promise<DirectMessage | null> {
-    const stream = this.subjects.journal.stream;
-    return from === 'leader'
-      ? this.direct.fromLeader(stream, query)
-      : this.direct.get(stream, query);
+    return this.direct.read(this.subjects.journal.stream, query, from);
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */

@@ -1,4 +1,3 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
 import {
   callEvents,
@@ -21,7 +20,6 @@ const WRITERS = 10;
 describe('a stream leader killed under load', () => {
   let cluster: NatsCluster;
   let subjects: Subjects;
-  const connections: NatsConnection[] = [];
 
   beforeAll(async () => {
     cluster = await startNatsCluster({ label: 'leaderkill' });
@@ -30,7 +28,6 @@ describe('a stream leader killed under load', () => {
   }, 60_000);
 
   afterAll(async () => {
-    for (const nc of connections) await nc.close();
     await cluster?.cleanup();
   });
 
@@ -38,18 +35,14 @@ describe('a stream leader killed under load', () => {
     const { leader } = await cluster.streamPlacement(subjects.journal.stream);
     // One connection on each node: the killed node's moves to another.
     const publishers = await Promise.all(
-      cluster.nodes.map(async (node, i) => {
-        const others = cluster.servers.filter((url) => url !== node.url);
-        const nc = await connect({
-          servers: [node.url, ...others],
-          noRandomize: true,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 100,
-          name: `writer-${i}`,
-        });
-        connections.push(nc);
-        return new JournalPublisher(nc, subjects, testKeys('gateway'));
-      }),
+      cluster.nodes.map(
+        async (node, i) =>
+          new JournalPublisher(
+            await cluster.connect(`writer-${i}`, { to: node }),
+            subjects,
+            testKeys('gateway'),
+          ),
+      ),
     );
     const errors: string[] = [];
     let next = 0;

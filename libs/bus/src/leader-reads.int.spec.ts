@@ -1,4 +1,3 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
 import {
   callEvents,
@@ -29,7 +28,6 @@ const CONCURRENCY = 40;
 describe('reads that decide on an R3 journal with lagging followers', () => {
   let cluster: NatsCluster;
   let subjects: Subjects;
-  const connections: NatsConnection[] = [];
   let gateway: JournalPublisher;
   let otherGateway: JournalPublisher;
   let executor: JournalPublisher;
@@ -40,29 +38,14 @@ describe('reads that decide on an R3 journal with lagging followers', () => {
     subjects = createSubjects(uniqueName('leaderreads'));
     await ensureJournalStreams(await cluster.jsm(), subjects, { replicas: 3 });
     const { followers } = await cluster.streamPlacement(subjects.journal.stream);
-    const on = async (node: (typeof followers)[number]) => {
-      const nc = await connect({ servers: [node.url], maxReconnectAttempts: -1 });
-      connections.push(nc);
-      return nc;
-    };
+    const on = (node: (typeof followers)[number]) =>
+      cluster.connect('leader-reads', { to: node, only: true });
     gateway = new JournalPublisher(await on(followers[0]!), subjects, testKeys('gateway'));
     const second = await on(followers[1]!);
     executor = new JournalPublisher(second, subjects, testKeys('tool-executor'));
     otherGateway = new JournalPublisher(second, subjects, testKeys('gateway'));
-    let lagging = true;
-    const lag = (async () => {
-      for (let turn = 0; lagging; turn++) {
-        const node = followers[turn % followers.length]!;
-        node.pause();
-        await new Promise((r) => setTimeout(r, 300));
-        node.resume();
-        await new Promise((r) => setTimeout(r, 150));
-      }
-    })();
-    stopLag = async () => {
-      lagging = false;
-      await lag;
-    };
+    const lag = cluster.lagInTurn(followers);
+    stopLag = () => lag.stop();
   }, 60_000);
 
   afterAll(async () => {
@@ -70,7 +53,6 @@ describe('reads that decide on an R3 journal with lagging followers', () => {
     gateway?.close();
     otherGateway?.close();
     executor?.close();
-    for (const nc of connections) await nc.close();
     await cluster?.cleanup();
   });
 

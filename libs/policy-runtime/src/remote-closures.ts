@@ -136,6 +136,36 @@ function interpret(
   return reply.verdict;
 }
 
+/**
+ * What a hook and a canUseTool closure share: the subject the team's service answers on, the
+ * closure's deadline, how its replies are checked, and the reply read as the chain's answer (a
+ * canUseTool may not ask).
+ */
+function remoteClosure(
+  nc: NatsConnection,
+  subjects: Subjects,
+  tenant: string,
+  spec: RemoteClosure,
+  defaultTimeoutMs: number,
+) {
+  const subject = subjects.hook(tenant, spec.name);
+  const timeoutMs = spec.timeoutMs ?? defaultTimeoutMs;
+  const check = replyCheckOf(spec);
+  return {
+    timeoutMs,
+    ask: async (
+      kind: RemoteHookRequest['kind'],
+      toolName: string,
+      input: unknown,
+      context: HookContext,
+    ) =>
+      interpret(
+        await ask(nc, subject, { kind, tenant, toolName, input, context }, timeoutMs, check),
+        kind === 'hook',
+      ),
+  };
+}
+
 /** A hook closure that asks a team's service on the bus; the chain's deadline bounds it too. */
 export function remoteHook(
   nc: NatsConnection,
@@ -144,23 +174,12 @@ export function remoteHook(
   spec: RemoteClosure,
   defaultTimeoutMs: number,
 ): NamedHook {
-  const subject = subjects.hook(tenant, spec.name);
-  const timeoutMs = spec.timeoutMs ?? defaultTimeoutMs;
-  const check = replyCheckOf(spec);
+  const closure = remoteClosure(nc, subjects, tenant, spec, defaultTimeoutMs);
   return {
     name: `remote:${spec.name}`,
-    timeoutMs,
-    run: async (toolName: string, input: unknown, context: HookContext) =>
-      interpret(
-        await ask(
-          nc,
-          subject,
-          { kind: 'hook', tenant, toolName, input, context },
-          timeoutMs,
-          check,
-        ),
-        true,
-      ),
+    timeoutMs: closure.timeoutMs,
+    run: (toolName: string, input: unknown, context: HookContext) =>
+      closure.ask('hook', toolName, input, context),
   };
 }
 
@@ -172,20 +191,9 @@ export function remoteCanUseTool(
   spec: RemoteClosure,
   defaultTimeoutMs: number,
 ): CanUseTool {
-  const subject = subjects.hook(tenant, spec.name);
-  const timeoutMs = spec.timeoutMs ?? defaultTimeoutMs;
-  const check = replyCheckOf(spec);
+  const closure = remoteClosure(nc, subjects, tenant, spec, defaultTimeoutMs);
   return async (toolName, input, context) => {
-    const verdict = interpret(
-      await ask(
-        nc,
-        subject,
-        { kind: 'canUseTool', tenant, toolName, input, context },
-        timeoutMs,
-        check,
-      ),
-      false,
-    );
+    const verdict = await closure.ask('canUseTool', toolName, input, context);
     if (verdict === 'ask') return 'deny';
     if (typeof verdict === 'object' && 'verdict' in verdict && verdict.verdict === 'ask')
       return { verdict: 'deny', reason: verdict.reason };

@@ -21,3 +21,4 @@ export {
   type NatsClusterOptions,
   type Placement,
 } from './nats-cluster';
+export { BROKER_SHAPES, startTestBroker, type BrokerShape, type TestBroker } from './broker-shape';

@@ -44,10 +44,23 @@ export interface NatsCluster {
    * acks nor the consumer's deliveries — only reads that any replica may answer.
    */
   placeConsumerOnStreamLeader(stream: string, consumer: string): Promise<void>;
+  /**
+   * Makes `nodes` lag: each is paused (SIGSTOP) for `pauseMs` in turn, `gapMs` apart, until
+   * `stop()` (which resumes the paused one and resolves once the loop has ended). Given a stream's
+   * followers, the leader keeps acknowledging with the others while the paused one falls behind:
+   * readers on it see a replica that has not applied acknowledged writes.
+   */
+  lagInTurn(
+    nodes: readonly ClusterNode[],
+    options?: { pauseMs?: number; gapMs?: number },
+  ): { stop(): Promise<void> };
   /** The meta (JetStream API) leader, from a live node's `/jsz`. */
   metaLeader(timeoutMs?: number): Promise<ClusterNode>;
-  /** A connection to the cluster's nodes, closed by {@link cleanup}. */
-  connect(name?: string): Promise<NatsConnection>;
+  /**
+   * A connection to the cluster's nodes (any live one), closed by {@link cleanup}. With `to`: to
+   * that node first (the others after it, in order, when it goes), or to it alone with `only`.
+   */
+  connect(name?: string, options?: { to?: ClusterNode; only?: boolean }): Promise<NatsConnection>;
   /** The JetStream manager of the harness's own connection. */
   jsm(): Promise<JetStreamManager>;
   /** Waits until JetStream answers on every running node (a meta leader is elected). */
@@ -122,9 +135,13 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
   const connections: NatsConnection[] = [];
   let own: { nc: NatsConnection; jsm: JetStreamManager } | undefined;
 
-  const connectTo = async (name = 'test-cluster') => {
+  const connectTo = async (
+    name = 'test-cluster',
+    { to, only = false }: { to?: ClusterNode; only?: boolean } = {},
+  ) => {
     const nc = await connect({
-      servers,
+      servers: to ? [to.url, ...(only ? [] : servers.filter((url) => url !== to.url))] : servers,
+      ...(to ? { noRandomize: true } : {}),
       name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 100,
@@ -200,6 +217,24 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
         await sleep(200);
       }
       throw new Error(`consumer ${consumer} could not be placed on stream ${stream}'s leader`);
+    },
+    lagInTurn(lagging, { pauseMs = 300, gapMs = 150 } = {}) {
+      let on = true;
+      const loop = (async () => {
+        for (let turn = 0; on; turn++) {
+          const node = lagging[turn % lagging.length]!;
+          node.pause();
+          await sleep(pauseMs);
+          node.resume();
+          await sleep(gapMs);
+        }
+      })();
+      return {
+        async stop() {
+          on = false;
+          await loop;
+        },
+      };
     },
     metaLeader(timeoutMs = 15_000) {
       return waitFor('no meta leader', timeoutMs, async () => {

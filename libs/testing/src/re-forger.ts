@@ -24,8 +24,16 @@ export interface ReForger {
   close(): Promise<void>;
 }
 
-export async function reForger(t: TestNats, subject: string): Promise<ReForger> {
-  const target = new URL(NATS_URL);
+/**
+ * Starts a {@link ReForger} on `subject`; the slow link leads to `brokerUrl` (default
+ * {@link NATS_URL}; one node of a cluster, which its victims then reach through it).
+ */
+export async function reForger(
+  t: TestNats,
+  subject: string,
+  brokerUrl: string = NATS_URL,
+): Promise<ReForger> {
+  const target = new URL(brokerUrl);
   const proxy = await tcpProxy(
     { host: target.hostname, port: Number(target.port) },
     { delayMs: 50 },

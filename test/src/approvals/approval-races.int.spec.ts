@@ -1,5 +1,5 @@
 import type { ApprovalView } from '@toolgate/contracts';
-import { eventually } from '@toolgate/testing';
+import { BROKER_SHAPES, eventually, startTestBroker, type TestBroker } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
@@ -11,35 +11,60 @@ import {
   type CountingTool,
 } from './approval-helpers';
 
-describe('approvals: racing resolutions, shared keys, tenants, scopes and separation of duties', () => {
+/**
+ * A stack whose policy parks every call of `gated` and of `raced` (whose approval expires at once),
+ * with the periodic sweeper held back, so a timeout happens only when a test sweeps. On `broker`'s
+ * nodes and stream replicas when one is given.
+ */
+async function startApprovalStack(label: string, broker?: TestBroker) {
+  const stack = await startTestStack(
+    label,
+    {
+      JOURNAL_SWEEP_INTERVAL_MS: '3600000',
+      ...(broker ? { TOOLGATE_STREAM_REPLICAS: broker.env.TOOLGATE_STREAM_REPLICAS } : {}),
+    },
+    broker ? { servers: broker.servers } : undefined,
+  );
+  const gated = await countingTool(stack, 'gated');
+  const raced = await countingTool(stack, 'raced');
+  const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+    document: {
+      engine: {
+        ask: [
+          { id: 'gate-it', tool: 'gated' },
+          // Expires at once: the timeout is due as soon as the sweeper looks.
+          { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 },
+          { id: 'shell-rm', tool: 'shell', argv: 'rm **' },
+        ],
+      },
+    },
+  });
+  expect(put.status).toBe(200);
+  return { stack, gated, raced };
+}
+
+/**
+ * First resolution wins at the broker, and the losers are told who won: on one node with R1 streams
+ * and on a 3-node cluster with R3 streams, where the winner is read back from the stream's leader.
+ */
+describe.each(BROKER_SHAPES)('approvals: racing resolutions on $shape', (shape) => {
+  let broker: TestBroker;
   let stack: TestStack;
   let gated: CountingTool;
   let raced: CountingTool;
 
   beforeAll(async () => {
-    // The periodic sweeper is held back, so this file's timeouts happen only when a test sweeps.
-    stack = await startTestStack('approvals-race', { JOURNAL_SWEEP_INTERVAL_MS: '3600000' });
-    gated = await countingTool(stack, 'gated');
-    raced = await countingTool(stack, 'raced');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: {
-        engine: {
-          ask: [
-            { id: 'gate-it', tool: 'gated' },
-            // Expires at once: the timeout is due as soon as the sweeper looks.
-            { id: 'race-it', tool: 'raced', approvalTimeoutMs: 1 },
-            { id: 'shell-rm', tool: 'shell', argv: 'rm **' },
-          ],
-        },
-      },
-    });
-    expect(put.status).toBe(200);
-  });
+    broker = await startTestBroker(shape, 'approvals');
+    ({ stack, gated, raced } = await startApprovalStack('approvals-race', broker));
+    const journal = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream);
+    expect(journal.config.num_replicas).toBe(shape.replicas);
+  }, 120_000);
   afterAll(async () => {
     gated?.stop();
     raced?.stop();
-    await stack.stop();
-  });
+    await stack?.stop();
+    await broker?.cleanup();
+  }, 60_000);
 
   it('settles 20 concurrent resolutions of one approval on exactly one; 19 get already-resolved naming the winner', async () => {
     const parked = await park(stack, 'gated');
@@ -146,6 +171,21 @@ describe('approvals: racing resolutions, shared keys, tenants, scopes and separa
     const view = await settled(stack, parked.dispatchId);
     expect(view.events.filter((e) => e.event.type === 'resolved')).toHaveLength(1);
     expect(view.dispatch.outcome).toBe('denied');
+  });
+});
+
+describe('approvals: shared keys, tenants, scopes and separation of duties', () => {
+  let stack: TestStack;
+  let gated: CountingTool;
+  let raced: CountingTool;
+
+  beforeAll(async () => {
+    ({ stack, gated, raced } = await startApprovalStack('approvals-scope'));
+  });
+  afterAll(async () => {
+    gated?.stop();
+    raced?.stop();
+    await stack.stop();
   });
 
   it('hides an approval from another tenant, which can neither list nor resolve it, and journals nothing', async () => {

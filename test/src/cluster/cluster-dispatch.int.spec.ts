@@ -72,8 +72,14 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
     return counts;
   }
 
-  function tally(
-    results: { first: { status: number; body: any }; again: { status: number; body: any } }[],
+  /**
+   * Every call of the run answered without an error (accepted, then replayed with an ok
+   * settlement), and `dispatches` dispatches recorded, each with one `requested` and one `settled`.
+   */
+  async function expectEachAnsweredAndRecordedOnce(
+    runId: string,
+    results: Awaited<ReturnType<typeof dispatch>>[],
+    dispatches: number,
   ) {
     const t = { errors: 0, notAccepted: 0, notReplayed: 0, notOk: 0 };
     for (const { first, again } of results) {
@@ -84,21 +90,23 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
         if (again.body.settled?.outcome !== 'ok') t.notOk++;
       }
     }
-    return t;
+    const counts = await countsOf(runId);
+    const twice = [...counts.values()].filter(
+      (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
+    );
+    expect({ ...t, dispatches: counts.size, twice: twice.length }).toEqual({
+      errors: 0,
+      notAccepted: 0,
+      notReplayed: 0,
+      notOk: 0,
+      dispatches,
+      twice: 0,
+    });
   }
 
   it('reads nothing stale while followers lag: no call refused, none recorded twice', async () => {
     const runId = `lag-${runIds++}`;
-    let lagging = true;
-    const lag = (async () => {
-      for (let turn = 0; lagging; turn++) {
-        const node = followers[turn % followers.length]!;
-        node.pause();
-        await sleep(300);
-        node.resume();
-        await sleep(150);
-      }
-    })();
+    const lag = cluster.lagInTurn(followers);
     const results: Awaited<ReturnType<typeof dispatch>>[] = [];
     let next = 0;
     try {
@@ -108,21 +116,9 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
         }),
       );
     } finally {
-      lagging = false;
-      await lag;
+      await lag.stop();
     }
-    const counts = await countsOf(runId);
-    const twice = [...counts.values()].filter(
-      (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
-    );
-    expect({ ...tally(results), dispatches: counts.size, twice: twice.length }).toEqual({
-      errors: 0,
-      notAccepted: 0,
-      notReplayed: 0,
-      notOk: 0,
-      dispatches: LAGGING_CALLS,
-      twice: 0,
-    });
+    await expectEachAnsweredAndRecordedOnce(runId, results, LAGGING_CALLS);
   }, 300_000);
 
   it('answers no error while the stream leader is killed, and settles every call once', async () => {
@@ -142,18 +138,7 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
     await leader.kill();
     killed = true;
     await Promise.all(clients);
-    const counts = await countsOf(runId);
-    const twice = [...counts.values()].filter(
-      (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
-    );
-    expect({ ...tally(results), dispatches: counts.size, twice: twice.length }).toEqual({
-      errors: 0,
-      notAccepted: 0,
-      notReplayed: 0,
-      notOk: 0,
-      dispatches: next,
-      twice: 0,
-    });
+    await expectEachAnsweredAndRecordedOnce(runId, results, next);
     await leader.start();
   }, 300_000);
 });

@@ -500,6 +500,19 @@ describe('Kubernetes manifests (deploy/k8s, deploy/nats)', () => {
       for (const t of lag) expect((t.metadata as Obj).stream).toBe('toolgate_journal');
       expect([name, triggers.some((t) => t.type === 'cpu')]).toEqual([name, true]);
       expect(scaled.obj.spec.minReplicaCount).toBeGreaterThanOrEqual(2);
+      // Max ack pending is the consumer's, across replicas: below maxReplicaCount × concurrency,
+      // the replicas the scaler adds past it get no work.
+      const env = Object.fromEntries(
+        (
+          workloads.find((w) => w.obj.metadata.name === name)!.obj.spec.template.spec.containers[0]
+            .env as Obj[]
+        ).map((e) => [e.name, e.value]),
+      );
+      const prefix = name === 'tool-executor' ? 'EXECUTOR' : 'EVALUATOR';
+      expect([name, Number(env[`${prefix}_MAX_ACK_PENDING`])]).toEqual([
+        name,
+        scaled.obj.spec.maxReplicaCount * Number(env[`${prefix}_CONCURRENCY`]),
+      ]);
     }
     // The gateway keeps its CPU HPA.
     expect(ofKind('HorizontalPodAutoscaler').map((h) => h.obj.spec.scaleTargetRef.name)).toContain(

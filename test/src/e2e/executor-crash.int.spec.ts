@@ -1,15 +1,10 @@
-import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { eventually } from '@toolgate/testing';
 import {
-  eventually,
-  useTestNats,
-  useTestSchema,
-  type TestNats,
-  type TestSchema,
-} from '@toolgate/testing';
-import { startProcessStack, type ProcessStack } from '../support/process-stack';
-import { TEST_GRANTS, TOKENS, removeWorkdir, stackEnv } from '../support/test-stack';
+  registerRemoteToolWhenServed,
+  startTestProcessStack,
+  type TestProcessStack,
+} from '../support/test-process-stack';
+import { TOKENS } from '../support/test-stack';
 
 /**
  * An executor killed (SIGKILL) in the middle of a call, with the services' own settings (the ack
@@ -18,44 +13,26 @@ import { TEST_GRANTS, TOKENS, removeWorkdir, stackEnv } from '../support/test-st
  * 30 s, and the manifest's 90 s stranded it that long.)
  */
 describe('an executor killed mid-call (services as processes)', () => {
-  let nats: TestNats;
-  let schema: TestSchema;
-  let workdir: string;
-  let stack: ProcessStack;
-  let standby: ProcessStack | undefined;
+  let stack: TestProcessStack;
 
   beforeAll(async () => {
-    nats = await useTestNats('crash');
-    schema = await useTestSchema('crash');
-    workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-crash-'));
-    stack = await startProcessStack({
-      env: stackEnv(nats, schema, workdir, TEST_GRANTS),
+    stack = await startTestProcessStack('crash', {
       services: ['journal', 'permission-evaluator', 'tool-executor', 'gateway'],
     });
   }, 120_000);
 
   afterAll(async () => {
-    await standby?.stop();
     await stack?.stop();
-    await nats?.cleanup();
-    await schema?.cleanup();
-    await removeWorkdir(workdir);
   });
 
-  const api = async (method: string, route: string, body?: unknown) => {
-    const res = await fetch(`${stack.gatewayUrl}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${TOKENS.acmeAdmin}`, 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
+  const api = (method: string, route: string, body?: unknown) =>
+    stack.http(method, route, TOKENS.acmeAdmin, body);
 
   it('settles the call on another executor within seconds, once', async () => {
     // The worker holds the first request (its executor dies with it) and answers the others.
-    const { subject, queue } = nats.subjects.remoteTool('acme', 'slow_lookup');
+    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'slow_lookup');
     const received: number[] = [];
-    const worker = nats.nc.subscribe(subject, {
+    const worker = stack.nats.nc.subscribe(subject, {
       queue,
       callback: (_err, msg) => {
         received.push(Date.now());
@@ -63,20 +40,10 @@ describe('an executor killed mid-call (services as processes)', () => {
       },
     });
     try {
-      await eventually(
-        async () => {
-          const registered = await api('POST', '/v1/tools', {
-            tool: {
-              name: 'slow_lookup',
-              description: 'Looks something up, slowly.',
-              parameters: { type: 'object' },
-              policy: { executor: 'remote', risk: 'read', timeoutMs: 120_000 },
-            },
-          });
-          return registered.status === 201 ? true : undefined;
-        },
-        { timeoutMs: 20_000, what: 'the tool to register' },
-      );
+      await registerRemoteToolWhenServed(stack, TOKENS.acmeAdmin, {
+        name: 'slow_lookup',
+        description: 'Looks something up, slowly.',
+      });
       const submitted = await api('POST', '/v1/dispatches', {
         runId: 'run-crash',
         callId: 'c1',
@@ -93,12 +60,9 @@ describe('an executor killed mid-call (services as processes)', () => {
 
       // Another replica, ready before the kill (the same configuration, its own process): the
       // call is held by the first, which dies with it.
-      standby = await startProcessStack({
-        env: stackEnv(nats, schema, workdir, TEST_GRANTS),
-        services: ['tool-executor'],
-      });
+      await stack.startMore(['tool-executor']);
       expect(received).toHaveLength(1);
-      await stack.service('tool-executor').kill();
+      await stack.processes.service('tool-executor').kill();
       const view = await eventually(
         async () => {
           const d = await api('GET', `/v1/dispatches/${dispatchId}`);

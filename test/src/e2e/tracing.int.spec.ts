@@ -1,25 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  eventually,
-  useTestNats,
-  useTestSchema,
-  type TestNats,
-  type TestSchema,
-} from '@toolgate/testing';
+import { eventually } from '@toolgate/testing';
 import {
   ESpanKind,
   startOtlpReceiver,
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../support/otlp-receiver';
-import { REPO_ROOT, startProcessStack, type ProcessStack } from '../support/process-stack';
+import { REPO_ROOT } from '../support/process-stack';
 import { TEAM_WORKER_SERVICE } from '../support/team-worker';
-import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
+import { startTestProcessStack, type TestProcessStack } from '../support/test-process-stack';
+import { TOKENS } from '../support/test-stack';
 
 const GATEWAY = 'toolgate-gateway';
 const EVALUATOR = 'toolgate-permission-evaluator';
@@ -48,36 +42,29 @@ function callerSpan(): { traceId: string; spanId: string; traceparent: string } 
  */
 describe('traces across processes, exported over OTLP/HTTP', () => {
   let receiver: OtlpReceiver;
-  let nats: TestNats;
-  let schema: TestSchema;
-  let workdir: string;
-  let stack: ProcessStack;
+  let stack: TestProcessStack;
   let worker: ChildProcess | undefined;
   let policyRevision: number;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    nats = await useTestNats('tracing');
-    schema = await useTestSchema('tracing');
-    workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-tracing-'));
-    await writeFile(path.join(workdir, 'listed.txt'), 'listed\n');
     const otel = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       // A short batch delay: spans arrive within a moment of ending.
       OTEL_BSP_SCHEDULE_DELAY: '100',
     };
-    const env: NodeJS.ProcessEnv = { ...stackEnv(nats, schema, workdir, TEST_GRANTS), ...otel };
-    stack = await startProcessStack({
+    stack = await startTestProcessStack('tracing', {
       services: ['journal', 'permission-evaluator', 'tool-executor', 'gateway'],
-      env,
+      env: otel,
       readyTimeoutMs: 150_000,
     });
+    await writeFile(path.join(stack.workdir, 'listed.txt'), 'listed\n');
 
     // The team's side, a process of its own: the SDK worker and a hook service.
     worker = spawnTeamWorker({
       ...otel,
-      NATS_URL: env.NATS_URL,
-      TOOLGATE_PREFIX: nats.prefix,
+      NATS_URL: stack.env.NATS_URL,
+      TOOLGATE_PREFIX: stack.nats.prefix,
       TOOLGATE_TOKEN: TOKENS.acmeAdmin,
     });
     await teamWorkerReady(worker);
@@ -99,9 +86,6 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     await stopTeamWorker(worker);
     await stack?.stop();
     await receiver?.close();
-    await nats?.cleanup();
-    await schema?.cleanup();
-    if (workdir) await removeWorkdir(workdir);
   }, 60_000);
 
   afterEach(() => {
@@ -109,24 +93,14 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     expect(receiver.refused).toEqual([]);
   });
 
-  async function http(
+  function http(
     method: string,
     route: string,
     token: string,
     body?: unknown,
     traceparent?: string,
   ): Promise<{ status: number; body: any }> {
-    const res = await fetch(`${stack.gatewayUrl}${route}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...(traceparent ? { traceparent } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    return stack.http(method, route, token, body, traceparent ? { traceparent } : {});
   }
 
   /** Submits a call as an agent whose own span is `caller`, waiting for its outcome. */
@@ -179,13 +153,13 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
 
   /** A journal event's subject, as spans name their destination. */
   const event = (runId: string, dispatchId: string, type: string) =>
-    nats.subjects.journal.event('acme', runId, dispatchId, type as 'requested');
+    stack.nats.subjects.journal.event('acme', runId, dispatchId, type as 'requested');
   const send = (subject: string) => `send ${subject}`;
   const processed = (subject: string) => `process ${subject}`;
 
   /** The spans every dispatch has on its way in: submit, requested, the evaluation, the hook. */
   function intake(runId: string, dispatchId: string): Expected[] {
-    const hookSubject = nats.subjects.hook('acme', 'audit');
+    const hookSubject = stack.nats.subjects.hook('acme', 'audit');
     return [
       { service: GATEWAY, name: 'gateway dispatch.submit' },
       { service: GATEWAY, name: send(event(runId, dispatchId, 'requested')) },
@@ -225,7 +199,7 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     expect(t.parentOf(t.one(GATEWAY, send(event(runId, dispatchId, 'requested'))))).toBe(submit);
     // The hook is asked during the evaluation, and answers in the same trace.
     const evaluation = t.one(EVALUATOR, processed(event(runId, dispatchId, 'requested')));
-    const hookCall = t.one(EVALUATOR, send(nats.subjects.hook('acme', 'audit')));
+    const hookCall = t.one(EVALUATOR, send(stack.nats.subjects.hook('acme', 'audit')));
     expect(t.ancestors(hookCall)).toContain(evaluation);
     expect(evaluation.attributes).toMatchObject({
       'toolgate.dispatch_id': dispatchId,
@@ -242,7 +216,7 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
       { versionNegotiation: { mode: { pin: '2026-07-28' } } },
     );
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${stack.gatewayUrl}/mcp`), {
+      new StreamableHTTPClientTransport(new URL(`${stack.processes.gatewayUrl}/mcp`), {
         requestInit: { headers: { authorization: `Bearer ${TOKENS.acmeAgent}` } },
       }),
     );
@@ -273,7 +247,7 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     const res = await dispatch(caller, runId, 'trace_lookup', { key: SECRETISH });
     expect(res.settled?.outcome).toBe('ok');
     const { dispatchId } = res;
-    const toolSubject = nats.subjects.remoteTool('acme', 'trace_lookup').subject;
+    const toolSubject = stack.nats.subjects.remoteTool('acme', 'trace_lookup').subject;
     const t = await traceWith(caller.traceId, [
       ...intake(runId, dispatchId),
       { service: EXECUTOR, name: processed(event(runId, dispatchId, 'decided')) },
@@ -327,7 +301,7 @@ describe('traces across processes, exported over OTLP/HTTP', () => {
     const res = await dispatch(caller, runId, 'trace_lookup', { key: 'missing' });
     expect(res.settled).toMatchObject({ outcome: 'error', error: { code: 'tool-failed' } });
     const { dispatchId } = res;
-    const toolSubject = nats.subjects.remoteTool('acme', 'trace_lookup').subject;
+    const toolSubject = stack.nats.subjects.remoteTool('acme', 'trace_lookup').subject;
     const t = await traceWith(caller.traceId, [
       ...intake(runId, dispatchId),
       { service: EXECUTOR, name: 'execute trace_lookup' },

@@ -1,7 +1,4 @@
 import {
-  INPUT_PREVIEW_CHARS,
-  INPUT_SUMMARY_CHARS,
-  INPUT_SUMMARY_FIELDS,
   LIST_ITEM_MAX_BYTES,
   fitPage,
   type ApprovalListItem,
@@ -14,6 +11,7 @@ import type { Db } from '../db/database';
 import { errorCodeOf, toIso } from '../db/jsonb';
 import type { ApprovalStatus } from '../projection/approval-fold';
 import { approvalFromRow } from '../projection/projection-repository';
+import { inputPreviewColumns, inputPreviewOf } from './input-preview';
 import { decodeCursor, encodeCursor, SORT_KEY_FIRST, SORT_KEY_LAST } from './list-cursor';
 
 /** What the approvals listing filters on. The tenant is not optional. */
@@ -53,11 +51,6 @@ function sortKey(order: 'oldest' | 'newest'): RawBuilder<string> {
     ? sql<string>`coalesce((extract(epoch from coalesce(approvals.resolved_at, approvals.suspended_at)) * 1000000)::bigint, ${SORT_KEY_FIRST}::bigint)`
     : sql<string>`coalesce((extract(epoch from approvals.suspended_at) * 1000000)::bigint, ${SORT_KEY_LAST}::bigint)`;
 }
-
-/** The SQL of an input's headline field (its command, path...), cut for a list. */
-const summarySql = sql<string | null>`left(coalesce(${sql.join(
-  INPUT_SUMMARY_FIELDS.map((f) => sql`approvals.input ->> ${f}`),
-)}), ${INPUT_SUMMARY_CHARS})`;
 
 /**
  * One page of a tenant's approvals, each with how its call ended once it settled (`settled`) and a
@@ -113,11 +106,7 @@ export async function listApprovals(
       'dispatches.error as call_error',
       'dispatches.settled_at as call_settled_at',
       key.as('sort_key'),
-      sql<string>`left(coalesce(approvals.input::text, 'null'), ${INPUT_PREVIEW_CHARS + 1})`.as(
-        'input_head',
-      ),
-      sql<string>`octet_length(coalesce(approvals.input::text, 'null'))`.as('input_bytes'),
-      summarySql.as('input_summary'),
+      ...inputPreviewColumns,
     ])
     .where('approvals.tenant', '=', filter.tenant);
   if (status !== 'all') query = query.where('approvals.status', '=', status);
@@ -166,12 +155,7 @@ export async function listApprovals(
         const { input: _input, ...view }: ApprovalView = approvalFromRow({ ...row, input: null });
         return boundedItem({
           ...view,
-          inputPreview: {
-            json: input_head.slice(0, INPUT_PREVIEW_CHARS),
-            truncated: input_head.length > INPUT_PREVIEW_CHARS,
-            bytes: Number(input_bytes),
-            summary: input_summary,
-          },
+          inputPreview: inputPreviewOf({ input_head, input_bytes, input_summary }),
           settled:
             call_outcome === null || call_settled_at === null
               ? null

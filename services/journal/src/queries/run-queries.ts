@@ -1,16 +1,10 @@
-import {
-  INPUT_PREVIEW_CHARS,
-  INPUT_SUMMARY_CHARS,
-  INPUT_SUMMARY_FIELDS,
-  LIST_ITEM_MAX_BYTES,
-  fitPage,
-  type InputPreview,
-} from '@toolgate/contracts';
+import { LIST_ITEM_MAX_BYTES, fitPage, type InputPreview } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import { inSnapshot, type Db } from '../db/database';
 import { errorCodeOf, fromJsonb, toIso } from '../db/jsonb';
 import type { DispatchStatus } from '../projection/dispatch-fold';
 import { runStatus, type RunStatus } from '../projection/run-status';
+import { inputPreviewColumns, inputPreviewOf } from './input-preview';
 import { decodeCursor, encodeCursor, SORT_KEY_LAST } from './list-cursor';
 
 /** One dispatch of a run, summarised. */
@@ -149,11 +143,7 @@ async function readRun(
       'rule',
       'suspended_at',
       'expires_at',
-      sql<string>`left(coalesce(input::text, 'null'), ${INPUT_PREVIEW_CHARS + 1})`.as('input_head'),
-      sql<string>`octet_length(coalesce(input::text, 'null'))`.as('input_bytes'),
-      sql<string | null>`left(coalesce(${sql.join(
-        INPUT_SUMMARY_FIELDS.map((f) => sql`input ->> ${f}`),
-      )}), ${INPUT_SUMMARY_CHARS})`.as('input_summary'),
+      ...inputPreviewColumns,
     ])
     .where('tenant', '=', tenant)
     .where('run_id', '=', runId)
@@ -202,12 +192,7 @@ async function readRun(
       key: a.approval_key,
       dispatchId: a.dispatch_id,
       tool: a.tool_name,
-      inputPreview: {
-        json: a.input_head.slice(0, INPUT_PREVIEW_CHARS),
-        truncated: a.input_head.length > INPUT_PREVIEW_CHARS,
-        bytes: Number(a.input_bytes),
-        summary: a.input_summary,
-      },
+      inputPreview: inputPreviewOf(a),
       rule: boundedRule(fromJsonb(a.rule)),
       since: toIso(a.suspended_at),
       expires: toIso(a.expires_at),

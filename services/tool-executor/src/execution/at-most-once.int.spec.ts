@@ -2,7 +2,15 @@ import fc from 'fast-check';
 import { JournalPublisher } from '@toolgate/bus';
 import { journalEvent } from '@toolgate/contracts';
 import { Metrics } from '@toolgate/service-kit';
-import { eventually, useTestNats, type TestNats, testJournalKeys } from '@toolgate/testing';
+import {
+  BROKER_SHAPES,
+  eventually,
+  startTestBroker,
+  testJournalKeys,
+  useTestNats,
+  type TestBroker,
+  type TestNats,
+} from '@toolgate/testing';
 import {
   crash,
   dispatch,
@@ -15,6 +23,17 @@ import {
   TENANT,
   type Replica,
 } from '../../test/executor-harness';
+
+/** The settlements of `ids`, once every one is recorded. */
+function settledAll(publisher: JournalPublisher, run: string, ids: string[], timeoutMs = 30_000) {
+  return eventually(
+    async () => {
+      const all = await Promise.all(ids.map((id) => publisher.last(TENANT, run, id, 'settled')));
+      return all.every(Boolean) ? all.map((s) => s!.event) : undefined;
+    },
+    { timeoutMs, intervalMs: 100, what: `${ids.length} dispatches settled` },
+  );
+}
 
 /**
  * At most once per settlement, and at most once without a crash: executor replicas share one
@@ -36,16 +55,6 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     await t.cleanup();
   });
 
-  async function settledAll(run: string, ids: string[], timeoutMs = 30_000) {
-    return eventually(
-      async () => {
-        const all = await Promise.all(ids.map((id) => publisher.last(TENANT, run, id, 'settled')));
-        return all.every(Boolean) ? all.map((s) => s!.event) : undefined;
-      },
-      { timeoutMs, intervalMs: 100, what: `${ids.length} dispatches settled` },
-    );
-  }
-
   /** Runs `count` slow calls over replicas of the given concurrencies; checks each ran once. */
   async function scenario(concurrencies: number[], count: number, delayMs: number) {
     const tool = `slow${n + 1}`;
@@ -62,7 +71,7 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
       const ids = Array.from({ length: count }, (_, i) => `${run}d${i}`);
       const ref = await registerRemoteTool(t, tool);
       for (const id of ids) await dispatch(publisher, run, id, ref, { id });
-      const settled = await settledAll(run, ids, 60_000);
+      const settled = await settledAll(publisher, run, ids, 60_000);
       expect(settled.map((s) => s.outcome)).toEqual(ids.map(() => 'ok'));
       expect(worker.total()).toBe(count);
       expect([...worker.executions.values()].every((e) => e === 1)).toBe(true);
@@ -96,6 +105,30 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
       { numRuns: 5 },
     );
   }, 240_000);
+});
+
+/**
+ * The claims behind "at most once without a crash", on both broker shapes: each rests on reads
+ * that decide (settled or not, the current claim and where the subject's last message sits) and a
+ * compare-and-set on `started`, which a cluster answers from a leader while followers may lag.
+ */
+describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
+  let broker: TestBroker;
+  let t: TestNats;
+  let publisher: JournalPublisher;
+  let n = 0;
+  const runId = () => `run${++n}`;
+
+  beforeAll(async () => {
+    broker = await startTestBroker(shape, 'claims');
+    t = await useTestNats('claims', { servers: broker.servers });
+    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
+  }, 60_000);
+  afterAll(async () => {
+    await closeRegistry(t);
+    await t?.cleanup();
+    await broker?.cleanup();
+  }, 60_000);
 
   it('a replica that dies mid-call: the call runs again once on another, and settles once', async () => {
     const run = runId();
@@ -103,14 +136,17 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     const worker = serveCountingTool(t, publisher, 'hangs_once', (_input, execution) =>
       execution === 1 ? undefined : { ok: true, result: { execution } },
     );
-    const doomed = await startReplica(t);
+    const doomed = await startReplica(t, broker.env);
     let survivor: Replica | undefined;
     try {
+      // The shape is the one named: the replica made the journal with the broker's replicas.
+      const journal = await t.jsm.streams.info(t.subjects.journal.stream);
+      expect(journal.config.num_replicas).toBe(shape.replicas);
       await dispatch(publisher, run, 'k1', await registerRemoteTool(t, 'hangs_once'), {});
       await eventually(() => (worker.total() === 1 ? true : undefined), { what: 'first run' });
       await crash(doomed);
-      survivor = await startReplica(t);
-      const [settled] = await settledAll(run, ['k1']);
+      survivor = await startReplica(t, broker.env);
+      const [settled] = await settledAll(publisher, run, ['k1']);
       expect(settled).toMatchObject({ outcome: 'ok', result: { execution: 2 }, attempt: 2 });
       expect(worker.total()).toBe(2);
       expect(worker.afterSettlement).toEqual([]);
@@ -154,7 +190,7 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     it('waits, keeps the message, and never runs the call once the holder settles', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick', () => ({ ok: true, result: 1 }));
-      const replica = await startReplica(t);
+      const replica = await startReplica(t, broker.env);
       try {
         await claimHeldElsewhere(run, 'w1');
         await dispatch(publisher, run, 'w1', await registerRemoteTool(t, 'quick', 60_000), {});
@@ -198,12 +234,12 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     it('takes the claim over once its lease has run out, and runs the call once', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick2', () => ({ ok: true, result: 2 }));
-      const replica = await startReplica(t);
+      const replica = await startReplica(t, broker.env);
       try {
         await claimHeldElsewhere(run, 'w2');
         // Lease: the tool's 500 ms deadline plus one ack wait.
         await dispatch(publisher, run, 'w2', await registerRemoteTool(t, 'quick2', 500), {});
-        const [settled] = await settledAll(run, ['w2']);
+        const [settled] = await settledAll(publisher, run, ['w2']);
         expect(settled).toMatchObject({ outcome: 'ok', result: 2 });
         expect(await claims(replica, 'took-over')).toBe(1);
         expect(worker.total()).toBe(1);
@@ -217,7 +253,7 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     it('ignores a started nobody signed: the call runs at once, not after a lease', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick3', () => ({ ok: true, result: 3 }));
-      const replica = await startReplica(t);
+      const replica = await startReplica(t, broker.env);
       try {
         // Any client on an open broker can put this on the dispatch's started subject.
         const forged = journalEvent({
@@ -238,7 +274,7 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
         );
         // Lease: the tool's 60 s deadline plus one ack wait — far past this test's patience.
         await dispatch(publisher, run, 'w3', await registerRemoteTool(t, 'quick3', 60_000), {});
-        const [settled] = await settledAll(run, ['w3'], 15_000);
+        const [settled] = await settledAll(publisher, run, ['w3'], 15_000);
         expect(settled).toMatchObject({ outcome: 'ok', result: 3 });
         expect(await claims(replica, 'waited')).toBe(0);
         expect(worker.total()).toBe(1);

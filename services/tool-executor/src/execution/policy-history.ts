@@ -6,6 +6,7 @@ import {
   JsApiCode,
   type DirectMessage,
   type DirectQuery,
+  type ReadFrom,
 } from '@toolgate/bus';
 import type { Subjects } from '@toolgate/contracts';
 import { revisionExisted, type PolicyHistory } from './call-checks';
@@ -73,11 +74,7 @@ export class PolicyRevisions {
    * The facts `revisionExisted` needs, as the bucket holds them now: as any replica of its stream
    * has them (direct gets), or as its leader has them.
    */
-  async read(
-    tenant: string,
-    revision: number,
-    from: 'replica' | 'leader' = 'replica',
-  ): Promise<PolicyHistory> {
+  async read(tenant: string, revision: number, from: ReadFrom = 'replica'): Promise<PolicyHistory> {
     this.jsm ??= jetstream(this.nc).jetstreamManager(false);
     const jsm = await this.jsm;
     // A direct get on a stream that does not exist is never answered (it times out), so whether
@@ -92,10 +89,7 @@ export class PolicyRevisions {
       }
     }
     const subject = this.subjectPrefix + tenant;
-    const get = (query: DirectQuery) =>
-      from === 'leader'
-        ? this.direct.fromLeader(this.stream, query)
-        : this.direct.get(this.stream, query);
+    const get = (query: DirectQuery) => this.direct.read(this.stream, query, from);
     const [at, oldest, newest] = await Promise.all([
       revision > 0 ? get({ seq: revision }) : Promise.resolve(null),
       get({ seq: 1, next_by_subj: subject }),

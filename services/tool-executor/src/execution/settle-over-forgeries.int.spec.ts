@@ -1,10 +1,13 @@
 import { JournalPublisher, SUPERSEDE_ATTEMPTS } from '@toolgate/bus';
 import { SignatureHeader } from '@toolgate/contracts';
 import {
+  BROKER_SHAPES,
   eventually,
   reForger,
+  startTestBroker,
   testJournalKeys,
   useTestNats,
+  type TestBroker,
   type TestNats,
 } from '@toolgate/testing';
 import {
@@ -23,29 +26,33 @@ import {
  * `settled` every time the executor looks at the subject to append after it, and the executor sits
  * behind a slow link, so it loses each of its bounded attempts. The tool has run: the settlement
  * must still be recorded once the attacker stops — retried while the decision is kept alive, never
- * acked with nothing genuine recorded — and the tool must not run again.
+ * acked with nothing genuine recorded — and the tool must not run again. On one node (R1) and on a
+ * 3-node cluster (R3), where the executor's look-ups of the subject are the leader's.
  */
-describe('a settlement that forgeries keep out', () => {
+describe.each(BROKER_SHAPES)('a settlement that forgeries keep out ($shape)', (shape) => {
+  let broker: TestBroker;
   let t: TestNats;
   let publisher: JournalPublisher;
   let replica: Replica | undefined;
 
   beforeAll(async () => {
-    t = await useTestNats('settleforged');
+    broker = await startTestBroker(shape, 'settleforged');
+    t = await useTestNats('settleforged', { servers: broker.servers });
     publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
-  });
+  }, 60_000);
   afterAll(async () => {
     await replica?.stop();
     await closeRegistry(t);
     publisher?.close();
     await t?.cleanup();
-  });
+    await broker?.cleanup();
+  }, 60_000);
 
   it('is retried until it is recorded, and the tool runs once', async () => {
     const runId = 'run-forged';
     const dispatchId = 'dforgedsettle';
     const subject = t.subjects.journal.event(TENANT, runId, dispatchId, 'settled');
-    const forger = await reForger(t, subject);
+    const forger = await reForger(t, subject, broker.servers[0]);
     // The executor's settle attempts, as the broker sees them published (signed), refused or not.
     let signed = 0;
     const watch = t.nc.subscribe(subject, {
@@ -58,7 +65,9 @@ describe('a settlement that forgeries keep out', () => {
     });
     const worker = serveCountingTool(t, publisher, 'forged_out', () => ({ ok: true, result: 1 }));
     try {
-      replica = await startReplica(t, { NATS_URL: forger.slowUrl });
+      replica = await startReplica(t, { ...broker.env, NATS_URL: forger.slowUrl });
+      const journal = await t.jsm.streams.info(t.subjects.journal.stream);
+      expect(journal.config.num_replicas).toBe(shape.replicas);
       await dispatch(publisher, runId, dispatchId, await registerRemoteTool(t, 'forged_out'), {});
       // Read nothing on the subject meanwhile: every lookup of it would bring a new forgery.
       await eventually(() => (signed >= 2 * SUPERSEDE_ATTEMPTS ? true : undefined), {

@@ -6,6 +6,7 @@ import {
   serviceKeysOf,
   type DeliveryContext,
   type JournalPublisher,
+  type ReadFrom,
 } from '@toolgate/bus';
 import {
   ErrorCode,
@@ -389,7 +390,7 @@ export class ToolRunner {
     // A first delivery claims without reading: nothing can have claimed a decision nobody was
     // handed before. Whether the dispatch was settled by someone else (a dead-lettered event
     // settles it) is read meanwhile, and looked at before anything runs.
-    const settledMeanwhile = first ? this.isSettled(call) : undefined;
+    const settledMeanwhile = first ? this.isSettled(call, 'leader') : undefined;
     settledMeanwhile?.catch(() => undefined);
     let view: AttemptsView | null = first ? { settled: false, started: null } : null;
     let waited = false;
@@ -470,10 +471,9 @@ export class ToolRunner {
 
   /** The dispatch's settlement and current claim, as the journal holds them now. */
   private async readAttempts(call: PendingCall): Promise<AttemptsView> {
-    const { publisher } = this.options;
-    const [settled, started] = await Promise.all([
+    const [settled, { stored: started, head }] = await Promise.all([
       this.isSettled(call),
-      publisher.last(call.tenant, call.runId, call.dispatchId, 'started'),
+      this.options.publisher.lastWithHead(call.tenant, call.runId, call.dispatchId, 'started'),
     ]);
     if (settled) return { settled, started: null };
     if (started) {
@@ -490,30 +490,29 @@ export class ToolRunner {
     // Something may sit there that cannot be read as a claim: it is superseded only by a
     // compare-and-set on its sequence — at once when nobody who writes claims signed it (a
     // forgery), once its lease has run out when a producer did (a release this one cannot read).
-    const position = await publisher.lastPosition(
-      call.tenant,
-      call.runId,
-      call.dispatchId,
-      'started',
-    );
-    const unreadable: CurrentClaim | null = position
+    const unreadable: CurrentClaim | null = head
       ? {
-          seq: position.seq,
+          seq: head.seq,
           causationId: null,
           attempt: 0,
-          storedAtMs: position.storedAt.getTime(),
-          ...(position.signed ? {} : { forged: true }),
+          storedAtMs: head.storedAt.getTime(),
+          ...(head.signed ? {} : { forged: true }),
         }
       : null;
     return { settled, started: unreadable };
   }
 
-  private async isSettled(call: PendingCall): Promise<boolean> {
+  /**
+   * Whether the dispatch is settled. `leader` where the answer is almost always "no" (a first
+   * delivery): a replica's "no" would be confirmed with the leader anyway.
+   */
+  private async isSettled(call: PendingCall, from?: ReadFrom): Promise<boolean> {
     const settled = await this.options.publisher.last(
       call.tenant,
       call.runId,
       call.dispatchId,
       'settled',
+      from ? { from } : {},
     );
     return settled !== null;
   }
