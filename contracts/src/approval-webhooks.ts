@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ApprovalView } from './api';
 
 /**
  * Approvals reach people where they are: the gateway POSTs each `approval:pending` and
@@ -18,21 +19,21 @@ export const WEBHOOK_EVENT_HEADER = 'x-toolgate-event';
 /** The same for every attempt of one delivery. */
 export const WEBHOOK_DELIVERY_HEADER = 'x-toolgate-delivery';
 
+/** Which parked call an approval is: the fields of {@link ApprovalView} that name it. */
+type ApprovalIdentity = Pick<
+  ApprovalView,
+  'tenant' | 'runId' | 'dispatchId' | 'approvalKey' | 'inputDigest'
+>;
+
 /** A webhook body: Slack's `text`/`blocks`, and the approval as Toolgate's fields. */
-export interface ApprovalWebhookBody {
+export interface ApprovalWebhookBody
+  extends ApprovalIdentity, Pick<ApprovalView, 'policyRevision' | 'expiresAt'> {
   text: string;
   blocks: unknown[];
   event: 'approval:pending' | 'approval:resolved';
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
-  policyRevision: number;
   toolName: string;
   /** The input's headline (command, path...) with hidden characters escaped. */
   summary: string;
-  expiresAt: string | null;
   decision?: 'allow' | 'deny';
   resolvedBy?: string;
   /** For a pending approval: the pages that allow or deny it (each a signed, expiring link). */
@@ -65,12 +66,7 @@ export function verifyWebhookSignature(
 }
 
 /** What a resolve link grants: one decision on one parked call, until it expires. */
-export interface ResolveLinkClaims {
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
+export interface ResolveLinkClaims extends ApprovalIdentity {
   decision: 'allow' | 'deny';
   /** Expiry, unix seconds. */
   exp: number;
