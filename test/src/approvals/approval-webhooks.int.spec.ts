@@ -10,7 +10,7 @@ import {
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, journalOf, park, type CountingTool } from './approval-helpers';
+import { gatedTool, journalOf, park, type CountingTool } from './approval-helpers';
 
 const SECRET = 'webhook-secret-0123456789';
 const LINK_SECRET = 'link-secret-0123456789abc';
@@ -66,11 +66,7 @@ describe('approvals: webhooks and resolve-by-link', () => {
       GATEWAY_APPROVAL_LINK_SECRET: LINK_SECRET,
       GATEWAY_PUBLIC_URL: 'http://gateway.invalid/',
     });
-    gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
-    });
-    expect(put.status).toBe(200);
+    gated = await gatedTool(stack);
   });
   afterAll(async () => {
     gated?.stop();
