@@ -95,8 +95,20 @@ describe('MCP servers behind Toolgate (executor "mcp")', () => {
   });
 
   it('imports an upstream server’s tools as typed, hashed contracts (admin only, its tenants only)', async () => {
-    expect((await importDemo(TOKENS.acmeAgent)).status).toBe(403);
-    expect((await importDemo(TOKENS.globexAdmin)).status).toBe(404);
+    const agent = await importDemo(TOKENS.acmeAgent);
+    expect(agent.status).toBe(403);
+    expect(agent.body.error.code).toBe('forbidden');
+    const foreign = await importDemo(TOKENS.globexAdmin);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('not-found');
+    // A body the import schema refuses: a typed error, and nothing imported.
+    for (const bad of [{ risk: { add: 'yolo' } }, { tools: 'add' }, { extra: true }, [1]]) {
+      const refused = await importDemo(TOKENS.acmeAdmin, bad);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe('invalid-request');
+    }
+    const before = await stack.http('GET', '/v1/tools', TOKENS.acmeAgent);
+    expect(before.body.tools.map((t: { name: string }) => t.name)).not.toContain('demo__add');
     const res = await importDemo(TOKENS.acmeAdmin, { risk: { add: 'write' } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({

@@ -9,7 +9,14 @@ import {
 import { createRequestStateCodec } from '@modelcontextprotocol/server';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { countingTool, resolve, unique, type CountingTool } from '../approvals/approval-helpers';
+import {
+  countingTool,
+  JOURNAL_AFTER_ALLOW,
+  JOURNAL_WHILE_PARKED,
+  resolve,
+  unique,
+  type CountingTool,
+} from '../approvals/approval-helpers';
 import { journalCounts, settled } from '../support/dispatch-probes';
 import { serveHeldTool, type HeldTool } from '../support/remote-tool';
 import { eventually } from '@toolgate/testing';
@@ -241,6 +248,19 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       );
       expect(badRun.code).toBe(-32602);
       expect((badRun.data as { code: string }).code).toBe('invalid-request');
+      // An id that is not a string is refused, not replaced by a fresh one (which would run the
+      // tool again on every retry the client meant as a replay).
+      for (const key of ['io.toolgate/runId', 'io.toolgate/callId']) {
+        const notText = await protocolError(
+          client.callTool({
+            name: 'read_file',
+            arguments: { path: 'hello.txt' },
+            _meta: { [key]: 42 },
+          }),
+        );
+        expect(notText.code).toBe(-32602);
+        expect(notText.data).toMatchObject({ code: 'invalid-request', details: { key } });
+      }
     });
   });
 
@@ -293,14 +313,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
         expect(replay.code).toBe(-32602);
       }
       expect(gated.runsOf(n)).toBe(1);
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-        resolved: 1,
-        started: 1,
-        settled: 1,
-      });
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_AFTER_ALLOW,
+      );
     });
 
     it('refuses a tampered state, a state for other arguments, and another principal’s state; none runs the tool', async () => {
@@ -326,11 +341,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       expect(own.resultType).toBe('input_required');
       expect(gated.runsOf(n)).toBe(0);
       const pending = paused._meta['io.toolgate/pending'];
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-      });
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_WHILE_PARKED,
+      );
     });
 
     it('even a state sealed with the stolen key reaches no tool: the journal, not the state, says whether it may run; an expired one is refused', async () => {
@@ -377,11 +390,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       const expired = await protocolError(callRaw(client, 'gated_deploy', { n }, expiring));
       expect(expired.code).toBe(-32602);
       expect(gated.runsOf(n)).toBe(0);
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-      });
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_WHILE_PARKED,
+      );
     });
 
     it('2025-11-25 (v1 client): an error result names the approval; the same call after the allow collects the outcome, run once', async () => {

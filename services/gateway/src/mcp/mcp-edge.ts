@@ -22,6 +22,8 @@ import type { JournalPublisher } from '@toolgate/bus';
 import {
   ApiOperation,
   dispatchKey,
+  ErrorCode,
+  ToolgateError,
   isSubjectToken,
   type ListToolsResponse,
   type SubmitDispatchResponse,
@@ -291,8 +293,8 @@ async function callTool(
   } else {
     const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
     const id = randomUUID();
-    runId = typeof meta[RUN_ID_META_KEY] === 'string' ? meta[RUN_ID_META_KEY] : `mcp-${id}`;
-    callId = typeof meta[CALL_ID_META_KEY] === 'string' ? meta[CALL_ID_META_KEY] : id;
+    runId = metaId(meta, RUN_ID_META_KEY) ?? `mcp-${id}`;
+    callId = metaId(meta, CALL_ID_META_KEY) ?? id;
   }
   // A client that closes its request (its stream) cancels the call: the executor running it
   // aborts it. The id is the one the submission will key the call by.
@@ -350,6 +352,22 @@ async function callTool(
       },
     },
   };
+}
+
+/**
+ * A run or call id the client named in `_meta`, if it named one. One that is not a string is
+ * refused (`invalid-request`) rather than replaced by a fresh id: the client meant its retries to
+ * replay one call, and a fresh id each time would run the tool again on every retry.
+ */
+function metaId(meta: Record<string, unknown>, key: string): string | undefined {
+  const value = meta[key];
+  if (value === undefined || typeof value === 'string') return value;
+  const refused = mcpAnswerFor(
+    new ToolgateError(ErrorCode.InvalidRequest, `_meta["${key}"] must be a string`, {
+      details: { key },
+    }),
+  );
+  throw refused.error;
 }
 
 /** The dispatch id the state's call has today (a changed contract gives another one). */
