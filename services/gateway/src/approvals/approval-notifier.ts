@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   hiddenFindings,
@@ -188,7 +189,12 @@ export class ApprovalNotifier {
       } catch {
         // A receiver that is down: retried below.
       }
-      if (attempt < attempts) await sleep(backoffMs * 2 ** (attempt - 1), this.abort.signal);
+      if (attempt < attempts) {
+        // Stopped: the wait ends at once (an AbortError), and the loop's check returns.
+        await sleep(backoffMs * 2 ** (attempt - 1), undefined, { signal: this.abort.signal }).catch(
+          () => undefined,
+        );
+      }
     }
   }
 }
@@ -196,14 +202,4 @@ export class ApprovalNotifier {
 /** Slack's mrkdwn control characters as entities: an input cannot format or mention. */
 function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }
