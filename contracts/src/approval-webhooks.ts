@@ -65,6 +65,13 @@ export function verifyWebhookSignature(
   return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
 }
 
+/**
+ * On a resolve link's page that refuses (an unknown or expired link, an approval already resolved,
+ * a resolution refused): the error's stable code, for a tool that opens links (the page itself is
+ * for a person).
+ */
+export const RESOLVE_LINK_ERROR_HEADER = 'x-toolgate-error';
+
 /** What a resolve link grants: one decision on one parked call, until it expires. */
 export interface ResolveLinkClaims extends ApprovalIdentity {
   decision: 'allow' | 'deny';

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  RESOLVE_LINK_ERROR_HEADER,
   verifyWebhookSignature,
   WEBHOOK_DELIVERY_HEADER,
   WEBHOOK_EVENT_HEADER,
@@ -117,12 +118,18 @@ describe('approvals: webhooks and resolve-by-link', () => {
 
     // A tampered link is refused; the real one resolves; a second use hears who won.
     const tampered = links.deny.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
-    expect((await fetch(onStack(tampered), { method: 'POST' })).status).toBe(404);
+    const refused = await fetch(onStack(tampered), { method: 'POST' });
+    expect(refused.status).toBe(404);
+    expect(refused.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('not-found');
     const allowed = await fetch(onStack(links.allow), { method: 'POST' });
     expect(allowed.status).toBe(200);
     expect(await allowed.text()).toContain('Allowed as approval-link');
     const again = await fetch(onStack(links.deny), { method: 'POST' });
     expect(again.status).toBe(409);
+    expect(again.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('already-resolved');
+    const reopened = await fetch(onStack(links.deny));
+    expect(reopened.status).toBe(409);
+    expect(reopened.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('already-resolved');
     expect(await again.text()).toContain('Already resolved by approval-link: allow');
     expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
@@ -155,11 +162,18 @@ describe('approvals: webhooks and resolve-by-link', () => {
       exp: Math.floor(Date.now() / 1000) - 1,
     });
     const foreign = signResolveLink('not-the-link-secret-xyz', { ...claims, exp: 2e9 });
-    for (const token of [expired, foreign]) {
-      const res = await fetch(`${stack.all.gateway.url}/v1/approvals/link/${token}`, {
-        method: 'POST',
-      });
-      expect(res.status).toBe(404);
+    // Signed with the link secret, but claims bent after signing: the signature no longer holds.
+    const [payload, mac] = signResolveLink(LINK_SECRET, { ...claims, exp: 2e9 }).split('.');
+    const bent = `${Buffer.from(
+      Buffer.from(payload!, 'base64url').toString('utf8').replace('"allow"', '"deny"'),
+    ).toString('base64url')}.${mac}`;
+    const malformed = ['x', 'a.b', `${'A'.repeat(3000)}.${'B'.repeat(43)}`, '%00'];
+    for (const token of [expired, foreign, bent, ...malformed]) {
+      for (const method of ['GET', 'POST']) {
+        const res = await fetch(`${stack.all.gateway.url}/v1/approvals/link/${token}`, { method });
+        expect({ token, method, status: res.status }).toEqual({ token, method, status: 404 });
+        expect(res.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('not-found');
+      }
     }
     expect((await journalOf(stack, parked)).resolved).toBeUndefined();
 
