@@ -4,6 +4,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { ApiOperation } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -189,6 +191,45 @@ describe('MCP servers behind Toolgate (executor "mcp")', () => {
     });
     expect(ok.settled.result).toEqual({ sum: 2 });
     expect(upstream.seen.adds).toBe(before + 1);
+  });
+
+  it('imports over the bus as over HTTP: one operation of the route table, the same checks', async () => {
+    const overBus = async (token: string, body: unknown) => {
+      const h = natsHeaders();
+      h.set('Authorization', `Bearer ${token}`);
+      const reply = await stack.nats.nc.request(
+        stack.nats.subjects.api(ApiOperation.ImportMcpTools),
+        JSON.stringify(body),
+        { headers: h, timeout: 10_000 },
+      );
+      return JSON.parse(new TextDecoder().decode(reply.data));
+    };
+    expect(await overBus(TOKENS.acmeAgent, { server: 'demo' })).toMatchObject({
+      ok: false,
+      error: { code: 'forbidden' },
+    });
+    expect(await overBus(TOKENS.globexAdmin, { server: 'demo' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found' },
+    });
+    for (const bad of [{}, { server: 'no such server' }, { server: 'demo', extra: 1 }]) {
+      expect(await overBus(TOKENS.acmeAdmin, bad)).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+    }
+    const imported = await overBus(TOKENS.acmeAdmin, { server: 'demo', risk: { add: 'write' } });
+    expect(imported).toMatchObject({
+      ok: true,
+      data: { server: 'demo', imported: [{ name: 'demo__add', tool: 'add' }], skipped: [] },
+    });
+    // On HTTP the path names the server, whatever the body says.
+    const viaPath = await importDemo(TOKENS.acmeAdmin, {
+      server: 'elsewhere',
+      risk: { add: 'write' },
+    });
+    expect(viaPath.status).toBe(200);
+    expect(viaPath.body.server).toBe('demo');
   });
 
   it('refuses to register an mcp tool by hand without its binding', async () => {
