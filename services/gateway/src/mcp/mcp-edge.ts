@@ -32,7 +32,6 @@ import type { ToolRegistry } from '@toolgate/registry';
 import type { GatewayApi } from '../api/gateway-api';
 import type { Principal } from '../auth/token-auth';
 import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
-import { resolveToolRef } from '../dispatch/tool-ref';
 import { mcpAnswerFor } from './mcp-errors';
 import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
 import {
@@ -378,16 +377,14 @@ function expectedDispatchId(
   args: unknown,
 ): string | undefined {
   if (!isSubjectToken(state.runId)) return undefined;
-  const ref = registry.resolve(tenant, state.tool)
-    ? resolveToolRef(registry, tenant, state.tool)
-    : undefined;
-  if (!ref) return undefined;
+  const tool = registry.resolve(tenant, state.tool);
+  if (!tool) return undefined;
   return dispatchKey({
     tenant,
     runId: state.runId,
     callId: state.callId,
-    toolName: ref.name,
-    contractHash: ref.contractHash,
+    toolName: tool.name,
+    contractHash: tool.contractHash,
     input: args,
   });
 }
