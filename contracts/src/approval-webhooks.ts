@@ -16,7 +16,7 @@ import type { ApprovalView } from './api';
 export const WEBHOOK_SIGNATURE_HEADER = 'x-toolgate-signature';
 /** `approval:pending` or `approval:resolved`. */
 export const WEBHOOK_EVENT_HEADER = 'x-toolgate-event';
-/** The same for every attempt of one delivery. */
+/** One id per approval and event (pending, resolved): the same on every retry and every repeat. */
 export const WEBHOOK_DELIVERY_HEADER = 'x-toolgate-delivery';
 
 /** Which parked call an approval is: the fields of {@link ApprovalView} that name it. */

@@ -96,6 +96,26 @@ describe('approvals: webhooks and resolve-by-link', () => {
     ).toBe(false);
     // Retried: the receiver refused the first attempt of this delivery.
     expect(failedOnce.has(pending.id)).toBe(true);
+    // The hint published again (anyone on the bus may): delivered again under the same id, so a
+    // receiver that deduplicates on it sees this approval's pending once.
+    stack.nats.nc.publish(
+      stack.nats.subjects.approvals('acme', 'pending'),
+      JSON.stringify({
+        approvalKey: parked.approval.approvalKey,
+        dispatchId: parked.dispatchId,
+        runId: parked.runId,
+      }),
+    );
+    const repeated = await eventually(
+      () => {
+        const all = deliveries.filter(
+          (d) => d.event === 'approval:pending' && d.body.dispatchId === parked.dispatchId,
+        );
+        return all.length === 2 ? all : undefined;
+      },
+      { timeoutMs: 20_000, what: 'the repeated approval:pending delivered' },
+    );
+    expect(repeated.map((d) => d.id)).toEqual([pending.id, pending.id]);
     // Slack's incoming-webhook shape, and Toolgate's fields.
     expect(pending.body.text).toContain(`gated in run ${parked.runId}`);
     expect(pending.body.blocks[0]).toMatchObject({ type: 'section', text: { type: 'mrkdwn' } });
