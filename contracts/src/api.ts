@@ -12,6 +12,7 @@ import { RiskSchema, ToolContractSchema, ToolNameSchema, ToolPolicySchema } from
 import { SubjectTokenSchema as Token } from './subjects';
 import { boundedJson, mergeableJson } from './json-limits';
 import { ListCursorSchema, type InputPreview, type Page } from './list-paging';
+import { McpServerNameSchema } from './mcp-upstream';
 
 /**
  * Request and response bodies of the gateway's API. The HTTP routes and the NATS request/reply
@@ -356,11 +357,14 @@ export const ScopeSchema = z.enum(['dispatch', 'approve', 'admin']);
 export type Scope = z.infer<typeof ScopeSchema>;
 
 /**
- * `POST /v1/mcp/servers/{name}/import` (admin): import (or re-approve) an upstream server's tools.
- * Risk and approval are the admin's to declare per upstream tool name; the server's own
- * annotations are untrusted and never become policy.
+ * `POST /v1/mcp/servers/{name}/import` (admin; `mcp.servers.import` on the bus, with `server` in
+ * the body): import (or re-approve) an upstream server's tools. Risk and approval are the admin's
+ * to declare per upstream tool name; the server's own annotations are untrusted and never become
+ * policy.
  */
 export const ImportMcpToolsRequestSchema = z.strictObject({
+  /** The configured upstream (HTTP: the path's `{name}`). */
+  server: McpServerNameSchema,
   /** Only these upstream tools (default: every tool the server lists). */
   tools: z.array(z.string().min(1).max(128)).max(1000).optional(),
   risk: z.record(z.string(), RiskSchema).optional(),

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { ApprovalView } from './api';
 
 /**
  * Approvals reach people where they are: the gateway POSTs each `approval:pending` and
@@ -15,24 +16,24 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const WEBHOOK_SIGNATURE_HEADER = 'x-toolgate-signature';
 /** `approval:pending` or `approval:resolved`. */
 export const WEBHOOK_EVENT_HEADER = 'x-toolgate-event';
-/** The same for every attempt of one delivery. */
+/** One id per approval and event (pending, resolved): the same on every retry and every repeat. */
 export const WEBHOOK_DELIVERY_HEADER = 'x-toolgate-delivery';
 
+/** Which parked call an approval is: the fields of {@link ApprovalView} that name it. */
+type ApprovalIdentity = Pick<
+  ApprovalView,
+  'tenant' | 'runId' | 'dispatchId' | 'approvalKey' | 'inputDigest'
+>;
+
 /** A webhook body: Slack's `text`/`blocks`, and the approval as Toolgate's fields. */
-export interface ApprovalWebhookBody {
+export interface ApprovalWebhookBody
+  extends ApprovalIdentity, Pick<ApprovalView, 'policyRevision' | 'expiresAt'> {
   text: string;
   blocks: unknown[];
   event: 'approval:pending' | 'approval:resolved';
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
-  policyRevision: number;
   toolName: string;
   /** The input's headline (command, path...) with hidden characters escaped. */
   summary: string;
-  expiresAt: string | null;
   decision?: 'allow' | 'deny';
   resolvedBy?: string;
   /** For a pending approval: the pages that allow or deny it (each a signed, expiring link). */
@@ -64,13 +65,15 @@ export function verifyWebhookSignature(
   return timingSafeEqual(expected, Buffer.from(m[2]!, 'hex'));
 }
 
+/**
+ * On a resolve link's page that refuses (an unknown or expired link, an approval already resolved,
+ * a resolution refused): the error's stable code, for a tool that opens links (the page itself is
+ * for a person).
+ */
+export const RESOLVE_LINK_ERROR_HEADER = 'x-toolgate-error';
+
 /** What a resolve link grants: one decision on one parked call, until it expires. */
-export interface ResolveLinkClaims {
-  tenant: string;
-  runId: string;
-  dispatchId: string;
-  approvalKey: string;
-  inputDigest: string;
+export interface ResolveLinkClaims extends ApprovalIdentity {
   decision: 'allow' | 'deny';
   /** Expiry, unix seconds. */
   exp: number;

@@ -11,6 +11,7 @@ import {
   generateKeySet,
   type EventSignatures,
   type KeySet,
+  type KeysFile,
   type ServiceIdentity,
 } from './signing';
 
@@ -180,16 +181,24 @@ function readKeysFile(file: string) {
       `TOOLGATE_SIGNING_KEYS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
+  return parseKeysFile(text, `TOOLGATE_SIGNING_KEYS_FILE ${file}`);
+}
+
+/**
+ * A keys file's text as a {@link KeysFile}, or a ConfigError naming `source` (what the text was
+ * read from) and never the text, which holds private keys.
+ */
+export function parseKeysFile(text: string, source: string): KeysFile {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ConfigError(`TOOLGATE_SIGNING_KEYS_FILE ${file} is not JSON`);
+    throw new ConfigError(`${source} is not JSON`);
   }
   const parsed = KeysFileSchema.safeParse(json);
   if (!parsed.success)
     throw new ConfigError(
-      `TOOLGATE_SIGNING_KEYS_FILE ${file} is not a keys file ({ privateKey | privateKeys, publicKeys })`,
+      `${source} is not a keys file ({ privateKey | privateKeys, publicKeys })`,
     );
   return parsed.data;
 }

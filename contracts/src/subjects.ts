@@ -61,6 +61,7 @@ export const ApiOperation = {
   InstallScript: 'tools.scripts.install',
   ListScripts: 'tools.scripts',
   WhoAmI: 'whoami',
+  ImportMcpTools: 'mcp.servers.import',
 } as const;
 export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
 

@@ -1,4 +1,14 @@
-import { hiddenFindings, hiddenWarning, revealPieces, revealText } from './visible-text';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  hiddenFindings,
+  hiddenWarning,
+  revealPieces,
+  revealText,
+  visibleTextModule,
+} from './visible-text';
 
 describe('revealing what changes how a text reads', () => {
   it('escapes a right-to-left override, so a command reads in the order it runs', () => {
@@ -56,5 +66,37 @@ describe('revealing what changes how a text reads', () => {
       'the input has characters that change how it reads, shown escaped: U+200B zero width space, U+202E right-to-left override ×2',
     );
     expect(hiddenWarning(hiddenFindings({ command: 'ls' }))).toBeNull();
+  });
+
+  it('generates a standalone ES module, the console’s, that reveals exactly what this one does', () => {
+    const corpus = [
+      'echo ok # \u202E; rm -rf ~',
+      'p\u0430ypal.com \u03b1lpha \u0561b \u13a0x',
+      'rm\u00a0-rf\u2003x \uff0fetc \u{1D400}',
+      'a\u200bb\u{E0041}\ufe0e\ufe0f\u{E0100}\u0007\u0085\t\n',
+      'привет мир naïve café 日本語 emoji ❤️',
+    ];
+    const dir = mkdtempSync(path.join(tmpdir(), 'visible-text-'));
+    try {
+      writeFileSync(path.join(dir, 'visible-text.mjs'), visibleTextModule());
+      const program = [
+        "import * as v from './visible-text.mjs';",
+        `const corpus = ${JSON.stringify(corpus)};`,
+        'console.log(JSON.stringify({',
+        '  pieces: corpus.map((t) => v.revealPieces(t)),',
+        '  text: corpus.map((t) => v.revealText(t)),',
+        '  findings: v.hiddenFindings({ corpus }),',
+        '}));',
+      ].join('\n');
+      writeFileSync(path.join(dir, 'run.mjs'), program);
+      const out = execFileSync(process.execPath, [path.join(dir, 'run.mjs')], { encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual({
+        pieces: corpus.map((t) => revealPieces(t)),
+        text: corpus.map((t) => revealText(t)),
+        findings: hiddenFindings({ corpus }),
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

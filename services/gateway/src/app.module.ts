@@ -21,7 +21,6 @@ import { PolicyWhatIfController } from './http/policy-whatif.controller';
 import { PolicyGate } from './policy/policy-gate';
 import { ScriptInstaller } from './scripts/script-installer';
 import { PolicyWhatIf } from './policy/policy-whatif';
-import { McpServersController } from './http/mcp-servers.controller';
 import { McpImporter } from './mcp/mcp-importer';
 
 @Module({})
@@ -44,10 +43,8 @@ export class GatewayModule {
         GatewayController,
         PolicyWhatIfController,
         ConsoleController,
-        McpServersController,
       ],
       providers: [
-        { provide: McpImporter, useValue: new McpImporter(config.mcpUpstreams, registry) },
         {
           provide: GATEWAY_LINKS,
           useValue: { secret: config.links.secret, identity: config.links.identity },
@@ -106,6 +103,7 @@ export class GatewayModule {
                 1,
                 serviceMetrics.untrustedCounter('whatif'),
               ),
+              new McpImporter(config.mcpUpstreams, registry),
               metrics,
             );
           },

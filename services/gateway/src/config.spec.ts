@@ -6,10 +6,12 @@ const noFile = (path: string): string => {
   throw new Error(`unexpected read of ${path}`);
 };
 
+/** The refusal of a configuration: always a ConfigError, by its stable code. */
 function errorOf(fn: () => unknown): Error {
   try {
     fn();
   } catch (err) {
+    expect(err).toMatchObject({ code: 'config', retryable: false });
     return err as Error;
   }
   throw new Error('expected the configuration to be refused');
@@ -78,12 +80,27 @@ describe('loadGatewayConfig', () => {
       attempts: 5,
       backoffMs: 1_000,
     });
-    expect(() =>
-      loadGatewayConfig({ GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a' }, noFile),
-    ).toThrow(/needs GATEWAY_APPROVAL_WEBHOOK_SECRET/);
-    expect(() =>
-      loadGatewayConfig({ ...hooks, GATEWAY_APPROVAL_WEBHOOK_URLS: 'file:///etc/passwd' }, noFile),
-    ).toThrow(/not http\(s\)/);
+    expect(
+      errorOf(() =>
+        loadGatewayConfig({ GATEWAY_APPROVAL_WEBHOOK_URLS: 'https://hooks.example/a' }, noFile),
+      ).message,
+    ).toMatch(/needs GATEWAY_APPROVAL_WEBHOOK_SECRET/);
+    expect(
+      errorOf(() =>
+        loadGatewayConfig(
+          { ...hooks, GATEWAY_APPROVAL_WEBHOOK_URLS: 'file:///etc/passwd' },
+          noFile,
+        ),
+      ).message,
+    ).toMatch(/not http\(s\)/);
+    // A secret too short to sign with: refused by name, never echoed.
+    const short = errorOf(() =>
+      loadGatewayConfig({ ...hooks, GATEWAY_APPROVAL_WEBHOOK_SECRET: 'short-hook-key' }, noFile),
+    );
+    expect(short.message).toMatch(
+      /^invalid gateway configuration: GATEWAY_APPROVAL_WEBHOOK_SECRET: /,
+    );
+    expect(JSON.stringify(short)).not.toContain('short-hook-key');
   });
 
   it('parses TOOLGATE_TOKENS grants', () => {

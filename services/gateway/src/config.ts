@@ -10,7 +10,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { parseMcpUpstreams, ScopeSchema, type McpUpstream } from '@toolgate/contracts';
+import { ConfigError, parseMcpUpstreams, ScopeSchema, type McpUpstream } from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
 export const TokenGrantSchema = z
@@ -113,12 +113,28 @@ export interface GatewayConfig extends NatsSettings {
   };
 }
 
-/** Parses the environment once; defaults live only here. Token values never appear in errors. */
+/**
+ * Parses the environment once; defaults live only here. A bad value is a ConfigError (`config`)
+ * naming the setting; token values and keys never appear in errors.
+ */
 export function loadGatewayConfig(
   env: NodeJS.ProcessEnv,
   readFile: (path: string) => string,
 ): Readonly<GatewayConfig> {
-  const e = Env.parse(env);
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    // Paths and messages only: the values may be secrets.
+    const issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
+    const first = issues[0];
+    throw new ConfigError(
+      `invalid gateway configuration: ${first?.path.join('.') ?? '?'}: ${first?.message ?? ''}`,
+      { details: { issues } },
+    );
+  }
+  const e = parsed.data;
   assertStateOutsideToolScope(env, [
     ...signingStatePaths(env),
     ...(e.TOOLGATE_TOKENS_FILE
@@ -133,13 +149,13 @@ export function loadGatewayConfig(
     try {
       json = JSON.parse(raw);
     } catch {
-      throw new Error('TOOLGATE_TOKENS is not valid JSON');
+      throw new ConfigError('TOOLGATE_TOKENS is not valid JSON');
     }
     const parsed = z.array(TokenGrantSchema).safeParse(json);
     if (!parsed.success) {
       // Only paths and messages: never the values, which are secrets.
       const where = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-      throw new Error(`TOOLGATE_TOKENS is invalid: ${where}`);
+      throw new ConfigError(`TOOLGATE_TOKENS is invalid: ${where}`);
     }
     tokens = parsed.data;
   }
@@ -179,7 +195,8 @@ function mcpSettings(e: z.infer<typeof Env>, readFile: (path: string) => string)
     stateKey = randomBytes(32);
   } else {
     stateKey = new TextEncoder().encode(key);
-    if (stateKey.length < 32) throw new Error('GATEWAY_MCP_STATE_KEY must be at least 32 bytes');
+    if (stateKey.length < 32)
+      throw new ConfigError('GATEWAY_MCP_STATE_KEY must be at least 32 bytes');
   }
   return {
     stateKey,
@@ -197,10 +214,10 @@ function webhookSettings(e: z.infer<typeof Env>): GatewayConfig['webhooks'] {
   if (urls.length === 0) return null;
   for (const url of urls) {
     if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
-      throw new Error('GATEWAY_APPROVAL_WEBHOOK_URLS holds a URL that is not http(s)');
+      throw new ConfigError('GATEWAY_APPROVAL_WEBHOOK_URLS holds a URL that is not http(s)');
   }
   if (!e.GATEWAY_APPROVAL_WEBHOOK_SECRET)
-    throw new Error(
+    throw new ConfigError(
       'GATEWAY_APPROVAL_WEBHOOK_URLS needs GATEWAY_APPROVAL_WEBHOOK_SECRET to sign with',
     );
   return {

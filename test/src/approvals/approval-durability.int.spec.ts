@@ -3,7 +3,7 @@ import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import {
-  countingTool,
+  gatedTool,
   JOURNAL_AFTER_ALLOW,
   JOURNAL_AFTER_DENY,
   journalOf,
@@ -18,11 +18,7 @@ describe('approvals survive stopped services', () => {
 
   beforeAll(async () => {
     stack = await startTestStack('approvals-durable');
-    gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
-    });
-    expect(put.status).toBe(200);
+    gated = await gatedTool(stack);
   }, 60_000);
   afterAll(async () => {
     gated?.stop();

@@ -2,7 +2,7 @@ import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, park, resolve, type CountingTool } from './approval-helpers';
+import { gatedTool, park, resolve, type CountingTool } from './approval-helpers';
 
 interface SseEvent {
   event: string;
@@ -76,11 +76,7 @@ describe('approvals: the server-sent-events stream', () => {
 
   beforeAll(async () => {
     stack = await startTestStack('approvals-sse');
-    gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
-    });
-    expect(put.status).toBe(200);
+    gated = await gatedTool(stack);
   });
   afterAll(async () => {
     gated?.stop();

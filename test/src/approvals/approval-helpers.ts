@@ -40,6 +40,20 @@ export async function countingTool(stack: TestStack, name: string): Promise<Coun
   };
 }
 
+/**
+ * The `gated` counting tool, behind a policy that asks a person about every call of it (rule
+ * `gate-it`): the set-up of the specs that only need some call to park.
+ */
+export async function gatedTool(stack: TestStack): Promise<CountingTool> {
+  const gated = await countingTool(stack, 'gated');
+  const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+    document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
+  });
+  if (put.status !== 200)
+    throw new Error(`policy not put: ${put.status} ${JSON.stringify(put.body)}`);
+  return gated;
+}
+
 let seq = 0;
 /** A value unique to this process, so calls never share an approval key by accident. */
 export const unique = (label: string): string => `${label}-${process.pid}-${++seq}-${Date.now()}`;
@@ -98,6 +112,9 @@ export function journalOf(
 ): Promise<Record<string, number>> {
   return journalCounts(stack, tenant, parked.runId, parked.dispatchId);
 }
+
+/** The journal of a call parked for a person: no resolution, never started. */
+export const JOURNAL_WHILE_PARKED = { requested: 1, decided: 1, suspended: 1 };
 
 /** The journal of a parked call that was allowed, ran and settled: one event of each type. */
 export const JOURNAL_AFTER_ALLOW = {

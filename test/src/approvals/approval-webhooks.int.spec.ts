@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  RESOLVE_LINK_ERROR_HEADER,
   verifyWebhookSignature,
   WEBHOOK_DELIVERY_HEADER,
   WEBHOOK_EVENT_HEADER,
@@ -10,7 +11,7 @@ import {
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { countingTool, journalOf, park, type CountingTool } from './approval-helpers';
+import { gatedTool, journalOf, park, type CountingTool } from './approval-helpers';
 
 const SECRET = 'webhook-secret-0123456789';
 const LINK_SECRET = 'link-secret-0123456789abc';
@@ -66,11 +67,7 @@ describe('approvals: webhooks and resolve-by-link', () => {
       GATEWAY_APPROVAL_LINK_SECRET: LINK_SECRET,
       GATEWAY_PUBLIC_URL: 'http://gateway.invalid/',
     });
-    gated = await countingTool(stack, 'gated');
-    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: { engine: { ask: [{ id: 'gate-it', tool: 'gated' }] } },
-    });
-    expect(put.status).toBe(200);
+    gated = await gatedTool(stack);
   });
   afterAll(async () => {
     gated?.stop();
@@ -99,6 +96,26 @@ describe('approvals: webhooks and resolve-by-link', () => {
     ).toBe(false);
     // Retried: the receiver refused the first attempt of this delivery.
     expect(failedOnce.has(pending.id)).toBe(true);
+    // The hint published again (anyone on the bus may): delivered again under the same id, so a
+    // receiver that deduplicates on it sees this approval's pending once.
+    stack.nats.nc.publish(
+      stack.nats.subjects.approvals('acme', 'pending'),
+      JSON.stringify({
+        approvalKey: parked.approval.approvalKey,
+        dispatchId: parked.dispatchId,
+        runId: parked.runId,
+      }),
+    );
+    const repeated = await eventually(
+      () => {
+        const all = deliveries.filter(
+          (d) => d.event === 'approval:pending' && d.body.dispatchId === parked.dispatchId,
+        );
+        return all.length === 2 ? all : undefined;
+      },
+      { timeoutMs: 20_000, what: 'the repeated approval:pending delivered' },
+    );
+    expect(repeated.map((d) => d.id)).toEqual([pending.id, pending.id]);
     // Slack's incoming-webhook shape, and Toolgate's fields.
     expect(pending.body.text).toContain(`gated in run ${parked.runId}`);
     expect(pending.body.blocks[0]).toMatchObject({ type: 'section', text: { type: 'mrkdwn' } });
@@ -121,12 +138,18 @@ describe('approvals: webhooks and resolve-by-link', () => {
 
     // A tampered link is refused; the real one resolves; a second use hears who won.
     const tampered = links.deny.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
-    expect((await fetch(onStack(tampered), { method: 'POST' })).status).toBe(404);
+    const refused = await fetch(onStack(tampered), { method: 'POST' });
+    expect(refused.status).toBe(404);
+    expect(refused.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('not-found');
     const allowed = await fetch(onStack(links.allow), { method: 'POST' });
     expect(allowed.status).toBe(200);
     expect(await allowed.text()).toContain('Allowed as approval-link');
     const again = await fetch(onStack(links.deny), { method: 'POST' });
     expect(again.status).toBe(409);
+    expect(again.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('already-resolved');
+    const reopened = await fetch(onStack(links.deny));
+    expect(reopened.status).toBe(409);
+    expect(reopened.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('already-resolved');
     expect(await again.text()).toContain('Already resolved by approval-link: allow');
     expect((await settled(stack, parked.dispatchId)).dispatch.outcome).toBe('ok');
     expect(gated.runsOf(parked.input.n)).toBe(1);
@@ -159,11 +182,18 @@ describe('approvals: webhooks and resolve-by-link', () => {
       exp: Math.floor(Date.now() / 1000) - 1,
     });
     const foreign = signResolveLink('not-the-link-secret-xyz', { ...claims, exp: 2e9 });
-    for (const token of [expired, foreign]) {
-      const res = await fetch(`${stack.all.gateway.url}/v1/approvals/link/${token}`, {
-        method: 'POST',
-      });
-      expect(res.status).toBe(404);
+    // Signed with the link secret, but claims bent after signing: the signature no longer holds.
+    const [payload, mac] = signResolveLink(LINK_SECRET, { ...claims, exp: 2e9 }).split('.');
+    const bent = `${Buffer.from(
+      Buffer.from(payload!, 'base64url').toString('utf8').replace('"allow"', '"deny"'),
+    ).toString('base64url')}.${mac}`;
+    const malformed = ['x', 'a.b', `${'A'.repeat(3000)}.${'B'.repeat(43)}`, '%00'];
+    for (const token of [expired, foreign, bent, ...malformed]) {
+      for (const method of ['GET', 'POST']) {
+        const res = await fetch(`${stack.all.gateway.url}/v1/approvals/link/${token}`, { method });
+        expect({ token, method, status: res.status }).toEqual({ token, method, status: 404 });
+        expect(res.headers.get(RESOLVE_LINK_ERROR_HEADER)).toBe('not-found');
+      }
     }
     expect((await journalOf(stack, parked)).resolved).toBeUndefined();
 

@@ -277,6 +277,14 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
     { weight: 1, arbitrary: fc.record({ key: sha }) },
   ),
   [ApiOperation.WhoAmI]: fc.constant({}),
+  [ApiOperation.ImportMcpTools]: fc.record(
+    {
+      server: fc.oneof(fc.constant('fz_upstream'), junkString),
+      tools: fc.array(fc.string({ maxLength: 20 }), { maxLength: 3 }),
+      risk: fc.dictionary(token, fc.constantFrom('read', 'write', 'exotic'), { maxKeys: 2 }),
+    },
+    { requiredKeys: ['server'] },
+  ),
   [ApiOperation.ResolveApproval]: fc.oneof(
     // Naming the dispatch reads the stream at once; a key alone gives the projection two seconds
     // to show a fresh suspension, so those are rarer here.

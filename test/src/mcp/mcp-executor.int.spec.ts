@@ -4,6 +4,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { ApiOperation } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -95,8 +97,20 @@ describe('MCP servers behind Toolgate (executor "mcp")', () => {
   });
 
   it('imports an upstream server’s tools as typed, hashed contracts (admin only, its tenants only)', async () => {
-    expect((await importDemo(TOKENS.acmeAgent)).status).toBe(403);
-    expect((await importDemo(TOKENS.globexAdmin)).status).toBe(404);
+    const agent = await importDemo(TOKENS.acmeAgent);
+    expect(agent.status).toBe(403);
+    expect(agent.body.error.code).toBe('forbidden');
+    const foreign = await importDemo(TOKENS.globexAdmin);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe('not-found');
+    // A body the import schema refuses: a typed error, and nothing imported.
+    for (const bad of [{ risk: { add: 'yolo' } }, { tools: 'add' }, { extra: true }, [1]]) {
+      const refused = await importDemo(TOKENS.acmeAdmin, bad);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe('invalid-request');
+    }
+    const before = await stack.http('GET', '/v1/tools', TOKENS.acmeAgent);
+    expect(before.body.tools.map((t: { name: string }) => t.name)).not.toContain('demo__add');
     const res = await importDemo(TOKENS.acmeAdmin, { risk: { add: 'write' } });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -177,6 +191,45 @@ describe('MCP servers behind Toolgate (executor "mcp")', () => {
     });
     expect(ok.settled.result).toEqual({ sum: 2 });
     expect(upstream.seen.adds).toBe(before + 1);
+  });
+
+  it('imports over the bus as over HTTP: one operation of the route table, the same checks', async () => {
+    const overBus = async (token: string, body: unknown) => {
+      const h = natsHeaders();
+      h.set('Authorization', `Bearer ${token}`);
+      const reply = await stack.nats.nc.request(
+        stack.nats.subjects.api(ApiOperation.ImportMcpTools),
+        JSON.stringify(body),
+        { headers: h, timeout: 10_000 },
+      );
+      return JSON.parse(new TextDecoder().decode(reply.data));
+    };
+    expect(await overBus(TOKENS.acmeAgent, { server: 'demo' })).toMatchObject({
+      ok: false,
+      error: { code: 'forbidden' },
+    });
+    expect(await overBus(TOKENS.globexAdmin, { server: 'demo' })).toMatchObject({
+      ok: false,
+      error: { code: 'not-found' },
+    });
+    for (const bad of [{}, { server: 'no such server' }, { server: 'demo', extra: 1 }]) {
+      expect(await overBus(TOKENS.acmeAdmin, bad)).toMatchObject({
+        ok: false,
+        error: { code: 'invalid-request' },
+      });
+    }
+    const imported = await overBus(TOKENS.acmeAdmin, { server: 'demo', risk: { add: 'write' } });
+    expect(imported).toMatchObject({
+      ok: true,
+      data: { server: 'demo', imported: [{ name: 'demo__add', tool: 'add' }], skipped: [] },
+    });
+    // On HTTP the path names the server, whatever the body says.
+    const viaPath = await importDemo(TOKENS.acmeAdmin, {
+      server: 'elsewhere',
+      risk: { add: 'write' },
+    });
+    expect(viaPath.status).toBe(200);
+    expect(viaPath.body.server).toBe('demo');
   });
 
   it('refuses to register an mcp tool by hand without its binding', async () => {

@@ -9,7 +9,14 @@ import {
 import { createRequestStateCodec } from '@modelcontextprotocol/server';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { countingTool, resolve, unique, type CountingTool } from '../approvals/approval-helpers';
+import {
+  countingTool,
+  JOURNAL_AFTER_ALLOW,
+  JOURNAL_WHILE_PARKED,
+  resolve,
+  unique,
+  type CountingTool,
+} from '../approvals/approval-helpers';
 import { journalCounts, settled } from '../support/dispatch-probes';
 import { serveHeldTool, type HeldTool } from '../support/remote-tool';
 import { eventually } from '@toolgate/testing';
@@ -27,7 +34,11 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
   const open: { close(): Promise<void> }[] = [];
 
   /** An official v2 client on the given era, with the given token. */
-  async function v2(era: Era, token: string = TOKENS.acmeAgent): Promise<Client> {
+  async function v2(
+    era: Era,
+    token: string = TOKENS.acmeAgent,
+    gatewayUrl: string = stack.all.gateway.url,
+  ): Promise<Client> {
     const client = new Client(
       { name: 'mcp-int', version: '1.0.0' },
       {
@@ -36,7 +47,7 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       },
     );
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${stack.all.gateway.url}/mcp`), {
+      new StreamableHTTPClientTransport(new URL(`${gatewayUrl}/mcp`), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
@@ -241,6 +252,19 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       );
       expect(badRun.code).toBe(-32602);
       expect((badRun.data as { code: string }).code).toBe('invalid-request');
+      // An id that is not a string is refused, not replaced by a fresh one (which would run the
+      // tool again on every retry the client meant as a replay).
+      for (const key of ['io.toolgate/runId', 'io.toolgate/callId']) {
+        const notText = await protocolError(
+          client.callTool({
+            name: 'read_file',
+            arguments: { path: 'hello.txt' },
+            _meta: { [key]: 42 },
+          }),
+        );
+        expect(notText.code).toBe(-32602);
+        expect(notText.data).toMatchObject({ code: 'invalid-request', details: { key } });
+      }
     });
   });
 
@@ -293,14 +317,51 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
         expect(replay.code).toBe(-32602);
       }
       expect(gated.runsOf(n)).toBe(1);
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-        resolved: 1,
-        started: 1,
-        settled: 1,
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_AFTER_ALLOW,
+      );
+    });
+
+    it('a state is used once across gateway replicas: refused on the other after a use, and only one of two racing uses wins', async () => {
+      const { startGateway } = await import('@toolgate/gateway');
+      const second = await startGateway({
+        config: { ...stack.options.gateway, port: 0 },
+        logger: false,
       });
+      try {
+        const here = await v2('modern');
+        const there = await v2('modern', TOKENS.acmeAgent, second.url);
+        const n = unique('n');
+        const paused = await callRaw(here, 'gated_deploy', { n });
+        // Used on the second replica (still parked: it pauses again, with a new state) ...
+        const again = await callRaw(there, 'gated_deploy', { n }, paused.requestState);
+        expect(again.resultType).toBe('input_required');
+        // ... then replayed on the first: refused.
+        const replay = await protocolError(
+          callRaw(here, 'gated_deploy', { n }, paused.requestState),
+        );
+        expect(replay.code).toBe(-32602);
+        expect(replay.data).toMatchObject({ reason: 'replayed' });
+        // The same state sent to both replicas at once: exactly one use is accepted.
+        const raced = await Promise.allSettled([
+          callRaw(here, 'gated_deploy', { n }, again.requestState),
+          callRaw(there, 'gated_deploy', { n }, again.requestState),
+        ]);
+        const won = raced.filter((r) => r.status === 'fulfilled');
+        const lost = raced.filter((r) => r.status === 'rejected');
+        expect(won).toHaveLength(1);
+        expect((won[0] as PromiseFulfilledResult<Record<string, any>>).value.resultType).toBe(
+          'input_required',
+        );
+        expect(lost).toHaveLength(1);
+        expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({
+          code: -32602,
+          data: { reason: 'replayed' },
+        });
+        expect(gated.runsOf(n)).toBe(0);
+      } finally {
+        await second.stop();
+      }
     });
 
     it('refuses a tampered state, a state for other arguments, and another principal’s state; none runs the tool', async () => {
@@ -326,11 +387,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       expect(own.resultType).toBe('input_required');
       expect(gated.runsOf(n)).toBe(0);
       const pending = paused._meta['io.toolgate/pending'];
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-      });
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_WHILE_PARKED,
+      );
     });
 
     it('even a state sealed with the stolen key reaches no tool: the journal, not the state, says whether it may run; an expired one is refused', async () => {
@@ -377,11 +436,9 @@ describe('Toolgate as an MCP server (/mcp, official SDK clients v2 and v1)', () 
       const expired = await protocolError(callRaw(client, 'gated_deploy', { n }, expiring));
       expect(expired.code).toBe(-32602);
       expect(gated.runsOf(n)).toBe(0);
-      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual({
-        requested: 1,
-        decided: 1,
-        suspended: 1,
-      });
+      expect(await journalCounts(stack, 'acme', pending.runId, pending.dispatchId)).toEqual(
+        JOURNAL_WHILE_PARKED,
+      );
     });
 
     it('2025-11-25 (v1 client): an error result names the approval; the same call after the allow collects the outcome, run once', async () => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import {
+  cutText,
   ErrorCode,
   hasErrorCode,
   hiddenFindings,
@@ -192,11 +193,14 @@ async function listAll(
   return rows;
 }
 
-/** The INPUT cell: the field that says what the call does (else the input's JSON), revealed. */
-function inputCell(a: ApprovalListItem): string {
+/**
+ * The INPUT cell: the field that says what the call does (else the input's JSON), revealed, and
+ * cut (never inside a surrogate pair) to 48 characters.
+ */
+export function inputCell(a: Pick<ApprovalListItem, 'inputPreview'>): string {
   const text = a.inputPreview.summary ?? a.inputPreview.json;
   const revealed = revealText(text);
-  const cell = revealed.length > 48 ? `${revealed.slice(0, 47)}…` : revealed;
+  const cell = revealed.length > 48 ? `${cutText(revealed, 47).text}…` : revealed;
   return revealed !== text ? `! ${cell}` : cell;
 }
 

@@ -62,4 +62,32 @@ describe('toolgate keys tool-request-public-key', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('refuses a keys file that is not JSON or not a keys file with a config error, never echoing it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-keys-'));
+    try {
+      for (const [name, text, says] of [
+        ['broken.json', '{"privateKey": "secret-material', 'is not JSON'],
+        [
+          'other.json',
+          '{"privateKey": 42, "note": "secret-material"}',
+          'is not a keys file ({ privateKey | privateKeys, publicKeys })',
+        ],
+      ] as const) {
+        const file = join(dir, name);
+        writeFileSync(file, text);
+        const { code, stderr } = await run([
+          'keys',
+          'tool-request-public-key',
+          '--keys-file',
+          file,
+        ]);
+        expect(code).toBe(ExitCode.Failed);
+        expect(stderr).toBe(`config: --keys-file ${file} ${says}\n`);
+        expect(stderr).not.toContain('secret-material');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import {
   ConfigError,
-  KeysFileSchema,
   SERVICE_IDENTITIES,
   ServiceIdentity,
   devKeySet,
   generateKeySet,
+  parseKeysFile,
   spkiBase64,
   toolRequestKeyOf,
   type KeySet,
@@ -47,7 +47,10 @@ export function registerKeysCommands(program: Command, ctx: CommandContext): voi
     .action(async (opts: { keysFile?: string }) => {
       let privateKey: string | undefined;
       if (opts.keysFile) {
-        const file = KeysFileSchema.parse(JSON.parse(await ctx.readFile(opts.keysFile)));
+        const file = parseKeysFile(
+          await ctx.readFile(opts.keysFile),
+          `--keys-file ${opts.keysFile}`,
+        );
         privateKey = file.privateKeys?.[ServiceIdentity.Executor] ?? file.privateKey;
       } else privateKey = devKeySet(process.env).privateKeys[ServiceIdentity.Executor];
       if (!privateKey) throw new ConfigError('the keys file holds no tool-executor private key');

@@ -30,6 +30,7 @@ import type { PolicyWhatIf } from '../policy/policy-whatif';
 import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
 import type { ScriptInstaller } from '../scripts/script-installer';
+import type { McpImporter } from '../mcp/mcp-importer';
 
 /** What an edge may pass an operation besides its body. */
 export interface CallOptions {
@@ -68,6 +69,7 @@ export class GatewayApi {
     private readonly streaks: ErrorStreaks,
     private readonly scripts: ScriptInstaller,
     private readonly whatIf: PolicyWhatIf,
+    private readonly mcpImporter: McpImporter,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.operations = {
@@ -119,6 +121,10 @@ export class GatewayApi {
         run: (p, b) => this.approvals.resolve(p, b),
       },
       [ApiOperation.WhoAmI]: { scope: 'any', run: async (p) => whoAmI(p) },
+      [ApiOperation.ImportMcpTools]: {
+        scope: 'admin',
+        run: (p, b) => this.mcpImporter.import(p, b),
+      },
     };
   }
 

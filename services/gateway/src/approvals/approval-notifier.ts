@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   hiddenFindings,
@@ -83,7 +84,7 @@ export class ApprovalNotifier {
     const event = subject.endsWith('.pending') ? 'approval:pending' : 'approval:resolved';
     if (event === 'approval:pending' && detail.approval.status !== 'pending') return;
     const body = JSON.stringify(this.body(event, detail));
-    const delivery = randomUUID();
+    const delivery = deliveryId(event, detail.approval);
     await Promise.all(this.settings.urls.map((url) => this.deliver(url, event, delivery, body)));
   }
 
@@ -188,22 +189,32 @@ export class ApprovalNotifier {
       } catch {
         // A receiver that is down: retried below.
       }
-      if (attempt < attempts) await sleep(backoffMs * 2 ** (attempt - 1), this.abort.signal);
+      if (attempt < attempts) {
+        // Stopped: the wait ends at once (an AbortError), and the loop's check returns.
+        await sleep(backoffMs * 2 ** (attempt - 1), undefined, { signal: this.abort.signal }).catch(
+          () => undefined,
+        );
+      }
     }
   }
+}
+
+/**
+ * The delivery id of an approval's notification: the same for every attempt, every replica and
+ * every repeat of the hint on the bus (anyone may publish one again), so a receiver that
+ * deduplicates on it sees each approval's pending and resolved once. UUID-shaped.
+ */
+function deliveryId(
+  event: ApprovalWebhookBody['event'],
+  a: Pick<ApprovalDetail['approval'], 'tenant' | 'runId' | 'dispatchId'>,
+): string {
+  const hex = createHash('sha256')
+    .update(JSON.stringify([event, a.tenant, a.runId, a.dispatchId]))
+    .digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** Slack's mrkdwn control characters as entities: an input cannot format or mention. */
 function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

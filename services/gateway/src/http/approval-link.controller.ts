@@ -5,13 +5,15 @@ import {
   ErrorCode,
   hiddenFindings,
   hiddenWarning,
+  RESOLVE_LINK_ERROR_HEADER,
   revealText,
+  ToolgateError,
   verifyResolveLink,
   type ResolveLinkClaims,
-  type ToolgateError,
 } from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
 import { GATEWAY_LINKS, type ApprovalLinkSettings } from './approval-link.settings';
+import { toHttpError } from './error.filter';
 
 /**
  * Resolve-by-link: the pages a webhook's Allow/Deny buttons open. A link is a signed, expiring
@@ -31,7 +33,7 @@ export class ApprovalLinkController {
   @Get('approvals/link/:token')
   async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const claims = this.claims(token);
-    if (!claims) return send(res, 404, 'Link not valid', 'This link is unknown or has expired.');
+    if (!claims) return refuse(res, 'Link not valid', LINK_NOT_VALID);
     const principal = this.principal(claims);
     let body: string;
     try {
@@ -42,12 +44,7 @@ export class ApprovalLinkController {
       });
       const a = detail.approval;
       if (a.status !== 'pending')
-        return send(
-          res,
-          409,
-          'Already resolved',
-          `Already resolved by ${a.resolvedBy ?? '?'}: ${a.decision ?? '?'}.`,
-        );
+        return refuse(res, 'Already resolved', alreadyResolved(a.resolvedBy, a.decision));
       const warning = hiddenWarning(hiddenFindings(a.input));
       body =
         `<p>${esc(a.toolName ?? '?')} in run <code>${esc(a.runId)}</code>, policy revision ${a.policyRevision}.</p>` +
@@ -55,7 +52,7 @@ export class ApprovalLinkController {
         `<pre>${esc(revealText(JSON.stringify(a.input, null, 2)))}</pre>` +
         `<form method="post"><button type="submit">${claims.decision === 'allow' ? 'Allow' : 'Deny'} this call</button></form>`;
     } catch (err) {
-      return send(res, 404, 'Not found', (err as Error).message);
+      return refuse(res, 'Not found', err);
     }
     send(res, 200, `${claims.decision === 'allow' ? 'Allow' : 'Deny'} this call?`, body, true);
   }
@@ -63,7 +60,7 @@ export class ApprovalLinkController {
   @Post('approvals/link/:token')
   async resolve(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const claims = this.claims(token);
-    if (!claims) return send(res, 404, 'Link not valid', 'This link is unknown or has expired.');
+    if (!claims) return refuse(res, 'Link not valid', LINK_NOT_VALID);
     try {
       const { resolved } = await this.api.approvals.resolve(this.principal(claims), {
         key: claims.approvalKey,
@@ -82,14 +79,9 @@ export class ApprovalLinkController {
     } catch (err) {
       if (hasErrorCode(err, ErrorCode.AlreadyResolved)) {
         const d = (err as ToolgateError).details ?? {};
-        return send(
-          res,
-          409,
-          'Already resolved',
-          `Already resolved by ${String(d.by ?? '?')}: ${String(d.decision ?? '?')}.`,
-        );
+        return refuse(res, 'Already resolved', alreadyResolved(d.by, d.decision));
       }
-      send(res, 400, 'Not resolved', (err as Error).message);
+      refuse(res, 'Not resolved', err);
     }
   }
 
@@ -105,6 +97,28 @@ export class ApprovalLinkController {
       scopes: new Set(['approve'] as const),
     };
   }
+}
+
+const LINK_NOT_VALID = new ToolgateError(
+  ErrorCode.NotFound,
+  'This link is unknown or has expired.',
+);
+
+function alreadyResolved(by: unknown, decision: unknown): ToolgateError {
+  return new ToolgateError(
+    ErrorCode.AlreadyResolved,
+    `Already resolved by ${String(by ?? '?')}: ${String(decision ?? '?')}.`,
+  );
+}
+
+/**
+ * A refusal as a page: the status the gateway's one table gives its code, the code in
+ * {@link RESOLVE_LINK_ERROR_HEADER}, and the wire message (generic for an internal error).
+ */
+function refuse(res: Response, title: string, err: unknown): void {
+  const { status, error } = toHttpError(err);
+  res.setHeader(RESOLVE_LINK_ERROR_HEADER, error.code);
+  send(res, status, title, error.message);
 }
 
 function esc(text: string): string {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { ErrorCode, ToolgateError, visibleTextModule } from '@toolgate/contracts';
 
 /**
  * The approvals console's files: plain HTML, CSS and ES modules in `services/gateway/console`
@@ -42,12 +42,18 @@ interface ConsoleFile {
   body: Buffer;
 }
 
-/** The files of the console directory this gateway serves: names only, nothing below it. */
+/**
+ * The files of the console directory this gateway serves (names only, nothing below it), and
+ * `visible-text.js`: the contracts' rules for revealing hidden characters, generated from the code
+ * the CLI runs so that the console cannot drift from it.
+ */
 function loadConsoleFiles(dir: string): ReadonlyMap<string, ConsoleFile> {
-  const files = new Map<string, ConsoleFile>();
+  const files = new Map<string, ConsoleFile>([
+    ['visible-text.js', { type: CONTENT_TYPES['.js']!, body: Buffer.from(visibleTextModule()) }],
+  ]);
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const type = CONTENT_TYPES[path.extname(entry.name)];
-    if (!entry.isFile() || type === undefined) continue;
+    if (!entry.isFile() || type === undefined || files.has(entry.name)) continue;
     files.set(entry.name, { type, body: readFileSync(path.join(dir, entry.name)) });
   }
   return files;

@@ -137,6 +137,22 @@ export class GatewayController {
     return this.api.call(ApiOperation.WhoAmI, h.authorization, {}, h);
   }
 
+  /** Put an MCP server's tools behind the gate (admin); the path names the server. */
+  @Post('mcp/servers/:name/import')
+  @HttpCode(200)
+  importMcpTools(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('name') server: string,
+    @Body() body: unknown,
+  ) {
+    // The path's name wins over a body's; a body that is not an object stays as it is, refused by
+    // the operation's schema.
+    const given = body ?? {};
+    const request =
+      typeof given === 'object' && !Array.isArray(given) ? { ...given, server } : given;
+    return this.api.call(ApiOperation.ImportMcpTools, h.authorization, request, h);
+  }
+
   @Post('approvals/:key/resolve')
   @HttpCode(200)
   resolve(@Headers() h: IncomingHttpHeaders, @Param('key') key: string, @Body() body: unknown) {

@@ -173,7 +173,7 @@ export const OPENAPI_DOCUMENT = {
         summary:
           "Import (or re-approve) a configured MCP server's tools as <name>__<tool> mcp tools (admin)",
         parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
-        requestBody: json(ImportMcpToolsRequestSchema),
+        requestBody: json(ImportMcpToolsRequestSchema.omit({ server: true })),
         responses: {
           '200': {
             description: 'The tools imported and the ones skipped, with the new toolsetHash',

@@ -22,6 +22,8 @@ import type { JournalPublisher } from '@toolgate/bus';
 import {
   ApiOperation,
   dispatchKey,
+  ErrorCode,
+  ToolgateError,
   isSubjectToken,
   type ListToolsResponse,
   type SubmitDispatchResponse,
@@ -30,7 +32,6 @@ import type { ToolRegistry } from '@toolgate/registry';
 import type { GatewayApi } from '../api/gateway-api';
 import type { Principal } from '../auth/token-auth';
 import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
-import { resolveToolRef } from '../dispatch/tool-ref';
 import { mcpAnswerFor } from './mcp-errors';
 import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
 import {
@@ -291,8 +292,8 @@ async function callTool(
   } else {
     const meta = (ctx.mcpReq._meta ?? {}) as Record<string, unknown>;
     const id = randomUUID();
-    runId = typeof meta[RUN_ID_META_KEY] === 'string' ? meta[RUN_ID_META_KEY] : `mcp-${id}`;
-    callId = typeof meta[CALL_ID_META_KEY] === 'string' ? meta[CALL_ID_META_KEY] : id;
+    runId = metaId(meta, RUN_ID_META_KEY) ?? `mcp-${id}`;
+    callId = metaId(meta, CALL_ID_META_KEY) ?? id;
   }
   // A client that closes its request (its stream) cancels the call: the executor running it
   // aborts it. The id is the one the submission will key the call by.
@@ -352,6 +353,22 @@ async function callTool(
   };
 }
 
+/**
+ * A run or call id the client named in `_meta`, if it named one. One that is not a string is
+ * refused (`invalid-request`) rather than replaced by a fresh id: the client meant its retries to
+ * replay one call, and a fresh id each time would run the tool again on every retry.
+ */
+function metaId(meta: Record<string, unknown>, key: string): string | undefined {
+  const value = meta[key];
+  if (value === undefined || typeof value === 'string') return value;
+  const refused = mcpAnswerFor(
+    new ToolgateError(ErrorCode.InvalidRequest, `_meta["${key}"] must be a string`, {
+      details: { key },
+    }),
+  );
+  throw refused.error;
+}
+
 /** The dispatch id the state's call has today (a changed contract gives another one). */
 function expectedDispatchId(
   registry: ToolRegistry,
@@ -360,16 +377,14 @@ function expectedDispatchId(
   args: unknown,
 ): string | undefined {
   if (!isSubjectToken(state.runId)) return undefined;
-  const ref = registry.resolve(tenant, state.tool)
-    ? resolveToolRef(registry, tenant, state.tool)
-    : undefined;
-  if (!ref) return undefined;
+  const tool = registry.resolve(tenant, state.tool);
+  if (!tool) return undefined;
   return dispatchKey({
     tenant,
     runId: state.runId,
     callId: state.callId,
-    toolName: ref.name,
-    contractHash: ref.contractHash,
+    toolName: tool.name,
+    contractHash: tool.contractHash,
     input: args,
   });
 }

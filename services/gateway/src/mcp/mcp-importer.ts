@@ -32,12 +32,9 @@ export class McpImporter {
     this.upstreams = new Map(upstreams.map((u) => [u.name, u]));
   }
 
-  async import(
-    principal: Principal,
-    server: string,
-    body: unknown,
-  ): Promise<ImportMcpToolsResponse> {
-    const req = parseRequest(ImportMcpToolsRequestSchema, body ?? {});
+  async import(principal: Principal, body: unknown): Promise<ImportMcpToolsResponse> {
+    const req = parseRequest(ImportMcpToolsRequestSchema, body);
+    const { server } = req;
     const upstream = this.upstreams.get(server);
     if (!upstream || !upstream.tenants.includes(principal.tenant)) {
       throw new ToolgateError(
