@@ -33,6 +33,7 @@ import type { GatewayApi } from '../api/gateway-api';
 import type { Principal } from '../auth/token-auth';
 import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
 import { mcpAnswerFor } from './mcp-errors';
+import { McpTasks, serveTasks } from './mcp-tasks';
 import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
 import {
   checkParkedCall,
@@ -97,11 +98,25 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
     bind: (ctx) => principalBinding(ctx.http?.authInfo),
   });
 
+  const tasks = new McpTasks({
+    api: options.api,
+    publisher: options.publisher,
+    canceller: options.canceller,
+    key: options.stateKey,
+    cancelWaitMs: options.approvalWaitMs,
+  });
+
   const factory = (context: McpRequestContext) => {
+    // Tasks are the 2025-11-25 `tasks` capability: a task-augmented tools/call answers a task whose
+    // state is the journal's (see mcp-tasks.ts). The 2026-07-28 era has no `capabilities.tasks`.
+    const legacy = context.era === 'legacy';
     const server = new Server(
       { name: 'toolgate', version: options.version },
       {
-        capabilities: { tools: { listChanged: false } },
+        capabilities: {
+          tools: { listChanged: false },
+          ...(legacy ? { tasks: TASKS_CAPABILITY } : {}),
+        },
         requestState: { verify: codec.verify },
         // A pause is answered per era below; the shim's server-side elicitation needs a session.
         inputRequired: { legacyShim: false },
@@ -114,11 +129,17 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
         ctx,
         {},
       )) as ListToolsResponse;
-      return { tools: toMcpTools(list) };
+      const tools = toMcpTools(list);
+      return {
+        tools: legacy
+          ? tools.map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } }))
+          : tools,
+      };
     });
     server.setRequestHandler('tools/call', (request, ctx) =>
-      callTool(options, codec, context.era, request.params, ctx, () => stopping.value),
+      callTool(options, codec, tasks, context.era, request.params, ctx, () => stopping.value),
     );
+    if (legacy) serveTasks(server, tasks, options.api);
     return server;
   };
 
@@ -251,8 +272,9 @@ class CallErrorResult extends Error {
 async function callTool(
   options: McpEdgeOptions,
   codec: { mint(payload: ParkedCall, ctx?: ServerContext): Promise<string> },
+  tasks: McpTasks,
   era: 'legacy' | 'modern',
-  params: { name: string; arguments?: Record<string, unknown> | undefined },
+  params: { name: string; arguments?: Record<string, unknown> | undefined; task?: unknown },
   ctx: ServerContext,
   stopping: () => boolean,
 ): Promise<CallToolResult | InputRequiredResult> {
@@ -334,6 +356,17 @@ async function callTool(
     progress.stop();
   }
   const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
+  if (era === 'legacy' && params.task !== undefined) {
+    // A task-augmented call (2025-11-25) answers its task, whatever the state: the client follows
+    // it with tasks/get and collects the outcome with tasks/result. The SDK's tools/call seam asks
+    // for `content` beside `task`; a client of tasks reads `task`.
+    const principal = options.api.auth.authenticate(`Bearer ${auth?.token ?? ''}`);
+    const task = await tasks.create(principal, ids);
+    return {
+      task,
+      content: [{ type: 'text', text: `task ${task.taskId}: ${task.status}` }],
+    } as CallToolResult;
+  }
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
   const approval =
     response.state === 'suspended'
@@ -352,6 +385,9 @@ async function callTool(
     },
   };
 }
+
+/** What `/mcp` offers of the 2025-11-25 `tasks` capability: tasks for tools/call, listed and cancellable. */
+const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
 /**
  * A run or call id the client named in `_meta`, if it named one. One that is not a string is
