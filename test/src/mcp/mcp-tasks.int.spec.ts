@@ -21,7 +21,7 @@ import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
  * parked for approval is a task whose state is the journal's, collected after a person resolves it
  * in the approvals path, cancellable by its owner only, and served by any gateway replica.
  */
-describe('MCP tasks on /mcp (2025-11-25, the v1 SDK client)', () => {
+describe('MCP tasks on /mcp: 2025-11-25 (the v1 SDK client) and the 2026-07-28 extension', () => {
   let stack: TestStack;
   let gated: CountingTool;
   const open: { close(): Promise<void> }[] = [];
@@ -293,5 +293,156 @@ describe('MCP tasks on /mcp (2025-11-25, the v1 SDK client)', () => {
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ outcome: 'suspended' });
     expect(gated.runsOf(n)).toBe(0);
+  });
+
+  describe('2026-07-28: the io.modelcontextprotocol/tasks extension', () => {
+    const TASKS = 'io.modelcontextprotocol/tasks';
+
+    /**
+     * One 2026-07-28 request as a client of the tasks extension sends it (the SDK's v2 client has
+     * no task runtime): the per-request envelope declares the extension, the standard headers
+     * name the method and, for a call or a task, its name or task id.
+     */
+    async function rpc(
+      method: string,
+      params: Record<string, unknown>,
+      options: { name?: string; token?: string; tasks?: boolean } = {},
+    ): Promise<{ result?: any; error?: { code: number; message: string; data?: any } }> {
+      const res = await fetch(`${stack.all.gateway.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${options.token ?? TOKENS.acmeAgent}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+          ...(options.name ? { 'mcp-name': options.name } : {}),
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method,
+          params: {
+            ...params,
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'tasks-raw', version: '1.0.0' },
+              'io.modelcontextprotocol/clientCapabilities':
+                options.tasks === false ? {} : { extensions: { [TASKS]: {} } },
+            },
+          },
+        }),
+      });
+      const text = await res.text();
+      const json = res.headers.get('content-type')?.includes('text/event-stream')
+        ? text
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => JSON.parse(l.slice(5)))
+            .find((m) => 'result' in m || 'error' in m)
+        : JSON.parse(text);
+      return json;
+    }
+
+    const getTask = (taskId: string, token?: string) =>
+      rpc('tasks/get', { taskId }, { name: taskId, ...(token ? { token } : {}) });
+
+    it('advertises the extension; a parked call answers a task (working, naming its approval) instead of input_required', async () => {
+      const discover = await rpc('server/discover', {});
+      expect(discover.result.capabilities.extensions).toMatchObject({ [TASKS]: {} });
+      const n = unique('n');
+      const created = await rpc(
+        'tools/call',
+        { name: 'gated_release', arguments: { n } },
+        { name: 'gated_release' },
+      );
+      expect(created.result).toMatchObject({
+        resultType: 'task',
+        taskId: expect.any(String),
+        status: 'working',
+        ttlMs: null,
+      });
+      expect(created.result.statusMessage).toContain('approval');
+      const taskId = created.result.taskId as string;
+      const approval = await approvalOf(n);
+      expect((await getTask(taskId)).result).toMatchObject({ taskId, status: 'working' });
+      expect(gated.runsOf(n)).toBe(0);
+
+      await resolve(stack, approval.approvalKey, {
+        decision: 'allow',
+        dispatchId: approval.dispatchId,
+        runId: approval.runId,
+      });
+      const done = await eventually(
+        async () => {
+          const got = await getTask(taskId);
+          return got.result?.status === 'completed' ? got.result : undefined;
+        },
+        { what: `task ${taskId} completed` },
+      );
+      expect(done.result.structuredContent).toMatchObject({
+        outcome: 'ok',
+        result: { ran: { n } },
+      });
+      expect(gated.runsOf(n)).toBe(1);
+      // Without the extension declared, the same kind of call still pauses with input_required.
+      const plain = await rpc(
+        'tools/call',
+        { name: 'gated_release', arguments: { n: unique('n') } },
+        { name: 'gated_release', tasks: false },
+      );
+      expect(plain.result.resultType).toBe('input_required');
+    });
+
+    it('a denied task completes with the error result; tasks/cancel withdraws a parked one (never run); other principals and forged ids are refused', async () => {
+      const denied = unique('n');
+      const first = await rpc(
+        'tools/call',
+        { name: 'gated_release', arguments: { n: denied } },
+        { name: 'gated_release' },
+      );
+      const deniedApproval = await approvalOf(denied);
+      await resolve(stack, deniedApproval.approvalKey, {
+        decision: 'deny',
+        reason: 'not this week',
+        dispatchId: deniedApproval.dispatchId,
+        runId: deniedApproval.runId,
+      });
+      const refused = await eventually(
+        async () => {
+          const got = await getTask(first.result.taskId);
+          return got.result?.status === 'completed' ? got.result : undefined;
+        },
+        { what: 'the denied task completed' },
+      );
+      expect(refused.result.isError).toBe(true);
+      expect(JSON.stringify(refused.result.content)).toContain('not this week');
+
+      const n = unique('n');
+      const created = await rpc(
+        'tools/call',
+        { name: 'gated_release', arguments: { n } },
+        { name: 'gated_release' },
+      );
+      const taskId = created.result.taskId as string;
+      await approvalOf(n);
+      const forged = taskId.slice(0, -1) + (taskId.endsWith('A') ? 'B' : 'A');
+      for (const [id, token] of [
+        [taskId, TOKENS.globexAdmin],
+        [taskId, TOKENS.acmeAdmin],
+        [forged, TOKENS.acmeAgent],
+      ] as const) {
+        for (const method of ['tasks/get', 'tasks/cancel']) {
+          const answer = await rpc(method, { taskId: id }, { name: id, token });
+          expect(answer.error).toMatchObject({ code: -32602, data: { code: 'not-found' } });
+        }
+      }
+      expect((await getTask(taskId)).result.status).toBe('working');
+
+      const cancelled = await rpc('tasks/cancel', { taskId }, { name: taskId });
+      expect(cancelled.result).toMatchObject({ resultType: 'complete' });
+      expect((await getTask(taskId)).result).toMatchObject({ status: 'cancelled' });
+      expect(gated.runsOf(n)).toBe(0);
+    });
   });
 });

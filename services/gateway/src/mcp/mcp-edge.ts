@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   bearerAuthChallengeResponse,
+  CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   createRequestStateCodec,
   inputRequired,
@@ -115,7 +116,7 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
       {
         capabilities: {
           tools: { listChanged: false },
-          ...(legacy ? { tasks: TASKS_CAPABILITY } : {}),
+          ...(legacy ? { tasks: TASKS_CAPABILITY } : { extensions: { [TASKS_EXTENSION_ID]: {} } }),
         },
         requestState: { verify: codec.verify },
         // A pause is answered per era below; the shim's server-side elicitation needs a session.
@@ -139,7 +140,7 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
     server.setRequestHandler('tools/call', (request, ctx) =>
       callTool(options, codec, tasks, context.era, request.params, ctx, () => stopping.value),
     );
-    if (legacy) serveTasks(server, tasks, options.api);
+    serveTasks(server, tasks, options.api, context.era);
     return server;
   };
 
@@ -368,6 +369,12 @@ async function callTool(
     } as CallToolResult;
   }
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
+  if (era === 'modern' && declaresTasks(ctx)) {
+    // A client of the 2026-07-28 tasks extension gets a task for a call that waits for a person
+    // (or still runs) instead of `input_required`: it polls tasks/get for the result.
+    const principal = options.api.auth.authenticate(`Bearer ${auth?.token ?? ''}`);
+    return (await tasks.createV2(principal, ids)) as unknown as CallToolResult;
+  }
   const approval =
     response.state === 'suspended'
       ? await approvalOf(options.publisher, tenant, runId, response.dispatchId)
@@ -384,6 +391,17 @@ async function callTool(
       },
     },
   };
+}
+
+/** The 2026-07-28 tasks extension's identifier. */
+export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
+
+/** Whether a 2026-07-28 request's client declared the tasks extension in its capabilities. */
+function declaresTasks(ctx: ServerContext): boolean {
+  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+  const capabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as
+    { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION_ID] !== undefined;
 }
 
 /** What `/mcp` offers of the 2025-11-25 `tasks` capability: tasks for tools/call, listed and cancellable. */

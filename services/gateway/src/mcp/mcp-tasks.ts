@@ -1,6 +1,7 @@
 import {
   ProtocolError,
   ProtocolErrorCode,
+  RELATED_TASK_META_KEY,
   type CallToolResult,
   type Server,
   type ServerContext,
@@ -22,9 +23,6 @@ import { mcpAnswerFor } from './mcp-errors';
 import { mintTaskId, verifyTaskId, type TaskRef } from './mcp-task-id';
 import { isTerminal, taskState, type TaskFacts } from './mcp-task-status';
 import { settledResult } from './mcp-tool-view';
-
-/** The `_meta` key that ties a task's result to its task (2025-11-25). */
-export const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
 
 /** What a client is told to wait between two `tasks/get`. */
 const POLL_INTERVAL_MS = 1_000;
@@ -216,6 +214,27 @@ export class McpTasks {
     return { tasks, ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) };
   }
 
+  /** The task (2026-07-28 tasks extension) a `tools/call` answers with: `resultType: "task"`. */
+  async createV2(principal: Principal, ref: TaskRef): Promise<CreateTaskResultV2> {
+    const snapshot = await this.snapshot(principal, ref);
+    if (!snapshot) throw notFound();
+    const { result: _result, ...task } = toV2(snapshot.task, snapshot.result);
+    return { resultType: 'task', ...task };
+  }
+
+  /** `tasks/get` of the 2026-07-28 tasks extension: the task with its result once it has one. */
+  async getV2(principal: Principal, taskId: string): Promise<TaskV2> {
+    const snapshot = await this.snapshot(principal, this.refOf(principal, taskId));
+    if (!snapshot) throw notFound();
+    return toV2(snapshot.task, snapshot.result);
+  }
+
+  /** `tasks/cancel` of the 2026-07-28 tasks extension: an empty acknowledgement. */
+  async cancelV2(principal: Principal, taskId: string): Promise<Record<string, never>> {
+    await this.cancel(principal, taskId);
+    return {};
+  }
+
   /** The dispatch a task id names for this principal, or the typed refusal. */
   private refOf(principal: Principal, taskId: string): TaskRef {
     const ref = verifyTaskId(this.options.key, principal, taskId);
@@ -225,6 +244,14 @@ export class McpTasks {
 
   /** The task as the journal stream has it now (leader reads), or null: no such dispatch. */
   private async read(principal: Principal, ref: TaskRef): Promise<Task | null> {
+    return (await this.snapshot(principal, ref))?.task ?? null;
+  }
+
+  /** The task and, once the call settled, its result (both from the stream's leader). */
+  private async snapshot(
+    principal: Principal,
+    ref: TaskRef,
+  ): Promise<{ task: Task; result?: CallToolResult } | null> {
     const last = <T extends 'requested' | 'suspended' | 'resolved' | 'settled'>(type: T) =>
       this.options.publisher.last(principal.tenant, ref.runId, ref.dispatchId, type);
     const [requested, suspended, resolved, settled] = await Promise.all([
@@ -239,7 +266,7 @@ export class McpTasks {
       .filter((at): at is string => at !== undefined)
       .sort()
       .at(-1)!;
-    return this.taskOf(principal, ref, {
+    const task = this.taskOf(principal, ref, {
       createdAt: requested.event.at,
       updatedAt: latest,
       submittedBy: requested.event.submittedBy,
@@ -269,6 +296,9 @@ export class McpTasks {
           }
         : {}),
     });
+    if (!settled) return { task };
+    const ids = { ...ref, callId: requested.event.callId };
+    return { task, result: settledResult(ids, outcomeOf(settled.event)) };
   }
 
   private taskOf(principal: Principal, ref: TaskRef, facts: TaskFacts): Task {
@@ -307,6 +337,45 @@ export class McpTasks {
   }
 }
 
+/** A task as the 2026-07-28 tasks extension has it (`ttlMs`, `pollIntervalMs`, an inline result). */
+export interface TaskV2 {
+  taskId: string;
+  status: 'working' | 'completed' | 'cancelled';
+  statusMessage?: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number | null;
+  pollIntervalMs?: number;
+  result?: CallToolResult;
+}
+
+export type CreateTaskResultV2 = Omit<TaskV2, 'result'> & { resultType: 'task' };
+
+/**
+ * A task in the 2026-07-28 extension's terms. A call waiting for a person is `working` there
+ * (`input_required` would ask the client for input, and nothing it could send decides an
+ * approval); a call that ended in an error result — a deny, a tool error — is `completed` with that
+ * `isError` result (`failed` is for protocol faults, which a journaled call does not have).
+ */
+export function toV2(task: Task, result?: CallToolResult): TaskV2 {
+  const status =
+    task.status === 'input_required'
+      ? 'working'
+      : task.status === 'failed'
+        ? 'completed'
+        : task.status;
+  return {
+    taskId: task.taskId,
+    status,
+    ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
+    createdAt: task.createdAt,
+    lastUpdatedAt: task.lastUpdatedAt,
+    ttlMs: task.ttl ?? null,
+    ...(task.pollInterval !== undefined ? { pollIntervalMs: task.pollInterval } : {}),
+    ...(status === 'completed' && result ? { result } : {}),
+  };
+}
+
 /** The agent type of every call made over MCP (the submitter records it in `requested`). */
 export const MCP_AGENT_TYPE = 'mcp';
 
@@ -314,10 +383,16 @@ const TaskIdParams = z.looseObject({ taskId: z.string().min(1).max(1024) });
 const ListParams = z.looseObject({ cursor: z.string().max(1024).optional() }).optional();
 
 /**
- * Serves `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/list` on a (2025-era) server
- * instance, for the principal the request's bearer token names.
+ * Serves the task methods of a server instance's era, for the principal the request's bearer token
+ * names: `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/list` at 2025-11-25; `tasks/get`
+ * and `tasks/cancel` of the `io.modelcontextprotocol/tasks` extension at 2026-07-28.
  */
-export function serveTasks(server: Server, tasks: McpTasks, api: GatewayApi): void {
+export function serveTasks(
+  server: Server,
+  tasks: McpTasks,
+  api: GatewayApi,
+  era: 'legacy' | 'modern',
+): void {
   const principalOf = (ctx: ServerContext): { principal: Principal; token: string } => {
     const token = ctx.http?.authInfo?.token;
     try {
@@ -329,6 +404,17 @@ export function serveTasks(server: Server, tasks: McpTasks, api: GatewayApi): vo
       throw protocolError(err);
     }
   };
+  if (era === 'modern') {
+    // The 2026-07-28 tasks extension: tasks/get (the result inline) and tasks/cancel. Its
+    // tasks/update carries a client's input, which no Toolgate task asks for.
+    server.setRequestHandler('tasks/get', { params: TaskIdParams }, (params, ctx) =>
+      tasks.getV2(principalOf(ctx).principal, params.taskId),
+    );
+    server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, (params, ctx) =>
+      tasks.cancelV2(principalOf(ctx).principal, params.taskId),
+    );
+    return;
+  }
   server.setRequestHandler('tasks/get', { params: TaskIdParams }, (params, ctx) =>
     tasks.get(principalOf(ctx).principal, params.taskId),
   );
