@@ -338,7 +338,7 @@ export class McpTasks {
 }
 
 /** A task as the 2026-07-28 tasks extension has it (`ttlMs`, `pollIntervalMs`, an inline result). */
-export interface TaskV2 {
+export type TaskV2 = {
   taskId: string;
   status: 'working' | 'completed' | 'cancelled';
   statusMessage?: string;
@@ -347,7 +347,7 @@ export interface TaskV2 {
   ttlMs: number | null;
   pollIntervalMs?: number;
   result?: CallToolResult;
-}
+};
 
 export type CreateTaskResultV2 = Omit<TaskV2, 'result'> & { resultType: 'task' };
 
