@@ -295,6 +295,26 @@ describe('MCP tasks on /mcp: 2025-11-25 (the v1 SDK client) and the 2026-07-28 e
     expect(gated.runsOf(n)).toBe(0);
   });
 
+  it('under separation of duties a submitter resolves none of its own calls: tasks/cancel of a parked one is refused (forbidden), and it stays parked', async () => {
+    const policy = (document: Record<string, unknown>) =>
+      stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document });
+    const engine = { ask: [{ id: 'gate-releases', tool: 'gated_release' }] };
+    expect((await policy({ engine, approvals: { separationOfDuties: true } })).status).toBe(200);
+    try {
+      const client = await v1();
+      const n = unique('n');
+      const task = await callAsTask(client, n);
+      await parked(client, task.taskId);
+      const refused = await mcpError(client.experimental.tasks.cancelTask(task.taskId));
+      expect(refused.code).toBe(-32600);
+      expect(refused.data).toMatchObject({ code: 'forbidden' });
+      expect((await client.experimental.tasks.getTask(task.taskId)).status).toBe('input_required');
+      expect(gated.runsOf(n)).toBe(0);
+    } finally {
+      expect((await policy({ engine })).status).toBe(200);
+    }
+  });
+
   describe('2026-07-28: the io.modelcontextprotocol/tasks extension', () => {
     const TASKS = 'io.modelcontextprotocol/tasks';
 

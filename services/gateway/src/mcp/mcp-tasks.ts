@@ -141,6 +141,8 @@ export class McpTasks {
         withdrawn = true;
       } catch (err) {
         // A resolution came first (first one wins): an allow lets it run, so stop it running.
+        // Anything else — `forbidden` under separation of duties, where a submitter resolves
+        // none of its own calls — is the caller's answer.
         if ((err as { code?: unknown }).code !== ErrorCode.AlreadyResolved) throw err;
       }
     }
@@ -170,12 +172,17 @@ export class McpTasks {
   ): Promise<{ tasks: Task[]; nextCursor?: string }> {
     let page: ListApprovalsResponse;
     try {
-      page = (await this.options.api.call(ApiOperation.ListApprovals, `Bearer ${token}`, {
-        status: 'all',
-        order: 'newest',
-        limit: LIST_PAGE,
-        ...(cursor !== undefined ? { cursor } : {}),
-      })) as ListApprovalsResponse;
+      page = (await this.options.api.call(
+        ApiOperation.ListApprovals,
+        `Bearer ${token}`,
+        {
+          status: 'all',
+          order: 'newest',
+          limit: LIST_PAGE,
+          ...(cursor !== undefined ? { cursor } : {}),
+        },
+        {}, // an HTTP edge's call (counted as one), with no trace context of its own
+      )) as ListApprovalsResponse;
     } catch (err) {
       throw protocolError(err);
     }
@@ -408,26 +415,38 @@ export function serveTasks(
     // The 2026-07-28 tasks extension: tasks/get (the result inline) and tasks/cancel. Its
     // tasks/update carries a client's input, which no Toolgate task asks for.
     server.setRequestHandler('tasks/get', { params: TaskIdParams }, (params, ctx) =>
-      tasks.getV2(principalOf(ctx).principal, params.taskId),
+      typed(tasks.getV2(principalOf(ctx).principal, params.taskId)),
     );
     server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, (params, ctx) =>
-      tasks.cancelV2(principalOf(ctx).principal, params.taskId),
+      typed(tasks.cancelV2(principalOf(ctx).principal, params.taskId)),
     );
     return;
   }
   server.setRequestHandler('tasks/get', { params: TaskIdParams }, (params, ctx) =>
-    tasks.get(principalOf(ctx).principal, params.taskId),
+    typed(tasks.get(principalOf(ctx).principal, params.taskId)),
   );
   server.setRequestHandler('tasks/result', { params: TaskIdParams }, (params, ctx) =>
-    tasks.result(principalOf(ctx).principal, params.taskId, ctx.mcpReq.signal),
+    typed(tasks.result(principalOf(ctx).principal, params.taskId, ctx.mcpReq.signal)),
   );
   server.setRequestHandler('tasks/cancel', { params: TaskIdParams }, (params, ctx) =>
-    tasks.cancel(principalOf(ctx).principal, params.taskId),
+    typed(tasks.cancel(principalOf(ctx).principal, params.taskId)),
   );
   server.setRequestHandler('tasks/list', { params: ListParams }, (params, ctx) => {
     const { principal, token } = principalOf(ctx);
-    return tasks.list(principal, token, params?.cursor);
+    return typed(tasks.list(principal, token, params?.cursor));
   });
+}
+
+/**
+ * A task method's answer with its errors mapped once, as the tools edge maps them: a gateway error
+ * (a broker outage, `forbidden`) is a JSON-RPC error whose `data.code` is Toolgate's stable code.
+ */
+async function typed<T>(answer: Promise<T>): Promise<T> {
+  try {
+    return await answer;
+  } catch (err) {
+    throw err instanceof ProtocolError ? err : protocolError(err);
+  }
 }
 
 /** The one refusal of a task id: malformed, forged, another principal's, or no such dispatch. */
