@@ -14,6 +14,7 @@ import {
   type CountingTool,
 } from '../approvals/approval-helpers';
 import { journalCounts, settled } from '../support/dispatch-probes';
+import { serveHeldTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 /**
@@ -293,6 +294,34 @@ describe('MCP tasks on /mcp: 2025-11-25 (the v1 SDK client) and the 2026-07-28 e
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ outcome: 'suspended' });
     expect(gated.runsOf(n)).toBe(0);
+  });
+
+  it('tasks/cancel of a running call stops it through the executor: the task is cancelled before its worker answered, its result the cancellation', async () => {
+    const held = await serveHeldTool(stack, 'slow_task', { finished: true });
+    try {
+      const client = await v1();
+      const created = await client.request(
+        { method: 'tools/call', params: { name: 'slow_task', arguments: {}, task: {} } },
+        CreateTaskResultSchema,
+      );
+      expect(created.task.status).toBe('working');
+      const [, runId, dispatchId] = created.task.taskId.split('.');
+      await eventually(
+        async () => (await journalCounts(stack, 'acme', runId!, dispatchId!)).started,
+        { what: 'the call started' },
+      );
+      const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
+      expect(cancelled.status).toBe('cancelled');
+      const result = await client.experimental.tasks.getTaskResult(
+        created.task.taskId,
+        CallToolResultSchema,
+      );
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ error: { code: 'cancelled' } });
+    } finally {
+      held.release();
+      held.stop();
+    }
   });
 
   it('under separation of duties a submitter resolves none of its own calls: tasks/cancel of a parked one is refused (forbidden), and it stays parked', async () => {

@@ -333,6 +333,8 @@ async function callTool(
     }
   };
   signal.addEventListener('abort', onAbort, { once: true });
+  const wantsTask =
+    (era === 'legacy' && params.task !== undefined) || (era === 'modern' && declaresTasks(ctx));
   const progress = reportProgress(ctx, options.progressIntervalMs ?? 5_000);
   let response: SubmitDispatchResponse;
   try {
@@ -342,7 +344,8 @@ async function callTool(
       agent: { agentType: 'mcp', label: auth?.clientId ?? 'mcp' },
       tool,
       input: args,
-      wait: true,
+      // A client of tasks hears of its task after the short wait instead of the long one.
+      wait: wantsTask ? options.approvalWaitMs : true,
     })) as SubmitDispatchResponse;
   } catch (err) {
     if (err instanceof CallErrorResult) {
@@ -357,7 +360,7 @@ async function callTool(
     progress.stop();
   }
   const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
-  if (era === 'legacy' && params.task !== undefined) {
+  if (wantsTask && era === 'legacy') {
     // A task-augmented call (2025-11-25) answers its task, whatever the state: the client follows
     // it with tasks/get and collects the outcome with tasks/result. The SDK's tools/call seam asks
     // for `content` beside `task`; a client of tasks reads `task`.
@@ -369,7 +372,7 @@ async function callTool(
     } as CallToolResult;
   }
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
-  if (era === 'modern' && declaresTasks(ctx)) {
+  if (wantsTask) {
     // A client of the 2026-07-28 tasks extension gets a task for a call that waits for a person
     // (or still runs) instead of `input_required`: it polls tasks/get for the result.
     const principal = options.api.auth.authenticate(`Bearer ${auth?.token ?? ''}`);
