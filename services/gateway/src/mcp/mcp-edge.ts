@@ -88,7 +88,8 @@ export interface McpEdge {
  * dispatch submitter (contract check, chain, journal, executor). A call that waits for a person
  * answers the protocol's pause: `input_required` with a sealed, principal-bound, single-use
  * `requestState` on 2026-07-28; an error result naming the approval and how to collect the
- * outcome on 2025-11-25. Nothing here runs a tool: a retry replays the journaled dispatch, which
+ * outcome on 2025-11-25; a durable task, whose state is the journal's, to a client of tasks at
+ * either revision (mcp-tasks.ts). Nothing here runs a tool: a retry replays the journaled dispatch, which
  * the executor runs only after a `decided` allow or a `resolved` allow.
  */
 export function createMcpEdge(options: McpEdgeOptions): McpEdge {

@@ -42,15 +42,16 @@ export interface McpTasksOptions {
 }
 
 /**
- * MCP tasks (2025-11-25, the `tasks` capability) over the journal. A task is a dispatch: its id
- * names the dispatch and is sealed for its owner ({@link mintTaskId}); its status is folded from
- * the dispatch's journal events ({@link taskState}) each time it is asked for, and its result is
- * the dispatch's `settled` outcome. Nothing is kept in memory, so a task created on one gateway
+ * MCP tasks over the journal — the 2025-11-25 `tasks` capability and the 2026-07-28
+ * `io.modelcontextprotocol/tasks` extension ({@link toV2} maps one to the other). A task is a
+ * dispatch: its id names the dispatch and is sealed for its owner ({@link mintTaskId}); its status
+ * is folded from the dispatch's journal events ({@link taskState}) each time it is asked for, and
+ * its result is the dispatch's `settled` outcome. Nothing is kept in memory, so a task created on one gateway
  * replica is read, collected and cancelled on any other, and survives a restart.
  *
  * The SDK (v2) parses the task vocabulary but has no task runtime (its v1 `TaskStore` runs inside
- * the v1 `Server` only), so the four methods are registered here with the SDK's custom-method
- * seam; every answer is the spec's `Task` / `CallToolResult` shape.
+ * the v1 `Server` only), so the task methods are registered here with the SDK's custom-method
+ * seam ({@link serveTasks}); every answer is the spec's `Task` / `CallToolResult` shape.
  */
 export class McpTasks {
   constructor(private readonly options: McpTasksOptions) {}
