@@ -15,7 +15,8 @@ import { runScenario, tokenProxy } from './conformance/run-conformance';
  * - resources-*, prompts-*, sep-2164: Toolgate serves tools only;
  * - server-session-lifecycle, server-sse-polling, resources-subscribe: 2025 sessions — /mcp is
  *   stateless on both revisions (every replica answers every request);
- * - tasks-* (the tasks extension) is not implemented: a pause is input_required.
+ * - tasks-* call the reference server's test_tool_with_task — Toolgate's tasks (2025-11-25 and
+ *   the 2026-07-28 extension) are proved in mcp-tasks.int.spec.ts.
  */
 const SCENARIOS: readonly [scenario: string, revision: string][] = [
   ['server-initialize', '2025-11-25'],

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   bearerAuthChallengeResponse,
+  CLIENT_CAPABILITIES_META_KEY,
   createMcpHandler,
   createRequestStateCodec,
   inputRequired,
@@ -33,6 +34,7 @@ import type { GatewayApi } from '../api/gateway-api';
 import type { Principal } from '../auth/token-auth';
 import type { DispatchCanceller } from '../dispatch/dispatch-canceller';
 import { mcpAnswerFor } from './mcp-errors';
+import { McpTasks, serveTasks } from './mcp-tasks';
 import { pendingResult, settledResult, toMcpTools, type CallIds } from './mcp-tool-view';
 import {
   checkParkedCall,
@@ -86,7 +88,8 @@ export interface McpEdge {
  * dispatch submitter (contract check, chain, journal, executor). A call that waits for a person
  * answers the protocol's pause: `input_required` with a sealed, principal-bound, single-use
  * `requestState` on 2026-07-28; an error result naming the approval and how to collect the
- * outcome on 2025-11-25. Nothing here runs a tool: a retry replays the journaled dispatch, which
+ * outcome on 2025-11-25; a durable task, whose state is the journal's, to a client of tasks at
+ * either revision (mcp-tasks.ts). Nothing here runs a tool: a retry replays the journaled dispatch, which
  * the executor runs only after a `decided` allow or a `resolved` allow.
  */
 export function createMcpEdge(options: McpEdgeOptions): McpEdge {
@@ -97,11 +100,25 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
     bind: (ctx) => principalBinding(ctx.http?.authInfo),
   });
 
+  const tasks = new McpTasks({
+    api: options.api,
+    publisher: options.publisher,
+    canceller: options.canceller,
+    key: options.stateKey,
+    cancelWaitMs: options.approvalWaitMs,
+  });
+
   const factory = (context: McpRequestContext) => {
+    // Tasks are the 2025-11-25 `tasks` capability: a task-augmented tools/call answers a task whose
+    // state is the journal's (see mcp-tasks.ts). The 2026-07-28 era has no `capabilities.tasks`.
+    const legacy = context.era === 'legacy';
     const server = new Server(
       { name: 'toolgate', version: options.version },
       {
-        capabilities: { tools: { listChanged: false } },
+        capabilities: {
+          tools: { listChanged: false },
+          ...(legacy ? { tasks: TASKS_CAPABILITY } : { extensions: { [TASKS_EXTENSION_ID]: {} } }),
+        },
         requestState: { verify: codec.verify },
         // A pause is answered per era below; the shim's server-side elicitation needs a session.
         inputRequired: { legacyShim: false },
@@ -114,11 +131,17 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
         ctx,
         {},
       )) as ListToolsResponse;
-      return { tools: toMcpTools(list) };
+      const tools = toMcpTools(list);
+      return {
+        tools: legacy
+          ? tools.map((tool) => ({ ...tool, execution: { taskSupport: 'optional' as const } }))
+          : tools,
+      };
     });
     server.setRequestHandler('tools/call', (request, ctx) =>
-      callTool(options, codec, context.era, request.params, ctx, () => stopping.value),
+      callTool(options, codec, tasks, context.era, request.params, ctx, () => stopping.value),
     );
+    serveTasks(server, tasks, options.api, context.era);
     return server;
   };
 
@@ -251,8 +274,9 @@ class CallErrorResult extends Error {
 async function callTool(
   options: McpEdgeOptions,
   codec: { mint(payload: ParkedCall, ctx?: ServerContext): Promise<string> },
+  tasks: McpTasks,
   era: 'legacy' | 'modern',
-  params: { name: string; arguments?: Record<string, unknown> | undefined },
+  params: { name: string; arguments?: Record<string, unknown> | undefined; task?: unknown },
   ctx: ServerContext,
   stopping: () => boolean,
 ): Promise<CallToolResult | InputRequiredResult> {
@@ -310,6 +334,8 @@ async function callTool(
     }
   };
   signal.addEventListener('abort', onAbort, { once: true });
+  const wantsTask =
+    (era === 'legacy' && params.task !== undefined) || (era === 'modern' && declaresTasks(ctx));
   const progress = reportProgress(ctx, options.progressIntervalMs ?? 5_000);
   let response: SubmitDispatchResponse;
   try {
@@ -319,7 +345,8 @@ async function callTool(
       agent: { agentType: 'mcp', label: auth?.clientId ?? 'mcp' },
       tool,
       input: args,
-      wait: true,
+      // A client of tasks hears of its task after the short wait instead of the long one.
+      wait: wantsTask ? options.approvalWaitMs : true,
     })) as SubmitDispatchResponse;
   } catch (err) {
     if (err instanceof CallErrorResult) {
@@ -334,7 +361,24 @@ async function callTool(
     progress.stop();
   }
   const ids: CallIds = { dispatchId: response.dispatchId, runId, callId };
+  if (wantsTask && era === 'legacy') {
+    // A task-augmented call (2025-11-25) answers its task, whatever the state: the client follows
+    // it with tasks/get and collects the outcome with tasks/result. The SDK's tools/call seam asks
+    // for `content` beside `task`; a client of tasks reads `task`.
+    const principal = options.api.auth.authenticate(`Bearer ${auth?.token ?? ''}`);
+    const task = await tasks.create(principal, ids);
+    return {
+      task,
+      content: [{ type: 'text', text: `task ${task.taskId}: ${task.status}` }],
+    } as CallToolResult;
+  }
   if (response.state === 'settled' && response.settled) return settledResult(ids, response.settled);
+  if (wantsTask) {
+    // A client of the 2026-07-28 tasks extension gets a task for a call that waits for a person
+    // (or still runs) instead of `input_required`: it polls tasks/get for the result.
+    const principal = options.api.auth.authenticate(`Bearer ${auth?.token ?? ''}`);
+    return (await tasks.createV2(principal, ids)) as unknown as CallToolResult;
+  }
   const approval =
     response.state === 'suspended'
       ? await approvalOf(options.publisher, tenant, runId, response.dispatchId)
@@ -352,6 +396,20 @@ async function callTool(
     },
   };
 }
+
+/** The 2026-07-28 tasks extension's identifier. */
+export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
+
+/** Whether a 2026-07-28 request's client declared the tasks extension in its capabilities. */
+function declaresTasks(ctx: ServerContext): boolean {
+  const envelope = (ctx.mcpReq.envelope ?? {}) as Record<string, unknown>;
+  const capabilities = envelope[CLIENT_CAPABILITIES_META_KEY] as
+    { extensions?: Record<string, unknown> } | undefined;
+  return capabilities?.extensions?.[TASKS_EXTENSION_ID] !== undefined;
+}
+
+/** What `/mcp` offers of the 2025-11-25 `tasks` capability: tasks for tools/call, listed and cancellable. */
+const TASKS_CAPABILITY = { list: {}, cancel: {}, requests: { tools: { call: {} } } };
 
 /**
  * A run or call id the client named in `_meta`, if it named one. One that is not a string is
