@@ -33,7 +33,9 @@ export class McpImporter {
   constructor(
     upstreams: readonly McpUpstream[],
     private readonly registry: ToolRegistry,
-    private readonly listStdio: (request: McpListToolsRequest) => Promise<McpListToolsReply['tools']>,
+    private readonly listStdio: (
+      request: McpListToolsRequest,
+    ) => Promise<McpListToolsReply['tools']>,
   ) {
     this.upstreams = new Map(upstreams.map((u) => [u.name, u]));
   }

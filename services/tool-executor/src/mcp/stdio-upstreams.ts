@@ -155,9 +155,7 @@ export class StdioUpstreams {
         env: { ...BASE_ENV, ...command.env },
         limits: {
           ...(command.limits?.cpuSeconds ? { cpuSeconds: command.limits.cpuSeconds } : {}),
-          ...(command.limits?.memoryMb
-            ? { addressSpaceBytes: command.limits.memoryMb * MIB }
-            : {}),
+          ...(command.limits?.memoryMb ? { addressSpaceBytes: command.limits.memoryMb * MIB } : {}),
           ...(command.limits?.processes ? { processes: command.limits.processes } : {}),
           ...(command.limits?.openFiles ? { openFiles: command.limits.openFiles } : {}),
         },
