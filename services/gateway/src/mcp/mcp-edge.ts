@@ -74,7 +74,8 @@ export interface McpEdgeOptions {
 
 /** The MCP edge as a web-standard handler: metadata, Origin, bearer auth, then the SDK. */
 export interface McpEdge {
-  fetch(request: Request): Promise<Response>;
+  /** `parsedBody`: the request's JSON body when the caller already read it (the SDK then does not). */
+  fetch(request: Request, init?: { parsedBody?: unknown }): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -139,7 +140,7 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
   };
 
   return {
-    async fetch(request) {
+    async fetch(request, init) {
       const url = new URL(request.url);
       const base = options.publicUrl?.replace(/\/$/, '') ?? url.origin;
       const metadataUrl = `${base}${PROTECTED_RESOURCE_PATH}${MCP_PATH}`;
@@ -157,7 +158,10 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
           { requiredScopes: ['dispatch'], resourceMetadataUrl: metadataUrl },
         );
       }
-      return handler.fetch(request, { authInfo: auth });
+      return handler.fetch(request, {
+        authInfo: auth,
+        ...(init?.parsedBody !== undefined ? { parsedBody: init.parsedBody } : {}),
+      });
     },
     async close() {
       // The gateway is stopping, not the clients giving up: the exchanges the close aborts leave
