@@ -1,5 +1,5 @@
 import { ErrorCode } from './errors';
-import { mcpDefinitionHash, parseMcpUpstreams } from './mcp-upstream';
+import { isStdioUpstream, mcpDefinitionHash, parseMcpUpstreams } from './mcp-upstream';
 import { ToolPolicySchema } from './tool-contract';
 
 const add = {
@@ -49,6 +49,37 @@ describe('MCP upstreams', () => {
       }
       expect(err?.code).toBe(ErrorCode.Config);
       expect(err?.message).not.toContain('sekret-value');
+    }
+  });
+
+  it('parses a stdio upstream (a command for the sandbox) and refuses a half-made one', () => {
+    const stdio = {
+      name: 'local',
+      command: { argv: ['node', '/opt/mcp/server.mjs'], cwd: '/srv/scope', network: false },
+      tenants: ['acme'],
+    };
+    const [parsed] = parseMcpUpstreams(JSON.stringify([stdio]));
+    expect(parsed).toEqual(stdio);
+    expect(isStdioUpstream(parsed!)).toBe(true);
+    expect(
+      isStdioUpstream(
+        parseMcpUpstreams(
+          JSON.stringify([{ ...stdio, command: undefined, url: 'http://127.0.0.1:1/mcp' }]),
+        )[0]!,
+      ),
+    ).toBe(false);
+    for (const bad of [
+      { ...stdio, url: 'http://127.0.0.1:1/mcp' },
+      { ...stdio, command: { argv: [] } },
+      { ...stdio, command: { argv: 'node server.mjs' } },
+      { ...stdio, command: { ...stdio.command, cwd: 'relative/scope' } },
+      { ...stdio, command: { ...stdio.command, env: { 'BAD NAME': 'x' } } },
+      { ...stdio, command: { ...stdio.command, limits: { memoryMb: 1 } } },
+      { ...stdio, command: { ...stdio.command, token: 'x' } },
+    ]) {
+      expect(() => parseMcpUpstreams(JSON.stringify([bad]))).toThrow(
+        expect.objectContaining({ code: ErrorCode.Config }),
+      );
     }
   });
 

@@ -163,6 +163,8 @@ function internalRequests(subjects: Subjects): ReadonlyMap<string, RequestSignin
   map.set(subjects.ops(JournalOperation.Rebuild), { responder: J, requesters: [O] });
   // A caller's cancellation, which the gateway forwards for the tenant of a verified token.
   map.set(subjects.cancelDispatch, { responder: X, requesters: [G] });
+  // An admin's import of a stdio MCP upstream, which only the executor's sandbox runs.
+  map.set(subjects.mcpListTools, { responder: X, requesters: [G] });
   return map;
 }
 

@@ -100,6 +100,7 @@ describe('createSubjects', () => {
     expect(s.artifactsBucket).toBe('tg_artifacts');
     expect(s.mcpStateBucket).toBe('tg_mcp_state');
     expect(s.cancelDispatch).toBe('tg.executor.cancel');
+    expect(s.mcpListTools).toBe('tg.executor.mcp.list');
   });
 
   it('builds the journal grammar <prefix>.journal.<tenant>.<runId>.<key>.<event>', () => {

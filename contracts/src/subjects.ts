@@ -170,6 +170,11 @@ export interface Subjects {
   readonly mcpStateBucket: string;
   /** Cancellations of running calls, gateway → every tool-executor replica (see `cancel-dispatch.ts`). */
   readonly cancelDispatch: string;
+  /**
+   * The tools a stdio MCP upstream serves, gateway → tool-executor (signed request/reply, one
+   * replica of the queue group answers; see `mcp-upstream.ts`).
+   */
+  readonly mcpListTools: string;
 }
 
 /** Builds every name from `prefix`, validating each token it is given. */
@@ -244,5 +249,6 @@ export function createSubjects(prefix: string): Subjects {
     artifactsBucket: `${p}_artifacts`,
     mcpStateBucket: `${p}_mcp_state`,
     cancelDispatch: `${p}.executor.cancel`,
+    mcpListTools: `${p}.executor.mcp.list`,
   });
 }

@@ -9,6 +9,7 @@ import { registerRunsCommands } from './commands/runs-commands';
 import { registerJournalCommands } from './commands/journal-commands';
 import { registerCompletionCommand } from './commands/completion-command';
 import { registerKeysCommands } from './commands/keys-commands';
+import { registerMcpCommands } from './commands/mcp-commands';
 import type { BusSettings } from './bus/bus-connection';
 import { UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
@@ -116,6 +117,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   };
   registerApprovalCommands(program, ctx);
   registerToolsCommands(program, ctx);
+  registerMcpCommands(program, ctx);
   registerDispatchCommand(program, ctx);
   registerPolicyCommands(program, ctx);
   registerRunsCommands(program, ctx);

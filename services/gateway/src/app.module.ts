@@ -1,7 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Subjects } from '@toolgate/contracts';
-import { ErrorStreaks, JournalPublisher, serviceKeysOf } from '@toolgate/bus';
+import { McpListToolsOkReplySchema, ServiceIdentity, type Subjects } from '@toolgate/contracts';
+import { ErrorStreaks, JournalPublisher, requestReply, serviceKeysOf } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import { BusModule, Metrics } from '@toolgate/service-kit';
@@ -103,7 +103,15 @@ export class GatewayModule {
                 1,
                 serviceMetrics.untrustedCounter('whatif'),
               ),
-              new McpImporter(config.mcpUpstreams, registry),
+              new McpImporter(config.mcpUpstreams, registry, (request) =>
+                requestReply(nc, subjects.mcpListTools, request, {
+                  ok: McpListToolsOkReplySchema,
+                  // Starting a stdio server (sandbox, runtime, connect) comes first.
+                  timeoutMs: Math.max(config.requestTimeoutMs, 45_000),
+                  peer: 'the tool-executor',
+                  sign: { keys: serviceKeysOf(nc), responder: ServiceIdentity.Executor },
+                }).then((reply) => reply.data.tools),
+              ),
               metrics,
             );
           },

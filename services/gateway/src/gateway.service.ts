@@ -25,6 +25,7 @@ import { DispatchCanceller } from './dispatch/dispatch-canceller';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpEdge, MCP_PATH, PROTECTED_RESOURCE_PATH, type McpEdge } from './mcp/mcp-edge';
 import { ConsumedStates } from './mcp/parked-call-state';
+import { readMcpBody } from './mcp/mcp-request-body';
 
 /** What the MCP edge reports as its server version. */
 const GATEWAY_VERSION = '0.1.0';
@@ -108,7 +109,12 @@ export async function startGateway(options: {
           app.use((req: Request, res: Response, next: NextFunction) => {
             const path = req.path;
             if (path === MCP_PATH || path.startsWith(PROTECTED_RESOURCE_PATH)) {
-              void serveMcp(req, res);
+              // The body read and parsed once, here (see readMcpBody); a client gone mid-body
+              // has nothing to be answered.
+              readMcpBody(req).then(
+                (body) => void serveMcp(req, res, body),
+                () => res.destroy(),
+              );
               return;
             }
             next();

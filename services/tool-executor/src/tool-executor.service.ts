@@ -18,9 +18,11 @@ import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
 import { listenForCancels } from './execution/cancel-listener';
 import { McpExecutor } from './mcp/mcp-executor';
+import { serveMcpListing } from './mcp/mcp-listing-responder';
+import { StdioUpstreams } from './mcp/stdio-upstreams';
 import type { ExecutorConfig } from './config';
 import type { JournalStreamOptions } from '@toolgate/bus';
-import { ConfigError, type ExecutorKind } from '@toolgate/contracts';
+import { ConfigError, isStdioUpstream, type ExecutorKind } from '@toolgate/contracts';
 import { openContainerBackend } from './container/open-container-backend';
 import { ContainerExecutor } from './container/container-executor';
 import type { CallExecutor } from './execution/call-executor';
@@ -68,6 +70,14 @@ export async function startToolExecutor(
   };
   // First: a host that cannot sandbox refuses to start here, before anything connects.
   const sandbox = await openExecutorSandbox(config.sandbox);
+  // Stdio MCP servers run only in the sandbox: without it they are a configuration error.
+  const stdioUpstreams = config.mcpUpstreams.filter(isStdioUpstream);
+  if (stdioUpstreams.length && !sandbox) {
+    throw new ConfigError(
+      'TOOLGATE_MCP_UPSTREAMS names stdio MCP servers, which run only in the sandbox: turn EXECUTOR_SANDBOX on or remove them',
+      { details: { field: 'TOOLGATE_MCP_UPSTREAMS' } },
+    );
+  }
   // The file builtins' helpers: a host where they cannot start refuses here too.
   const files = sandbox
     ? await FileScopePool.open(sandbox, { maxHelpers: config.inprocessConcurrency })
@@ -131,9 +141,10 @@ export async function startToolExecutor(
   if (containers) {
     executors.container = new ContainerExecutor({ ...commandTools, backend: containers, sandbox });
   }
+  const stdio = stdioUpstreams.length && sandbox ? new StdioUpstreams(sandbox) : null;
   // Served only where upstreams are configured: an `mcp` tool is refused at registration otherwise.
   const mcp = config.mcpUpstreams.length
-    ? new McpExecutor(config.mcpUpstreams, commandTools.lookup)
+    ? new McpExecutor(config.mcpUpstreams, commandTools.lookup, stdio)
     : undefined;
   if (mcp) executors.mcp = mcp;
   const service = await bootstrapService({
@@ -216,6 +227,9 @@ export async function startToolExecutor(
     service.keys,
     service.app.get(ToolRunner),
   );
+  const listing = stdio
+    ? serveMcpListing(service.nc, service.subjects, service.keys, stdioUpstreams, stdio)
+    : undefined;
   const stop = service.stop;
   return {
     ...service,
@@ -223,6 +237,7 @@ export async function startToolExecutor(
     abandon: () => service.app.get(ToolRunner).abandon(),
     stop: stopOnce(async () => {
       cancels.unsubscribe();
+      await listing?.stop();
       registry.stop();
       // Calls in flight finish; deliveries waiting on another replica's claim hand it back.
       service.app.get(ToolRunner).close();

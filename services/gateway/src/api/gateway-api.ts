@@ -38,6 +38,11 @@ export interface CallOptions {
   onProgress?: (progress: Progress) => void;
   /** Aborted when the caller is gone (an HTTP client that hung up): a long operation stops. */
   signal?: AbortSignal;
+  /**
+   * The principal `authorization` already resolved to on this request (the MCP edge's bearer
+   * check): not looked up again. The operation's scope is still required of it.
+   */
+  principal?: Principal;
 }
 
 /**
@@ -152,7 +157,7 @@ export class GatewayApi {
         { kind: SpanKind.SERVER, parent },
         async (span) => {
           try {
-            const principal = this.auth.authenticate(authorization);
+            const principal = options.principal ?? this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
             return await op.run(principal, body, options);

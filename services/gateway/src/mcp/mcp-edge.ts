@@ -76,7 +76,8 @@ export interface McpEdgeOptions {
 
 /** The MCP edge as a web-standard handler: metadata, Origin, bearer auth, then the SDK. */
 export interface McpEdge {
-  fetch(request: Request): Promise<Response>;
+  /** `parsedBody`: the request's JSON body when the caller already read it (the SDK then does not). */
+  fetch(request: Request, init?: { parsedBody?: unknown }): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -147,11 +148,22 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
 
   const stopping = { value: false };
   const handler = createMcpHandler(factory, { legacy: 'stateless' });
-  const gateFor = (resourceMetadataUrl: string) =>
-    requireBearerAuth({ verifier: verifierOf(options.api), resourceMetadataUrl });
+  // Made once per metadata URL, not per request (the URL changes only with the request's host
+  // when no public URL is configured; one entry is kept, so a client cannot grow a cache).
+  const verifier = verifierOf(options.api);
+  let gate: { url: string; check: ReturnType<typeof requireBearerAuth> } | undefined;
+  const gateFor = (resourceMetadataUrl: string) => {
+    if (gate?.url !== resourceMetadataUrl) {
+      gate = {
+        url: resourceMetadataUrl,
+        check: requireBearerAuth({ verifier, resourceMetadataUrl }),
+      };
+    }
+    return gate.check;
+  };
 
   return {
-    async fetch(request) {
+    async fetch(request, init) {
       const url = new URL(request.url);
       const base = options.publicUrl?.replace(/\/$/, '') ?? url.origin;
       const metadataUrl = `${base}${PROTECTED_RESOURCE_PATH}${MCP_PATH}`;
@@ -169,7 +181,10 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
           { requiredScopes: ['dispatch'], resourceMetadataUrl: metadataUrl },
         );
       }
-      return handler.fetch(request, { authInfo: auth });
+      return handler.fetch(request, {
+        authInfo: auth,
+        ...(init?.parsedBody !== undefined ? { parsedBody: init.parsedBody } : {}),
+      });
     },
     async close() {
       // The gateway is stopping, not the clients giving up: the exchanges the close aborts leave
@@ -219,11 +234,16 @@ function verifierOf(api: GatewayApi) {
         clientId: principal.identity,
         scopes: [...principal.scopes].sort(),
         expiresAt: Math.floor(Date.now() / 1000) + 300,
-        extra: { tenant: principal.tenant },
+        // The principal this very token resolved to: the API call of the same request uses it
+        // rather than hashing and looking the token up a second time.
+        extra: { tenant: principal.tenant, [PRINCIPAL]: principal },
       };
     },
   };
 }
+
+/** Where {@link verifierOf} keeps the request's principal in the SDK's `AuthInfo.extra`. */
+const PRINCIPAL = Symbol('toolgate.principal');
 
 function principalBinding(auth: AuthInfo | undefined): string {
   return `${String(auth?.extra?.tenant ?? '')}\0${auth?.clientId ?? ''}`;
@@ -248,14 +268,16 @@ async function callApi(
   ctx: ServerContext,
   body: unknown,
 ): Promise<unknown> {
-  const token = ctx.http?.authInfo?.token;
+  const auth = ctx.http?.authInfo;
+  const token = auth?.token;
+  const principal = auth?.extra?.[PRINCIPAL as unknown as string] as Principal | undefined;
   try {
     return await api.call(
       operation,
       token ? `Bearer ${token}` : undefined,
       body,
       traceCarrier(ctx),
-      { signal: ctx.mcpReq.signal },
+      { signal: ctx.mcpReq.signal, ...(principal ? { principal } : {}) },
     );
   } catch (err) {
     const answer = mcpAnswerFor(err);
@@ -320,10 +342,22 @@ async function callTool(
     callId = metaId(meta, CALL_ID_META_KEY) ?? id;
   }
   // A client that closes its request (its stream) cancels the call: the executor running it
-  // aborts it. The id is the one the submission will key the call by.
-  const dispatchId = expectedDispatchId(options.registry, tenant, { runId, callId, tool }, args);
+  // aborts it. The id is the one the submission keys the call by: the contract is taken now, the
+  // digest only if the client does close (hashing the input is most of what it costs).
+  const contract = options.registry.resolve(tenant, tool);
   const signal = ctx.mcpReq.signal;
   const onAbort = () => {
+    const dispatchId =
+      contract && isSubjectToken(runId)
+        ? dispatchKey({
+            tenant,
+            runId,
+            callId,
+            toolName: contract.name,
+            contractHash: contract.contractHash,
+            input: args,
+          })
+        : undefined;
     if (dispatchId && !stopping()) {
       options.canceller.cancel({
         tenant,

@@ -7,7 +7,11 @@ import {
   RegisteredToolSchema,
   TOOL_NAME_PATTERN,
   ToolgateError,
+  isStdioUpstream,
   type ImportMcpToolsResponse,
+  type McpHttpUpstream,
+  type McpListToolsReply,
+  type McpListToolsRequest,
   type McpUpstream,
 } from '@toolgate/contracts';
 import type { ToolRegistry } from '@toolgate/registry';
@@ -17,7 +21,8 @@ import type { Principal } from '../auth/token-auth';
 /**
  * Imports an upstream MCP server's tools for a tenant (an admin's act, and how a changed tool is
  * re-approved): lists them with Toolgate's own credential for the server and registers each as a
- * tool `<server>__<tool>` with executor `mcp`. The contract is the upstream's description and
+ * tool `<server>__<tool>` with executor `mcp`. A stdio server runs only in the tool-executor's
+ * sandbox: the executor lists it (`listStdio`, a signed request) with the process calls will use. The contract is the upstream's description and
  * input schema, versioned by the digest of the whole definition, so a re-approved definition is a
  * new contract (a policy or an approval bound to the old one does not carry over). Risk and
  * approval come from the admin's request; the server's annotations decide nothing.
@@ -28,6 +33,9 @@ export class McpImporter {
   constructor(
     upstreams: readonly McpUpstream[],
     private readonly registry: ToolRegistry,
+    private readonly listStdio: (
+      request: McpListToolsRequest,
+    ) => Promise<McpListToolsReply['tools']>,
   ) {
     this.upstreams = new Map(upstreams.map((u) => [u.name, u]));
   }
@@ -45,7 +53,17 @@ export class McpImporter {
         },
       );
     }
-    const tools = await this.listUpstream(upstream);
+    const tools = isStdioUpstream(upstream)
+      ? await this.listStdio({ tenant: principal.tenant, server }).catch((cause: unknown) => {
+          // The executor's typed error (not-found, unavailable…) keeps its code; its words stay.
+          const code = (cause as { code?: unknown })?.code;
+          throw new ToolgateError(
+            code === ErrorCode.NotFound ? ErrorCode.NotFound : ErrorCode.Unavailable,
+            `the MCP server ${server} could not be listed`,
+            { cause, details: { server } },
+          );
+        })
+      : await this.listUpstream(upstream);
     const wanted = req.tools ? new Set(req.tools) : undefined;
     const response: ImportMcpToolsResponse = { server, imported: [], skipped: [], toolsetHash: '' };
     for (const name of wanted ?? []) {
@@ -94,7 +112,7 @@ export class McpImporter {
     return response;
   }
 
-  private async listUpstream(upstream: McpUpstream) {
+  private async listUpstream(upstream: McpHttpUpstream) {
     const client = new Client(
       { name: 'toolgate', version: '0.1.0' },
       { versionNegotiation: { mode: 'auto' } },

@@ -1,5 +1,11 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { ErrorCode, mcpDefinitionHash, type McpUpstream } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  isStdioUpstream,
+  mcpDefinitionHash,
+  type McpHttpUpstream,
+  type McpUpstream,
+} from '@toolgate/contracts';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import {
   abortedError,
@@ -9,14 +15,16 @@ import {
 } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 import { decidedTool, type CommandToolOptions } from '../subprocess/command-call';
+import type { StdioUpstreams } from './stdio-upstreams';
 
 /** How much of an upstream error result's text an outcome keeps. */
 const MAX_ERROR_TEXT = 2048;
 
 /**
- * Runs `mcp` tools: the call goes to the upstream MCP server the tool was imported from, over
- * Streamable HTTP with the official client, carrying Toolgate's own credential for that server
- * (from `TOOLGATE_MCP_UPSTREAMS`; the caller's token is never here to pass on). Before every call
+ * Runs `mcp` tools: the call goes to the upstream MCP server the tool was imported from with the
+ * official client — over Streamable HTTP carrying Toolgate's own credential for that server (from
+ * `TOOLGATE_MCP_UPSTREAMS`; the caller's token is never here to pass on), or over stdio to the
+ * server's long-lived process in the sandbox ({@link StdioUpstreams}). Before every call
  * the upstream's current definition of the tool is read and hashed: unless it is the definition an
  * admin approved at import (`policy.mcp.definitionHash`), the call is refused with
  * `contract-drift` and the upstream tool is not called. Upstream annotations are part of that hash
@@ -24,12 +32,14 @@ const MAX_ERROR_TEXT = 2048;
  */
 export class McpExecutor implements CallExecutor {
   private readonly upstreams: ReadonlyMap<string, McpUpstream>;
-  /** One connected client per upstream, dropped when a call finds it broken. */
+  /** One connected client per HTTP upstream, dropped when a call finds it broken. */
   private readonly clients = new Map<string, Promise<Client>>();
 
   constructor(
     upstreams: readonly McpUpstream[],
     private readonly lookup: CommandToolOptions['lookup'],
+    /** The stdio upstreams' processes; null when none is configured. */
+    private readonly stdio: StdioUpstreams | null = null,
   ) {
     this.upstreams = new Map(upstreams.map((u) => [u.name, u]));
   }
@@ -49,7 +59,7 @@ export class McpExecutor implements CallExecutor {
     const where = { server: binding.server, tool: binding.tool };
     let client: Client;
     try {
-      client = await this.client(upstream);
+      client = await this.client(upstream, call.tenant);
       const { tools } = await client.listTools(undefined, {
         cacheMode: 'refresh',
         ...(signal ? { signal } : {}),
@@ -67,7 +77,7 @@ export class McpExecutor implements CallExecutor {
         );
       }
     } catch (err) {
-      return this.failure(upstream, signal, err, 'listing');
+      return this.failure(upstream, call.tenant, signal, err, 'listing');
     }
     try {
       const result = await client.callTool(
@@ -89,27 +99,43 @@ export class McpExecutor implements CallExecutor {
             : { content: result.content },
       };
     } catch (err) {
-      return this.failure(upstream, signal, err, 'calling');
+      return this.failure(upstream, call.tenant, signal, err, 'calling');
     }
   }
 
-  /** Closes every upstream connection. */
+  /** Closes every upstream connection and kills every stdio server. */
   async close(): Promise<void> {
     const all = [...this.clients.values()];
     this.clients.clear();
-    await Promise.all(all.map((c) => c.then((client) => client.close()).catch(() => undefined)));
+    await Promise.all([
+      ...all.map((c) => c.then((client) => client.close()).catch(() => undefined)),
+      this.stdio?.close(),
+    ]);
   }
 
   private failure(
     upstream: McpUpstream,
+    tenant: string,
     signal: AbortSignal | undefined,
     err: unknown,
     what: string,
   ): ToolRunOutcome {
     if (signal?.aborted) return { ok: false, error: abortedError(signal) };
-    this.drop(upstream.name);
-    // Its message may name the upstream's internals; only the server's name and the code leave.
     const code = (err as { code?: unknown })?.code;
+    if (isStdioUpstream(upstream)) {
+      // A JSON-RPC error is the server's answer: its process is kept. Anything else (a timeout,
+      // a process that died, garbage on its stdout) leaves it in an unknown state: it is killed.
+      if (typeof code !== 'number') void this.stdio?.drop(upstream, tenant);
+      if (typeof code === 'string' && code === ErrorCode.Unavailable) {
+        // It could not be started (or is restarting too often): the pool's words say why.
+        return failedOutcome(ErrorCode.Unavailable, (err as Error).message, {
+          server: upstream.name,
+        });
+      }
+    } else {
+      this.drop(upstream.name);
+    }
+    // Its message may name the upstream's internals; only the server's name and the code leave.
     return failedOutcome(
       ErrorCode.Unavailable,
       `${what} the tools of MCP server ${upstream.name} failed`,
@@ -125,7 +151,17 @@ export class McpExecutor implements CallExecutor {
     void client?.then((c) => c.close()).catch(() => undefined);
   }
 
-  private client(upstream: McpUpstream): Promise<Client> {
+  private client(upstream: McpUpstream, tenant: string): Promise<Client> {
+    if (isStdioUpstream(upstream)) {
+      if (!this.stdio) {
+        return Promise.reject(new Error('stdio MCP servers are not served without the sandbox'));
+      }
+      return this.stdio.client(upstream, tenant);
+    }
+    return this.httpClient(upstream);
+  }
+
+  private httpClient(upstream: McpHttpUpstream): Promise<Client> {
     let client = this.clients.get(upstream.name);
     if (!client) {
       client = (async () => {

@@ -1,0 +1,33 @@
+import type { IncomingMessage } from 'node:http';
+import { DEFAULT_MAX_REQUEST_BODY_SIZE } from '@modelcontextprotocol/server';
+
+/**
+ * The JSON body of an MCP POST, read once from the Node stream and parsed, for the SDK's
+ * `parsedBody`: without it the SDK's Node adapter turns the stream into a web `Request`, and the
+ * handler clones that request (a tee of its web stream) to read and parse the body again — most
+ * of what an MCP call costs the gateway beyond the dispatch itself.
+ *
+ * Only a body whose declared `Content-Length` is within the SDK's own bound is read here (Node's
+ * HTTP parser holds a body to its declared length); anything else — chunked, too large, not a
+ * POST — is left to the adapter, which bounds and refuses it as it always did. A body that is not
+ * JSON answers `undefined`: the adapter then finds the stream consumed, an empty body, which the
+ * SDK answers exactly as an unparseable one.
+ */
+export async function readMcpBody(req: IncomingMessage): Promise<unknown> {
+  const declared = Number(req.headers['content-length']);
+  if (
+    req.method !== 'POST' ||
+    !Number.isSafeInteger(declared) ||
+    declared <= 0 ||
+    declared > DEFAULT_MAX_REQUEST_BODY_SIZE
+  ) {
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
