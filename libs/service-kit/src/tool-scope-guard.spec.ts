@@ -28,6 +28,23 @@ const refusal = (env: NodeJS.ProcessEnv, state: { setting: string; path: string 
   return undefined;
 };
 
+it('refuses state inside the scope a stdio MCP server runs in', () => {
+  const scope = path.join(dir, 'mcp-scope');
+  const upstreams = JSON.stringify([
+    { name: 'notes', command: { argv: ['node', '/opt/server.mjs'], cwd: scope }, tenants: ['acme'] },
+  ]);
+  const env = { EXECUTOR_CWD: repo, TOOLGATE_MCP_UPSTREAMS: upstreams };
+  expect(
+    refusal(env, [{ setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: path.join(scope, 'keys.json') }]),
+  ).toMatchObject({
+    code: ErrorCode.Config,
+    details: { field: 'TOOLGATE_SIGNING_KEYS_FILE', scope: 'TOOLGATE_MCP_UPSTREAMS' },
+  });
+  expect(
+    refusal(env, [{ setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: path.join(dir, 'keys.json') }]),
+  ).toBeUndefined();
+});
+
 it('refuses state inside EXECUTOR_CWD, a read path or a write path, naming the settings only', () => {
   const secret = path.join(repo, 'keys.json');
   writeFileSync(secret, '{"privateKey":"SECRET-VALUE"}');

@@ -1,7 +1,12 @@
 import { realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, devKeyringPath } from '@toolgate/contracts';
+import {
+  ConfigError,
+  devKeyringPath,
+  isStdioUpstream,
+  McpUpstreamsSchema,
+} from '@toolgate/contracts';
 
 /** A path a service keeps state in (a database, a key or token file, worktrees) and its setting. */
 export interface StatePath {
@@ -35,7 +40,8 @@ export function signingStatePaths(env: NodeJS.ProcessEnv): StatePath[] {
  * Refuses, with a ConfigError naming the settings (never a path or a secret), any state path that
  * lies inside a tool's scope: the executor's working directory (`EXECUTOR_CWD`, default the
  * process's), its read paths, its write paths or the paths every sandbox sees
- * (`EXECUTOR_SANDBOX_READ_PATHS`), read from the same environment. What lies there
+ * (`EXECUTOR_SANDBOX_READ_PATHS`) and the scope of every stdio MCP server
+ * (`TOOLGATE_MCP_UPSTREAMS`' `command.cwd`), read from the same environment. What lies there
  * a tool can read — a key, a token, another tenant's calls in the database — whatever the path
  * checks say. Paths are compared real (through symlinks, as far as they exist).
  */
@@ -58,6 +64,10 @@ export function assertStateOutsideToolScope(
       setting: 'EXECUTOR_SANDBOX_READ_PATHS',
       path: p,
     })),
+    ...stdioScopes(env.TOOLGATE_MCP_UPSTREAMS).map((p) => ({
+      setting: 'TOOLGATE_MCP_UPSTREAMS',
+      path: p,
+    })),
   ].map((s) => ({ ...s, path: realLenient(s.path) }));
   for (const s of state) {
     const real = realLenient(path.resolve(s.path));
@@ -69,6 +79,23 @@ export function assertStateOutsideToolScope(
       );
     }
   }
+}
+
+/**
+ * The directories stdio MCP servers run in. A value that does not parse names none here: the
+ * services that use it refuse it themselves, with the parser's own error.
+ */
+function stdioScopes(json: string | undefined): string[] {
+  if (!json) return [];
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    return [];
+  }
+  const parsed = McpUpstreamsSchema.safeParse(raw);
+  if (!parsed.success) return [];
+  return parsed.data.flatMap((u) => (isStdioUpstream(u) && u.command.cwd ? [u.command.cwd] : []));
 }
 
 function isInside(root: string, p: string): boolean {
