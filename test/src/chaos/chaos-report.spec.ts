@@ -189,6 +189,8 @@ describe('chaosReport', () => {
           kill('tool-executor', [], 1000),
           kill('stream-leader', [], 10_000),
           kill('gateway', [], 25_000),
+          kill('stream-leader-stepdown', [], 30_500),
+          kill('journal', [], 30_600),
         ],
       }),
     );
@@ -204,6 +206,14 @@ describe('chaosReport', () => {
         unavailable: 2,
       }),
       expect.objectContaining({ target: 'gateway', unavailable: 1 }),
+      // Cut at the next fault, 100 ms later: no call sent and none settled in its window.
+      expect.objectContaining({
+        target: 'stream-leader-stepdown',
+        settleP99Ms: null,
+        longestGapMs: null,
+        unavailable: 0,
+      }),
+      expect.objectContaining({ target: 'journal', unavailable: 0 }),
     ]);
     expect(report.kills[0]!.unavailable).toBe(1);
   });

@@ -129,7 +129,8 @@ export interface ChaosReport {
     unavailable: number;
     /**
      * Leader changes only: p99 of submit → settled of the load calls submitted from 1 s before
-     * to 5 s after the change, and the longest time without any settlement in the 15 s after it.
+     * to 5 s after the change, and the longest time without any settlement in the 15 s after it
+     * (both windows cut at the next fault).
      */
     settleP99Ms?: number | null;
     longestGapMs?: number | null;
@@ -165,15 +166,18 @@ function p99(values: readonly number[]): number | null {
 function settlementGap(
   facts: ChaosFacts,
   at: number,
+  /** When the next fault struck: the windows end there, so one fault's cost is not the next's. */
+  nextAt: number,
 ): { settleP99Ms: number | null; longestGapMs: number | null } {
   const latencies: number[] = [];
   for (const [id, sentAt] of facts.submittedAt) {
-    if (sentAt < at - GAP_WINDOW_BEFORE_MS || sentAt > at + GAP_WINDOW_AFTER_MS) continue;
+    if (sentAt < at - GAP_WINDOW_BEFORE_MS || sentAt > Math.min(at + GAP_WINDOW_AFTER_MS, nextAt))
+      continue;
     const settledAt = facts.settledAt.get(id);
     if (settledAt !== undefined) latencies.push(settledAt - sentAt);
   }
   const settlements = [...facts.settledAt.values()]
-    .filter((t) => t >= at && t <= at + STALL_WINDOW_MS)
+    .filter((t) => t >= at && t <= Math.min(at + STALL_WINDOW_MS, nextAt))
     .sort((a, b) => a - b);
   if (settlements.length === 0) return { settleP99Ms: p99(latencies), longestGapMs: null };
   let longest = settlements[0]! - at;
@@ -224,7 +228,9 @@ export function chaosReport(facts: ChaosFacts): ChaosReport {
     unavailable: facts.unavailableAt.filter(
       (t) => t >= kill.at && t < (facts.kills[i + 1]?.at ?? Infinity),
     ).length,
-    ...(LEADER_CHANGES.includes(kill.target) ? settlementGap(facts, kill.at) : {}),
+    ...(LEADER_CHANGES.includes(kill.target)
+      ? settlementGap(facts, kill.at, facts.kills[i + 1]?.at ?? Infinity)
+      : {}),
     inFlight: kill.inFlight.length,
     duplicateExecutions: kill.inFlight.reduce(
       (sum, id) => sum + Math.max(0, (facts.executions.get(id) ?? 0) - 1),

@@ -123,6 +123,9 @@ const CLUSTER_TARGETS: readonly KillTarget[] = [
 /** Stream replicas on a cluster, as deploy/k8s runs them. */
 const CLUSTER_REPLICAS = 3;
 
+/** Load before each leader change, at least. */
+const SETTLE_BEFORE_LEADER_CHANGE_MS = 5000;
+
 /** A cluster run's budget, as a multiple of its mode's. */
 const CLUSTER_BUDGET_FACTOR = 3;
 
@@ -361,7 +364,12 @@ async function run(mode: Mode, facts: RunFacts, onCluster: boolean): Promise<Obs
   const probes = new Map<string, { runId: string }>();
   for (let round = 0; round < mode.rounds; round++) {
     for (const target of targets) {
-      await sleep(mode.warmMs);
+      // Before a leader change, long enough that the last fault's cost is not measured as its own.
+      await sleep(
+        LEADER_CHANGES.includes(target)
+          ? Math.max(mode.warmMs, SETTLE_BEFORE_LEADER_CHANGE_MS)
+          : mode.warmMs,
+      );
       const kill = await killAndRecover(target, kills.length, {
         stack,
         strikeBroker,
