@@ -444,23 +444,37 @@ async function badConfigurationExits(env: NodeJS.ProcessEnv, logDir: string): Pr
   return exit?.code === 1 && said && !/start-up attempt/.test(evaluator.output());
 }
 
+/**
+ * Registers a chaos tool, trying again while the gateway has not seen the executor's announcement
+ * in its registry mirror yet (`executor-unregistered`, right after a start).
+ */
 async function registerTool(gatewayUrl: string, name = CHAOS_TOOL): Promise<void> {
-  const res = await fetch(`${gatewayUrl}/v1/tools`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${CHAOS_TOKENS.admin}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      tool: {
-        name,
-        description: 'Echoes its input after a short delay (chaos run).',
-        parameters: {
-          type: 'object',
-          properties: { client: { type: 'integer' }, n: { type: 'integer' } },
-        },
-        policy: { executor: 'remote', risk: 'read', timeoutMs: 10_000 },
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const res = await fetch(`${gatewayUrl}/v1/tools`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${CHAOS_TOKENS.admin}`,
+        'content-type': 'application/json',
       },
-    }),
-  });
-  if (res.status !== 201) throw new Error(`registering ${name}: ${res.status} ${await res.text()}`);
+      body: JSON.stringify({
+        tool: {
+          name,
+          description: 'Echoes its input after a short delay (chaos run).',
+          parameters: {
+            type: 'object',
+            properties: { client: { type: 'integer' }, n: { type: 'integer' } },
+          },
+          policy: { executor: 'remote', risk: 'read', timeoutMs: 10_000 },
+        },
+      }),
+    });
+    if (res.status === 201) return;
+    const text = await res.text();
+    if (!text.includes('executor-unregistered') || Date.now() > deadline)
+      throw new Error(`registering ${name}: ${res.status} ${text}`);
+    await sleep(250);
+  }
 }
 
 /**
