@@ -59,4 +59,18 @@ describe('a three-node JetStream cluster of the test’s own', () => {
     }
     expect(await cluster.metaLeader()).toBeDefined();
   }, 90_000);
+
+  it('steps a stream’s leader down: another node leads it, and a message stored before is there', async () => {
+    const jsm = await cluster.jsm();
+    await jsm.streams.add({ name: 'HARNESS3', subjects: ['harness3.>'], num_replicas: 3 });
+    const js = jetstream(await cluster.connect());
+    await js.publish('harness3.a', 'before');
+    const before = await cluster.streamPlacement('HARNESS3');
+    const after = await cluster.stepDown('HARNESS3');
+    expect(after.leader).not.toBe(before.leader);
+    expect((await cluster.streamPlacement('HARNESS3')).leader).toBe(after.leader);
+    expect(
+      (await jsm.streams.getMessage('HARNESS3', { last_by_subj: 'harness3.a' }))?.string(),
+    ).toBe('before');
+  }, 60_000);
 });

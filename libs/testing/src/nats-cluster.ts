@@ -54,6 +54,12 @@ export interface NatsCluster {
     nodes: readonly ClusterNode[],
     options?: { pauseMs?: number; gapMs?: number },
   ): { stop(): Promise<void> };
+  /**
+   * A graceful leader change: asks the stream's leader to step down
+   * (`$JS.API.STREAM.LEADER.STEPDOWN.<stream>`) and resolves with the new placement once another
+   * node leads it and every replica says it is current.
+   */
+  stepDown(stream: string, timeoutMs?: number): Promise<Placement>;
   /** The meta (JetStream API) leader, from a live node's `/jsz`. */
   metaLeader(timeoutMs?: number): Promise<ClusterNode>;
   /**
@@ -217,6 +223,24 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
         await sleep(200);
       }
       throw new Error(`consumer ${consumer} could not be placed on stream ${stream}'s leader`);
+    },
+    async stepDown(stream, timeoutMs = 15_000) {
+      const { leader } = await cluster.streamPlacement(stream, timeoutMs);
+      await jsm();
+      let askedAt = 0;
+      return waitFor(`stream ${stream} has no new leader`, timeoutMs, async () => {
+        // Asked again every 2 s: a request lost in an election is not an answer.
+        if (Date.now() - askedAt > 2000) {
+          askedAt = Date.now();
+          await own!.nc
+            .request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 2000 })
+            .catch(() => undefined);
+        }
+        const info = await (await jsm()).streams.info(stream);
+        const now = placementOf(info.cluster?.leader);
+        const current = (info.cluster?.replicas ?? []).every((r) => r.current);
+        return now && now.leader !== leader && current ? now : undefined;
+      });
     },
     lagInTurn(lagging, { pauseMs = 300, gapMs = 150 } = {}) {
       let on = true;

@@ -32,9 +32,9 @@ export const CHAOS_GRANTS: readonly TokenGrant[] = [
   },
 ] as const;
 
-/** A client connection to the run's broker that rides out its restarts. */
-export function connectToBroker(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+/** A client connection to the run's broker (any of a cluster's nodes) that rides out its restarts. */
+export function connectToBroker(servers: string | string[], name: string): Promise<NatsConnection> {
+  return connect({ servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
 }
 
 /**
@@ -50,8 +50,12 @@ export class CountingWorker {
     private readonly delayMs: number,
   ) {}
 
-  static async start(url: string, subjects: Subjects, delayMs: number): Promise<CountingWorker> {
-    const worker = new CountingWorker(await connectToBroker(url, 'chaos-worker'), delayMs);
+  static async start(
+    servers: string | string[],
+    subjects: Subjects,
+    delayMs: number,
+  ): Promise<CountingWorker> {
+    const worker = new CountingWorker(await connectToBroker(servers, 'chaos-worker'), delayMs);
     const serve = (tool: string) => {
       const { subject, queue } = subjects.remoteTool(CHAOS_TENANT, tool);
       return worker.nc.subscribe(subject, { queue, callback: answer });
@@ -91,6 +95,8 @@ export class CountingWorker {
  */
 export class SettlementWatch {
   readonly settled = new Set<string>();
+  /** When each dispatch was seen settled (by the subscription, or by a read when it missed it). */
+  readonly settledAt = new Map<string, number>();
   private readonly waiters = new Map<string, () => void>();
   private readonly sub: Subscription;
   private readonly publisher: JournalPublisher;
@@ -111,6 +117,7 @@ export class SettlementWatch {
   }
 
   private mark(dispatchId: string): void {
+    if (!this.settled.has(dispatchId)) this.settledAt.set(dispatchId, Date.now());
     this.settled.add(dispatchId);
     this.waiters.get(dispatchId)?.();
     this.waiters.delete(dispatchId);
@@ -159,11 +166,13 @@ export interface ChaosCall {
  * Submits a call through the gateway's HTTP API until the gateway takes it, as a careful client
  * does: the same runId/callId/input is the same dispatch, so a retry after a lost answer is a replay,
  * never a second call. Resolves with the dispatch id, or undefined if `giveUp()` turned true first.
+ * `onRefused` hears every answer that was not a success (its HTTP status), before the retry.
  */
 export async function submitUntilAccepted(
   gatewayUrl: () => string,
   call: ChaosCall,
   giveUp: () => boolean,
+  onRefused?: (status: number) => void,
 ): Promise<string | undefined> {
   const body = JSON.stringify({
     runId: call.runId,
@@ -190,6 +199,7 @@ export async function submitUntilAccepted(
         const { dispatchId } = JSON.parse(text) as { dispatchId: string };
         return dispatchId;
       }
+      onRefused?.(res.status);
     } catch {
       // Gateway down or the answer lost: try the same call again.
     }
@@ -203,6 +213,10 @@ export async function submitUntilAccepted(
  */
 export class LoadDriver {
   readonly submitted = new Map<string, { runId: string }>();
+  /** When each load call was first sent (its first attempt), by dispatch id. */
+  readonly submittedAt = new Map<string, number>();
+  /** When the gateway answered a load call 503 (unavailable), one entry per answer. */
+  readonly unavailableAt: number[] = [];
   private stopping = false;
   private readonly loops: Promise<void>[] = [];
 
@@ -219,13 +233,18 @@ export class LoadDriver {
   private async client(c: number): Promise<void> {
     const runId = `load-${c}`;
     for (let n = 0; !this.stopping; n++) {
+      const sentAt = Date.now();
       const dispatchId = await submitUntilAccepted(
         this.gatewayUrl,
         { runId, callId: `call-${n}`, tool: CHAOS_TOOL, input: { client: c, n } },
         () => this.stopping,
+        (status) => {
+          if (status === 503) this.unavailableAt.push(Date.now());
+        },
       );
       if (!dispatchId) return;
       this.submitted.set(dispatchId, { runId });
+      this.submittedAt.set(dispatchId, sentAt);
       await this.watch.waitFor(runId, dispatchId, this.options.settleWaitMs);
     }
   }

@@ -1,7 +1,8 @@
 import { chaosReport, type ChaosFacts, type KillRecord } from './chaos-report';
 
-const kill = (target: KillRecord['target'], inFlight: string[] = []): KillRecord => ({
+const kill = (target: KillRecord['target'], inFlight: string[] = [], at = 0): KillRecord => ({
   target,
+  at,
   inFlight,
   timeToRecoverMs: 1000,
   timeToReadyMs: 800,
@@ -13,7 +14,11 @@ function facts(overrides: Partial<ChaosFacts> = {}): ChaosFacts {
   const ids = ['d1', 'd2', 'd3'];
   return {
     mode: 'short',
+    broker: 'one node',
     submitted: new Map(ids.map((id) => [id, { runId: 'load-0' }])),
+    submittedAt: new Map(),
+    settledAt: new Map(),
+    unavailableAt: [],
     probeIds: new Set(),
     settledCount: new Map(ids.map((id) => [id, 1])),
     outcomes: new Map(ids.map((id) => [id, { outcome: 'ok' }])),
@@ -161,5 +166,59 @@ describe('chaosReport', () => {
       outcomes: { ok: 1, error: 2 },
       errorCodes: { timeout: 2 },
     });
+  });
+
+  it('measures each leader change: p99 of submit → settled around it, the longest stall after it, and its 503s', () => {
+    // Leader change at t=10,000. Calls sent at 9,500 (window), 10,500 (window) and 20,000 (not).
+    const report = chaosReport(
+      facts({
+        broker: 'cluster',
+        startup: null,
+        submittedAt: new Map([
+          ['d1', 9_500],
+          ['d2', 10_500],
+          ['d3', 20_000],
+        ]),
+        settledAt: new Map([
+          ['d1', 10_200],
+          ['d2', 15_500],
+          ['d3', 20_100],
+        ]),
+        unavailableAt: [9_000, 10_100, 10_200, 30_000],
+        kills: [
+          kill('tool-executor', [], 1000),
+          kill('stream-leader', [], 10_000),
+          kill('gateway', [], 25_000),
+          kill('stream-leader-stepdown', [], 30_500),
+          kill('journal', [], 30_600),
+        ],
+      }),
+    );
+    expect(report).toMatchObject({ ok: true, broker: 'cluster', unavailable: 4 });
+    expect(report.kills).toEqual([
+      expect.not.objectContaining({ settleP99Ms: expect.anything() }),
+      // Latencies 700 and 5,000: p99 is 5,000. Settlements after the change: 10,200, 15,500 —
+      // the longest stall is 15,500 − 10,200.
+      expect.objectContaining({
+        target: 'stream-leader',
+        settleP99Ms: 5000,
+        longestGapMs: 5300,
+        unavailable: 2,
+      }),
+      expect.objectContaining({ target: 'gateway', unavailable: 1 }),
+      // Cut at the next fault, 100 ms later: no call sent and none settled in its window.
+      expect.objectContaining({
+        target: 'stream-leader-stepdown',
+        settleP99Ms: null,
+        longestGapMs: null,
+        unavailable: 0,
+      }),
+      expect.objectContaining({ target: 'journal', unavailable: 0 }),
+    ]);
+    expect(report.kills[0]!.unavailable).toBe(1);
+  });
+
+  it('checks no start-up goal on a cluster run (the single-node run does)', () => {
+    expect(chaosReport(facts({ broker: 'cluster', startup: null })).failures).toEqual([]);
   });
 });

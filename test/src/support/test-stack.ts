@@ -107,8 +107,11 @@ export interface TestStack {
 export async function startTestStack(
   label: string,
   overrides: Partial<Record<string, string>> = {},
-  /** A broker of the test's own (a cluster's nodes): the stack's and the test's connections go there. */
-  broker?: { servers: string[] },
+  /**
+   * A broker of the test's own (a cluster's nodes, `startTestBroker`): the stack's and the test's
+   * connections go there, and its stream replicas (`env.TOOLGATE_STREAM_REPLICAS`) are the stack's.
+   */
+  broker?: { servers: string[]; env?: { TOOLGATE_STREAM_REPLICAS: string } },
 ): Promise<TestStack> {
   const nats = await useTestNats(label, broker ? { servers: broker.servers } : {});
   const schema = await useTestSchema(label);
@@ -122,6 +125,7 @@ export async function startTestStack(
     ),
     JOURNAL_SWEEP_INTERVAL_MS: '100',
     EXECUTOR_ACK_WAIT_MS: '2000',
+    ...(broker?.env ? { TOOLGATE_STREAM_REPLICAS: broker.env.TOOLGATE_STREAM_REPLICAS } : {}),
     ...overrides,
   };
   const options = { ...loadAllInOneOptions(env), logger: false as const };
