@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import {
+  PageLimit,
   cutText,
   ErrorCode,
   hasErrorCode,
@@ -39,7 +40,11 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--outcome <ok|error|denied>', 'only those whose call ended this way')
     .option('--since <iso>', 'only those active at or after this instant')
     .option('--until <iso>', 'only those active before this instant')
-    .option('--limit <n>', 'at most this many (read page by page)', '100')
+    .option(
+      '--limit <n>',
+      'at most this many (read page by page)',
+      String(PageLimit.approvals.default),
+    )
     .option('--all', 'every match, however many (overrides --limit)')
     .option('--json', 'print JSON')
     .action(
@@ -184,7 +189,7 @@ async function listAll(
   do {
     const page = await ctx.gateway().get<ListApprovalsResponse>('/v1/approvals', {
       ...filter,
-      limit: Math.min(max - rows.length, 1000),
+      limit: Math.min(max - rows.length, PageLimit.approvals.max),
       cursor,
     });
     rows.push(...page.approvals);
