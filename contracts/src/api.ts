@@ -10,7 +10,8 @@ import {
 } from './events';
 import { RiskSchema, ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
-import { boundedJson, mergeableJson } from './json-limits';
+import { boundedJson } from './json-limits';
+import { PolicyDocumentWireSchema } from './policy-document-wire';
 import { ListCursorSchema, PageLimit, type InputPreview, type Page } from './list-paging';
 import { McpServerNameSchema } from './mcp-upstream';
 
@@ -136,7 +137,7 @@ export const PutPolicyRequestSchema = z.strictObject({
    * The policy document (validated against the permissions library's schema). No key at any depth
    * may be `__proto__`, `constructor` or `prototype`.
    */
-  document: mergeableJson(z.record(z.string(), z.unknown())),
+  document: PolicyDocumentWireSchema,
   /** Optimistic concurrency: the revision this edit was based on. */
   expectedRevision: z.number().int().min(0).optional(),
 });
