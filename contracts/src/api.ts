@@ -301,7 +301,8 @@ export interface ApprovalView {
   isolation: z.infer<typeof IsolationSchema> | null;
   profile: string | null;
   decidedBy: z.infer<typeof DecidedBySchema> | null;
-  rule: unknown;
+  /** The rule that asked; absent when none did (a hook, canUseTool, the default). */
+  rule?: unknown;
   submittedBy: string | null;
   onTimeout: 'allow' | 'deny' | null;
   separationOfDuties: boolean | null;

@@ -47,10 +47,10 @@ function servedRoutes(): Served[] {
   for (const controller of CONTROLLERS) {
     const prefix = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
     for (const key of Object.getOwnPropertyNames(controller.prototype)) {
-      const handler = controller.prototype[key] as object;
+      const handler = (controller.prototype as unknown as Record<string, object>)[key]!;
       const own = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
       if (own === undefined || key === 'constructor') continue;
-      const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
+      const method = String(RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]);
       const joined = `/${[prefix, own]
         .map((p) => p.replace(/^\/+|\/+$/g, ''))
         .filter(Boolean)

@@ -1177,8 +1177,8 @@ export interface operations {
                                 /** @enum {string} */
                                 clearance?: "public" | "internal" | "private";
                             } | null;
-                            input: unknown;
-                            effectiveInput: unknown;
+                            input?: unknown;
+                            effectiveInput?: unknown;
                             agent: {
                                 agentType: string;
                                 label?: string;
@@ -1192,12 +1192,12 @@ export interface operations {
                             taint: ("public" | "internal" | "private") | null;
                             verdict: ("allow" | "deny" | "ask") | null;
                             decidedBy: ("hook" | "deny-rule" | "ask-rule" | "canUseTool" | "default") | null;
-                            rule: unknown;
+                            rule?: unknown;
                             reason: string | null;
                             policyRevision: number | null;
                             approvalKey: string | null;
                             outcome: ("ok" | "error" | "denied") | null;
-                            result: unknown;
+                            result?: unknown;
                             error: {
                                 /** @enum {string} */
                                 code: "config" | "invalid-request" | "too-large" | "unknown-tool" | "invalid-arguments" | "model-retry" | "non-serializable-result" | "executor-unregistered" | "denied" | "timeout" | "already-resolved" | "approval-mismatch" | "cancelled" | "contract-drift" | "tool-failed" | "path-outside-scope" | "poison-message" | "error-cap" | "unauthorized" | "forbidden" | "unknown-operation" | "not-found" | "conflict" | "unavailable" | "internal";
@@ -1678,7 +1678,7 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             };
-                            rule: unknown;
+                            rule?: unknown;
                             since: string | null;
                             expires: string | null;
                         } & {
@@ -2001,7 +2001,7 @@ export interface operations {
                         decidedBy: "hook" | "deny-rule" | "ask-rule" | "canUseTool" | "default";
                         rule?: unknown;
                         reason?: string;
-                        input: unknown;
+                        input?: unknown;
                         risk: string;
                         advisory: unknown[];
                         approval?: unknown;
@@ -2549,7 +2549,7 @@ export interface operations {
                             }) | null;
                             profile: string | null;
                             decidedBy: ("hook" | "deny-rule" | "ask-rule" | "canUseTool" | "default") | null;
-                            rule: unknown;
+                            rule?: unknown;
                             submittedBy: string | null;
                             onTimeout: ("allow" | "deny") | null;
                             separationOfDuties: boolean | null;
@@ -2680,7 +2680,7 @@ export interface operations {
                             }) | null;
                             profile: string | null;
                             decidedBy: ("hook" | "deny-rule" | "ask-rule" | "canUseTool" | "default") | null;
-                            rule: unknown;
+                            rule?: unknown;
                             submittedBy: string | null;
                             onTimeout: ("allow" | "deny") | null;
                             separationOfDuties: boolean | null;
