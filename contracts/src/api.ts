@@ -10,8 +10,9 @@ import {
 } from './events';
 import { RiskSchema, ToolContractSchema, ToolNameSchema, ToolPolicySchema } from './tool-contract';
 import { SubjectTokenSchema as Token } from './subjects';
-import { boundedJson, mergeableJson } from './json-limits';
-import { ListCursorSchema, type InputPreview, type Page } from './list-paging';
+import { boundedJson } from './json-limits';
+import { PolicyDocumentWireSchema } from './policy-document-wire';
+import { ListCursorSchema, PageLimit, type InputPreview, type Page } from './list-paging';
 import { McpServerNameSchema } from './mcp-upstream';
 
 /**
@@ -121,13 +122,13 @@ export type SubmitDispatchResponse = z.infer<typeof SubmitDispatchResponseSchema
 
 export const GetDispatchRequestSchema = z.strictObject({ dispatchId: Token });
 /**
- * A run. Its dispatches are paged in request order (`limit` per page, default 500, and never more
- * than a bounded reply holds): `cursor` is the previous page's `nextCursor`.
+ * A run. Its dispatches are paged in request order (`limit` per page, default and most in
+ * `PageLimit.runDispatches`, and never more than a bounded reply holds): `cursor` is the previous page's `nextCursor`.
  */
 export const GetRunRequestSchema = z.strictObject({
   runId: Token,
   cursor: ListCursorSchema.optional(),
-  limit: z.number().int().min(1).max(1000).optional(),
+  limit: z.number().int().min(1).max(PageLimit.runDispatches.max).optional(),
 });
 export type GetRunRequest = z.input<typeof GetRunRequestSchema>;
 
@@ -136,7 +137,7 @@ export const PutPolicyRequestSchema = z.strictObject({
    * The policy document (validated against the permissions library's schema). No key at any depth
    * may be `__proto__`, `constructor` or `prototype`.
    */
-  document: mergeableJson(z.record(z.string(), z.unknown())),
+  document: PolicyDocumentWireSchema,
   /** Optimistic concurrency: the revision this edit was based on. */
   expectedRevision: z.number().int().min(0).optional(),
 });
@@ -152,7 +153,7 @@ export const EvaluatePolicyRequestSchema = z.strictObject({
 });
 export type EvaluatePolicyRequest = z.input<typeof EvaluatePolicyRequestSchema>;
 
-const ApprovalKeySchema = z.string().regex(/^[0-9a-f]{64}$/, 'approval keys are sha256 hex');
+export const ApprovalKeySchema = z.string().regex(/^[0-9a-f]{64}$/, 'approval keys are sha256 hex');
 
 export const ListApprovalsRequestSchema = z.strictObject({
   runId: Token.optional(),
@@ -178,7 +179,7 @@ export const ListApprovalsRequestSchema = z.strictObject({
   /** ... and before this instant. */
   until: z.iso.datetime({ offset: true }).optional(),
   /** At most this many per page; a page also ends where its reply would grow too large. */
-  limit: z.number().int().min(1).max(1000).default(100),
+  limit: z.number().int().min(1).max(PageLimit.approvals.max).default(PageLimit.approvals.default),
   /** The previous page's `nextCursor`, with the same filters and order. */
   cursor: ListCursorSchema.optional(),
 });
@@ -300,7 +301,8 @@ export interface ApprovalView {
   isolation: z.infer<typeof IsolationSchema> | null;
   profile: string | null;
   decidedBy: z.infer<typeof DecidedBySchema> | null;
-  rule: unknown;
+  /** The rule that asked; absent when none did (a hook, canUseTool, the default). */
+  rule?: unknown;
   submittedBy: string | null;
   onTimeout: 'allow' | 'deny' | null;
   separationOfDuties: boolean | null;

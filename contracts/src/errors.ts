@@ -54,6 +54,11 @@ export const ErrorCode = {
   Unauthorized: 'unauthorized',
   /** Credentials verify but lack the scope or tenant for the operation. */
   Forbidden: 'forbidden',
+  /**
+   * A bus request names no operation of the API it was sent to (`<prefix>.api.<op>` with a
+   * mistyped `<op>`); details list the operations there are.
+   */
+  UnknownOperation: 'unknown-operation',
   /** The addressed resource does not exist (or is not visible to the caller). */
   NotFound: 'not-found',
   /** The operation conflicts with the current state. */

@@ -27,3 +27,6 @@ export * from './mcp-upstream';
 export * from './visible-text';
 export * from './approval-webhooks';
 export * from './remote-auth';
+export * from './api-responses';
+export * from './http-routes';
+export * from './policy-document-wire';

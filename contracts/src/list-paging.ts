@@ -18,6 +18,18 @@ export const LIST_REPLY_BUDGET_BYTES = 256 * 1024;
 /** The most bytes one listed item may take as JSON; larger fields are replaced by a marker. */
 export const LIST_ITEM_MAX_BYTES = 16 * 1024;
 
+/**
+ * Page sizes (items per page) of the paged lists: the size when a request names none, and the
+ * largest it may ask for. The one definition: the request schemas, the journal's queries, the SDK
+ * and the CLI read these. A page also ends early at {@link LIST_REPLY_BUDGET_BYTES}.
+ */
+export const PageLimit = {
+  /** `approvals.list` (`GET /v1/approvals`). */
+  approvals: { default: 100, max: 1000 },
+  /** A run's dispatches (`run.get`, `GET /v1/runs/{runId}`). */
+  runDispatches: { default: 500, max: 1000 },
+} as const;
+
 /** Characters of an input's JSON text a list carries. */
 export const INPUT_PREVIEW_CHARS = 512;
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { AgentRefSchema, DecidedBySchema, VerdictSchema, WireErrorSchema } from './events';
-import { mergeableJson } from './json-limits';
 import { SubjectTokenSchema as Token } from './subjects';
 import { ToolNameSchema } from './tool-contract';
+import { PolicyDocumentWireSchema } from './policy-document-wire';
 
 /**
  * Policy what-if: the journal's recorded calls replayed through a candidate policy.
@@ -25,7 +25,7 @@ export const PolicyWhatIfRequestSchema = z.strictObject({
    * The candidate policy document, in the stored form `PUT /v1/policy` takes (rules, profiles,
    * `remote` hooks, approvals). Validated as a put would; never stored.
    */
-  candidate: mergeableJson(z.record(z.string(), z.unknown())),
+  candidate: PolicyDocumentWireSchema,
   /** Only calls recorded at or after this instant (the stream's own timestamps). */
   since: z.iso.datetime({ offset: true }).optional(),
   /** Only this run's calls. */

@@ -1,9 +1,12 @@
 import { RemoteHookReplySchema, RemoteHookRequestSchema } from './remote-hook';
 
 describe('remote hook shapes', () => {
-  it('reads each answer a hook may give, ignoring fields it does not know', () => {
+  it('reads each answer a hook may give', () => {
     expect(RemoteHookReplySchema.parse({})).toEqual({});
-    expect(RemoteHookReplySchema.parse({ verdict: 'ask', note: 'x' })).toEqual({ verdict: 'ask' });
+    expect(RemoteHookReplySchema.parse({ verdict: 'ask', reason: 'x' })).toEqual({
+      verdict: 'ask',
+      reason: 'x',
+    });
     expect(RemoteHookReplySchema.parse({ modifiedInput: null })).toEqual({ modifiedInput: null });
     expect(RemoteHookReplySchema.parse({ verdict: 'deny', modifiedInput: { a: 1 } })).toEqual({
       verdict: 'deny',
@@ -13,6 +16,8 @@ describe('remote hook shapes', () => {
 
   it.each<[string, unknown]>([
     ['an unknown verdict', { verdict: 'maybe' }],
+    ['a mistyped field (decision for verdict)', { decision: 'deny' }],
+    ['a verdict with a field it does not declare', { verdict: 'allow', note: 'x' }],
     ['an array', [1]],
     ['a string', 'allow'],
     [

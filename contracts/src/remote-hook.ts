@@ -45,11 +45,12 @@ export const MAX_HOOK_REASON_LENGTH = 500;
 
 /**
  * A hook's answer: `{ "verdict": "allow" | "deny" | "ask" }` decides (canUseTool may not ask),
- * with an optional `"reason"`, `{ "modifiedInput": <json> }` substitutes the input and continues (it wins over a verdict in the
- * same reply), `{}` passes. Fields it does not declare are ignored; `modifiedInput` nests at most
- * `MAX_JSON_DEPTH` levels.
+ * with an optional `"reason"`, `{ "modifiedInput": <json> }` substitutes the input and continues (it
+ * wins over a verdict in the same reply), `{}` passes. Strict: a field it does not declare (a
+ * mistyped `{ "decision": "deny" }`) makes the reply invalid, and the chain denies — a typo must
+ * not read as a pass. `modifiedInput` nests at most `MAX_JSON_DEPTH` levels.
  */
-export const RemoteHookReplySchema = z.object({
+export const RemoteHookReplySchema = z.strictObject({
   verdict: VerdictSchema.optional(),
   /**
    * Why, with a `deny` (or `ask`): shown in the settled error's message (a deny) or to the approver

@@ -151,6 +151,22 @@ describe('createSubjects', () => {
     expect(s.ops(JournalOperation.Rebuild)).toBe('tg.ops.journal.rebuild');
   });
 
+  it('reads the operation an API subject names, and only a whole known one', () => {
+    for (const op of Object.values(ApiOperation)) {
+      expect(matches(s.apiAll, s.api(op))).toBe(true);
+      expect(s.apiOperationOf(s.api(op))).toBe(op);
+    }
+    for (const subject of [
+      'tg.api.dispatch.sumbit',
+      'tg.api.dispatch',
+      'tg.api.dispatch.submit.x',
+      'other.api.dispatch.submit',
+      'tg.query.run.get',
+      'tg.api.',
+    ])
+      expect([subject, s.apiOperationOf(subject)]).toEqual([subject, undefined]);
+  });
+
   it('names every consumer and dead-letter subject for every role, and every API subject', () => {
     for (const role of Object.values(ConsumerRole)) {
       expect(isSubjectToken(s.consumer(role))).toBe(true);

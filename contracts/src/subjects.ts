@@ -145,6 +145,13 @@ export interface Subjects {
   consumer(role: ConsumerRole): string;
   /** Gateway request/reply subject for an operation. */
   api(operation: ApiOperation): string;
+  /**
+   * Every gateway API subject (`<prefix>.api.>`): the gateway serves them all in one queue group,
+   * so that a request naming no operation gets `unknown-operation` rather than no responders.
+   */
+  readonly apiAll: string;
+  /** The operation a `<prefix>.api.<op>` subject names, or undefined when it names none. */
+  apiOperationOf(subject: string): ApiOperation | undefined;
   /** Journal-service query subject for an operation. */
   query(operation: QueryOperation): string;
   /** Core-NATS notifications of approval events for one tenant (`pending`, `resolved`). */
@@ -230,6 +237,15 @@ export function createSubjects(prefix: string): Subjects {
     }),
     consumer: (role: ConsumerRole) => `${p}_${known('role', ConsumerRole, role)}`,
     api: (operation: ApiOperation) => `${p}.api.${known('operation', ApiOperation, operation)}`,
+    apiAll: `${p}.api.>`,
+    apiOperationOf: (subject: string) => {
+      const head = `${p}.api.`;
+      if (!subject.startsWith(head)) return undefined;
+      const operation = subject.slice(head.length);
+      return (Object.values(ApiOperation) as string[]).includes(operation)
+        ? (operation as ApiOperation)
+        : undefined;
+    },
     query: (operation: QueryOperation) =>
       `${p}.query.${known('operation', QueryOperation, operation)}`,
     approvals: (tenant: string, event: ApprovalNotification | '*') =>

@@ -134,6 +134,13 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
                 return None
             raise
 
+    async def _get_settled(self, dispatch_id: str) -> Any:
+        """The dispatch once the projection holds its settlement (reads lag the journal a moment)."""
+        record = await self._get(dispatch_id)
+        if record and any(e["event"]["type"] == "settled" for e in record["events"]):
+            return record
+        return None
+
     async def test_follow_checks_signatures_and_ignores_a_forgery(self) -> None:
         run = f"{RUN}-f"
         seen: List[JournalEvent] = []
@@ -204,7 +211,7 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
         )
         self.assertGreater(len(hook_calls), before)
         self.assertEqual((hook_calls[-1].kind, hook_calls[-1].tool_name), ("hook", "py_upper"))
-        record = await eventually(lambda: self._get(reply.dispatch_id))
+        record = await eventually(lambda: self._get_settled(reply.dispatch_id))
         decided = next(e["event"] for e in record["events"] if e["event"]["type"] == "decided")
         self.assertEqual((decided["verdict"], decided["decidedBy"]), ("deny", "hook"))
         self.assertEqual((decided["rule"]["kind"], decided["rule"]["name"]), ("hook", "remote:py-guard"))
@@ -267,7 +274,8 @@ class LiveStack(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(denied.exception.code, "forbidden")
             with self.assertRaises(ToolgateError) as typo:
                 await agent.call("dispatch.sumbit", {})
-            self.assertEqual(typo.exception.code, "unavailable")
+            self.assertEqual(typo.exception.code, "unknown-operation")
+            self.assertIn("dispatch.submit", typo.exception.details["operations"])
             # A call that breaks the tool's contract is journaled and settles as an error; it never runs.
             before = len(calls)
             bad = await agent.submit(f"{RUN}-e", "c1", "py_upper", {"text": 3}, wait=5_000)

@@ -29,7 +29,7 @@ class ToolgateError(Exception):
         "config invalid-request too-large unknown-tool invalid-arguments model-retry "
         "non-serializable-result executor-unregistered denied timeout already-resolved "
         "approval-mismatch cancelled tool-failed path-outside-scope poison-message error-cap "
-        "unauthorized forbidden not-found conflict unavailable internal contract-drift".split()
+        "unauthorized forbidden unknown-operation not-found conflict unavailable internal contract-drift".split()
     )
 
     def __init__(self, code: str, message: str, details: Optional[Json] = None) -> None:
@@ -210,7 +210,7 @@ class Client:
                 subject, json.dumps(body or {}).encode(), timeout or self.timeout, headers=self._auth
             )
         except NoRespondersError:
-            raise ToolgateError("unavailable", f"nobody answers {operation} (an unknown operation, or the gateway is down)") from None
+            raise ToolgateError("unavailable", f"nobody answers {operation}: no gateway is running (an unknown operation gets unknown-operation)") from None
         except RequestTimeoutError:
             raise ToolgateError("unavailable", f"{operation}: no reply in time") from None
         try:

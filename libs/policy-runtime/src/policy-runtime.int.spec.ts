@@ -246,6 +246,29 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       );
     });
 
+    it.each([
+      ['hook', { decision: 'deny' }, 'decision'],
+      ['hook', { verdict: 'allow', note: 'looks fine' }, 'note'],
+      ['canUseTool', { verdict: 'allow', Reason: 'ok' }, 'Reason'],
+    ])(
+      'a %s reply with a field the protocol does not declare (%j) denies, naming the field',
+      async (kind, reply, field) => {
+        const name = `strict${tenants}`;
+        const remote =
+          kind === 'hook'
+            ? { hooks: [{ name, unauthenticated: true }] }
+            : { canUseTool: { name, unauthenticated: true } };
+        // Without the hook this call is allowed: a reply read as a pass would let it through.
+        const tenant = await tenantWith({ remote: { engine: remote } });
+        const seen = await serveHook(tenant, name, () => reply);
+        const { decision } = await runtime.decide(tenant, call());
+        expect(seen).toHaveLength(1);
+        expect(decision).toMatchObject({ verdict: 'deny', decidedBy: kind });
+        expect(decision.reason).toContain('malformed reply');
+        expect(decision.reason).toContain(`"${field}"`);
+      },
+    );
+
     it('hooks on a profile run for that profile only', async () => {
       const tenant = await tenantWith({
         profiles: { ops: {}, dev: {} },

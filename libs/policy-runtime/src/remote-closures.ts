@@ -20,6 +20,7 @@ import type {
   ReasonedVerdict,
 } from '@toolgate/permissions';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
+import type { z } from 'zod';
 import type { RemoteClosure } from './stored-policy';
 
 const encoder = new TextEncoder();
@@ -71,7 +72,7 @@ async function ask(
       : firstSignedReply(nc, subject, payload, timeoutMs, check.key),
   );
   const parsed = RemoteHookReplySchema.safeParse(JSON.parse(decoder.decode(data)));
-  if (!parsed.success) throw new Error('malformed reply');
+  if (!parsed.success) throw new Error(`malformed reply: ${describeIssues(parsed.error)}`);
   return parsed.data;
 }
 
@@ -123,6 +124,18 @@ function firstSignedReply(
     }
     nc.publish(subject, payload, { reply: inbox, headers });
   });
+}
+
+/**
+ * What was wrong with a reply, for the deny reason: where and what (an unrecognised key names the
+ * key: `{ "decision": "deny" }` is a typo of `verdict`), never the values. Bounded.
+ */
+function describeIssues(error: z.ZodError): string {
+  const text = error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.map(String).join('.') || '(reply)'}: ${i.message}`)
+    .join('; ');
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
 function interpret(

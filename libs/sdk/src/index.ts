@@ -10,6 +10,7 @@ export {
   ToolgateError,
   ErrorCode,
   hasErrorCode,
+  PageLimit,
   fromWireError,
   type ToolContext,
   type ToolLogLevel,

@@ -22,6 +22,12 @@ export interface RequestEndpoint {
    * answered (see {@link checkSignedRequest}); the rest get `unauthorized` before their body is read.
    */
   signedBy?: readonly ServiceIdentity[];
+  /**
+   * The span's destination for a request received on `subject` (default: the endpoint's
+   * `subject`). An endpoint on a wildcard names the operations it knows, and keeps the names of
+   * the rest (any subject a client makes up) out of span names.
+   */
+  destination?(subject: string): string;
   /** Answers one request's JSON body (`{}` when empty); throw a typed error to refuse it. */
   handle(body: unknown, msg: Msg): Promise<unknown>;
 }
@@ -90,12 +96,13 @@ export function serveRequests(
     );
   }
   const inFlight = new Set<Promise<void>>();
-  const subscriptions = endpoints.map(({ subject, handle, signedBy }) =>
+  const subscriptions = endpoints.map(({ subject, handle, signedBy, destination }) =>
     nc.subscribe(subject, {
       queue,
       callback: (err, msg) => {
         if (err) return;
-        const task = consumerSpan(subject, msg.headers, {}, async (span) => {
+        const spanDestination = destination ? destination(msg.subject) : subject;
+        const task = consumerSpan(spanDestination, msg.headers, {}, async (span) => {
           let reply: unknown;
           try {
             if (signedBy) checkSignedRequest(keys!, msg, signedBy, options.onUntrusted);

@@ -10,7 +10,7 @@ import {
   NATS_CONNECTION,
 } from '@toolgate/service-kit';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { createSubjects } from '@toolgate/contracts';
+import { createSubjects, HTTP_ROUTES } from '@toolgate/contracts';
 import { GatewayApi } from './api/gateway-api';
 import { serveNatsApi } from './api/nats-api.responder';
 import { GatewayModule } from './app.module';
@@ -85,7 +85,7 @@ export async function startGateway(options: {
           // alone). Wrapped, because Nest skips its global JSON parser when it finds a middleware
           // named `jsonParser`.
           const scriptBodies = json({ limit: SCRIPT_BODY_LIMIT });
-          app.use('/v1/tools/scripts', (req: Request, res: Response, next: NextFunction) =>
+          app.use(HTTP_ROUTES.listScripts.path, (req: Request, res: Response, next: NextFunction) =>
             scriptBodies(req, res, next),
           );
           app.useGlobalFilters(new HttpErrorFilter());

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ensureJournalStreams, isPermissionViolation, requestReply } from '@toolgate/bus';
 import { runCli } from '@toolgate/cli';
@@ -487,6 +487,28 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
       subjects.ops('rebuild'),
     ])
       expect([subject, await request(nc, subject)]).toEqual([subject, 'refused']);
+  });
+
+  it('answers a team’s mistyped operation with unknown-operation: the gateway’s user serves all of toolgate.api.>', async () => {
+    const nc = await as('team-acme', 'TOOLGATE_NATS_TEAM_ACME_PASSWORD', {
+      inboxPrefix: '_INBOX_acme',
+    });
+    const h = natsHeaders();
+    h.set('Authorization', `Bearer ${TOKENS.acmeAgent}`);
+    const reply = await nc.request('toolgate.api.dispatch.sumbit', encoder.encode('{}'), {
+      headers: h,
+      timeout: 5000,
+    });
+    expect(JSON.parse(new TextDecoder().decode(reply.data))).toMatchObject({
+      ok: false,
+      error: {
+        code: 'unknown-operation',
+        details: {
+          operation: 'dispatch.sumbit',
+          operations: expect.arrayContaining(['dispatch.submit']),
+        },
+      },
+    });
   });
 
   it('refuses the gateway and the operator the streams’ settings, the durable consumers and the executor’s KV keys', async () => {

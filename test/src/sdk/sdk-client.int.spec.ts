@@ -4,6 +4,7 @@ import {
   createClient,
   hasErrorCode,
   ModelRetry,
+  PageLimit,
   tool,
   ToolgateError,
   type ApprovalPendingEvent,
@@ -391,6 +392,24 @@ describe('@toolgate/sdk against the whole stack', () => {
     release();
     await stopping;
     expect(await handle.result).toEqual({ outcome: 'ok', result: { done: true } });
+  });
+
+  it("pages with the contracts' limits: the largest page is taken, one more is invalid-request", async () => {
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: unknown) => (e as ToolgateError).code,
+      );
+    expect(await code(client.approvals.listPage({ limit: PageLimit.approvals.max }))).toBe('ok');
+    expect(await code(client.approvals.list({ limit: PageLimit.approvals.max + 1 }))).toBe(
+      'invalid-request',
+    );
+    expect(await code(client.getRun('sdk-run', { limit: PageLimit.runDispatches.max }))).not.toBe(
+      'invalid-request',
+    );
+    expect(await code(client.getRun('sdk-run', { limit: PageLimit.runDispatches.max + 1 }))).toBe(
+      'invalid-request',
+    );
   });
 
   it('rejects failed API calls with typed errors, checked by code', async () => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import {
+  PageLimit,
   cutText,
   ErrorCode,
   hasErrorCode,
@@ -39,7 +40,11 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
     .option('--outcome <ok|error|denied>', 'only those whose call ended this way')
     .option('--since <iso>', 'only those active at or after this instant')
     .option('--until <iso>', 'only those active before this instant')
-    .option('--limit <n>', 'at most this many (read page by page)', '100')
+    .option(
+      '--limit <n>',
+      'at most this many (read page by page)',
+      String(PageLimit.approvals.default),
+    )
     .option('--all', 'every match, however many (overrides --limit)')
     .option('--json', 'print JSON')
     .action(
@@ -152,11 +157,14 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
           throw new UsageError('give exactly one of --allow or --deny');
         const { resolved } = await ctx
           .gateway()
-          .post<{ resolved: ResolvedEvent }>(`/v1/approvals/${key}/resolve`, {
-            decision: opts.allow ? 'allow' : 'deny',
-            ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
-            ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
-            ...(opts.run !== undefined ? { runId: opts.run } : {}),
+          .call<{ resolved: ResolvedEvent }>('resolveApproval', {
+            params: { key },
+            body: {
+              decision: opts.allow ? 'allow' : 'deny',
+              ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+              ...(opts.dispatch !== undefined ? { dispatchId: opts.dispatch } : {}),
+              ...(opts.run !== undefined ? { runId: opts.run } : {}),
+            },
           })
           .catch((err: unknown) => {
             throw withMatches(err);
@@ -182,10 +190,8 @@ async function listAll(
   const rows: ApprovalListItem[] = [];
   let cursor: string | undefined;
   do {
-    const page = await ctx.gateway().get<ListApprovalsResponse>('/v1/approvals', {
-      ...filter,
-      limit: Math.min(max - rows.length, 1000),
-      cursor,
+    const page = await ctx.gateway().call<ListApprovalsResponse>('listApprovals', {
+      query: { ...filter, limit: Math.min(max - rows.length, PageLimit.approvals.max), cursor },
     });
     rows.push(...page.approvals);
     cursor = page.nextCursor ?? undefined;
@@ -213,9 +219,10 @@ async function findApprovals(ctx: CommandContext, key: string): Promise<Approval
   if (listed.length === 0) throw new ToolgateError(ErrorCode.NotFound, `no approval ${key}`);
   const matches: ApprovalView[] = [];
   for (const a of listed) {
-    const detail = await ctx
-      .gateway()
-      .get<ApprovalDetail>(`/v1/approvals/${key}`, { dispatchId: a.dispatchId, runId: a.runId });
+    const detail = await ctx.gateway().call<ApprovalDetail>('getApproval', {
+      params: { key },
+      query: { dispatchId: a.dispatchId, runId: a.runId },
+    });
     matches.push({ ...detail.approval, settled: a.settled ?? null });
   }
   return matches.sort((a, b) => Number(b.status === 'pending') - Number(a.status === 'pending'));

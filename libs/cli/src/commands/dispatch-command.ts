@@ -41,15 +41,17 @@ export function registerDispatchCommand(program: Command, ctx: CommandContext): 
         }
         // A bare --wait asks for the gateway's own default (GATEWAY_WAIT_DEFAULT_MS).
         const wait = typeof opts.wait === 'string' ? parseCount('--wait', opts.wait) : opts.wait;
-        const res = await ctx.gateway().post<SubmitDispatchResponse>('/v1/dispatches', {
-          runId: opts.run,
-          callId: opts.call,
-          agent: { agentType: opts.agent, ...(opts.label ? { label: opts.label } : {}) },
-          tool,
-          input,
-          isolation: opts.isolation,
-          ...(opts.profile ? { profile: opts.profile } : {}),
-          ...(wait !== undefined ? { wait } : {}),
+        const res = await ctx.gateway().call<SubmitDispatchResponse>('submitDispatch', {
+          body: {
+            runId: opts.run,
+            callId: opts.call,
+            agent: { agentType: opts.agent, ...(opts.label ? { label: opts.label } : {}) },
+            tool,
+            input,
+            isolation: opts.isolation,
+            ...(opts.profile ? { profile: opts.profile } : {}),
+            ...(wait !== undefined ? { wait } : {}),
+          },
         });
         if (res.settled && res.settled.outcome !== 'ok') ctx.fail();
         if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);

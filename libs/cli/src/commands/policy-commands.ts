@@ -23,7 +23,7 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
     .description('print the current policy document and its revision')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const res = await ctx.gateway().get<{ revision: number; document: unknown }>('/v1/policy');
+      const res = await ctx.gateway().call<{ revision: number; document: unknown }>('getPolicy');
       if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
       ctx.out(`revision ${res.revision}\n${JSON.stringify(res.document, null, 2)}\n`);
     });
@@ -36,11 +36,13 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
     .option('--json', 'print JSON')
     .action(async (file: string, opts: { expectedRevision?: string; json?: boolean }) => {
       const document = await readPolicyFile(ctx, file);
-      const res = await ctx.gateway().put<{ revision: number }>('/v1/policy', {
-        document,
-        ...(opts.expectedRevision !== undefined
-          ? { expectedRevision: parseCount('--expected-revision', opts.expectedRevision) }
-          : {}),
+      const res = await ctx.gateway().call<{ revision: number }>('putPolicy', {
+        body: {
+          document,
+          ...(opts.expectedRevision !== undefined
+            ? { expectedRevision: parseCount('--expected-revision', opts.expectedRevision) }
+            : {}),
+        },
       });
       ctx.out(
         opts.json ? `${JSON.stringify(res, null, 2)}\n` : `policy revision ${res.revision}\n`,
@@ -61,17 +63,19 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
         opts: { input: string; agent: string; profile?: string; json?: boolean },
       ) => {
         const input = parseJsonFlag('--input', opts.input);
-        const res = await ctx.gateway().post<{
+        const res = await ctx.gateway().call<{
           verdict: string;
           decidedBy: string;
           rule?: unknown;
           reason?: string;
           policyRevision: number;
-        }>('/v1/policy/evaluate', {
-          tool,
-          input,
-          agent: { agentType: opts.agent },
-          ...(opts.profile ? { profile: opts.profile } : {}),
+        }>('evaluatePolicy', {
+          body: {
+            tool,
+            input,
+            agent: { agentType: opts.agent },
+            ...(opts.profile ? { profile: opts.profile } : {}),
+          },
         });
         if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
         ctx.out(
@@ -108,13 +112,15 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
         const bar = await ctx.progress('replaying');
         let report: PolicyWhatIfReport | undefined;
         try {
-          await ctx.gateway().postLines(
-            '/v1/policy/whatif',
+          await ctx.gateway().callLines(
+            'whatIfPolicy',
             {
-              candidate,
-              ...(since !== undefined ? { since } : {}),
-              ...(opts.run !== undefined ? { runId: opts.run } : {}),
-              limit,
+              body: {
+                candidate,
+                ...(since !== undefined ? { since } : {}),
+                ...(opts.run !== undefined ? { runId: opts.run } : {}),
+                limit,
+              },
             },
             (line) => {
               const frame = line as {

@@ -19,7 +19,7 @@ export function registerRunsCommands(program: Command, ctx: CommandContext): voi
       }
       const res = await ctx
         .gateway()
-        .post<ResetErrorCapResponse>(`/v1/runs/${runId}/error-cap/reset`, {});
+        .call<ResetErrorCapResponse>('resetErrorCap', { params: { runId }, body: {} });
       if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
       ctx.out(
         res.previousFailures === 0

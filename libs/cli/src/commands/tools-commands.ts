@@ -17,7 +17,7 @@ export function registerToolsCommands(program: Command, ctx: CommandContext): vo
     .description('list tools with their policy fields and the toolset hash')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const res = await ctx.gateway().get<ListToolsResponse>('/v1/tools');
+      const res = await ctx.gateway().call<ListToolsResponse>('listTools');
       if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
       ctx.out(
         renderTable(
@@ -40,7 +40,7 @@ export function registerToolsCommands(program: Command, ctx: CommandContext): vo
     .description('script tools: loaded (directory and installed) and skipped files, with reasons')
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
-      const res = await ctx.gateway().get<ScriptInventory>('/v1/tools/scripts');
+      const res = await ctx.gateway().call<ScriptInventory>('listScripts');
       if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
       ctx.out(
         renderTable(
@@ -95,13 +95,14 @@ export function registerToolsCommands(program: Command, ctx: CommandContext): vo
           const text = await ctx.readFile(beside).catch(() => undefined);
           if (text !== undefined) sidecar = parseJsonFlag(beside, text);
         }
-        const res = await ctx
-          .gateway()
-          .put<InstallScriptResponse>(`/v1/tools/scripts/${encodeURIComponent(name)}`, {
+        const res = await ctx.gateway().call<InstallScriptResponse>('installScript', {
+          params: { name },
+          body: {
             source,
             ...(sidecar !== undefined ? { sidecar } : {}),
             ...(opts.overwrite ? { overwrite: true } : {}),
-          });
+          },
+        });
         if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
         ctx.out(
           `${res.replaced ? 'replaced' : 'installed'} ${res.script.name} (requires ${res.script.requires.join(',') || 'nothing'}, risk ${res.script.risk})\n`,

@@ -1,18 +1,30 @@
 import {
   ErrorCode,
   fromWireError,
+  HTTP_ROUTES,
   isWireError,
   NDJSON_MEDIA_TYPE,
+  routePath,
   ToolgateError,
+  type HttpRouteName,
 } from '@toolgate/contracts';
 
 /** The `fetch` the CLI uses; injectable so tests can point it at a real in-process gateway. */
 export type FetchFn = typeof fetch;
 
+/** One request to a route of the table: its path parameters, query and JSON body. */
+export interface RouteRequest {
+  params?: Record<string, string>;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+}
+
 /**
  * The gateway's HTTP API as the CLI sees it. Every failure is a `ToolgateError`: the gateway's
  * `{ error: { code, message, details } }` body rebuilt by `fromWireError`, or `unavailable` when
  * the gateway cannot be reached. The token goes in the `Authorization` header and nowhere else.
+ * Requests name a route of the contracts' route table (`HTTP_ROUTES`), which gives the method and
+ * the path: the CLI writes no URL of its own.
  */
 export class GatewayHttpClient {
   constructor(
@@ -21,24 +33,24 @@ export class GatewayHttpClient {
     private readonly fetchFn: FetchFn = fetch,
   ) {}
 
-  get<T>(route: string, query?: Record<string, string | number | undefined>): Promise<T> {
-    return this.request<T>('GET', withQuery(route, query));
-  }
-
-  post<T>(route: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', route, body);
-  }
-
-  put<T>(route: string, body: unknown): Promise<T> {
-    return this.request<T>('PUT', route, body);
+  /** Calls the route `name` and answers its JSON body. */
+  call<T>(name: HttpRouteName, request: RouteRequest = {}): Promise<T> {
+    const { method, url } = this.target(name, request);
+    return this.request<T>(method, url, request.body);
   }
 
   /**
-   * POSTs `body` asking for an NDJSON answer (`Accept: application/x-ndjson`) and hands each line,
-   * parsed, to `onLine` as it arrives. A refusal (a non-2xx status) throws as any request does.
+   * Calls the route `name` asking for an NDJSON answer (`Accept: application/x-ndjson`) and hands
+   * each line, parsed, to `onLine` as it arrives. A refusal (a non-2xx status) throws as any
+   * request does.
    */
-  async postLines(route: string, body: unknown, onLine: (line: unknown) => void): Promise<void> {
-    const res = await this.send('POST', route, body, NDJSON_MEDIA_TYPE);
+  async callLines(
+    name: HttpRouteName,
+    request: RouteRequest,
+    onLine: (line: unknown) => void,
+  ): Promise<void> {
+    const { method, url } = this.target(name, request);
+    const res = await this.send(method, url, request.body, NDJSON_MEDIA_TYPE);
     if (!res.ok || res.body === null) {
       await this.read(res);
       return;
@@ -65,6 +77,13 @@ export class GatewayHttpClient {
     }
     buffered += decoder.decode();
     flush(true);
+  }
+
+  private target(name: HttpRouteName, request: RouteRequest): { method: string; url: string } {
+    return {
+      method: HTTP_ROUTES[name].method.toUpperCase(),
+      url: withQuery(routePath(name, request.params), request.query),
+    };
   }
 
   private async request<T>(method: string, route: string, body?: unknown): Promise<T> {

@@ -7,6 +7,7 @@ import {
   type Subscription,
 } from '@nats-io/transport-node';
 import {
+  PageLimit,
   ApiOperation,
   ErrorCode,
   ToolgateError,
@@ -130,7 +131,8 @@ export interface ToolgateClient {
   serveHook(name: string, handler: HookHandler, options?: ServeHookOptions): ServedHook;
   readonly approvals: {
     /**
-     * Approvals matching `filter`, read page by page until `filter.limit` (default 100) are read or
+     * Approvals matching `filter`, read page by page until `filter.limit` (default
+     * `PageLimit.approvals.default`, 100) are read or
      * the list ends. Each carries a bounded preview of its input (`inputPreview`): `get` reads one
      * with all of it.
      */
@@ -218,12 +220,12 @@ class Client implements ToolgateClient {
       // the next pages continue it until `limit` approvals are read or the list ends.
       const first = await this.approvals.listPage(filter);
       const rows = [...first.approvals];
-      const max = typeof filter?.limit === 'number' ? filter.limit : 100;
+      const max = typeof filter?.limit === 'number' ? filter.limit : PageLimit.approvals.default;
       let cursor = first.nextCursor ?? undefined;
       while (cursor && rows.length < max) {
         const page = await this.approvals.listPage({
           ...filter,
-          limit: Math.min(max - rows.length, 1000),
+          limit: Math.min(max - rows.length, PageLimit.approvals.max),
           cursor,
         });
         rows.push(...page.approvals);

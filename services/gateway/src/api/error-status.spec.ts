@@ -25,6 +25,7 @@ describe('HTTP_STATUS_BY_CODE', () => {
     [ErrorCode.PoisonMessage, 500],
     [ErrorCode.Unauthorized, 401],
     [ErrorCode.Forbidden, 403],
+    [ErrorCode.UnknownOperation, 404],
     [ErrorCode.NotFound, 404],
     [ErrorCode.Conflict, 409],
     [ErrorCode.Unavailable, 503],

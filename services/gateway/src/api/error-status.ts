@@ -26,6 +26,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<ErrorCode, number>> = {
   [ErrorCode.ErrorCap]: 429,
   [ErrorCode.Unauthorized]: 401,
   [ErrorCode.Forbidden]: 403,
+  [ErrorCode.UnknownOperation]: 404,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.Conflict]: 409,
   [ErrorCode.Unavailable]: 503,

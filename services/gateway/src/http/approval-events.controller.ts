@@ -1,4 +1,4 @@
-import { Controller, Get, Headers, Inject, Req, Res } from '@nestjs/common';
+import { Controller, Headers, Inject, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Subjects } from '@toolgate/contracts';
@@ -7,6 +7,7 @@ import { NATS_CONNECTION, SUBJECTS } from '@toolgate/service-kit';
 import { GatewayApi } from '../api/gateway-api';
 import { TokenAuth } from '../auth/token-auth';
 import { toHttpError } from './error.filter';
+import { Route } from './route.decorator';
 
 const decoder = new TextDecoder();
 
@@ -17,7 +18,7 @@ const decoder = new TextDecoder();
  * act on (anyone allowed to publish on the approvals subject can send one); the console reads the
  * approval it names from the API before showing it.
  */
-@Controller('v1')
+@Controller()
 export class ApprovalEventsController {
   /** The open streams, each with how to end it: a stop ends them instead of waiting on them. */
   private readonly open = new Set<() => void>();
@@ -39,7 +40,7 @@ export class ApprovalEventsController {
     @Inject(SUBJECTS) private readonly subjects: Subjects,
   ) {}
 
-  @Get('approvals/events')
+  @Route('approvalEvents')
   async stream(
     @Headers('authorization') auth: string | undefined,
     @Req() req: Request,

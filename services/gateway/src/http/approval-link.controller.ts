@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Param, Post, Res } from '@nestjs/common';
+import { Controller, Inject, Param, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import {
   hasErrorCode,
@@ -14,6 +14,7 @@ import {
 import { GatewayApi } from '../api/gateway-api';
 import { GATEWAY_LINKS, type ApprovalLinkSettings } from './approval-link.settings';
 import { toHttpError } from './error.filter';
+import { Route } from './route.decorator';
 
 /**
  * Resolve-by-link: the pages a webhook's Allow/Deny buttons open. A link is a signed, expiring
@@ -23,14 +24,14 @@ import { toHttpError } from './error.filter';
  * resolution wins at the broker), so a link is used once: after it, every link of that call
  * answers who resolved it. The resolution is journaled as the configured link identity.
  */
-@Controller('v1')
+@Controller()
 export class ApprovalLinkController {
   constructor(
     @Inject(GatewayApi) private readonly api: GatewayApi,
     @Inject(GATEWAY_LINKS) private readonly settings: ApprovalLinkSettings,
   ) {}
 
-  @Get('approvals/link/:token')
+  @Route('approvalLinkPage')
   async page(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const claims = this.claims(token);
     if (!claims) return refuse(res, 'Link not valid', LINK_NOT_VALID);
@@ -57,7 +58,7 @@ export class ApprovalLinkController {
     send(res, 200, `${claims.decision === 'allow' ? 'Allow' : 'Deny'} this call?`, body, true);
   }
 
-  @Post('approvals/link/:token')
+  @Route('approvalLinkResolve')
   async resolve(@Param('token') token: string, @Res() res: Response): Promise<void> {
     const claims = this.claims(token);
     if (!claims) return refuse(res, 'Link not valid', LINK_NOT_VALID);

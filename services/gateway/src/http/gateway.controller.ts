@@ -1,16 +1,4 @@
-import {
-  Body,
-  Controller,
-  Get,
-  Headers,
-  HttpCode,
-  Inject,
-  Param,
-  Post,
-  Put,
-  Query,
-  Res,
-} from '@nestjs/common';
+import { Body, Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Response } from 'express';
 import {
@@ -21,34 +9,37 @@ import {
 } from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
 import { OPENAPI_DOCUMENT } from './openapi';
+import { Route } from './route.decorator';
 
-/** The versioned HTTP API. Every route is one operation of {@link GatewayApi}. */
-@Controller('v1')
+/**
+ * The versioned HTTP API. Every route is one operation of {@link GatewayApi}; its method, path and
+ * status come from the contracts' route table (`@Route`).
+ */
+@Controller()
 export class GatewayController {
   constructor(@Inject(GatewayApi) private readonly api: GatewayApi) {}
 
-  @Get('openapi.json')
+  @Get('v1/openapi.json')
   openapi(): unknown {
     return OPENAPI_DOCUMENT;
   }
 
-  @Post('tools')
-  @HttpCode(201)
+  @Route('registerTool')
   registerTool(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
     return this.api.call(ApiOperation.RegisterTool, h.authorization, body, h);
   }
 
-  @Get('tools')
+  @Route('listTools')
   listTools(@Headers() h: IncomingHttpHeaders) {
     return this.api.call(ApiOperation.ListTools, h.authorization, {}, h);
   }
 
-  @Get('tools/scripts')
+  @Route('listScripts')
   listScripts(@Headers() h: IncomingHttpHeaders) {
     return this.api.call(ApiOperation.ListScripts, h.authorization, {}, h);
   }
 
-  @Put('tools/scripts/:name')
+  @Route('installScript')
   installScript(
     @Headers() h: IncomingHttpHeaders,
     @Param('name') name: string,
@@ -60,7 +51,7 @@ export class GatewayController {
     return this.api.call(ApiOperation.InstallScript, h.authorization, { ...body, name }, h);
   }
 
-  @Post('dispatches')
+  @Route('submitDispatch')
   async submit(
     @Headers() h: IncomingHttpHeaders,
     @Body() body: unknown,
@@ -76,12 +67,12 @@ export class GatewayController {
     return result;
   }
 
-  @Get('dispatches/:dispatchId')
+  @Route('getDispatch')
   getDispatch(@Headers() h: IncomingHttpHeaders, @Param('dispatchId') dispatchId: string) {
     return this.api.call(ApiOperation.GetDispatch, h.authorization, { dispatchId }, h);
   }
 
-  @Get('runs/:runId')
+  @Route('getRun')
   getRun(
     @Headers() h: IncomingHttpHeaders,
     @Param('runId') runId: string,
@@ -90,8 +81,7 @@ export class GatewayController {
     return this.api.call(ApiOperation.GetRun, h.authorization, { ...queryToBody(query), runId }, h);
   }
 
-  @Post('runs/:runId/error-cap/reset')
-  @HttpCode(200)
+  @Route('resetErrorCap')
   resetErrorCap(
     @Headers() h: IncomingHttpHeaders,
     @Param('runId') runId: string,
@@ -101,29 +91,28 @@ export class GatewayController {
     return this.api.call(ApiOperation.ResetErrorCap, h.authorization, { ...extra, runId }, h);
   }
 
-  @Put('policy')
+  @Route('putPolicy')
   putPolicy(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
     return this.api.call(ApiOperation.PutPolicy, h.authorization, body, h);
   }
 
-  @Get('policy')
+  @Route('getPolicy')
   getPolicy(@Headers() h: IncomingHttpHeaders) {
     return this.api.call(ApiOperation.GetPolicy, h.authorization, {}, h);
   }
 
-  @Post('policy/evaluate')
-  @HttpCode(200)
+  @Route('evaluatePolicy')
   evaluate(@Headers() h: IncomingHttpHeaders, @Body() body: unknown) {
     return this.api.call(ApiOperation.EvaluatePolicy, h.authorization, body, h);
   }
 
-  @Get('approvals')
+  @Route('listApprovals')
   listApprovals(@Headers() h: IncomingHttpHeaders, @Query() query: Record<string, unknown>) {
     return this.api.call(ApiOperation.ListApprovals, h.authorization, queryToBody(query), h);
   }
 
   /** One approval with its detail. Declared after `approvals/events` (see the module). */
-  @Get('approvals/:key')
+  @Route('getApproval')
   getApproval(
     @Headers() h: IncomingHttpHeaders,
     @Param('key') key: string,
@@ -132,14 +121,13 @@ export class GatewayController {
     return this.api.call(ApiOperation.GetApproval, h.authorization, { ...query, key }, h);
   }
 
-  @Get('whoami')
+  @Route('whoAmI')
   whoAmI(@Headers() h: IncomingHttpHeaders) {
     return this.api.call(ApiOperation.WhoAmI, h.authorization, {}, h);
   }
 
   /** Put an MCP server's tools behind the gate (admin); the path names the server. */
-  @Post('mcp/servers/:name/import')
-  @HttpCode(200)
+  @Route('importMcpTools')
   importMcpTools(
     @Headers() h: IncomingHttpHeaders,
     @Param('name') server: string,
@@ -153,8 +141,7 @@ export class GatewayController {
     return this.api.call(ApiOperation.ImportMcpTools, h.authorization, request, h);
   }
 
-  @Post('approvals/:key/resolve')
-  @HttpCode(200)
+  @Route('resolveApproval')
   resolve(@Headers() h: IncomingHttpHeaders, @Param('key') key: string, @Body() body: unknown) {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new ToolgateError(ErrorCode.InvalidRequest, 'expected a JSON object body');

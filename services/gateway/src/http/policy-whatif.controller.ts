@@ -1,9 +1,10 @@
-import { Body, Controller, Headers, Inject, Post, Res } from '@nestjs/common';
+import { Body, Controller, Headers, Inject, Res } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Response } from 'express';
 import { ApiOperation, NDJSON_MEDIA_TYPE, type PolicyWhatIfFrame } from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
 import { toHttpError } from './error.filter';
+import { Route } from './route.decorator';
 
 /**
  * `POST /v1/policy/whatif`. A plain JSON request gets the report; one that accepts
@@ -12,11 +13,11 @@ import { toHttpError } from './error.filter';
  * response with its status; a failure after it is a last `{ "error": … }` line, since the status
  * has already been sent. A client that goes away stops the replay.
  */
-@Controller('v1')
+@Controller()
 export class PolicyWhatIfController {
   constructor(@Inject(GatewayApi) private readonly api: GatewayApi) {}
 
-  @Post('policy/whatif')
+  @Route('whatIfPolicy')
   async whatIf(
     @Headers() h: IncomingHttpHeaders,
     @Body() body: unknown,

@@ -29,6 +29,7 @@ export const MCP_ANSWER_BY_CODE: Readonly<Record<ErrorCode, 'result' | ProtocolE
   [ErrorCode.ErrorCap]: 'result',
   [ErrorCode.Unauthorized]: ProtocolErrorCode.InvalidRequest,
   [ErrorCode.Forbidden]: ProtocolErrorCode.InvalidRequest,
+  [ErrorCode.UnknownOperation]: ProtocolErrorCode.MethodNotFound,
   [ErrorCode.NotFound]: ProtocolErrorCode.InvalidParams,
   [ErrorCode.Conflict]: ProtocolErrorCode.InvalidRequest,
   [ErrorCode.Unavailable]: ProtocolErrorCode.InternalError,

@@ -1,4 +1,5 @@
 import {
+  PageLimit,
   LIST_ITEM_MAX_BYTES,
   fitPage,
   type ApprovalListItem,
@@ -66,7 +67,10 @@ export async function listApprovals(
 ): Promise<ListApprovalsResponse> {
   const status = filter.status ?? 'pending';
   const order = filter.order ?? 'oldest';
-  const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000);
+  const limit = Math.min(
+    Math.max(filter.limit ?? PageLimit.approvals.default, 1),
+    PageLimit.approvals.max,
+  );
   const key = sortKey(order);
   let query = db
     .selectFrom('approvals')

@@ -1,4 +1,4 @@
-import { LIST_ITEM_MAX_BYTES, fitPage, type InputPreview } from '@toolgate/contracts';
+import { LIST_ITEM_MAX_BYTES, PageLimit, fitPage, type InputPreview } from '@toolgate/contracts';
 import { sql } from 'kysely';
 import { inSnapshot, type Db } from '../db/database';
 import { errorCodeOf, fromJsonb, toIso } from '../db/jsonb';
@@ -61,7 +61,7 @@ export interface RunView {
 /** Which page of a run's dispatches. */
 export interface RunPage {
   cursor?: string | undefined;
-  /** Default 500, at most 1000; the page also ends at the reply budget. */
+  /** `PageLimit.runDispatches`; the page also ends at the reply budget. */
   limit?: number | undefined;
 }
 
@@ -88,7 +88,10 @@ async function readRun(
   runId: string,
   page: RunPage,
 ): Promise<RunView | undefined> {
-  const limit = Math.min(Math.max(page.limit ?? 500, 1), 1000);
+  const limit = Math.min(
+    Math.max(page.limit ?? PageLimit.runDispatches.default, 1),
+    PageLimit.runDispatches.max,
+  );
   const run = await db
     .selectFrom('runs')
     .selectAll()
