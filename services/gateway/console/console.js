@@ -11,6 +11,7 @@
 import { Api, ApiError } from './api.js';
 import { byId, h, replace } from './dom.js';
 import { age, agentText, outcomeText, refreshAges, ruleSummary, time, until } from './format.js';
+import { inputPreview } from './input-preview.js';
 import { jsonView } from './json-view.js';
 import { findings, hiddenWarning, revealed } from './reveal.js';
 
@@ -29,14 +30,15 @@ const RUN_ROWS = 2000;
 /**
  * @typedef {{ json: string, truncated: boolean, bytes: number, summary: string | null }} InputPreview
  * @typedef {{ approvalKey: string, dispatchId: string, runId: string, status: string,
- *   toolName: string | null, tool: { risk?: string } | null, input?: unknown,
- *   inputPreview?: InputPreview,
+ *   toolName: string | null, tool: { risk?: string } | null, input: unknown,
  *   agent: { agentType: string, label?: string } | null, decidedBy: string | null, rule: unknown,
  *   submittedBy: string | null, policyRevision: number, inputDigest: string,
  *   suspendedAt: string | null, expiresAt: string | null, onTimeout: string | null,
  *   decision: string | null, reason: string | null, resolvedBy: string | null,
  *   source: string | null, resolvedAt: string | null,
  *   settled?: { outcome: string, errorCode: string | null, at: string } | null }} Approval
+ * @typedef {Omit<Approval, 'input'> & { inputPreview: InputPreview }} ListedApproval
+ *   An approval as a list holds it: its input as the preview (`approvals.list`'s items).
  * @typedef {{ approval: Approval, askReason: string | null, risk: string,
  *   shell: { command: string, scope: string, segments: { argv: string[], asked: boolean,
  *   why: string | null, unmatchable: string | null }[] } | null }} Detail
@@ -48,7 +50,7 @@ const state = {
   /** @type {{ tenant: string, identity: string, scopes: string[] } | null} */
   who: null,
   canApprove: false,
-  /** Pending approvals by dispatch id. @type {Map<string, Approval>} */
+  /** Pending approvals by dispatch id. @type {Map<string, ListedApproval>} */
   pending: new Map(),
   /** The approval under review. @type {Detail | null} */
   detail: null,
@@ -69,7 +71,7 @@ const state = {
   history: {
     /** @type {Record<string, string>} */
     filters: {},
-    /** @type {Approval[]} */
+    /** @type {ListedApproval[]} */
     rows: [],
     /** @type {string | null} */
     next: null,
@@ -283,7 +285,9 @@ async function onApprovalEvent(type, data) {
   const approval = detail.approval;
   if (approval.status === 'pending') {
     if (!state.pending.has(dispatchId)) {
-      state.pending.set(dispatchId, approval);
+      // Listed like the listing's items: the input as its preview (the review reads all of it).
+      const { input, ...item } = approval;
+      state.pending.set(dispatchId, { ...item, inputPreview: inputPreview(input) });
       announce(`New approval: ${approval.toolName} in run ${approval.runId}`);
     }
   } else {
@@ -340,7 +344,7 @@ function route() {
  */
 async function loadPending() {
   if (!state.api) return;
-  /** @type {Approval[]} */
+  /** @type {ListedApproval[]} */
   const approvals = [];
   try {
     /** @type {string | undefined} */
@@ -580,34 +584,16 @@ function renderPendingList() {
   }
 }
 
-/** Fields whose value says what a call does, as the listing's preview picks them. */
-const SUMMARY_FIELDS = ['command', 'path', 'file_path', 'url', 'pattern', 'query'];
-
-/**
- * What a call does in one line: its command, path, url... (else its input's JSON), from the
- * listing's preview or, for a call the live feed brought, from its input.
- * @param {Approval} a
- */
-function inputSummary(a) {
-  if (a.inputPreview) return a.inputPreview.summary ?? a.inputPreview.json;
-  const input = a.input;
-  if (input && typeof input === 'object' && !Array.isArray(input)) {
-    for (const f of SUMMARY_FIELDS) {
-      const v = /** @type {Record<string, unknown>} */ (input)[f];
-      if (v !== undefined) return (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 160);
-    }
-  }
-  return JSON.stringify(input ?? null).slice(0, 512);
-}
-
 /**
  * The list's command/path cell: the text revealed (hidden characters escaped and marked) and, when
  * it has any, a warning sign a screen reader hears.
- * @param {Approval} a
+ * @param {ListedApproval} a
  */
 function inputCell(a) {
   const found = new Map();
-  const text = revealed(inputSummary(a), found);
+  // What the call does in one line: its preview's headline field (command, path, url...), else
+  // the start of its JSON.
+  const text = revealed(a.inputPreview.summary ?? a.inputPreview.json, found);
   return h(
     'td',
     { class: 'mono input' },
@@ -1012,7 +998,7 @@ function historyQuery() {
 async function loadHistory({ more = false, quiet = false } = {}) {
   if (!state.api) return;
   const shown = state.history.rows.length;
-  /** @type {Approval[]} */
+  /** @type {ListedApproval[]} */
   let rows = more ? [...state.history.rows] : [];
   /** @type {string | null} */
   let next = more ? state.history.next : null;
@@ -1141,7 +1127,7 @@ async function exportHistory(format) {
     let cursor;
     do {
       const page = await state.api.get('approvals', { ...historyQuery(), limit: 1000, cursor });
-      for (const a of /** @type {Approval[]} */ (page.approvals)) {
+      for (const a of /** @type {ListedApproval[]} */ (page.approvals)) {
         records.push({
           resolvedAt: a.resolvedAt,
           decision: a.decision,
