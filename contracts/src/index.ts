@@ -25,5 +25,6 @@ export * from './signing-keyring';
 export * from './cancel-dispatch';
 export * from './mcp-upstream';
 export * from './visible-text';
+export * from './trace-link';
 export * from './approval-webhooks';
 export * from './remote-auth';

@@ -104,6 +104,7 @@ export class GatewayModule {
                 serviceMetrics.untrustedCounter('whatif'),
               ),
               new McpImporter(config.mcpUpstreams, registry),
+              config.traceUrlTemplate,
               metrics,
             );
           },

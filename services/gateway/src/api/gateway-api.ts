@@ -16,7 +16,8 @@ import {
   type ResetErrorCapResponse,
   ResetErrorCapRequestSchema,
 } from '@toolgate/contracts';
-import { context, propagation, SpanKind } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, SpanKind, trace } from '@opentelemetry/api';
+import type { SpanContext } from '@opentelemetry/api';
 import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import type { ErrorStreaks } from '@toolgate/bus';
@@ -38,6 +39,11 @@ export interface CallOptions {
   onProgress?: (progress: Progress) => void;
   /** Aborted when the caller is gone (an HTTP client that hung up): a long operation stops. */
   signal?: AbortSignal;
+  /**
+   * The W3C trace the request belongs to (set by {@link GatewayApi.call}): the gateway's span's
+   * when it traces, else the one the caller's `traceparent` names; absent when there is neither.
+   */
+  traceId?: string;
 }
 
 /**
@@ -70,6 +76,8 @@ export class GatewayApi {
     private readonly scripts: ScriptInstaller,
     private readonly whatIf: PolicyWhatIf,
     private readonly mcpImporter: McpImporter,
+    /** `GATEWAY_TRACE_UI_URL`: what `whoami` tells a console to link dispatches to. */
+    private readonly traceUrlTemplate: string | null,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.operations = {
@@ -79,7 +87,7 @@ export class GatewayApi {
       [ApiOperation.ListScripts]: { scope: 'dispatch', run: (p) => this.scripts.inventory(p) },
       [ApiOperation.SubmitDispatch]: {
         scope: 'dispatch',
-        run: (p, b) => this.submitter.submit(p, b),
+        run: (p, b, o) => this.submitter.submit(p, b, o.traceId),
       },
       [ApiOperation.GetDispatch]: {
         scope: 'read',
@@ -120,7 +128,10 @@ export class GatewayApi {
         scope: 'approve',
         run: (p, b) => this.approvals.resolve(p, b),
       },
-      [ApiOperation.WhoAmI]: { scope: 'any', run: async (p) => whoAmI(p) },
+      [ApiOperation.WhoAmI]: {
+        scope: 'any',
+        run: async (p) => whoAmI(p, this.traceUrlTemplate),
+      },
       [ApiOperation.ImportMcpTools]: {
         scope: 'admin',
         run: (p, b) => this.mcpImporter.import(p, b),
@@ -155,7 +166,8 @@ export class GatewayApi {
             const principal = this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
-            return await op.run(principal, body, options);
+            const traceId = traceIdOf(span.spanContext()) ?? traceIdOf(trace.getSpanContext(parent));
+            return await op.run(principal, body, traceId ? { ...options, traceId } : options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
             // on every edge this table serves, never `internal`.
@@ -206,11 +218,20 @@ export class GatewayApi {
   }
 }
 
+/**
+ * The trace id of a span context that names a trace: a valid one (a `traceparent` that does not
+ * parse, or none, gives the invalid context, hence nothing).
+ */
+function traceIdOf(span: SpanContext | undefined): string | undefined {
+  return span && isSpanContextValid(span) ? span.traceId : undefined;
+}
+
 /** Who the caller is, as its token says: what a console shows and enables. */
-function whoAmI(principal: Principal): WhoAmIResponse {
+function whoAmI(principal: Principal, traceUrlTemplate: string | null): WhoAmIResponse {
   return {
     tenant: principal.tenant,
     identity: principal.identity,
     scopes: [...principal.scopes].sort(),
+    traceUrlTemplate,
   };
 }
