@@ -30,7 +30,9 @@ export const TraceUrlTemplateSchema = z
   .refine((t) => {
     try {
       const url = new URL(t.replaceAll(PLACEHOLDER, '0'.repeat(31) + '1'));
-      return (url.protocol === 'https:' || url.protocol === 'http:') && !url.username && !url.password;
+      return (
+        (url.protocol === 'https:' || url.protocol === 'http:') && !url.username && !url.password
+      );
     } catch {
       return false;
     }

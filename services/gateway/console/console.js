@@ -14,6 +14,7 @@ import { age, agentText, outcomeText, refreshAges, ruleSummary, time, until } fr
 import { inputPreview } from './input-preview.js';
 import { jsonView } from './json-view.js';
 import { findings, hiddenWarning, revealed } from './reveal.js';
+import { traceLink } from './trace-link.js';
 
 const TOKEN_KEY = 'toolgate.console.token';
 const TITLE = 'Toolgate approvals';
@@ -36,7 +37,8 @@ const RUN_ROWS = 2000;
  *   suspendedAt: string | null, expiresAt: string | null, onTimeout: string | null,
  *   decision: string | null, reason: string | null, resolvedBy: string | null,
  *   source: string | null, resolvedAt: string | null,
- *   settled?: { outcome: string, errorCode: string | null, at: string } | null }} Approval
+ *   settled?: { outcome: string, errorCode: string | null, at: string } | null,
+ *   traceId?: string | null }} Approval
  * @typedef {Omit<Approval, 'input'> & { inputPreview: InputPreview }} ListedApproval
  *   An approval as a list holds it: its input as the preview (`approvals.list`'s items).
  * @typedef {{ approval: Approval, askReason: string | null, risk: string,
@@ -47,7 +49,7 @@ const RUN_ROWS = 2000;
 const state = {
   /** @type {Api | null} */
   api: null,
-  /** @type {{ tenant: string, identity: string, scopes: string[] } | null} */
+  /** @type {{ tenant: string, identity: string, scopes: string[], traceUrlTemplate?: string | null } | null} */
   who: null,
   canApprove: false,
   /** Pending approvals by dispatch id. @type {Map<string, ListedApproval>} */
@@ -562,7 +564,7 @@ function renderPendingList() {
             ),
             inputCell(a),
             h('td', { class: 'num' }, age(a.suspendedAt)),
-            h('td', { class: 'mono run' }, a.runId),
+            h('td', { class: 'mono run' }, a.runId, traceAnchor(a.traceId, a.dispatchId)),
             h('td', {}, agentText(a.agent)),
             h('td', {}, h('span', { class: `risk risk-${risk}` }, risk)),
             h(
@@ -582,6 +584,30 @@ function renderPendingList() {
       list.querySelector(`button[data-dispatch="${CSS.escape(focused)}"]`)
     )?.focus();
   }
+}
+
+/**
+ * A link to a dispatch's trace in the deployment's trace UI, or nothing: only when the gateway
+ * names a trace UI (`whoami`'s template, from its configuration) and the dispatch was recorded with
+ * a trace id; the URL is the template with the id (32 hex digits, checked) put in.
+ * @param {string | null | undefined} traceId
+ * @param {string} dispatchId
+ */
+function traceAnchor(traceId, dispatchId) {
+  const href = traceLink(state.who?.traceUrlTemplate, traceId);
+  if (!href) return null;
+  return h(
+    'a',
+    {
+      class: 'trace',
+      href,
+      target: '_blank',
+      rel: 'noopener noreferrer',
+      'data-trace': dispatchId,
+      'aria-label': `Trace of dispatch ${dispatchId}`,
+    },
+    'trace',
+  );
 }
 
 /**
@@ -651,7 +677,10 @@ function renderDetail(detail) {
   const a = detail.approval;
   /** @type {[string, import('./dom.js').Child][]} */
   const facts = [
-    ['Dispatch', h('code', {}, a.dispatchId)],
+    [
+      'Dispatch',
+      h('span', {}, h('code', {}, a.dispatchId), ' ', traceAnchor(a.traceId, a.dispatchId)),
+    ],
     [
       'Run',
       h(
@@ -1059,7 +1088,12 @@ function renderHistory() {
             { 'data-dispatch': a.dispatchId },
             h('td', {}, time(a.resolvedAt)),
             h('td', {}, a.toolName ?? '?'),
-            h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, a.runId)),
+            h(
+              'td',
+              {},
+              h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, a.runId),
+              traceAnchor(a.traceId, a.dispatchId),
+            ),
             h('td', {}, h('span', { class: `decision ${a.decision}` }, a.decision ?? '?')),
             h(
               'td',
@@ -1280,7 +1314,7 @@ async function loadRun(runId) {
             { 'data-dispatch': d.dispatchId },
             h('td', { class: 'num' }, String(i + 1)),
             h('td', {}, time(d.requestedAt)),
-            h('td', { class: 'mono' }, d.callId ?? '—'),
+            h('td', { class: 'mono' }, d.callId ?? '—', traceAnchor(d.traceId, d.dispatchId)),
             h('td', {}, d.toolName ?? '?'),
             h('td', {}, h('span', { class: `verdict ${d.verdict ?? 'none'}` }, d.verdict ?? '—')),
             h('td', {}, d.decidedBy ?? '—'),

@@ -166,7 +166,8 @@ export class GatewayApi {
             const principal = this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
-            const traceId = traceIdOf(span.spanContext()) ?? traceIdOf(trace.getSpanContext(parent));
+            const traceId =
+              traceIdOf(span.spanContext()) ?? traceIdOf(trace.getSpanContext(parent));
             return await op.run(principal, body, traceId ? { ...options, traceId } : options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`

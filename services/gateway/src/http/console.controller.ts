@@ -6,6 +6,7 @@ import {
   ErrorCode,
   ToolgateError,
   inputPreviewModule,
+  traceLinkModule,
   visibleTextModule,
 } from '@toolgate/contracts';
 
@@ -50,8 +51,8 @@ interface ConsoleFile {
 /**
  * The files of the console directory this gateway serves (names only, nothing below it), and the
  * modules generated from the contracts' code so that the console cannot drift from it:
- * `visible-text.js` (the CLI's rules for revealing hidden characters) and `input-preview.js` (the
- * listing's input preview).
+ * `visible-text.js` (the CLI's rules for revealing hidden characters), `input-preview.js` (the
+ * listing's input preview) and `trace-link.js` (the CLI's trace UI links).
  */
 function loadConsoleFiles(dir: string): ReadonlyMap<string, ConsoleFile> {
   const js = (source: string): ConsoleFile => ({
@@ -61,6 +62,7 @@ function loadConsoleFiles(dir: string): ReadonlyMap<string, ConsoleFile> {
   const files = new Map<string, ConsoleFile>([
     ['visible-text.js', js(visibleTextModule())],
     ['input-preview.js', js(inputPreviewModule())],
+    ['trace-link.js', js(traceLinkModule())],
   ]);
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const type = CONTENT_TYPES[path.extname(entry.name)];
