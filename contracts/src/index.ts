@@ -26,5 +26,6 @@ export * from './cancel-dispatch';
 export * from './mcp-upstream';
 export * from './visible-text';
 export * from './trace-link';
+export * from './dispatch-values';
 export * from './approval-webhooks';
 export * from './remote-auth';

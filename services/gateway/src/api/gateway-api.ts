@@ -2,6 +2,7 @@ import {
   ApiOperation,
   ErrorCode,
   GetDispatchRequestSchema,
+  GetDispatchValueRequestSchema,
   GetRunRequestSchema,
   ListApprovalsRequestSchema,
   PutPolicyRequestSchema,
@@ -93,6 +94,15 @@ export class GatewayApi {
         scope: 'read',
         run: (p, b) =>
           this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
+      },
+      [ApiOperation.GetDispatchValue]: {
+        scope: 'read',
+        run: (p, b) =>
+          this.queries.ask(
+            'dispatch.value',
+            p.tenant,
+            parseRequest(GetDispatchValueRequestSchema, b),
+          ),
       },
       [ApiOperation.GetRun]: {
         scope: 'read',

@@ -81,6 +81,22 @@ export class GatewayController {
     return this.api.call(ApiOperation.GetDispatch, h.authorization, { dispatchId }, h);
   }
 
+  /** One chunk of a dispatch's input, post-hook input or result (`?offset=` to continue). */
+  @Get('dispatches/:dispatchId/values/:part')
+  getDispatchValue(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('dispatchId') dispatchId: string,
+    @Param('part') part: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.api.call(
+      ApiOperation.GetDispatchValue,
+      h.authorization,
+      { ...queryToBody(query), dispatchId, part },
+      h,
+    );
+  }
+
   @Get('runs/:runId')
   getRun(
     @Headers() h: IncomingHttpHeaders,
@@ -166,7 +182,7 @@ export class GatewayController {
 /** Query strings are text; numeric filters are converted, anything else is validated as given. */
 function queryToBody(query: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = { ...query };
-  for (const key of ['minAgeMs', 'limit']) {
+  for (const key of ['minAgeMs', 'limit', 'offset']) {
     if (typeof body[key] === 'string' && /^\d+$/.test(body[key] as string))
       body[key] = Number(body[key]);
   }

@@ -96,11 +96,29 @@ export const OPENAPI_DOCUMENT = {
     },
     '/v1/dispatches/{dispatchId}': {
       get: {
-        summary: 'A dispatch with its whole event history',
+        summary:
+          'A dispatch with its whole event history; a reply that would pass 256 KiB carries its largest values (input, effectiveInput, result) as previews and names them in `elided`',
         parameters: [
           { name: 'dispatchId', in: 'path', required: true, schema: { type: 'string' } },
         ],
         responses: { '200': { description: 'Dispatch' }, ...errors },
+      },
+    },
+    '/v1/dispatches/{dispatchId}/values/{part}': {
+      get: {
+        summary:
+          "One chunk of a dispatch's `input`, `effectiveInput` or `result` as JSON text (at most 65,536 code points from `offset`; `nextOffset` continues, null after the last)",
+        parameters: [
+          { name: 'dispatchId', in: 'path', required: true, schema: { type: 'string' } },
+          {
+            name: 'part',
+            in: 'path',
+            required: true,
+            schema: { type: 'string', enum: ['input', 'effectiveInput', 'result'] },
+          },
+          { name: 'offset', in: 'query', required: false, schema: { type: 'integer' } },
+        ],
+        responses: { '200': { description: 'DispatchValueChunk' }, ...errors },
       },
     },
     '/v1/runs/{runId}': {
