@@ -17,12 +17,11 @@ import {
   type ResetErrorCapResponse,
   ResetErrorCapRequestSchema,
 } from '@toolgate/contracts';
-import { context, isSpanContextValid, propagation, SpanKind, trace } from '@opentelemetry/api';
-import type { SpanContext } from '@opentelemetry/api';
+import { context, propagation, SpanKind } from '@opentelemetry/api';
 import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import type { ErrorStreaks } from '@toolgate/bus';
-import { Attr, inSpan } from '@toolgate/telemetry';
+import { Attr, inSpan, requestTraceId } from '@toolgate/telemetry';
 import { TokenAuth, type Access, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
@@ -176,8 +175,7 @@ export class GatewayApi {
             const principal = this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
-            const traceId =
-              traceIdOf(span.spanContext()) ?? traceIdOf(trace.getSpanContext(parent));
+            const traceId = requestTraceId(span, carrier);
             return await op.run(principal, body, traceId ? { ...options, traceId } : options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
@@ -227,14 +225,6 @@ export class GatewayApi {
     const revision = await this.policies.put(principal.tenant, document, req.expectedRevision);
     return { revision };
   }
-}
-
-/**
- * The trace id of a span context that names a trace: a valid one (a `traceparent` that does not
- * parse, or none, gives the invalid context, hence nothing).
- */
-function traceIdOf(span: SpanContext | undefined): string | undefined {
-  return span && isSpanContextValid(span) ? span.traceId : undefined;
 }
 
 /** Who the caller is, as its token says: what a console shows and enables. */
