@@ -747,18 +747,20 @@ describe('the approvals console in Chromium', () => {
     const malformedId = malformed.body.dispatchId as string;
 
     // Recorded: the trace the client sent, on `requested` and in the dispatch's projection.
-    const recorded = await eventually(
-      async () => {
-        const got = await stack.http('GET', `/v1/dispatches/${tracedId}`, TOKENS.acmeApprover);
-        return got.body.dispatch?.status === 'suspended' ? got.body : undefined;
-      },
-      { what: 'the traced call folded' },
-    );
+    const folded = (id: string) =>
+      eventually(
+        async () => {
+          const got = await stack.http('GET', `/v1/dispatches/${id}`, TOKENS.acmeApprover);
+          return got.body.dispatch?.status === 'suspended' ? got.body : undefined;
+        },
+        { what: `dispatch ${id} folded` },
+      );
+    const recorded = await folded(tracedId);
     expect(recorded.dispatch.traceId).toBe(traceId);
     expect(recorded.events[0].event).toMatchObject({ type: 'requested', traceId });
-    const unlinked = await stack.http('GET', `/v1/dispatches/${malformedId}`, TOKENS.acmeApprover);
-    expect(unlinked.body.dispatch.traceId).toBeNull();
-    expect(unlinked.body.events[0].event.traceId).toBeUndefined();
+    const unlinked = await folded(malformedId);
+    expect(unlinked.dispatch.traceId).toBeNull();
+    expect(unlinked.events[0].event.traceId).toBeUndefined();
 
     const href = TRACE_UI.replace('{traceId}', traceId);
     const page = await signedIn(TOKENS.acmeApprover);
@@ -790,10 +792,10 @@ describe('the approvals console in Chromium', () => {
     };
     const tracedKey = recorded.dispatch.approvalKey as string;
     expect(await cli(['approvals', 'show', tracedKey])).toMatch(
-      new RegExp(`\ntrace +${href.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`),
+      new RegExp(`\ntrace: +${href.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`),
     );
-    const malformedKey = unlinked.body.dispatch.approvalKey as string;
-    expect(await cli(['approvals', 'show', malformedKey])).not.toMatch(/\ntrace /);
+    const malformedKey = unlinked.dispatch.approvalKey as string;
+    expect(await cli(['approvals', 'show', malformedKey])).not.toMatch(/\ntrace:/);
 
     // Resolved: the history's row and the run's row link it too.
     for (const [id, key] of [
