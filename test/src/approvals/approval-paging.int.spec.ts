@@ -4,7 +4,8 @@ import {
   DISPATCH_REPLY_BUDGET_BYTES,
   DISPATCH_VALUE_CHUNK_CHARS,
 } from '@toolgate/contracts';
-import { eventually } from '@toolgate/testing';
+import { createClient } from '@toolgate/sdk';
+import { eventually, NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import { gatedTool, park, unique, type CountingTool, type Parked } from './approval-helpers';
 
@@ -202,6 +203,18 @@ describe('approvals: paging on HTTP and the bus', () => {
     }
     expect(chunks).toBeGreaterThanOrEqual(Math.ceil(1_000_000 / DISPATCH_VALUE_CHUNK_CHARS));
     expect(JSON.parse(text)).toEqual(input);
+    // The SDK reads it whole the same way.
+    const client = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeApprover,
+      tenant: 'acme',
+    });
+    try {
+      expect(await client.getDispatchValue(dispatchId, 'effectiveInput')).toEqual(input);
+    } finally {
+      await client.close();
+    }
 
     // HTTP serves the same chunks; another tenant's token sees no such dispatch.
     const first = await stack.http(
