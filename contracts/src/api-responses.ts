@@ -122,6 +122,7 @@ export const WhoAmIResponseSchema = z.looseObject({
   tenant: z.string(),
   identity: z.string(),
   scopes: z.array(ScopeSchema),
+  traceUrlTemplate: z.string().nullable(),
 }) satisfies z.ZodType<WhoAmIResponse>;
 
 /** `POST /v1/mcp/servers/{name}/import`. */

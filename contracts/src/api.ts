@@ -274,11 +274,16 @@ export interface ApprovalDetail {
   shell: ShellApprovalView | null;
 }
 
-/** Who a bearer token is (`GET /v1/whoami`): its tenant, identity and scopes. */
+/**
+ * Who a bearer token is (`GET /v1/whoami`): its tenant, identity and scopes, and what the console
+ * shows besides: the deployment's trace UI link template (`TRACE_UI_URL`, with `{traceId}` where
+ * a dispatch's trace id goes; null when none is configured — build links with `traceLink`).
+ */
 export interface WhoAmIResponse {
   tenant: string;
   identity: string;
   scopes: Scope[];
+  traceUrlTemplate: string | null;
 }
 
 /**
@@ -316,6 +321,11 @@ export interface ApprovalView {
   updatedAt: string;
   /** How the call ended, once it settled (filled by the listing and the detail; null before). */
   settled?: ApprovalOutcome | null;
+  /**
+   * The W3C trace the call was submitted in (its dispatch's `traceId`, filled by the listing and
+   * the detail): what a trace UI link names; null when it was requested without one.
+   */
+  traceId?: string | null;
 }
 
 /**

@@ -4,6 +4,7 @@ import { SubjectTokenSchema as Token } from './subjects';
 import { ExecutorKindSchema, RiskSchema, ToolNameSchema } from './tool-contract';
 import { ScriptHostFunctionSchema } from './script-tool';
 import { tolerantReader } from './tolerant-reader';
+import { TraceIdSchema } from './trace-link';
 
 /**
  * Journal events: the facts every service publishes to and folds from the journal stream.
@@ -109,6 +110,11 @@ export const RequestedEventSchema = z.strictObject({
   /** The dispatch this one retries after a `model-retry` error, and how deep that chain is. */
   retryOf: Token.optional(),
   retryDepth: z.number().int().min(0).default(0),
+  /**
+   * The W3C trace the call was submitted in (the caller's `traceparent`, which the gateway
+   * continues); absent when there was none to continue. What a trace UI link names.
+   */
+  traceId: TraceIdSchema.optional(),
 });
 
 /** Published by the evaluator for every verdict; consumed by the executor (allow) and the journal. */

@@ -28,6 +28,11 @@ import {
   ResolveApprovalResponseSchema,
   WhoAmIResponseSchema,
 } from './api-responses';
+import {
+  DispatchValueChunkSchema,
+  DispatchValuePartSchema,
+  GetDispatchValueRequestSchema,
+} from './dispatch-values';
 import { ErrorCode } from './errors';
 import { McpServerNameSchema } from './mcp-upstream';
 import { PolicyWhatIfReportSchema, PolicyWhatIfRequestSchema } from './policy-whatif';
@@ -146,12 +151,26 @@ export const HTTP_ROUTES = {
   getDispatch: route({
     method: 'get',
     path: '/v1/dispatches/{dispatchId}',
-    summary: 'A dispatch with its whole event history',
+    summary:
+      'A dispatch with its whole event history; a reply that would pass 256 KiB carries its largest values (input, effectiveInput, result) as previews and names them in `elided`',
     operation: ApiOperation.GetDispatch,
     auth: 'bearer',
     status: 200,
     params: { dispatchId: Token },
     response: GetDispatchResponseSchema,
+    errors: READ,
+  }),
+  getDispatchValue: route({
+    method: 'get',
+    path: '/v1/dispatches/{dispatchId}/values/{part}',
+    summary:
+      "One chunk of a dispatch's `input`, `effectiveInput` or `result` as JSON text (at most 65,536 code points from `offset`; `nextOffset` continues, null after the last)",
+    operation: ApiOperation.GetDispatchValue,
+    auth: 'bearer',
+    status: 200,
+    params: { dispatchId: Token, part: DispatchValuePartSchema },
+    query: GetDispatchValueRequestSchema.omit({ dispatchId: true, part: true }),
+    response: DispatchValueChunkSchema,
     errors: READ,
   }),
   getRun: route({

@@ -25,6 +25,8 @@ export * from './signing-keyring';
 export * from './cancel-dispatch';
 export * from './mcp-upstream';
 export * from './visible-text';
+export * from './trace-link';
+export * from './dispatch-values';
 export * from './approval-webhooks';
 export * from './remote-auth';
 export * from './api-responses';

@@ -49,6 +49,7 @@ export const ApiOperation = {
   ListTools: 'tools.list',
   SubmitDispatch: 'dispatch.submit',
   GetDispatch: 'dispatch.get',
+  GetDispatchValue: 'dispatch.value',
   GetRun: 'run.get',
   ResetErrorCap: 'run.reset-error-cap',
   PutPolicy: 'policy.put',
@@ -68,6 +69,7 @@ export type ApiOperation = (typeof ApiOperation)[keyof typeof ApiOperation];
 /** Read-side queries the journal service answers from its projection (the gateway forwards them). */
 export const QueryOperation = {
   GetDispatch: 'dispatch.get',
+  GetDispatchValue: 'dispatch.value',
   GetRun: 'run.get',
   ListApprovals: 'approvals.list',
   GetApproval: 'approvals.get',

@@ -33,6 +33,7 @@ export const samples: { [T in JournalEventType]: NewJournalEvent<T> } = {
     agent,
     isolation: 'none',
     submittedBy: 'user:alice',
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
   },
   decided: {
     ...envelope,

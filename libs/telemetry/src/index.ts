@@ -14,3 +14,4 @@ export {
   recordFailure,
 } from './spans';
 export { setupTelemetry, type Telemetry, type TelemetryOptions } from './telemetry-setup';
+export { requestTraceId } from './request-trace';

@@ -11,8 +11,10 @@
 import { Api, ApiError } from './api.js';
 import { byId, h, replace } from './dom.js';
 import { age, agentText, outcomeText, refreshAges, ruleSummary, time, until } from './format.js';
+import { inputPreview } from './input-preview.js';
 import { jsonView } from './json-view.js';
 import { findings, hiddenWarning, revealed } from './reveal.js';
+import { traceLink } from './trace-link.js';
 
 const TOKEN_KEY = 'toolgate.console.token';
 const TITLE = 'Toolgate approvals';
@@ -29,14 +31,16 @@ const RUN_ROWS = 2000;
 /**
  * @typedef {{ json: string, truncated: boolean, bytes: number, summary: string | null }} InputPreview
  * @typedef {{ approvalKey: string, dispatchId: string, runId: string, status: string,
- *   toolName: string | null, tool: { risk?: string } | null, input?: unknown,
- *   inputPreview?: InputPreview,
+ *   toolName: string | null, tool: { risk?: string } | null, input: unknown,
  *   agent: { agentType: string, label?: string } | null, decidedBy: string | null, rule: unknown,
  *   submittedBy: string | null, policyRevision: number, inputDigest: string,
  *   suspendedAt: string | null, expiresAt: string | null, onTimeout: string | null,
  *   decision: string | null, reason: string | null, resolvedBy: string | null,
  *   source: string | null, resolvedAt: string | null,
- *   settled?: { outcome: string, errorCode: string | null, at: string } | null }} Approval
+ *   settled?: { outcome: string, errorCode: string | null, at: string } | null,
+ *   traceId?: string | null }} Approval
+ * @typedef {Omit<Approval, 'input'> & { inputPreview: InputPreview }} ListedApproval
+ *   An approval as a list holds it: its input as the preview (`approvals.list`'s items).
  * @typedef {{ approval: Approval, askReason: string | null, risk: string,
  *   shell: { command: string, scope: string, segments: { argv: string[], asked: boolean,
  *   why: string | null, unmatchable: string | null }[] } | null }} Detail
@@ -45,10 +49,10 @@ const RUN_ROWS = 2000;
 const state = {
   /** @type {Api | null} */
   api: null,
-  /** @type {{ tenant: string, identity: string, scopes: string[] } | null} */
+  /** @type {{ tenant: string, identity: string, scopes: string[], traceUrlTemplate?: string | null } | null} */
   who: null,
   canApprove: false,
-  /** Pending approvals by dispatch id. @type {Map<string, Approval>} */
+  /** Pending approvals by dispatch id. @type {Map<string, ListedApproval>} */
   pending: new Map(),
   /** The approval under review. @type {Detail | null} */
   detail: null,
@@ -69,7 +73,7 @@ const state = {
   history: {
     /** @type {Record<string, string>} */
     filters: {},
-    /** @type {Approval[]} */
+    /** @type {ListedApproval[]} */
     rows: [],
     /** @type {string | null} */
     next: null,
@@ -283,7 +287,9 @@ async function onApprovalEvent(type, data) {
   const approval = detail.approval;
   if (approval.status === 'pending') {
     if (!state.pending.has(dispatchId)) {
-      state.pending.set(dispatchId, approval);
+      // Listed like the listing's items: the input as its preview (the review reads all of it).
+      const { input, ...item } = approval;
+      state.pending.set(dispatchId, { ...item, inputPreview: inputPreview(input) });
       announce(`New approval: ${approval.toolName} in run ${approval.runId}`);
     }
   } else {
@@ -340,7 +346,7 @@ function route() {
  */
 async function loadPending() {
   if (!state.api) return;
-  /** @type {Approval[]} */
+  /** @type {ListedApproval[]} */
   const approvals = [];
   try {
     /** @type {string | undefined} */
@@ -558,7 +564,7 @@ function renderPendingList() {
             ),
             inputCell(a),
             h('td', { class: 'num' }, age(a.suspendedAt)),
-            h('td', { class: 'mono run' }, a.runId),
+            h('td', { class: 'mono run' }, a.runId, traceAnchor(a.traceId, a.dispatchId)),
             h('td', {}, agentText(a.agent)),
             h('td', {}, h('span', { class: `risk risk-${risk}` }, risk)),
             h(
@@ -580,34 +586,40 @@ function renderPendingList() {
   }
 }
 
-/** Fields whose value says what a call does, as the listing's preview picks them. */
-const SUMMARY_FIELDS = ['command', 'path', 'file_path', 'url', 'pattern', 'query'];
-
 /**
- * What a call does in one line: its command, path, url... (else its input's JSON), from the
- * listing's preview or, for a call the live feed brought, from its input.
- * @param {Approval} a
+ * A link to a dispatch's trace in the deployment's trace UI, or nothing: only when the gateway
+ * names a trace UI (`whoami`'s template, from its configuration) and the dispatch was recorded with
+ * a trace id; the URL is the template with the id (32 hex digits, checked) put in.
+ * @param {string | null | undefined} traceId
+ * @param {string} dispatchId
  */
-function inputSummary(a) {
-  if (a.inputPreview) return a.inputPreview.summary ?? a.inputPreview.json;
-  const input = a.input;
-  if (input && typeof input === 'object' && !Array.isArray(input)) {
-    for (const f of SUMMARY_FIELDS) {
-      const v = /** @type {Record<string, unknown>} */ (input)[f];
-      if (v !== undefined) return (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 160);
-    }
-  }
-  return JSON.stringify(input ?? null).slice(0, 512);
+function traceAnchor(traceId, dispatchId) {
+  const href = traceLink(state.who?.traceUrlTemplate, traceId);
+  if (!href) return null;
+  return h(
+    'a',
+    {
+      class: 'trace',
+      href,
+      target: '_blank',
+      rel: 'noopener noreferrer',
+      'data-trace': dispatchId,
+      'aria-label': `Trace of dispatch ${dispatchId}`,
+    },
+    'trace',
+  );
 }
 
 /**
  * The list's command/path cell: the text revealed (hidden characters escaped and marked) and, when
  * it has any, a warning sign a screen reader hears.
- * @param {Approval} a
+ * @param {ListedApproval} a
  */
 function inputCell(a) {
   const found = new Map();
-  const text = revealed(inputSummary(a), found);
+  // What the call does in one line: its preview's headline field (command, path, url...), else
+  // the start of its JSON.
+  const text = revealed(a.inputPreview.summary ?? a.inputPreview.json, found);
   return h(
     'td',
     { class: 'mono input' },
@@ -665,7 +677,10 @@ function renderDetail(detail) {
   const a = detail.approval;
   /** @type {[string, import('./dom.js').Child][]} */
   const facts = [
-    ['Dispatch', h('code', {}, a.dispatchId)],
+    [
+      'Dispatch',
+      h('span', {}, h('code', {}, a.dispatchId), ' ', traceAnchor(a.traceId, a.dispatchId)),
+    ],
     [
       'Run',
       h(
@@ -1012,7 +1027,7 @@ function historyQuery() {
 async function loadHistory({ more = false, quiet = false } = {}) {
   if (!state.api) return;
   const shown = state.history.rows.length;
-  /** @type {Approval[]} */
+  /** @type {ListedApproval[]} */
   let rows = more ? [...state.history.rows] : [];
   /** @type {string | null} */
   let next = more ? state.history.next : null;
@@ -1073,7 +1088,12 @@ function renderHistory() {
             { 'data-dispatch': a.dispatchId },
             h('td', {}, time(a.resolvedAt)),
             h('td', {}, a.toolName ?? '?'),
-            h('td', {}, h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, a.runId)),
+            h(
+              'td',
+              {},
+              h('a', { href: `#/runs/${encodeURIComponent(a.runId)}` }, a.runId),
+              traceAnchor(a.traceId, a.dispatchId),
+            ),
             h('td', {}, h('span', { class: `decision ${a.decision}` }, a.decision ?? '?')),
             h(
               'td',
@@ -1141,7 +1161,7 @@ async function exportHistory(format) {
     let cursor;
     do {
       const page = await state.api.get('approvals', { ...historyQuery(), limit: 1000, cursor });
-      for (const a of /** @type {Approval[]} */ (page.approvals)) {
+      for (const a of /** @type {ListedApproval[]} */ (page.approvals)) {
         records.push({
           resolvedAt: a.resolvedAt,
           decision: a.decision,
@@ -1294,7 +1314,7 @@ async function loadRun(runId) {
             { 'data-dispatch': d.dispatchId },
             h('td', { class: 'num' }, String(i + 1)),
             h('td', {}, time(d.requestedAt)),
-            h('td', { class: 'mono' }, d.callId ?? '—'),
+            h('td', { class: 'mono' }, d.callId ?? '—', traceAnchor(d.traceId, d.dispatchId)),
             h('td', {}, d.toolName ?? '?'),
             h('td', {}, h('span', { class: `verdict ${d.verdict ?? 'none'}` }, d.verdict ?? '—')),
             h('td', {}, d.decidedBy ?? '—'),

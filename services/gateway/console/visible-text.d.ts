@@ -1,3 +1,4 @@
 // The types of `visible-text.js`, which the gateway generates from the contracts' rules at start-up
 // (ConsoleController): there is no such file on disk, so the console's type check reads these.
+// eslint-disable-next-line @nx/enforce-module-boundaries -- types only, of a module the gateway generates from this source
 export { codePointLabel, hiddenFindings, revealPieces } from '../../../contracts/src/visible-text';

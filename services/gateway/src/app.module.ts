@@ -112,6 +112,7 @@ export class GatewayModule {
                   sign: { keys: serviceKeysOf(nc), responder: ServiceIdentity.Executor },
                 }).then((reply) => reply.data.tools),
               ),
+              config.traceUrlTemplate,
               metrics,
             );
           },

@@ -47,6 +47,7 @@ describe('loadGatewayConfig', () => {
         identity: 'approval-link',
         publicUrl: undefined,
       },
+      traceUrlTemplate: null,
     });
     expect(config.mcp.stateKey).toHaveLength(32);
     expect(Object.isFrozen(config)).toBe(true);
@@ -101,6 +102,22 @@ describe('loadGatewayConfig', () => {
       /^invalid gateway configuration: GATEWAY_APPROVAL_WEBHOOK_SECRET: /,
     );
     expect(JSON.stringify(short)).not.toContain('short-hook-key');
+  });
+
+  it('takes a trace UI template only as an http(s) URL that marks {traceId}, without credentials', () => {
+    const template = 'https://grafana.example/explore?trace={traceId}';
+    expect(loadGatewayConfig({ GATEWAY_TRACE_UI_URL: template }, noFile).traceUrlTemplate).toBe(
+      template,
+    );
+    for (const bad of [
+      'https://grafana.example/explore',
+      'javascript:alert(1)//{traceId}',
+      'https://admin:hunter2-secret@grafana.example/{traceId}',
+    ]) {
+      const err = errorOf(() => loadGatewayConfig({ GATEWAY_TRACE_UI_URL: bad }, noFile));
+      expect(err.message).toContain('GATEWAY_TRACE_UI_URL');
+      expect(err.message).not.toContain('hunter2');
+    }
   });
 
   it('parses TOOLGATE_TOKENS grants', () => {

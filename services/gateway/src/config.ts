@@ -10,7 +10,13 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { ConfigError, parseMcpUpstreams, ScopeSchema, type McpUpstream } from '@toolgate/contracts';
+import {
+  ConfigError,
+  parseMcpUpstreams,
+  ScopeSchema,
+  TraceUrlTemplateSchema,
+  type McpUpstream,
+} from '@toolgate/contracts';
 
 /** One bearer token: the tenant it acts for, its scopes and the identity journaled as the actor. */
 export const TokenGrantSchema = z
@@ -74,6 +80,8 @@ const Env = z.object({
   GATEWAY_APPROVAL_LINK_SECRET: z.string().min(16).optional(),
   GATEWAY_APPROVAL_LINK_TTL_MS: z.coerce.number().int().min(1_000).default(3_600_000),
   GATEWAY_APPROVAL_LINK_IDENTITY: z.string().min(1).max(256).default('approval-link'),
+  /** A trace UI URL with `{traceId}` where a dispatch's trace id goes (see docs/configuration.md). */
+  GATEWAY_TRACE_UI_URL: TraceUrlTemplateSchema.optional(),
 });
 
 /** The MCP edge's settings. The state key is a secret: it never appears in an error. */
@@ -111,6 +119,8 @@ export interface GatewayConfig extends NatsSettings {
     identity: string;
     publicUrl: string | undefined;
   };
+  /** The trace UI link template (`{traceId}` in it), or null: no trace links. */
+  traceUrlTemplate: string | null;
 }
 
 /**
@@ -177,6 +187,7 @@ export function loadGatewayConfig(
       identity: e.GATEWAY_APPROVAL_LINK_IDENTITY,
       publicUrl: e.GATEWAY_PUBLIC_URL,
     },
+    traceUrlTemplate: e.GATEWAY_TRACE_UI_URL ?? null,
   });
 }
 

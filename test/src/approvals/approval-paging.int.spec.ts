@@ -1,5 +1,11 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { ApiOperation } from '@toolgate/contracts';
+import {
+  ApiOperation,
+  DISPATCH_REPLY_BUDGET_BYTES,
+  DISPATCH_VALUE_CHUNK_CHARS,
+} from '@toolgate/contracts';
+import { createClient } from '@toolgate/sdk';
+import { eventually, NATS_URL } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import { gatedTool, park, unique, type CountingTool, type Parked } from './approval-helpers';
 
@@ -29,19 +35,24 @@ describe('approvals: paging on HTTP and the bus', () => {
     stack.http('GET', `/v1/approvals?runId=${runId}&${query}`, TOKENS.acmeApprover);
 
   /** One gateway operation over NATS request/reply, as a team's client sends it. */
-  const overBus = async (operation: ApiOperation, body: unknown) => {
+  const overBus = async (
+    operation: ApiOperation,
+    body: unknown,
+    token: string = TOKENS.acmeApprover,
+  ) => {
+    const raw = await overBusRaw(operation, body, token);
+    return JSON.parse(raw) as { ok: boolean; data?: any; error?: { code: string } };
+  };
+  /** The reply's JSON text, to measure it. */
+  const overBusRaw = async (operation: ApiOperation, body: unknown, token: string) => {
     const h = natsHeaders();
-    h.set('Authorization', `Bearer ${TOKENS.acmeApprover}`);
+    h.set('Authorization', `Bearer ${token}`);
     const reply = await stack.nats.nc.request(
       stack.nats.subjects.api(operation),
       JSON.stringify(body),
       { headers: h, timeout: 10_000 },
     );
-    return JSON.parse(new TextDecoder().decode(reply.data)) as {
-      ok: boolean;
-      data?: any;
-      error?: { code: string };
-    };
+    return new TextDecoder().decode(reply.data);
   };
 
   it('reads every approval once, a page at a time, in the order asked for', async () => {
@@ -126,4 +137,119 @@ describe('approvals: paging on HTTP and the bus', () => {
       error: { code: 'invalid-request' },
     });
   });
+
+  it('answers dispatch.get for a call of ~1 MB submitted over the bus within its budget, the whole input one chunked read away', async () => {
+    const runId = unique('run-huge');
+    // Characters that JSON escapes or UTF-8 widens, so chunk offsets are not byte offsets.
+    const input = { n: `${unique('n')}-"é😀\\-${'z'.repeat(1_000_000)}` };
+    const submitted = await overBus(
+      ApiOperation.SubmitDispatch,
+      { runId, callId: 'huge', agent: { agentType: 'coder' }, tool: 'gated', input },
+      TOKENS.acmeAgent,
+    );
+    expect(submitted).toMatchObject({ ok: true, data: { status: 'accepted' } });
+    const dispatchId = submitted.data.dispatchId as string;
+
+    // Parked: its input and its post-hook input are both ~1 MB, in the dispatch and its events.
+    const raw = await eventually(
+      async () => {
+        const text = await overBusRaw(
+          ApiOperation.GetDispatch,
+          { dispatchId },
+          TOKENS.acmeApprover,
+        );
+        return JSON.parse(text).data?.dispatch?.status === 'suspended' ? text : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the huge call parked' },
+    );
+    expect(Buffer.byteLength(raw)).toBeLessThan(DISPATCH_REPLY_BUDGET_BYTES + 4096);
+    const got = JSON.parse(raw).data;
+    expect([...got.elided].sort()).toEqual(['effectiveInput', 'input']);
+    const inputJson = JSON.stringify(input);
+    for (const value of [got.dispatch.input, got.dispatch.effectiveInput]) {
+      expect(value).toEqual({
+        kind: 'elided',
+        preview: {
+          json: inputJson.slice(0, 512),
+          truncated: true,
+          bytes: Buffer.byteLength(inputJson),
+          summary: null,
+        },
+      });
+    }
+    const byType = Object.fromEntries(
+      got.events.map((e: { event: { type: string } }) => [e.event.type, e.event]),
+    );
+    expect(byType.requested.input.kind).toBe('elided');
+    expect(byType.suspended.input.kind).toBe('elided');
+    expect(byType.decided.input.kind).toBe('elided');
+
+    // The whole input, chunk by chunk over the bus: each reply bounded, together the value.
+    let text = '';
+    let offset: number | null = 0;
+    let chunks = 0;
+    while (offset !== null) {
+      const chunkRaw = await overBusRaw(
+        ApiOperation.GetDispatchValue,
+        { dispatchId, part: 'input', offset },
+        TOKENS.acmeApprover,
+      );
+      expect(Buffer.byteLength(chunkRaw)).toBeLessThan(DISPATCH_REPLY_BUDGET_BYTES + 4096);
+      const chunk = JSON.parse(chunkRaw);
+      expect(chunk).toMatchObject({ ok: true, data: { dispatchId, part: 'input', offset } });
+      text += chunk.data.text;
+      offset = chunk.data.nextOffset;
+      chunks++;
+    }
+    expect(chunks).toBeGreaterThanOrEqual(Math.ceil(1_000_000 / DISPATCH_VALUE_CHUNK_CHARS));
+    expect(JSON.parse(text)).toEqual(input);
+    // The SDK reads it whole the same way.
+    const client = await createClient({
+      servers: NATS_URL,
+      prefix: stack.nats.prefix,
+      token: TOKENS.acmeApprover,
+      tenant: 'acme',
+    });
+    try {
+      expect(await client.getDispatchValue(dispatchId, 'effectiveInput')).toEqual(input);
+    } finally {
+      await client.close();
+    }
+
+    // HTTP serves the same chunks; another tenant's token sees no such dispatch.
+    const first = await stack.http(
+      'GET',
+      `/v1/dispatches/${dispatchId}/values/effectiveInput?offset=0`,
+      TOKENS.acmeApprover,
+    );
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ offset: 0, nextOffset: DISPATCH_VALUE_CHUNK_CHARS });
+    expect(text.startsWith(first.body.text)).toBe(true);
+    const bad = await stack.http(
+      'GET',
+      `/v1/dispatches/${dispatchId}/values/secrets?offset=0`,
+      TOKENS.acmeApprover,
+    );
+    expect({ status: bad.status, code: bad.body.error?.code }).toEqual({
+      status: 400,
+      code: 'invalid-request',
+    });
+    expect(
+      await overBus(
+        ApiOperation.GetDispatchValue,
+        { dispatchId, part: 'input' },
+        TOKENS.globexAdmin,
+      ),
+    ).toMatchObject({ ok: false, error: { code: 'not-found' } });
+
+    // A call that fits is answered whole, nothing elided.
+    const small = await stack.http(
+      'GET',
+      `/v1/dispatches/${parked[0]!.dispatchId}`,
+      TOKENS.acmeApprover,
+    );
+    expect(small.status).toBe(200);
+    expect(small.body.elided).toEqual([]);
+    expect(small.body.dispatch.input).toEqual(parked[0]!.input);
+  }, 120_000);
 });

@@ -280,10 +280,15 @@ describe('approvals: shared keys, tenants, scopes and separation of duties', () 
     );
   });
 
-  it('tells a token who it is: tenant, identity and scopes', async () => {
+  it('tells a token who it is: tenant, identity and scopes (and no trace UI: none configured)', async () => {
     expect(await stack.http('GET', '/v1/whoami', TOKENS.acmeAgent)).toEqual({
       status: 200,
-      body: { tenant: 'acme', identity: 'acme-agent', scopes: ['dispatch'] },
+      body: {
+        tenant: 'acme',
+        identity: 'acme-agent',
+        scopes: ['dispatch'],
+        traceUrlTemplate: null,
+      },
     });
     expect((await stack.http('GET', '/v1/whoami', 'not-a-token')).status).toBe(401);
   });

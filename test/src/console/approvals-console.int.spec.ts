@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   chromium,
@@ -32,6 +33,8 @@ import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Set to a path (docs/console.png) to write the README's screenshot from this run. */
 const SCREENSHOT = process.env.TOOLGATE_CONSOLE_SCREENSHOT;
+/** The trace UI this stack links dispatches to (GATEWAY_TRACE_UI_URL). */
+const TRACE_UI = 'https://traces.example/explore?left={"query":"{traceId}"}&from=now-1h';
 
 describe('the approvals console in Chromium', () => {
   let stack: TestStack;
@@ -44,7 +47,10 @@ describe('the approvals console in Chromium', () => {
   const requested: string[] = [];
 
   beforeAll(async () => {
-    stack = await startTestStack('console', { JOURNAL_SWEEP_INTERVAL_MS: '3600000' });
+    stack = await startTestStack('console', {
+      JOURNAL_SWEEP_INTERVAL_MS: '3600000',
+      GATEWAY_TRACE_UI_URL: TRACE_UI,
+    });
     gated = await countingTool(stack, 'gated');
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: {
@@ -90,11 +96,19 @@ describe('the approvals console in Chromium', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  /** A tab of its own (its own session storage), signed in with `token`. */
-  async function signedIn(token: string, viewport = { width: 1440, height: 900 }): Promise<Page> {
+  /**
+   * A tab of its own (its own session storage), signed in with `token`; `prepare` runs on the page
+   * before it loads (to route its requests).
+   */
+  async function signedIn(
+    token: string,
+    viewport = { width: 1440, height: 900 },
+    prepare?: (page: Page) => Promise<void>,
+  ): Promise<Page> {
     const context = await browser.newContext({ viewport });
     contexts.push(context);
     const page = await context.newPage();
+    await prepare?.(page);
     page.setDefaultTimeout(15_000);
     page.on('console', (msg) => {
       // A refused API call (the lost race's 409) is logged as a failed resource: expected. Every
@@ -706,6 +720,122 @@ describe('the approvals console in Chromium', () => {
     expect(csv[1]).toContain(`,deny,acme-admin,human,"'=HYPERLINK(""http://evil"")",gated,`);
     expect(csv[1]).toContain(`,${parked.approval.inputDigest},${parked.approval.policyRevision},`);
   }, 180_000);
+
+  it('links each dispatch to the trace its caller sent, on the pending row, the review, the history, the run and in the CLI, only when a trace UI is configured; a malformed traceparent links nothing', async () => {
+    const runId = unique('run-trace');
+    const traceId = randomBytes(16).toString('hex');
+    const submit = (callId: string, traceparent: string) =>
+      stack.http(
+        'POST',
+        '/v1/dispatches',
+        TOKENS.acmeAgent,
+        {
+          runId,
+          callId,
+          agent: { agentType: 'coder' },
+          tool: 'gated',
+          input: { n: unique('n') },
+          wait: 10_000,
+        },
+        { traceparent },
+      );
+    const traced = await submit('traced', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
+    const malformed = await submit('malformed', `00-${traceId.slice(2)}"><b>x-zz-01`);
+    // A traceparent that does not parse is no error: the call is parked like any other.
+    expect([traced.body.state, malformed.body.state]).toEqual(['suspended', 'suspended']);
+    const tracedId = traced.body.dispatchId as string;
+    const malformedId = malformed.body.dispatchId as string;
+
+    // Recorded: the trace the client sent, on `requested` and in the dispatch's projection.
+    const folded = (id: string) =>
+      eventually(
+        async () => {
+          const got = await stack.http('GET', `/v1/dispatches/${id}`, TOKENS.acmeApprover);
+          return got.body.dispatch?.status === 'suspended' ? got.body : undefined;
+        },
+        { what: `dispatch ${id} folded` },
+      );
+    const recorded = await folded(tracedId);
+    expect(recorded.dispatch.traceId).toBe(traceId);
+    expect(recorded.events[0].event).toMatchObject({ type: 'requested', traceId });
+    const unlinked = await folded(malformedId);
+    expect(unlinked.dispatch.traceId).toBeNull();
+    expect(unlinked.events[0].event.traceId).toBeUndefined();
+
+    const href = TRACE_UI.replace('{traceId}', traceId);
+    const page = await signedIn(TOKENS.acmeApprover);
+    await page.getByLabel('Run', { exact: true }).fill(runId);
+    await row(page, tracedId).waitFor();
+    await row(page, malformedId).waitFor();
+    const link = row(page, tracedId).locator('a.trace');
+    expect(await link.getAttribute('href')).toBe(href);
+    expect(await link.getAttribute('rel')).toBe('noopener noreferrer');
+    expect(await row(page, malformedId).locator('a.trace').count()).toBe(0);
+
+    // The review of each.
+    await review(page, tracedId);
+    expect(await page.locator('#detail dl.facts a.trace').getAttribute('href')).toBe(href);
+    await review(page, malformedId);
+    await shows(page.locator('#detail dl.facts'), malformedId);
+    expect(await page.locator('#detail dl.facts a.trace').count()).toBe(0);
+
+    // The CLI prints it with the approval.
+    const cli = async (args: string[]) => {
+      let out = '';
+      const code = await runCli(args, {
+        env: { TOOLGATE_URL: stack.all.gateway.url, TOOLGATE_TOKEN: TOKENS.acmeApprover },
+        stdout: { write: (t: string) => (out += t) },
+        stderr: { write: () => undefined },
+      });
+      expect(code).toBe(0);
+      return out;
+    };
+    const tracedKey = recorded.dispatch.approvalKey as string;
+    expect(await cli(['approvals', 'show', tracedKey])).toMatch(
+      new RegExp(`\ntrace: +${href.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`),
+    );
+    const malformedKey = unlinked.dispatch.approvalKey as string;
+    expect(await cli(['approvals', 'show', malformedKey])).not.toMatch(/\ntrace:/);
+
+    // Resolved: the history's row and the run's row link it too.
+    for (const [id, key] of [
+      [tracedId, tracedKey],
+      [malformedId, malformedKey],
+    ]) {
+      const allowed = await stack.http('POST', `/v1/approvals/${key}/resolve`, TOKENS.acmeAdmin, {
+        decision: 'deny',
+        dispatchId: id,
+        runId,
+      });
+      expect(allowed.status).toBe(200);
+    }
+    await page.getByRole('link', { name: 'History' }).click();
+    await page.getByLabel('Run').fill(runId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    const historyRow = (id: string) => page.locator(`table.history tr[data-dispatch="${id}"]`);
+    await historyRow(tracedId).waitFor();
+    await historyRow(malformedId).waitFor();
+    expect(await historyRow(tracedId).locator('a.trace').getAttribute('href')).toBe(href);
+    expect(await historyRow(malformedId).locator('a.trace').count()).toBe(0);
+    await historyRow(tracedId).getByRole('link', { name: runId }).click();
+    const runRow = (id: string) => page.locator(`table.dispatches tr[data-dispatch="${id}"]`);
+    await runRow(tracedId).waitFor();
+    expect(await runRow(tracedId).locator('a.trace').getAttribute('href')).toBe(href);
+    expect(await runRow(malformedId).locator('a.trace').count()).toBe(0);
+
+    // A gateway that names no trace UI: the same dispatches, no link anywhere.
+    const unconfigured = await signedIn(TOKENS.acmeApprover, undefined, async (p) => {
+      await p.route('**/v1/whoami', async (route) => {
+        const res = await route.fetch();
+        const who = (await res.json()) as Record<string, unknown>;
+        expect(who.traceUrlTemplate).toBe(TRACE_UI);
+        await route.fulfill({ response: res, json: { ...who, traceUrlTemplate: null } });
+      });
+    });
+    await unconfigured.goto(`${stack.all.gateway.url}/console/#/runs/${runId}`);
+    await unconfigured.locator(`table.dispatches tr[data-dispatch="${tracedId}"]`).waitFor();
+    expect(await unconfigured.locator('a.trace').count()).toBe(0);
+  }, 120_000);
 
   it('never put a token in a URL', () => {
     expect(requested.length).toBeGreaterThan(0);

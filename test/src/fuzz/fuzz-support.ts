@@ -211,6 +211,11 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
   ),
   [ApiOperation.ListScripts]: fc.constant({}),
   [ApiOperation.GetDispatch]: fc.record({ dispatchId: fc.oneof(token, junkString) }),
+  [ApiOperation.GetDispatchValue]: fc.record({
+    dispatchId: fc.oneof(token, junkString),
+    part: fc.oneof(fc.constantFrom('input', 'effectiveInput', 'result'), junkString),
+    offset: fc.oneof(fc.nat(), fc.integer(), junkString),
+  }),
   [ApiOperation.GetRun]: fc.record({ runId: fc.oneof(token, junkString) }),
   [ApiOperation.PutPolicy]: fc.record(
     {

@@ -86,12 +86,13 @@ export interface TestStack {
   schema: TestSchema;
   workdir: string;
   options: AllInOneOptions;
-  /** Calls the gateway's HTTP API. */
+  /** Calls the gateway's HTTP API (with `headers` besides the token's, such as a `traceparent`). */
   http(
     method: string,
     route: string,
     token: string | undefined,
     body?: unknown,
+    headers?: Record<string, string>,
   ): Promise<{ status: number; body: any }>;
   /**
    * Starts another tool executor on the stack's configuration, to stand in for one a test stopped
@@ -138,10 +139,11 @@ export async function startTestStack(
     schema,
     workdir,
     options,
-    async http(method, route, token, body) {
+    async http(method, route, token, body, headers = {}) {
       const res = await fetch(`${all.gateway.url}${route}`, {
         method,
         headers: {
+          ...headers,
           ...(token ? { authorization: `Bearer ${token}` } : {}),
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         },

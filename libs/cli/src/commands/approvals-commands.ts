@@ -8,12 +8,14 @@ import {
   hiddenWarning,
   revealText,
   ToolgateError,
+  traceLink,
   type ApprovalDetail,
   type ApprovalListItem,
   type ApprovalMatch,
   type ApprovalView,
   type ListApprovalsResponse,
   type ResolvedEvent,
+  type WhoAmIResponse,
 } from '@toolgate/contracts';
 import { humanDuration, renderFields, renderTable } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
@@ -124,7 +126,9 @@ export function registerApprovalCommands(program: Command, ctx: CommandContext):
       const matches = await findApprovals(ctx, key);
       if (opts.json)
         return ctx.out(`${JSON.stringify(matches.length === 1 ? matches[0] : matches, null, 2)}\n`);
-      ctx.out(matches.map(describe).join('\n'));
+      // The trace UI link template is the gateway's configuration, told by whoami.
+      const { traceUrlTemplate } = await ctx.gateway().call<WhoAmIResponse>('whoAmI');
+      ctx.out(matches.map((a) => describe(a, traceUrlTemplate)).join('\n'));
     });
 
   approvals
@@ -249,13 +253,15 @@ function withMatches(err: unknown): unknown {
   );
 }
 
-function describe(a: ApprovalView): string {
+function describe(a: ApprovalView, traceUrlTemplate: string | null): string {
+  const trace = traceLink(traceUrlTemplate, a.traceId);
   const fields: [string, string][] = [
     ['key', a.approvalKey],
     ['status', a.status],
     ['tool', a.toolName ?? '?'],
     ['run', a.runId],
     ['dispatch', a.dispatchId],
+    ...(trace ? [['trace', trace] as [string, string]] : []),
     ['agent', a.agent ? `${a.agent.agentType}${a.agent.label ? ` (${a.agent.label})` : ''}` : '?'],
     ['submitted by', a.submittedBy ?? '?'],
     [

@@ -18,6 +18,8 @@ import {
   isSubjectToken,
   parseJournalEvent,
   type AgentRef,
+  type DispatchValueChunk,
+  type DispatchValuePart,
   type Isolation,
   type JournalEvent,
   type ListToolsResponse,
@@ -115,8 +117,13 @@ export interface ToolgateClient {
   /** Submits a call; with a typed ToolDef, `input` and the result are typed from its schema. */
   dispatch<I, R>(request: DispatchRequest<I> & { tool: ToolDef<I, R> }): Promise<DispatchHandle<R>>;
   dispatch(request: DispatchRequest<unknown> & { tool: string }): Promise<DispatchHandle<unknown>>;
-  /** A dispatch with its whole event history. */
+  /**
+   * A dispatch with its whole event history. A call too large to answer whole carries its largest
+   * values as previews, named in `elided`: read one with {@link ToolgateClient.getDispatchValue}.
+   */
   getDispatch(dispatchId: string): Promise<unknown>;
+  /** One of a dispatch's values (`input`, `effectiveInput`, `result`), whole: read chunk by chunk. */
+  getDispatchValue(dispatchId: string, part: DispatchValuePart): Promise<unknown>;
   /**
    * A run's status, one page of its dispatches (`nextCursor` → `page.cursor` for the next) and its
    * oldest open approvals.
@@ -253,6 +260,21 @@ class Client implements ToolgateClient {
 
   getDispatch(dispatchId: string): Promise<unknown> {
     return this.api.call(ApiOperation.GetDispatch, { dispatchId });
+  }
+
+  async getDispatchValue(dispatchId: string, part: DispatchValuePart): Promise<unknown> {
+    let text = '';
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const chunk = (await this.api.call(ApiOperation.GetDispatchValue, {
+        dispatchId,
+        part,
+        offset,
+      })) as DispatchValueChunk;
+      text += chunk.text;
+      offset = chunk.nextOffset;
+    }
+    return JSON.parse(text) as unknown;
   }
 
   getRun(runId: string, page: { cursor?: string; limit?: number } = {}): Promise<unknown> {

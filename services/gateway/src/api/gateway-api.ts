@@ -2,6 +2,7 @@ import {
   ApiOperation,
   ErrorCode,
   GetDispatchRequestSchema,
+  GetDispatchValueRequestSchema,
   GetRunRequestSchema,
   ListApprovalsRequestSchema,
   PutPolicyRequestSchema,
@@ -20,7 +21,7 @@ import { context, propagation, SpanKind } from '@opentelemetry/api';
 import { messagingFailure } from '@toolgate/bus';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
 import type { ErrorStreaks } from '@toolgate/bus';
-import { Attr, inSpan } from '@toolgate/telemetry';
+import { Attr, inSpan, requestTraceId } from '@toolgate/telemetry';
 import { TokenAuth, type Access, type Principal } from '../auth/token-auth';
 import type { DispatchSubmitter } from '../dispatch/dispatch-submitter';
 import type { ApprovalResolver } from '../approvals/approval-resolver';
@@ -43,6 +44,11 @@ export interface CallOptions {
    * check): not looked up again. The operation's scope is still required of it.
    */
   principal?: Principal;
+  /**
+   * The W3C trace the request belongs to (set by {@link GatewayApi.call}): the gateway's span's
+   * when it traces, else the one the caller's `traceparent` names; absent when there is neither.
+   */
+  traceId?: string;
 }
 
 /**
@@ -75,6 +81,8 @@ export class GatewayApi {
     private readonly scripts: ScriptInstaller,
     private readonly whatIf: PolicyWhatIf,
     private readonly mcpImporter: McpImporter,
+    /** `GATEWAY_TRACE_UI_URL`: what `whoami` tells a console to link dispatches to. */
+    private readonly traceUrlTemplate: string | null,
     private readonly metrics?: GatewayMetrics,
   ) {
     this.operations = {
@@ -84,12 +92,21 @@ export class GatewayApi {
       [ApiOperation.ListScripts]: { scope: 'dispatch', run: (p) => this.scripts.inventory(p) },
       [ApiOperation.SubmitDispatch]: {
         scope: 'dispatch',
-        run: (p, b) => this.submitter.submit(p, b),
+        run: (p, b, o) => this.submitter.submit(p, b, o.traceId),
       },
       [ApiOperation.GetDispatch]: {
         scope: 'read',
         run: (p, b) =>
           this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
+      },
+      [ApiOperation.GetDispatchValue]: {
+        scope: 'read',
+        run: (p, b) =>
+          this.queries.ask(
+            'dispatch.value',
+            p.tenant,
+            parseRequest(GetDispatchValueRequestSchema, b),
+          ),
       },
       [ApiOperation.GetRun]: {
         scope: 'read',
@@ -125,7 +142,10 @@ export class GatewayApi {
         scope: 'approve',
         run: (p, b) => this.approvals.resolve(p, b),
       },
-      [ApiOperation.WhoAmI]: { scope: 'any', run: async (p) => whoAmI(p) },
+      [ApiOperation.WhoAmI]: {
+        scope: 'any',
+        run: async (p) => whoAmI(p, this.traceUrlTemplate),
+      },
       [ApiOperation.ImportMcpTools]: {
         scope: 'admin',
         run: (p, b) => this.mcpImporter.import(p, b),
@@ -160,7 +180,8 @@ export class GatewayApi {
             const principal = options.principal ?? this.auth.authenticate(authorization);
             span.setAttribute(Attr.Tenant, principal.tenant);
             TokenAuth.require(principal, op.scope);
-            return await op.run(principal, body, options);
+            const traceId = requestTraceId(span, carrier);
+            return await op.run(principal, body, traceId ? { ...options, traceId } : options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
             // on every edge this table serves, never `internal`.
@@ -212,10 +233,11 @@ export class GatewayApi {
 }
 
 /** Who the caller is, as its token says: what a console shows and enables. */
-function whoAmI(principal: Principal): WhoAmIResponse {
+function whoAmI(principal: Principal, traceUrlTemplate: string | null): WhoAmIResponse {
   return {
     tenant: principal.tenant,
     identity: principal.identity,
     scopes: [...principal.scopes].sort(),
+    traceUrlTemplate,
   };
 }

@@ -2,6 +2,7 @@ import {
   type ApprovalDetail,
   type ApprovalView,
   type DecidedEvent,
+  type RequestedEvent,
   type ResolvedEvent,
   type SettledEvent,
   type SuspendedEvent,
@@ -11,6 +12,8 @@ import { SHELL_TOOL_NAME, shellApprovalView } from '@toolgate/permissions';
 /** A parked call's events as the journal stream holds them (the suspension is required). */
 export interface ApprovalEvents {
   suspended: SuspendedEvent;
+  /** The call's request: the trace it was submitted in. */
+  requested?: RequestedEvent | null;
   decided?: DecidedEvent | null;
   resolved?: ResolvedEvent | null;
   settled?: SettledEvent | null;
@@ -23,7 +26,7 @@ export interface ApprovalEvents {
  * call ended, and for a shell call its segments with the one that asked marked.
  */
 export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
-  const { suspended, decided, resolved, settled } = events;
+  const { suspended, requested, decided, resolved, settled } = events;
   const times = [suspended.at, resolved?.at, settled?.at].filter((t): t is string => !!t);
   const approval: ApprovalView = {
     tenant: suspended.tenant,
@@ -55,6 +58,7 @@ export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
     settled: settled
       ? { outcome: settled.outcome, errorCode: settled.error?.code ?? null, at: settled.at }
       : null,
+    traceId: requested?.traceId ?? null,
   };
   const command = (suspended.input as { command?: unknown } | null)?.command;
   return {

@@ -57,9 +57,11 @@ export class ApprovalResolver {
   async get(principal: Principal, body: unknown): Promise<ApprovalDetail> {
     const req = parseRequest(GetApprovalRequestSchema, body);
     const { runId, dispatchId } = await this.locate(principal.tenant, req);
-    const last = <T extends 'suspended' | 'decided' | 'resolved' | 'settled'>(type: T) =>
-      this.publisher.last(principal.tenant, runId, dispatchId, type);
-    const [suspended, decided, resolved, settled] = await Promise.all([
+    const last = <T extends 'requested' | 'suspended' | 'decided' | 'resolved' | 'settled'>(
+      type: T,
+    ) => this.publisher.last(principal.tenant, runId, dispatchId, type);
+    const [requested, suspended, decided, resolved, settled] = await Promise.all([
+      last('requested'),
       last('suspended'),
       last('decided'),
       last('resolved'),
@@ -68,6 +70,7 @@ export class ApprovalResolver {
     if (!suspended || suspended.event.approvalKey !== req.key) throw notFound(req.key);
     return approvalDetail({
       suspended: suspended.event,
+      requested: requested?.event ?? null,
       decided: decided?.event ?? null,
       resolved: resolved?.event ?? null,
       settled: settled?.event ?? null,

@@ -78,7 +78,15 @@ export class DispatchSubmitter {
     for (const waiting of this.waiters.values()) for (const waiter of waiting) waiter.wake?.();
   }
 
-  async submit(principal: Principal, body: unknown): Promise<SubmitDispatchResponse> {
+  /**
+   * `traceId` is the trace the request came in (see `CallOptions.traceId`), recorded on
+   * `requested` for a trace UI link.
+   */
+  async submit(
+    principal: Principal,
+    body: unknown,
+    traceId?: string,
+  ): Promise<SubmitDispatchResponse> {
     const req = parseRequest(SubmitDispatchRequestSchema, body);
     const tool = resolveToolRef(this.registry, principal.tenant, req.tool);
     const retryDepth = req.retryOf
@@ -115,6 +123,7 @@ export class DispatchSubmitter {
       submittedBy: principal.identity,
       ...(req.retryOf ? { retryOf: req.retryOf } : {}),
       retryDepth,
+      ...(traceId ? { traceId } : {}),
     });
     const waitMs =
       req.wait === true ? this.options.waitDefaultMs : req.wait === false ? 0 : (req.wait ?? 0);

@@ -2,7 +2,13 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Controller, Get, Param, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ErrorCode, ToolgateError, visibleTextModule } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  ToolgateError,
+  inputPreviewModule,
+  traceLinkModule,
+  visibleTextModule,
+} from '@toolgate/contracts';
 
 /**
  * The approvals console's files: plain HTML, CSS and ES modules in `services/gateway/console`
@@ -43,13 +49,20 @@ interface ConsoleFile {
 }
 
 /**
- * The files of the console directory this gateway serves (names only, nothing below it), and
- * `visible-text.js`: the contracts' rules for revealing hidden characters, generated from the code
- * the CLI runs so that the console cannot drift from it.
+ * The files of the console directory this gateway serves (names only, nothing below it), and the
+ * modules generated from the contracts' code so that the console cannot drift from it:
+ * `visible-text.js` (the CLI's rules for revealing hidden characters), `input-preview.js` (the
+ * listing's input preview) and `trace-link.js` (the CLI's trace UI links).
  */
 function loadConsoleFiles(dir: string): ReadonlyMap<string, ConsoleFile> {
+  const js = (source: string): ConsoleFile => ({
+    type: CONTENT_TYPES['.js']!,
+    body: Buffer.from(source),
+  });
   const files = new Map<string, ConsoleFile>([
-    ['visible-text.js', { type: CONTENT_TYPES['.js']!, body: Buffer.from(visibleTextModule()) }],
+    ['visible-text.js', js(visibleTextModule())],
+    ['input-preview.js', js(inputPreviewModule())],
+    ['trace-link.js', js(traceLinkModule())],
   ]);
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const type = CONTENT_TYPES[path.extname(entry.name)];

@@ -72,6 +72,22 @@ export class GatewayController {
     return this.api.call(ApiOperation.GetDispatch, h.authorization, { dispatchId }, h);
   }
 
+  /** One chunk of a dispatch's input, post-hook input or result (`?offset=` to continue). */
+  @Route('getDispatchValue')
+  getDispatchValue(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('dispatchId') dispatchId: string,
+    @Param('part') part: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.api.call(
+      ApiOperation.GetDispatchValue,
+      h.authorization,
+      { ...queryToBody(query), dispatchId, part },
+      h,
+    );
+  }
+
   @Route('getRun')
   getRun(
     @Headers() h: IncomingHttpHeaders,
@@ -153,7 +169,7 @@ export class GatewayController {
 /** Query strings are text; numeric filters are converted, anything else is validated as given. */
 function queryToBody(query: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = { ...query };
-  for (const key of ['minAgeMs', 'limit']) {
+  for (const key of ['minAgeMs', 'limit', 'offset']) {
     if (typeof body[key] === 'string' && /^\d+$/.test(body[key] as string))
       body[key] = Number(body[key]);
   }

@@ -3,6 +3,7 @@ import { useTestSchema, type TestSchema } from '@toolgate/testing';
 import { sql } from 'kysely';
 import { createDb } from './create-db';
 import { MIGRATION_TABLE } from './migrate-to-latest';
+import { JOURNAL_MIGRATIONS } from './migration-provider';
 
 describe('createDb (PostgreSQL)', () => {
   let schema: TestSchema;
@@ -25,7 +26,8 @@ describe('createDb (PostgreSQL)', () => {
       }>`select name from ${sql.table(`${schema.schema}.${MIGRATION_TABLE}`)}`.execute(
         replicas[0]!.db,
       );
-      expect(rows).toHaveLength(1);
+      // Each migration applied exactly once.
+      expect(rows.map((r) => r.name).sort()).toEqual(Object.keys(JOURNAL_MIGRATIONS).sort());
       expect(await replicas[1]!.db.selectFrom('dispatches').selectAll().execute()).toEqual([]);
     } finally {
       await Promise.all(replicas.map((r) => r.db.destroy()));

@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as createProjection from './migrations/20261130T013716-create-projection.migration';
+import * as dispatchTraceId from './migrations/20261206T053500-dispatch-trace-id.migration';
 
 /**
  * Every migration, listed in code rather than found by scanning a folder, so the compiled `dist`
@@ -8,6 +9,7 @@ import * as createProjection from './migrations/20261130T013716-create-projectio
  */
 export const JOURNAL_MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '20261130T013716_create_projection': createProjection,
+  '20261206T053500_dispatch_trace_id': dispatchTraceId,
 });
 
 /** A kysely {@link MigrationProvider} over {@link JOURNAL_MIGRATIONS}. */

@@ -63,6 +63,8 @@ export interface DispatchState {
   submittedBy: string | null;
   retryOf: string | null;
   retryDepth: number | null;
+  /** The W3C trace the call was submitted in (`requested.traceId`), for a trace UI link. */
+  traceId: string | null;
   verdict: Verdict | null;
   decidedBy: DecidedBy | null;
   rule: unknown;
@@ -134,6 +136,7 @@ function initialDispatchState(event: DispatchEvent): DispatchState {
     submittedBy: null,
     retryOf: null,
     retryDepth: null,
+    traceId: null,
     verdict: null,
     decidedBy: null,
     rule: undefined,
@@ -186,6 +189,7 @@ export function evolveDispatch(
         submittedBy: event.submittedBy,
         retryOf: event.retryOf ?? null,
         retryDepth: event.retryDepth,
+        traceId: event.traceId ?? null,
         requestedAt: event.at,
       };
     case 'decided':

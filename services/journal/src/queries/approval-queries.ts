@@ -109,6 +109,7 @@ export async function listApprovals(
       'dispatches.outcome as call_outcome',
       'dispatches.error as call_error',
       'dispatches.settled_at as call_settled_at',
+      'dispatches.trace_id as call_trace_id',
       key.as('sort_key'),
       ...inputPreviewColumns,
     ])
@@ -150,6 +151,7 @@ export async function listApprovals(
         call_outcome,
         call_error,
         call_settled_at,
+        call_trace_id,
         sort_key: _key,
         input_head,
         input_bytes,
@@ -160,6 +162,7 @@ export async function listApprovals(
         return boundedItem({
           ...view,
           inputPreview: inputPreviewOf({ input_head, input_bytes, input_summary }),
+          traceId: call_trace_id,
           settled:
             call_outcome === null || call_settled_at === null
               ? null
@@ -213,7 +216,18 @@ export async function getApproval(
     .orderBy('resolved_at', 'desc')
     .orderBy('dispatch_id')
     .executeTakeFirst();
-  return row && approvalFromRow(row);
+  return row && withTraceId(db, approvalFromRow(row));
+}
+
+/** An approval with its dispatch's trace (`traceId`, null when it was requested without one). */
+async function withTraceId(db: Db, approval: ApprovalView): Promise<ApprovalView> {
+  const dispatch = await db
+    .selectFrom('dispatches')
+    .select('trace_id')
+    .where('tenant', '=', approval.tenant)
+    .where('dispatch_id', '=', approval.dispatchId)
+    .executeTakeFirst();
+  return { ...approval, traceId: dispatch?.trace_id ?? null };
 }
 
 /** The approval of one dispatch of one tenant. */
@@ -228,7 +242,7 @@ export async function getApprovalForDispatch(
     .where('tenant', '=', tenant)
     .where('dispatch_id', '=', dispatchId)
     .executeTakeFirst();
-  return row && approvalFromRow(row);
+  return row && withTraceId(db, approvalFromRow(row));
 }
 
 /** What the timeout sweeper needs to publish a `resolved` on an expired approval's behalf. */

@@ -38,6 +38,7 @@ const acme5 = dispatchFixture({ dispatchId: 'd5', runId: 'run-3' });
 const acme6 = dispatchFixture({ dispatchId: 'd6', runId: 'run-3' });
 const acme7 = dispatchFixture({ dispatchId: 'd7', runId: 'run-4', toolName: 'http_fetch' });
 const acme8 = dispatchFixture({ dispatchId: 'd8', runId: 'run-5', input: acme2.input });
+const D8_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const globex1 = dispatchFixture({
   tenant: 'globex',
   dispatchId: 'd1',
@@ -71,7 +72,8 @@ const journal: JournalEvent[] = [
   acme7.decided(85, 'ask'),
   acme7.suspended(85, 200),
   acme7.resolved(90, 'allow'),
-  acme8.requested(91),
+  // Submitted in a caller's trace: the dispatch, its run row and its approval carry it.
+  { ...acme8.requested(91), traceId: D8_TRACE },
   acme8.decided(91, 'ask'),
   acme8.suspended(91, 5000),
   acme8.resolved(92, 'allow', 'carol'),
@@ -189,6 +191,7 @@ describe('read-side queries (PostgreSQL)', () => {
           approvalKey: acme2.approvalKey,
           requestedAt: at(91),
           settledAt: at(93),
+          traceId: D8_TRACE,
         },
       ]);
       const denied = await knownRun(t.db, 'acme', 'run-2');
@@ -293,6 +296,8 @@ describe('read-side queries (PostgreSQL)', () => {
       const history = await listed(t.db, { tenant: 'acme', status: 'all', order: 'newest' }, now);
       // d8 resolved at 92, d7 at 90; then the pending ones by suspension, newest first.
       expect(ids(history)).toEqual(['acme/d8', 'acme/d7', 'acme/d5', 'acme/d3', 'acme/d2']);
+      // Each with its dispatch's trace (d8's caller sent one; the others none).
+      expect(history.map((a) => a.traceId)).toEqual([D8_TRACE, null, null, null, null]);
       expect(history[0]).toMatchObject({
         decision: 'allow',
         resolvedBy: 'carol',

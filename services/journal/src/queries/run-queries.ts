@@ -25,6 +25,8 @@ export interface RunDispatchSummary {
   approvalKey: string | null;
   requestedAt: string | null;
   settledAt: string | null;
+  /** The W3C trace it was submitted in, for a trace UI link; null without one. */
+  traceId: string | null;
 }
 
 /** An open approval of a run: what a person needs to decide it (the input as a preview). */
@@ -122,6 +124,7 @@ async function readRun(
       'approval_key',
       'requested_at',
       'settled_at',
+      'trace_id',
       REQUESTED_KEY.as('sort_key'),
     ])
     .where('tenant', '=', tenant)
@@ -178,6 +181,7 @@ async function readRun(
     approvalKey: d.approval_key,
     requestedAt: toIso(d.requested_at),
     settledAt: toIso(d.settled_at),
+    traceId: d.trace_id,
   }));
   const fit = fitPage(summaries);
   const last = dispatches[fit - 1];

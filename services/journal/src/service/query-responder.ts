@@ -3,6 +3,7 @@ import { serveRequests, metricsFor, type ServedEndpoints } from '@toolgate/servi
 import { z } from 'zod';
 import {
   ErrorCode,
+  GetDispatchValueRequestSchema,
   GetRunRequestSchema,
   ListApprovalsRequestSchema,
   QueryOperation,
@@ -15,7 +16,7 @@ import {
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database';
 import { getApproval, getApprovalForDispatch, listApprovals } from '../queries/approval-queries';
-import { getDispatch } from '../queries/dispatch-queries';
+import { getDispatch, getDispatchValue } from '../queries/dispatch-queries';
 import { getRun } from '../queries/run-queries';
 
 const Token = z.string().regex(SUBJECT_TOKEN_PATTERN);
@@ -28,6 +29,15 @@ const queries: Record<QueryOperation, Answer> = {
   [QueryOperation.GetDispatch]: async (db, body) => {
     const req = Tenant.extend({ dispatchId: Token }).parse(body);
     const found = await getDispatch(db, req.tenant, req.dispatchId);
+    if (!found)
+      throw new ToolgateError(ErrorCode.NotFound, 'no such dispatch', {
+        details: { dispatchId: req.dispatchId },
+      });
+    return found;
+  },
+  [QueryOperation.GetDispatchValue]: async (db, body) => {
+    const req = GetDispatchValueRequestSchema.extend({ tenant: Token }).parse(body);
+    const found = await getDispatchValue(db, req.tenant, req.dispatchId, req.part, req.offset);
     if (!found)
       throw new ToolgateError(ErrorCode.NotFound, 'no such dispatch', {
         details: { dispatchId: req.dispatchId },

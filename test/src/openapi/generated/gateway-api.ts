@@ -80,8 +80,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A dispatch with its whole event history */
+        /** A dispatch with its whole event history; a reply that would pass 256 KiB carries its largest values (input, effectiveInput, result) as previews and names them in `elided` */
         get: operations["getDispatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/dispatches/{dispatchId}/values/{part}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One chunk of a dispatch's `input`, `effectiveInput` or `result` as JSON text (at most 65,536 code points from `offset`; `nextOffset` continues, null after the last) */
+        get: operations["getDispatchValue"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1260,6 +1277,7 @@ export interface operations {
                                 retryOf?: string;
                                 /** @default 0 */
                                 retryDepth: number;
+                                traceId?: string;
                             } | {
                                 id: string;
                                 tenant: string;
@@ -1571,6 +1589,84 @@ export interface operations {
                         })[];
                     } & {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description error.code invalid-request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code not-found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDispatchValue: {
+        parameters: {
+            query?: {
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                dispatchId: string;
+                part: "input" | "effectiveInput" | "result";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dispatchId: string;
+                        /** @enum {string} */
+                        part: "input" | "effectiveInput" | "result";
+                        offset: number;
+                        length: number;
+                        text: string;
+                        nextOffset: number | null;
                     };
                 };
             };
@@ -2470,6 +2566,7 @@ export interface operations {
                         tenant: string;
                         identity: string;
                         scopes: ("dispatch" | "approve" | "admin")[];
+                        traceUrlTemplate: string | null;
                     } & {
                         [key: string]: unknown;
                     };

@@ -29,6 +29,8 @@ export interface DispatchesTable {
   submitted_by: string | null;
   retry_of: string | null;
   retry_depth: number | null;
+  /** `requested.traceId` (migration 20261206T053500). */
+  trace_id: string | null;
   verdict: string | null;
   decided_by: string | null;
   rule: Json | null;
