@@ -42,6 +42,7 @@ export async function startPermissionEvaluator(options: {
       nats: config,
       prefix: config.prefix,
       port: config.port,
+      host: config.host,
       sideConnections: [{ name: 'nats-kv', nc: kvConnection }],
       ...(options.streams ? { streams: options.streams } : {}),
       ...(options.logger === false ? { logger: false } : {}),

@@ -142,6 +142,7 @@ export async function startToolExecutor(
     metrics: config.metrics,
     prefix: config.prefix,
     port: config.port,
+    host: config.host,
     ...(options.sideConnections ? { sideConnections: options.sideConnections } : {}),
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),

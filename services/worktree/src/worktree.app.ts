@@ -37,6 +37,7 @@ export async function startWorktree(options: {
         nats: config,
         prefix: config.prefix,
         port: config.port,
+        host: config.host,
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
       }),
