@@ -74,6 +74,8 @@ export async function startGateway(options: {
         prefix: config.prefix,
         port: config.port,
         host: config.host,
+        // It appends every submission to the journal: without the stream, not ready.
+        usesJournal: true,
         ...(options.streams ? { streams: options.streams } : {}),
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),

@@ -38,6 +38,7 @@ export async function startWorktree(options: {
         prefix: config.prefix,
         port: config.port,
         host: config.host,
+        usesJournal: true,
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
       }),
