@@ -5,8 +5,8 @@ import type { Subjects } from '@toolgate/contracts';
 import type { ReadinessCheck } from './health';
 
 /**
- * Whether what the service works on exists on the broker: the journal and dead-letter streams, and
- * the service's own durable consumers. A stream deleted under a running stack (an operator's
+ * Whether what the service works on exists on the broker: the journal and dead-letter streams, the
+ * streams of its KV buckets and object stores, and the service's own durable consumers. A stream deleted under a running stack (an operator's
  * mistake, a broker that lost its store) otherwise leaves `/readyz` at 200 while every append
  * fails and every pull finds nothing.
  *
@@ -22,6 +22,8 @@ export function journalReadinessCheck(
   subjects: Subjects,
   consumers: () => readonly string[],
   log: (line: string) => void,
+  /** Other streams the service needs (its KV buckets' and object stores'). */
+  otherStreams: readonly string[] = [],
 ): ReadinessCheck {
   let jsm: Promise<JetStreamManager> | undefined;
   let reported: string | null = null;
@@ -39,7 +41,7 @@ export function journalReadinessCheck(
     name: 'journal-streams',
     async check() {
       const manager = await (jsm ??= jetstreamManager(nc, { checkAPI: false }));
-      const streams = [subjects.journal.stream, subjects.deadLetter.stream];
+      const streams = [subjects.journal.stream, subjects.deadLetter.stream, ...otherStreams];
       const names = consumers();
       const found = await Promise.all([
         ...streams.map((s) => exists(() => manager.streams.info(s))),

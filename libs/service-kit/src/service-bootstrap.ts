@@ -61,6 +61,13 @@ export interface ServiceBootstrapOptions {
    * pulls from it. Default: when it has a `transport`.
    */
   usesJournal?: boolean;
+  /**
+   * Streams besides the journal's that the service reads its state from (its KV buckets'
+   * `KV_<bucket>`, an object store's `OBJ_<bucket>`): with `usesJournal`, `/readyz` checks they
+   * exist too. None of them is recreated empty while the service runs (an empty policy or tool
+   * bucket would change what is allowed).
+   */
+  requiredStreams?: (subjects: Subjects) => readonly string[];
   /** Adjusts the application before it listens (filters, body limits). */
   configure?(app: INestApplication): void;
   /**
@@ -167,6 +174,7 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
           subjects,
           () => server?.consumers() ?? [],
           (line) => logger.error(line),
+          options.requiredStreams?.(subjects) ?? [],
         ),
       );
     }

@@ -43,6 +43,7 @@ export async function startPermissionEvaluator(options: {
       prefix: config.prefix,
       port: config.port,
       host: config.host,
+      requiredStreams: (s) => [`KV_${s.policyBucket}`],
       sideConnections: [{ name: 'nats-kv', nc: kvConnection }],
       ...(options.streams ? { streams: options.streams } : {}),
       ...(options.logger === false ? { logger: false } : {}),

@@ -143,6 +143,7 @@ export async function startToolExecutor(
     prefix: config.prefix,
     port: config.port,
     host: config.host,
+    requiredStreams: (s) => [`KV_${s.toolsBucket}`],
     ...(options.sideConnections ? { sideConnections: options.sideConnections } : {}),
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),

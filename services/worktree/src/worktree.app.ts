@@ -39,6 +39,7 @@ export async function startWorktree(options: {
         port: config.port,
         host: config.host,
         usesJournal: true,
+        requiredStreams: (s) => [`OBJ_${s.artifactsBucket}`],
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, subjects) => WorktreeModule.forRoot(nc, subjects),
       }),

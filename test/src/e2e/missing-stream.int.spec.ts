@@ -86,3 +86,47 @@ describe('a journal stream deleted under a running stack', () => {
     expect((await refusedStart()).message).toMatch(/ends at sequence 0 \(it was created anew\)/);
   }, 60_000);
 });
+
+/**
+ * The buckets the services read their state from deleted under a running stack: the tool
+ * registry, the policies, the MCP state ledger and the artifacts store. Each is what some service
+ * decides by (an empty policy bucket would change what is allowed), so none is recreated empty:
+ * the services that need one answer 503 until it is restored; the journal needs none of them.
+ */
+describe('the services’ buckets deleted under a running stack', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startTestStack('nobucket');
+  }, 60_000);
+  afterAll(() => stack?.stop());
+
+  it('turns /readyz to 503 where a bucket is needed, and recreates none of them', async () => {
+    const { subjects, jsm } = stack.nats;
+    const buckets = [
+      `KV_${subjects.toolsBucket}`,
+      `KV_${subjects.policyBucket}`,
+      `KV_${subjects.mcpStateBucket}`,
+      `OBJ_${subjects.artifactsBucket}`,
+    ];
+    const { all } = stack;
+    for (const s of [all.gateway, all.evaluator, all.executor, all.journal, all.worktree])
+      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    for (const name of buckets) await jsm.streams.delete(name);
+
+    for (const s of [all.gateway, all.evaluator, all.executor, all.worktree]) {
+      const checks = await eventually(
+        async () => {
+          const res = await fetch(`${s.url}/readyz`);
+          const body = (await res.json()) as { checks: Record<string, boolean> };
+          return res.status === 503 ? body.checks : undefined;
+        },
+        { what: `${s.name}'s /readyz to answer 503` },
+      );
+      expect(checks).toMatchObject({ nats: true, 'journal-streams': false });
+    }
+    expect((await fetch(`${all.journal.url}/readyz`)).status).toBe(200);
+    for (const name of buckets)
+      await expect(jsm.streams.info(name)).rejects.toThrow(/stream not found/);
+  }, 60_000);
+});
