@@ -8,7 +8,7 @@ describe('recordedDispatch: what a replay past the stream retention answers from
       state: 'settled',
       settled: { outcome: 'ok', result: { n: 1 } },
     });
-    const error = { code: 'tool-failed', message: 'boom' };
+    const error = { code: 'internal' as const, message: 'boom' };
     expect(recordedDispatch({ status: 'settled', outcome: 'error', result: null, error })).toEqual({
       state: 'settled',
       settled: { outcome: 'error', error },
