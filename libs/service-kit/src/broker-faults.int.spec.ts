@@ -165,14 +165,17 @@ describe('a service and a broker that is down, hangs or restarts', () => {
     try {
       expect(await readyz(service)).toEqual({
         status: 200,
-        body: { ready: true, checks: { nats: true } },
+        body: { ready: true, checks: { nats: true, 'journal-streams': true } },
       });
 
       await broker.kill();
       // The very first probe after the broker died, not one that eventually agrees.
       expect(await readyz(service)).toEqual({
         status: 503,
-        body: expect.objectContaining({ ready: false, checks: { nats: false } }),
+        body: expect.objectContaining({
+          ready: false,
+          checks: { nats: false, 'journal-streams': false },
+        }),
       });
 
       await broker.start();
@@ -195,7 +198,7 @@ describe('a service and a broker that is down, hangs or restarts', () => {
       try {
         expect(await readyz(service)).toEqual({
           status: 503,
-          body: expect.objectContaining({ checks: { nats: false } }),
+          body: expect.objectContaining({ checks: { nats: false, 'journal-streams': false } }),
         });
       } finally {
         broker.resume();

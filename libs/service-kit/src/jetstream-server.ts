@@ -179,6 +179,11 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
     this.running.length = 0;
   }
 
+  /** The durable consumers this service pulls from (known once it listens). */
+  consumers(): readonly string[] {
+    return this.polledConsumers;
+  }
+
   /** The messages this service's handlers are working on now. */
   inFlight(): InFlightMessage[] {
     return this.running.flatMap((c) => c.inFlight());

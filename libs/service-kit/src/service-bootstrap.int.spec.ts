@@ -143,7 +143,10 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
     expect(await health.json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${service.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ ready: true, checks: { nats: true } });
+    expect(await ready.json()).toEqual({
+      ready: true,
+      checks: { nats: true, 'journal-streams': true },
+    });
   });
 
   it("delivers a journal event to the @EventPattern('requested') handler and acks it", async () => {

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { INestApplication, LoggerService } from '@nestjs/common';
+import { Logger, type INestApplication, type LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, type NatsSettings } from './nats-settings';
@@ -21,6 +21,7 @@ import {
 } from '@toolgate/bus';
 import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-server';
 import { Readiness } from './health';
+import { journalReadinessCheck } from './journal-readiness';
 import { natsReadinessCheck } from './nats-readiness';
 import { startClean } from './opened-resources';
 import { startupStep } from './startup-failure';
@@ -54,6 +55,19 @@ export interface ServiceBootstrapOptions {
   };
   streams?: JournalStreamOptions;
   logger?: LoggerService | false;
+  /**
+   * Whether `/readyz` checks that the journal and dead-letter streams (and the service's consumers)
+   * exist on the broker (`journal-streams`): for every service that appends to the journal or
+   * pulls from it. Default: when it has a `transport`.
+   */
+  usesJournal?: boolean;
+  /**
+   * Streams besides the journal's that the service reads its state from (its KV buckets'
+   * `KV_<bucket>`, an object store's `OBJ_<bucket>`): with `usesJournal`, `/readyz` checks they
+   * exist too. None of them is recreated empty while the service runs (an empty policy or tool
+   * bucket would change what is allowed).
+   */
+  requiredStreams?: (subjects: Subjects) => readonly string[];
   /** Adjusts the application before it listens (filters, body limits). */
   configure?(app: INestApplication): void;
   /**
@@ -150,6 +164,18 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       );
       await startupStep('ensuring the journal streams and consumers', () =>
         app.startAllMicroservices(),
+      );
+    }
+    if (options.usesJournal ?? options.transport !== undefined) {
+      const logger = new Logger(options.name);
+      app.get(Readiness).add(
+        journalReadinessCheck(
+          nc,
+          subjects,
+          () => server?.consumers() ?? [],
+          (line) => logger.error(line),
+          options.requiredStreams?.(subjects) ?? [],
+        ),
       );
     }
     await startupStep(`listening on HTTP port ${options.port}`, () =>

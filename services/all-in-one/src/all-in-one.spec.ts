@@ -65,6 +65,22 @@ describe('loadAllInOneOptions', () => {
     expect(path.relative(repo, root).startsWith('..')).toBe(true);
   });
 
+  it('binds every internal health and metrics port where the gateway binds, unless set', () => {
+    const hosts = (env: NodeJS.ProcessEnv) => {
+      const o = loadAllInOneOptions(env);
+      return [o.gateway, o.evaluator, o.executor, o.journal, o.worktree].map((c) => c.host);
+    };
+    expect(hosts({})).toEqual(Array(5).fill('0.0.0.0'));
+    expect(hosts({ GATEWAY_HOST: '127.0.0.1' })).toEqual(Array(5).fill('127.0.0.1'));
+    expect(hosts({ GATEWAY_HOST: '127.0.0.1', JOURNAL_HOST: '0.0.0.0' })).toEqual([
+      '127.0.0.1',
+      '127.0.0.1',
+      '127.0.0.1',
+      '0.0.0.0',
+      '127.0.0.1',
+    ]);
+  });
+
   it('moves every internal port with GATEWAY_PORT, so a second copy does not collide', () => {
     const ports = (env: NodeJS.ProcessEnv) => {
       const o = loadAllInOneOptions(env);

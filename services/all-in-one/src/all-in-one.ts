@@ -94,6 +94,20 @@ function internalPorts(gatewayPort: number): Record<keyof typeof INTERNAL_PORT_O
 }
 
 /**
+ * The internal services' health and metrics listeners in the all-in-one bind where the gateway
+ * binds (`GATEWAY_HOST`): a copy kept to loopback exposes none of its ports to the network. A host
+ * set explicitly wins.
+ */
+function internalHosts(gatewayHost: string): Record<string, string> {
+  return Object.fromEntries(
+    ['EVALUATOR_HOST', 'EXECUTOR_HOST', 'JOURNAL_HOST', 'WORKTREE_HOST'].map((k) => [
+      k,
+      gatewayHost,
+    ]),
+  );
+}
+
+/**
  * Where a laptop's worktrees live by default: outside the repository they are made from (git
  * refuses a worktree root inside it), in the user's state directory, one folder per repository.
  */
@@ -110,7 +124,7 @@ export function defaultWorktreeRoot(repo: string, env: NodeJS.ProcessEnv): strin
 /** Reads every service's configuration from one environment, with the laptop defaults. */
 export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
   const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
-  env = { ...internalPorts(gateway.port), ...env };
+  env = { ...internalPorts(gateway.port), ...internalHosts(gateway.host), ...env };
   // Only when no tokens are configured at all: an explicitly empty list must not enable the
   // well-known development token.
   const tokens =

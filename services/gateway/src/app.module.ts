@@ -1,6 +1,12 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { McpListToolsOkReplySchema, ServiceIdentity, type Subjects } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  McpListToolsOkReplySchema,
+  QueryOperation,
+  ServiceIdentity,
+  type Subjects,
+} from '@toolgate/contracts';
 import { ErrorStreaks, JournalPublisher, requestReply, serviceKeysOf } from '@toolgate/bus';
 import { PolicyRuntime } from '@toolgate/policy-runtime';
 import type { PolicyStore, ToolRegistry } from '@toolgate/registry';
@@ -13,7 +19,11 @@ import { ApprovalLinkController } from './http/approval-link.controller';
 import { GATEWAY_LINKS } from './http/approval-link.settings';
 import { TokenAuth } from './auth/token-auth';
 import type { GatewayConfig } from './config';
-import { DispatchSubmitter } from './dispatch/dispatch-submitter';
+import {
+  DispatchSubmitter,
+  recordedDispatch,
+  type ProjectedDispatch,
+} from './dispatch/dispatch-submitter';
 import { ApprovalEventsController } from './http/approval-events.controller';
 import { ConsoleController } from './http/console.controller';
 import { GatewayController } from './http/gateway.controller';
@@ -62,13 +72,34 @@ export class GatewayModule {
             publisher: JournalPublisher,
             metrics: GatewayMetrics,
             serviceMetrics: Metrics,
-          ) =>
-            new DispatchSubmitter(nc, subjects, publisher, registry, {
+          ) => {
+            const queries = new JournalQueries(
+              nc,
+              subjects,
+              config.requestTimeoutMs,
+              serviceKeysOf(nc),
+            );
+            return new DispatchSubmitter(nc, subjects, publisher, registry, {
               waitDefaultMs: config.waitDefaultMs,
               now: () => new Date(),
               onSubmitted: (status, tenant, tool) => metrics.recordSubmission(status, tenant, tool),
               onUntrusted: serviceMetrics.untrustedCounter('wait'),
-            }),
+              // A resubmission past the stream's retention is answered from the projection.
+              recorded: async (tenant, dispatchId) => {
+                try {
+                  const found = await queries.ask<{ dispatch: ProjectedDispatch }>(
+                    QueryOperation.GetDispatch,
+                    tenant,
+                    { dispatchId },
+                  );
+                  return recordedDispatch(found.dispatch);
+                } catch (err) {
+                  if ((err as { code?: unknown }).code === ErrorCode.NotFound) return null;
+                  throw err;
+                }
+              },
+            });
+          },
         },
         {
           provide: GatewayApi,

@@ -75,6 +75,13 @@ export async function startGateway(options: {
         prefix: config.prefix,
         port: config.port,
         host: config.host,
+        // It appends every submission to the journal: without the stream, not ready.
+        usesJournal: true,
+        requiredStreams: (s) => [
+          `KV_${s.toolsBucket}`,
+          `KV_${s.policyBucket}`,
+          `KV_${s.mcpStateBucket}`,
+        ],
         ...(options.streams ? { streams: options.streams } : {}),
         ...(options.logger === false ? { logger: false } : {}),
         module: (nc, s) => GatewayModule.forRoot(nc, s, config, registry, policies),

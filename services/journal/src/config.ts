@@ -17,6 +17,11 @@ const Env = z.object({
   ...MetricsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   JOURNAL_PORT: z.coerce.number().int().min(0).max(65535).default(8083),
+  /**
+   * The interface its health and metrics port listens on (every one by default, for the kubelet's
+   * probes and Prometheus; the all-in-one binds it where the gateway binds, `GATEWAY_HOST`).
+   */
+  JOURNAL_HOST: z.string().min(1).default('0.0.0.0'),
   /** PostgreSQL; when unset an embedded PGlite database on disk is used. */
   DATABASE_URL: z.string().optional(),
   JOURNAL_SCHEMA: z.string().optional(),
@@ -81,6 +86,8 @@ export type JournalConfig = NatsSettings &
   Readonly<{
     prefix: string;
     port: number;
+    /** Where its health and metrics port listens. */
+    host: string;
     databaseUrl?: string;
     schema?: string;
     pglitePath: string;
@@ -109,6 +116,7 @@ export function loadJournalConfig(env: NodeJS.ProcessEnv): JournalConfig {
     metrics: metricsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.JOURNAL_PORT,
+    host: e.JOURNAL_HOST,
     ...(e.DATABASE_URL ? { databaseUrl: e.DATABASE_URL } : {}),
     ...(e.JOURNAL_SCHEMA ? { schema: e.JOURNAL_SCHEMA } : {}),
     pglitePath,

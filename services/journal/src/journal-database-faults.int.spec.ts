@@ -61,7 +61,7 @@ describe('the journal and a PostgreSQL that is unreachable at start-up and later
     );
     expect(await readyz(journal)).toEqual({
       status: 200,
-      body: { ready: true, checks: { nats: true, database: true } },
+      body: { ready: true, checks: { nats: true, 'journal-streams': true, database: true } },
     });
 
     // Every pooled connection is torn down under the journal: an idle one erroring must not take
@@ -69,7 +69,9 @@ describe('the journal and a PostgreSQL that is unreachable at start-up and later
     await proxy.cut();
     expect(await readyz(journal)).toEqual({
       status: 503,
-      body: expect.objectContaining({ checks: { nats: true, database: false } }),
+      body: expect.objectContaining({
+        checks: { nats: true, 'journal-streams': true, database: false },
+      }),
     });
 
     // An event journaled while the database is away is folded once it is back.

@@ -87,6 +87,7 @@ export async function startJournal(options: {
         metrics: config.metrics,
         prefix: config.prefix,
         port: config.port,
+        host: config.host,
         // The journal owns its streams: it creates them and keeps their settings up to date; the
         // other services only use them (their NATS users may not change them).
         streams: {

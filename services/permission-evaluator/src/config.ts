@@ -11,6 +11,11 @@ const Env = z.object({
   ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   EVALUATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8081),
+  /**
+   * The interface its health and metrics port listens on (every one by default, for the kubelet's
+   * probes and Prometheus; the all-in-one binds it where the gateway binds, `GATEWAY_HOST`).
+   */
+  EVALUATOR_HOST: z.string().min(1).default('0.0.0.0'),
   /** Evaluations in flight per replica: each mostly waits for its decision's ack from the broker. */
   EVALUATOR_CONCURRENCY: z.coerce.number().int().min(1).max(4096).default(256),
   EVALUATOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
@@ -31,6 +36,8 @@ export type EvaluatorConfig = NatsSettings &
   Readonly<{
     prefix: string;
     port: number;
+    /** Where its health and metrics port listens. */
+    host: string;
     concurrency: number;
     maxDeliver: number;
     ackWaitMs: number;
@@ -45,6 +52,7 @@ export function loadEvaluatorConfig(env: NodeJS.ProcessEnv): EvaluatorConfig {
     ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.EVALUATOR_PORT,
+    host: e.EVALUATOR_HOST,
     concurrency: e.EVALUATOR_CONCURRENCY,
     maxDeliver: e.EVALUATOR_MAX_DELIVER,
     ackWaitMs: e.EVALUATOR_ACK_WAIT_MS,

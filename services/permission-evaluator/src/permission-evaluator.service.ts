@@ -42,6 +42,8 @@ export async function startPermissionEvaluator(options: {
       nats: config,
       prefix: config.prefix,
       port: config.port,
+      host: config.host,
+      requiredStreams: (s) => [`KV_${s.policyBucket}`],
       sideConnections: [{ name: 'nats-kv', nc: kvConnection }],
       ...(options.streams ? { streams: options.streams } : {}),
       ...(options.logger === false ? { logger: false } : {}),

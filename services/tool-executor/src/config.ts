@@ -21,6 +21,11 @@ const Env = z.object({
   /** MCP servers behind Toolgate (JSON, see `McpUpstreamSchema`): where `mcp` tools are called. */
   TOOLGATE_MCP_UPSTREAMS: z.string().optional(),
   EXECUTOR_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
+  /**
+   * The interface its health and metrics port listens on (every one by default, for the kubelet's
+   * probes and Prometheus; the all-in-one binds it where the gateway binds, `GATEWAY_HOST`).
+   */
+  EXECUTOR_HOST: z.string().min(1).default('0.0.0.0'),
   /** The pinned working directory of the builtins (isolation `none` and `readonly`). */
   EXECUTOR_CWD: z.string().default(process.cwd()),
   EXECUTOR_READ_PATHS: list,
@@ -145,6 +150,8 @@ export type ExecutorConfig = NatsSettings &
   Readonly<{
     prefix: string;
     port: number;
+    /** Where its health and metrics port listens. */
+    host: string;
     cwd: string;
     readPaths?: string[];
     writePaths?: string[];
@@ -191,6 +198,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     metrics: metricsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.EXECUTOR_PORT,
+    host: e.EXECUTOR_HOST,
     cwd: e.EXECUTOR_CWD,
     ...(e.EXECUTOR_READ_PATHS ? { readPaths: e.EXECUTOR_READ_PATHS } : {}),
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),

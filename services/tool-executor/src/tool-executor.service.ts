@@ -153,6 +153,8 @@ export async function startToolExecutor(
     metrics: config.metrics,
     prefix: config.prefix,
     port: config.port,
+    host: config.host,
+    requiredStreams: (s) => [`KV_${s.toolsBucket}`],
     ...(options.sideConnections ? { sideConnections: options.sideConnections } : {}),
     ...(options.streams ? { streams: options.streams } : {}),
     ...(options.logger === false ? { logger: false } : {}),

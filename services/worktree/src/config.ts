@@ -17,6 +17,11 @@ const Env = z.object({
   ...NatsEnvShape,
   TOOLGATE_PREFIX: z.string().default('toolgate'),
   WORKTREE_PORT: z.coerce.number().int().min(0).max(65535).default(8084),
+  /**
+   * The interface its health and metrics port listens on (every one by default, for the kubelet's
+   * probes and Prometheus; the all-in-one binds it where the gateway binds, `GATEWAY_HOST`).
+   */
+  WORKTREE_HOST: z.string().min(1).default('0.0.0.0'),
   /** The volume trees and their records live on; must be outside every host repository. */
   WORKTREE_ROOT: z.string().default(path.join(os.tmpdir(), 'toolgate-worktrees')),
   /** The host repository an acquire without `repo` branches from. */
@@ -35,6 +40,8 @@ export type WorktreeConfig = NatsSettings &
   Readonly<{
     prefix: string;
     port: number;
+    /** Where its health and metrics port listens. */
+    host: string;
     root: string;
     repo?: string;
     allowedRepos?: string[];
@@ -78,6 +85,7 @@ export function loadWorktreeConfig(env: NodeJS.ProcessEnv): WorktreeConfig {
     ...natsSettings(e),
     prefix: e.TOOLGATE_PREFIX,
     port: e.WORKTREE_PORT,
+    host: e.WORKTREE_HOST,
     root: e.WORKTREE_ROOT,
     ...(e.WORKTREE_REPO ? { repo: e.WORKTREE_REPO } : {}),
     ...(allowedRepos ? { allowedRepos } : {}),

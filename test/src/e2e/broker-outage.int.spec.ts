@@ -59,7 +59,7 @@ describe('the HTTP API while the broker is down', () => {
     const notReady = await stack.http('GET', '/readyz', undefined);
     expect(notReady).toEqual({
       status: 503,
-      body: { ready: false, checks: { nats: false, 'nats-kv': false } },
+      body: { ready: false, checks: { nats: false, 'nats-kv': false, 'journal-streams': false } },
     });
     for (const [what, res] of Object.entries(refused)) {
       expect({ what, status: res.status, code: res.body?.error?.code }).toEqual({
@@ -93,7 +93,7 @@ describe('the HTTP API while the broker is down', () => {
       },
       { what: 'the gateway ready after the broker restarted', timeoutMs: 30_000 },
     );
-    expect(ready.body.checks).toEqual({ nats: true, 'nats-kv': true });
+    expect(ready.body.checks).toEqual({ nats: true, 'nats-kv': true, 'journal-streams': true });
     expect((await putPolicy()).status).toBe(200);
     // The other services reconnect on their own time; the submission goes through once they have.
     const again = await eventually(

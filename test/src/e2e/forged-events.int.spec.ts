@@ -21,7 +21,7 @@ import {
   type TestBroker,
 } from '@toolgate/testing';
 import { journalCounts, runWhere, settled } from '../support/dispatch-probes';
-import { serveHeldTool } from '../support/remote-tool';
+import { serveHeldTool, serveRemoteTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const encoder = new TextEncoder();
@@ -253,6 +253,120 @@ describe.each(BROKER_SHAPES)(
       const parkedView = await settled(stack, parkedId);
       expect(parkedView.dispatch.outcome).toBe('ok');
       expect(parkedView.dispatch.resolvedBy).toBe('acme-approver');
+    });
+
+    /** `toolgate_executor_claims_total` for one outcome on the executor's /metrics. */
+    async function claims(outcome: string): Promise<number> {
+      const text = await (await fetch(`${stack.all.executor.url}/metrics`)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith(`toolgate_executor_claims_total{outcome="${outcome}"}`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    }
+
+    it('ignores and dead-letters a started nobody who claims calls signed: an approved parked call runs at once', async () => {
+      const runs: unknown[] = [];
+      // Lease of a claim on it: its 120 s deadline plus a grace — far past this test's patience.
+      const worker = await serveRemoteTool(
+        stack,
+        {
+          name: 'parked_lookup',
+          description: 'Looks something up, once approved.',
+          parameters: { type: 'object' },
+          policy: { timeoutMs: 120_000 },
+        },
+        (input) => {
+          runs.push(input);
+          return { ok: true, result: 'looked up' };
+        },
+      );
+      try {
+        const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+          document: {
+            engine: {
+              deny: [{ tool: 'write_file', reason: 'no writes' }],
+              ask: [{ tool: 'shell' }, { tool: 'parked_lookup' }],
+            },
+          },
+        });
+        expect(policy.status).toBe(200);
+        const parked = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+          runId: 'run-forged-claim',
+          callId: 'c1',
+          agent,
+          tool: 'parked_lookup',
+          input: {},
+          wait: 20_000,
+        });
+        expect(parked.body.state).toBe('suspended');
+        const id: string = parked.body.dispatchId;
+        const claim = (n: number) =>
+          journalEvent({
+            type: 'started',
+            id: `${id}:started:forged-${n}`,
+            tenant: 'acme',
+            runId: 'run-forged-claim',
+            dispatchId: id,
+            at: new Date().toISOString(),
+            // As the claim of the approval's delivery would read.
+            causationId: `${id}:resolved`,
+            attempt: 1,
+            toolName: 'parked_lookup',
+            executor: 'remote',
+          });
+        const journalDeadBefore = await deadLettered('journal');
+        const waitedBefore = await claims('waited');
+        // Unsigned, then validly signed by an identity that does not write claims (the gateway).
+        await forge(claim(1));
+        await forge(claim(2), (subject, payload, h) =>
+          testKeys('gateway').signEvent(subject, 'requested', payload, h),
+        );
+
+        const run = await runWhere(stack, 'run-forged-claim', (r) => r.pending.length === 1);
+        const resolved = await stack.http(
+          'POST',
+          `/v1/approvals/${run.pending[0]!.key}/resolve`,
+          TOKENS.acmeApprover,
+          { decision: 'allow', reason: 'genuine' },
+        );
+        expect(resolved.status).toBe(200);
+        // Settled by its run, not by a lease running out (120 s and more).
+        const view = await settled(stack, id, 30_000);
+        expect(view.dispatch).toMatchObject({ outcome: 'ok', result: 'looked up' });
+        expect(runs).toHaveLength(1);
+        // The executor never waited on the forged claims: it superseded the last one at once.
+        expect((await claims('waited')) - waitedBefore).toBe(0);
+        expect(await journalCounts(stack, 'acme', 'run-forged-claim', id)).toMatchObject({
+          started: 3,
+          settled: 1,
+        });
+        // Only the genuine claim is history: the forged ones were refused and dead-lettered.
+        const started = view.events.filter((e) => e.event.type === 'started');
+        expect(started).toHaveLength(1);
+        expect(started[0]!.event.id).not.toMatch(/forged/);
+        await eventually(
+          async () => ((await deadLettered('journal')) - journalDeadBefore >= 2 ? true : undefined),
+          { what: 'the forged claims dead-lettered by the journal' },
+        );
+        const dead = await stack.nats.jsm.streams.getMessage(
+          stack.nats.subjects.deadLetter.stream,
+          {
+            last_by_subj: stack.nats.subjects.deadLetter.forRole('journal'),
+          },
+        );
+        expect(dead?.header.get('Toolgate-Original-Subject')).toBe(subjectOf(claim(2)));
+        expect(dead?.header.get('Toolgate-Error-Code')).toBe('unauthorized');
+      } finally {
+        worker.stop();
+        await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
+          document: {
+            engine: {
+              deny: [{ tool: 'write_file', reason: 'no writes' }],
+              ask: [{ tool: 'shell' }],
+            },
+          },
+        });
+      }
     });
 
     it("refuses a raw client's internal requests as unauthorized", async () => {

@@ -1,3 +1,4 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
 import {
@@ -7,6 +8,8 @@ import {
   outcomeOf,
   SubmitDispatchRequestSchema,
   ToolgateError,
+  type DispatchOutcome,
+  type DispatchState,
   type JournalEvent,
   type Subjects,
   type SubmitDispatchResponse,
@@ -38,6 +41,7 @@ export class DispatchSubmitter {
   /** Length of `<prefix>.journal.`, where a journal subject's tenant token starts. */
   private readonly routeStart: number;
   private stopped = false;
+  private readonly retention: RetentionWatch;
 
   constructor(
     nc: NatsConnection,
@@ -51,8 +55,15 @@ export class DispatchSubmitter {
       onSubmitted?(status: 'accepted' | 'replayed', tenant: string, tool: string): void;
       /** Told about each outcome refused as untrusted while a caller waited (metrics). Must not throw. */
       onUntrusted?(reason: UntrustedReason): void;
+      /**
+       * What the projection holds of a dispatch (null: nothing), asked before a submission is
+       * journaled once the stream's retention has dropped anything: a call whose `requested` aged
+       * out of the stream is still answered as the replay it is (see {@link RecordedDispatch}).
+       */
+      recorded?(tenant: string, dispatchId: string): Promise<RecordedDispatch | null>;
     },
   ) {
+    this.retention = new RetentionWatch(nc, subjects.journal.stream);
     this.routeStart = `${subjects.prefix}.journal.`.length;
     // JetStream publishes reach core subscribers too. A callback, not an iterator: every settlement
     // of every tenant passes through here, and most have no waiter.
@@ -130,6 +141,16 @@ export class DispatchSubmitter {
     // Register the waiter before publishing so an outcome that comes quickly is not missed.
     const watcher = waitMs > 0 ? this.watch(principal.tenant, req.runId, dispatchId) : undefined;
     try {
+      // The stream dedups a resubmission only while it holds the first `requested`: past its
+      // retention the projection, which keeps every dispatch, answers for it — the tool never runs
+      // twice for one call however late it is sent again.
+      const old = await this.recordedBeyondRetention(principal.tenant, dispatchId);
+      if (old) {
+        this.options.onSubmitted?.('replayed', principal.tenant, tool.name);
+        return old.state === 'settled' && old.settled
+          ? { dispatchId, status: 'replayed', state: 'settled', settled: old.settled }
+          : { dispatchId, status: 'replayed', state: old.state };
+      }
       // Kept out by forgeries (nothing recorded), the append throws `unavailable`: the caller's
       // retry of the same call may win, where `replayed` would name a call that never was.
       const appended = await this.publisher.append(event);
@@ -162,6 +183,20 @@ export class DispatchSubmitter {
     } finally {
       watcher?.close();
     }
+  }
+
+  /**
+   * The projection's record of a dispatch, when the stream may have dropped its `requested` (its
+   * retention has dropped anything at all); null otherwise, or when the projection has none. A
+   * projection that cannot be asked fails the submission (`unavailable`, retryable): accepting it
+   * could run a call a second time.
+   */
+  private async recordedBeyondRetention(
+    tenant: string,
+    dispatchId: string,
+  ): Promise<RecordedDispatch | null> {
+    if (!this.options.recorded || !(await this.retention.hasDropped())) return null;
+    return this.options.recorded(tenant, dispatchId);
   }
 
   /** Depth of a model-retry chain; refuses a retry beyond the budget. */
@@ -259,4 +294,80 @@ interface Waiter {
   seen: JournalEvent | undefined;
   /** Ends the caller's wait early; set while it waits. */
   wake: (() => void) | undefined;
+}
+
+/** What the projection holds of a dispatch, as a replay answers it. */
+export interface RecordedDispatch {
+  state: DispatchState;
+  settled?: DispatchOutcome;
+}
+
+/** A dispatch as the journal's `dispatch.get` answers it (the fields a replay needs). */
+export interface ProjectedDispatch {
+  status: string;
+  outcome: DispatchOutcome['outcome'] | null;
+  result?: unknown;
+  error?: DispatchOutcome['error'] | null;
+}
+
+/** The projection's furthest stage of a dispatch, as a submission's state names it. */
+const STATE_OF_STATUS: Record<string, DispatchState> = {
+  requested: 'requested',
+  decided: 'decided',
+  suspended: 'suspended',
+  resolved: 'decided',
+  started: 'running',
+  settled: 'settled',
+};
+
+/** What a replay answers from a projected dispatch. */
+export function recordedDispatch(view: ProjectedDispatch): RecordedDispatch {
+  const state = STATE_OF_STATUS[view.status] ?? 'requested';
+  if (state !== 'settled' || !view.outcome) return { state };
+  return {
+    state,
+    settled: {
+      outcome: view.outcome,
+      ...(view.result !== undefined && view.result !== null ? { result: view.result } : {}),
+      ...(view.error ? { error: view.error } : {}),
+    },
+  };
+}
+
+/** How long "the stream has dropped nothing yet" is believed before it is asked again. */
+const RETENTION_RECHECK_MS = 1000;
+
+/**
+ * Whether the journal stream has ever dropped a message (its first sequence is past 1: retention
+ * by age or size, or a purge). Once it has, it has for good; until then the broker is asked at
+ * most once a second, so a young deployment pays no projection lookup per submission.
+ */
+class RetentionWatch {
+  private dropped = false;
+  private checkedAtMs = -Infinity;
+  private checking: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly stream: string,
+  ) {}
+
+  async hasDropped(): Promise<boolean> {
+    if (this.dropped || Date.now() - this.checkedAtMs < RETENTION_RECHECK_MS) return this.dropped;
+    this.checking ??= (async () => {
+      try {
+        const info = await (await jetstreamManager(this.nc)).streams.info(this.stream);
+        this.dropped = info.state.first_seq > 1;
+        this.checkedAtMs = Date.now();
+        return this.dropped;
+      } catch {
+        // A broker between leaders or away: the append decides (it retries, or fails the
+        // submission); this answer stays what it was until the broker answers again.
+        return this.dropped;
+      } finally {
+        this.checking = undefined;
+      }
+    })();
+    return this.checking;
+  }
 }

@@ -71,6 +71,11 @@ export async function createDb(options: CreateDbOptions): Promise<JournalDb> {
     // An idle connection that drops is no query's failure: the pool discards it and the next query
     // connects afresh. Unheard, the pool's 'error' event would end the process on a database restart.
     pool.on('error', (err) => onConnectionLost?.(err));
+    // A connection that drops while checked out (a projection transaction, a readiness probe) fails
+    // its query, which the caller handles (the batch is redelivered), and is discarded on release;
+    // but pg-pool listens for errors only on idle clients, so the client's own 'error' event would
+    // be unheard and end the process. Every client gets a listener of its own for its lifetime.
+    pool.on('connect', (client) => client.on('error', (err) => onConnectionLost?.(err)));
     dialect = new PostgresDialect({ pool });
   } else {
     if (pglitePath === undefined || pglitePath === '') {

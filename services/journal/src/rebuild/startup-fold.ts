@@ -2,6 +2,8 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { consumerName, isJsApiError, JsApiCode } from '@toolgate/bus';
 import {
   ConsumerRole,
+  ErrorCode,
+  ToolgateError,
   type EventKeys,
   type Subjects,
   type UntrustedReason,
@@ -45,22 +47,6 @@ export async function foldWhatTheConsumerPassed(
   onUntrusted?: (reason: UntrustedReason) => void,
   progressEveryMs = 2_000,
 ): Promise<StartupFold | null> {
-  let delivered: number;
-  try {
-    const info = await jsm.consumers.info(
-      subjects.journal.stream,
-      consumerName(subjects, { role: ConsumerRole.Journal, eventType: '*' }),
-    );
-    delivered = info.delivered.stream_seq;
-  } catch (err) {
-    // No stream or no consumer yet: it will deliver everything from the first event.
-    if (
-      isJsApiError(err, JsApiCode.StreamNotFound) ||
-      isJsApiError(err, JsApiCode.ConsumerNotFound)
-    )
-      return null;
-    throw err;
-  }
   const stream = subjects.journal.stream;
   const applied = Number(
     (
@@ -69,6 +55,26 @@ export async function foldWhatTheConsumerPassed(
       }>`select max(seq) as seq from audit_log where stream = ${stream}`.execute(db)
     ).rows[0]?.seq ?? 0,
   );
+  let delivered: number;
+  try {
+    const info = await jsm.consumers.info(
+      stream,
+      consumerName(subjects, { role: ConsumerRole.Journal, eventType: '*' }),
+    );
+    delivered = info.delivered.stream_seq;
+  } catch (err) {
+    // No stream or no consumer yet: it will deliver everything from the first event — unless this
+    // projection has folded a stream of that name already, which is then gone or was made anew.
+    if (isJsApiError(err, JsApiCode.StreamNotFound)) {
+      refuseAReplacedStream(stream, applied, null);
+      return null;
+    }
+    if (isJsApiError(err, JsApiCode.ConsumerNotFound)) {
+      refuseAReplacedStream(stream, applied, (await jsm.streams.info(stream)).state.last_seq);
+      return null;
+    }
+    throw err;
+  }
   if (delivered <= applied) return null;
   const fromSeq = applied + 1;
   // Up to what the consumer was delivered: what it will deliver, it counts and skips itself.
@@ -107,4 +113,21 @@ export async function foldWhatTheConsumerPassed(
         : ''),
   );
   return { fromSeq, toSeq: delivered, events: result.applied, skipped: reader.stats.skipped };
+}
+
+/**
+ * The journal stream is the source of truth, and the projection keys what it folded by stream and
+ * sequence. A stream that is missing (deleted, a broker that lost its store) or was created anew
+ * (by any service's start-up: it ends below what this projection folded) under a projection that
+ * folded the old one must not be created or folded as if nothing happened: its sequences start
+ * again at 1, and the projection would take its events for ones it applied already and drop them.
+ * The start-up fails (retryably: it is retried, saying so, until the stream is restored) instead.
+ */
+function refuseAReplacedStream(stream: string, applied: number, lastSeq: number | null): void {
+  if (applied === 0 || (lastSeq !== null && lastSeq >= applied)) return;
+  throw new ToolgateError(
+    ErrorCode.Unavailable,
+    `the journal stream ${stream} ${lastSeq === null ? 'is missing' : `ends at sequence ${lastSeq} (it was created anew)`}, but this projection has folded it up to sequence ${applied}: not creating or folding a new one in its place. Restore the stream from a backup (it is the source of truth), or give the journal a fresh JOURNAL_SCHEMA to start over with an empty history`,
+    { details: { stream, applied, lastSeq } },
+  );
 }
