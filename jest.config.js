@@ -8,11 +8,11 @@
 const os = require('node:os');
 const { projects, testTimeout } = require('./jest.projects.js');
 
-const cores =
-  typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+const cores = os.availableParallelism();
 
 module.exports = {
   testTimeout,
   maxWorkers: Math.max(2, cores * 2),
+  testSequencer: require.resolve('./jest.sequencer.js'),
   projects: projects(),
 };
