@@ -24,7 +24,9 @@ function projects(ignore = []) {
 }
 
 // Global options: jest reads them from the root config only, never from a project's (a project's
-// `testTimeout` from jest.preset.js is ignored in a multi-project run, so it is set here again).
-const { testTimeout } = require('./jest.preset.js');
+// `testTimeout` from jest.preset.js is ignored in a multi-project run, so it is set here). Twice the
+// preset's: in a shared pool a file's stack starts while other workers hold the cores, and a
+// timeout only bounds a hang — it makes no test pass that would fail.
+const testTimeout = 2 * require('./jest.preset.js').testTimeout;
 
 module.exports = { projects, testTimeout };
