@@ -712,8 +712,9 @@ describe('a batch consumer folding in lanes', () => {
       },
     );
     try {
-      // Twelve dispatches over three lanes, each lane lingering for more.
-      for (const k of keys) await publisher.append(started(k, 1));
+      // Twelve dispatches over three lanes, each lane lingering for more (the appends at once, so
+      // a loaded machine's slow round trips do not outlast the linger).
+      await Promise.all(keys.map((k) => publisher.append(started(k, 1))));
       await eventually(() => (runs.length > 0 ? true : undefined), {
         timeoutMs: 10_000,
         what: 'the first run',
@@ -723,7 +724,7 @@ describe('a batch consumer folding in lanes', () => {
       expect(runs[0]!.map((e) => e.seq)).toEqual(runs[0]!.map((e) => e.seq).sort((a, b) => a - b));
       // Their next events, while it is applied: past their linger, still no run may start, for
       // each of those dispatches is in the run being applied.
-      for (const k of keys) await publisher.append(started(k, 2));
+      await Promise.all(keys.map((k) => publisher.append(started(k, 2))));
       await new Promise((r) => setTimeout(r, 1500));
       expect(runs).toHaveLength(1);
       openGate();
