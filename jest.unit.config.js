@@ -1,23 +1,12 @@
 // `npm run test:unit`: every project's specs that need no server (`*.spec.ts`, never
 // `*.int.spec.ts`), in one jest run across the projects so they share one worker pool.
-// Each project keeps its own jest.config.js; this only narrows what it matches.
-const fs = require('node:fs');
-const path = require('node:path');
-
-const root = __dirname;
-const projectDirs = ['contracts', 'test', 'libs', 'services'].flatMap((dir) =>
-  fs.existsSync(path.join(root, dir, 'jest.config.js'))
-    ? [dir]
-    : fs
-        .readdirSync(path.join(root, dir))
-        .map((name) => path.join(dir, name))
-        .filter((d) => fs.existsSync(path.join(root, d, 'jest.config.js'))),
-);
+// Each project keeps its own jest.config.js; this only narrows what it matches. The specs are
+// CPU-bound: one worker per core (jest's default leaves one core to its own, mostly idle, process).
+const os = require('node:os');
+const { projects, testTimeout } = require('./jest.projects.js');
 
 module.exports = {
-  projects: projectDirs.map((dir) => ({
-    ...require(path.join(root, dir, 'jest.config.js')),
-    displayName: dir,
-    testPathIgnorePatterns: ['/node_modules/', '\\.int\\.spec\\.ts$'],
-  })),
+  testTimeout,
+  maxWorkers: os.availableParallelism(),
+  projects: projects(['\\.int\\.spec\\.ts$']),
 };

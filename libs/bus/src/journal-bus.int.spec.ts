@@ -644,8 +644,8 @@ describe('a batch consumer folding in lanes', () => {
         },
         batch: {
           maxBatch: 8,
-          // Long enough that every lane fills a batch before its linger ends, however slow the
-          // appends: full batches are applied side by side, never merged (light load only).
+          // Long enough that every lane fills a batch before its linger ends (the appends of a
+          // round go out together, below): full batches are applied side by side, never merged.
           lingerMs: 1000,
           lanes: 3,
           laneKey: t.subjects.journal.keyOf,
@@ -662,8 +662,10 @@ describe('a batch consumer folding in lanes', () => {
       },
     );
     try {
+      // Round by round, so each dispatch's events are stored in order; a round's 12 appends at
+      // once, so a loaded machine's slow round trips do not outlast a lane's linger.
       for (let attempt = 1; attempt <= 6; attempt++)
-        for (const k of keys) await publisher.append(started(k, attempt));
+        await Promise.all(keys.map((k) => publisher.append(started(k, attempt))));
       await eventually(() => (applied === 72 ? true : undefined), {
         timeoutMs: 20_000,
         what: 'all 72 events applied',
@@ -710,8 +712,9 @@ describe('a batch consumer folding in lanes', () => {
       },
     );
     try {
-      // Twelve dispatches over three lanes, each lane lingering for more.
-      for (const k of keys) await publisher.append(started(k, 1));
+      // Twelve dispatches over three lanes, each lane lingering for more (the appends at once, so
+      // a loaded machine's slow round trips do not outlast the linger).
+      await Promise.all(keys.map((k) => publisher.append(started(k, 1))));
       await eventually(() => (runs.length > 0 ? true : undefined), {
         timeoutMs: 10_000,
         what: 'the first run',
@@ -721,7 +724,7 @@ describe('a batch consumer folding in lanes', () => {
       expect(runs[0]!.map((e) => e.seq)).toEqual(runs[0]!.map((e) => e.seq).sort((a, b) => a - b));
       // Their next events, while it is applied: past their linger, still no run may start, for
       // each of those dispatches is in the run being applied.
-      for (const k of keys) await publisher.append(started(k, 2));
+      await Promise.all(keys.map((k) => publisher.append(started(k, 2))));
       await new Promise((r) => setTimeout(r, 1500));
       expect(runs).toHaveLength(1);
       openGate();

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmod,
+  cp,
   lstat,
   mkdir,
   mkdtemp,
@@ -132,6 +133,15 @@ export async function makeRepo(
   await git(dir, 'commit', '-q', '-m', 'third');
   const third = (await git(dir, 'rev-parse', 'HEAD')).trim();
   return { dir, commits: [first, second, third], featureCommit };
+}
+
+/**
+ * A copy of a repository made by {@link makeRepo} (history, refs, modes and symlinks as they are):
+ * a spec makes one per file and copies it per test, instead of running makeRepo's twenty-odd git
+ * commands each time. The copy is a repository of its own; its commits are the original's.
+ */
+export async function copyRepo(from: string, to: string): Promise<void> {
+  await cp(from, to, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
 }
 
 /**

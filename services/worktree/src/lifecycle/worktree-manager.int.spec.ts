@@ -6,6 +6,7 @@ import {
   MemoryArtifacts,
   MemoryJournal,
   bytes,
+  copyRepo,
   git,
   makeRepo,
   removeDir,
@@ -23,12 +24,24 @@ let artifacts: MemoryArtifacts;
 let commits: string[];
 let featureCommit: string;
 
+/** The fixture repository, made once per file; each test gets a copy of it. */
+let template: string;
+
+beforeAll(async () => {
+  template = await tempDir('mgr-template');
+  await mkdir(path.join(template, 'repo'));
+  ({ commits, featureCommit } = await makeRepo(path.join(template, 'repo')));
+});
+
+afterAll(async () => {
+  if (template) await removeDir(template);
+});
+
 beforeEach(async () => {
   base = await tempDir('mgr');
   repo = path.join(base, 'repo');
   root = path.join(base, 'worktrees');
-  await mkdir(repo);
-  ({ commits, featureCommit } = await makeRepo(repo));
+  await copyRepo(path.join(template, 'repo'), repo);
   journal = new MemoryJournal();
   artifacts = new MemoryArtifacts();
 });
