@@ -45,7 +45,14 @@ export function elidedValue(value: unknown): ElidedValue {
 export const GetDispatchValueRequestSchema = z.strictObject({
   dispatchId: Token,
   part: DispatchValuePartSchema,
-  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0),
+  // Code points; at most what PostgreSQL's substr takes as a 32-bit start (offset + 1). A value
+  // is far shorter: an offset past its end answers an empty chunk.
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .max(2 ** 31 - 2)
+    .default(0),
 });
 export type GetDispatchValueRequest = z.input<typeof GetDispatchValueRequestSchema>;
 

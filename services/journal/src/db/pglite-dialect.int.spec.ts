@@ -17,6 +17,7 @@ import { compareProjections } from '../rebuild/compare-projections';
 import { resetProjection } from '../rebuild/rebuild-projection';
 import { createDb, type JournalDb } from './create-db';
 import { MIGRATION_TABLE } from './migrate-to-latest';
+import { JOURNAL_MIGRATIONS } from './migration-provider';
 
 const d1 = dispatchFixture({ dispatchId: 'd1' });
 const d2 = dispatchFixture({ dispatchId: 'd2', toolName: 'shell', input: { cmd: 'make deploy' } });
@@ -192,7 +193,10 @@ describe('embedded PGlite database', () => {
       .selectFrom(MIGRATION_TABLE as never)
       .selectAll()
       .execute();
-    expect(migrations).toHaveLength(1);
+    // Each migration applied exactly once, none again on reopen.
+    expect(migrations.map((m) => (m as { name: string }).name).sort()).toEqual(
+      Object.keys(JOURNAL_MIGRATIONS).sort(),
+    );
     expect(await applyEvent(lite.db, journal[0]!)).toBe('duplicate');
     expect((await getDispatch(lite.db, 'acme', 'd1'))?.dispatch.status).toBe('decided');
   });

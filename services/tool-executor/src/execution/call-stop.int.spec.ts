@@ -224,9 +224,17 @@ describe.each(['subprocess', 'container'] as const)('a %s call', (executor) => {
     const id = `${run}-d1`;
     const marker = `marker-${id}`;
     await replica();
-    await dispatch(publisher, run, id, await stopperTool(executor, 2_000), { name: marker });
-    await markerGrowing(marker);
-    expect((await processesOf(id, marker)).length).toBeGreaterThanOrEqual(2);
+    await dispatch(publisher, run, id, await stopperTool(executor, 4_000), { name: marker });
+    // The tree, seen while it runs: polled from the start, not after a wait the deadline may
+    // already have ended on a busy machine.
+    // (The tool and its grandchild at least; `eventually` fails the test when never seen.)
+    await eventually(
+      async () =>
+        (await processesOf(id, marker)).length >= 2 && (await markerSize(marker)) > 20
+          ? true
+          : undefined,
+      { timeoutMs: 20_000, intervalMs: 50, what: `${id}'s tree running` },
+    );
 
     const settled = await settledOf(run, id);
     expect(settled).toMatchObject({ outcome: 'error', error: { code: 'timeout' } });
