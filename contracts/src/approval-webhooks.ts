@@ -94,9 +94,14 @@ export function verifyResolveLink(
 ): ResolveLinkClaims | null {
   const m = /^([A-Za-z0-9_-]{1,2048})\.([A-Za-z0-9_-]{43})$/.exec(token);
   if (!m) return null;
-  const expected = createHmac('sha256', secret).update(m[1]!).digest();
-  const given = Buffer.from(m[2]!, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  // Compared as text: the signature's one canonical encoding. (Decoding would ignore the last
+  // character's two spare bits, so four spellings of a signature would all pass.)
+  const expected = Buffer.from(
+    createHmac('sha256', secret).update(m[1]!).digest('base64url'),
+    'latin1',
+  );
+  const given = Buffer.from(m[2]!, 'latin1');
+  if (!timingSafeEqual(given, expected)) return null;
   let claims: ResolveLinkClaims;
   try {
     claims = JSON.parse(Buffer.from(m[1]!, 'base64url').toString('utf8')) as ResolveLinkClaims;

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   ProtocolError,
   ProtocolErrorCode,
@@ -464,14 +465,7 @@ function protocolError(err: unknown): Error {
   });
 }
 
+/** Waits `ms`, or less when `signal` aborts (never throws). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }

@@ -1,14 +1,15 @@
-import type {
-  AgentRef,
-  DecidedBy,
-  ExecutorKind,
-  Isolation,
-  JournalEvent,
-  JournalEventOf,
-  Taint,
-  ToolRef,
-  Verdict,
-  WireError,
+import {
+  DispatchStatusSchema,
+  type AgentRef,
+  type DecidedBy,
+  type ExecutorKind,
+  type Isolation,
+  type JournalEvent,
+  type JournalEventOf,
+  type Taint,
+  type ToolRef,
+  type Verdict,
+  type WireError,
 } from '@toolgate/contracts';
 
 /**
@@ -33,14 +34,8 @@ import type {
  * the projection records what the journal says happened, not what should have.
  */
 
-export const DISPATCH_STATUSES = [
-  'requested',
-  'decided',
-  'suspended',
-  'resolved',
-  'started',
-  'settled',
-] as const;
+/** The contracts' one list of them (`DispatchStatusSchema`), in fold order. */
+export const DISPATCH_STATUSES = DispatchStatusSchema.options;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
 
 /** The folded state of one dispatch. Fields an event has not supplied yet are null. */
