@@ -6,6 +6,12 @@ import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import { dispatchRequests } from '../support/dispatch-requests';
 
+/** A service's /readyz: its status and its checks. */
+async function readyz(url: string) {
+  const res = await fetch(`${url}/readyz`);
+  return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
+}
+
 /**
  * The journal stream deleted under a running stack. It is the source of truth, so nothing
  * recreates it empty: every service's `/readyz` turns 503 (traffic moves elsewhere, the operator
@@ -20,11 +26,6 @@ describe('a journal stream deleted under a running stack', () => {
     stack = await startTestStack('nostream');
   }, 60_000);
   afterAll(() => stack?.stop());
-
-  const readyz = async (url: string) => {
-    const res = await fetch(`${url}/readyz`);
-    return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
-  };
 
   it('turns every /readyz to 503, and a journal start-up refuses to replace it', async () => {
     const request = dispatchRequests('run-nostream', 'nostream', 10_000);
@@ -111,21 +112,20 @@ describe('the services’ buckets deleted under a running stack', () => {
     ];
     const { all } = stack;
     for (const s of [all.gateway, all.evaluator, all.executor, all.journal, all.worktree])
-      expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+      expect((await readyz(s.url)).status).toBe(200);
     for (const name of buckets) await jsm.streams.delete(name);
 
     for (const s of [all.gateway, all.evaluator, all.executor, all.worktree]) {
       const checks = await eventually(
         async () => {
-          const res = await fetch(`${s.url}/readyz`);
-          const body = (await res.json()) as { checks: Record<string, boolean> };
-          return res.status === 503 ? body.checks : undefined;
+          const res = await readyz(s.url);
+          return res.status === 503 ? res.body.checks : undefined;
         },
         { what: `${s.name}'s /readyz to answer 503` },
       );
       expect(checks).toMatchObject({ nats: true, 'journal-streams': false });
     }
-    expect((await fetch(`${all.journal.url}/readyz`)).status).toBe(200);
+    expect((await readyz(all.journal.url)).status).toBe(200);
     for (const name of buckets)
       await expect(jsm.streams.info(name)).rejects.toThrow(/stream not found/);
   }, 60_000);
