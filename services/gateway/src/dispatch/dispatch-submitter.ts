@@ -1,4 +1,4 @@
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
 import {
@@ -346,6 +346,8 @@ class RetentionWatch {
   private dropped = false;
   private checkedAtMs = -Infinity;
   private checking: Promise<boolean> | undefined;
+  /** Made once: each `jetstreamManager` would first ask the broker for its API info. */
+  private jsm: Promise<JetStreamManager> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -356,7 +358,8 @@ class RetentionWatch {
     if (this.dropped || Date.now() - this.checkedAtMs < RETENTION_RECHECK_MS) return this.dropped;
     this.checking ??= (async () => {
       try {
-        const info = await (await jetstreamManager(this.nc)).streams.info(this.stream);
+        this.jsm ??= jetstreamManager(this.nc, { checkAPI: false });
+        const info = await (await this.jsm).streams.info(this.stream);
         this.dropped = info.state.first_seq > 1;
         this.checkedAtMs = Date.now();
         return this.dropped;
