@@ -1,5 +1,5 @@
 import { nanos } from '@nats-io/transport-node';
-import { eventually } from '@toolgate/testing';
+import { BROKER_SHAPES, eventually, startTestBroker, type TestBroker } from '@toolgate/testing';
 import { journalCounts, settled } from '../support/dispatch-probes';
 import { serveRemoteTool, type ServedTool } from '../support/remote-tool';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -9,15 +9,20 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * A call resubmitted after the journal stream's retention dropped its events: the stream no longer
  * deduplicates it, the projection (which keeps every dispatch) does — the gateway answers
- * `replayed` with the recorded outcome and the tool does not run a second time.
+ * `replayed` with the recorded outcome and the tool does not run a second time. On one node with
+ * R1 streams, and on a 3-node cluster with R3 streams.
  */
-describe('a replay older than the stream retention', () => {
+describe.each(BROKER_SHAPES)('a replay older than the stream retention ($shape)', (shape) => {
+  let broker: TestBroker;
   let stack: TestStack;
   let worker: ServedTool;
   const runs: unknown[] = [];
 
   beforeAll(async () => {
-    stack = await startTestStack('retention');
+    broker = await startTestBroker(shape, 'retention');
+    stack = await startTestStack('retention', {}, broker);
+    const journal = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream);
+    expect(journal.config.num_replicas).toBe(shape.replicas);
     worker = await serveRemoteTool(
       stack,
       {
@@ -30,11 +35,12 @@ describe('a replay older than the stream retention', () => {
         return { ok: true, result: { run: runs.length } };
       },
     );
-  }, 60_000);
+  }, 120_000);
   afterAll(async () => {
     worker?.stop();
     await stack?.stop();
-  });
+    await broker?.cleanup();
+  }, 60_000);
 
   const submit = (callId: string) =>
     stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
