@@ -79,6 +79,8 @@ export interface JournalPublisherOptions {
 
 const encoder = new TextEncoder();
 
+const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.compare(a, b) === 0;
+
 /**
  * How many publishes an append of a once-per-dispatch type makes, at most, when its transition is
  * held by an untrusted message (a forged event an open broker let in): the first, then one
@@ -155,13 +157,21 @@ export class JournalPublisher {
               headers,
               ...(lastSubjectSequence !== undefined ? { lastSubjectSequence } : {}),
             });
-            if (!ack.duplicate || !oncePerDispatch || (await this.genuineAt(subject, ack.seq)))
-              // A duplicate of this append's own attempt (its ack lost in a leader change) is
-              // this append's record, not an earlier one.
+            if (!ack.duplicate || !oncePerDispatch)
               return {
                 appended: true,
                 seq: ack.seq,
                 duplicate: ack.duplicate && !ack.retriedUnknown,
+              };
+            const stored = await this.genuineAt(subject, ack.seq);
+            if (stored)
+              // After an attempt whose ack was lost in a leader change, the duplicate is this
+              // append's own record only if it holds these very bytes: another submitter's copy of
+              // the event (the same id, another `at`) makes this a replay, not an acceptance.
+              return {
+                appended: true,
+                seq: ack.seq,
+                duplicate: !(ack.retriedUnknown && sameBytes(stored.data, payload)),
               };
             // The broker took it for a retry of a message nobody signed that carries this event's
             // id as its `Nats-Msg-Id` (a once-per-dispatch id is predictable): nothing genuine is
@@ -321,13 +331,15 @@ export class JournalPublisher {
    * Whether the message at `seq` is a trusted event on `subject`. A replica that has it answers
    * for good (a stored message never changes); one that has not applied it yet (the broker
    * answered a duplicate from the leader) is not taken for a "no": the leader is asked — else a
-   * resubmitted call would be taken for a forgery and recorded twice.
+   * resubmitted call would be taken for a forgery and recorded twice. The trusted message, or null.
    */
-  private async genuineAt(subject: string, seq: number): Promise<boolean> {
-    const isGenuine = (msg: DirectMessage | null) =>
-      msg?.subject === subject && trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok;
+  private async genuineAt(subject: string, seq: number): Promise<DirectMessage | null> {
+    const genuine = (msg: DirectMessage | null) =>
+      msg?.subject === subject && trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok
+        ? msg
+        : null;
     return (
-      isGenuine(await this.get('replica', { seq })) || isGenuine(await this.get('leader', { seq }))
+      genuine(await this.get('replica', { seq })) ?? genuine(await this.get('leader', { seq }))
     );
   }
 

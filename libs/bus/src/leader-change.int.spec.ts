@@ -12,7 +12,8 @@ import { ensureJournalStreams, JournalPublisher } from './index';
 const WRITERS = 10;
 
 /**
- * A leader change costs latency, not errors: writers append calls and read them back (the reads
+ * A leader change costs latency, not errors: writers append calls, append them again from another
+ * connection (a client's retry: a duplicate, never a second first) and read them back (the reads
  * that decide, from the leader) on an R3 journal while its leader is killed (SIGKILL). While the
  * stream elects a new leader its replicas answer "no responders" and the dead leader's acks never
  * come; the publisher sends the same message again (same `Nats-Msg-Id`) within its budget.
@@ -48,12 +49,20 @@ describe('a stream leader killed under load', () => {
     let next = 0;
     let killed = false;
     let afterKill = 0;
-    const one = async (i: number, publisher: JournalPublisher) => {
+    const one = async (i: number, publisher: JournalPublisher, other: JournalPublisher) => {
       const { requested } = callEvents({ dispatchId: `d${i}` });
       try {
         const appended = await publisher.append(requested);
         if (!appended.appended || appended.duplicate)
           errors.push(`d${i}: ${JSON.stringify(appended)}`);
+        // Another client's resubmission of the same call (the same event id, a later `at`) is
+        // never taken for a first append, even when its own first attempt's ack is lost.
+        const again = await other.append({
+          ...requested,
+          at: new Date(Date.now() + 1).toISOString(),
+        });
+        if (again.appended && !again.duplicate)
+          errors.push(`d${i} resubmitted: ${JSON.stringify(again)}`);
         const read = await publisher.last(
           'acme',
           requested.runId,
@@ -68,7 +77,12 @@ describe('a stream leader killed under load', () => {
     };
     const writers = Array.from({ length: WRITERS }, async (_, w) => {
       // Until the kill and 300 calls past it, so the writers run through the election.
-      while (!killed || afterKill < 300) await one(next++, publishers[w % publishers.length]!);
+      while (!killed || afterKill < 300)
+        await one(
+          next++,
+          publishers[w % publishers.length]!,
+          publishers[(w + 1) % publishers.length]!,
+        );
     });
     await new Promise((resolve) => setTimeout(resolve, 500));
     await leader.kill();
