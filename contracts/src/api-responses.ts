@@ -112,6 +112,8 @@ export const ApprovalDetailSchema = z.looseObject({
       ),
     })
     .nullable(),
+  elided: z.array(z.literal('effectiveInput')),
+  shellElided: z.boolean(),
 }) satisfies z.ZodType<ApprovalDetail>;
 
 /** What resolving an approval answers: the journaled `resolved` event. */

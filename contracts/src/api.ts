@@ -270,8 +270,19 @@ export interface ApprovalDetail {
   askReason: string | null;
   /** The tool's declared risk class (`undeclared` when it declares none). */
   risk: string;
-  /** For a `shell` call: its segments, with the one that asked marked. */
+  /**
+   * For a `shell` call: its segments, with the one that asked marked; null for another tool, and
+   * for a shell command too large to show within the reply's budget (`shellElided`).
+   */
   shell: ShellApprovalView | null;
+  /**
+   * `['effectiveInput']` when the reply would pass 256 KiB with the whole input: `approval.input`
+   * is then an `ElidedValue` (its preview) and the input is read whole, in chunks, with
+   * `dispatch.value` (part `effectiveInput`, the post-hook input the approval covers); else `[]`.
+   */
+  elided: 'effectiveInput'[];
+  /** True when a shell call's segments were left out to keep the reply within its budget. */
+  shellElided: boolean;
 }
 
 /**

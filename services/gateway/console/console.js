@@ -43,7 +43,10 @@ const RUN_ROWS = 2000;
  *   An approval as a list holds it: its input as the preview (`approvals.list`'s items).
  * @typedef {{ approval: Approval, askReason: string | null, risk: string,
  *   shell: { command: string, scope: string, segments: { argv: string[], asked: boolean,
- *   why: string | null, unmatchable: string | null }[] } | null }} Detail
+ *   why: string | null, unmatchable: string | null }[] } | null,
+ *   elided?: string[], shellElided?: boolean }} Detail
+ *   `elided` names `effectiveInput` when the reply carried the input as its preview (over the
+ *   gateway's reply budget): {@link readDetail} reads it whole.
  */
 
 const state = {
@@ -289,7 +292,10 @@ async function onApprovalEvent(type, data) {
     if (!state.pending.has(dispatchId)) {
       // Listed like the listing's items: the input as its preview (the review reads all of it).
       const { input, ...item } = approval;
-      state.pending.set(dispatchId, { ...item, inputPreview: inputPreview(input) });
+      const preview = detail.elided?.includes('effectiveInput')
+        ? /** @type {{ preview: InputPreview }} */ (input).preview
+        : inputPreview(input);
+      state.pending.set(dispatchId, { ...item, inputPreview: preview });
       announce(`New approval: ${approval.toolName} in run ${approval.runId}`);
     }
   } else {
@@ -644,7 +650,7 @@ async function openDetail(key, dispatchId, runId) {
   /** @type {Detail} */
   let detail;
   try {
-    detail = await state.api.get(`approvals/${key}`, { dispatchId, runId });
+    detail = await readDetail(state.api, key, dispatchId, runId);
   } catch (err) {
     if (!failed(err)) announce(`Cannot open the approval: ${errorText(err)}`);
     return;
@@ -653,6 +659,42 @@ async function openDetail(key, dispatchId, runId) {
   renderDetail(detail);
   renderPendingList();
   byId('detail-title').focus();
+}
+
+/**
+ * An approval with its whole input. A reply that would pass the gateway's budget carries the
+ * input as its preview (`elided`); the input is then read in chunks from the dispatch's values
+ * (`GET /v1/dispatches/{id}/values/effectiveInput`, the post-hook input the approval covers). Those
+ * come from the journal's projection, which may not hold a call parked a moment ago yet: a
+ * not-found is asked again for a few seconds.
+ * @param {Api} api
+ * @param {string} key
+ * @param {string} dispatchId
+ * @param {string} runId
+ * @returns {Promise<Detail>}
+ */
+async function readDetail(api, key, dispatchId, runId) {
+  /** @type {Detail} */
+  const detail = await api.get(`approvals/${key}`, { dispatchId, runId });
+  if (!detail.elided?.includes('effectiveInput')) return detail;
+  const path = `dispatches/${encodeURIComponent(dispatchId)}/values/effectiveInput`;
+  let text = '';
+  /** @type {number | null} */
+  let offset = 0;
+  for (let misses = 0; offset !== null;) {
+    /** @type {{ text: string, nextOffset: number | null }} */
+    let chunk;
+    try {
+      chunk = await api.get(path, { offset });
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404) || ++misses > 20) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      continue;
+    }
+    text += chunk.text;
+    offset = chunk.nextOffset;
+  }
+  return { ...detail, approval: { ...detail.approval, input: JSON.parse(text) }, elided: [] };
 }
 
 function closeDetail() {
@@ -784,7 +826,15 @@ function renderDetail(detail) {
       { class: 'facts' },
       facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]),
     ),
-    detail.shell ? shellView(detail.shell) : null,
+    detail.shell
+      ? shellView(detail.shell)
+      : detail.shellElided
+        ? h(
+            'p',
+            { class: 'warning' },
+            'This shell command is too large to show segment by segment: review the whole input above.',
+          )
+        : null,
     h(
       'h3',
       {},

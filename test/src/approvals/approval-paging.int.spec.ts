@@ -216,6 +216,27 @@ describe('approvals: paging on HTTP and the bus', () => {
       await client.close();
     }
 
+    // approvals.get over the bus: the approver's view of the same call, bounded alike — the input
+    // as its preview, named in `elided`; the whole of it is the SDK's read above (post-hook input).
+    const approvalKey = JSON.parse(raw).data.events.find(
+      (e: { event: { type: string } }) => e.event.type === 'suspended',
+    ).event.approvalKey as string;
+    const approvalRaw = await overBusRaw(
+      ApiOperation.GetApproval,
+      { key: approvalKey, dispatchId, runId },
+      TOKENS.acmeApprover,
+    );
+    expect(Buffer.byteLength(approvalRaw)).toBeLessThan(DISPATCH_REPLY_BUDGET_BYTES + 4096);
+    const approval = JSON.parse(approvalRaw);
+    expect(approval).toMatchObject({
+      ok: true,
+      data: {
+        approval: { dispatchId, input: { kind: 'elided', preview: { truncated: true } } },
+        elided: ['effectiveInput'],
+        shellElided: false,
+      },
+    });
+
     // HTTP serves the same chunks; another tenant's token sees no such dispatch.
     const first = await stack.http(
       'GET',

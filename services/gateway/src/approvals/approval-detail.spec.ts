@@ -1,4 +1,8 @@
-import { journalEvent, type SuspendedEvent } from '@toolgate/contracts';
+import {
+  DISPATCH_REPLY_BUDGET_BYTES,
+  journalEvent,
+  type SuspendedEvent,
+} from '@toolgate/contracts';
 import { approvalDetail } from './approval-detail';
 
 const KEY = 'a'.repeat(64);
@@ -69,6 +73,8 @@ describe('approvalDetail', () => {
       askReason: 'branches need a second pair of eyes',
       risk: 'undeclared',
       shell: null,
+      elided: [],
+      shellElided: false,
     });
   });
 
@@ -122,5 +128,43 @@ describe('approvalDetail', () => {
     });
     // A shell call whose input has no command string has nothing to parse.
     expect(approvalDetail({ suspended: suspended('shell', { cmd: 1 }, rule) }).shell).toBeNull();
+  });
+
+  it('stays within the reply budget whatever the input: the input as its preview, then no shell segments', () => {
+    const size = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
+    const input = { text: `"é😀-${'x'.repeat(900_000)}` };
+    const big = approvalDetail({ suspended: suspended('write_note', input, null) });
+    expect(size(big)).toBeLessThanOrEqual(DISPATCH_REPLY_BUDGET_BYTES);
+    expect(big.elided).toEqual(['effectiveInput']);
+    expect(big.approval.input).toEqual({
+      kind: 'elided',
+      preview: expect.objectContaining({ bytes: size(input), truncated: true }),
+    });
+    expect(big.shellElided).toBe(false);
+
+    // A shell command of ~1 MB: its segments alone would pass the budget.
+    const rule = { source: 'engine', kind: 'rule', layer: 'ask', index: 0, argv: 'echo **' };
+    const words = Array.from({ length: 60_000 }, (_, i) => `w${i}`).join(' ');
+    const shell = approvalDetail({
+      suspended: suspended('shell', { command: `echo ${words} && rm -rf /` }, rule),
+    });
+    expect(size(shell)).toBeLessThanOrEqual(DISPATCH_REPLY_BUDGET_BYTES);
+    expect({ elided: shell.elided, shell: shell.shell, shellElided: shell.shellElided }).toEqual({
+      elided: ['effectiveInput'],
+      shell: null,
+      shellElided: true,
+    });
+
+    // Within the budget nothing is elided.
+    const small = approvalDetail({ suspended: suspended('write_note', { text: 'hi' }, null) });
+    expect({
+      elided: small.elided,
+      shellElided: small.shellElided,
+      input: small.approval.input,
+    }).toEqual({
+      elided: [],
+      shellElided: false,
+      input: { text: 'hi' },
+    });
   });
 });

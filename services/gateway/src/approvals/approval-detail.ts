@@ -1,4 +1,6 @@
 import {
+  DISPATCH_REPLY_BUDGET_BYTES,
+  elidedValue,
   type ApprovalDetail,
   type ApprovalView,
   type DecidedEvent,
@@ -61,7 +63,7 @@ export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
     traceId: requested?.traceId ?? null,
   };
   const command = (suspended.input as { command?: unknown } | null)?.command;
-  return {
+  return bounded({
     approval,
     askReason: decided?.reason ?? null,
     risk: suspended.tool.risk ?? 'undeclared',
@@ -69,5 +71,27 @@ export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
       suspended.tool.name === SHELL_TOOL_NAME
         ? shellApprovalView(command, suspended.rule ?? null)
         : null,
+    elided: [],
+    shellElided: false,
+  });
+}
+
+const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
+
+/**
+ * The detail within {@link DISPATCH_REPLY_BUDGET_BYTES}, as `dispatch.get` is: a reply travels over
+ * NATS, whose broker refuses a message over its `max_payload`, and a parked call's input may be
+ * nearly that large. Over the budget, the input stands as its preview (named in `elided`; read
+ * whole with `dispatch.value`), and if a shell command's segments still do not fit, they are left
+ * out (`shellElided`). Every other field is bounded by the events' schemas.
+ */
+function bounded(detail: ApprovalDetail): ApprovalDetail {
+  if (bytesOf(detail) <= DISPATCH_REPLY_BUDGET_BYTES) return detail;
+  const elided: ApprovalDetail = {
+    ...detail,
+    approval: { ...detail.approval, input: elidedValue(detail.approval.input) },
+    elided: ['effectiveInput'],
   };
+  if (bytesOf(elided) <= DISPATCH_REPLY_BUDGET_BYTES) return elided;
+  return { ...elided, shell: null, shellElided: elided.shell !== null };
 }

@@ -2820,6 +2820,8 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         }) | null;
+                        elided: "effectiveInput"[];
+                        shellElided: boolean;
                     } & {
                         [key: string]: unknown;
                     };
