@@ -354,13 +354,15 @@ export function runJournalConsumer(
     // replica meanwhile: the ack wait can be short — what a crashed replica held comes back within
     // one ack wait — however long a handler runs.
     const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
-    // Each message is told about within a third of the ack wait of its delivery (or of its last
-    // heartbeat), as a tick every third would — but only once it has been held for a sixth: most
-    // are settled before that, and a heartbeat for every message held at each tick was more of
-    // the broker's work than the acks themselves (a projection backlog held hundreds at a time).
+    // Each message is heard of again within half the ack wait of its delivery (or of its last
+    // heartbeat) — but only once it has been held for a third of it: most are settled before
+    // that. A heartbeat for every held message at every third of the ack wait was more of the
+    // broker's work than the acks themselves (a projection backlog holds hundreds at a time, and
+    // the journal sent 6 per dispatch in a burst). Half the ack wait is still left for a stalled
+    // event loop, a short ack wait being a few seconds.
     const tickMs = Math.max(50, Math.floor(ackWaitMs / 6));
     const keepAliveOld = (msg: JsMsg, now: number) => {
-      if (now - (heardOf.get(msg) ?? 0) < tickMs) return;
+      if (now - (heardOf.get(msg) ?? 0) < 2 * tickMs) return;
       heardOf.set(msg, now);
       msg.working();
     };
