@@ -214,6 +214,8 @@ export function runJournalConsumer(
   let stopping = false;
   let fetcherWaiting: (() => void) | undefined;
   let keepAlive: NodeJS.Timeout | undefined;
+  /** When the broker last heard of each held message: its delivery, or its last heartbeat. */
+  const heardOf = new WeakMap<JsMsg, number>();
   let markReady!: () => void;
   let failStart!: (err: unknown) => void;
   let started = false;
@@ -352,13 +354,23 @@ export function runJournalConsumer(
     // replica meanwhile: the ack wait can be short — what a crashed replica held comes back within
     // one ack wait — however long a handler runs.
     const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
-    keepAlive = setInterval(
-      () => {
-        for (const lane of lanes) for (const msg of lane.msgs) msg.working();
-        for (const handling of handlingNow) for (const msg of handling.msgs) msg.working();
-      },
-      Math.max(100, Math.floor(ackWaitMs / 3)),
-    );
+    // Each message is heard of again within half the ack wait of its delivery (or of its last
+    // heartbeat) — but only once it has been held for a third of it: most are settled before
+    // that. A heartbeat for every held message at every third of the ack wait was more of the
+    // broker's work than the acks themselves (a projection backlog holds hundreds at a time, and
+    // the journal sent 6 per dispatch in a burst). Half the ack wait is still left for a stalled
+    // event loop, a short ack wait being a few seconds.
+    const tickMs = Math.max(50, Math.floor(ackWaitMs / 6));
+    const keepAliveOld = (msg: JsMsg, now: number) => {
+      if (now - (heardOf.get(msg) ?? 0) < 2 * tickMs) return;
+      heardOf.set(msg, now);
+      msg.working();
+    };
+    keepAlive = setInterval(() => {
+      const now = performance.now();
+      for (const lane of lanes) for (const msg of lane.msgs) keepAliveOld(msg, now);
+      for (const handling of handlingNow) for (const msg of handling.msgs) keepAliveOld(msg, now);
+    }, tickMs);
     keepAlive.unref();
     markReady();
     while (!stopping) {
@@ -380,6 +392,7 @@ export function runJournalConsumer(
           if (!lane.msgs.length)
             lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
           lane.msgs.push(msg);
+          heardOf.set(msg, performance.now());
           queued++;
           if (lane.msgs.length >= maxBatch) endLinger(lane);
           wakeWorker(index);
