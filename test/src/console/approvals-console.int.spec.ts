@@ -92,7 +92,10 @@ describe('the approvals console in Chromium', () => {
     await stack?.stop();
   });
 
-  afterEach(() => {
+  afterEach(async () => {
+    // A test's tabs close with it: an open tab keeps its event stream and its refreshes going,
+    // work for Chromium and the gateway through every later test.
+    for (const context of contexts.splice(0)) await context.close();
     expect(pageErrors).toEqual([]);
   });
 

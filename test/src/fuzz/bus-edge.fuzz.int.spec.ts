@@ -92,6 +92,7 @@ describe('bus API edge fuzz', () => {
         if (operation === ApiOperation.SubmitDispatch) ledger.accepted(runId);
         return;
       }
+      if (result.code === ErrorCode.Unavailable) ledger.unavailable(runId);
       if (!acceptableCode(result.code))
         throw new Error(`${operation} answered ${String(result.code)}`);
     });
@@ -115,6 +116,7 @@ describe('bus API edge fuzz', () => {
         encoder.encode(JSON.stringify(body)),
       );
       if (result.ok) ledger.accepted(runId);
+      else if (result.code === ErrorCode.Unavailable) ledger.unavailable(runId);
       outcomes[spare] = result.ok ? 'accepted' : result.code;
     }
     // 100 bytes short of the limit, the request fits and its `requested` event cannot; with

@@ -210,7 +210,10 @@ describe('CLI edge fuzz', () => {
         fetch: async (input, init) => {
           requests++;
           const res = await fetch(input, init);
-          if (String(input).endsWith('/v1/dispatches') && res.status < 300) ledger.accepted(runId);
+          if (String(input).endsWith('/v1/dispatches')) {
+            if (res.status < 300) ledger.accepted(runId);
+            else if (res.status === 503) ledger.unavailable(runId); // `unavailable`
+          }
           return res;
         },
       });

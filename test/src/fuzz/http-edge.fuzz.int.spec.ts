@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ApiOperation } from '@toolgate/contracts';
+import { ApiOperation, ErrorCode } from '@toolgate/contracts';
 import { GatewayApi, toHttpError } from '@toolgate/gateway';
 import { TOKENS, type TestStack } from '../support/test-stack';
 import {
@@ -61,6 +61,7 @@ describe('HTTP edge fuzz', () => {
         if (operation === ApiOperation.SubmitDispatch) ledger.accepted(runId);
         return;
       }
+      if (result.code === ErrorCode.Unavailable) ledger.unavailable(runId);
       if (!acceptableCode(result.code)) {
         throw new Error(`${operation} answered ${result.status} ${result.code}`);
       }
@@ -156,6 +157,7 @@ describe('HTTP edge fuzz', () => {
           return;
         }
         const code = (JSON.parse(text) as { error?: { code?: string } }).error?.code;
+        if (code === ErrorCode.Unavailable && route === '/v1/dispatches') ledger.unavailable(runId);
         if (res.status >= 500 && !acceptableCode(code)) {
           throw new Error(`${method} ${route} answered ${res.status} ${text.slice(0, 300)}`);
         }

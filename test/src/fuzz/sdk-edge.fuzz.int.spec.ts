@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ApiOperation } from '@toolgate/contracts';
+import { ApiOperation, ErrorCode } from '@toolgate/contracts';
 import { createClient, type ToolgateClient } from '@toolgate/sdk';
 import { tool } from '@toolgate/tools';
 import { TOKENS, type TestStack } from '../support/test-stack';
@@ -136,6 +136,7 @@ describe('SDK client fuzz', () => {
         result = await call(c);
       } catch (err) {
         const code = (err as { code?: unknown }).code;
+        if (code === ErrorCode.Unavailable) ledger.unavailable(runId);
         if (!acceptableCode(code)) {
           throw new Error(
             `${c.method} threw ${(err as Error)?.name}: ${String(code)} ${(err as Error)?.message}`,

