@@ -499,14 +499,17 @@ describe('the approvals console in Chromium', () => {
       token: TOKENS.acmeAgent,
       tenant: 'acme',
     });
+    const hugeInput = { n: `${unique('n')}-${'y'.repeat(1_000_000)}` };
+    let hugeId = '';
     try {
       const huge = await client.dispatch({
         runId,
         callId: 'huge',
         agent: { agentType: 'coder' },
         tool: 'gated',
-        input: { n: `${unique('n')}-${'y'.repeat(1_000_000)}` },
+        input: hugeInput,
       });
+      hugeId = huge.dispatchId;
       dispatchIds.push(huge.dispatchId);
     } finally {
       await client.close();
@@ -573,6 +576,13 @@ describe('the approvals console in Chromium', () => {
     await counted(page.locator('tbody tr'), 51);
     for (const id of dispatchIds) expect(await row(page, id).count()).toBe(1);
     expect(Number(await page.locator('#pending-count').innerText())).toBeGreaterThanOrEqual(51);
+    // Its review holds the whole 1 MB input (the approval's reply carries a preview; the console
+    // reads the rest in chunks): the folded string has every character behind its button.
+    await review(page, hugeId);
+    const json = page.locator('pre.json');
+    await json
+      .getByRole('button', { name: `show ${hugeInput.n.length - 120} more characters` })
+      .waitFor();
   }, 240_000);
 
   it('says so when the pending list cannot be read, never that nothing is waiting', async () => {
