@@ -29,6 +29,43 @@ export interface CallEventsSpec {
   at?: string;
 }
 
+/** What every event of a call shares, and the parts `requested` and `decided` both carry. */
+function callParts(spec: CallEventsSpec) {
+  const { dispatchId } = spec;
+  const at = spec.at ?? '2026-11-30T00:00:00.000Z';
+  const base = { tenant: spec.tenant ?? 'acme', runId: spec.runId ?? 'run-1', dispatchId, at };
+  const tool = {
+    name: spec.tool ?? 'shell',
+    contractHash: 'a'.repeat(64),
+    needsApproval: false,
+    executor: 'inprocess' as const,
+    ...(spec.risk ? { risk: spec.risk } : {}),
+  };
+  return { base, tool, agent: { agentType: 'coder' }, input: spec.input ?? {} };
+}
+
+/**
+ * The call's `requested` alone, as {@link callEvents} makes it: for a spec that appends thousands
+ * of calls and never reads their other events (building those is most of the cost).
+ */
+export function requestedEvent(spec: CallEventsSpec): RequestedEvent {
+  const { base, tool, agent, input } = callParts(spec);
+  return journalEvent<'requested'>({
+    ...base,
+    type: 'requested',
+    id: `${spec.dispatchId}:requested`,
+    causationId: null,
+    callId: `call-${spec.dispatchId}`,
+    tool,
+    input,
+    agent,
+    isolation: 'none',
+    ...(spec.profile ? { profile: spec.profile } : {}),
+    ...(spec.taint ? { taint: spec.taint } : {}),
+    submittedBy: 'tester',
+  });
+}
+
 /**
  * The journal events of one call as the services write them — `requested`, `decided`, and for an
  * allow `started` and `settled` (a deny settles at once) — for tests and benchmarks that need a
@@ -40,31 +77,8 @@ export function callEvents(spec: CallEventsSpec): {
   all: JournalEvent[];
 } {
   const { dispatchId } = spec;
-  const at = spec.at ?? '2026-11-30T00:00:00.000Z';
-  const base = { tenant: spec.tenant ?? 'acme', runId: spec.runId ?? 'run-1', dispatchId, at };
-  const tool = {
-    name: spec.tool ?? 'shell',
-    contractHash: 'a'.repeat(64),
-    needsApproval: false,
-    executor: 'inprocess' as const,
-    ...(spec.risk ? { risk: spec.risk } : {}),
-  };
-  const agent = { agentType: 'coder' };
-  const input = spec.input ?? {};
-  const requested = journalEvent<'requested'>({
-    ...base,
-    type: 'requested',
-    id: `${dispatchId}:requested`,
-    causationId: null,
-    callId: `call-${dispatchId}`,
-    tool,
-    input,
-    agent,
-    isolation: 'none',
-    ...(spec.profile ? { profile: spec.profile } : {}),
-    ...(spec.taint ? { taint: spec.taint } : {}),
-    submittedBy: 'tester',
-  });
+  const { base, tool, agent, input } = callParts(spec);
+  const requested = requestedEvent(spec);
   const post = spec.postHookInput ?? input;
   const verdict = spec.verdict ?? 'allow';
   const decided = journalEvent<'decided'>({

@@ -63,9 +63,11 @@ describe('a three-node JetStream cluster of the test’s own', () => {
   it('steps a stream’s leader down: another node leads it, and a message stored before is there', async () => {
     const jsm = await cluster.jsm();
     await jsm.streams.add({ name: 'HARNESS3', subjects: ['harness3.>'], num_replicas: 3 });
+    // Led before the publish: an R3 stream just added may not have elected its leader yet, and a
+    // publish then finds no responders.
+    const before = await cluster.streamPlacement('HARNESS3');
     const js = jetstream(await cluster.connect());
     await js.publish('harness3.a', 'before');
-    const before = await cluster.streamPlacement('HARNESS3');
     const after = await cluster.stepDown('HARNESS3');
     expect(after.leader).not.toBe(before.leader);
     expect((await cluster.streamPlacement('HARNESS3')).leader).toBe(after.leader);

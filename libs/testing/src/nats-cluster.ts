@@ -91,6 +91,21 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * kills its servers).
  */
 export async function startNatsCluster(options: NatsClusterOptions = {}): Promise<NatsCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(options);
+    } catch (err) {
+      // A port picked free was taken before its node bound it (another process's outgoing
+      // connection drew it from the same ephemeral range): start again on newly picked ports.
+      if (attempt >= PORT_ATTEMPTS || !/address already in use/.test(String(err))) throw err;
+    }
+  }
+}
+
+/** How many times a cluster is started on fresh ports when one of its ports was taken meanwhile. */
+const PORT_ATTEMPTS = 3;
+
+async function startNatsClusterOnce(options: NatsClusterOptions): Promise<NatsCluster> {
   const size = options.size ?? 3;
   const clusterName = uniqueName(options.label ?? 'cluster');
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));

@@ -1,4 +1,5 @@
 import { eventually } from '@toolgate/testing';
+import type { ServiceProcess } from '../support/process-stack';
 import {
   registerRemoteToolWhenServed,
   startTestProcessStack,
@@ -7,18 +8,30 @@ import {
 import { TOKENS } from '../support/test-stack';
 
 /**
- * An executor killed (SIGKILL) in the middle of a call, with the services' own settings (the ack
- * wait is the executor's default): the call goes to another executor within seconds — one ack
- * wait, renewed by heartbeats while the call ran — and settles once. (The old default ack wait,
- * 30 s, and the manifest's 90 s stranded it that long.)
+ * An executor process that goes with a call in flight, on one stack of processes (starting one
+ * costs four processes' start-up, so the two cases share it, in this order):
+ *
+ * - killed (SIGKILL) in the middle of a call, with the services' own settings (the ack wait is the
+ *   executor's default): the call goes to another executor within seconds — one ack wait, renewed
+ *   by heartbeats while the call ran — and settles once. (The old default ack wait, 30 s, and the
+ *   manifest's 90 s stranded it that long.)
+ * - stopped gracefully while a remote call whose worker never answers is in flight: the stop says
+ *   what it waits for and gives up at TOOLGATE_DRAIN_TIMEOUT_MS (the issue's case: it used to wait
+ *   out the call's whole deadline, silently). The executor stopped is the one that took over from
+ *   the killed one.
  */
-describe('an executor killed mid-call (services as processes)', () => {
+describe('an executor killed or stopped mid-call (services as processes)', () => {
   let stack: TestProcessStack;
+  /** The executor running now: the stack's own, then the one started to take over from it. */
+  let executor: ServiceProcess;
 
   beforeAll(async () => {
     stack = await startTestProcessStack('crash', {
       services: ['journal', 'permission-evaluator', 'tool-executor', 'gateway'],
+      // Only a graceful stop reads it (the drain case); a kill leaves no time to.
+      envFor: { 'tool-executor': { TOOLGATE_DRAIN_TIMEOUT_MS: '1500' } },
     });
+    executor = stack.processes.service('tool-executor');
   }, 120_000);
 
   afterAll(async () => {
@@ -60,9 +73,10 @@ describe('an executor killed mid-call (services as processes)', () => {
 
       // Another replica, ready before the kill (the same configuration, its own process): the
       // call is held by the first, which dies with it.
-      await stack.startMore(['tool-executor']);
+      const replacement = (await stack.startMore(['tool-executor'])).service('tool-executor');
       expect(received).toHaveLength(1);
-      await stack.processes.service('tool-executor').kill();
+      await executor.kill();
+      executor = replacement;
       const view = await eventually(
         async () => {
           const d = await api('GET', `/v1/dispatches/${dispatchId}`);
@@ -78,6 +92,49 @@ describe('an executor killed mid-call (services as processes)', () => {
       // a crash opens, and only a crash.
       expect(types.filter((t) => t === 'started')).toHaveLength(2);
       expect(received).toHaveLength(2);
+    } finally {
+      worker.unsubscribe();
+    }
+  }, 120_000);
+
+  it('names the call it waits for, then exits at the drain cap instead of the call deadline', async () => {
+    // A worker that takes every request and never answers: the call waits for its deadline.
+    const { subject, queue } = stack.nats.subjects.remoteTool('acme', 'hangs');
+    const received: string[] = [];
+    const worker = stack.nats.nc.subscribe(subject, {
+      queue,
+      callback: (_err, msg) => void received.push(msg.subject),
+    });
+    try {
+      await registerRemoteToolWhenServed(stack, TOKENS.acmeAdmin, {
+        name: 'hangs',
+        description: 'Never answers.',
+      });
+      const submitted = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAdmin, {
+        runId: 'run-drain',
+        callId: 'c1',
+        agent: { agentType: 'coder' },
+        tool: 'hangs',
+        input: {},
+      });
+      expect(submitted.status).toBe(202);
+      const dispatchId = submitted.body.dispatchId as string;
+      await eventually(async () => (received.length > 0 ? true : undefined), {
+        timeoutMs: 20_000,
+        what: 'the worker to receive the call',
+      });
+
+      const exit = await executor.stop(60_000);
+      // Gave up at the cap (exit 1: work was abandoned), not killed by the launcher's SIGKILL.
+      expect(exit).toEqual({ code: 1, signal: null });
+      const output = executor.output();
+      expect(output).toMatch(
+        new RegExp(
+          `draining \\(at most 1.5 s\\): 1 in flight: decided of ${dispatchId} \\(run run-drain, tenant acme\\)`,
+        ),
+      );
+      expect(output).toMatch(/drain cap of 1.5 s reached with 1 in flight: decided of/);
+      expect(output).toMatch(/redelivered to another replica/);
     } finally {
       worker.unsubscribe();
     }

@@ -1,6 +1,11 @@
 import type { PolicyWhatIfReport } from '@toolgate/contracts';
-import { settled } from '../support/dispatch-probes';
+import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+/** What `GET /v1/runs/:runId` says of each of the run's dispatches, as far as this spec reads it. */
+interface RunDispatches {
+  dispatches: { dispatchId: string; status: string; verdict: string | null }[];
+}
 
 /**
  * Policy what-if against what applying the candidate really does, with the default error cap
@@ -29,11 +34,15 @@ describe('policy what-if models the error cap', () => {
       })),
     );
 
-  /** Dispatches each run's calls one after another (each settled before the next). */
+  /**
+   * Dispatches each run's calls one after another (each settled before the next), then reads every
+   * call's verdict from its run's projection once all of them show settled there.
+   */
   async function play(suffix: string): Promise<Map<string, string>> {
     const verdicts = new Map<string, string>();
     await Promise.all(
       plan(suffix).map(async (calls) => {
+        const keyOf = new Map<string, string>();
         for (const c of calls) {
           const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAdmin, {
             runId: c.runId,
@@ -44,12 +53,25 @@ describe('policy what-if models the error cap', () => {
             wait: 30_000,
           });
           expect(res.body.state).toBe('settled');
-          const d = await settled(stack, res.body.dispatchId as string);
-          verdicts.set(
-            `${c.runId.replace(suffix, '')}/${c.callId}`,
-            String((d.dispatch as { verdict?: string }).verdict),
-          );
+          keyOf.set(res.body.dispatchId as string, `${c.runId.replace(suffix, '')}/${c.callId}`);
         }
+        // One read of the run per poll, not one per call: the projection folds behind the stream.
+        const runId = calls[0]!.runId;
+        const dispatches = await eventually(
+          async () => {
+            const r = await stack.http('GET', `/v1/runs/${runId}`, TOKENS.acmeAdmin);
+            const listed = (r.body as RunDispatches | undefined)?.dispatches;
+            return listed?.length === calls.length && listed.every((d) => d.status === 'settled')
+              ? listed
+              : undefined;
+          },
+          { what: `every call of ${runId} settled in the projection`, timeoutMs: 20_000 },
+        );
+        for (const d of dispatches) {
+          const key = keyOf.get(d.dispatchId);
+          if (key) verdicts.set(key, String(d.verdict));
+        }
+        expect(dispatches.map((d) => keyOf.has(d.dispatchId))).toEqual(calls.map(() => true));
       }),
     );
     return verdicts;

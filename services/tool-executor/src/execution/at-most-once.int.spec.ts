@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { JournalPublisher } from '@toolgate/bus';
-import { journalEvent } from '@toolgate/contracts';
+import { journalEvent, type SettledEvent } from '@toolgate/contracts';
 import { Metrics } from '@toolgate/service-kit';
 import {
   BROKER_SHAPES,
@@ -24,12 +24,20 @@ import {
   type Replica,
 } from '../../test/executor-harness';
 
-/** The settlements of `ids`, once every one is recorded. */
+/**
+ * The settlements of `ids`, once every one is recorded. Each poll reads only the ones not found
+ * yet: a settlement is recorded once per dispatch and never replaced.
+ */
 function settledAll(publisher: JournalPublisher, run: string, ids: string[], timeoutMs = 30_000) {
+  const found = new Map<string, SettledEvent>();
   return eventually(
     async () => {
-      const all = await Promise.all(ids.map((id) => publisher.last(TENANT, run, id, 'settled')));
-      return all.every(Boolean) ? all.map((s) => s!.event) : undefined;
+      const missing = ids.filter((id) => !found.has(id));
+      const read = await Promise.all(
+        missing.map((id) => publisher.last(TENANT, run, id, 'settled')),
+      );
+      read.forEach((s, i) => s && found.set(missing[i]!, s.event));
+      return found.size === ids.length ? ids.map((id) => found.get(id)!) : undefined;
     },
     { timeoutMs, intervalMs: 100, what: `${ids.length} dispatches settled` },
   );
