@@ -329,8 +329,11 @@ function partitionCount(value: number | undefined): number {
   return count;
 }
 
-/** Tokens of a journal subject: 6 unpartitioned, 7 partitioned (the partition after `journal`). */
-function parseJournalSubject(subject: string): JournalSubjectParts | undefined {
+/**
+ * The tokens of a journal subject, of either shape — 6 tokens unpartitioned, 7 partitioned (the
+ * partition after `journal`) — or undefined when it is not one.
+ */
+export function parseJournalSubject(subject: string): JournalSubjectParts | undefined {
   // <prefix>.journal[.<partition>].<tenant>.<runId>.<key>.<event>: tokens hold no dots.
   const t = subject.split('.');
   if (t[1] !== 'journal' || (t.length !== 6 && t.length !== 7)) return undefined;

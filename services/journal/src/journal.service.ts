@@ -132,13 +132,21 @@ export async function startJournal(options: {
     const jsm = await jetstreamManager(service.nc);
     service.app.get(JournalMetrics).collectFromProjection({
       pendingApprovals: () => pendingApprovalCounts(handle.db),
+      // Summed over the partitions: the lag (their difference) is the whole journal's.
       positions: async () => {
-        const stream = service.subjects.journal.stream;
-        const [info, appliedSeq] = await Promise.all([
-          jsm.streams.info(stream),
-          appliedSequence(handle.db, stream),
-        ]);
-        return { streamSeq: info.state.last_seq, appliedSeq };
+        const each = await Promise.all(
+          service.subjects.journal.partitions.map(async ({ stream }) => {
+            const [info, appliedSeq] = await Promise.all([
+              jsm.streams.info(stream),
+              appliedSequence(handle.db, stream),
+            ]);
+            return { streamSeq: info.state.last_seq, appliedSeq };
+          }),
+        );
+        return {
+          streamSeq: each.reduce((sum, p) => sum + p.streamSeq, 0),
+          appliedSeq: each.reduce((sum, p) => sum + p.appliedSeq, 0),
+        };
       },
       now,
       onError: (err) => console.error(`journal: metrics: ${(err as Error)?.message ?? err}`),
