@@ -1,0 +1,159 @@
+import { performance } from 'node:perf_hooks';
+import { createSubjects, journalPartitionOf } from '@toolgate/contracts';
+import { useTestNats, useTestSchema, type TestNats } from '@toolgate/testing';
+import { BenchStack, tenantToken } from './bench-stack';
+import { submitter, untilSettled } from './dispatch';
+import { startCpuMeter } from './machine-cpu';
+import { BENCH_CONNECTION, pool, round } from './stats';
+
+/** Partitions of the partitioned run (the other run has one: the default journal). */
+const PARTITIONS = 4;
+/** Tenants the load is spread over, as many in each partition. */
+const TENANTS_PER_PARTITION = 2;
+/** In-flight submissions, as in the dispatch section's throughput phase. */
+const SUBMIT_WINDOW = 256;
+
+/** One run's figures: the same load on a journal of `partitions` streams. */
+export interface PartitionRun {
+  partitions: number;
+  dispatches: number;
+  /**
+   * CPU (user + system) per dispatch of the all-in-one process (every service, the load generator
+   * and the worker) until the projection has folded every partition.
+   */
+  cpuMsPerDispatch: number;
+  /** The broker's and the database's over the same span (this machine's: shared with others). */
+  brokerCpuMsPerDispatch?: number;
+  databaseCpuMsPerDispatch?: number;
+  throughputPerSec: number;
+  /** Journal events each partition's stream holds after the run (its share of the work). */
+  eventsByPartition: number[];
+}
+
+export interface PartitionsResult {
+  tenants: number;
+  onePartition: PartitionRun;
+  partitioned: PartitionRun;
+  /** `partitioned.cpuMsPerDispatch ÷ onePartition.cpuMsPerDispatch`: 1 is "unchanged". */
+  cpuVsOnePartition: number;
+  brokerCpuVsOnePartition?: number;
+}
+
+/**
+ * The same load — dispatches of tenants spread evenly over 4 partitions, `SUBMIT_WINDOW` in
+ * flight — on an unpartitioned journal and on one of 4 partitions, one stack after the other, each
+ * on a prefix and schema of its own: what a dispatch costs with the journal split in streams.
+ */
+export async function benchPartitions(opts: { quick: boolean }): Promise<PartitionsResult> {
+  // Tenants among the bench's extra ones (`tenantToken`), as many in each of the 4 partitions.
+  const chosen: number[] = [];
+  const per = new Array<number>(PARTITIONS).fill(0);
+  for (let i = 0; chosen.length < PARTITIONS * TENANTS_PER_PARTITION; i++) {
+    const p = journalPartitionOf(tenantToken(i).tenant, PARTITIONS);
+    if (per[p]! < TENANTS_PER_PARTITION) {
+      per[p]!++;
+      chosen.push(i);
+    }
+  }
+  const dispatches = opts.quick ? 2_000 : 10_000;
+  const onePartition = await run(1, chosen, dispatches);
+  const partitioned = await run(PARTITIONS, chosen, dispatches);
+  return {
+    tenants: chosen.length,
+    onePartition,
+    partitioned,
+    cpuVsOnePartition: round(partitioned.cpuMsPerDispatch / onePartition.cpuMsPerDispatch, 2),
+    ...(partitioned.brokerCpuMsPerDispatch && onePartition.brokerCpuMsPerDispatch
+      ? {
+          brokerCpuVsOnePartition: round(
+            partitioned.brokerCpuMsPerDispatch / onePartition.brokerCpuMsPerDispatch,
+            2,
+          ),
+        }
+      : {}),
+  };
+}
+
+async function run(
+  partitions: number,
+  tenants: readonly number[],
+  dispatches: number,
+): Promise<PartitionRun> {
+  const base = await useTestNats(`bench-p${partitions}`, BENCH_CONNECTION);
+  const schema = await useTestSchema(`bench-p${partitions}`);
+  // The bench's clients name the partitioned subjects, as the services do.
+  const nats: TestNats = {
+    ...base,
+    subjects: createSubjects(base.prefix, { journalPartitions: partitions }),
+  };
+  const highest = Math.max(...tenants) + 1;
+  let stack: BenchStack | undefined;
+  try {
+    stack = await BenchStack.start(nats, schema, {
+      shape: 'all-in-one',
+      extraTenants: highest,
+      env: { TOOLGATE_JOURNAL_PARTITIONS: String(partitions) },
+    });
+    const tokens = tenants.map((i) => tenantToken(i).token);
+    for (const token of tokens) await stack.registerTools(token);
+    const submit = submitter(stack);
+    const burst = async (runId: string, count: number) => {
+      const settled = stack!.watch.runSettled(runId, count);
+      await pool(count, SUBMIT_WINDOW, async (i) => {
+        const reply = await submit(runId, 0, tokens[i % tokens.length]);
+        if (reply.status !== 'accepted')
+          throw new Error(`partitions: a submission was not accepted: ${JSON.stringify(reply)}`);
+      });
+      await untilSettled(settled, stack!.watch, nats, `${count} dispatches to settle`);
+      if (stack!.watch.failure) throw new Error(stack!.watch.failure);
+    };
+    // Untimed: the concurrent paths compiled, every tenant's tools and policy cached.
+    await burst('parts-warmup', 500);
+    await untilFolded(nats);
+
+    const cpu0 = stack.cpuSeconds();
+    const servers = startCpuMeter();
+    const t0 = performance.now();
+    await burst('parts', dispatches);
+    const seconds = (stack.watch.lastSettledAt - t0) / 1000;
+    await untilFolded(nats);
+    const cpuSeconds = stack.cpuSeconds() - cpu0;
+    const spent = servers.stop();
+    const perDispatch = (s: number | undefined) =>
+      s === undefined ? undefined : round((s * 1000) / dispatches, 3);
+    const eventsByPartition: number[] = [];
+    for (const p of nats.subjects.journal.partitions)
+      eventsByPartition.push((await nats.jsm.streams.info(p.stream)).state.messages);
+    const broker = perDispatch(spent.brokerSeconds);
+    const database = perDispatch(spent.databaseSeconds);
+    return {
+      partitions,
+      dispatches,
+      cpuMsPerDispatch: perDispatch(cpuSeconds)!,
+      ...(broker !== undefined ? { brokerCpuMsPerDispatch: broker } : {}),
+      ...(database !== undefined ? { databaseCpuMsPerDispatch: database } : {}),
+      throughputPerSec: Math.round(dispatches / seconds),
+      eventsByPartition,
+    };
+  } finally {
+    await stack?.stop();
+    await base.cleanup();
+    await schema.cleanup();
+  }
+}
+
+/** Waits until the projection's consumer of every partition has nothing pending or unacked. */
+async function untilFolded(nats: TestNats, maxMs = 120_000): Promise<void> {
+  const deadline = performance.now() + maxMs;
+  for (;;) {
+    let backlog = 0;
+    for (const p of nats.subjects.journal.partitions) {
+      const info = await nats.jsm.consumers.info(p.stream, nats.subjects.consumer('journal'));
+      backlog += info.num_pending + info.num_ack_pending;
+    }
+    if (backlog === 0) return;
+    if (performance.now() > deadline)
+      throw new Error(`partitions: the projection still has ${backlog} events to fold`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
