@@ -886,15 +886,25 @@ function print(report: Report): void {
     const row = (r: PartitionsResult['onePartition']) =>
       `${r.cpuMsPerDispatch} / ${r.brokerCpuMsPerDispatch ?? '?'} / ${r.databaseCpuMsPerDispatch ?? '?'} ms, ${r.throughputPerSec}/s`;
     out.push(
-      table(`journal partitions (${q.tenants} tenants, ${q.onePartition.dispatches} dispatches)`, [
+      table(
+        `journal partitions (${q.tenants} tenants, ${q.onePartition.dispatches} dispatches a run, medians of ${q.runsEach} runs)`,
         [
-          '1 stream: CPU per dispatch (Toolgate / broker / database), throughput',
-          row(q.onePartition),
+          [
+            '1 stream: CPU per dispatch (Toolgate / broker / database), throughput',
+            row(q.onePartition),
+          ],
+          [`${q.partitioned.partitions} partitions: the same`, row(q.partitioned)],
+          [
+            'CPU per dispatch of each run (1 stream | 4 partitions)',
+            `${q.cpuMsPerDispatchRuns.onePartition.join(', ')} | ${q.cpuMsPerDispatchRuns.partitioned.join(', ')} ms`,
+          ],
+          [
+            'CPU per dispatch, 4 partitions ÷ 1 (Toolgate / broker / database)',
+            `${q.cpuVsOnePartition} / ${q.brokerCpuVsOnePartition ?? '?'} / ${q.databaseCpuVsOnePartition ?? '?'}`,
+          ],
+          ['events per partition', q.partitioned.eventsByPartition.join(' / ')],
         ],
-        [`${q.partitioned.partitions} partitions: the same`, row(q.partitioned)],
-        ['CPU per dispatch, 4 partitions ÷ 1', q.cpuVsOnePartition],
-        ['events per partition', q.partitioned.eventsByPartition.join(' / ')],
-      ]),
+      ),
     );
   }
   if (p)

@@ -4,7 +4,7 @@ import { useTestNats, useTestSchema, type TestNats } from '@toolgate/testing';
 import { BenchStack, tenantToken } from './bench-stack';
 import { submitter, untilSettled } from './dispatch';
 import { startCpuMeter } from './machine-cpu';
-import { BENCH_CONNECTION, pool, round } from './stats';
+import { BENCH_CONNECTION, percentile, pool, round } from './stats';
 
 /** Partitions of the partitioned run (the other run has one: the default journal). */
 const PARTITIONS = 4;
@@ -32,17 +32,25 @@ export interface PartitionRun {
 
 export interface PartitionsResult {
   tenants: number;
+  /** Runs of each kind, alternated (one stream, 4 partitions, one stream, …). */
+  runsEach: number;
+  /** The median of each figure over the one-stream runs… */
   onePartition: PartitionRun;
+  /** …and over the partitioned runs. */
   partitioned: PartitionRun;
-  /** `partitioned.cpuMsPerDispatch ÷ onePartition.cpuMsPerDispatch`: 1 is "unchanged". */
+  /** Every run's `cpuMsPerDispatch`, in order: how far the machine's load moved them. */
+  cpuMsPerDispatchRuns: { onePartition: number[]; partitioned: number[] };
+  /** `partitioned.cpuMsPerDispatch ÷ onePartition.cpuMsPerDispatch` (medians): 1 is "unchanged". */
   cpuVsOnePartition: number;
   brokerCpuVsOnePartition?: number;
+  databaseCpuVsOnePartition?: number;
 }
 
 /**
  * The same load — dispatches of tenants spread evenly over 4 partitions, `SUBMIT_WINDOW` in
- * flight — on an unpartitioned journal and on one of 4 partitions, one stack after the other, each
- * on a prefix and schema of its own: what a dispatch costs with the journal split in streams.
+ * flight — on an unpartitioned journal and on one of 4 partitions, alternated, each run on a stack,
+ * prefix and schema of its own: what a dispatch costs with the journal split in streams. Medians,
+ * since a shared machine's load moves single runs by tens of percent.
  */
 export async function benchPartitions(opts: { quick: boolean }): Promise<PartitionsResult> {
   // Tenants among the bench's extra ones (`tenantToken`), as many in each of the 4 partitions.
@@ -56,21 +64,56 @@ export async function benchPartitions(opts: { quick: boolean }): Promise<Partiti
     }
   }
   const dispatches = opts.quick ? 2_000 : 10_000;
-  const onePartition = await run(1, chosen, dispatches);
-  const partitioned = await run(PARTITIONS, chosen, dispatches);
+  const runsEach = 3;
+  // A first stack runs colder than the next ones in the same process (its warm-up burst
+  // notwithstanding): one is run and thrown away.
+  await run(1, chosen, Math.min(dispatches, 1_000));
+  const one: PartitionRun[] = [];
+  const four: PartitionRun[] = [];
+  for (let i = 0; i < runsEach; i++) {
+    one.push(await run(1, chosen, dispatches));
+    four.push(await run(PARTITIONS, chosen, dispatches));
+  }
+  const onePartition = medianRun(one);
+  const partitioned = medianRun(four);
+  const ratio = (a?: number, b?: number) =>
+    a === undefined || b === undefined ? undefined : round(a / b, 2);
+  const broker = ratio(partitioned.brokerCpuMsPerDispatch, onePartition.brokerCpuMsPerDispatch);
+  const database = ratio(
+    partitioned.databaseCpuMsPerDispatch,
+    onePartition.databaseCpuMsPerDispatch,
+  );
   return {
     tenants: chosen.length,
+    runsEach,
     onePartition,
     partitioned,
-    cpuVsOnePartition: round(partitioned.cpuMsPerDispatch / onePartition.cpuMsPerDispatch, 2),
-    ...(partitioned.brokerCpuMsPerDispatch && onePartition.brokerCpuMsPerDispatch
-      ? {
-          brokerCpuVsOnePartition: round(
-            partitioned.brokerCpuMsPerDispatch / onePartition.brokerCpuMsPerDispatch,
-            2,
-          ),
-        }
-      : {}),
+    cpuMsPerDispatchRuns: {
+      onePartition: one.map((r) => r.cpuMsPerDispatch),
+      partitioned: four.map((r) => r.cpuMsPerDispatch),
+    },
+    cpuVsOnePartition: ratio(partitioned.cpuMsPerDispatch, onePartition.cpuMsPerDispatch)!,
+    ...(broker !== undefined ? { brokerCpuVsOnePartition: broker } : {}),
+    ...(database !== undefined ? { databaseCpuVsOnePartition: database } : {}),
+  };
+}
+
+/** Each figure's median over `runs` (of one kind). */
+function medianRun(runs: readonly PartitionRun[]): PartitionRun {
+  const median = (pick: (r: PartitionRun) => number | undefined) => {
+    const values = runs.map(pick).filter((v): v is number => v !== undefined);
+    return values.length ? percentile(values, 50) : undefined;
+  };
+  const broker = median((r) => r.brokerCpuMsPerDispatch);
+  const database = median((r) => r.databaseCpuMsPerDispatch);
+  return {
+    partitions: runs[0]!.partitions,
+    dispatches: runs[0]!.dispatches,
+    cpuMsPerDispatch: median((r) => r.cpuMsPerDispatch)!,
+    ...(broker !== undefined ? { brokerCpuMsPerDispatch: broker } : {}),
+    ...(database !== undefined ? { databaseCpuMsPerDispatch: database } : {}),
+    throughputPerSec: median((r) => r.throughputPerSec)!,
+    eventsByPartition: runs.at(-1)!.eventsByPartition,
   };
 }
 
