@@ -66,7 +66,9 @@ export async function ensureJournalStreams(
   const manage = options.manage ?? false;
   // One stream per partition (one, `<prefix>_journal`, unpartitioned): on a cluster each has a
   // leader of its own, which the meta leader places where fewest streams are led.
+  const count = subjects.journal.partitionCount;
   for (const partition of subjects.journal.partitions) {
+    const description = count > 1 ? partitionDescription(partition.index, count) : undefined;
     await ensureStream(
       jsm,
       {
@@ -74,8 +76,16 @@ export async function ensureJournalStreams(
         name: partition.stream,
         subjects: [partition.all],
         duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+        ...(description ? { description } : {}),
       },
       manage,
+      // A partition of another count is refused before anything of it is changed.
+      description
+        ? (existing) => {
+            if (existing.description !== description)
+              throw partitionCountMismatch(partition.stream, existing.description, count);
+          }
+        : undefined,
     );
   }
   await ensureStream(
@@ -90,14 +100,37 @@ export async function ensureJournalStreams(
   );
 }
 
+/**
+ * What a partition's stream says of itself: its place among how many. nats-server 2.9 keeps no
+ * stream metadata but the description, and a journal of another count must not be used as this
+ * one: its tenants would be looked for in the wrong streams (and a resubmission not found).
+ */
+function partitionDescription(index: number, count: number): string {
+  return `toolgate journal partition ${index} of ${count}`;
+}
+
+function partitionCountMismatch(
+  stream: string,
+  found: string | undefined,
+  count: number,
+): ConfigError {
+  return new ConfigError(
+    `journal stream ${stream} is ${found ? `"${found}"` : 'not a partition'}, but this service is configured for ${count} partitions (TOOLGATE_JOURNAL_PARTITIONS): every service of a deployment must be given the journal's partition count, which is fixed when the journal is created`,
+    { details: { stream, found: found ?? null, partitions: count } },
+  );
+}
+
+/** Looks up (or creates) a stream; `check` sees an existing one's configuration before any update. */
 async function ensureStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
   manage: boolean,
+  check?: (existing: StreamConfig) => void,
 ): Promise<void> {
   const { name, storage: _storage, retention: _retention, ...mutable } = config;
   try {
-    await jsm.streams.info(name);
+    const info = await jsm.streams.info(name);
+    check?.(info.config);
   } catch (err) {
     if (!isJsApiError(err, JsApiCode.StreamNotFound)) throw err;
     try {
@@ -113,6 +146,7 @@ async function ensureStream(
       }
       // Another caller created it between our lookup and our create: that is the outcome we want.
       if (!isJsApiError(addErr, JsApiCode.StreamNameInUse)) throw addErr;
+      if (check) check((await jsm.streams.info(name)).config);
     }
   }
   if (manage) await jsm.streams.update(name, mutable);
