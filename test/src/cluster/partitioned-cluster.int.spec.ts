@@ -1,5 +1,12 @@
 import { createSubjects, type Subjects } from '@toolgate/contracts';
-import { startNatsCluster, type ClusterNode, type NatsCluster } from '@toolgate/testing';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { ensureJournalStreams } from '@toolgate/bus';
+import {
+  startNatsCluster,
+  uniqueName,
+  type ClusterNode,
+  type NatsCluster,
+} from '@toolgate/testing';
 import {
   answerFaults,
   grantsOf,
@@ -34,16 +41,24 @@ describe('a journal of 4 partitions on a three-node cluster with R3 streams', ()
 
   beforeAll(async () => {
     cluster = await startNatsCluster({ label: 'parts' });
+    const prefix = uniqueName('partc');
+    subjects = createSubjects(prefix, { journalPartitions: PARTITIONS });
+    // The four R3 streams made first, as a deployment's journal made them at its first start, with
+    // a patient JetStream API: on a loaded 2-core machine a new cluster's meta leader can take
+    // longer than the services' 5 s to place four streams and their consumers at once.
+    const setup = await jetstreamManager(await cluster.connect('partc-setup'), { timeout: 30_000 });
+    await ensureJournalStreams(setup, subjects, { replicas: 3, manage: true });
     stack = await startTestStack(
       'partc',
       {
         TOOLGATE_STREAM_REPLICAS: '3',
+        // The streams' prefix (the stack's own streams go with the cluster).
+        TOOLGATE_PREFIX: prefix,
         TOOLGATE_JOURNAL_PARTITIONS: String(PARTITIONS),
         TOOLGATE_TOKENS: JSON.stringify([...TEST_GRANTS, ...grantsOf(tenants)]),
       },
       { servers: cluster.servers },
     );
-    subjects = createSubjects(stack.nats.prefix, { journalPartitions: PARTITIONS });
   }, 180_000);
 
   afterAll(async () => {
