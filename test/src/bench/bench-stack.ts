@@ -161,6 +161,8 @@ export interface BenchStackOptions {
   env?: NodeJS.ProcessEnv;
   /** Node options of every service of a split stack (`--cpu-prof` for its profiles). */
   nodeArgs?: readonly string[];
+  /** The broker the worker and the client connect to (default `NATS_URL`; give `env.NATS_URL` too). */
+  servers?: string[];
 }
 
 /**
@@ -215,12 +217,12 @@ export class BenchStack {
       // the worker share this thread with the services, so their overhead is kept as small as a
       // real client's.
       worker = await connect({
-        servers: NATS_URL,
+        servers: options.servers ?? NATS_URL,
         name: `${nats.prefix}-bench-worker`,
         noAsyncTraces: true,
       });
       client = await connect({
-        servers: NATS_URL,
+        servers: options.servers ?? NATS_URL,
         name: `${nats.prefix}-bench-client`,
         noAsyncTraces: true,
       });

@@ -1,9 +1,17 @@
 import { performance } from 'node:perf_hooks';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { ensureJournalStreams } from '@toolgate/bus';
 import { createSubjects, journalPartitionOf } from '@toolgate/contracts';
-import { useTestNats, useTestSchema, type TestNats } from '@toolgate/testing';
+import {
+  startNatsCluster,
+  useTestNats,
+  useTestSchema,
+  type NatsCluster,
+  type TestNats,
+} from '@toolgate/testing';
 import { BenchStack, tenantToken } from './bench-stack';
 import { submitter, untilSettled } from './dispatch';
-import { startCpuMeter } from './machine-cpu';
+import { listenerPid, procCpuSeconds, startCpuMeter } from './machine-cpu';
 import { BENCH_CONNECTION, percentile, pool, round } from './stats';
 
 /** Partitions of the partitioned run (the other run has one: the default journal). */
@@ -44,6 +52,22 @@ export interface PartitionsResult {
   cpuVsOnePartition: number;
   brokerCpuVsOnePartition?: number;
   databaseCpuVsOnePartition?: number;
+  /** The same load on a 3-node cluster, R3: one stream, then 4 partitions (one run each). */
+  cluster?: { onePartition: ClusterRun; partitioned: ClusterRun };
+}
+
+/** A run on the 3-node cluster: where the broker's work went. */
+export interface ClusterRun {
+  partitions: number;
+  dispatches: number;
+  /** Partitions each node leads, by node (in the nodes' order). */
+  leadersByNode: number[];
+  /** Each node's nats-server CPU per dispatch (ms), in the nodes' order. */
+  brokerCpuMsPerDispatchByNode: number[];
+  /** The busiest node's share of the three's broker CPU (1/3: even; the stream leader's, higher). */
+  busiestNodeShare: number;
+  cpuMsPerDispatch: number;
+  throughputPerSec: number;
 }
 
 /**
@@ -74,6 +98,7 @@ export async function benchPartitions(opts: { quick: boolean }): Promise<Partiti
     one.push(await run(1, chosen, dispatches));
     four.push(await run(PARTITIONS, chosen, dispatches));
   }
+  const cluster = await clusterRuns(chosen, opts.quick ? 1_000 : 5_000);
   const onePartition = medianRun(one);
   const partitioned = medianRun(four);
   const ratio = (a?: number, b?: number) =>
@@ -95,7 +120,119 @@ export async function benchPartitions(opts: { quick: boolean }): Promise<Partiti
     cpuVsOnePartition: ratio(partitioned.cpuMsPerDispatch, onePartition.cpuMsPerDispatch)!,
     ...(broker !== undefined ? { brokerCpuVsOnePartition: broker } : {}),
     ...(database !== undefined ? { databaseCpuVsOnePartition: database } : {}),
+    cluster,
   };
+}
+
+/**
+ * One stream, then 4 partitions, on a 3-node cluster of the bench's own (R3 streams), each on a
+ * prefix and schema of its own: each node's nats-server CPU over the burst, so the report shows
+ * whether the broker's work sits on one stream leader or is spread over the nodes.
+ */
+async function clusterRuns(
+  tenants: readonly number[],
+  dispatches: number,
+): Promise<{ onePartition: ClusterRun; partitioned: ClusterRun }> {
+  const cluster = await startNatsCluster({ label: 'bench-parts' });
+  try {
+    const onePartition = await clusterRun(cluster, 1, tenants, dispatches);
+    const partitioned = await clusterRun(cluster, PARTITIONS, tenants, dispatches);
+    return { onePartition, partitioned };
+  } finally {
+    await cluster.cleanup();
+  }
+}
+
+async function clusterRun(
+  cluster: NatsCluster,
+  partitions: number,
+  tenants: readonly number[],
+  dispatches: number,
+): Promise<ClusterRun> {
+  const base = await useTestNats(`bench-c${partitions}`, {
+    ...BENCH_CONNECTION,
+    servers: cluster.servers,
+  });
+  const schema = await useTestSchema(`bench-c${partitions}`);
+  const nats: TestNats = {
+    ...base,
+    subjects: createSubjects(base.prefix, { journalPartitions: partitions }),
+  };
+  let stack: BenchStack | undefined;
+  try {
+    // The streams first, with a patient API (four R3 streams at once on a loaded machine), then
+    // every node given at least one leader (a step-down moves one off a node leading two).
+    const setup = await jetstreamManager(base.nc, { timeout: 30_000 });
+    await ensureJournalStreams(setup, nats.subjects, { replicas: 3, manage: true });
+    const leaders = async () => {
+      const led = cluster.nodes.map(() => 0);
+      for (const p of nats.subjects.journal.partitions) {
+        const { leader } = await cluster.streamPlacement(p.stream);
+        led[cluster.nodes.indexOf(leader)]!++;
+      }
+      return led;
+    };
+    for (let attempt = 0; partitions >= cluster.nodes.length && attempt < 20; attempt++) {
+      const led = await leaders();
+      if (led.every((n) => n >= 1)) break;
+      for (const p of nats.subjects.journal.partitions) {
+        const { leader } = await cluster.streamPlacement(p.stream);
+        if (led[cluster.nodes.indexOf(leader)]! > 1) {
+          await cluster.stepDown(p.stream);
+          break;
+        }
+      }
+    }
+    stack = await BenchStack.start(nats, schema, {
+      shape: 'all-in-one',
+      extraTenants: Math.max(...tenants) + 1,
+      env: {
+        NATS_URL: cluster.url,
+        TOOLGATE_STREAM_REPLICAS: '3',
+        TOOLGATE_JOURNAL_PARTITIONS: String(partitions),
+      },
+      servers: cluster.servers,
+    });
+    const tokens = tenants.map((i) => tenantToken(i).token);
+    for (const token of tokens) await stack.registerTools(token);
+    const submit = submitter(stack);
+    const burst = async (runId: string, count: number) => {
+      const settled = stack!.watch.runSettled(runId, count);
+      await pool(count, SUBMIT_WINDOW, async (i) => {
+        const reply = await submit(runId, 0, tokens[i % tokens.length]);
+        if (reply.status !== 'accepted')
+          throw new Error(`partitions: a submission was not accepted: ${JSON.stringify(reply)}`);
+      });
+      await untilSettled(settled, stack!.watch, nats, `${count} dispatches to settle`);
+      if (stack!.watch.failure) throw new Error(stack!.watch.failure);
+    };
+    await burst('parts-warmup', 300);
+    await untilFolded(nats);
+    const pids = cluster.nodes.map((n) => listenerPid(n.port));
+    const nodeCpu = () => pids.map((pid) => (pid === undefined ? 0 : procCpuSeconds(pid)));
+    const led = await leaders();
+    const cpu0 = stack.cpuSeconds();
+    const nodes0 = nodeCpu();
+    const t0 = performance.now();
+    await burst('parts', dispatches);
+    const seconds = (stack.watch.lastSettledAt - t0) / 1000;
+    await untilFolded(nats);
+    const byNode = nodeCpu().map((s, i) => s - nodes0[i]!);
+    const total = byNode.reduce((a, b) => a + b, 0);
+    return {
+      partitions,
+      dispatches,
+      leadersByNode: led,
+      brokerCpuMsPerDispatchByNode: byNode.map((s) => round((s * 1000) / dispatches, 3)),
+      busiestNodeShare: round(Math.max(...byNode) / total, 2),
+      cpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / dispatches, 3),
+      throughputPerSec: Math.round(dispatches / seconds),
+    };
+  } finally {
+    await stack?.stop();
+    await base.cleanup();
+    await schema.cleanup();
+  }
 }
 
 /** Each figure's median over `runs` (of one kind). */
