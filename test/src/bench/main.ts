@@ -903,6 +903,12 @@ function print(report: Report): void {
             `${q.cpuVsOnePartition} / ${q.brokerCpuVsOnePartition ?? '?'} / ${q.databaseCpuVsOnePartition ?? '?'}`,
           ],
           ['events per partition', q.partitioned.eventsByPartition.join(' / ')],
+          ...(q.cluster
+            ? [q.cluster.onePartition, q.cluster.partitioned].map((c): [string, unknown] => [
+                `3-node cluster, R3, ${c.partitions === 1 ? '1 stream' : `${c.partitions} partitions`}: leaders by node; broker CPU by node; busiest node's share; Toolgate CPU, throughput`,
+                `${c.leadersByNode.join('/')}; ${c.brokerCpuMsPerDispatchByNode.join(' / ')} ms; ${c.busiestNodeShare}; ${c.cpuMsPerDispatch} ms, ${c.throughputPerSec}/s`,
+              ])
+            : []),
         ],
       ),
     );
