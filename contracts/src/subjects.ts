@@ -110,33 +110,100 @@ export const ConsumerRole = {
 } as const;
 export type ConsumerRole = (typeof ConsumerRole)[keyof typeof ConsumerRole];
 
+/**
+ * One stream of the journal. Unpartitioned (the default) there is one, `<prefix>_journal` on
+ * `<prefix>.journal.>`; with `n` partitions partition `i` is `<prefix>_journal_<i>` on
+ * `<prefix>.journal.<i>.>`, each with its own leader on a cluster and its own consumers.
+ */
+export interface JournalPartition {
+  readonly index: number;
+  readonly stream: string;
+  /** Every subject of this partition (the stream's filter, a `'*'` consumer's filter). */
+  readonly all: string;
+  /** One event type across this partition's tenants and runs (a consumer's filter). */
+  ofType(type: string): string;
+}
+
+/** A journal subject's tokens: `tenant`, `runId`, `key` (dispatch or worktree id), `type`. */
+export interface JournalSubjectParts {
+  tenant: string;
+  runId: string;
+  key: string;
+  type: string;
+}
+
+export interface JournalSubjects {
+  /**
+   * The journal's one stream. A partitioned journal has no one stream: reading this throws a
+   * `ConfigError`, so code that does not name the tenant's partition fails loudly instead of
+   * reading another partition's events.
+   */
+  readonly stream: string;
+  /** How many partitions (streams) the journal has: 1 unless `TOOLGATE_JOURNAL_PARTITIONS` says. */
+  readonly partitionCount: number;
+  /** Every partition, in index order (one, the unpartitioned journal, by default). */
+  readonly partitions: readonly JournalPartition[];
+  /** The partition a tenant's events live in ({@link journalPartitionOf}). */
+  partitionOf(tenant: string): JournalPartition;
+  /** The stream that holds a journal subject: its tenant's partition's. */
+  streamOf(subject: string): string;
+  /** Every journal subject, of every partition. */
+  readonly all: string;
+  /** The subject of one event. */
+  event(tenant: string, runId: string, key: string, type: string): string;
+  /** All events of one dispatch (or worktree). */
+  forKey(tenant: string, runId: string, key: string): string;
+  /** All events of one run. */
+  forRun(tenant: string, runId: string): string;
+  /** One event type across every tenant and run (of every partition). */
+  ofType(type: string): string;
+  /** Every tenant's events. */
+  forTenant(tenant: string): string;
+  /** One event type of one tenant: of one run, or of every run (`'*'`). */
+  ofTypeIn(type: string, tenant: string, runId: string | '*'): string;
+  /**
+   * Every event of a tenant's run; `'*'` for any tenant or any run (`toolgate journal tail`; with
+   * partitions, any tenant's filter spans every partition's subjects).
+   */
+  matching(tenant: string | '*', runId: string | '*'): string;
+  /**
+   * The dispatch (or worktree) a journal subject names, as `<tenant>.<key>`: the unit whose
+   * events must be folded in stream order. The subject as given when it is not a journal one.
+   */
+  keyOf(subject: string): string;
+  /** The tokens of a journal subject (of either shape), or undefined when it is not one. */
+  parse(subject: string): JournalSubjectParts | undefined;
+}
+
+/** Most partitions a journal may have (`TOOLGATE_JOURNAL_PARTITIONS`). */
+export const MAX_JOURNAL_PARTITIONS = 64;
+
+/**
+ * The partition of a tenant among `count`: FNV-1a (32-bit) of the tenant's bytes, modulo `count`.
+ * It is the hash nats-server's subject mapping `{{partition(count,<tenant wildcard>)}}` computes, so
+ * an account-level mapping would place every tenant where this does (a spec holds the two equal).
+ * Stable: changing `count` moves tenants, so it is chosen once per journal (docs/configuration.md).
+ */
+export function journalPartitionOf(tenant: string, count: number): number {
+  assertSubjectToken('tenant', tenant);
+  // Tenants are ASCII (SUBJECT_TOKEN_PATTERN): one byte per UTF-16 unit.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < tenant.length; i++) {
+    hash ^= tenant.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % count;
+}
+
+export interface SubjectsOptions {
+  /** Partitions of the journal (default 1: one stream, the subjects as they always were). */
+  journalPartitions?: number;
+}
+
 export interface Subjects {
   readonly prefix: string;
-  /** Stream and subjects of the journal. */
-  readonly journal: {
-    readonly stream: string;
-    /** Every journal subject (the stream's filter). */
-    readonly all: string;
-    /** The subject of one event. */
-    event(tenant: string, runId: string, key: string, type: string): string;
-    /** All events of one dispatch (or worktree). */
-    forKey(tenant: string, runId: string, key: string): string;
-    /** All events of one run. */
-    forRun(tenant: string, runId: string): string;
-    /** One event type across every tenant and run. */
-    ofType(type: string): string;
-    /** Every tenant's events. */
-    forTenant(tenant: string): string;
-    /** One event type of one tenant: of one run, or of every run (`'*'`). */
-    ofTypeIn(type: string, tenant: string, runId: string | '*'): string;
-    /** Every event of a tenant's run; `'*'` for any tenant or any run (`toolgate journal tail`). */
-    matching(tenant: string | '*', runId: string | '*'): string;
-    /**
-     * The dispatch (or worktree) a journal subject names, as `<tenant>.<key>`: the unit whose
-     * events must be folded in stream order. The subject as given when it is not a journal one.
-     */
-    keyOf(subject: string): string;
-  };
+  /** Stream(s) and subjects of the journal. */
+  readonly journal: JournalSubjects;
   /** Dead-lettered messages, one subject per consuming role. */
   readonly deadLetter: {
     readonly stream: string;
@@ -187,7 +254,7 @@ export interface Subjects {
 }
 
 /** Builds every name from `prefix`, validating each token it is given. */
-export function createSubjects(prefix: string): Subjects {
+export function createSubjects(prefix: string, options: SubjectsOptions = {}): Subjects {
   if (typeof prefix !== 'string' || !PREFIX_PATTERN.test(prefix)) {
     throw new ConfigError(
       `subject prefix must be 1-32 characters of [A-Za-z0-9_-], got ${JSON.stringify(prefix)}`,
@@ -211,27 +278,7 @@ export function createSubjects(prefix: string): Subjects {
   };
   return Object.freeze({
     prefix: p,
-    journal: Object.freeze({
-      stream: `${p}_journal`,
-      all: `${p}.journal.>`,
-      event: (tenant: string, runId: string, key: string, type: string) =>
-        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.${tok('key', key)}.${tok('event type', type)}`,
-      forKey: (tenant: string, runId: string, key: string) =>
-        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.${tok('key', key)}.*`,
-      forRun: (tenant: string, runId: string) =>
-        `${p}.journal.${tok('tenant', tenant)}.${tok('runId', runId)}.>`,
-      ofType: (type: string) => `${p}.journal.*.*.*.${tok('event type', type)}`,
-      forTenant: (tenant: string) => `${p}.journal.${tok('tenant', tenant)}.>`,
-      matching: (tenant: string, runId: string) =>
-        `${p}.journal.${tenant === '*' ? '*' : tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.>`,
-      ofTypeIn: (type: string, tenant: string, runId: string) =>
-        `${p}.journal.${tok('tenant', tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.*.${tok('event type', type)}`,
-      keyOf: (subject: string) => {
-        // <prefix>.journal.<tenant>.<runId>.<key>.<event>: tokens hold no dots.
-        const t = subject.split('.');
-        return t.length === 6 && t[1] === 'journal' ? `${t[2]}.${t[4]}` : subject;
-      },
-    }),
+    journal: journalSubjects(p, partitionCount(options.journalPartitions)),
     deadLetter: Object.freeze({
       stream: `${p}_deadletter`,
       all: `${p}.deadletter.>`,
@@ -268,5 +315,97 @@ export function createSubjects(prefix: string): Subjects {
     mcpStateBucket: `${p}_mcp_state`,
     cancelDispatch: `${p}.executor.cancel`,
     mcpListTools: `${p}.executor.mcp.list`,
+  });
+}
+
+function partitionCount(value: number | undefined): number {
+  const count = value ?? 1;
+  if (!Number.isInteger(count) || count < 1 || count > MAX_JOURNAL_PARTITIONS) {
+    throw new ConfigError(
+      `journal partitions must be an integer from 1 to ${MAX_JOURNAL_PARTITIONS}, got ${JSON.stringify(value)}`,
+      { details: { field: 'journalPartitions' } },
+    );
+  }
+  return count;
+}
+
+/**
+ * The tokens of a journal subject, of either shape — 6 tokens unpartitioned, 7 partitioned (the
+ * partition after `journal`) — or undefined when it is not one.
+ */
+export function parseJournalSubject(subject: string): JournalSubjectParts | undefined {
+  // <prefix>.journal[.<partition>].<tenant>.<runId>.<key>.<event>: tokens hold no dots.
+  const t = subject.split('.');
+  if (t[1] !== 'journal' || (t.length !== 6 && t.length !== 7)) return undefined;
+  const [tenant, runId, key, type] = t.slice(t.length - 4) as [string, string, string, string];
+  return { tenant, runId, key, type };
+}
+
+/**
+ * The journal's names. One partition: `<p>_journal` on `<p>.journal.<tenant>.<run>.<key>.<type>`,
+ * unchanged on the wire. `n` partitions: a partition token after `journal`, chosen by the tenant,
+ * so every builder that names a tenant names its partition's subjects.
+ */
+function journalSubjects(p: string, count: number): JournalSubjects {
+  const tok = (kind: string, value: string): string => {
+    assertSubjectToken(kind, value);
+    return value;
+  };
+  const partitioned = count > 1;
+  const partitions: JournalPartition[] = Array.from({ length: count }, (_, index) => {
+    const root = partitioned ? `${p}.journal.${index}` : `${p}.journal`;
+    return Object.freeze({
+      index,
+      stream: partitioned ? `${p}_journal_${index}` : `${p}_journal`,
+      all: `${root}.>`,
+      ofType: (type: string) => `${root}.*.*.*.${tok('event type', type)}`,
+    });
+  });
+  const partitionOf = (tenant: string) => partitions[journalPartitionOf(tenant, count)]!;
+  // The subject root of a tenant's events: `<p>.journal[.<partition>].<tenant>`.
+  const tenantRoot = (tenant: string) =>
+    partitioned
+      ? `${p}.journal.${partitionOf(tenant).index}.${tok('tenant', tenant)}`
+      : `${p}.journal.${tok('tenant', tenant)}`;
+  const anyTenant = partitioned ? `${p}.journal.*.*` : `${p}.journal.*`;
+  return Object.freeze({
+    get stream(): string {
+      if (partitioned) {
+        throw new ConfigError(
+          `the journal has ${count} partitions: name the tenant's stream (journal.partitionOf(tenant).stream)`,
+        );
+      }
+      return partitions[0]!.stream;
+    },
+    partitionCount: count,
+    partitions: Object.freeze(partitions),
+    partitionOf,
+    streamOf: (subject: string) => {
+      if (!partitioned) return partitions[0]!.stream;
+      const parts = parseJournalSubject(subject);
+      if (!parts) {
+        throw new ConfigError(`not a journal subject: ${JSON.stringify(subject)}`, {
+          details: { field: 'subject' },
+        });
+      }
+      return partitionOf(parts.tenant).stream;
+    },
+    all: `${p}.journal.>`,
+    event: (tenant: string, runId: string, key: string, type: string) =>
+      `${tenantRoot(tenant)}.${tok('runId', runId)}.${tok('key', key)}.${tok('event type', type)}`,
+    forKey: (tenant: string, runId: string, key: string) =>
+      `${tenantRoot(tenant)}.${tok('runId', runId)}.${tok('key', key)}.*`,
+    forRun: (tenant: string, runId: string) => `${tenantRoot(tenant)}.${tok('runId', runId)}.>`,
+    ofType: (type: string) => `${anyTenant}.*.*.${tok('event type', type)}`,
+    forTenant: (tenant: string) => `${tenantRoot(tenant)}.>`,
+    matching: (tenant: string, runId: string) =>
+      `${tenant === '*' ? anyTenant : tenantRoot(tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.>`,
+    ofTypeIn: (type: string, tenant: string, runId: string) =>
+      `${tenantRoot(tenant)}.${runId === '*' ? '*' : tok('runId', runId)}.*.${tok('event type', type)}`,
+    keyOf: (subject: string) => {
+      const parts = parseJournalSubject(subject);
+      return parts ? `${parts.tenant}.${parts.key}` : subject;
+    },
+    parse: parseJournalSubject,
   });
 }

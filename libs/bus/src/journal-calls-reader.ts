@@ -110,7 +110,7 @@ export function readJournalCalls(
     return null;
   };
   const every = Math.max(1, options.progressEvery ?? 1000);
-  const stream = subjects.journal.stream;
+  const stream = subjects.journal.partitionOf(filter.tenant).stream;
 
   async function* calls(): AsyncGenerator<JournalCall> {
     const sides: Side[] = [];

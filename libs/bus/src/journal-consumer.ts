@@ -54,6 +54,8 @@ export interface JournalConsumerOptions {
    * last delivery dead-letters instead of nak-ing.
    */
   consumer: string;
+  /** The stream the consumer is on: its journal partition's (default: the unpartitioned journal's). */
+  stream?: string;
   /**
    * The service's signing keys. Every message is verified before anything else: one that is not
    * signed for this service by a producer of its type (`trustedEvent`) is dead-lettered at once
@@ -341,7 +343,7 @@ export function runJournalConsumer(
 
   const loop = (async () => {
     const consumer: Consumer = await options.js.consumers.get(
-      options.subjects.journal.stream,
+      options.stream ?? options.subjects.journal.stream,
       options.consumer,
     );
     // `get` fetched the consumer's info; a max_deliver of -1 (or unset) never dead-letters.

@@ -8,7 +8,13 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { ErrorCode, ToolgateError, type ConsumerRole, type Subjects } from '@toolgate/contracts';
+import {
+  ConfigError,
+  ErrorCode,
+  ToolgateError,
+  type ConsumerRole,
+  type Subjects,
+} from '@toolgate/contracts';
 import { isJsApiError, isPermissionViolation, JsApiCode } from './nats-errors';
 
 export interface JournalStreamOptions {
@@ -37,7 +43,7 @@ export interface JournalStreamOptions {
 }
 
 /**
- * Makes sure the journal and dead-letter streams exist: each is looked up first and created only
+ * Makes sure the journal (every partition's) and dead-letter streams exist: each is looked up first and created only
  * when missing; with `manage`, an existing one is brought up to date. Idempotent: every replica of
  * every service calls it at start-up. A caller whose NATS user may not create a missing stream
  * (every service but the journal, deployed) gets a retryable `unavailable` — the journal service
@@ -58,16 +64,30 @@ export async function ensureJournalStreams(
     max_bytes: options.maxBytes ?? -1,
   } satisfies Partial<StreamConfig>;
   const manage = options.manage ?? false;
-  await ensureStream(
-    jsm,
-    {
-      ...common,
-      name: subjects.journal.stream,
-      subjects: [subjects.journal.all],
-      duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
-    },
-    manage,
-  );
+  // One stream per partition (one, `<prefix>_journal`, unpartitioned): on a cluster each has a
+  // leader of its own, which the meta leader places where fewest streams are led.
+  const count = subjects.journal.partitionCount;
+  for (const partition of subjects.journal.partitions) {
+    const description = count > 1 ? partitionDescription(partition.index, count) : undefined;
+    await ensureStream(
+      jsm,
+      {
+        ...common,
+        name: partition.stream,
+        subjects: [partition.all],
+        duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+        ...(description ? { description } : {}),
+      },
+      manage,
+      // A partition of another count is refused before anything of it is changed.
+      description
+        ? (existing) => {
+            if (existing.description !== description)
+              throw partitionCountMismatch(partition.stream, existing.description, count);
+          }
+        : undefined,
+    );
+  }
   await ensureStream(
     jsm,
     {
@@ -80,14 +100,37 @@ export async function ensureJournalStreams(
   );
 }
 
+/**
+ * What a partition's stream says of itself: its place among how many. nats-server 2.9 keeps no
+ * stream metadata but the description, and a journal of another count must not be used as this
+ * one: its tenants would be looked for in the wrong streams (and a resubmission not found).
+ */
+function partitionDescription(index: number, count: number): string {
+  return `toolgate journal partition ${index} of ${count}`;
+}
+
+function partitionCountMismatch(
+  stream: string,
+  found: string | undefined,
+  count: number,
+): ConfigError {
+  return new ConfigError(
+    `journal stream ${stream} is ${found ? `"${found}"` : 'not a partition'}, but this service is configured for ${count} partitions (TOOLGATE_JOURNAL_PARTITIONS): every service of a deployment must be given the journal's partition count, which is fixed when the journal is created`,
+    { details: { stream, found: found ?? null, partitions: count } },
+  );
+}
+
+/** Looks up (or creates) a stream; `check` sees an existing one's configuration before any update. */
 async function ensureStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
   manage: boolean,
+  check?: (existing: StreamConfig) => void,
 ): Promise<void> {
   const { name, storage: _storage, retention: _retention, ...mutable } = config;
   try {
-    await jsm.streams.info(name);
+    const info = await jsm.streams.info(name);
+    check?.(info.config);
   } catch (err) {
     if (!isJsApiError(err, JsApiCode.StreamNotFound)) throw err;
     try {
@@ -103,6 +146,7 @@ async function ensureStream(
       }
       // Another caller created it between our lookup and our create: that is the outcome we want.
       if (!isJsApiError(addErr, JsApiCode.StreamNameInUse)) throw addErr;
+      if (check) check((await jsm.streams.info(name)).config);
     }
   }
   if (manage) await jsm.streams.update(name, mutable);
@@ -118,6 +162,23 @@ export interface ConsumerSpec {
   maxDeliver?: number;
   /** Unacked messages in flight across all replicas. */
   maxAckPending?: number;
+  /**
+   * The journal partition whose stream the consumer reads (default 0: the one stream of an
+   * unpartitioned journal). Each partition's consumer has the same name on its own stream.
+   */
+  partition?: number;
+}
+
+/** The partition a consumer spec reads (a `ConfigError` for one the journal does not have). */
+export function consumerPartition(subjects: Subjects, spec: Pick<ConsumerSpec, 'partition'>) {
+  const index = spec.partition ?? 0;
+  const partition = subjects.journal.partitions[index];
+  if (!partition) {
+    throw new ConfigError(
+      `journal partition ${index} does not exist (the journal has ${subjects.journal.partitionCount})`,
+    );
+  }
+  return partition;
 }
 
 /** The durable consumer name for a spec (one per role and filter: nats-server 2.9 filters on one subject). */
@@ -142,25 +203,25 @@ export async function ensureConsumer(
   spec: ConsumerSpec,
 ): Promise<string> {
   const name = consumerName(subjects, spec);
+  const { stream, all, ofType } = consumerPartition(subjects, spec);
   const maxDeliver = spec.maxDeliver ?? 5;
   const config = {
     durable_name: name,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
-    filter_subject:
-      spec.eventType === '*' ? subjects.journal.all : subjects.journal.ofType(spec.eventType),
+    filter_subject: spec.eventType === '*' ? all : ofType(spec.eventType),
     ack_wait: nanos(spec.ackWaitMs ?? 30_000),
     max_deliver: maxDeliver,
     max_ack_pending: spec.maxAckPending ?? 1000,
   };
   try {
-    await jsm.consumers.info(subjects.journal.stream, name);
+    await jsm.consumers.info(stream, name);
     const { durable_name: _d, deliver_policy: _p, ack_policy: _a, ...mutable } = config;
-    await jsm.consumers.update(subjects.journal.stream, name, mutable);
+    await jsm.consumers.update(stream, name, mutable);
   } catch (err) {
     if (!isJsApiError(err, JsApiCode.ConsumerNotFound)) throw err;
     try {
-      await jsm.consumers.add(subjects.journal.stream, config);
+      await jsm.consumers.add(stream, config);
     } catch (addErr) {
       // Another replica created it between our info and add: that is the idempotent outcome.
       if (!isJsApiError(addErr, JsApiCode.ConsumerNameExists)) throw addErr;

@@ -290,7 +290,7 @@ export class JournalPublisher {
     /** Why the subject's last message is not a trusted event (other than not being one). */
     untrusted?: UntrustedReason;
   }> {
-    const msg = await this.get(from, { last_by_subj: subject });
+    const msg = await this.get(from, subject, { last_by_subj: subject });
     if (!msg) return { stored: null, head: null };
     const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
     const head = {
@@ -321,7 +321,7 @@ export class JournalPublisher {
    * a follower behind it would call a subject whose genuine event it has not applied held by nothing.
    */
   private async heldBy(subject: string): Promise<number | null> {
-    const msg = await this.get('leader', { last_by_subj: subject });
+    const msg = await this.get('leader', subject, { last_by_subj: subject });
     if (!msg) return 0;
     if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok) return null;
     return (await this.trustedBefore('leader', msg, 'first')) ? null : msg.seq;
@@ -339,7 +339,8 @@ export class JournalPublisher {
         ? msg
         : null;
     return (
-      genuine(await this.get('replica', { seq })) ?? genuine(await this.get('leader', { seq }))
+      genuine(await this.get('replica', subject, { seq })) ??
+      genuine(await this.get('leader', subject, { seq }))
     );
   }
 
@@ -356,7 +357,7 @@ export class JournalPublisher {
   ): Promise<{ msg: DirectMessage; event: JournalEvent } | null> {
     let found: { msg: DirectMessage; event: JournalEvent } | null = null;
     for (let seq = 1; seq < last.seq;) {
-      const msg = await this.get(from, { seq, next_by_subj: last.subject });
+      const msg = await this.get(from, last.subject, { seq, next_by_subj: last.subject });
       if (!msg || msg.seq >= last.seq) return found;
       const trusted = trustedEvent(this.keys, msg.subject, msg.data, msg.header);
       if (trusted.ok) {
@@ -369,8 +370,9 @@ export class JournalPublisher {
   }
 
   /** One stored message of the journal, from any replica or from the stream's leader. */
-  private get(from: ReadFrom, query: DirectQuery): Promise<DirectMessage | null> {
-    return this.direct.read(this.subjects.journal.stream, query, from);
+  private get(from: ReadFrom, subject: string, query: DirectQuery): Promise<DirectMessage | null> {
+    // A partitioned journal keeps a subject in its tenant's partition's stream (and leader).
+    return this.direct.read(this.subjects.journal.streamOf(subject), query, from);
   }
 
   /** Fails appends still waiting for their ack (their outcome is unknown; a retry is deduplicated) and reads waiting for theirs. */

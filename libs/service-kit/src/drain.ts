@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError } from '@toolgate/contracts';
+import { ConfigError, parseJournalSubject } from '@toolgate/contracts';
 import type { InFlightMessage } from '@toolgate/bus';
 
 /** What a stop drains: the service, and what its handlers are working on meanwhile. */
@@ -55,11 +55,11 @@ export function describeInFlight(messages: readonly InFlightMessage[], nowMs: nu
   if (!messages.length) return 'nothing in flight';
   const sorted = [...messages].sort((a, b) => a.sinceMs - b.sinceMs);
   const named = sorted.slice(0, LISTED).map((m) => {
-    // <prefix>.journal.<tenant>.<runId>.<key>.<event>
-    const [, , tenant, runId, key, type] = m.subject.split('.');
+    // <prefix>.journal[.<partition>].<tenant>.<runId>.<key>.<event>
+    const parts = parseJournalSubject(m.subject);
     const age = Math.max(0, Math.round((nowMs - m.sinceMs) / 1000));
-    return type
-      ? `${type} of ${key} (run ${runId}, tenant ${tenant}) for ${age} s`
+    return parts
+      ? `${parts.type} of ${parts.key} (run ${parts.runId}, tenant ${parts.tenant}) for ${age} s`
       : `${m.subject} #${m.seq} for ${age} s`;
   });
   const more = sorted.length > LISTED ? ` and ${sorted.length - LISTED} more` : '';

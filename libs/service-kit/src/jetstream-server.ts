@@ -77,6 +77,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
   private js: JetStreamClient | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
   private polledConsumers: string[] = [];
+  private lagLabels: string[] = [];
 
   constructor(private readonly options: JetStreamServerOptions) {
     super();
@@ -88,67 +89,79 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
       const jsm = await jetstreamManager(nc);
       const metrics = metricsFor(nc);
       const consumers: string[] = [];
+      const polled: { stream: string; name: string; label: string }[] = [];
       await ensureJournalStreams(jsm, subjects, this.options.streams);
       this.js = jetstream(nc);
+      // A partitioned journal: each handler's consumer on every partition's stream, each run by a
+      // loop (and lane set) of its own, so the partitions are worked on side by side.
       for (const [eventType, handler] of this.messageHandlers) {
         const settings = this.options.handlers?.[eventType] ?? {};
-        const name = await ensureConsumer(jsm, subjects, {
-          role,
-          eventType,
-          ackWaitMs: settings.ackWaitMs,
-          maxDeliver: settings.maxDeliver,
-          maxAckPending: settings.maxAckPending,
-        });
-        consumers.push(name);
         metrics.initConsumer(role, eventType === '*' ? JOURNAL_EVENT_TYPES : [eventType]);
         const untrusted = metrics.untrustedCounter(role);
         const invoke = async (payload: unknown, delivery?: DeliveryContext) => {
           const result = this.transformToObservable(await handler(payload, delivery));
           await lastValueFrom(result, { defaultValue: undefined });
         };
-        const consumer = runJournalConsumer({
-          js: this.js,
-          subjects,
-          role,
-          keys: this.options.keys,
-          onUntrusted: (_role, reason) => untrusted(reason),
-          consumer: name,
-          backoffMs: settings.backoffMs ?? DEFAULT_BACKOFF_MS,
-          concurrency: settings.concurrency,
-          handle: (event: JournalEvent, delivery: DeliveryContext) =>
-            invoke(
-              settings.batch
-                ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }]
-                : event,
-              delivery,
-            ),
-          ...(settings.batch
-            ? {
-                batch: {
-                  maxBatch: settings.batch,
-                  ...(settings.batchLingerMs ? { lingerMs: settings.batchLingerMs } : {}),
-                  ...(settings.batchLanes ? { lanes: settings.batchLanes } : {}),
-                  ...(settings.laneKey ? { laneKey: settings.laneKey } : {}),
-                  handleBatch: (entries: BatchEntry[]) => invoke(entries),
-                },
-              }
-            : {}),
-          ...(this.options.onPoison ? { onPoison: this.options.onPoison } : {}),
-          onError: (err) =>
-            this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
-          onProcessed: (r, type, outcome, seconds) =>
-            metrics.recordProcessed(r, type, outcome, seconds),
-        });
-        this.running.push(consumer);
-        await consumer.ready;
+        for (const partition of subjects.journal.partitions) {
+          const name = await ensureConsumer(jsm, subjects, {
+            role,
+            eventType,
+            ackWaitMs: settings.ackWaitMs,
+            maxDeliver: settings.maxDeliver,
+            maxAckPending: settings.maxAckPending,
+            partition: partition.index,
+          });
+          if (partition.index === 0) consumers.push(name);
+          polled.push({
+            stream: partition.stream,
+            name,
+            label: lagLabel(name, partition.index, subjects),
+          });
+          const consumer = runJournalConsumer({
+            js: this.js,
+            subjects,
+            role,
+            keys: this.options.keys,
+            onUntrusted: (_role, reason) => untrusted(reason),
+            consumer: name,
+            stream: partition.stream,
+            backoffMs: settings.backoffMs ?? DEFAULT_BACKOFF_MS,
+            concurrency: settings.concurrency,
+            handle: (event: JournalEvent, delivery: DeliveryContext) =>
+              invoke(
+                settings.batch
+                  ? [{ event, seq: delivery.seq, stream: delivery.msg.info.stream }]
+                  : event,
+                delivery,
+              ),
+            ...(settings.batch
+              ? {
+                  batch: {
+                    maxBatch: settings.batch,
+                    ...(settings.batchLingerMs ? { lingerMs: settings.batchLingerMs } : {}),
+                    ...(settings.batchLanes ? { lanes: settings.batchLanes } : {}),
+                    ...(settings.laneKey ? { laneKey: settings.laneKey } : {}),
+                    handleBatch: (entries: BatchEntry[]) => invoke(entries),
+                  },
+                }
+              : {}),
+            ...(this.options.onPoison ? { onPoison: this.options.onPoison } : {}),
+            onError: (err) =>
+              this.logger.error(`consumer ${role}/${eventType}: ${(err as Error)?.message ?? err}`),
+            onProcessed: (r, type, outcome, seconds) =>
+              metrics.recordProcessed(r, type, outcome, seconds),
+          });
+          this.running.push(consumer);
+          await consumer.ready;
+        }
       }
       // Lag is the broker's number, the same for every replica; polling it here (not per scrape)
       // bounds the JetStream API load to one request per consumer per interval per replica.
       const pollLag = async () => {
-        for (const name of consumers) {
+        for (const { stream, name, label } of polled) {
           try {
-            const info = await jsm.consumers.info(subjects.journal.stream, name);
-            metrics.setConsumerLag(name, {
+            const info = await jsm.consumers.info(stream, name);
+            metrics.setConsumerLag(label, {
               pending: info.num_pending,
               ackPending: info.num_ack_pending,
               redelivered: info.num_redelivered,
@@ -163,6 +176,7 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
       this.lagTimer = setInterval(() => void pollLag(), this.options.lagPollMs ?? 15_000);
       this.lagTimer.unref();
       this.polledConsumers = consumers;
+      this.lagLabels = polled.map((p) => p.label);
       callback();
     } catch (err) {
       callback(err);
@@ -172,14 +186,17 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
   /** Stops pulling and waits for in-flight handlers; the connection is drained by its owner. */
   async close(): Promise<void> {
     clearInterval(this.lagTimer);
-    for (const name of this.polledConsumers.splice(0))
-      metricsFor(this.options.nc).forgetConsumer(name);
+    this.polledConsumers = [];
+    for (const label of this.lagLabels.splice(0)) metricsFor(this.options.nc).forgetConsumer(label);
     // Still listed while they stop, so `inFlight` says what the stop waits for.
     await Promise.all(this.running.map((c) => c.stop()));
     this.running.length = 0;
   }
 
-  /** The durable consumers this service pulls from (known once it listens). */
+  /**
+   * The durable consumers this service pulls from (known once it listens). A partitioned journal
+   * has each of them on every partition's stream, under the same name.
+   */
   consumers(): readonly string[] {
     return this.polledConsumers;
   }
@@ -196,4 +213,12 @@ export class JetStreamServer extends Server implements CustomTransportStrategy {
   unwrap<T>(): T {
     return this.options.nc as T;
   }
+}
+
+/**
+ * The `consumer` label of a consumer's lag gauges: its name, and on a partitioned journal the
+ * partition after it (`<name>@<partition>`), each partition's consumer having lag of its own.
+ */
+function lagLabel(name: string, partition: number, subjects: Subjects): string {
+  return subjects.journal.partitionCount > 1 ? `${name}@${partition}` : name;
 }

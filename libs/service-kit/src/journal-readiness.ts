@@ -5,7 +5,7 @@ import type { Subjects } from '@toolgate/contracts';
 import type { ReadinessCheck } from './health';
 
 /**
- * Whether what the service works on exists on the broker: the journal and dead-letter streams, the
+ * Whether what the service works on exists on the broker: the journal (every partition's) and dead-letter streams, the
  * streams of its KV buckets and object stores, and the service's own durable consumers. A stream deleted under a running stack (an operator's
  * mistake, a broker that lost its store) otherwise leaves `/readyz` at 200 while every append
  * fails and every pull finds nothing.
@@ -41,15 +41,20 @@ export function journalReadinessCheck(
     name: 'journal-streams',
     async check() {
       const manager = await (jsm ??= jetstreamManager(nc, { checkAPI: false }));
-      const streams = [subjects.journal.stream, subjects.deadLetter.stream, ...otherStreams];
-      const names = consumers();
+      // Every partition's stream, and the service's consumers on each of them.
+      const journals = subjects.journal.partitions.map((p) => p.stream);
+      const streams = [...journals, subjects.deadLetter.stream, ...otherStreams];
+      const partitioned = journals.length > 1;
+      const onStreams = consumers().flatMap((name) => journals.map((stream) => ({ stream, name })));
       const found = await Promise.all([
         ...streams.map((s) => exists(() => manager.streams.info(s))),
-        ...names.map((c) => exists(() => manager.consumers.info(subjects.journal.stream, c))),
+        ...onStreams.map((c) => exists(() => manager.consumers.info(c.stream, c.name))),
       ]);
       const missing = [
         ...streams.map((s) => `stream ${s}`),
-        ...names.map((c) => `consumer ${c}`),
+        ...onStreams.map((c) =>
+          partitioned ? `consumer ${c.name} on ${c.stream}` : `consumer ${c.name}`,
+        ),
       ].filter((_, i) => !found[i]);
       const now = missing.length ? missing.join(', ') : null;
       if (now !== reported) {

@@ -1,6 +1,10 @@
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
-import { signingSettingsFromEnv, type SigningSettings } from '@toolgate/contracts';
+import {
+  MAX_JOURNAL_PARTITIONS,
+  signingSettingsFromEnv,
+  type SigningSettings,
+} from '@toolgate/contracts';
 import { coalesceWrites } from './nats-write-coalescing';
 
 /**
@@ -14,6 +18,16 @@ export const NatsEnvShape = {
   NATS_PASSWORD: z.string().optional(),
   /** Replicas of the journal and dead-letter streams when a service creates them (3 in production). */
   TOOLGATE_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  /**
+   * Streams the journal is partitioned into by tenant (1: one stream, as always). Every service
+   * and client of one deployment must be told the same number (docs/configuration.md).
+   */
+  TOOLGATE_JOURNAL_PARTITIONS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_JOURNAL_PARTITIONS)
+    .default(1),
   /** This service's X25519 private key (base64 PKCS#8 DER, `toolgate keys generate`). */
   TOOLGATE_SIGNING_KEY: z.string().optional(),
   /** JSON object: identity → base64 public key, for every identity. */
@@ -35,6 +49,8 @@ export interface NatsSettings {
   readonly natsUser?: string;
   readonly natsPassword?: string;
   readonly streamReplicas: number;
+  /** Partitions of the journal (`createSubjects`' `journalPartitions`); unset: 1, unpartitioned. */
+  readonly journalPartitions?: number;
   /** How the service finds its signing keys (`resolveServiceKeys`). Never logged. */
   readonly signing?: SigningSettings;
 }
@@ -45,6 +61,7 @@ export function natsSettings(e: {
   NATS_USER?: string | undefined;
   NATS_PASSWORD?: string | undefined;
   TOOLGATE_STREAM_REPLICAS: number;
+  TOOLGATE_JOURNAL_PARTITIONS?: number;
   TOOLGATE_SIGNING_KEY?: string | undefined;
   TOOLGATE_SIGNING_PUBLIC_KEYS?: string | undefined;
   TOOLGATE_SIGNING_KEYS_FILE?: string | undefined;
@@ -54,12 +71,16 @@ export function natsSettings(e: {
   XDG_STATE_HOME?: string | undefined;
 }): NatsSettings {
   // `signingSettingsFromEnv` reads its own variables, by these names, out of the rest.
-  const { TOOLGATE_STREAM_REPLICAS, ...env } = e;
+  const { TOOLGATE_STREAM_REPLICAS, TOOLGATE_JOURNAL_PARTITIONS, ...env } = e;
   return {
     natsUrl: e.NATS_URL,
     ...(e.NATS_USER ? { natsUser: e.NATS_USER } : {}),
     ...(e.NATS_PASSWORD ? { natsPassword: e.NATS_PASSWORD } : {}),
     streamReplicas: TOOLGATE_STREAM_REPLICAS,
+    // Only when partitioned: a configuration without the setting reads as it always has.
+    ...(TOOLGATE_JOURNAL_PARTITIONS && TOOLGATE_JOURNAL_PARTITIONS > 1
+      ? { journalPartitions: TOOLGATE_JOURNAL_PARTITIONS }
+      : {}),
     signing: signingSettingsFromEnv(env),
   };
 }

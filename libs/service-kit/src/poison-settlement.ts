@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { JournalPublisher, type PoisonReport } from '@toolgate/bus';
-import { ErrorCode, journalEvent } from '@toolgate/contracts';
+import { ErrorCode, journalEvent, parseJournalSubject } from '@toolgate/contracts';
 
 /**
  * Settles the dispatch of a dead-lettered event as an error (`poison-message`), so the caller gets
@@ -13,13 +13,13 @@ export async function settlePoisonedDispatch(
 ): Promise<void> {
   const event = report.event;
   // A payload that is not an event still names its dispatch in its subject:
-  // <prefix>.journal.<tenant>.<runId>.<dispatchId>.<type>
-  const tokens = report.subject.split('.');
+  // <prefix>.journal[.<partition>].<tenant>.<runId>.<dispatchId>.<type>
+  const tokens = parseJournalSubject(report.subject);
   const where = event ?? {
-    tenant: tokens[2],
-    runId: tokens[3],
-    dispatchId: tokens[4],
-    type: tokens[5],
+    tenant: tokens?.tenant,
+    runId: tokens?.runId,
+    dispatchId: tokens?.key,
+    type: tokens?.type,
     id: null,
   };
   if (

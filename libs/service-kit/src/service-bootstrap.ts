@@ -117,7 +117,9 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       details: { identity, keys: keys.identity },
     });
   return startClean(async (opened) => {
-    const subjects = createSubjects(options.prefix);
+    const subjects = createSubjects(options.prefix, {
+      journalPartitions: options.nats.journalPartitions,
+    });
     const nc = opened.add(
       await startupStep(`connecting to NATS at ${natsServersForLog(options.nats)}`, () =>
         connectNats(options.nats, `toolgate-${options.name}`),

@@ -31,7 +31,11 @@ const refusal = (env: NodeJS.ProcessEnv, state: { setting: string; path: string 
 it('refuses state inside the scope a stdio MCP server runs in', () => {
   const scope = path.join(dir, 'mcp-scope');
   const upstreams = JSON.stringify([
-    { name: 'notes', command: { argv: ['node', '/opt/server.mjs'], cwd: scope }, tenants: ['acme'] },
+    {
+      name: 'notes',
+      command: { argv: ['node', '/opt/server.mjs'], cwd: scope },
+      tenants: ['acme'],
+    },
   ]);
   const env = { EXECUTOR_CWD: repo, TOOLGATE_MCP_UPSTREAMS: upstreams };
   expect(

@@ -47,7 +47,7 @@ export async function startGateway(options: {
       ),
       (nc) => nc.close(),
     );
-    const subjects = createSubjects(config.prefix);
+    const subjects = createSubjects(config.prefix, { journalPartitions: config.journalPartitions });
     const registry = opened.add(
       await startupStep('opening the tool registry', () =>
         ToolRegistry.open(kvConnection, subjects, { replicas: config.streamReplicas }),

@@ -70,7 +70,7 @@ export async function startJournal(options: {
           handle.db,
           jetstream(nc),
           await jetstreamManager(nc),
-          createSubjects(config.prefix),
+          createSubjects(config.prefix, { journalPartitions: config.journalPartitions }),
           log,
           keys,
           (reason) => untrustedInFold.push(reason),
@@ -106,8 +106,13 @@ export async function startJournal(options: {
             '*': {
               batch: config.batchSize,
               batchLingerMs: config.batchLingerMs,
-              batchLanes: config.lanes,
-              laneKey: createSubjects(config.prefix).journal.keyOf,
+              // A lane set per partition, the lanes spread over them: as many transactions at
+              // once, each as full, as on one stream (4 sets of 3 lanes cost the database ~40%
+              // more per dispatch in the partitions bench: four times the commits, each smaller).
+              batchLanes: Math.ceil(config.lanes / (config.journalPartitions ?? 1)),
+              laneKey: createSubjects(config.prefix, {
+                journalPartitions: config.journalPartitions,
+              }).journal.keyOf,
               maxDeliver: config.maxDeliver,
               ackWaitMs: config.ackWaitMs,
               maxAckPending: config.maxAckPending,
@@ -130,13 +135,21 @@ export async function startJournal(options: {
     const jsm = await jetstreamManager(service.nc);
     service.app.get(JournalMetrics).collectFromProjection({
       pendingApprovals: () => pendingApprovalCounts(handle.db),
+      // Summed over the partitions: the lag (their difference) is the whole journal's.
       positions: async () => {
-        const stream = service.subjects.journal.stream;
-        const [info, appliedSeq] = await Promise.all([
-          jsm.streams.info(stream),
-          appliedSequence(handle.db, stream),
-        ]);
-        return { streamSeq: info.state.last_seq, appliedSeq };
+        const each = await Promise.all(
+          service.subjects.journal.partitions.map(async ({ stream }) => {
+            const [info, appliedSeq] = await Promise.all([
+              jsm.streams.info(stream),
+              appliedSequence(handle.db, stream),
+            ]);
+            return { streamSeq: info.state.last_seq, appliedSeq };
+          }),
+        );
+        return {
+          streamSeq: each.reduce((sum, p) => sum + p.streamSeq, 0),
+          appliedSeq: each.reduce((sum, p) => sum + p.appliedSeq, 0),
+        };
       },
       now,
       onError: (err) => console.error(`journal: metrics: ${(err as Error)?.message ?? err}`),

@@ -29,7 +29,7 @@ export async function startPermissionEvaluator(options: {
       ),
       (nc) => nc.close(),
     );
-    const subjects = createSubjects(config.prefix);
+    const subjects = createSubjects(config.prefix, { journalPartitions: config.journalPartitions });
     const store = opened.add(
       await startupStep('opening the policy store', () =>
         PolicyStore.open(kvConnection, subjects, { replicas: config.streamReplicas }),

@@ -36,7 +36,7 @@ export async function openExecutorPolicy(
     ),
     (c) => c.close(),
   );
-  const subjects = createSubjects(config.prefix);
+  const subjects = createSubjects(config.prefix, { journalPartitions: config.journalPartitions });
   const store = opened.add(
     await startupStep("opening the executor's policy store", () =>
       PolicyStore.open(nc, subjects, { replicas: config.streamReplicas }),

@@ -6,7 +6,12 @@ import { performance } from 'node:perf_hooks';
 import { connect, headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { loadAllInOneOptions, startAllInOne, type AllInOne } from '@toolgate/all-in-one';
 import { InboxRequests } from '@toolgate/bus';
-import { ApiOperation, type ApiReply, type Subjects } from '@toolgate/contracts';
+import {
+  ApiOperation,
+  parseJournalSubject,
+  type ApiReply,
+  type Subjects,
+} from '@toolgate/contracts';
 import type { TokenGrant } from '@toolgate/gateway';
 import { startJournal } from '@toolgate/journal';
 import { setupTelemetry } from '@toolgate/telemetry';
@@ -69,7 +74,7 @@ export class JournalWatch {
       callback: (err, msg) => {
         if (err) return;
         const at = performance.now();
-        const [, , , runId = '', dispatchId = ''] = msg.subject.split('.');
+        const { runId = '', key: dispatchId = '' } = parseJournalSubject(msg.subject) ?? {};
         // Only a failure is parsed: the load generator shares a thread with the services.
         const text = decoder.decode(msg.data);
         let outcome = 'ok';
@@ -92,7 +97,7 @@ export class JournalWatch {
     const suspended = nc.subscribe(subjects.journal.ofType('suspended'), {
       callback: (err, msg) => {
         if (err) return;
-        const [, , , runId = '', dispatchId = ''] = msg.subject.split('.');
+        const { runId = '', key: dispatchId = '' } = parseJournalSubject(msg.subject) ?? {};
         const event = JSON.parse(decoder.decode(msg.data)) as { approvalKey: string };
         this.suspended.set(dispatchId, { approvalKey: event.approvalKey, runId });
         this.checkRun(`suspended:${runId}`);
@@ -156,6 +161,8 @@ export interface BenchStackOptions {
   env?: NodeJS.ProcessEnv;
   /** Node options of every service of a split stack (`--cpu-prof` for its profiles). */
   nodeArgs?: readonly string[];
+  /** The broker the worker and the client connect to (default `NATS_URL`; give `env.NATS_URL` too). */
+  servers?: string[];
 }
 
 /**
@@ -210,12 +217,12 @@ export class BenchStack {
       // the worker share this thread with the services, so their overhead is kept as small as a
       // real client's.
       worker = await connect({
-        servers: NATS_URL,
+        servers: options.servers ?? NATS_URL,
         name: `${nats.prefix}-bench-worker`,
         noAsyncTraces: true,
       });
       client = await connect({
-        servers: NATS_URL,
+        servers: options.servers ?? NATS_URL,
         name: `${nats.prefix}-bench-client`,
         noAsyncTraces: true,
       });

@@ -69,7 +69,7 @@ function findServers(): { broker?: number; postmaster?: number } {
 }
 
 /** The pid whose socket listens on this TCP port (IPv4 or IPv6), when this process may see it. */
-function listenerPid(port: number): number | undefined {
+export function listenerPid(port: number): number | undefined {
   const inodes = new Set<string>();
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {

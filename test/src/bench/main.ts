@@ -27,6 +27,7 @@ import { REPO_ROOT } from '../support/process-stack';
 import { benchGrowth, type GrowthResult } from './growth';
 import { benchMemory, type MemoryResult } from './memory';
 import { benchTenants, type TenantsResult } from './tenants';
+import { benchPartitions, type PartitionsResult } from './partitions';
 import { ASIDE_SECTIONS, type AsideSection } from './aside';
 import { benchContainers, type ContainersResult } from './containers';
 import { benchExecutors, type ExecutorsResult } from './executors';
@@ -84,6 +85,8 @@ interface Report {
   mcp?: McpBenchResult;
   growth?: GrowthResult;
   tenants?: TenantsResult;
+  /** The same multi-tenant load on a journal of one stream and of 4 partitions (`--only partitions`). */
+  partitions?: PartitionsResult;
   memory?: MemoryResult;
   /** The sandbox's fields and the containers' (each set absent when it cannot run here). */
   executors?: Partial<ExecutorsResult & ContainersResult & ScriptsResult>;
@@ -184,7 +187,7 @@ interface SplitResult extends ServersCpu, RawChainRatios {
  * ~10 s is PGlite creating its database (CPU, in WebAssembly); beside the growth section it
  * doubled that section's time and shifted its ratio, and the quick run would not fit in a minute.
  */
-const FULL_RUN_ONLY = ['startup'] as const;
+const FULL_RUN_ONLY = ['startup', 'partitions'] as const;
 
 /** A dispatch's four journal events, each signed once by its producer … */
 const DISPATCH_EVENTS = ['requested', 'decided', 'started', 'settled'] as const;
@@ -387,6 +390,9 @@ async function main(): Promise<Report> {
   }
   const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
 
+  // Two stacks of its own, one after the other, with every other stack stopped.
+  if (wanted('partitions'))
+    report.partitions = await section('partitions', () => benchPartitions({ quick }));
   if (wanted('permissions'))
     report.permissions = await section('permissions', () => benchPermissions({ quick }));
   if (wanted('policy'))
@@ -875,6 +881,38 @@ function print(report: Report): void {
         ],
       ]),
     );
+  if (report.partitions) {
+    const q = report.partitions;
+    const row = (r: PartitionsResult['onePartition']) =>
+      `${r.cpuMsPerDispatch} / ${r.brokerCpuMsPerDispatch ?? '?'} / ${r.databaseCpuMsPerDispatch ?? '?'} ms, ${r.throughputPerSec}/s`;
+    out.push(
+      table(
+        `journal partitions (${q.tenants} tenants, ${q.onePartition.dispatches} dispatches a run, medians of ${q.runsEach} runs)`,
+        [
+          [
+            '1 stream: CPU per dispatch (Toolgate / broker / database), throughput',
+            row(q.onePartition),
+          ],
+          [`${q.partitioned.partitions} partitions: the same`, row(q.partitioned)],
+          [
+            'CPU per dispatch of each run (1 stream | 4 partitions)',
+            `${q.cpuMsPerDispatchRuns.onePartition.join(', ')} | ${q.cpuMsPerDispatchRuns.partitioned.join(', ')} ms`,
+          ],
+          [
+            'CPU per dispatch, 4 partitions ÷ 1 (Toolgate / broker / database)',
+            `${q.cpuVsOnePartition} / ${q.brokerCpuVsOnePartition ?? '?'} / ${q.databaseCpuVsOnePartition ?? '?'}`,
+          ],
+          ['events per partition', q.partitioned.eventsByPartition.join(' / ')],
+          ...(q.cluster
+            ? [q.cluster.onePartition, q.cluster.partitioned].map((c): [string, unknown] => [
+                `3-node cluster, R3, ${c.partitions === 1 ? '1 stream' : `${c.partitions} partitions`}: leaders by node; broker CPU by node; busiest node's share; Toolgate CPU, throughput`,
+                `${c.leadersByNode.join('/')}; ${c.brokerCpuMsPerDispatchByNode.join(' / ')} ms; ${c.busiestNodeShare}; ${c.cpuMsPerDispatch} ms, ${c.throughputPerSec}/s`,
+              ])
+            : []),
+        ],
+      ),
+    );
+  }
   if (p)
     out.push(
       table('permissions (one thread)', [

@@ -73,6 +73,11 @@ export interface ClientOptions {
   nc?: NatsConnection;
   /** The deployment's subject prefix (`TOOLGATE_PREFIX`). Default `toolgate`. */
   prefix?: string;
+  /**
+   * The deployment's journal partitions (`TOOLGATE_JOURNAL_PARTITIONS`). Default 1. The journal
+   * subjects this client follows carry the tenant's partition, so it must be the deployment's.
+   */
+  journalPartitions?: number;
   /** Bearer token; sent in the `Authorization` header of every API request, never logged. */
   token: string;
   /** The token's tenant: names the journal and tool subjects this client follows and serves. */
@@ -160,7 +165,9 @@ export async function createClient(options: ClientOptions): Promise<ToolgateClie
     throw new ConfigError('createClient: a bearer token is required');
   }
   assertSubjectToken('tenant', options.tenant);
-  const subjects = createSubjects(options.prefix ?? 'toolgate');
+  const subjects = createSubjects(options.prefix ?? 'toolgate', {
+    ...(options.journalPartitions ? { journalPartitions: options.journalPartitions } : {}),
+  });
   const owned = !options.nc;
   const nc = options.nc ?? (await connect(connectionOptions(options)));
   return new Client(

@@ -41,7 +41,8 @@ export class DispatchSubmitter {
   /** Length of `<prefix>.journal.`, where a journal subject's tenant token starts. */
   private readonly routeStart: number;
   private stopped = false;
-  private readonly retention: RetentionWatch;
+  /** One per journal partition (the tenant's stream is the one whose retention matters). */
+  private readonly retention: readonly RetentionWatch[];
 
   constructor(
     nc: NatsConnection,
@@ -63,7 +64,7 @@ export class DispatchSubmitter {
       recorded?(tenant: string, dispatchId: string): Promise<RecordedDispatch | null>;
     },
   ) {
-    this.retention = new RetentionWatch(nc, subjects.journal.stream);
+    this.retention = subjects.journal.partitions.map((p) => new RetentionWatch(nc, p.stream));
     this.routeStart = `${subjects.prefix}.journal.`.length;
     // JetStream publishes reach core subscribers too. A callback, not an iterator: every settlement
     // of every tenant passes through here, and most have no waiter.
@@ -195,7 +196,9 @@ export class DispatchSubmitter {
     tenant: string,
     dispatchId: string,
   ): Promise<RecordedDispatch | null> {
-    if (!this.options.recorded || !(await this.retention.hasDropped())) return null;
+    if (!this.options.recorded) return null;
+    const retention = this.retention[this.subjects.journal.partitionOf(tenant).index]!;
+    if (!(await retention.hasDropped())) return null;
     return this.options.recorded(tenant, dispatchId);
   }
 

@@ -34,6 +34,11 @@ export interface ReadJournalOptions {
   toSeq?: number;
   /** How many messages the consumer keeps buffered (default 256). */
   batch?: number;
+  /**
+   * The partition whose stream is read (default: the unpartitioned journal's one stream; a
+   * partitioned journal has no such stream, and the read fails with a `ConfigError`).
+   */
+  partition?: number;
 }
 
 /**
@@ -54,7 +59,10 @@ export function readJournal(
 ): JournalReader {
   const stats: JournalReadStats = { read: 0, skipped: 0, untrusted: 0, lastSeq: 0 };
   const fromSeq = Math.max(options.fromSeq ?? 1, 1);
-  const streamName = subjects.journal.stream;
+  const partition =
+    options.partition === undefined ? undefined : subjects.journal.partitions[options.partition];
+  const streamName = partition ? partition.stream : subjects.journal.stream;
+  const filter = partition ? partition.all : subjects.journal.all;
 
   async function* entries(): AsyncGenerator<JournalEntry> {
     const info = await (await js.streams.get(streamName)).info();
@@ -62,7 +70,7 @@ export function readJournal(
     // Without this check an empty (or already fully read) stream would leave the consumer waiting.
     if (info.state.messages === 0 || endSeq < fromSeq) return;
     const consumer = await js.consumers.get(streamName, {
-      filter_subjects: subjects.journal.all,
+      filter_subjects: filter,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: fromSeq,
     });

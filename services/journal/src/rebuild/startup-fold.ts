@@ -47,7 +47,39 @@ export async function foldWhatTheConsumerPassed(
   onUntrusted?: (reason: UntrustedReason) => void,
   progressEveryMs = 2_000,
 ): Promise<StartupFold | null> {
-  const stream = subjects.journal.stream;
+  // A partitioned journal: each partition's stream against its own consumer and its own rows of
+  // `audit_log` (keyed by stream and sequence). What is reported is the last partition folded.
+  let folded: StartupFold | null = null;
+  for (const partition of subjects.journal.partitions) {
+    const one = await foldPartition(
+      db,
+      js,
+      jsm,
+      subjects,
+      partition.index,
+      log,
+      keys,
+      onUntrusted,
+      progressEveryMs,
+    );
+    folded = one ?? folded;
+  }
+  return folded;
+}
+
+async function foldPartition(
+  db: Kysely<Database>,
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  index: number,
+  log: (line: string) => void,
+  keys: EventKeys,
+  onUntrusted: ((reason: UntrustedReason) => void) | undefined,
+  progressEveryMs: number,
+): Promise<StartupFold | null> {
+  const stream = subjects.journal.partitions[index]!.stream;
+  const partition = subjects.journal.partitionCount > 1 ? index : undefined;
   const applied = Number(
     (
       await sql<{
@@ -78,7 +110,13 @@ export async function foldWhatTheConsumerPassed(
   if (delivered <= applied) return null;
   const fromSeq = applied + 1;
   // Up to what the consumer was delivered: what it will deliver, it counts and skips itself.
-  const reader = readJournal(js, subjects, { fromSeq, toSeq: delivered, keys, onUntrusted });
+  const reader = readJournal(js, subjects, {
+    fromSeq,
+    toSeq: delivered,
+    keys,
+    onUntrusted,
+    ...(partition !== undefined ? { partition } : {}),
+  });
   let last = Date.now();
   let announced = false;
   const total = delivered - applied;

@@ -1,6 +1,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import {
+  ConfigError,
   ErrorCode,
   JournalOperation,
   JournalRebuildRequestSchema,
@@ -69,6 +70,11 @@ export function serveRebuild(
         throw new ToolgateError(
           ErrorCode.InvalidRequest,
           `invalid request: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
+        );
+      // The rebuild replays one stream's sequences (its catch-up and comparison count on them).
+      if (subjects.journal.partitionCount > 1)
+        throw new ConfigError(
+          `a rebuild reads one journal stream; this journal has ${subjects.journal.partitionCount} partitions (TOOLGATE_JOURNAL_PARTITIONS), which it does not read yet`,
         );
       log(`journal: rebuild requested${parsed.data.into ? ` into ${parsed.data.into}` : ''}`);
       let last = 0;

@@ -1,0 +1,117 @@
+import { createSubjects, type Subjects } from '@toolgate/contracts';
+import { eventually } from '@toolgate/testing';
+import {
+  answerFaults,
+  grantsOf,
+  notOnceEach,
+  submitTwice,
+  tenantEventsByPartition,
+  tenantsPerPartition,
+} from '../support/partitioned-tenants';
+import { startTestStack, TEST_GRANTS, type TestStack } from '../support/test-stack';
+
+const PARTITIONS = 4;
+const CALLS_PER_TENANT = 4;
+const tenants = tenantsPerPartition(PARTITIONS, 2);
+
+/** A service's /readyz: its status and its checks. */
+async function readyz(url: string) {
+  const res = await fetch(`${url}/readyz`);
+  return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
+}
+
+/**
+ * The whole stack on one broker with `TOOLGATE_JOURNAL_PARTITIONS=4`: a stream per partition,
+ * every service's consumers on each, every tenant's events in its own partition only, and the
+ * guarantees of one stream kept (four events once per dispatch, a resubmission `replayed`, the
+ * projection folding every partition).
+ */
+describe('a journal of 4 partitions on one broker', () => {
+  let stack: TestStack;
+  let subjects: Subjects;
+
+  beforeAll(async () => {
+    stack = await startTestStack('partj', {
+      TOOLGATE_JOURNAL_PARTITIONS: String(PARTITIONS),
+      TOOLGATE_TOKENS: JSON.stringify([...TEST_GRANTS, ...grantsOf(tenants)]),
+    });
+    subjects = createSubjects(stack.nats.prefix, { journalPartitions: PARTITIONS });
+  }, 60_000);
+  afterAll(() => stack?.stop());
+
+  it('is one stream per partition, each with the same consumers, and no unpartitioned stream', async () => {
+    const names: string[] = [];
+    for await (const name of stack.nats.jsm.streams.names())
+      if (name.startsWith(`${stack.nats.prefix}_journal`)) names.push(name);
+    expect(names.sort()).toEqual(subjects.journal.partitions.map((p) => p.stream));
+    const consumersOf = async (stream: string) => {
+      const found: string[] = [];
+      for await (const c of stack.nats.jsm.consumers.list(stream)) found.push(c.name);
+      return found.sort();
+    };
+    const first = await consumersOf(subjects.journal.partitions[0]!.stream);
+    expect(first).toEqual(
+      expect.arrayContaining([
+        `${stack.nats.prefix}_evaluator-requested`,
+        `${stack.nats.prefix}_executor-decided`,
+        `${stack.nats.prefix}_journal`,
+      ]),
+    );
+    for (const p of subjects.journal.partitions) expect(await consumersOf(p.stream)).toEqual(first);
+  });
+
+  it("settles every tenant's calls once, in its partition only, and replays a resubmission", async () => {
+    const results = await Promise.all(
+      tenants.map(async ({ token }) => {
+        const mine = [];
+        for (let i = 0; i < CALLS_PER_TENANT; i++)
+          mine.push(await submitTwice(stack, token, 'run-1', `c${i}`));
+        return mine;
+      }),
+    );
+    expect(answerFaults(results.flat())).toEqual({
+      errors: 0,
+      notAccepted: 0,
+      notReplayed: 0,
+      notOk: 0,
+    });
+    for (const [i, { tenant, token, partition }] of tenants.entries()) {
+      const found = await tenantEventsByPartition(stack.nats.jsm, subjects, tenant);
+      expect([...found.keys()]).toEqual([partition]);
+      expect(found.get(partition)!.size).toBe(CALLS_PER_TENANT);
+      expect(notOnceEach(found.get(partition)!)).toEqual([]);
+      // The projection folded it, from its partition's consumer.
+      const dispatchId = results[i]![0]!.first.body.dispatchId as string;
+      const view = await eventually(
+        async () => {
+          const d = await stack.http('GET', `/v1/dispatches/${dispatchId}`, token);
+          return d.body?.dispatch?.status === 'settled' ? d.body : undefined;
+        },
+        { what: `${tenant}'s dispatch in the projection` },
+      );
+      expect(view.events.map((e: { event: { type: string } }) => e.event.type)).toEqual([
+        'requested',
+        'decided',
+        'started',
+        'settled',
+      ]);
+    }
+  }, 120_000);
+
+  it('turns every /readyz to 503 when one partition is missing', async () => {
+    const { all } = stack;
+    const services = [all.gateway, all.evaluator, all.executor, all.journal, all.worktree];
+    for (const s of services) expect((await readyz(s.url)).status).toBe(200);
+    await stack.nats.jsm.streams.delete(subjects.journal.partitions[2]!.stream);
+    for (const s of services) {
+      const report = await eventually(
+        async () => {
+          const r = await readyz(s.url);
+          return r.status === 503 ? r : undefined;
+        },
+        { what: `${s.name}'s /readyz to answer 503` },
+      );
+      expect(report.body.checks).toMatchObject({ nats: true, 'journal-streams': false });
+    }
+  }, 60_000);
+});
