@@ -403,6 +403,8 @@ describe.each(BROKER_SHAPES)('approvals: racing resolutions on $shape', (shape) 
                 },
               ],
             },
+            elided: [],
+            shellElided: false,
           });
         }
         const other = await stack.http(
