@@ -193,19 +193,7 @@ async function clusterRun(
       },
       servers: cluster.servers,
     });
-    const tokens = tenants.map((i) => tenantToken(i).token);
-    for (const token of tokens) await stack.registerTools(token);
-    const submit = submitter(stack);
-    const burst = async (runId: string, count: number) => {
-      const settled = stack!.watch.runSettled(runId, count);
-      await pool(count, SUBMIT_WINDOW, async (i) => {
-        const reply = await submit(runId, 0, tokens[i % tokens.length]);
-        if (reply.status !== 'accepted')
-          throw new Error(`partitions: a submission was not accepted: ${JSON.stringify(reply)}`);
-      });
-      await untilSettled(settled, stack!.watch, nats, `${count} dispatches to settle`);
-      if (stack!.watch.failure) throw new Error(stack!.watch.failure);
-    };
+    const burst = await tenantsBurst(stack, nats, tenants);
     await burst('parts-warmup', 300);
     await untilFolded(nats);
     const pids = cluster.nodes.map((n) => listenerPid(n.port));
@@ -274,19 +262,7 @@ async function run(
       extraTenants: highest,
       env: { TOOLGATE_JOURNAL_PARTITIONS: String(partitions) },
     });
-    const tokens = tenants.map((i) => tenantToken(i).token);
-    for (const token of tokens) await stack.registerTools(token);
-    const submit = submitter(stack);
-    const burst = async (runId: string, count: number) => {
-      const settled = stack!.watch.runSettled(runId, count);
-      await pool(count, SUBMIT_WINDOW, async (i) => {
-        const reply = await submit(runId, 0, tokens[i % tokens.length]);
-        if (reply.status !== 'accepted')
-          throw new Error(`partitions: a submission was not accepted: ${JSON.stringify(reply)}`);
-      });
-      await untilSettled(settled, stack!.watch, nats, `${count} dispatches to settle`);
-      if (stack!.watch.failure) throw new Error(stack!.watch.failure);
-    };
+    const burst = await tenantsBurst(stack, nats, tenants);
     // Untimed: the concurrent paths compiled, every tenant's tools and policy cached.
     await burst('parts-warmup', 500);
     await untilFolded(nats);
@@ -323,6 +299,30 @@ async function run(
 }
 
 /** Waits until the projection's consumer of every partition has nothing pending or unacked. */
+/**
+ * Registers the tools of `tenants` on `stack`; the burst it returns submits `count` calls spread
+ * over them round robin, `SUBMIT_WINDOW` in flight, and waits for every one to settle.
+ */
+async function tenantsBurst(
+  stack: BenchStack,
+  nats: TestNats,
+  tenants: readonly number[],
+): Promise<(runId: string, count: number) => Promise<void>> {
+  const tokens = tenants.map((i) => tenantToken(i).token);
+  for (const token of tokens) await stack.registerTools(token);
+  const submit = submitter(stack);
+  return async (runId, count) => {
+    const settled = stack.watch.runSettled(runId, count);
+    await pool(count, SUBMIT_WINDOW, async (i) => {
+      const reply = await submit(runId, 0, tokens[i % tokens.length]);
+      if (reply.status !== 'accepted')
+        throw new Error(`partitions: a submission was not accepted: ${JSON.stringify(reply)}`);
+    });
+    await untilSettled(settled, stack.watch, nats, `${count} dispatches to settle`);
+    if (stack.watch.failure) throw new Error(stack.watch.failure);
+  };
+}
+
 async function untilFolded(nats: TestNats, maxMs = 120_000): Promise<void> {
   const deadline = performance.now() + maxMs;
   for (;;) {

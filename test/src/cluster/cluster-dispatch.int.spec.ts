@@ -1,7 +1,6 @@
 import { startNatsCluster, type ClusterNode, type NatsCluster } from '@toolgate/testing';
+import { answerFaults, submitTwice } from '../support/partitioned-tenants';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-
-const agent = { agentType: 'coder' };
 
 /** Calls per phase, and how many are in flight at once. */
 const LAGGING_CALLS = 600;
@@ -44,18 +43,8 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
   }, 60_000);
 
   /** Submits a call and resubmits it at once (another client's retry), then waits for it. */
-  async function dispatch(runId: string, callId: string) {
-    const body = { runId, callId, agent, tool: 'list_dir', input: { path: '.' } };
-    const first = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      ...body,
-      wait: false,
-    });
-    const again = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
-      ...body,
-      wait: 20_000,
-    });
-    return { first, again };
-  }
+  const dispatch = (runId: string, callId: string) =>
+    submitTwice(stack, TOKENS.acmeAgent, runId, callId);
 
   /** The stream's `requested` and `settled` counts per dispatch of a run. */
   async function countsOf(runId: string): Promise<Map<string, Record<string, number>>> {
@@ -81,15 +70,7 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
     results: Awaited<ReturnType<typeof dispatch>>[],
     dispatches: number,
   ) {
-    const t = { errors: 0, notAccepted: 0, notReplayed: 0, notOk: 0 };
-    for (const { first, again } of results) {
-      if (first.status >= 400 || again.status >= 400) t.errors++;
-      else {
-        if (first.body.status !== 'accepted') t.notAccepted++;
-        if (again.body.status !== 'replayed') t.notReplayed++;
-        if (again.body.settled?.outcome !== 'ok') t.notOk++;
-      }
-    }
+    const t = answerFaults(results);
     const counts = await countsOf(runId);
     const twice = [...counts.values()].filter(
       (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,

@@ -11,6 +11,7 @@ import {
   answerFaults,
   grantsOf,
   notOnceEach,
+  submitEachTenantTwice,
   submitTwice,
   tenantEventsByPartition,
   tenantsPerPartition,
@@ -98,14 +99,7 @@ describe('a journal of 4 partitions on a three-node cluster with R3 streams', ()
   }, 120_000);
 
   it("settles many tenants' calls once each, in their partitions only, and replays a resubmission", async () => {
-    const results = await Promise.all(
-      tenants.map(async ({ token }) => {
-        const mine: Answer[] = [];
-        for (let i = 0; i < CALLS_PER_TENANT; i++)
-          mine.push(await submitTwice(stack, token, 'run-1', `c${i}`));
-        return mine;
-      }),
-    );
+    const results = await submitEachTenantTwice(stack, tenants, 'run-1', CALLS_PER_TENANT);
     expect(answerFaults(results.flat())).toEqual({
       errors: 0,
       notAccepted: 0,

@@ -4,7 +4,7 @@ import {
   answerFaults,
   grantsOf,
   notOnceEach,
-  submitTwice,
+  submitEachTenantTwice,
   tenantEventsByPartition,
   tenantsPerPartition,
 } from '../support/partitioned-tenants';
@@ -61,14 +61,7 @@ describe('a journal of 4 partitions on one broker', () => {
   });
 
   it("settles every tenant's calls once, in its partition only, and replays a resubmission", async () => {
-    const results = await Promise.all(
-      tenants.map(async ({ token }) => {
-        const mine = [];
-        for (let i = 0; i < CALLS_PER_TENANT; i++)
-          mine.push(await submitTwice(stack, token, 'run-1', `c${i}`));
-        return mine;
-      }),
-    );
+    const results = await submitEachTenantTwice(stack, tenants, 'run-1', CALLS_PER_TENANT);
     expect(answerFaults(results.flat())).toEqual({
       errors: 0,
       notAccepted: 0,

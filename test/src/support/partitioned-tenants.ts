@@ -56,6 +56,25 @@ export async function submitTwice(
   return { first, again };
 }
 
+/**
+ * Each tenant submits `calls` calls of `runId` (c0, c1, …) one after another, every tenant at once,
+ * each call twice ({@link submitTwice}); the answers per tenant, in `tenants`' order.
+ */
+export function submitEachTenantTwice(
+  stack: TestStack,
+  tenants: readonly { token: string }[],
+  runId: string,
+  calls: number,
+): Promise<Awaited<ReturnType<typeof submitTwice>>[][]> {
+  return Promise.all(
+    tenants.map(async ({ token }) => {
+      const mine: Awaited<ReturnType<typeof submitTwice>>[] = [];
+      for (let i = 0; i < calls; i++) mine.push(await submitTwice(stack, token, runId, `c${i}`));
+      return mine;
+    }),
+  );
+}
+
 /** What went wrong among answers of {@link submitTwice} (all zero when each call was answered right). */
 export function answerFaults(results: readonly Awaited<ReturnType<typeof submitTwice>>[]) {
   const t = { errors: 0, notAccepted: 0, notReplayed: 0, notOk: 0 };
