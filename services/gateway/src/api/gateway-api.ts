@@ -32,6 +32,7 @@ import type { JournalQueries } from './journal-queries';
 import { parseRequest } from './parse-request';
 import type { ScriptInstaller } from '../scripts/script-installer';
 import type { McpImporter } from '../mcp/mcp-importer';
+import { boundedApprovalDetail } from '../approvals/approval-detail';
 
 /** What an edge may pass an operation besides its body. */
 export interface CallOptions {
@@ -136,7 +137,9 @@ export class GatewayApi {
       },
       [ApiOperation.GetApproval]: {
         scope: 'read',
-        run: (p, b) => this.approvals.get(p, b),
+        // Bounded here, at the API every edge shares (bus, HTTP, SDK, console): the resolve-by-link
+        // page reads the whole detail from the resolver.
+        run: async (p, b) => boundedApprovalDetail(await this.approvals.get(p, b)),
       },
       [ApiOperation.ResolveApproval]: {
         scope: 'approve',

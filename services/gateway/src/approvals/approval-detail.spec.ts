@@ -3,7 +3,7 @@ import {
   journalEvent,
   type SuspendedEvent,
 } from '@toolgate/contracts';
-import { approvalDetail } from './approval-detail';
+import { approvalDetail, boundedApprovalDetail } from './approval-detail';
 
 const KEY = 'a'.repeat(64);
 const DIGEST = 'b'.repeat(64);
@@ -133,7 +133,9 @@ describe('approvalDetail', () => {
   it('stays within the reply budget whatever the input: the input as its preview, then no shell segments', () => {
     const size = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
     const input = { text: `"é😀-${'x'.repeat(900_000)}` };
-    const big = approvalDetail({ suspended: suspended('write_note', input, null) });
+    const whole = approvalDetail({ suspended: suspended('write_note', input, null) });
+    expect(whole.approval.input).toEqual(input);
+    const big = boundedApprovalDetail(whole);
     expect(size(big)).toBeLessThanOrEqual(DISPATCH_REPLY_BUDGET_BYTES);
     expect(big.elided).toEqual(['effectiveInput']);
     expect(big.approval.input).toEqual({
@@ -145,9 +147,11 @@ describe('approvalDetail', () => {
     // A shell command of ~1 MB: its segments alone would pass the budget.
     const rule = { source: 'engine', kind: 'rule', layer: 'ask', index: 0, argv: 'echo **' };
     const words = Array.from({ length: 60_000 }, (_, i) => `w${i}`).join(' ');
-    const shell = approvalDetail({
-      suspended: suspended('shell', { command: `echo ${words} && rm -rf /` }, rule),
-    });
+    const shell = boundedApprovalDetail(
+      approvalDetail({
+        suspended: suspended('shell', { command: `echo ${words} && rm -rf /` }, rule),
+      }),
+    );
     expect(size(shell)).toBeLessThanOrEqual(DISPATCH_REPLY_BUDGET_BYTES);
     expect({ elided: shell.elided, shell: shell.shell, shellElided: shell.shellElided }).toEqual({
       elided: ['effectiveInput'],
@@ -156,7 +160,9 @@ describe('approvalDetail', () => {
     });
 
     // Within the budget nothing is elided.
-    const small = approvalDetail({ suspended: suspended('write_note', { text: 'hi' }, null) });
+    const small = boundedApprovalDetail(
+      approvalDetail({ suspended: suspended('write_note', { text: 'hi' }, null) }),
+    );
     expect({
       elided: small.elided,
       shellElided: small.shellElided,

@@ -63,7 +63,7 @@ export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
     traceId: requested?.traceId ?? null,
   };
   const command = (suspended.input as { command?: unknown } | null)?.command;
-  return bounded({
+  return {
     approval,
     askReason: decided?.reason ?? null,
     risk: suspended.tool.risk ?? 'undeclared',
@@ -73,19 +73,21 @@ export function approvalDetail(events: ApprovalEvents): ApprovalDetail {
         : null,
     elided: [],
     shellElided: false,
-  });
+  };
 }
 
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value));
 
 /**
- * The detail within {@link DISPATCH_REPLY_BUDGET_BYTES}, as `dispatch.get` is: a reply travels over
- * NATS, whose broker refuses a message over its `max_payload`, and a parked call's input may be
- * nearly that large. Over the budget, the input stands as its preview (named in `elided`; read
- * whole with `dispatch.value`), and if a shell command's segments still do not fit, they are left
- * out (`shellElided`). Every other field is bounded by the events' schemas.
+ * The detail within {@link DISPATCH_REPLY_BUDGET_BYTES}, as `dispatch.get` is: what the API's
+ * `approvals.get` answers (a reply may travel over NATS, whose broker refuses a message over its
+ * `max_payload`, and a parked call's input may be nearly that large). Over the budget, the input
+ * stands as its preview (named in `elided`; read whole with `dispatch.value`), and if a shell
+ * command's segments still do not fit, they are left out (`shellElided`). Every other field is
+ * bounded by the events' schemas. The resolve-by-link page, an HTML page of its own, shows the
+ * whole detail: a person approving by link sees every character of what they approve.
  */
-function bounded(detail: ApprovalDetail): ApprovalDetail {
+export function boundedApprovalDetail(detail: ApprovalDetail): ApprovalDetail {
   if (bytesOf(detail) <= DISPATCH_REPLY_BUDGET_BYTES) return detail;
   const elided: ApprovalDetail = {
     ...detail,
