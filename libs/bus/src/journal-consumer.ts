@@ -356,13 +356,14 @@ export function runJournalConsumer(
     // replica meanwhile: the ack wait can be short — what a crashed replica held comes back within
     // one ack wait — however long a handler runs.
     const ackWaitMs = config.ack_wait ? Number(config.ack_wait) / 1e6 : 30_000;
-    // Each message is heard of again within half the ack wait of its delivery (or of its last
-    // heartbeat) — but only once it has been held for a third of it: most are settled before
-    // that. A heartbeat for every held message at every third of the ack wait was more of the
-    // broker's work than the acks themselves (a projection backlog holds hundreds at a time, and
-    // the journal sent 6 per dispatch in a burst). Half the ack wait is still left for a stalled
-    // event loop, a short ack wait being a few seconds.
-    const tickMs = Math.max(50, Math.floor(ackWaitMs / 6));
+    // Each held message is heard of again within a third of the ack wait of its delivery (or of its
+    // last heartbeat), as when every held message was told about at every third: two thirds of the
+    // ack wait stay for a stalled event loop, and the executor's claim rule takes a redelivery for
+    // a dead holder, so that margin is the at-most-once guarantee's. But one settled within two
+    // ninths of it — most are — is never heartbeaten: a heartbeat for every held message at every
+    // third was more of the broker's work than the acks themselves (a projection backlog holds
+    // hundreds at a time, and the journal sent 6 per dispatch in a burst).
+    const tickMs = Math.max(50, Math.floor(ackWaitMs / 9));
     const keepAliveOld = (msg: JsMsg, now: number) => {
       if (now - (heardOf.get(msg) ?? 0) < 2 * tickMs) return;
       heardOf.set(msg, now);

@@ -22,8 +22,8 @@ const Env = z.object({
   /**
    * How long a delivery may go unheard-from before the broker hands it to another replica: what a
    * crashed replica held comes back within it. Short, because a live replica renews it with
-   * in-progress heartbeats (within every half of it, once held for a third) for as long as it
-   * handles a message.
+   * in-progress heartbeats (within every third of it, once held for two ninths) for as long as
+   * it handles a message.
    */
   EVALUATOR_ACK_WAIT_MS: z.coerce.number().int().min(1000).default(5_000),
   /**
