@@ -1,16 +1,10 @@
 import { ensureJournalStreams } from '@toolgate/bus';
 import { startJournal } from '@toolgate/journal';
 import { classifyStartupFailure } from '@toolgate/service-kit';
-import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import { dispatchRequests } from '../support/dispatch-requests';
-
-/** A service's /readyz: its status and its checks. */
-async function readyz(url: string) {
-  const res = await fetch(`${url}/readyz`);
-  return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
-}
+import { readyz, servicesOf, until503 } from '../support/readiness';
 
 /**
  * The journal stream deleted under a running stack. It is the source of truth, so nothing
@@ -37,24 +31,15 @@ describe('a journal stream deleted under a running stack', () => {
     );
     expect(first.status).toBe(200);
     await settled(stack, first.body.dispatchId);
-    const { all } = stack;
-    const services = [all.gateway, all.evaluator, all.executor, all.journal, all.worktree];
+    const services = servicesOf(stack);
     for (const s of services) expect((await readyz(s.url)).status).toBe(200);
 
     const stream = stack.nats.subjects.journal.stream;
     await stack.nats.jsm.streams.delete(stream);
 
-    for (const s of services) {
-      const report = await eventually(
-        async () => {
-          const r = await readyz(s.url);
-          return r.status === 503 ? r : undefined;
-        },
-        { what: `${s.name}'s /readyz to answer 503` },
-      );
-      // The broker answers; what is missing is the stream (and the consumers that went with it).
-      expect(report.body.checks).toMatchObject({ nats: true, 'journal-streams': false });
-    }
+    // The broker answers; what is missing is the stream (and the consumers that went with it).
+    for (const checks of await until503(services))
+      expect(checks).toMatchObject({ nats: true, 'journal-streams': false });
     // Nothing recreated it meanwhile.
     await expect(stack.nats.jsm.streams.info(stream)).rejects.toThrow(/stream not found/);
     const refused = await stack.http(
@@ -111,20 +96,11 @@ describe('the services’ buckets deleted under a running stack', () => {
       `OBJ_${subjects.artifactsBucket}`,
     ];
     const { all } = stack;
-    for (const s of [all.gateway, all.evaluator, all.executor, all.journal, all.worktree])
-      expect((await readyz(s.url)).status).toBe(200);
+    for (const s of servicesOf(stack)) expect((await readyz(s.url)).status).toBe(200);
     for (const name of buckets) await jsm.streams.delete(name);
 
-    for (const s of [all.gateway, all.evaluator, all.executor, all.worktree]) {
-      const checks = await eventually(
-        async () => {
-          const res = await readyz(s.url);
-          return res.status === 503 ? res.body.checks : undefined;
-        },
-        { what: `${s.name}'s /readyz to answer 503` },
-      );
+    for (const checks of await until503([all.gateway, all.evaluator, all.executor, all.worktree]))
       expect(checks).toMatchObject({ nats: true, 'journal-streams': false });
-    }
     expect((await readyz(all.journal.url)).status).toBe(200);
     for (const name of buckets)
       await expect(jsm.streams.info(name)).rejects.toThrow(/stream not found/);

@@ -8,17 +8,12 @@ import {
   tenantEventsByPartition,
   tenantsPerPartition,
 } from '../support/partitioned-tenants';
+import { readyz, servicesOf, until503 } from '../support/readiness';
 import { startTestStack, TEST_GRANTS, type TestStack } from '../support/test-stack';
 
 const PARTITIONS = 4;
 const CALLS_PER_TENANT = 4;
 const tenants = tenantsPerPartition(PARTITIONS, 2);
-
-/** A service's /readyz: its status and its checks. */
-async function readyz(url: string) {
-  const res = await fetch(`${url}/readyz`);
-  return { status: res.status, body: (await res.json()) as { checks: Record<string, boolean> } };
-}
 
 /**
  * The whole stack on one broker with `TOOLGATE_JOURNAL_PARTITIONS=4`: a stream per partition,
@@ -92,19 +87,10 @@ describe('a journal of 4 partitions on one broker', () => {
   }, 120_000);
 
   it('turns every /readyz to 503 when one partition is missing', async () => {
-    const { all } = stack;
-    const services = [all.gateway, all.evaluator, all.executor, all.journal, all.worktree];
+    const services = servicesOf(stack);
     for (const s of services) expect((await readyz(s.url)).status).toBe(200);
     await stack.nats.jsm.streams.delete(subjects.journal.partitions[2]!.stream);
-    for (const s of services) {
-      const report = await eventually(
-        async () => {
-          const r = await readyz(s.url);
-          return r.status === 503 ? r : undefined;
-        },
-        { what: `${s.name}'s /readyz to answer 503` },
-      );
-      expect(report.body.checks).toMatchObject({ nats: true, 'journal-streams': false });
-    }
+    for (const checks of await until503(services))
+      expect(checks).toMatchObject({ nats: true, 'journal-streams': false });
   }, 60_000);
 });
