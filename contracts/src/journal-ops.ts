@@ -51,6 +51,13 @@ export const JournalRebuildReportSchema = z.object({
   /** Events folded into the rebuilt projection, and the last stream sequence among them. */
   events: z.number().int().min(0),
   lastSeq: z.number().int().min(0),
+  /**
+   * A partitioned journal's streams, each with the last sequence folded from it (`lastSeq` is the
+   * largest of them; absent when the journal is one stream).
+   */
+  partitions: z
+    .array(z.object({ stream: z.string(), lastSeq: z.number().int().min(0) }))
+    .optional(),
   /** Stream messages that were not events this release can read (never folded, as live). */
   skipped: z.number().int().min(0),
   /** Whether the rebuilt projection now serves: only when it equalled the live one. */

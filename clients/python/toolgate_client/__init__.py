@@ -11,6 +11,7 @@ from .client import (
     ToolFailed,
     ToolgateError,
     ToolRequest,
+    journal_partition_of,
 )
 from .nats import ConnectOptions, Connection, Msg, NatsError, NoRespondersError, connect
 from .signing import EventVerifier, Verdict
@@ -21,6 +22,6 @@ __all__ = [
     "Client", "HookReply", "HookRequest", "JournalEvent", "Outcome", "Served", "SubmitReply",
     "ToolFailed", "ToolgateError", "ToolRequest", "ConnectOptions", "Connection", "Msg",
     "NatsError", "NoRespondersError", "connect", "EventVerifier", "Verdict", "ed25519",
-    "ToolRequestVerifier", "sign_hook_reply",
+    "ToolRequestVerifier", "sign_hook_reply", "journal_partition_of",
 ]
 __version__ = "0.1.0"

@@ -158,14 +158,34 @@ class Served:
             await asyncio.gather(*self._inflight, return_exceptions=True)
 
 
+MAX_JOURNAL_PARTITIONS = 64
+
+
+def journal_partition_of(tenant: str, count: int) -> int:
+    """The journal partition of ``tenant`` among ``count``: FNV-1a (32-bit) of its bytes modulo
+    ``count``, the hash of nats-server's ``{{partition(count,…)}}`` (docs/bus-protocol.md)."""
+    h = 0x811C9DC5
+    for byte in tenant.encode():
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h % count
+
+
 class Client:
     """One tenant's client. Use :meth:`connect`; every failed call raises :class:`ToolgateError`."""
 
-    def __init__(self, nc: Connection, token: str, tenant: str, prefix: str, timeout: float) -> None:
+    def __init__(
+        self, nc: Connection, token: str, tenant: str, prefix: str, timeout: float, journal_partitions: int = 1
+    ) -> None:
         self.nc = nc
         self.tenant = tenant
         self.prefix = prefix
         self.timeout = timeout
+        # The tenant's journal subjects: `<prefix>.journal[.<partition>].<tenant>` (docs/bus-protocol.md).
+        self._journal = (
+            f"{prefix}.journal.{journal_partition_of(tenant, journal_partitions)}.{tenant}"
+            if journal_partitions > 1
+            else f"{prefix}.journal.{tenant}"
+        )
         self._auth = {"Authorization": f"Bearer {token}"}
         self._served: List[Served] = []
 
@@ -181,9 +201,16 @@ class Client:
         nats_token: Optional[str] = None,
         inbox_prefix: Optional[str] = None,
         timeout: float = 10.0,
+        journal_partitions: int = 1,
     ) -> "Client":
-        """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``."""
+        """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``.
+        ``journal_partitions``: the deployment's ``TOOLGATE_JOURNAL_PARTITIONS`` (ask its operator)."""
         _subject_token("tenant", tenant, "config")
+        if not isinstance(journal_partitions, int) or not 1 <= journal_partitions <= MAX_JOURNAL_PARTITIONS:
+            raise ToolgateError(
+                "config",
+                f"journal_partitions must be an integer from 1 to {MAX_JOURNAL_PARTITIONS}, got {journal_partitions!r}",
+            )
         if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
             raise ToolgateError("config", f"prefix must be 1-32 characters of [A-Za-z0-9_-], got {prefix!r}")
         if inbox_prefix is None:
@@ -191,7 +218,7 @@ class Client:
         nc = await connect(
             ConnectOptions(url=url, user=user, password=password, token=nats_token, inbox_prefix=inbox_prefix)
         )
-        return cls(nc, token, tenant, prefix, timeout)
+        return cls(nc, token, tenant, prefix, timeout, journal_partitions)
 
     async def close(self) -> None:
         for served in list(self._served):
@@ -259,6 +286,10 @@ class Client:
     async def get_dispatch(self, dispatch_id: str) -> Json:
         return await self.call("dispatch.get", {"dispatchId": dispatch_id})
 
+    def journal_subject(self, run_id: str) -> str:
+        """Every journal event of one of this tenant's runs: what :meth:`follow` subscribes to."""
+        return f"{self._journal}.{_subject_token('runId', run_id, 'invalid-request')}.>"
+
     async def get_run(self, run_id: str) -> Json:
         return await self.call("run.get", {"runId": run_id})
 
@@ -292,7 +323,7 @@ class Client:
         subscriber also sees publishes JetStream refused as duplicates. With a verifier, each event
         carries its signature check; forged events are yielded with ``verdict.trusted == False``."""
         _subject_token("runId", run_id, "invalid-request")
-        sub = await self.nc.subscribe(f"{self.prefix}.journal.{self.tenant}.{run_id}.>")
+        sub = await self.nc.subscribe(self.journal_subject(run_id))
         await self.nc.flush()
         if started is not None:
             started.set()

@@ -10,6 +10,7 @@ export { requestReply, type RequestReplyOptions } from './request-reply';
 export {
   ensureJournalStreams,
   ensureConsumer,
+  journalPartitionCountOf,
   consumerName,
   type ConsumerSpec,
   type JournalStreamOptions,

@@ -101,6 +101,35 @@ export async function ensureJournalStreams(
 }
 
 /**
+ * How many partitions the journal under `prefix` has, read off its streams as they stand: 1 when
+ * the unpartitioned `<prefix>_journal` exists, the count partition 0's stream records when it is
+ * partitioned (see {@link partitionDescription}), undefined when neither exists. For tools that
+ * come to a deployment from outside (`toolgate journal`): the services are told the count and
+ * check it against the same record.
+ */
+export async function journalPartitionCountOf(
+  jsm: JetStreamManager,
+  prefix: string,
+): Promise<number | undefined> {
+  const infoOf = (stream: string) =>
+    jsm.streams.info(stream).catch((err: unknown) => {
+      if (isJsApiError(err, JsApiCode.StreamNotFound)) return undefined;
+      throw err;
+    });
+  if (await infoOf(`${prefix}_journal`)) return 1;
+  const first = await infoOf(`${prefix}_journal_0`);
+  if (!first) return undefined;
+  const count = /^toolgate journal partition 0 of (\d+)$/.exec(first.config.description ?? '');
+  if (!count) {
+    throw new ConfigError(
+      `stream ${prefix}_journal_0 does not say it is a journal partition (its description is ${JSON.stringify(first.config.description ?? '')})`,
+      { details: { stream: `${prefix}_journal_0` } },
+    );
+  }
+  return Number(count[1]);
+}
+
+/**
  * What a partition's stream says of itself: its place among how many. nats-server 2.9 keeps no
  * stream metadata but the description, and a journal of another count must not be used as this
  * one: its tenants would be looked for in the wrong streams (and a resubmission not found).

@@ -11,7 +11,7 @@ import { registerCompletionCommand } from './commands/completion-command';
 import { registerKeysCommands } from './commands/keys-commands';
 import { registerMcpCommands } from './commands/mcp-commands';
 import type { BusSettings } from './bus/bus-connection';
-import { UsageError } from './commands/cli-input';
+import { journalPartitionsFromEnv, UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
 import {
   terminalProgress,
@@ -108,6 +108,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       user: io.env.NATS_USER,
       password: io.env.NATS_PASSWORD,
       prefix: io.env.TOOLGATE_PREFIX ?? 'toolgate',
+      journalPartitions: journalPartitionsFromEnv(io.env.TOOLGATE_JOURNAL_PARTITIONS),
       signing: signingSettingsFromEnv(io.env),
     }),
     signal: io.signal ?? new AbortController().signal,

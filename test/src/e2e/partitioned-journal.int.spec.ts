@@ -1,5 +1,6 @@
+import { runCli } from '@toolgate/cli';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
-import { eventually } from '@toolgate/testing';
+import { eventually, NATS_URL } from '@toolgate/testing';
 import {
   answerFaults,
   grantsOf,
@@ -84,6 +85,110 @@ describe('a journal of 4 partitions on one broker', () => {
         'settled',
       ]);
     }
+  }, 120_000);
+
+  it("toolgate journal: stats, tail and rebuild read every partition's stream, or the tenant's", async () => {
+    const cli = async (argv: string[], env: Record<string, string> = {}) => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(argv, {
+        env: { NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix, ...env },
+        stdout: { write: (t: string) => (stdout += t) },
+        stderr: { write: (t: string) => (stderr += t) },
+      });
+      return { code, stdout, stderr };
+    };
+    const streams = subjects.journal.partitions.map((p) => p.stream);
+    const calls = tenants.length * CALLS_PER_TENANT;
+    // The count is read off the streams: no TOOLGATE_JOURNAL_PARTITIONS needed.
+    const stats = await eventually(async () => {
+      const r = await cli(['journal', 'stats', '--json']);
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      const body = JSON.parse(r.stdout);
+      return body.consumers.every(
+        (c: { lag: number; inFlight: number }) => c.lag + c.inFlight === 0,
+      )
+        ? body
+        : undefined;
+    });
+    expect(stats.partitions).toBe(PARTITIONS);
+    expect(stats.stream).toBeUndefined();
+    expect(stats.streams.map((s: { name: string }) => s.name)).toEqual(streams);
+    expect(stats.eventsByType).toMatchObject({
+      requested: calls,
+      decided: calls,
+      started: calls,
+      settled: calls,
+    });
+    const journalConsumers = stats.consumers.filter(
+      (c: { name: string }) => c.name === `${stack.nats.prefix}_journal`,
+    );
+    expect(journalConsumers.map((c: { stream: string }) => c.stream).sort()).toEqual(streams);
+    const [one] = tenants;
+    const own = await cli(['journal', 'stats', '--json', '--tenant', one!.tenant]);
+    expect(JSON.parse(own.stdout)).toMatchObject({
+      streams: [{ name: streams[one!.partition] }],
+      tenant: one!.tenant,
+      eventsByType: { requested: CALLS_PER_TENANT, settled: CALLS_PER_TENANT },
+    });
+
+    // Every partition followed from a while back, up to every event of the calls; then a tenant's.
+    const all = await cli([
+      'journal',
+      'tail',
+      '--since',
+      '10m',
+      '--count',
+      String(4 * calls),
+      '--json',
+    ]);
+    expect(all).toMatchObject({ code: 0 });
+    const lines = all.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(4 * calls);
+    expect(new Set(lines.map((l) => l.stream))).toEqual(new Set(streams));
+    for (const l of lines) {
+      expect(l.trusted).toBe(true);
+      expect(l.stream).toBe(subjects.journal.partitionOf(l.event.tenant).stream);
+    }
+    const mine = await cli([
+      'journal',
+      'tail',
+      '--since',
+      '10m',
+      '--tenant',
+      one!.tenant,
+      '--count',
+      '4',
+    ]);
+    expect(mine.code).toBe(0);
+    expect(mine.stderr).toContain(`following ${subjects.journal.matching(one!.tenant, '*')} `);
+    // Each line names its partition with its sequence: sequences are per stream.
+    for (const line of mine.stdout.trim().split('\n'))
+      expect(line).toMatch(new RegExp(`^${one!.partition}:\\d+ \\S+Z ${one!.tenant}/run-1 `));
+
+    // The rebuild folds every partition's stream and finds the projection it replaces equal.
+    const before = await stack.http('GET', '/v1/runs/run-1', one!.token);
+    const rebuilt = await cli(['journal', 'rebuild', '--json']);
+    expect(rebuilt).toMatchObject({ code: 0 });
+    const report = JSON.parse(rebuilt.stdout);
+    expect(report).toMatchObject({ switched: true, differences: [], events: 4 * calls });
+    const lastSeqs = await Promise.all(
+      streams.map(async (s) => (await stack.nats.jsm.streams.info(s)).state.last_seq),
+    );
+    expect(report.partitions).toEqual(
+      streams.map((stream, i) => ({ stream, lastSeq: lastSeqs[i] })),
+    );
+    expect((await stack.http('GET', '/v1/runs/run-1', one!.token)).body).toEqual(before.body);
+
+    // Told another count than the streams record: refused, as a service is.
+    const wrong = await cli(['journal', 'stats'], { TOOLGATE_JOURNAL_PARTITIONS: '2' });
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain(
+      `has ${PARTITIONS} partitions, but TOOLGATE_JOURNAL_PARTITIONS says 2`,
+    );
   }, 120_000);
 
   it('turns every /readyz to 503 when one partition is missing', async () => {

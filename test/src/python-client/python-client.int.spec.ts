@@ -86,6 +86,7 @@ describe('the Python client against the whole stack', () => {
             'tests.test_signing',
             'tests.test_nats',
             'tests.test_auth',
+            'tests.test_partitions',
           ],
           {
             cwd: CLIENT_DIR,
@@ -118,7 +119,7 @@ describe('the Python client against the whole stack', () => {
     // The suite's own report names each failing assertion; show it when it fails.
     expect({ code, output }).toEqual({
       code: 0,
-      output: expect.stringMatching(/Ran 18 tests[\s\S]*\nOK\s*$/),
+      output: expect.stringMatching(/Ran 21 tests[\s\S]*\nOK\s*$/),
     });
   });
 });

@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import {
+  ConfigError,
   createSubjects,
   ErrorCode,
   resolveServiceKeys,
@@ -18,6 +19,11 @@ export interface BusSettings {
   user?: string | undefined;
   password?: string | undefined;
   prefix: string;
+  /**
+   * The journal's partition count (`TOOLGATE_JOURNAL_PARTITIONS`), when given: checked against the
+   * count the journal's streams record. Unset: read off the streams.
+   */
+  journalPartitions?: number | undefined;
   /** The operator's signing keys (identity `ops`): the services' variables, or the dev keyring. */
   signing: SigningSettings;
 }
@@ -28,6 +34,12 @@ export interface BusConnection {
   js: JetStreamClient;
   jsm: JetStreamManager;
   subjects: Subjects;
+  /**
+   * The subjects with the journal's partitions as its streams record them (`journal tail`, `stats`:
+   * a partitioned journal is read stream by stream), or as `TOOLGATE_JOURNAL_PARTITIONS` gives them
+   * when there is no journal yet. A `config` error when the two disagree, as a service gets.
+   */
+  journalSubjects(): Promise<Subjects>;
   /**
    * The operator's signing keys (`ops`), resolved on first use: a `config` error when they are
    * required and not configured. Requests to the services are signed with them, and `journal
@@ -82,6 +94,19 @@ export async function connectBus(settings: BusSettings): Promise<BusConnection> 
     js: jetstream(nc),
     jsm,
     subjects,
+    journalSubjects: async () => {
+      const { journalPartitionCountOf } = await import('@toolgate/bus');
+      const recorded = await journalPartitionCountOf(jsm, settings.prefix);
+      const given = settings.journalPartitions;
+      if (recorded !== undefined && given !== undefined && recorded !== given) {
+        throw new ConfigError(
+          `the journal under ${settings.prefix} has ${recorded} partition${recorded === 1 ? '' : 's'}, but TOOLGATE_JOURNAL_PARTITIONS says ${given}`,
+          { details: { recorded, given } },
+        );
+      }
+      const count = recorded ?? given ?? 1;
+      return count === 1 ? subjects : createSubjects(settings.prefix, { journalPartitions: count });
+    },
     keys: () => (keys ??= resolveServiceKeys(ServiceIdentity.Ops, settings.signing)),
     close: async () => {
       if (!nc.isClosed()) await nc.close();

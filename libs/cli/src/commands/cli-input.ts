@@ -1,3 +1,5 @@
+import { MAX_JOURNAL_PARTITIONS } from '@toolgate/contracts';
+
 /**
  * Bad input on the command line: a flag that does not parse, JSON that does not parse, a missing
  * token. The CLI prints its message and exits 2, distinct from an API error (exit 1).
@@ -35,6 +37,20 @@ export function parseCount(flag: string, text: string): number {
   if (!/^\d+$/.test(text.trim()))
     throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(text)}`);
   return Number(text);
+}
+
+/**
+ * `TOOLGATE_JOURNAL_PARTITIONS` as the services take it (1–64); unset or empty: undefined (the
+ * journal's streams say).
+ */
+export function journalPartitionsFromEnv(text: string | undefined): number | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const count = Number(text.trim());
+  if (!/^\d+$/.test(text.trim()) || count < 1 || count > MAX_JOURNAL_PARTITIONS)
+    throw new UsageError(
+      `TOOLGATE_JOURNAL_PARTITIONS must be an integer from 1 to ${MAX_JOURNAL_PARTITIONS}, got ${JSON.stringify(text)}`,
+    );
+  return count;
 }
 
 /** Approval keys are sha256 hex: checked here so a typo is a usage error, not a round trip. */

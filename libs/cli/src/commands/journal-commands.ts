@@ -6,31 +6,45 @@ import {
   JOURNAL_EVENT_TYPES,
   ToolgateError,
   type JournalEvent,
+  type JournalPartition,
   type ServiceKeys,
+  type Subjects,
 } from '@toolgate/contracts';
 import { connectBus, type BusConnection } from '../bus/bus-connection';
 import { renderTable, shortJson } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
 import { parseCount, parseDuration, UsageError } from './cli-input';
 
+/** One stream of the journal, as `journal stats` counts it. */
+export interface JournalStreamStats {
+  name: string;
+  messages: number;
+  bytes: number;
+  firstSeq: number;
+  lastSeq: number;
+  firstAt: string | null;
+  lastAt: string | null;
+}
+
 /** What `journal stats` prints with `--json`. */
 export interface JournalStats {
-  stream: {
-    name: string;
-    messages: number;
-    bytes: number;
-    firstSeq: number;
-    lastSeq: number;
-    firstAt: string | null;
-    lastAt: string | null;
-  };
+  /** The journal's one stream (absent when it is partitioned: see `streams`). */
+  stream?: JournalStreamStats;
+  /** Each stream read: the one, every partition's, or the tenant's partition's with `--tenant`. */
+  streams: JournalStreamStats[];
+  /** How many partitions the journal has (`TOOLGATE_JOURNAL_PARTITIONS`; 1: unpartitioned). */
+  partitions: number;
   deadLetters: number;
   tenant?: string;
-  /** Messages of each event type (of `tenant`, when given). */
+  /** Messages of each event type (of `tenant`, when given), over the streams read. */
   eventsByType: Record<string, number>;
-  /** Each durable consumer: messages not yet delivered (lag), delivered but not acknowledged. */
+  /**
+   * Each durable consumer: messages not yet delivered (lag), delivered but not acknowledged. On a
+   * partitioned journal each partition's stream has its own, named with its `stream`.
+   */
   consumers: {
     name: string;
+    stream?: string;
     lag: number;
     inFlight: number;
     redelivered: number;
@@ -76,22 +90,30 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
             : new Date(ctx.now().getTime() - parseDuration('--since', opts.since));
         const count = opts.count === undefined ? Infinity : parseCount('--count', opts.count);
         await withBus(ctx, async (bus) => {
-          let filter: string;
-          try {
-            filter = bus.subjects.journal.matching(opts.tenant ?? '*', opts.run ?? '*');
-          } catch (err) {
-            throw new UsageError((err as Error).message);
-          }
+          const subjects = await bus.journalSubjects();
+          const partitioned = subjects.journal.partitionCount > 1;
+          const read = partitionsRead(subjects, opts.tenant).map((partition) => ({
+            partition,
+            filter: tailFilter(subjects, partition, opts.tenant, opts.run),
+          }));
           const { DeliverPolicy } = await import('@nats-io/jetstream');
-          await assertStream(bus);
-          const consumer = await bus.js.consumers.get(bus.subjects.journal.stream, {
-            filter_subjects: filter,
-            ...(since
-              ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
-              : { deliver_policy: DeliverPolicy.New }),
-          });
-          const messages = await consumer.consume({ max_messages: 256 });
-          const stop = () => messages.stop();
+          await assertStreams(
+            bus,
+            read.map(({ partition }) => partition.stream),
+          );
+          // A partitioned journal is followed stream by stream, all at once: each in its order.
+          const followed = await Promise.all(
+            read.map(async ({ partition, filter }) => {
+              const consumer = await bus.js.consumers.get(partition.stream, {
+                filter_subjects: filter,
+                ...(since
+                  ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
+                  : { deliver_policy: DeliverPolicy.New }),
+              });
+              return { partition, messages: await consumer.consume({ max_messages: 256 }) };
+            }),
+          );
+          const stop = () => followed.forEach(({ messages }) => messages.stop());
           ctx.signal.addEventListener('abort', stop);
           // Shown either way; marked when not signed by its producer, or unverified without keys.
           let keys: ServiceKeys | undefined;
@@ -100,34 +122,45 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
           } catch {
             ctx.note('no signing keys for ops: events are shown unverified\n');
           }
-          ctx.note(`following ${filter} (Ctrl-C to stop)\n`);
+          ctx.note(`following ${read.map(({ filter }) => filter).join(', ')} (Ctrl-C to stop)\n`);
           let seen = 0;
           try {
             if (count === 0) return;
-            for await (const m of messages) {
-              const event = decodeJournalEvent(m.data);
-              const untrusted = keys
-                ? keys.verifyEvent(m.subject, m.data, m.headers)
-                : 'unverified';
-              const mark = untrusted
-                ? ` [${untrusted === 'unverified' ? 'unverified' : `untrusted: ${untrusted}`}]`
-                : '';
-              ctx.out(
-                opts.json
-                  ? `${JSON.stringify({
-                      seq: m.seq,
-                      subject: m.subject,
-                      event: event ?? null,
-                      trusted: untrusted === null,
-                      ...(untrusted ? { untrusted } : {}),
-                    })}\n`
-                  : `${describeEvent(m.seq, m.subject, event)}${mark}\n`,
-              );
-              if (++seen >= count) break;
-            }
+            await Promise.all(
+              followed.map(async ({ partition, messages }) => {
+                for await (const m of messages) {
+                  if (seen >= count) break;
+                  const event = decodeJournalEvent(m.data);
+                  const untrusted = keys
+                    ? keys.verifyEvent(m.subject, m.data, m.headers)
+                    : 'unverified';
+                  const mark = untrusted
+                    ? ` [${untrusted === 'unverified' ? 'unverified' : `untrusted: ${untrusted}`}]`
+                    : '';
+                  // A sequence is its stream's: on a partitioned journal it is named with it.
+                  const at = partitioned ? `${partition.index}:${m.seq}` : String(m.seq);
+                  ctx.out(
+                    opts.json
+                      ? `${JSON.stringify({
+                          seq: m.seq,
+                          stream: partition.stream,
+                          subject: m.subject,
+                          event: event ?? null,
+                          trusted: untrusted === null,
+                          ...(untrusted ? { untrusted } : {}),
+                        })}\n`
+                      : `${describeEvent(at, m.subject, event)}${mark}\n`,
+                  );
+                  if (++seen >= count) {
+                    stop();
+                    break;
+                  }
+                }
+              }),
+            );
           } finally {
             ctx.signal.removeEventListener('abort', stop);
-            messages.stop();
+            stop();
           }
         });
       },
@@ -135,19 +168,23 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
 
   journal
     .command('stats')
-    .description("the journal stream's size, its events by type, and each consumer's lag")
+    .description(
+      "the journal's streams (each partition's) with their sizes, its events by type, and each consumer's lag",
+    )
     .option('--tenant <tenant>', "count only this tenant's events by type")
     .option('--json', 'print JSON')
     .action(async (opts: { tenant?: string; json?: boolean }) => {
       const stats = await withBus(ctx, (bus) => journalStats(bus, opts.tenant));
       if (opts.json) return ctx.out(`${JSON.stringify(stats, null, 2)}\n`);
       const n = (x: number) => x.toLocaleString('en-US');
-      const s = stats.stream;
       const lines = [
-        `journal stream ${s.name}: ${n(s.messages)} messages, ${humanBytes(s.bytes)}` +
-          (s.messages > 0
-            ? `, sequences ${s.firstSeq}-${s.lastSeq} (${s.firstAt} to ${s.lastAt})`
-            : ''),
+        ...stats.streams.map(
+          (s) =>
+            `journal stream ${s.name}: ${n(s.messages)} messages, ${humanBytes(s.bytes)}` +
+            (s.messages > 0
+              ? `, sequences ${s.firstSeq}-${s.lastSeq} (${s.firstAt} to ${s.lastAt})`
+              : ''),
+        ),
         `dead letters: ${n(stats.deadLetters)}`,
         '',
         `events by type${stats.tenant ? ` (tenant ${stats.tenant})` : ''}:`,
@@ -160,7 +197,7 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
         renderTable(
           ['CONSUMER', 'LAG', 'IN FLIGHT', 'REDELIVERED', 'ACK FLOOR'],
           stats.consumers.map((c) => [
-            c.name,
+            c.stream ? `${c.name} (${c.stream})` : c.name,
             n(c.lag),
             n(c.inFlight),
             n(c.redelivered),
@@ -199,7 +236,11 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
       if (!report.switched) ctx.fail();
       if (opts.json) return ctx.out(`${JSON.stringify(report, null, 2)}\n`);
       const lines = [
-        `rebuilt ${report.events.toLocaleString('en-US')} events (up to stream sequence ${report.lastSeq}) into ${report.into}` +
+        `rebuilt ${report.events.toLocaleString('en-US')} events (${
+          report.partitions
+            ? `up to ${report.partitions.map((p) => `${p.stream}:${p.lastSeq}`).join(', ')}`
+            : `up to stream sequence ${report.lastSeq}`
+        }) into ${report.into}` +
           (report.skipped > 0 ? `; ${report.skipped} messages were not events` : ''),
         report.switched
           ? `switched: ${report.live} now serves the rebuilt projection; ${report.into} holds the one it replaced`
@@ -235,72 +276,75 @@ async function withBus<T>(ctx: CommandContext, fn: (bus: BusConnection) => Promi
   }
 }
 
-async function assertStream(bus: BusConnection): Promise<void> {
-  try {
-    await bus.jsm.streams.info(bus.subjects.journal.stream);
-  } catch (err) {
-    // JetStream's "stream not found" (10059), read by code: the class lives in the lazily loaded client.
-    if ((err as { name?: string; code?: number })?.code === 10059)
-      throw new ToolgateError(
-        ErrorCode.NotFound,
-        `no journal stream ${bus.subjects.journal.stream} (is TOOLGATE_PREFIX right?)`,
-      );
-    throw err;
+/** Fails with `not-found` naming the first of `streams` that does not exist. */
+async function assertStreams(bus: BusConnection, streams: readonly string[]): Promise<void> {
+  for (const stream of streams) {
+    try {
+      await bus.jsm.streams.info(stream);
+    } catch (err) {
+      // JetStream's "stream not found" (10059), read by code: the class lives in the lazily loaded client.
+      if ((err as { name?: string; code?: number })?.code === 10059)
+        throw new ToolgateError(
+          ErrorCode.NotFound,
+          `no journal stream ${stream} (is TOOLGATE_PREFIX right?)`,
+        );
+      throw err;
+    }
   }
+}
+
+/** The partitions a command reads: the tenant's, or every one (one, unpartitioned). */
+function partitionsRead(
+  subjects: Subjects,
+  tenant: string | undefined,
+): readonly JournalPartition[] {
+  try {
+    return tenant ? [subjects.journal.partitionOf(tenant)] : subjects.journal.partitions;
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** What `tail` follows in one partition's stream: a tenant's (and run's) events, or any tenant's. */
+function tailFilter(
+  subjects: Subjects,
+  partition: JournalPartition,
+  tenant: string | undefined,
+  run: string | undefined,
+): string {
+  let filter: string;
+  try {
+    filter = subjects.journal.matching(tenant ?? '*', run ?? '*');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (tenant || subjects.journal.partitionCount === 1) return filter;
+  // Any tenant spans every partition's subjects; a consumer takes its own stream's only.
+  return `${partition.all.slice(0, -'.>'.length)}.*.${run ?? '*'}.>`;
 }
 
 async function journalStats(bus: BusConnection, tenant: string | undefined): Promise<JournalStats> {
   const { AckPolicy, DeliverPolicy } = await import('@nats-io/jetstream');
   const { nanos } = await import('@nats-io/transport-node');
-  const stream = bus.subjects.journal.stream;
-  await assertStream(bus);
-  const info = await bus.jsm.streams.info(stream);
+  const subjects = await bus.journalSubjects();
+  const partitions = partitionsRead(subjects, tenant);
+  await assertStreams(
+    bus,
+    partitions.map((p) => p.stream),
+  );
   const deadLetters = await bus.jsm.streams
     .info(bus.subjects.deadLetter.stream)
     .then((i) => i.state.messages)
     .catch(() => 0);
-  // nats-server 2.9 counts a filter's messages when a consumer is created on it: an ephemeral
-  // consumer per type, deleted at once (and gone on its own if this process dies).
-  const counts = await Promise.all(
-    JOURNAL_EVENT_TYPES.map(async (type) => {
-      let filter: string;
-      try {
-        filter = tenant
-          ? bus.subjects.journal.ofTypeIn(type, tenant, '*')
-          : bus.subjects.journal.ofType(type);
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-      const ci = await bus.jsm.consumers.add(stream, {
-        // A name of its own: an operator's NATS user may create consumers only under a name in
-        // the API subject, never the durable ones' (docs/cli.md, deploy/nats/nats.conf).
-        name: `stats-${randomBytes(8).toString('hex')}`,
-        ack_policy: AckPolicy.None,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: filter,
-        inactive_threshold: nanos(30_000),
-        mem_storage: true,
-        num_replicas: 1,
-      });
-      await bus.jsm.consumers.delete(stream, ci.name).catch(() => undefined);
-      return [type, ci.num_pending] as const;
-    }),
+  const streams: JournalStreamStats[] = [];
+  const eventsByType: Record<string, number> = Object.fromEntries(
+    JOURNAL_EVENT_TYPES.map((type) => [type, 0]),
   );
   const consumers: JournalStats['consumers'] = [];
-  for await (const ci of bus.jsm.consumers.list(stream)) {
-    if (!ci.config.durable_name) continue;
-    consumers.push({
-      name: ci.name,
-      lag: ci.num_pending,
-      inFlight: ci.num_ack_pending,
-      redelivered: ci.num_redelivered,
-      ackFloor: ci.ack_floor.stream_seq,
-    });
-  }
-  consumers.sort((a, b) => (a.name < b.name ? -1 : 1));
-  const s = info.state;
-  return {
-    stream: {
+  for (const partition of partitions) {
+    const stream = partition.stream;
+    const s = (await bus.jsm.streams.info(stream)).state;
+    streams.push({
       name: stream,
       messages: s.messages,
       bytes: s.bytes,
@@ -308,16 +352,55 @@ async function journalStats(bus: BusConnection, tenant: string | undefined): Pro
       lastSeq: s.last_seq,
       firstAt: s.messages > 0 ? s.first_ts : null,
       lastAt: s.messages > 0 ? s.last_ts : null,
-    },
+    });
+    // nats-server 2.9 counts a filter's messages when a consumer is created on it: an ephemeral
+    // consumer per type, deleted at once (and gone on its own if this process dies).
+    await Promise.all(
+      JOURNAL_EVENT_TYPES.map(async (type) => {
+        const ci = await bus.jsm.consumers.add(stream, {
+          // A name of its own: an operator's NATS user may create consumers only under a name in
+          // the API subject, never the durable ones' (docs/cli.md, deploy/nats/nats.conf).
+          name: `stats-${randomBytes(8).toString('hex')}`,
+          ack_policy: AckPolicy.None,
+          deliver_policy: DeliverPolicy.All,
+          filter_subject: tenant
+            ? subjects.journal.ofTypeIn(type, tenant, '*')
+            : partition.ofType(type),
+          inactive_threshold: nanos(30_000),
+          mem_storage: true,
+          num_replicas: 1,
+        });
+        await bus.jsm.consumers.delete(stream, ci.name).catch(() => undefined);
+        eventsByType[type]! += ci.num_pending;
+      }),
+    );
+    for await (const ci of bus.jsm.consumers.list(stream)) {
+      if (!ci.config.durable_name) continue;
+      consumers.push({
+        name: ci.name,
+        ...(subjects.journal.partitionCount > 1 ? { stream } : {}),
+        lag: ci.num_pending,
+        inFlight: ci.num_ack_pending,
+        redelivered: ci.num_redelivered,
+        ackFloor: ci.ack_floor.stream_seq,
+      });
+    }
+  }
+  const order = (c: JournalStats['consumers'][number]) => `${c.name} ${c.stream ?? ''}`;
+  consumers.sort((a, b) => (order(a) < order(b) ? -1 : 1));
+  return {
+    ...(subjects.journal.partitionCount === 1 ? { stream: streams[0]! } : {}),
+    streams,
+    partitions: subjects.journal.partitionCount,
     deadLetters,
     ...(tenant ? { tenant } : {}),
-    eventsByType: Object.fromEntries(counts),
+    eventsByType,
     consumers,
   };
 }
 
 /** One event as a line: when, where, what. */
-function describeEvent(seq: number, subject: string, e: JournalEvent | null): string {
+function describeEvent(seq: string, subject: string, e: JournalEvent | null): string {
   if (e === null) return `${seq} ${subject} (not an event this release can read)`;
   const head = `${seq} ${e.at} ${e.tenant}/${e.runId} ${e.dispatchId} ${e.type}`;
   switch (e.type) {

@@ -54,19 +54,17 @@ export function registerMcpCommands(program: Command, ctx: CommandContext): void
           );
         }
         const risk = parseRisks(opts.risk);
-        const res = await ctx
-          .gateway()
-          .call<ImportMcpToolsResponse>('importMcpTools', {
-            params: { name: server },
-            body: {
-              ...(opts.tool.length ? { tools: opts.tool } : {}),
-              ...(risk ? { risk } : {}),
-              ...(opts.ask.length
-                ? { needsApproval: Object.fromEntries(opts.ask.map((t) => [t, true])) }
-                : {}),
-              ...(opts.timeout ? { timeoutMs: parseDuration('--timeout', opts.timeout) } : {}),
-            },
-          });
+        const res = await ctx.gateway().call<ImportMcpToolsResponse>('importMcpTools', {
+          params: { name: server },
+          body: {
+            ...(opts.tool.length ? { tools: opts.tool } : {}),
+            ...(risk ? { risk } : {}),
+            ...(opts.ask.length
+              ? { needsApproval: Object.fromEntries(opts.ask.map((t) => [t, true])) }
+              : {}),
+            ...(opts.timeout ? { timeoutMs: parseDuration('--timeout', opts.timeout) } : {}),
+          },
+        });
         if (opts.json) return ctx.out(`${JSON.stringify(res, null, 2)}\n`);
         ctx.out(
           renderTable(

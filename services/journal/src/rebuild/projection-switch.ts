@@ -4,16 +4,28 @@ import { PROJECTION_TABLES, type Database } from '../db/database';
 import { MIGRATION_TABLE, migrateToLatest } from '../db/migrate-to-latest';
 import { applyEvents, type JournalEntry } from '../projection/apply-event';
 
-/** A read of the stream from a sequence on, and what it skipped (not events, not trusted). */
-export type StreamRead = (fromSeq: number) => AsyncIterable<JournalEntry> & {
+/**
+ * A read of a journal stream from a sequence on, and what it skipped (not events, not trusted):
+ * `stream` is one of {@link SwitchOptions.streams}, undefined when none are named.
+ */
+export type StreamRead = (
+  fromSeq: number,
+  stream: string | undefined,
+) => AsyncIterable<JournalEntry> & {
   readonly stats: { readonly skipped: number };
 };
 
 export interface SwitchOptions {
   /** The schema to rebuild into (validated by the caller's schema; checked again here). */
   into?: string | undefined;
-  /** Reads the journal stream from a sequence to the end it has when the read starts. */
+  /** Reads a journal stream from a sequence to the end it has when the read starts. */
   read: StreamRead;
+  /**
+   * The journal's streams, each folded in turn with its own sequences (a partitioned journal's: a
+   * tenant's events are all in one, and each is folded in its order, as live). Default: the one
+   * stream `read` reads.
+   */
+  streams?: readonly string[];
   /** Progress of each phase: `rebuild` (events folded of the live projection's), `compare`. */
   onProgress?: (phase: string, done: number, total: number) => void;
   /** Switch even when the two differ (the differences are reported). */
@@ -83,12 +95,16 @@ export async function rebuildAndSwitch(
       await sql`set search_path to ${sql.id(into)}`.execute(conn);
 
       const report = { live, into, events: 0, lastSeq: 0, skipped: 0 };
+      const streams = options.streams ?? [undefined];
+      /** Each stream's last sequence read (folded, or skipped as not an event). */
+      const last = new Map<string | undefined, number>(streams.map((s) => [s, 0]));
       const fold = async (
         target: Kysely<Database> | Transaction<Database>,
+        stream: string | undefined,
         upTo: number,
         only?: ReadonlySet<number>,
       ): Promise<void> => {
-        const reader = options.read(report.lastSeq + 1);
+        const reader = options.read(last.get(stream)! + 1, stream);
         let batch: JournalEntry[] = [];
         const flush = async () => {
           if (batch.length === 0) return;
@@ -99,26 +115,28 @@ export async function rebuildAndSwitch(
             : await (target as Kysely<Database>)
                 .transaction()
                 .execute((trx) => applyEvents(trx, entries));
-          progress('rebuild', report.lastSeq, upTo);
+          progress('rebuild', last.get(stream)!, upTo);
         };
-        let seen = report.lastSeq;
+        let seen = last.get(stream)!;
         for await (const entry of reader) {
           if (entry.seq > upTo) break;
           seen = entry.seq;
           if (only === undefined || only.has(entry.seq)) {
             batch.push(entry);
-            report.lastSeq = entry.seq;
+            last.set(stream, entry.seq);
           }
           if (batch.length >= batchSize) await flush();
         }
         await flush();
         // Past what was read, whether folded or not: the next read starts after it.
-        if (only === undefined) report.lastSeq = Math.max(report.lastSeq, seen);
+        if (only === undefined) last.set(stream, Math.max(last.get(stream)!, seen));
+        report.lastSeq = Math.max(...last.values());
         report.skipped += reader.stats.skipped;
       };
 
       // 2. Up to what the live projection has applied, twice (it moves on meanwhile).
-      for (let round = 0; round < 2; round++) await fold(conn, await maxSeq(conn, live));
+      for (let round = 0; round < 2; round++)
+        for (const stream of streams) await fold(conn, stream, await maxSeq(conn, live, stream));
 
       // 3. Locked: the last events, the comparison, the switch.
       let differences: JournalRebuildReport['differences'] = [];
@@ -138,11 +156,13 @@ export async function rebuildAndSwitch(
               reason: `the rebuilt projection holds ${ahead.rows[0]!.n} events the live one has not applied (yet: a redelivery pending, or dead-lettered)`,
             } as const;
           }
-          const liveSeqs = await sql<{ seq: number }>`select seq from ${sql.table(
-            `${live}.audit_log`,
-          )} where seq > ${report.lastSeq}`.execute(trx);
-          const wanted = new Set(liveSeqs.rows.map((r) => Number(r.seq)));
-          if (wanted.size > 0) await fold(trx, Math.max(...wanted), wanted);
+          for (const stream of streams) {
+            const liveSeqs = await sql<{ seq: number }>`select seq from ${sql.table(
+              `${live}.audit_log`,
+            )} where seq > ${last.get(stream)!}${inStream(stream)}`.execute(trx);
+            const wanted = new Set(liveSeqs.rows.map((r) => Number(r.seq)));
+            if (wanted.size > 0) await fold(trx, stream, Math.max(...wanted), wanted);
+          }
           differences = await compare(trx, live, into, progress);
           if (differences.length > 0 && options.force !== true) {
             return {
@@ -154,13 +174,14 @@ export async function rebuildAndSwitch(
           await swap(trx, live, into);
           return { switched: true, retry: false, reason: '' } as const;
         });
-        if (outcome.switched) return { ...report, switched: true, differences };
+        const partitions = partitionsOf(last);
+        if (outcome.switched) return { ...report, ...partitions, switched: true, differences };
         reason = outcome.reason;
         if (!outcome.retry) break;
         if (attempt < attempts)
           await new Promise((resolve) => setTimeout(resolve, options.retryDelayMs ?? 500));
       }
-      return { ...report, switched: false, differences, reason };
+      return { ...report, ...partitionsOf(last), switched: false, differences, reason };
     } finally {
       await sql`select set_config('search_path', ${searchPath}, false)`.execute(conn);
       await sql`select pg_advisory_unlock(${REBUILD_LOCK})`.execute(conn);
@@ -189,11 +210,26 @@ async function prepareSchema(conn: Kysely<Database>, into: string): Promise<void
   await migrateToLatest(conn, { schema: into });
 }
 
-async function maxSeq(conn: Kysely<Database>, schema: string): Promise<number> {
+async function maxSeq(
+  conn: Kysely<Database>,
+  schema: string,
+  stream: string | undefined,
+): Promise<number> {
   const r = await sql<{ seq: number | null }>`select max(seq) as seq from ${sql.table(
     `${schema}.audit_log`,
-  )}`.execute(conn);
+  )} where true${inStream(stream)}`.execute(conn);
   return Number(r.rows[0]?.seq ?? 0);
+}
+
+/** `audit_log`'s rows of one stream (each keeps the stream it was read from); all when unnamed. */
+function inStream(stream: string | undefined) {
+  return stream === undefined ? sql`` : sql` and stream = ${stream}`;
+}
+
+/** The report's `partitions`: each stream's last sequence, when several were folded. */
+function partitionsOf(last: ReadonlyMap<string | undefined, number>) {
+  if (last.size < 2) return {};
+  return { partitions: [...last].map(([stream, lastSeq]) => ({ stream: stream!, lastSeq })) };
 }
 
 /** Rows each side has that the other has not, per table (whole rows: every column compared). */

@@ -1,7 +1,6 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import {
-  ConfigError,
   ErrorCode,
   JournalOperation,
   JournalRebuildRequestSchema,
@@ -41,6 +40,8 @@ export function serveRebuild(
   const js = jetstream(nc);
   const subject = subjects.ops(JournalOperation.Rebuild);
   const { requesters } = requestSigningOf(subjects, subject);
+  const partitioned = subjects.journal.partitionCount > 1;
+  const partitionIndex = new Map(subjects.journal.partitions.map((p) => [p.stream, p.index]));
   const metrics = metricsFor(nc);
   const untrustedRequest = metrics.untrustedCounter('request');
   const untrustedEvent = metrics.untrustedCounter('fold');
@@ -71,21 +72,19 @@ export function serveRebuild(
           ErrorCode.InvalidRequest,
           `invalid request: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`,
         );
-      // The rebuild replays one stream's sequences (its catch-up and comparison count on them).
-      if (subjects.journal.partitionCount > 1)
-        throw new ConfigError(
-          `a rebuild reads one journal stream; this journal has ${subjects.journal.partitionCount} partitions (TOOLGATE_JOURNAL_PARTITIONS), which it does not read yet`,
-        );
       log(`journal: rebuild requested${parsed.data.into ? ` into ${parsed.data.into}` : ''}`);
       let last = 0;
       const report = await rebuildAndSwitch(db, {
         into: parsed.data.into,
         force: parsed.data.force,
-        read: (fromSeq) =>
+        // A partitioned journal: each partition's stream with its own sequences.
+        ...(partitioned ? { streams: subjects.journal.partitions.map((p) => p.stream) } : {}),
+        read: (fromSeq, stream) =>
           readJournal(js, subjects, {
             fromSeq,
             keys,
             onUntrusted: untrustedEvent,
+            ...(partitioned ? { partition: partitionIndex.get(stream!)! } : {}),
           }),
         onProgress: (phase, done, total) => {
           const now = Date.now();
