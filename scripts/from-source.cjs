@@ -76,6 +76,7 @@ function cacheSalt() {
   return salt;
 }
 
+/** Where swc's output is kept (TOOLGATE_FROM_SOURCE_CACHE moves it; nothing else reads it). */
 const cacheDir =
   process.env.TOOLGATE_FROM_SOURCE_CACHE ??
   path.join(os.tmpdir(), `toolgate-from-source-${process.getuid?.() ?? 'user'}`);
