@@ -136,7 +136,9 @@ Module._extensions['.ts'] = function loadTs(module, filename) {
 
 if (!process.sourceMapsEnabled) {
   // source-map-support as @swc-node/sourcemap-support (the old loader's) resolves it.
-  const sourcemapSupport = path.dirname(require.resolve('@swc-node/sourcemap-support/package.json'));
+  const sourcemapSupport = path.dirname(
+    require.resolve('@swc-node/sourcemap-support/package.json'),
+  );
   require(require.resolve('source-map-support', { paths: [sourcemapSupport] })).install({
     handleUncaughtExceptions: false,
     environment: 'node',
