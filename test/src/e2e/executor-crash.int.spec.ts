@@ -83,7 +83,9 @@ describe('an executor killed or stopped mid-call (services as processes)', () =>
           return d.body.dispatch?.status === 'settled' ? d.body : undefined;
         },
         // Under the old default ack wait (30 s): one ack wait (5 s) and the run fit with room.
-        { timeoutMs: 20_000, what: 'the call settled by the other executor' },
+        // Asked every 200 ms, not 25: a takeover takes seconds, and each question is a request
+        // through the gateway and a query of the journal's.
+        { timeoutMs: 20_000, intervalMs: 200, what: 'the call settled by the other executor' },
       );
       expect(view.dispatch).toMatchObject({ outcome: 'ok', result: 'found' });
       const types = (view.events as { event: { type: string } }[]).map((e) => e.event.type);

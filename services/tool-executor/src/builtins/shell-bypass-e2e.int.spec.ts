@@ -118,9 +118,20 @@ const benign: [command: string, stdout: RegExp][] = [
 const SHELL = { name: 'shell', risk: 'execute' } as const;
 let work: string;
 
-/** A scratch repository: one commit, a victim file, a file to read and a script that deletes. */
-async function scratch(): Promise<string> {
-  const dir = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-shell-bypass-')));
+/** A new temporary directory (its real path). */
+async function tempDir(): Promise<string> {
+  return fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-shell-bypass-')));
+}
+
+/**
+ * The scratch repository, made once per file: one commit, a victim file, a file to read and a
+ * script that deletes. Each test copies it (two copies for an attack), which spares three `git`
+ * processes per copy.
+ */
+let template: string;
+
+async function makeTemplate(): Promise<string> {
+  const dir = await tempDir();
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
       cwd: dir,
@@ -133,6 +144,13 @@ async function scratch(): Promise<string> {
   await fs.writeFile(path.join(dir, 'victim'), 'keep me\n');
   git('add', 'notes.txt', 'cleanup.sh', 'victim');
   git('commit', '-q', '-m', 'first');
+  return dir;
+}
+
+/** A scratch repository of its own: a copy of the template (history, index, modes as they are). */
+async function scratch(): Promise<string> {
+  const dir = await tempDir();
+  await fs.cp(template, dir, { recursive: true, verbatimSymlinks: true });
   return dir;
 }
 
@@ -160,6 +178,14 @@ function happened(dir: string, effect: Attack['effect']): boolean {
     ? !existsSync(path.join(dir, effect.deletes))
     : existsSync(path.join(dir, effect.writes));
 }
+
+beforeAll(async () => {
+  template = await makeTemplate();
+});
+
+afterAll(async () => {
+  if (template) await fs.rm(template, { recursive: true, force: true });
+});
 
 beforeEach(async () => {
   work = await scratch();
