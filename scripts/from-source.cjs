@@ -135,11 +135,7 @@ Module._extensions['.ts'] = function loadTs(module, filename) {
 };
 
 if (!process.sourceMapsEnabled) {
-  // source-map-support as @swc-node/sourcemap-support (the old loader's) resolves it.
-  const sourcemapSupport = path.dirname(
-    require.resolve('@swc-node/sourcemap-support/package.json'),
-  );
-  require(require.resolve('source-map-support', { paths: [sourcemapSupport] })).install({
+  require('source-map-support').install({
     handleUncaughtExceptions: false,
     environment: 'node',
     retrieveSourceMap(file) {
