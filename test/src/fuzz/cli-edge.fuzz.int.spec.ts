@@ -30,9 +30,23 @@ const junkArg = fc.oneof(
     '--input=',
   ),
 );
+/**
+ * JSON text of a generated value. The hostile values are a few constants drawn again and again,
+ * and a 3000-deep one takes V8 milliseconds to stringify each time (its cycle check walks the
+ * nesting at every level): each object's text is made once.
+ */
+const textOf = (() => {
+  const texts = new WeakMap<object, string>();
+  return (value: unknown): string => {
+    if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'null';
+    let text = texts.get(value);
+    if (text === undefined) texts.set(value, (text = JSON.stringify(value) ?? 'null'));
+    return text;
+  };
+})();
 /** JSON text for `--input` and policy files: good, bad, hostile. */
 const jsonText = fc.oneof(
-  { weight: 4, arbitrary: anyJson.map((v) => JSON.stringify(v) ?? 'null') },
+  { weight: 4, arbitrary: anyJson.map(textOf) },
   {
     weight: 1,
     arbitrary: fc.constantFrom(
