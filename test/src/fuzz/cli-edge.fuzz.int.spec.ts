@@ -205,6 +205,9 @@ describe('CLI edge fuzz', () => {
   afterAll(() => stack?.stop(), 60_000);
 
   it('exits 0, 1 or 2 on 10,000 generated command lines, with typed errors and nothing sent on a usage error', async () => {
+    // One stop signal for every run, as `main.ts` passes its process's (never aborted here): a
+    // run without one makes an AbortController of its own.
+    const never = new AbortController().signal;
     const ran = await fuzz(cliCase, async ({ argv: generated, token, file }) => {
       // Each dispatch gets a run id of its own, to check the journal against afterwards.
       let runId: string | undefined;
@@ -221,6 +224,7 @@ describe('CLI edge fuzz', () => {
         stdout: { write: (t: string) => (out += t) },
         stderr: { write: (t: string) => (err += t) },
         readFile: async () => file,
+        signal: never,
         fetch: async (input, init) => {
           requests++;
           const res = await fetch(input, init);
