@@ -391,27 +391,45 @@ export class ToolRegistry {
     return stored.contractHash === hash ? view(stored, false) : undefined;
   }
 
+  /**
+   * The last toolsetHash listed per tenant, with the cached values it was computed over: a tenant's
+   * toolset changes rarely and is listed often, and hashing it canonicalises every contract (the
+   * builtins' schemas too). A value is replaced, never changed, when its KV entry changes, so the
+   * same values in the same order are the same contracts.
+   */
+  private readonly listedHashes = new Map<string, { sources: readonly object[]; hash: string }>();
+
   /** Every tool a tenant can call, and the toolsetHash over their contracts. */
   list(tenant: string): { tools: ToolView[]; toolsetHash: string } {
-    const byName = new Map<string, ToolView>();
+    const byName = new Map<string, { tool: ToolView; source: object }>();
     for (const [, entry] of this.cache.list(`${BUILTIN}.`)) {
-      if ('contractHash' in entry.value) byName.set(entry.value.name, view(entry.value, true));
+      if ('contractHash' in entry.value)
+        byName.set(entry.value.name, { tool: view(entry.value, true), source: entry.value });
     }
     for (const [, entry] of this.cache.list(`${tenant}.`)) {
-      if ('contractHash' in entry.value) byName.set(entry.value.name, view(entry.value, false));
+      if ('contractHash' in entry.value)
+        byName.set(entry.value.name, { tool: view(entry.value, false), source: entry.value });
     }
-    const tools = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
-    return {
-      tools,
-      toolsetHash: toolsetHash(
-        tools.map(({ name, description, parameters, version }) => ({
-          name,
-          description,
-          parameters,
-          ...(version === undefined ? {} : { version }),
-        })),
-      ),
-    };
+    const listed = [...byName.values()].sort((a, b) => (a.tool.name < b.tool.name ? -1 : 1));
+    const tools = listed.map((l) => l.tool);
+    const sources = listed.map((l) => l.source);
+    const last = this.listedHashes.get(tenant);
+    if (
+      last &&
+      last.sources.length === sources.length &&
+      last.sources.every((s, i) => s === sources[i])
+    )
+      return { tools, toolsetHash: last.hash };
+    const hash = toolsetHash(
+      tools.map(({ name, description, parameters, version }) => ({
+        name,
+        description,
+        parameters,
+        ...(version === undefined ? {} : { version }),
+      })),
+    );
+    this.listedHashes.set(tenant, { sources, hash });
+    return { tools, toolsetHash: hash };
   }
 
   stop(): void {

@@ -108,6 +108,9 @@ async function readRun(
     .groupBy('status')
     .execute();
   const dispatchCount = statuses.reduce((sum, s) => sum + Number(s.n), 0);
+  // A run the journal has nothing of (a mistyped or foreign id, the common lookup that fails)
+  // needs none of the reads below.
+  if (!run && dispatchCount === 0) return undefined;
   let dispatchQuery = db
     .selectFrom('dispatches')
     .select([
@@ -165,7 +168,6 @@ async function readRun(
     .where('run_id', '=', runId)
     .where('status', '=', 'pending')
     .executeTakeFirstOrThrow();
-  if (!run && dispatchCount === 0) return undefined;
   const dispatches = rows.slice(0, limit);
   const summaries: RunDispatchSummary[] = dispatches.map((d) => ({
     dispatchId: d.dispatch_id,
