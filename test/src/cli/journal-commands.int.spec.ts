@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCli } from '@toolgate/cli';
 import { NATS_URL, eventually } from '@toolgate/testing';
+import { journalStatsCaughtUp, runCliCaptured } from '../support/cli-run';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -16,16 +17,8 @@ const BIN = path.resolve(__dirname, '../../../libs/cli/bin/toolgate.cjs');
 describe('toolgate journal against the whole stack', () => {
   let stack: TestStack;
 
-  const cli = async (argv: string[], env: Record<string, string> = {}) => {
-    let stdout = '';
-    let stderr = '';
-    const code = await runCli(argv, {
-      env: { NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix, ...env },
-      stdout: { write: (t: string) => (stdout += t) },
-      stderr: { write: (t: string) => (stderr += t) },
-    });
-    return { code, stdout, stderr };
-  };
+  const cli = (argv: string[], env: Record<string, string> = {}) =>
+    runCliCaptured(argv, { NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix, ...env });
 
   const dispatch = async (runId: string, callId: string) => {
     const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAdmin, {
@@ -47,16 +40,7 @@ describe('toolgate journal against the whole stack', () => {
   afterAll(() => stack.stop());
 
   it('stats: the stream, its events by type, and each consumer, caught up', async () => {
-    const stats = await eventually(async () => {
-      const r = await cli(['journal', 'stats', '--json']);
-      expect(r).toMatchObject({ code: 0, stderr: '' });
-      const body = JSON.parse(r.stdout);
-      return body.consumers.every(
-        (c: { lag: number; inFlight: number }) => c.lag + c.inFlight === 0,
-      )
-        ? body
-        : undefined;
-    });
+    const stats = await journalStatsCaughtUp({ NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix });
     expect(stats.stream).toMatchObject({
       name: stack.nats.subjects.journal.stream,
       firstSeq: 1,

@@ -1,4 +1,3 @@
-import { runCli } from '@toolgate/cli';
 import { createSubjects, type Subjects } from '@toolgate/contracts';
 import { eventually, NATS_URL } from '@toolgate/testing';
 import {
@@ -9,6 +8,7 @@ import {
   tenantEventsByPartition,
   tenantsPerPartition,
 } from '../support/partitioned-tenants';
+import { journalStatsCaughtUp, runCliCaptured } from '../support/cli-run';
 import { readyz, servicesOf, until503 } from '../support/readiness';
 import { startTestStack, TEST_GRANTS, type TestStack } from '../support/test-stack';
 
@@ -88,29 +88,12 @@ describe('a journal of 4 partitions on one broker', () => {
   }, 120_000);
 
   it("toolgate journal: stats, tail and rebuild read every partition's stream, or the tenant's", async () => {
-    const cli = async (argv: string[], env: Record<string, string> = {}) => {
-      let stdout = '';
-      let stderr = '';
-      const code = await runCli(argv, {
-        env: { NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix, ...env },
-        stdout: { write: (t: string) => (stdout += t) },
-        stderr: { write: (t: string) => (stderr += t) },
-      });
-      return { code, stdout, stderr };
-    };
+    const cli = (argv: string[], env: Record<string, string> = {}) =>
+      runCliCaptured(argv, { NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix, ...env });
     const streams = subjects.journal.partitions.map((p) => p.stream);
     const calls = tenants.length * CALLS_PER_TENANT;
     // The count is read off the streams: no TOOLGATE_JOURNAL_PARTITIONS needed.
-    const stats = await eventually(async () => {
-      const r = await cli(['journal', 'stats', '--json']);
-      expect(r).toMatchObject({ code: 0, stderr: '' });
-      const body = JSON.parse(r.stdout);
-      return body.consumers.every(
-        (c: { lag: number; inFlight: number }) => c.lag + c.inFlight === 0,
-      )
-        ? body
-        : undefined;
-    });
+    const stats = await journalStatsCaughtUp({ NATS_URL, TOOLGATE_PREFIX: stack.nats.prefix });
     expect(stats.partitions).toBe(PARTITIONS);
     expect(stats.stream).toBeUndefined();
     expect(stats.streams.map((s: { name: string }) => s.name)).toEqual(streams);
@@ -172,7 +155,7 @@ describe('a journal of 4 partitions on one broker', () => {
     // The rebuild folds every partition's stream and finds the projection it replaces equal.
     const before = await stack.http('GET', '/v1/runs/run-1', one!.token);
     const rebuilt = await cli(['journal', 'rebuild', '--json']);
-    expect(rebuilt).toMatchObject({ code: 0 });
+    expect(rebuilt).toMatchObject({ code: 0, stderr: '' });
     const report = JSON.parse(rebuilt.stdout);
     expect(report).toMatchObject({ switched: true, differences: [], events: 4 * calls });
     const lastSeqs = await Promise.all(

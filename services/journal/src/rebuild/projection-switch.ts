@@ -37,8 +37,12 @@ export interface SwitchOptions {
   batchSize?: number;
 }
 
-/** Session-level advisory lock key: one rebuild at a time on a database, whichever replica runs it. */
-const REBUILD_LOCK = sql`hashtextextended('toolgate-journal-rebuild', 0)`;
+/**
+ * Session-level advisory lock key: one rebuild at a time of a projection (its live schema),
+ * whichever replica runs it. Projections in other schemas of the same database (another
+ * deployment, another prefix) rebuild independently.
+ */
+const REBUILD_LOCK = sql`hashtextextended('toolgate-journal-rebuild ' || current_schema(), 0)`;
 const SCHEMA_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
@@ -75,7 +79,12 @@ export async function rebuildAndSwitch(
   return db.connection().execute(async (conn) => {
     const locked = await sql<{
       ok: boolean;
-    }>`select pg_try_advisory_lock(${REBUILD_LOCK}) as ok`.execute(conn);
+      key: string;
+    }>`select pg_try_advisory_lock(k) as ok, k::text as key from (select ${REBUILD_LOCK} as k) l`.execute(
+      conn,
+    );
+    // Unlocked by its value: the search path (and so `current_schema()`) moves meanwhile.
+    const lockKey = locked.rows[0]!.key;
     if (!locked.rows[0]?.ok)
       throw new ToolgateError(ErrorCode.Conflict, 'a journal rebuild is already running');
     const searchPath = (await sql<{ search_path: string }>`show search_path`.execute(conn)).rows[0]!
@@ -184,7 +193,7 @@ export async function rebuildAndSwitch(
       return { ...report, ...partitionsOf(last), switched: false, differences, reason };
     } finally {
       await sql`select set_config('search_path', ${searchPath}, false)`.execute(conn);
-      await sql`select pg_advisory_unlock(${REBUILD_LOCK})`.execute(conn);
+      await sql`select pg_advisory_unlock(${lockKey}::bigint)`.execute(conn);
     }
   });
 }

@@ -287,12 +287,24 @@ describe('the journal over an existing stream: start-up fold and rebuild-and-swi
       });
       // Still there: a schema that is not a projection is never dropped.
       await admin.query(`select * from "${other}".precious`);
-      await admin.query(`select pg_advisory_lock(hashtextextended('toolgate-journal-rebuild', 0))`);
+      // Another replica rebuilding this projection holds its lock (keyed by its live schema).
+      await admin.query(
+        `select pg_advisory_lock(hashtextextended('toolgate-journal-rebuild ${schema.schema}', 0))`,
+      );
       expect(errorOf(await rebuild(t, {}))).toMatchObject({
         code: 'conflict',
         message: 'a journal rebuild is already running',
       });
+      // A rebuild of another projection (another schema of the database) does not hold it up.
+      await admin.query(`select pg_advisory_unlock_all()`);
+      await admin.query(
+        `select pg_advisory_lock(hashtextextended('toolgate-journal-rebuild ${other}', 0))`,
+      );
+      expect(reportOf(await rebuild(t, { into: `${schema.schema}_rb2` }))).toMatchObject({
+        switched: true,
+      });
     } finally {
+      await admin.query(`drop schema if exists "${schema.schema}_rb2" cascade`);
       await admin.query(`drop schema if exists "${other}" cascade`);
       await admin.end();
     }
