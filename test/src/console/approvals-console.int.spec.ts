@@ -40,7 +40,14 @@ describe('the approvals console in Chromium', () => {
   let stack: TestStack;
   let gated: CountingTool;
   let browser: Browser;
-  const contexts: BrowserContext[] = [];
+  /**
+   * The browser profile every tab opens in. A tab is a page of its own — its own session storage,
+   * which is all the console keeps (no cookie, no local storage) — so tabs need no profile each: a
+   * BrowserContext per tab cost Chromium about 1.5 CPU-seconds more per tab than a page.
+   */
+  let tabs: BrowserContext;
+  /** The open tabs of the test running. */
+  const pages: Page[] = [];
   /** Every console error a page logged (a CSP or Trusted Types violation would land here). */
   const pageErrors: string[] = [];
   /** Every URL any page requested, to show the token is never in one. */
@@ -83,10 +90,11 @@ describe('the approvals console in Chromium', () => {
         '--disable-sync',
       ],
     });
+    tabs = await browser.newContext();
   });
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => undefined);
+    await tabs?.close().catch(() => undefined);
     await browser?.close();
     gated?.stop();
     await stack?.stop();
@@ -95,9 +103,17 @@ describe('the approvals console in Chromium', () => {
   afterEach(async () => {
     // A test's tabs close with it: an open tab keeps its event stream and its refreshes going,
     // work for Chromium and the gateway through every later test.
-    for (const context of contexts.splice(0)) await context.close();
+    for (const page of pages.splice(0)) await page.close();
     expect(pageErrors).toEqual([]);
   });
+
+  /** A new tab (its own session storage) of `viewport`'s size. */
+  async function newTab(viewport: { width: number; height: number }): Promise<Page> {
+    const page = await tabs.newPage();
+    pages.push(page);
+    await page.setViewportSize(viewport);
+    return page;
+  }
 
   /**
    * A tab of its own (its own session storage), signed in with `token`; `prepare` runs on the page
@@ -108,9 +124,7 @@ describe('the approvals console in Chromium', () => {
     viewport = { width: 1440, height: 900 },
     prepare?: (page: Page) => Promise<void>,
   ): Promise<Page> {
-    const context = await browser.newContext({ viewport });
-    contexts.push(context);
-    const page = await context.newPage();
+    const page = await newTab(viewport);
     await prepare?.(page);
     page.setDefaultTimeout(15_000);
     page.on('console', (msg) => {
@@ -607,9 +621,7 @@ describe('the approvals console in Chromium', () => {
 
   it('says the server is restarting and keeps Allow/Deny disabled until live again; a keyboard decision keeps the focus', async () => {
     const parked = await park(stack, 'gated', { runId: unique('run-restart') });
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    contexts.push(context);
-    const page = await context.newPage();
+    const page = await newTab({ width: 1280, height: 900 });
     page.setDefaultTimeout(15_000);
     page.on('pageerror', (err) => pageErrors.push(String(err)));
     // The first stream is the gateway saying it restarts; the reconnect is held until released.

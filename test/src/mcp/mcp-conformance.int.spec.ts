@@ -2,7 +2,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { runScenario, tokenProxy } from './conformance/run-conformance';
+import {
+  startConformanceRunner,
+  tokenProxy,
+  type ConformanceRunner,
+} from './conformance/run-conformance';
 
 /**
  * The official conformance suite (`@modelcontextprotocol/conformance`) against Toolgate's /mcp,
@@ -17,6 +21,10 @@ import { runScenario, tokenProxy } from './conformance/run-conformance';
  *   stateless on both revisions (every replica answers every request);
  * - tasks-* call the reference server's test_tool_with_task — Toolgate's tasks (2025-11-25 and
  *   the 2026-07-28 extension) are proved in mcp-tasks.int.spec.ts.
+ *
+ * Each scenario is the CLI's own `server --scenario` run, with its exit code and checks.json, in
+ * one CLI process kept up for the file (conformance/scenario-runner.mjs): a fresh evaluation of
+ * the CLI per scenario, Node.js and the CLI's dependencies loaded once instead of ten times.
  */
 const SCENARIOS: readonly [scenario: string, revision: string][] = [
   ['server-initialize', '2025-11-25'],
@@ -65,13 +73,17 @@ async function checksIn(dir: string): Promise<Check[]> {
 describe('MCP conformance suite against /mcp', () => {
   let stack: TestStack;
   let proxy: Awaited<ReturnType<typeof tokenProxy>>;
+  let conformance: ConformanceRunner;
 
   beforeAll(async () => {
     stack = await startTestStack('mcpconf');
     // The suite's client cannot present a token: a proxy adds an agent's.
     proxy = await tokenProxy(stack.all.gateway.url, TOKENS.acmeAgent);
+    conformance = startConformanceRunner();
   });
   afterAll(async () => {
+    // First: its connections to the proxy end with it, and the proxy closes once they have.
+    await conformance?.close();
     await proxy?.close();
     await stack?.stop();
   });
@@ -81,7 +93,7 @@ describe('MCP conformance suite against /mcp', () => {
     async (scenario, revision) => {
       const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-conformance-'));
       try {
-        const run = await runScenario(`${proxy.url}/mcp`, scenario, {
+        const run = await conformance.run(`${proxy.url}/mcp`, scenario, {
           specVersion: revision,
           outputDir: dir,
         });

