@@ -62,11 +62,21 @@ function untilText(iso) {
  */
 export function refreshAges(root) {
   for (const el of root.querySelectorAll('[data-since]')) {
-    el.textContent = duration(Date.now() - Date.parse(el.getAttribute('data-since') ?? ''));
+    setText(el, duration(Date.now() - Date.parse(el.getAttribute('data-since') ?? '')));
   }
   for (const el of root.querySelectorAll('[data-until]')) {
-    el.textContent = untilText(el.getAttribute('data-until') ?? '');
+    setText(el, untilText(el.getAttribute('data-until') ?? ''));
   }
+}
+
+/**
+ * Sets `el`'s text only when it changes: an age reads the same for a minute, and a write the
+ * browser must lay out again every second is work for nothing.
+ * @param {Element} el
+ * @param {string} text
+ */
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
 }
 
 /**
