@@ -163,7 +163,7 @@ export function compileProtectedPaths(
       writeFields.set(tool, known);
     }
   }
-  const patterns = sources.map((s) => compilePattern(s, 'protected path'));
+  const patterns = sources.map((s) => basePattern(s) ?? compilePattern(s, 'protected path'));
   const exceptions = except.map((s) => {
     const compiled = compilePattern(s, 'protected-path exception');
     const first = compiled.parts[0];
@@ -228,6 +228,23 @@ export function compileProtectedPaths(
       writeFields: Object.fromEntries([...writeFields].map(([t, f]) => [t, [...f]])),
     },
   });
+}
+
+let basePatterns: ReadonlyMap<string, CompiledPattern> | undefined;
+
+/**
+ * A built-in or default pattern compiled once (every chain compiles them: they would cost most of
+ * its protected paths' compilation each time); undefined for any other source. A compiled pattern
+ * is immutable and its regular expressions carry no `g` or `y` state, so chains share them.
+ */
+function basePattern(source: string): CompiledPattern | undefined {
+  basePatterns ??= new Map(
+    [...BUILTIN_PROTECTED_PATHS, ...DEFAULT_PROTECTED_PATHS].map((s) => [
+      s,
+      compilePattern(s, 'protected path'),
+    ]),
+  );
+  return basePatterns.get(source);
 }
 
 function compilePattern(source: string, what: string): CompiledPattern {

@@ -1,33 +1,10 @@
-import { NATS_URL, eventually, useTestSchema } from '@toolgate/testing';
+import { NATS_URL, eventually } from '@toolgate/testing';
 import { sql, type Kysely } from 'kysely';
 import { loadJournalConfig, type JournalConfig } from '../src/config';
 import { createDb } from '../src/db/create-db';
 import type { Database } from '../src/db/database';
 
-export interface JournalTestDb {
-  db: Kysely<Database>;
-  schema: string;
-  cleanup(): Promise<void>;
-}
-
-/** A migrated journal projection in a PostgreSQL schema of this test's own. */
-export async function useJournalDb(label = 'journal'): Promise<JournalTestDb> {
-  const testSchema = await useTestSchema(label);
-  try {
-    const { db } = await createDb({ url: testSchema.url, schema: testSchema.schema, poolMax: 6 });
-    return {
-      db,
-      schema: testSchema.schema,
-      async cleanup() {
-        await db.destroy();
-        await testSchema.cleanup();
-      },
-    };
-  } catch (err) {
-    await testSchema.cleanup();
-    throw err;
-  }
-}
+export { useJournalDb, type JournalTestDb } from './journal-db';
 
 /** Rows in the projection's `audit_log`: the search path's, or `schema`'s. */
 export async function auditCount(db: Kysely<Database>, schema?: string): Promise<number> {

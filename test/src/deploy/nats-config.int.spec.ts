@@ -642,7 +642,10 @@ describe('a service whose user may not create the journal streams', () => {
     const executor = startWithRetry(
       () =>
         startToolExecutor({
-          config: optionsAsUser(nats, env, keys, 'tool-executor').executor,
+          // No sandbox: each attempt would probe it and start its file helpers again, and what is
+          // tested is only the order of start-up against the broker's permissions.
+          config: optionsAsUser(nats, { ...env, EXECUTOR_SANDBOX: 'off' }, keys, 'tool-executor')
+            .executor,
           checkDomain: () => 'deny',
           logger: false,
         }),

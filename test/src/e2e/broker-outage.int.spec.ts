@@ -18,7 +18,11 @@ describe('the HTTP API while the broker is down', () => {
 
   beforeAll(async () => {
     server = await startNatsServer();
-    stack = await startTestStack('outage', { NATS_URL: server.url });
+    // Nothing here waits on an approval's timeout: the journal sweeps at its default pace.
+    stack = await startTestStack('outage', {
+      NATS_URL: server.url,
+      JOURNAL_SWEEP_INTERVAL_MS: '1000',
+    });
   }, 60_000);
   afterAll(async () => {
     if (!server.running) await server.start().catch(() => undefined);

@@ -42,7 +42,8 @@ describe.each(BROKER_SHAPES)(
 
     beforeAll(async () => {
       broker = await startTestBroker(shape, 'forged');
-      stack = await startTestStack('forged', {}, broker);
+      // Nothing here waits on an approval's timeout: the journal sweeps at its default pace.
+      stack = await startTestStack('forged', { JOURNAL_SWEEP_INTERVAL_MS: '1000' }, broker);
       const journal = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream);
       expect(journal.config.num_replicas).toBe(shape.replicas);
       const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {

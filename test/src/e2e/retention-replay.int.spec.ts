@@ -20,7 +20,13 @@ describe.each(BROKER_SHAPES)('a replay older than the stream retention ($shape)'
 
   beforeAll(async () => {
     broker = await startTestBroker(shape, 'retention');
-    stack = await startTestStack('retention', {}, broker);
+    // Its one tool is a remote one and nothing waits on an approval's timeout: no sandbox (its
+    // probe and file helpers) and the journal's sweep at its default pace, not the stack's 100 ms.
+    stack = await startTestStack(
+      'retention',
+      { EXECUTOR_SANDBOX: 'off', JOURNAL_SWEEP_INTERVAL_MS: '1000' },
+      broker,
+    );
     const journal = await stack.nats.jsm.streams.info(stack.nats.subjects.journal.stream);
     expect(journal.config.num_replicas).toBe(shape.replicas);
     worker = await serveRemoteTool(

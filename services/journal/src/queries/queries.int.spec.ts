@@ -1,6 +1,6 @@
 import type { JournalEvent } from '@toolgate/contracts';
 import { at, dispatchFixture, sequenced, T0 } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvent, applyEvents } from '../projection/apply-event';
 import {
   dueApprovals,

@@ -25,23 +25,59 @@ import {
 } from '../../test/executor-harness';
 
 /**
- * The settlements of `ids`, once every one is recorded. Each poll reads only the ones not found
- * yet: a settlement is recorded once per dispatch and never replaced.
+ * The settlements of `ids`, once every one is recorded. Reads only the ones not found yet (a
+ * settlement is recorded once per dispatch and never replaced), when a message lands on one of the
+ * run's `settled` subjects — again shortly while one seen there is not read back yet (the stream
+ * may store it a moment after subscribers get it), and once a second besides.
  */
-function settledAll(publisher: JournalPublisher, run: string, ids: string[], timeoutMs = 30_000) {
+async function settledAll(
+  t: TestNats,
+  publisher: JournalPublisher,
+  run: string,
+  ids: string[],
+  timeoutMs = 30_000,
+) {
   const found = new Map<string, SettledEvent>();
-  return eventually(
-    async () => {
+  const seen = new Set<string>();
+  let wake: () => void = () => undefined;
+  // Subscribed before the first read: a settlement recorded after it wakes a later one.
+  const sub = t.nc.subscribe(t.subjects.journal.ofTypeIn('settled', TENANT, run), {
+    callback: (_err, msg) => {
+      seen.add(msg.subject.split('.').at(-2)!);
+      wake();
+    },
+  });
+  const deadline = Date.now() + timeoutMs;
+  try {
+    await t.nc.flush();
+    for (;;) {
       const missing = ids.filter((id) => !found.has(id));
       const read = await Promise.all(
         missing.map((id) => publisher.last(TENANT, run, id, 'settled')),
       );
       read.forEach((s, i) => s && found.set(missing[i]!, s.event));
-      return found.size === ids.length ? ids.map((id) => found.get(id)!) : undefined;
-    },
-    { timeoutMs, intervalMs: 100, what: `${ids.length} dispatches settled` },
-  );
+      if (found.size === ids.length) return ids.map((id) => found.get(id)!);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${ids.length} dispatches settled`,
+        );
+      const storing = ids.some((id) => seen.has(id) && !found.has(id));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, storing ? 25 : 1000);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = () => undefined;
+    }
+  } finally {
+    sub.unsubscribe();
+  }
 }
+
+/** Replicas serve remote tools only here: no sandbox (its probe and file helpers) to start. */
+const REMOTE_ONLY = { EXECUTOR_SANDBOX: 'off' };
 
 /**
  * At most once per settlement, and at most once without a crash: executor replicas share one
@@ -74,12 +110,14 @@ describe('a call runs once: executor replicas against a slow remote tool', () =>
     const replicas: Replica[] = [];
     try {
       for (const concurrency of concurrencies)
-        replicas.push(await startReplica(t, { EXECUTOR_CONCURRENCY: String(concurrency) }));
+        replicas.push(
+          await startReplica(t, { ...REMOTE_ONLY, EXECUTOR_CONCURRENCY: String(concurrency) }),
+        );
       // Dispatch ids are unique, as content keys are: event ids (and their dedupe) derive from them.
       const ids = Array.from({ length: count }, (_, i) => `${run}d${i}`);
       const ref = await registerRemoteTool(t, tool);
       for (const id of ids) await dispatch(publisher, run, id, ref, { id });
-      const settled = await settledAll(publisher, run, ids, 60_000);
+      const settled = await settledAll(t, publisher, run, ids, 60_000);
       expect(settled.map((s) => s.outcome)).toEqual(ids.map(() => 'ok'));
       expect(worker.total()).toBe(count);
       expect([...worker.executions.values()].every((e) => e === 1)).toBe(true);
@@ -144,7 +182,7 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
     const worker = serveCountingTool(t, publisher, 'hangs_once', (_input, execution) =>
       execution === 1 ? undefined : { ok: true, result: { execution } },
     );
-    const doomed = await startReplica(t, broker.env);
+    const doomed = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
     let survivor: Replica | undefined;
     try {
       // The shape is the one named: the replica made the journal with the broker's replicas.
@@ -153,8 +191,8 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
       await dispatch(publisher, run, 'k1', await registerRemoteTool(t, 'hangs_once'), {});
       await eventually(() => (worker.total() === 1 ? true : undefined), { what: 'first run' });
       await crash(doomed);
-      survivor = await startReplica(t, broker.env);
-      const [settled] = await settledAll(publisher, run, ['k1']);
+      survivor = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
+      const [settled] = await settledAll(t, publisher, run, ['k1']);
       expect(settled).toMatchObject({ outcome: 'ok', result: { execution: 2 }, attempt: 2 });
       expect(worker.total()).toBe(2);
       expect(worker.afterSettlement).toEqual([]);
@@ -198,7 +236,7 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
     it('waits, keeps the message, and never runs the call once the holder settles', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick', () => ({ ok: true, result: 1 }));
-      const replica = await startReplica(t, broker.env);
+      const replica = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
       try {
         await claimHeldElsewhere(run, 'w1');
         await dispatch(publisher, run, 'w1', await registerRemoteTool(t, 'quick', 60_000), {});
@@ -242,12 +280,12 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
     it('takes the claim over once its lease has run out, and runs the call once', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick2', () => ({ ok: true, result: 2 }));
-      const replica = await startReplica(t, broker.env);
+      const replica = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
       try {
         await claimHeldElsewhere(run, 'w2');
         // Lease: the tool's 500 ms deadline plus one ack wait.
         await dispatch(publisher, run, 'w2', await registerRemoteTool(t, 'quick2', 500), {});
-        const [settled] = await settledAll(publisher, run, ['w2']);
+        const [settled] = await settledAll(t, publisher, run, ['w2']);
         expect(settled).toMatchObject({ outcome: 'ok', result: 2 });
         expect(await claims(replica, 'took-over')).toBe(1);
         expect(worker.total()).toBe(1);
@@ -261,7 +299,7 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
     it('ignores a started nobody signed: the call runs at once, not after a lease', async () => {
       const run = runId();
       const worker = serveCountingTool(t, publisher, 'quick3', () => ({ ok: true, result: 3 }));
-      const replica = await startReplica(t, broker.env);
+      const replica = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
       try {
         // Any client on an open broker can put this on the dispatch's started subject.
         const forged = journalEvent({
@@ -282,7 +320,7 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
         );
         // Lease: the tool's 60 s deadline plus one ack wait — far past this test's patience.
         await dispatch(publisher, run, 'w3', await registerRemoteTool(t, 'quick3', 60_000), {});
-        const [settled] = await settledAll(publisher, run, ['w3'], 15_000);
+        const [settled] = await settledAll(t, publisher, run, ['w3'], 15_000);
         expect(settled).toMatchObject({ outcome: 'ok', result: 3 });
         expect(await claims(replica, 'waited')).toBe(0);
         expect(worker.total()).toBe(1);

@@ -80,16 +80,24 @@ afterAll(async () => {
     if (dir) await fs.rm(dir, { recursive: true, force: true });
 });
 
-/** A replica serving subprocess tools (and runc containers) in `work`, with a 1 s ack wait. */
-async function replica(env: Record<string, string> = {}): Promise<Replica> {
+/**
+ * A replica serving subprocess tools (and runc containers) in `work`, with a 1 s ack wait; or,
+ * `remoteOnly`, one with neither its sandbox nor runc (their probes and helpers) for remote calls.
+ */
+async function replica(
+  env: Record<string, string> = {},
+  { remoteOnly = false } = {},
+): Promise<Replica> {
   const started = await startReplica(
     t,
-    {
-      EXECUTOR_CONTAINER: 'runc',
-      EXECUTOR_CONTAINER_IMAGES: images,
-      EXECUTOR_CONTAINER_STATE_DIR: runcState,
-      ...env,
-    },
+    remoteOnly
+      ? { EXECUTOR_SANDBOX: 'off', ...env }
+      : {
+          EXECUTOR_CONTAINER: 'runc',
+          EXECUTOR_CONTAINER_IMAGES: images,
+          EXECUTOR_CONTAINER_STATE_DIR: runcState,
+          ...env,
+        },
     work,
   );
   replicas.push(started);
@@ -280,10 +288,10 @@ it('a remote call at the drain cap stops waiting, is handed back unsettled and s
     execution === 1 ? undefined : { ok: true, result: { execution } },
   );
   try {
-    const stopping = await replica();
+    const stopping = await replica({}, { remoteOnly: true });
     await dispatch(publisher, run, id, await registerRemoteTool(t, 'remote_stopper', 60_000), {});
     await eventually(() => (worker.total() === 1 ? true : undefined), { what: 'the first send' });
-    await replica();
+    await replica({}, { remoteOnly: true });
     expect(await drainCapped(stopping)).toBe('capped');
     const settled = await settledOf(run, id);
     expect(settled).toMatchObject({ outcome: 'ok', result: { execution: 2 } });

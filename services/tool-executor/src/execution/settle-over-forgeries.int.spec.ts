@@ -65,7 +65,12 @@ describe.each(BROKER_SHAPES)('a settlement that forgeries keep out ($shape)', (s
     });
     const worker = serveCountingTool(t, publisher, 'forged_out', () => ({ ok: true, result: 1 }));
     try {
-      replica = await startReplica(t, { ...broker.env, NATS_URL: forger.slowUrl });
+      // A remote tool only: no sandbox (its probe and file helpers) to start.
+      replica = await startReplica(t, {
+        ...broker.env,
+        NATS_URL: forger.slowUrl,
+        EXECUTOR_SANDBOX: 'off',
+      });
       const journal = await t.jsm.streams.info(t.subjects.journal.stream);
       expect(journal.config.num_replicas).toBe(shape.replicas);
       await dispatch(publisher, runId, dispatchId, await registerRemoteTool(t, 'forged_out'), {});
