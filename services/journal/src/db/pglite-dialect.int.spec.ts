@@ -8,7 +8,7 @@ import {
   sequenced,
   worktreeFixture,
 } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvent } from '../projection/apply-event';
 import { dueApprovals, getApproval, listApprovals } from '../queries/approval-queries';
 import { getDispatch } from '../queries/dispatch-queries';

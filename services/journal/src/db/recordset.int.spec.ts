@@ -1,5 +1,5 @@
 import { dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvents } from '../projection/apply-event';
 import { storableJson } from './recordset';
 

@@ -5,7 +5,7 @@ import {
   sequenced,
   worktreeFixture,
 } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { compareProjections } from '../rebuild/compare-projections';
 import { applyEvent, applyEvents } from './apply-event';
 

@@ -9,7 +9,7 @@ import {
   publishSigned,
 } from '@toolgate/testing';
 import { dispatchFixture, worktreeFixture } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvent } from '../projection/apply-event';
 import { getRun } from '../queries/run-queries';
 import { compareProjections } from './compare-projections';

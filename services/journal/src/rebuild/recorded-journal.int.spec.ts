@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { JOURNAL_EVENT_TYPES, parseJournalEvent } from '@toolgate/contracts';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import type { JournalEntry } from '../projection/apply-event';
 import { projectionSnapshot } from './compare-projections';
 import { rebuildProjection } from './rebuild-projection';

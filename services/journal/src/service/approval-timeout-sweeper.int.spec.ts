@@ -2,7 +2,7 @@ import { ensureJournalStreams, JournalPublisher } from '@toolgate/bus';
 import { ErrorCode } from '@toolgate/contracts';
 import { reForger, testJournalKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import { at, dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvent } from '../projection/apply-event';
 import { ApprovalTimeoutSweeper } from './approval-timeout-sweeper';
 

@@ -5,7 +5,7 @@ import { testKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import { metricsFor, type ServedEndpoints } from '@toolgate/service-kit';
 import { z } from 'zod';
 import { at, dispatchFixture, sequenced } from '../../test/fixtures/journal-events.fixture';
-import { useJournalDb, type JournalTestDb } from '../../test/journal-test-db';
+import { useJournalDb, type JournalTestDb } from '../../test/journal-db';
 import { applyEvent } from '../projection/apply-event';
 import { serveQueries } from './query-responder';
 
