@@ -264,11 +264,17 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
           async () => ((await claims(replica, 'settled')) === 1 ? true : undefined),
           { what: 'the waiting delivery seeing the settlement' },
         );
-        const consumer = await t.jsm.consumers.info(
-          t.subjects.journal.stream,
-          `${t.subjects.consumer('executor')}-decided`,
+        // Its message acknowledged (the ack reaches the broker a moment after the claim is counted).
+        await eventually(
+          async () => {
+            const consumer = await t.jsm.consumers.info(
+              t.subjects.journal.stream,
+              `${t.subjects.consumer('executor')}-decided`,
+            );
+            return consumer.num_ack_pending + consumer.num_pending === 0 ? true : undefined;
+          },
+          { what: 'the waiting delivery acknowledged' },
         );
-        expect(consumer.num_ack_pending + consumer.num_pending).toBe(0);
         expect(worker.total()).toBe(0);
         expect(await journalCounts(t, run, 'w1')).toMatchObject({ started: 1, settled: 1 });
       } finally {
