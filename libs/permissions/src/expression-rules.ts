@@ -3,11 +3,7 @@ import type { Environment as CelEnvironment, ParseResult } from '@marcbachmann/c
 };
 import { ConfigError } from '@toolgate/contracts';
 
-// cel-js is ESM-only; Node >= 20.19 loads it through require(), and jest compiles it to CommonJS.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const cel = require('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js', {
-  with: { 'resolution-mode': 'import' },
-});
+type Cel = typeof import('@marcbachmann/cel-js', { with: { 'resolution-mode': 'import' } });
 
 /** The variables an expression sees. */
 export interface ExpressionContext {
@@ -60,6 +56,11 @@ let environment: CelEnvironment | undefined;
 
 function env(): CelEnvironment {
   if (environment === undefined) {
+    // Loaded with the first expression, not with the module: a policy without expression rules
+    // (and every process that only imports the chain) never needs it. cel-js is ESM-only; Node >=
+    // 20.19 loads it through require(), and jest compiles it to CommonJS.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const cel = require('@marcbachmann/cel-js') as Cel;
     environment = new cel.Environment({ limits: { maxAstNodes: 2_048, maxDepth: 32 } })
       .registerVariable('tool', 'string')
       .registerVariable('risk', 'string')

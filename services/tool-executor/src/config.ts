@@ -64,6 +64,12 @@ const Env = z.object({
   /** Interpreter time one script call may spend (it holds the event loop while it runs). */
   EXECUTOR_SCRIPT_CPU_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
   /**
+   * Script workers started with the executor, before the first script call (a fresh one costs
+   * tens of ms of that call's latency). `0`: the first call starts one (a test stack that runs no
+   * script does not pay for a worker thread at every start).
+   */
+  EXECUTOR_SCRIPT_WARM_WORKERS: z.coerce.number().int().min(0).max(2).default(1),
+  /**
    * `on`: `shell` and every `subprocess` tool run under bubblewrap, and a host without it refuses
    * to start. `off` runs `shell` on the host (with the env allowlist and pinned cwd only) and serves
    * no `subprocess` executor. Only an explicit `off` turns it off.
@@ -166,7 +172,7 @@ export type ExecutorConfig = NatsSettings &
     sandbox: ExecutorSandboxConfig;
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
-    scripts: { dir?: string; memoryMb: number; cpuMs: number };
+    scripts: { dir?: string; memoryMb: number; cpuMs: number; warmWorkers: number };
     /** The MCP servers `mcp` tools call, with Toolgate's credential for each. */
     mcpUpstreams: McpUpstream[];
     metrics: MetricsSettings;
@@ -215,6 +221,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
       ...(e.EXECUTOR_SCRIPTS_DIR ? { dir: e.EXECUTOR_SCRIPTS_DIR } : {}),
       memoryMb: e.EXECUTOR_SCRIPT_MEMORY_MB,
       cpuMs: e.EXECUTOR_SCRIPT_CPU_MS,
+      warmWorkers: e.EXECUTOR_SCRIPT_WARM_WORKERS,
     },
     sandbox:
       e.EXECUTOR_SANDBOX === 'off'

@@ -115,7 +115,8 @@ export async function startToolExecutor(
   const engine = await ScriptEngine.load();
   // A script worker warm before the first call (a fresh one costs tens of ms); a failure here is
   // the first call's to report.
-  engine.warm(1).catch(() => undefined);
+  if (config.scripts.warmWorkers > 0)
+    engine.warm(config.scripts.warmWorkers).catch(() => undefined);
   const scripts = new ScriptExecutor({
     engine,
     registry: () => registryReady,

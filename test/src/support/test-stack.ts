@@ -126,6 +126,9 @@ export async function startTestStack(
     ),
     JOURNAL_SWEEP_INTERVAL_MS: '100',
     EXECUTOR_ACK_WAIT_MS: '2000',
+    // No script worker thread at every start: most files run no script, and the first script call
+    // starts one (as it would in a pool whose warm worker died); a test may set it back.
+    EXECUTOR_SCRIPT_WARM_WORKERS: '0',
     ...(broker?.env ? { TOOLGATE_STREAM_REPLICAS: broker.env.TOOLGATE_STREAM_REPLICAS } : {}),
     ...overrides,
   };

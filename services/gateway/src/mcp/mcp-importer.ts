@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type * as McpClientSdk from '@modelcontextprotocol/client';
 import {
   ErrorCode,
   ImportMcpToolsRequestSchema,
@@ -17,6 +17,16 @@ import {
 import type { ToolRegistry } from '@toolgate/registry';
 import { parseRequest } from '../api/parse-request';
 import type { Principal } from '../auth/token-auth';
+
+/**
+ * The MCP SDK's client half, loaded with the first import rather than with the gateway: a gateway
+ * that never imports MCP tools (and every test stack that does not) would load it for nothing.
+ */
+let clientSdk: typeof McpClientSdk | undefined;
+function mcpClientSdk(): typeof McpClientSdk {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (clientSdk ??= require('@modelcontextprotocol/client') as typeof McpClientSdk);
+}
 
 /**
  * Imports an upstream MCP server's tools for a tenant (an admin's act, and how a changed tool is
@@ -113,6 +123,7 @@ export class McpImporter {
   }
 
   private async listUpstream(upstream: McpHttpUpstream) {
+    const { Client, StreamableHTTPClientTransport } = mcpClientSdk();
     const client = new Client(
       { name: 'toolgate', version: '0.1.0' },
       { versionNegotiation: { mode: 'auto' } },

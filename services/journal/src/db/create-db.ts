@@ -1,5 +1,4 @@
 import { mkdir } from 'node:fs/promises';
-import { PGlite } from '@electric-sql/pglite';
 import { CompiledQuery, Kysely, PostgresDialect, type Dialect } from 'kysely';
 import pg from 'pg';
 import { ConfigError } from '@toolgate/contracts';
@@ -86,7 +85,12 @@ export async function createDb(options: CreateDbOptions): Promise<JournalDb> {
     kind = 'pglite';
     await mkdir(pglitePath, { recursive: true });
     dialect = new PGliteDialect({
-      database: () => PGlite.create(pglitePath),
+      // Loaded only here: a journal on PostgreSQL never needs the embedded database's module.
+      database: () =>
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        (require('@electric-sql/pglite') as typeof import('@electric-sql/pglite')).PGlite.create(
+          pglitePath,
+        ),
       onOpen: async (connection) => {
         if (schema === undefined) return;
         await connection.executeQuery(CompiledQuery.raw(`create schema if not exists "${schema}"`));

@@ -1,7 +1,7 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import os from 'node:os';
-import { Agent, fetch, Headers, type Response } from 'undici';
+import type { Agent, Response } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { canonicalHost } from '@toolgate/permissions';
@@ -51,6 +51,16 @@ export interface HttpFetchResult {
 const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 
 /**
+ * undici, loaded with the first request rather than with the executor: most executors (and every
+ * test stack that never fetches) would load it for nothing. The same module either way.
+ */
+let undiciModule: typeof import('undici') | undefined;
+function undici(): typeof import('undici') {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (undiciModule ??= require('undici') as typeof import('undici'));
+}
+
+/**
  * `http_fetch`: one HTTP(S) request. Domain rules are enforced here rather than advisory, on the
  * canonical host (`canonicalHost`: every IPv4 and IPv6 spelling of an address is one host): the
  * URL's host is checked before anything is resolved, then every address it resolves to is checked
@@ -75,6 +85,7 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
           `http_fetch: a ${args.method} request cannot have a body`,
         );
       }
+      const { fetch, Headers } = undici();
       const signal = AbortSignal.any([ctx.signal, AbortSignal.timeout(policy.http.timeoutMs)]);
       let url = new URL(args.url);
       let method: string = args.method;
@@ -181,7 +192,7 @@ class ConnectGuard {
   readonly agent: Agent;
 
   constructor(private readonly checkDomain: CheckDomain) {
-    this.agent = new Agent({ connect: { lookup: this.lookup } });
+    this.agent = new (undici().Agent)({ connect: { lookup: this.lookup } });
   }
 
   private readonly lookup: LookupFunction = (hostname, options, callback) => {

@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import {
   ErrorCode,
   isStdioUpstream,
@@ -6,6 +6,7 @@ import {
   type McpHttpUpstream,
   type McpUpstream,
 } from '@toolgate/contracts';
+import { mcpClientSdk } from './mcp-client-sdk';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import {
   abortedError,
@@ -165,6 +166,7 @@ export class McpExecutor implements CallExecutor {
     let client = this.clients.get(upstream.name);
     if (!client) {
       client = (async () => {
+        const { Client, StreamableHTTPClientTransport } = mcpClientSdk();
         const c = new Client(
           { name: 'toolgate', version: '0.1.0' },
           { versionNegotiation: { mode: 'auto' } },

@@ -1,10 +1,6 @@
-import {
-  ReadBuffer,
-  serializeMessage,
-  type JSONRPCMessage,
-  type Transport,
-} from '@modelcontextprotocol/client';
+import type { JSONRPCMessage, ReadBuffer, Transport } from '@modelcontextprotocol/client';
 import type { SandboxedProcess } from '@toolgate/sandbox';
+import { mcpClientSdk } from './mcp-client-sdk';
 
 /**
  * The SDK's stdio framing (newline-delimited JSON-RPC, its own `ReadBuffer` and `serializeMessage`)
@@ -24,7 +20,7 @@ export class SandboxedStdioTransport implements Transport {
     private readonly proc: SandboxedProcess,
     maxMessageBytes: number,
   ) {
-    this.buffer = new ReadBuffer({ maxBufferSize: maxMessageBytes });
+    this.buffer = new (mcpClientSdk().ReadBuffer)({ maxBufferSize: maxMessageBytes });
   }
 
   async start(): Promise<void> {
@@ -57,7 +53,7 @@ export class SandboxedStdioTransport implements Transport {
       return Promise.reject(new Error('the MCP server process is not running'));
     }
     return new Promise((resolve) => {
-      if (this.proc.stdin.write(serializeMessage(message))) resolve();
+      if (this.proc.stdin.write(mcpClientSdk().serializeMessage(message))) resolve();
       else this.proc.stdin.once('drain', () => resolve());
     });
   }

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { ErrorCode, ToolgateError, type McpStdioUpstream } from '@toolgate/contracts';
 import type { Sandbox, SandboxedProcess } from '@toolgate/sandbox';
+import { mcpClientSdk } from './mcp-client-sdk';
 import { SandboxedStdioTransport } from './sandboxed-stdio-transport';
 
 const MIB = 1024 * 1024;
@@ -176,6 +177,7 @@ export class StdioUpstreams {
   }
 
   private async connect(proc: SandboxedProcess, mode: 'auto' | 'legacy'): Promise<Client> {
+    const { Client } = mcpClientSdk();
     const client = new Client(
       { name: 'toolgate', version: '0.1.0' },
       {
