@@ -1,12 +1,25 @@
 // The order of a run across every project (jest.config.js): jest's own — last run's failures
-// first, then the slowest by last run's times — except that a file jest has no time for yet (a
-// fresh clone, CI) runs integration specs before pure ones, the largest first. Integration specs
-// take the longest, and one of them started last would leave the other workers idle at the end.
+// first, then the slowest by last run's times — with the times of a recorded run
+// (test-durations.json, seconds per file) standing in where jest has none of its own (a fresh
+// clone, CI): the longest files start first and the cheap ones fill the workers at the end. A file
+// in neither (a new spec) runs before the timed ones, integration specs first, the largest first.
+// The order only places work; a stale or missing entry costs time, never a result.
+// Refresh the record from a run with `node scripts/test-durations.cjs <jest --json output>`.
+const path = require('node:path');
 const Sequencer = require('@jest/test-sequencer').default;
+
+const recorded = require('./test-durations.json');
 
 const isIntegration = (test) => /\.int\.spec\.ts$/.test(test.path);
 
-class IntegrationFirst extends Sequencer {
+class RecordedTimesFirst extends Sequencer {
+  time(test) {
+    const own = super.time(test);
+    if (own != null) return own;
+    const seconds = recorded[path.relative(__dirname, test.path).split(path.sep).join('/')];
+    return seconds == null ? undefined : seconds * 1000;
+  }
+
   sort(tests) {
     const sorted = super.sort(tests);
     const untimed = sorted.filter((t) => t.duration == null && !this.hasFailed(t));
@@ -17,4 +30,4 @@ class IntegrationFirst extends Sequencer {
   }
 }
 
-module.exports = IntegrationFirst;
+module.exports = RecordedTimesFirst;

@@ -80,6 +80,30 @@ describe('ToolRegistry on a real KV bucket', () => {
     expect(registry.list('globex').tools.map((tool) => tool.name)).toEqual(['read_file']);
   });
 
+  it('resolveFresh finds what another replica registered before this mirror has it', async () => {
+    // A replica whose mirror stopped following the bucket: the worst case of a watch still behind.
+    const lagging = await ToolRegistry.open(t.nc, t.subjects);
+    lagging.stop();
+    try {
+      await registry.register('acme', remoteTool('just_registered'));
+      const builtin = { ...readFile, name: 'just_announced' };
+      await registry.announce([builtin], ['inprocess']);
+      expect(lagging.resolve('acme', 'just_registered')).toBeUndefined();
+      expect(await lagging.resolveFresh('acme', 'just_registered')).toEqual(
+        registry.resolve('acme', 'just_registered'),
+      );
+      expect(await lagging.resolveFresh('globex', 'just_announced')).toMatchObject({
+        name: 'just_announced',
+        builtin: true,
+      });
+      // Another tenant's tool and a name nobody registered stay unknown.
+      expect(await lagging.resolveFresh('globex', 'just_registered')).toBeUndefined();
+      expect(await lagging.resolveFresh('acme', 'never_registered')).toBeUndefined();
+    } finally {
+      lagging.stop();
+    }
+  });
+
   it('a tenant whose name extends another tenant name does not see its tools', async () => {
     await registry.register('acme', remoteTool('acme_only'));
     expect(registry.resolve('acme2', 'acme_only')).toBeUndefined();

@@ -373,6 +373,30 @@ export class ToolRegistry {
   }
 
   /**
+   * {@link resolve}, reading the bucket itself when the mirror has neither the tenant's tool nor a
+   * builtin of that name: a tool registered a moment ago (through another gateway replica, or a
+   * builtin an executor announced just now) is found, not answered `unknown-tool` while the
+   * mirror's watch catches up. A name nobody registered costs two reads of the bucket.
+   */
+  async resolveFresh(tenant: string, name: string): Promise<ToolView | undefined> {
+    const cached = this.resolve(tenant, name);
+    if (cached) return cached;
+    const [own, builtin] = await Promise.all(
+      [`${tenant}.${name}`, `${BUILTIN}.${name}`].map(async (key) => {
+        const entry = await this.cache.bucket().get(key);
+        if (!entry || entry.operation !== 'PUT') return undefined;
+        const parsed = StoredToolSchema.safeParse(entry.json());
+        return parsed.success
+          ? { ...parsed.data, contractHash: contractHash(parsed.data) }
+          : undefined;
+      }),
+    );
+    if (own) return view(own, false);
+    if (builtin) return view(builtin, true);
+    return undefined;
+  }
+
+  /**
    * A tenant's registered tool as it is now, if its contract hash is `contractHash`: what the
    * executor runs a decided call with. When the mirror does not have that version (yet), the
    * bucket is read directly, so a call dispatched right after its registration finds it.

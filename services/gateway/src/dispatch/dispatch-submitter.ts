@@ -100,7 +100,7 @@ export class DispatchSubmitter {
     traceId?: string,
   ): Promise<SubmitDispatchResponse> {
     const req = parseRequest(SubmitDispatchRequestSchema, body);
-    const tool = resolveToolRef(this.registry, principal.tenant, req.tool);
+    const tool = await resolveToolRef(this.registry, principal.tenant, req.tool);
     const retryDepth = req.retryOf
       ? await this.retryDepth(principal.tenant, req.runId, req.retryOf)
       : 0;

@@ -5,8 +5,12 @@ import type { ToolRegistry } from '@toolgate/registry';
  * The tool a tenant's call names, as `requested` journals it and the permission chain decides on
  * it. The policy dry run takes it from here too, so it evaluates exactly what a dispatch would.
  */
-export function resolveToolRef(registry: ToolRegistry, tenant: string, name: string): ToolRef {
-  const tool = registry.resolve(tenant, name);
+export async function resolveToolRef(
+  registry: ToolRegistry,
+  tenant: string,
+  name: string,
+): Promise<ToolRef> {
+  const tool = await registry.resolveFresh(tenant, name);
   if (!tool) {
     throw new ToolgateError(ErrorCode.UnknownTool, `unknown tool ${name}`, {
       details: { tool: name },

@@ -22,7 +22,7 @@ export class PolicyGate {
   async evaluate(tenant: string, body: unknown) {
     const req = parseRequest(EvaluatePolicyRequestSchema, body);
     const { decision, revision } = await this.runtime.decide(tenant, {
-      tool: resolveToolRef(this.registry, tenant, req.tool),
+      tool: await resolveToolRef(this.registry, tenant, req.tool),
       input: req.input,
       agent: req.agent,
       isolation: req.isolation,
