@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { runCli } from '@toolgate/cli';
+import { runCliCaptured } from '../support/cli-run';
 import { TOKENS, type TestStack } from '../support/test-stack';
 import {
   acceptableCode,
@@ -219,24 +219,27 @@ describe('CLI edge fuzz', () => {
           return runId!;
         });
         let requests = 0;
-        let out = '';
-        let err = '';
-        const code = await runCli(argv, {
-          env: { TOOLGATE_URL: stack.all.gateway.url, TOOLGATE_TOKEN: token },
-          stdout: { write: (t: string) => (out += t) },
-          stderr: { write: (t: string) => (err += t) },
-          readFile: async () => file,
-          signal: never,
-          fetch: async (input, init) => {
-            requests++;
-            const res = await fetch(input, init);
-            if (String(input).endsWith('/v1/dispatches')) {
-              if (res.status < 300) ledger.accepted(runId);
-              else if (res.status === 503) ledger.unavailable(runId); // `unavailable`
-            }
-            return res;
+        const {
+          code,
+          stdout: out,
+          stderr: err,
+        } = await runCliCaptured(
+          argv,
+          { TOOLGATE_URL: stack.all.gateway.url, TOOLGATE_TOKEN: token },
+          {
+            readFile: async () => file,
+            signal: never,
+            fetch: async (input, init) => {
+              requests++;
+              const res = await fetch(input, init);
+              if (String(input).endsWith('/v1/dispatches')) {
+                if (res.status < 300) ledger.accepted(runId);
+                else if (res.status === 503) ledger.unavailable(runId); // `unavailable`
+              }
+              return res;
+            },
           },
-        });
+        );
         const where = `exit ${code}, stderr ${JSON.stringify(err.slice(0, 200))}`;
         if (![0, 1, 2].includes(code)) throw new Error(where);
         if (token && (out + err).includes(token))
