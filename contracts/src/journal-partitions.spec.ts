@@ -5,18 +5,7 @@ import {
   MAX_JOURNAL_PARTITIONS,
   parseJournalSubject,
 } from './subjects';
-
-/** NATS subject matching: `*` matches one token, a trailing `>` one or more. */
-function matches(filter: string, subject: string): boolean {
-  const f = filter.split('.');
-  const s = subject.split('.');
-  for (let i = 0; i < f.length; i++) {
-    if (f[i] === '>') return s.length > i;
-    if (i >= s.length) return false;
-    if (f[i] !== '*' && f[i] !== s[i]) return false;
-  }
-  return f.length === s.length;
-}
+import { subjectMatches as matches } from '../test/support/subject-match';
 
 const tenants = Array.from({ length: 40 }, (_, i) => `tenant-${i}`);
 
