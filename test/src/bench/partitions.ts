@@ -193,19 +193,22 @@ async function clusterRun(
       },
       servers: cluster.servers,
     });
-    const burst = await tenantsBurst(stack, nats, tenants);
-    await burst('parts-warmup', 300);
-    await untilFolded(nats);
     const pids = cluster.nodes.map((n) => listenerPid(n.port));
     const nodeCpu = () => pids.map((pid) => (pid === undefined ? 0 : procCpuSeconds(pid)));
+    const {
+      seconds,
+      cpuSeconds,
+      metered: byNode,
+    } = await measuredBurst(stack, nats, tenants, {
+      warmup: 300,
+      dispatches,
+      meter: () => {
+        const nodes0 = nodeCpu();
+        return () => nodeCpu().map((s, i) => s - nodes0[i]!);
+      },
+    });
+    // Where the partitions were led as the burst ended (the spreading above held, or not).
     const led = await leaders();
-    const cpu0 = stack.cpuSeconds();
-    const nodes0 = nodeCpu();
-    const t0 = performance.now();
-    await burst('parts', dispatches);
-    const seconds = (stack.watch.lastSettledAt - t0) / 1000;
-    await untilFolded(nats);
-    const byNode = nodeCpu().map((s, i) => s - nodes0[i]!);
     const total = byNode.reduce((a, b) => a + b, 0);
     return {
       partitions,
@@ -213,7 +216,7 @@ async function clusterRun(
       leadersByNode: led,
       brokerCpuMsPerDispatchByNode: byNode.map((s) => round((s * 1000) / dispatches, 3)),
       busiestNodeShare: round(Math.max(...byNode) / total, 2),
-      cpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / dispatches, 3),
+      cpuMsPerDispatch: round((cpuSeconds * 1000) / dispatches, 3),
       throughputPerSec: Math.round(dispatches / seconds),
     };
   } finally {
@@ -262,19 +265,18 @@ async function run(
       extraTenants: highest,
       env: { TOOLGATE_JOURNAL_PARTITIONS: String(partitions) },
     });
-    const burst = await tenantsBurst(stack, nats, tenants);
-    // Untimed: the concurrent paths compiled, every tenant's tools and policy cached.
-    await burst('parts-warmup', 500);
-    await untilFolded(nats);
-
-    const cpu0 = stack.cpuSeconds();
-    const servers = startCpuMeter();
-    const t0 = performance.now();
-    await burst('parts', dispatches);
-    const seconds = (stack.watch.lastSettledAt - t0) / 1000;
-    await untilFolded(nats);
-    const cpuSeconds = stack.cpuSeconds() - cpu0;
-    const spent = servers.stop();
+    const {
+      seconds,
+      cpuSeconds,
+      metered: spent,
+    } = await measuredBurst(stack, nats, tenants, {
+      warmup: 500,
+      dispatches,
+      meter: () => {
+        const servers = startCpuMeter();
+        return () => servers.stop();
+      },
+    });
     const perDispatch = (s: number | undefined) =>
       s === undefined ? undefined : round((s * 1000) / dispatches, 3);
     const eventsByPartition: number[] = [];
@@ -303,6 +305,30 @@ async function run(
  * Registers the tools of `tenants` on `stack`; the burst it returns submits `count` calls spread
  * over them round robin, `SUBMIT_WINDOW` in flight, and waits for every one to settle.
  */
+/**
+ * An untimed warm-up burst (the concurrent paths compiled, every tenant's tools and policy cached),
+ * then the measured one, each folded before what follows: the measured burst's seconds to its last
+ * settlement, the all-in-one's CPU until the projection has folded it, and what `meter` read over
+ * the same span (started just before the burst, read after the fold).
+ */
+async function measuredBurst<M>(
+  stack: BenchStack,
+  nats: TestNats,
+  tenants: readonly number[],
+  opts: { warmup: number; dispatches: number; meter: () => () => M },
+): Promise<{ seconds: number; cpuSeconds: number; metered: M }> {
+  const burst = await tenantsBurst(stack, nats, tenants);
+  await burst('parts-warmup', opts.warmup);
+  await untilFolded(nats);
+  const cpu0 = stack.cpuSeconds();
+  const stop = opts.meter();
+  const t0 = performance.now();
+  await burst('parts', opts.dispatches);
+  const seconds = (stack.watch.lastSettledAt - t0) / 1000;
+  await untilFolded(nats);
+  return { seconds, cpuSeconds: stack.cpuSeconds() - cpu0, metered: stop() };
+}
+
 async function tenantsBurst(
   stack: BenchStack,
   nats: TestNats,

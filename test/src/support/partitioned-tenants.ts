@@ -158,3 +158,27 @@ export function notOnceEach(byDispatch: Map<string, Record<string, number>>): st
     .filter(([, c]) => ['requested', 'decided', 'started', 'settled'].some((t) => c[t] !== 1))
     .map(([id, c]) => `${id}: ${JSON.stringify(c)}`);
 }
+
+/**
+ * What is wrong with where each tenant's journal events live (empty when nothing is): a tenant
+ * found in another partition than its own, another number of dispatches than `calls`, a dispatch
+ * without each of its four events exactly once ({@link notOnceEach}).
+ */
+export async function partitionPlacementFaults(
+  jsm: JetStreamManager,
+  subjects: Subjects,
+  tenants: readonly PartitionTenant[],
+  calls: number,
+): Promise<string[]> {
+  const faults: string[] = [];
+  for (const { tenant, partition } of tenants) {
+    const found = await tenantEventsByPartition(jsm, subjects, tenant);
+    const where = [...found.keys()];
+    if (where.length !== 1 || where[0] !== partition)
+      faults.push(`${tenant}: in partitions ${where.join(', ')}, not only ${partition}`);
+    const own = found.get(partition);
+    if (own?.size !== calls) faults.push(`${tenant}: ${own?.size ?? 0} dispatches, not ${calls}`);
+    if (own) faults.push(...notOnceEach(own).map((f) => `${tenant} ${f}`));
+  }
+  return faults;
+}
