@@ -115,8 +115,7 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<NatsCl
   for (let i = 0; i < size; i++) {
     const name = `${clusterName}-n${i + 1}`;
     const configFile = path.join(configDir, `${name}.conf`);
-    // One Go thread each: three servers and the test share the machine's cores.
-    const server = await startNatsServer({ start: false, configFile, maxProcs: 1 });
+    const server = await startNatsServer({ start: false, configFile });
     const routes = routePorts
       .filter((_, j) => j !== i)
       .map((port) => `"nats-route://127.0.0.1:${port}"`);

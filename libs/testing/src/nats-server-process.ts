@@ -53,12 +53,6 @@ export interface NatsServerOptions {
    * passwords), instead of the test process's own; PATH is kept.
    */
   env?: Record<string, string>;
-  /**
-   * How many threads the server's Go runtime runs at once (`GOMAXPROCS`; default the runtime's,
-   * one per core). A cluster's servers share the test's cores: with one each, an idle server's
-   * runtime does not spin threads looking for work on every core.
-   */
-  maxProcs?: number;
 }
 
 /** A TCP port nothing listens on right now (the kernel's pick, released at once). */
@@ -142,14 +136,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
         String(port),
       ];
       if (jetstream && !options.configFile) args.push('-js', '-sd', storeDir);
-      const env = options.env ? { PATH: process.env.PATH ?? '', ...options.env } : undefined;
       const started = spawn(binary, args, {
         stdio: ['ignore', 'pipe', 'pipe'],
-        ...(options.maxProcs
-          ? { env: { ...(env ?? process.env), GOMAXPROCS: String(options.maxProcs) } }
-          : env
-            ? { env }
-            : {}),
+        ...(options.env ? { env: { PATH: process.env.PATH ?? '', ...options.env } } : {}),
       });
       child = started;
       children.add(started);
