@@ -67,7 +67,19 @@ describe('a three-node JetStream cluster of the test’s own', () => {
     // publish then finds no responders.
     const before = await cluster.streamPlacement('HARNESS3');
     const js = jetstream(await cluster.connect());
-    await js.publish('harness3.a', 'before');
+    // A leader is elected before every node has heard of the stream's subjects: a publish through
+    // a node that has not yet finds no responders. Waits for that, and for nothing else.
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        await js.publish('harness3.a', 'before');
+        break;
+      } catch (err) {
+        const noResponders = /no responders/i.test(String((err as Error)?.cause ?? err));
+        if (!noResponders || Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
     const after = await cluster.stepDown('HARNESS3');
     expect(after.leader).not.toBe(before.leader);
     expect((await cluster.streamPlacement('HARNESS3')).leader).toBe(after.leader);
