@@ -586,13 +586,28 @@ export class ToolRunner {
     deadlineAt: number,
     signal: AbortSignal,
   ): Promise<{ ok: true; value: T } | { ok: false; error: WireError }> {
+    /** The last try's failure, when every try so far failed before the tool could start. */
+    let failed: { wire: WireError; attempts: number } | undefined;
+    // The deadline came while the call was still being retried: that failure, exhausted, says
+    // more than the timeout (the tool never started). An abandon stays an abandon.
+    const stopped = (): { ok: false; error: WireError } =>
+      failed && isDeadline(signal)
+        ? {
+            ok: false,
+            error: settledError(failed.wire, {
+              retryable: true,
+              attempts: failed.attempts,
+              exhausted: true,
+            }),
+          }
+        : { ok: false, error: abortedError(signal) };
     for (let attempts = 1; ; attempts++) {
       try {
         signal.throwIfAborted();
         return { ok: true, value: await attempt() };
       } catch (err) {
         // Stopped (the deadline, an abandon): not a failure to retry, whatever it threw.
-        if (signal.aborted) return { ok: false, error: abortedError(signal) };
+        if (signal.aborted) return stopped();
         const wire = toWireError(err);
         if (!isTransient(err))
           return { ok: false, error: settledError(wire, { retryable: false }) };
@@ -609,6 +624,7 @@ export class ToolRunner {
             }),
           };
         }
+        failed = { wire, attempts };
         await sleep(delay, signal);
       }
     }
@@ -857,6 +873,15 @@ class Abandoned extends ToolgateError {
 /** Whether `signal` fired because the replica abandoned its call (a reason made in this process). */
 function isAbandoned(signal: AbortSignal): boolean {
   return signal.aborted && signal.reason instanceof Abandoned;
+}
+
+/** Whether `signal` fired because the call's deadline came (the runner's `timeout` reason). */
+function isDeadline(signal: AbortSignal): boolean {
+  return (
+    signal.aborted &&
+    signal.reason instanceof ToolgateError &&
+    signal.reason.code === ErrorCode.Timeout
+  );
 }
 
 /**
