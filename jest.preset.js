@@ -16,6 +16,7 @@ const esmOnly = [
 
 module.exports = {
   testEnvironment: 'node',
+  runtime: path.join(root, 'scripts/jest-runtime.cjs'),
   transform: {
     '^.+\\.(t|j)sx?$': [
       '@swc/jest',
