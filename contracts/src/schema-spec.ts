@@ -63,37 +63,47 @@ const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
 /** Warnings from the compile being run (ajv compiles synchronously, so one slot is enough). */
 let compileWarnings: string[] | null = null;
 
-const ajv = new Ajv2020({
-  // Strict mode refuses ordinary schemas that zod, Pydantic and MCP servers emit ("missing type"
-  // for `properties` without `type`, union types, `if` without `then`, `format` or `enum` without
-  // `type`). What it catches that is a real mistake — an unknown keyword, usually a typo such as
-  // `maxlenght` that silently checks nothing — is logged, and the log becomes a warning in the
-  // registration reply. A schema the meta-schema rejects (`type: "text"`, `minLength: -1`) is
-  // still refused: `validateSchema`.
-  strict: false,
-  strictSchema: 'log',
-  allowUnionTypes: true,
-  // `required: ["constructor"]` must not be met by Object.prototype, nor `properties` apply to it.
-  ownProperties: true,
-  allErrors: true,
-  validateSchema: true,
-  logger: {
-    log: () => undefined,
-    warn: (...args: unknown[]) => compileWarnings?.push(args.map(String).join(' ')),
-    error: () => undefined,
-  },
-  // Nothing is ever fetched: compile is synchronous and there is no `loadSchema`, so a `$ref` to a
-  // document that is neither this schema (its `$id`, nested `$id`s, anchors) nor the bundled
-  // draft 2020-12 meta-schema fails with ajv's MissingRefError, refused below as `config`.
-  loadSchema: undefined,
-  // The schema being compiled is registered under its `$id` so that its nested resources can refer
-  // back to it by that URI; `compileFresh` removes it again, so each tool's schema stands alone
-  // (two tools may use one `$id` for different schemas).
-  addUsedSchema: true,
-});
-addFormats(ajv);
-/** Formats checked by ajv-formats; any other `format` is an annotation (draft 2020-12's default). */
-const KNOWN_FORMATS: ReadonlySet<string> = new Set(Object.keys(ajv.formats));
+/**
+ * The one ajv instance, made on the first compile: building it (and ajv-formats) costs ~70 ms,
+ * which every process importing the contracts paid whether it compiled a schema or not.
+ */
+let instance: { ajv: Ajv2020; knownFormats: ReadonlySet<string> } | undefined;
+
+function validatorCompiler(): { ajv: Ajv2020; knownFormats: ReadonlySet<string> } {
+  if (instance) return instance;
+  const ajv = new Ajv2020({
+    // Strict mode refuses ordinary schemas that zod, Pydantic and MCP servers emit ("missing type"
+    // for `properties` without `type`, union types, `if` without `then`, `format` or `enum` without
+    // `type`). What it catches that is a real mistake — an unknown keyword, usually a typo such as
+    // `maxlenght` that silently checks nothing — is logged, and the log becomes a warning in the
+    // registration reply. A schema the meta-schema rejects (`type: "text"`, `minLength: -1`) is
+    // still refused: `validateSchema`.
+    strict: false,
+    strictSchema: 'log',
+    allowUnionTypes: true,
+    // `required: ["constructor"]` must not be met by Object.prototype, nor `properties` apply to it.
+    ownProperties: true,
+    allErrors: true,
+    validateSchema: true,
+    logger: {
+      log: () => undefined,
+      warn: (...args: unknown[]) => compileWarnings?.push(args.map(String).join(' ')),
+      error: () => undefined,
+    },
+    // Nothing is ever fetched: compile is synchronous and there is no `loadSchema`, so a `$ref` to a
+    // document that is neither this schema (its `$id`, nested `$id`s, anchors) nor the bundled
+    // draft 2020-12 meta-schema fails with ajv's MissingRefError, refused below as `config`.
+    loadSchema: undefined,
+    // The schema being compiled is registered under its `$id` so that its nested resources can refer
+    // back to it by that URI; `compileFresh` removes it again, so each tool's schema stands alone
+    // (two tools may use one `$id` for different schemas).
+    addUsedSchema: true,
+  });
+  addFormats(ajv);
+  // Formats checked by ajv-formats; any other `format` is an annotation (draft 2020-12's default).
+  instance = { ajv, knownFormats: new Set(Object.keys(ajv.formats)) };
+  return instance;
+}
 
 /** A compiled JSON Schema: checks an input, and carries the warnings found at compile time. */
 export interface JsonSchemaValidator {
@@ -148,9 +158,10 @@ export function compileJsonSchema(schema: JsonSchema, label = 'parameters'): Jso
 }
 
 function compileFresh(schema: JsonSchema, label: string): JsonSchemaValidator {
+  const { ajv, knownFormats } = validatorCompiler();
   const warnings: string[] = [];
   for (const format of formatsOf(schema)) {
-    if (KNOWN_FORMATS.has(format)) continue;
+    if (knownFormats.has(format)) continue;
     warnings.push(`unknown format "${format}" is not checked`);
     // Draft 2020-12 makes `format` an annotation: an unknown one accepts everything.
     if (!ajv.formats[format]) ajv.addFormat(format, true);

@@ -72,7 +72,8 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        conf = os.path.join(tempfile.mkdtemp(prefix="tg-py-conf-"), "nats.conf")
+        cls.conf_dir = tempfile.mkdtemp(prefix="tg-py-conf-")
+        conf = os.path.join(cls.conf_dir, "nats.conf")
         with open(conf, "w") as f:
             f.write(CONF)
         cls.broker = Broker("-c", conf)
@@ -80,6 +81,7 @@ class TeamUserBroker(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def tearDownClass(cls) -> None:
         cls.broker.stop()
+        shutil.rmtree(cls.conf_dir, ignore_errors=True)
 
     async def gateway(self) -> "asyncio.Task[None]":
         """A stand-in gateway: answers whoami with the Authorization header it received."""

@@ -5,4 +5,4 @@ export { GatewayApi } from './api/gateway-api';
 export { HTTP_STATUS_BY_CODE } from './api/error-status';
 export { toHttpError } from './http/error.filter';
 export { callDigest as mcpCallDigest } from './mcp/parked-call-state';
-export { OPENAPI_DOCUMENT, buildOpenApiDocument } from './http/openapi';
+export { openApiDocument, buildOpenApiDocument } from './http/openapi';

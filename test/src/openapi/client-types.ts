@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { OPENAPI_DOCUMENT } from '@toolgate/gateway';
+import { openApiDocument } from '@toolgate/gateway';
 
 /**
  * The TypeScript types of the gateway's OpenAPI document, as `openapi-typescript` generates them
@@ -18,7 +18,7 @@ export function withDocumentFile<T>(use: (file: string) => T): T {
   const dir = mkdtempSync(path.join(tmpdir(), 'toolgate-openapi-'));
   try {
     const file = path.join(dir, 'openapi.json');
-    writeFileSync(file, JSON.stringify(OPENAPI_DOCUMENT, null, 2));
+    writeFileSync(file, JSON.stringify(openApiDocument(), null, 2));
     return use(file);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '@toolgate/testing';
@@ -103,7 +103,7 @@ export interface ProcessStackOptions {
   nodeArgs?: readonly string[];
   /** Which services to run (default all five). */
   services?: readonly ServiceName[];
-  /** Directory for `<service>.log` (default: a new temp dir). */
+  /** Directory for `<service>.log` (default: a new temp dir, removed when the stack stops). */
   logDir?: string;
   /** Sources (default) or the built `dist/`. */
   code?: ServiceCode;
@@ -124,7 +124,10 @@ export interface ProcessStack {
   readonly logDir: string;
   /** Waits until every service is ready. */
   waitReady(timeoutMs?: number): Promise<void>;
-  /** Stops every service gracefully, gateway first (so no new work comes in), in parallel after it. */
+  /**
+   * Stops every service gracefully, gateway first (so no new work comes in), in parallel after it;
+   * removes the log directory if the stack made it (a given `logDir` is the caller's to keep).
+   */
   stop(): Promise<void>;
 }
 
@@ -212,6 +215,7 @@ export async function startProcessStack(options: ProcessStackOptions): Promise<P
     async stop() {
       await services.get('gateway')?.stop();
       await Promise.all([...services.values()].map((s) => s.stop()));
+      if (!options.logDir) await rm(logDir, { recursive: true, force: true });
     },
   };
   try {

@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ErrorCode, hasErrorCode } from '@toolgate/contracts';
@@ -24,7 +24,11 @@ describe('createClient: NATS credentials and inbox prefix', () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'sdk-creds-'));
     const file = path.join(dir, 'team.creds');
     await writeFile(file, 'not really creds');
-    expect(typeof connectionOptions({ ...base, credsFile: file }).authenticator).toBe('function');
+    try {
+      expect(typeof connectionOptions({ ...base, credsFile: file }).authenticator).toBe('function');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it.each([

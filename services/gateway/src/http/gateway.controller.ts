@@ -8,7 +8,7 @@ import {
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import { GatewayApi } from '../api/gateway-api';
-import { OPENAPI_DOCUMENT } from './openapi';
+import { openApiDocument } from './openapi';
 import { Route } from './route.decorator';
 
 /**
@@ -21,7 +21,7 @@ export class GatewayController {
 
   @Get('v1/openapi.json')
   openapi(): unknown {
-    return OPENAPI_DOCUMENT;
+    return openApiDocument();
   }
 
   @Route('registerTool')

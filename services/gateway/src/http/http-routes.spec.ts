@@ -15,7 +15,7 @@ import { ApprovalEventsController } from './approval-events.controller';
 import { ApprovalLinkController } from './approval-link.controller';
 import { ConsoleController } from './console.controller';
 import { GatewayController } from './gateway.controller';
-import { OPENAPI_DOCUMENT } from './openapi';
+import { openApiDocument } from './openapi';
 import { PolicyWhatIfController } from './policy-whatif.controller';
 import { ROUTE_NAME } from './route.decorator';
 
@@ -72,7 +72,7 @@ type Operation = {
   requestBody?: { content: Record<string, { schema?: unknown }> };
   parameters?: { name: string; in: string }[];
 };
-const doc = OPENAPI_DOCUMENT as {
+const doc = openApiDocument() as {
   servers?: { url: string }[];
   paths: Record<string, Record<string, Operation>>;
   components: { schemas: Record<string, { properties?: Record<string, unknown> }> };

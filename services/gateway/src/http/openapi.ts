@@ -164,5 +164,14 @@ export function buildOpenApiDocument(): JsonSchema {
   };
 }
 
-/** Built once: the document does not change while the gateway runs. */
-export const OPENAPI_DOCUMENT = buildOpenApiDocument();
+let built: JsonSchema | undefined;
+
+/**
+ * The document, built on first use and kept: it does not change while the gateway runs, and
+ * building it (zod to JSON Schema for every route) is work most processes importing the gateway
+ * never need.
+ */
+export function openApiDocument(): JsonSchema {
+  built ??= buildOpenApiDocument();
+  return built;
+}
