@@ -22,10 +22,10 @@ import { ApprovalEventsController } from './http/approval-events.controller';
 import { json, type NextFunction, type Request, type Response } from 'express';
 import { JournalPublisher, serviceKeysOf } from '@toolgate/bus';
 import { DispatchCanceller } from './dispatch/dispatch-canceller';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpEdge, MCP_PATH, PROTECTED_RESOURCE_PATH, type McpEdge } from './mcp/mcp-edge';
+import type { McpEdge } from './mcp/mcp-edge';
+import type { McpNodeHandler } from './mcp/mcp-node-handler';
+import { MCP_PATH, PROTECTED_RESOURCE_PATH } from './mcp/mcp-paths';
 import { ConsumedStates } from './mcp/parked-call-state';
-import { readMcpBody } from './mcp/mcp-request-body';
 
 /** What the MCP edge reports as its server version. */
 const GATEWAY_VERSION = '0.1.0';
@@ -98,30 +98,36 @@ export async function startGateway(options: {
           app.useGlobalFilters(new HttpErrorFilter());
           // The MCP edge: a web-standard handler of the SDK's, adapted once for express. Mounted
           // before Nest's body parser (the SDK reads and bounds the body itself) and matched on
-          // the full path, so express strips no mount prefix from the request's URL.
-          mcp = createMcpEdge({
-            api: app.get(GatewayApi),
-            registry,
-            publisher: app.get(JournalPublisher),
-            consumed,
-            canceller: new DispatchCanceller(
-              app.get<NatsConnection>(NATS_CONNECTION),
-              subjects,
-              serviceKeysOf(app.get<NatsConnection>(NATS_CONNECTION)),
-            ),
-            ...config.mcp,
-            version: GATEWAY_VERSION,
-          });
-          const serveMcp = toNodeHandler(mcp);
+          // the full path, so express strips no mount prefix from the request's URL. Made at the
+          // first MCP request: loading the SDK costs ~0.1 CPU-s, which a gateway that serves no
+          // MCP client (and every test stack that calls none) never pays.
+          let serveMcp: McpNodeHandler['serve'] | undefined;
+          const mcpHandler = () => {
+            if (serveMcp) return serveMcp;
+            const { mcpNodeHandler } =
+              // eslint-disable-next-line @typescript-eslint/no-require-imports
+              require('./mcp/mcp-node-handler') as typeof import('./mcp/mcp-node-handler');
+            const handler = mcpNodeHandler({
+              api: app.get(GatewayApi),
+              registry,
+              publisher: app.get(JournalPublisher),
+              consumed,
+              canceller: new DispatchCanceller(
+                app.get<NatsConnection>(NATS_CONNECTION),
+                subjects,
+                serviceKeysOf(app.get<NatsConnection>(NATS_CONNECTION)),
+              ),
+              ...config.mcp,
+              version: GATEWAY_VERSION,
+            });
+            mcp = handler.edge;
+            serveMcp = handler.serve;
+            return serveMcp;
+          };
           app.use((req: Request, res: Response, next: NextFunction) => {
             const path = req.path;
             if (path === MCP_PATH || path.startsWith(PROTECTED_RESOURCE_PATH)) {
-              // The body read and parsed once, here (see readMcpBody); a client gone mid-body
-              // has nothing to be answered.
-              readMcpBody(req).then(
-                (body) => void serveMcp(req, res, body),
-                () => res.destroy(),
-              );
+              mcpHandler()(req, res);
               return;
             }
             next();

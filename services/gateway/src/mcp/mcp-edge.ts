@@ -43,9 +43,7 @@ import {
   type ParkedCall,
 } from './parked-call-state';
 
-/** Where the MCP edge answers, and where its RFC 9728 metadata is served. */
-export const MCP_PATH = '/mcp';
-export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
+import { MCP_PATH, PROTECTED_RESOURCE_PATH } from './mcp-paths';
 
 /** `_meta` keys a client may set to name its run and call (a replay of the same call is free). */
 export const RUN_ID_META_KEY = 'io.toolgate/runId';
