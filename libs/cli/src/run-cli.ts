@@ -10,6 +10,7 @@ import { registerJournalCommands } from './commands/journal-commands';
 import { registerCompletionCommand } from './commands/completion-command';
 import { registerKeysCommands } from './commands/keys-commands';
 import { registerMcpCommands } from './commands/mcp-commands';
+import { registerNatsConfCommands } from './commands/nats-conf-commands';
 import type { BusSettings } from './bus/bus-connection';
 import { journalPartitionsFromEnv, UsageError } from './commands/cli-input';
 import { GatewayHttpClient, type FetchFn } from './http/gateway-http-client';
@@ -124,6 +125,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   registerRunsCommands(program, ctx);
   registerJournalCommands(program, ctx);
   registerKeysCommands(program, ctx);
+  registerNatsConfCommands(program, ctx);
   registerCompletionCommand(program, ctx);
   for (const cmd of allCommands(program))
     cmd.exitOverride().configureOutput({ writeOut: out, writeErr: err });

@@ -3,11 +3,10 @@ import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ensureJournalStreams, isPermissionViolation, requestReply } from '@toolgate/bus';
-import { runCli } from '@toolgate/cli';
 import {
   createSubjects,
   generateKeySet,
@@ -15,7 +14,6 @@ import {
   ServiceIdentity,
   ServiceKeys,
   type JournalEvent,
-  type JournalEventType,
 } from '@toolgate/contracts';
 import { createClient, tool, type ToolgateClient } from '@toolgate/sdk';
 import { startJournal } from '@toolgate/journal';
@@ -26,13 +24,16 @@ import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-st
 import {
   optionsAsUser,
   SERVICE_USERS,
+  PRODUCES,
+  publish,
+  runCliAsOps,
   SHIPPED_NATS_CONF,
-  signingEnv,
   singleNodeConfig,
   startServicesAsUsers,
   startShippedNats,
   type ServicesAsUsers,
   type ShippedNats,
+  violations,
 } from './shipped-nats';
 
 /**
@@ -44,24 +45,6 @@ import {
 
 const subjects = createSubjects('toolgate');
 const encoder = new TextEncoder();
-
-/** The event types each user may publish (and only those), read off the code's producers. */
-const PRODUCES: Record<string, readonly JournalEventType[]> = {
-  gateway: ['requested', 'resolved', 'script-installed', 'error-streak'],
-  'permission-evaluator': ['decided', 'suspended', 'settled', 'error-streak'],
-  'tool-executor': ['started', 'settled', 'error-streak'],
-  journal: ['resolved'],
-  worktree: [
-    'worktree-acquired',
-    'worktree-collected',
-    'worktree-retained',
-    'worktree-dropped',
-    'worktree-disposed',
-    'worktree-restarted',
-  ],
-  ops: [],
-  'team-acme': [],
-};
 
 const SHOUT = [
   '// @tool shout',
@@ -83,16 +66,6 @@ async function request(nc: NatsConnection, subject: string, body = '{}'): Promis
   );
 }
 
-/** How a JetStream publish ended: `refused` (permissions), `stored`, or the error's name. */
-async function publish(nc: NatsConnection, subject: string): Promise<string> {
-  return jetstream(nc)
-    .publish(subject, encoder.encode('{}'))
-    .then(
-      () => 'stored',
-      (err: unknown) => (isPermissionViolation(err) ? 'refused' : (err as Error).name),
-    );
-}
-
 /** Whether the broker refused a subscription (its -ERR arrives before the flush's PONG). */
 async function subscriptionRefused(nc: NatsConnection, subject: string): Promise<boolean> {
   const sub = nc.subscribe(subject, { callback: () => undefined });
@@ -100,13 +73,6 @@ async function subscriptionRefused(nc: NatsConnection, subject: string): Promise
   const refused = sub.isClosed();
   if (!refused) sub.unsubscribe();
   return refused;
-}
-
-/** The permission violations in the server's log: `<user> <Publish|Subscription> <subject>`. */
-function violations(log: string): string[] {
-  return [...log.matchAll(/(Publish|Subscription) Violation - User "([^"]+)", Subject "([^"]+)"/g)]
-    .map((m) => `${m[2]} ${m[1]} ${m[3]}`)
-    .sort();
 }
 
 describe('deploy/nats/nats.conf run for real (one node)', () => {
@@ -369,21 +335,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     expect(whatif.body.calls).toBeGreaterThan(0);
 
     // The operator, as `ops`: stats, tail, a rebuild the journal service runs and answers.
-    const cli = async (argv: string[]) => {
-      let out = '';
-      const code = await runCli(argv, {
-        env: {
-          NATS_URL: nats.server.url,
-          TOOLGATE_PREFIX: 'toolgate',
-          NATS_USER: 'ops',
-          NATS_PASSWORD: nats.passwords.TOOLGATE_NATS_OPS_PASSWORD!,
-          ...signingEnv(keys, ServiceIdentity.Ops),
-        },
-        stdout: { write: (t: string) => (out += t) },
-        stderr: { write: (t: string) => (out += t) },
-      });
-      return { code, out };
-    };
+    const cli = (argv: string[]) => runCliAsOps(nats, keys, argv);
     const stats = await cli(['journal', 'stats', '--json']);
     expect(stats.code).toBe(0);
     expect(JSON.parse(stats.out).eventsByType.settled).toBeGreaterThanOrEqual(8);

@@ -7,7 +7,11 @@ import {
   type AllInOne,
   type AllInOneOptions,
 } from '@toolgate/all-in-one';
-import type { KeySet, ServiceIdentity } from '@toolgate/contracts';
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { isPermissionViolation } from '@toolgate/bus';
+import { runCli } from '@toolgate/cli';
+import { ServiceIdentity, type JournalEventType, type KeySet } from '@toolgate/contracts';
 import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
 import { REPO_ROOT } from './observability-queries';
 
@@ -176,4 +180,62 @@ export async function startServicesAsUsers(
   };
   const all = await startAllInOne(options);
   return { all, gatewayUrl: all.gateway.url, stop: () => all.stop() };
+}
+
+/** The event types each user may publish (and only those), read off the code's producers. */
+export const PRODUCES: Record<string, readonly JournalEventType[]> = {
+  gateway: ['requested', 'resolved', 'script-installed', 'error-streak'],
+  'permission-evaluator': ['decided', 'suspended', 'settled', 'error-streak'],
+  'tool-executor': ['started', 'settled', 'error-streak'],
+  journal: ['resolved'],
+  worktree: [
+    'worktree-acquired',
+    'worktree-collected',
+    'worktree-retained',
+    'worktree-dropped',
+    'worktree-disposed',
+    'worktree-restarted',
+  ],
+  ops: [],
+  'team-acme': [],
+};
+
+/** How a JetStream publish ended: `refused` (permissions), `stored`, or the error's name. */
+export async function publish(nc: NatsConnection, subject: string): Promise<string> {
+  return jetstream(nc)
+    .publish(subject, new TextEncoder().encode('{}'))
+    .then(
+      () => 'stored',
+      (err: unknown) => (isPermissionViolation(err) ? 'refused' : (err as Error).name),
+    );
+}
+
+/** The permission violations in the server's log: `<user> <Publish|Subscription> <subject>`. */
+export function violations(log: string): string[] {
+  return [...log.matchAll(/(Publish|Subscription) Violation - User "([^"]+)", Subject "([^"]+)"/g)]
+    .map((m) => `${m[2]} ${m[1]} ${m[3]}`)
+    .sort();
+}
+
+/** `toolgate <argv>` in process as the operator (`ops`, its password and signing key). */
+export async function runCliAsOps(
+  nats: ShippedNats,
+  keys: KeySet,
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; out: string }> {
+  let out = '';
+  const code = await runCli(argv, {
+    env: {
+      NATS_URL: nats.server.url,
+      TOOLGATE_PREFIX: 'toolgate',
+      NATS_USER: 'ops',
+      NATS_PASSWORD: nats.passwords.TOOLGATE_NATS_OPS_PASSWORD!,
+      ...signingEnv(keys, ServiceIdentity.Ops),
+      ...env,
+    },
+    stdout: { write: (t: string) => (out += t) },
+    stderr: { write: (t: string) => (out += t) },
+  });
+  return { code, out };
 }
