@@ -55,6 +55,21 @@ describe('event signatures', () => {
       expect(keys(reader).verifyEvent(subject, payload, h)).toBeNull();
   });
 
+  it("refuses a genuine event copied into another partition's subject (the signature covers the partition token)", () => {
+    const partitioned = createSubjects('sig', { journalPartitions: 4 });
+    const own = partitioned.journal.event('acme', 'run-1', 'd1', 'decided');
+    const h = headers();
+    keys('permission-evaluator').signEvent(own, 'decided', payload, h);
+    const executor = keys('tool-executor');
+    expect(executor.verifyEvent(own, payload, h)).toBeNull();
+    const home = own.split('.')[2]!;
+    for (const partition of ['0', '1', '2', '3'].filter((p) => p !== home)) {
+      const copied = own.replace(`.journal.${home}.`, `.journal.${partition}.`);
+      expect(copied).not.toBe(own);
+      expect(executor.verifyEvent(copied, payload, h)).toBe(UntrustedReason.BadSignature);
+    }
+  });
+
   it('refuses another subject, another payload, a missing or foreign signature', () => {
     const h = headers();
     keys('permission-evaluator').signEvent(subject, 'decided', payload, h);
