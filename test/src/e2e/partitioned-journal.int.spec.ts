@@ -1,10 +1,13 @@
-import { createSubjects, type Subjects } from '@toolgate/contracts';
+import { jetstream } from '@nats-io/jetstream';
+import { createSubjects, type ConsumerRole, type Subjects } from '@toolgate/contracts';
 import { eventually, NATS_URL } from '@toolgate/testing';
 import {
   answerFaults,
   grantsOf,
   partitionPlacementFaults,
   submitEachTenantTwice,
+  submitTwice,
+  tenantEventsByPartition,
   tenantsPerPartition,
 } from '../support/partitioned-tenants';
 import { journalStatsCaughtUp, runCliCaptured } from '../support/cli-run';
@@ -171,6 +174,63 @@ describe('a journal of 4 partitions on one broker', () => {
       `has ${PARTITIONS} partitions, but TOOLGATE_JOURNAL_PARTITIONS says 2`,
     );
   }, 120_000);
+
+  it("refuses a genuine call copied into another partition's stream: not decided, not run, not folded, dead-lettered", async () => {
+    const { tenant, token, partition } = tenants[0]!;
+    const { again } = await submitTwice(stack, token, 'run-copied', 'c0');
+    expect(again.body.settled?.outcome).toBe('ok');
+    const dispatchId = again.body.dispatchId as string;
+    const other = (partition + 1) % PARTITIONS;
+    const own = subjects.journal.partitions[partition]!.stream;
+    const deadLettered = async (role: ConsumerRole) => {
+      const info = await stack.nats.jsm.streams.info(subjects.deadLetter.stream, {
+        subjects_filter: subjects.deadLetter.forRole(role),
+      });
+      return info.state.subjects?.[subjects.deadLetter.forRole(role)] ?? 0;
+    };
+    const before = {
+      evaluator: await deadLettered('evaluator'),
+      executor: await deadLettered('executor'),
+      journal: await deadLettered('journal'),
+    };
+    // The call's genuine `requested` and `decided`, byte for byte with their signatures, stored
+    // again under the same tenant, run and dispatch in another partition: if a signature did not
+    // cover the partition, that partition's evaluator and executor would take them as their own.
+    const js = jetstream(stack.nats.nc);
+    for (const type of ['requested', 'decided'] as const) {
+      const subject = subjects.journal.event(tenant, 'run-copied', dispatchId, type);
+      const stored = await stack.nats.jsm.streams.getMessage(own, { last_by_subj: subject });
+      const copied = subject.replace(`.journal.${partition}.`, `.journal.${other}.`);
+      expect(copied).not.toBe(subject);
+      await js.publish(copied, stored!.data, { headers: stored!.header });
+    }
+    await eventually(
+      async () => {
+        const now = {
+          evaluator: await deadLettered('evaluator'),
+          executor: await deadLettered('executor'),
+          journal: await deadLettered('journal'),
+        };
+        return now.evaluator > before.evaluator &&
+          now.executor > before.executor &&
+          now.journal >= before.journal + 2
+          ? true
+          : undefined;
+      },
+      { what: 'the copies dead-lettered by the evaluator, the executor and the projection' },
+    );
+    // Nothing was decided, claimed or settled in the other partition: it holds the two copies only.
+    const byPartition = await tenantEventsByPartition(stack.nats.jsm, subjects, tenant);
+    expect(byPartition.get(other)).toEqual(new Map([[dispatchId, { requested: 1, decided: 1 }]]));
+    // And the projection still has the call's four events, once each.
+    const view = await stack.http('GET', `/v1/dispatches/${dispatchId}`, token);
+    expect(view.body.events.map((e: { event: { type: string } }) => e.event.type)).toEqual([
+      'requested',
+      'decided',
+      'started',
+      'settled',
+    ]);
+  });
 
   it('turns every /readyz to 503 when one partition is missing', async () => {
     const services = servicesOf(stack);
