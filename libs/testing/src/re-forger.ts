@@ -8,8 +8,8 @@ import type { TestNats } from './test-nats';
  * there at once, then another every time anyone looks up the subject's last message (the direct
  * get, or the leader's message get, a once-per-dispatch append makes before it appends after a
  * forgery), on `t`'s connection.
- * A client on {@link ReForger.slowUrl} (a 50 ms link) loses every such race: its compare-and-set
- * names a sequence that is no longer the last.
+ * A client on {@link ReForger.slowUrl} (a 50 ms link unless `delayMs` says) loses every such race:
+ * its compare-and-set names a sequence that is no longer the last.
  */
 export interface ReForger {
   /** The broker behind a slow link, for the victim's connections. */
@@ -32,12 +32,11 @@ export async function reForger(
   t: TestNats,
   subject: string,
   brokerUrl: string = NATS_URL,
+  /** The slow link's delay each way: the margin the forger has over its victim. */
+  { delayMs = 50 }: { delayMs?: number } = {},
 ): Promise<ReForger> {
   const target = new URL(brokerUrl);
-  const proxy = await tcpProxy(
-    { host: target.hostname, port: Number(target.port) },
-    { delayMs: 50 },
-  );
+  const proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, { delayMs });
   await proxy.listen();
   const type = subject.split('.').at(-1);
   const payload = new TextEncoder().encode(JSON.stringify({ type }));
