@@ -9,9 +9,12 @@ import {
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
+import { connect } from '@nats-io/transport-node';
 import {
   eventually,
+  NATS_URL,
   reForger,
+  tcpProxy,
   useTestNats,
   type TestNats,
   testJournalKeys,
@@ -207,6 +210,50 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
       await forger.close();
     }
   });
+
+  it('answers a wait with the outcome journaled while its connection was down, once it is back', async () => {
+    // The gateway's link to the broker, as a node of a cluster dying and the client moving on.
+    const link = await tcpProxy({ host: '127.0.0.1', port: Number(new URL(NATS_URL).port) });
+    await link.listen();
+    const nc = await connect({
+      servers: `nats://127.0.0.1:${link.port}`,
+      reconnectTimeWait: 100,
+      maxReconnectAttempts: -1,
+    });
+    const own = new DispatchSubmitter(
+      nc,
+      t.subjects,
+      new JournalPublisher(nc, t.subjects, testJournalKeys()),
+      registry,
+      { waitDefaultMs: 20_000, now: () => new Date() },
+    );
+    try {
+      const req = call('across-a-reconnect', 60_000);
+      const dispatchId = idOf('acme', req);
+      const waiting = own.submit(principal('acme'), req);
+      await journaled('acme', dispatchId);
+      expect(await pending(waiting)).toBe(true);
+      await link.cut();
+      // Settled while the submitter's subscription hears nothing.
+      await settle('acme', dispatchId, { across: 'reconnect' });
+      expect(await pending(waiting)).toBe(true);
+      await link.listen();
+      // Answered once reconnected, long before its 60 s wait would have run out.
+      const outOfTime = new Promise((resolve) =>
+        setTimeout(() => resolve('still waiting'), 15_000),
+      );
+      expect(await Promise.race([waiting, outOfTime])).toMatchObject({
+        dispatchId,
+        status: 'accepted',
+        state: 'settled',
+        settled: { outcome: 'ok', result: { across: 'reconnect' } },
+      });
+    } finally {
+      own.stop();
+      await nc.close();
+      await link.cut();
+    }
+  }, 30_000);
 
   it('stop releases a caller still waiting, and later submissions do not wait', async () => {
     const own = newSubmitter();

@@ -31,7 +31,7 @@ const MAX_MODEL_RETRIES = 2;
  */
 export class DispatchSubmitter {
   /** Callers waiting for an outcome, by {@link routeKey}; several may wait on one dispatch. */
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly waiters = new Map<string, WaitedDispatch>();
   /**
    * One subscription per outcome type for the submitter's lifetime, shared by every waiter: a
    * subscription per waited dispatch would put a SUB and an UNSUB write to the broker on each
@@ -75,6 +75,33 @@ export class DispatchSubmitter {
         },
       }),
     );
+    void this.recheckOnReconnect(nc);
+  }
+
+  /**
+   * A core subscription hears nothing while its connection is down: an outcome published then
+   * (the gateway's broker node died, and the connection moved to another) never reaches it. Once
+   * reconnected, every waited dispatch's outcome is read from the journal instead.
+   */
+  private async recheckOnReconnect(nc: NatsConnection): Promise<void> {
+    for await (const status of nc.status()) {
+      if (this.stopped) return;
+      if (status.type === 'reconnect')
+        for (const waited of [...this.waiters.values()]) void this.readOutcome(waited);
+    }
+  }
+
+  /** Reads a waited dispatch's outcome from the journal and hands it to its waiters, if any. */
+  private async readOutcome(waited: WaitedDispatch): Promise<void> {
+    const { tenant, runId, dispatchId } = waited;
+    try {
+      const found =
+        (await this.publisher.last(tenant, runId, dispatchId, 'settled')) ??
+        (await this.publisher.last(tenant, runId, dispatchId, 'suspended'));
+      if (found) this.deliver(waited, found.event);
+    } catch {
+      // Not readable now (an election): the waiter keeps waiting, and reads once more at its end.
+    }
   }
 
   /**
@@ -87,7 +114,8 @@ export class DispatchSubmitter {
     if (this.stopped) return;
     this.stopped = true;
     for (const sub of this.outcomes) sub.unsubscribe();
-    for (const waiting of this.waiters.values()) for (const waiter of waiting) waiter.wake?.();
+    for (const waited of this.waiters.values())
+      for (const waiter of waited.waiting) waiter.wake?.();
   }
 
   /**
@@ -233,11 +261,17 @@ export class DispatchSubmitter {
   private watch(tenant: string, runId: string, dispatchId: string) {
     const key = this.routeKey(this.subjects.journal.event(tenant, runId, dispatchId, 'settled'));
     const waiter: Waiter = { seen: undefined, wake: undefined };
-    let waiting = this.waiters.get(key);
-    if (!waiting) this.waiters.set(key, (waiting = new Set()));
-    waiting.add(waiter);
+    let waited = this.waiters.get(key);
+    if (!waited)
+      this.waiters.set(key, (waited = { tenant, runId, dispatchId, waiting: new Set() }));
+    waited.waiting.add(waiter);
+    const entry = waited;
     return {
-      /** The outcome seen so far (`settled` over `suspended`), waiting up to `timeoutMs` for one. */
+      /**
+       * The outcome seen so far (`settled` over `suspended`), waiting up to `timeoutMs` for one. A
+       * wait that ends with none reads the journal once: an outcome the subscription missed (see
+       * {@link recheckOnReconnect}) is still the caller's answer.
+       */
       next: async (timeoutMs: number): Promise<JournalEvent | undefined> => {
         if (!waiter.seen && !this.stopped) {
           await new Promise<void>((resolve) => {
@@ -247,12 +281,16 @@ export class DispatchSubmitter {
               resolve();
             };
           });
+          waiter.wake = undefined;
+          // Woken by nothing (the wait ran out), or by a stop: reread, unless stopping.
+          if (!(waiter.seen as JournalEvent | undefined) && !this.stopped)
+            await this.readOutcome(entry);
         }
         return waiter.seen;
       },
       close: () => {
-        waiting.delete(waiter);
-        if (!waiting.size && this.waiters.get(key) === waiting) this.waiters.delete(key);
+        entry.waiting.delete(waiter);
+        if (!entry.waiting.size && this.waiters.get(key) === entry) this.waiters.delete(key);
       },
     };
   }
@@ -272,9 +310,13 @@ export class DispatchSubmitter {
       if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
       return;
     }
-    const event = trusted.event;
+    this.deliver(waiting, trusted.event);
+  }
+
+  /** Hands a trusted outcome to a dispatch's waiters (`settled` over `suspended`). */
+  private deliver(waited: WaitedDispatch, event: JournalEvent): void {
     if (event.type !== 'settled' && event.type !== 'suspended') return;
-    for (const waiter of waiting) {
+    for (const waiter of waited.waiting) {
       if (!waiter.seen || (event.type === 'settled' && waiter.seen.type !== 'settled')) {
         waiter.seen = event;
       }
@@ -289,6 +331,14 @@ export class DispatchSubmitter {
   private routeKey(subject: string): string {
     return subject.slice(this.routeStart, subject.lastIndexOf('.'));
   }
+}
+
+/** A dispatch some callers wait on, and those callers. */
+interface WaitedDispatch {
+  tenant: string;
+  runId: string;
+  dispatchId: string;
+  waiting: Set<Waiter>;
 }
 
 /** One caller waiting in {@link DispatchSubmitter.submit}. */
