@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { partitionNatsConfig } from '@toolgate/cli';
 import { createSubjects, generateKeySet, type JournalEvent } from '@toolgate/contracts';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
@@ -17,6 +16,8 @@ import {
   violations,
   type ServicesAsUsers,
   type ShippedNats,
+  committedWorkdir,
+  connectAs,
 } from './shipped-nats';
 
 const PARTITIONS = 4;
@@ -46,13 +47,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
   let logAfterPipeline = '';
 
   const as = async (user: string, password: string, extra: { inboxPrefix?: string } = {}) => {
-    const nc = await connect({
-      servers: nats.server.url,
-      user,
-      pass: nats.passwords[password],
-      name: `test-${user}`,
-      ...extra,
-    });
+    const nc = await connectAs(nats, user, password, extra);
     connections.push(nc);
     return nc;
   };
@@ -61,15 +56,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-parts-'));
     nats = await startShippedNats(dir, (config) => partitionNatsConfig(config, PARTITIONS));
     schema = await useTestSchema('natsconfparts');
-    workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-parts-work-'));
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], {
-        cwd: workdir,
-      });
-    git('init', '-q', '-b', 'main');
-    await writeFile(path.join(workdir, 'hello.txt'), 'hello, toolgate\n');
-    git('add', '-A');
-    git('commit', '-q', '-m', 'base');
+    workdir = await committedWorkdir('toolgate-natsconf-parts-work-');
     services = await startServicesAsUsers(
       nats,
       {

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,6 +33,8 @@ import {
   type ServicesAsUsers,
   type ShippedNats,
   violations,
+  committedWorkdir,
+  connectAs,
 } from './shipped-nats';
 
 /**
@@ -92,13 +93,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
   let logAfterPipeline = '';
 
   const as = async (user: string, password: string, extra: { inboxPrefix?: string } = {}) => {
-    const nc = await connect({
-      servers: nats.server.url,
-      user,
-      pass: nats.passwords[password],
-      name: `test-${user}`,
-      ...extra,
-    });
+    const nc = await connectAs(nats, user, password, extra);
     connections.push(nc);
     return nc;
   };
@@ -142,15 +137,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-'));
     nats = await startShippedNats(dir);
     schema = await useTestSchema('natsconf');
-    workdir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-work-'));
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], {
-        cwd: workdir,
-      });
-    git('init', '-q', '-b', 'main');
-    await writeFile(path.join(workdir, 'hello.txt'), 'hello, toolgate\n');
-    git('add', '-A');
-    git('commit', '-q', '-m', 'base');
+    workdir = await committedWorkdir('toolgate-natsconf-work-');
     scriptsDir = path.join(dir, 'scripts');
     await mkdir(scriptsDir);
     await writeFile(

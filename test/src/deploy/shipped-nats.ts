@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
   loadAllInOneOptions,
@@ -8,7 +10,7 @@ import {
   type AllInOneOptions,
 } from '@toolgate/all-in-one';
 import { jetstream } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { isPermissionViolation } from '@toolgate/bus';
 import { runCli } from '@toolgate/cli';
 import { ServiceIdentity, type JournalEventType, type KeySet } from '@toolgate/contracts';
@@ -238,4 +240,34 @@ export async function runCliAsOps(
     stderr: { write: (t: string) => (out += t) },
   });
   return { code, out };
+}
+
+/** A connection to `nats` as `user`, with the password of `passwordVariable`. */
+export function connectAs(
+  nats: ShippedNats,
+  user: string,
+  passwordVariable: string,
+  extra: { inboxPrefix?: string } = {},
+): Promise<NatsConnection> {
+  return connect({
+    servers: nats.server.url,
+    user,
+    pass: nats.passwords[passwordVariable],
+    name: `test-${user}`,
+    ...extra,
+  });
+}
+
+/** A new temp directory `<prefix>…` holding a git repository with one commit (`hello.txt`). */
+export async function committedWorkdir(prefix: string): Promise<string> {
+  const workdir = await mkdtemp(path.join(tmpdir(), prefix));
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], {
+      cwd: workdir,
+    });
+  git('init', '-q', '-b', 'main');
+  await writeFile(path.join(workdir, 'hello.txt'), 'hello, toolgate\n');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'base');
+  return workdir;
 }
