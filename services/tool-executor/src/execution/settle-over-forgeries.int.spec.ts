@@ -72,6 +72,9 @@ describe.each(BROKER_SHAPES)('a settlement that forgeries keep out ($shape)', (s
       replica = await startReplica(t, {
         ...broker.env,
         NATS_URL: forger.slowUrl,
+        // The decision's heartbeats cross the slow link too: an ack wait three times the
+        // harness's keeps the margin the claim rule's takeover of a silent holder is measured by.
+        EXECUTOR_ACK_WAIT_MS: '3000',
         EXECUTOR_SANDBOX: 'off',
       });
       const journal = await t.jsm.streams.info(t.subjects.journal.stream);
