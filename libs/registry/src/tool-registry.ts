@@ -97,9 +97,7 @@ export class ToolRegistry {
           (raw as { served?: unknown }).served === true
         )
           return { served: true };
-        const parsed = StoredToolSchema.safeParse(raw);
-        if (!parsed.success) return null;
-        return { ...parsed.data, contractHash: contractHash(parsed.data) };
+        return storedTool(raw) ?? null;
       },
       options,
     );
@@ -224,8 +222,7 @@ export class ToolRegistry {
           { details: { tool: tool.name, reason: ScriptRefusalCode.Exists } },
         );
       }
-      const parsed = StoredToolSchema.safeParse(previous.json());
-      if (parsed.success) replaced = contractHash(parsed.data);
+      replaced = storedTool(previous.json())?.contractHash;
     }
     await this.storeScript(script);
     const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
@@ -381,16 +378,10 @@ export class ToolRegistry {
   async resolveFresh(tenant: string, name: string): Promise<ToolView | undefined> {
     const cached = this.resolve(tenant, name);
     if (cached) return cached;
-    const [own, builtin] = await Promise.all(
-      [`${tenant}.${name}`, `${BUILTIN}.${name}`].map(async (key) => {
-        const entry = await this.cache.bucket().get(key);
-        if (!entry || entry.operation !== 'PUT') return undefined;
-        const parsed = StoredToolSchema.safeParse(entry.json());
-        return parsed.success
-          ? { ...parsed.data, contractHash: contractHash(parsed.data) }
-          : undefined;
-      }),
-    );
+    const [own, builtin] = await Promise.all([
+      this.readStored(`${tenant}.${name}`),
+      this.readStored(`${BUILTIN}.${name}`),
+    ]);
     if (own) return view(own, false);
     if (builtin) return view(builtin, true);
     return undefined;
@@ -407,12 +398,14 @@ export class ToolRegistry {
     if (cached && 'contractHash' in cached && cached.contractHash === hash) {
       return view(cached, false);
     }
+    const stored = await this.readStored(key);
+    return stored?.contractHash === hash ? view(stored, false) : undefined;
+  }
+
+  /** A tool as the bucket holds it now (not the mirror), or undefined when it has none there. */
+  private async readStored(key: string): Promise<StoredTool | undefined> {
     const entry = await this.cache.bucket().get(key);
-    if (!entry || entry.operation !== 'PUT') return undefined;
-    const parsed = StoredToolSchema.safeParse(entry.json());
-    if (!parsed.success) return undefined;
-    const stored = { ...parsed.data, contractHash: contractHash(parsed.data) };
-    return stored.contractHash === hash ? view(stored, false) : undefined;
+    return entry?.operation === 'PUT' ? storedTool(entry.json()) : undefined;
   }
 
   /**
@@ -519,6 +512,12 @@ function checkCommand(tool: RegisteredTool): void {
   if (command.network && risk !== 'network') {
     refuse('a command that declares network hosts needs risk "network"');
   }
+}
+
+/** A stored tool entry with its contract hash, or undefined when it is not one. */
+function storedTool(raw: unknown): StoredTool | undefined {
+  const parsed = StoredToolSchema.safeParse(raw);
+  return parsed.success ? { ...parsed.data, contractHash: contractHash(parsed.data) } : undefined;
 }
 
 function view(tool: StoredTool, builtin: boolean): ToolView {

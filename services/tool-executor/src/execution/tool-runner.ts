@@ -588,19 +588,17 @@ export class ToolRunner {
   ): Promise<{ ok: true; value: T } | { ok: false; error: WireError }> {
     /** The last try's failure, when every try so far failed before the tool could start. */
     let failed: { wire: WireError; attempts: number } | undefined;
+    /** A transient failure that is not tried again: `exhausted` unless the executor is closing. */
+    const retriedOut = (wire: WireError, attempts: number, exhausted: boolean) => ({
+      ok: false as const,
+      error: settledError(wire, { retryable: true, attempts, exhausted }),
+    });
     // The deadline came while the call was still being retried: that failure, exhausted, says
     // more than the timeout (the tool never started). An abandon stays an abandon.
-    const stopped = (): { ok: false; error: WireError } =>
+    const stopped = () =>
       failed && isDeadline(signal)
-        ? {
-            ok: false,
-            error: settledError(failed.wire, {
-              retryable: true,
-              attempts: failed.attempts,
-              exhausted: true,
-            }),
-          }
-        : { ok: false, error: abortedError(signal) };
+        ? retriedOut(failed.wire, failed.attempts, true)
+        : { ok: false as const, error: abortedError(signal) };
     for (let attempts = 1; ; attempts++) {
       try {
         signal.throwIfAborted();
@@ -614,16 +612,7 @@ export class ToolRunner {
         // The last pause is cut short so one more try still has some of the deadline left.
         const left = deadlineAt - Date.now() - LAST_TRY_MS;
         const delay = Math.min(retryDelayMs(attempts), left);
-        if (this.closing || delay <= 0) {
-          return {
-            ok: false,
-            error: settledError(wire, {
-              retryable: true,
-              attempts,
-              exhausted: !this.closing,
-            }),
-          };
-        }
+        if (this.closing || delay <= 0) return retriedOut(wire, attempts, !this.closing);
         failed = { wire, attempts };
         await sleep(delay, signal);
       }
