@@ -46,6 +46,7 @@ export const ExitCode = { Ok: 0, Failed: 1, Usage: 2 } as const;
 export interface CommandContext {
   out(text: string): void;
   gateway(): GatewayHttpClient;
+  /** A file named on the command line, as UTF-8; one that cannot be read is a `UsageError`. */
   readFile(path: string): Promise<string>;
   now(): Date;
   /** A line for the person at the terminal, not the output (stderr). */
@@ -100,7 +101,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       if (!token) throw new UsageError('no token: set TOOLGATE_TOKEN or pass --token');
       return new GatewayHttpClient(opts.url ?? io.env.TOOLGATE_URL ?? DEFAULT_URL, token, io.fetch);
     },
-    readFile: io.readFile ?? ((path) => readFile(path, 'utf8')),
+    readFile: async (path) => {
+      try {
+        return await (io.readFile ?? ((p) => readFile(p, 'utf8')))(path);
+      } catch (err) {
+        throw new UsageError(`cannot read ${path}: ${(err as Error).message}`);
+      }
+    },
     now: io.now ?? (() => new Date()),
     progress: io.progress ?? terminalProgress(io.stderr),
     note: err,

@@ -60,5 +60,14 @@ describe('toolgate nats-conf partition', () => {
     });
     expect(other.code).toBe(ExitCode.Usage);
     expect(other.stderr).toContain('not a Toolgate NATS configuration');
+    const missing = await run([
+      'nats-conf',
+      'partition',
+      '/no/such/nats.conf',
+      '--partitions',
+      '4',
+    ]);
+    expect(missing.code).toBe(ExitCode.Usage);
+    expect(missing.stderr).toContain('cannot read /no/such/nats.conf');
   });
 });

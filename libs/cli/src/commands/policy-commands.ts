@@ -158,7 +158,7 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
     .option('--json', 'print the results as JSON')
     .action(async (file: string, opts: { cases: string; json?: boolean }) => {
       const document = await readPolicyFile(ctx, file);
-      const casesJson = parseJsonFlag(opts.cases, await readText(ctx, opts.cases));
+      const casesJson = parseJsonFlag(opts.cases, await ctx.readFile(opts.cases));
       // Loaded here only: the chain and its compilers are not needed by any other command.
       const { parsePolicyTestCases, runPolicyTests } = await import('@toolgate/policy-runtime');
       let cases;
@@ -186,7 +186,7 @@ export function registerPolicyCommands(program: Command, ctx: CommandContext): v
 
 /** Reads a policy document from a file: a JSON object, or `{ "document": … }` as `get --json` prints. */
 async function readPolicyFile(ctx: CommandContext, file: string): Promise<Record<string, unknown>> {
-  const parsed = parseJsonFlag(file, await readText(ctx, file));
+  const parsed = parseJsonFlag(file, await ctx.readFile(file));
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new UsageError(`${file} must hold a JSON object`);
   }
@@ -194,14 +194,6 @@ async function readPolicyFile(ctx: CommandContext, file: string): Promise<Record
     string,
     unknown
   >;
-}
-
-async function readText(ctx: CommandContext, file: string): Promise<string> {
-  try {
-    return await ctx.readFile(file);
-  } catch (err) {
-    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
-  }
 }
 
 function verdictText(v: WhatIfVerdict): string {

@@ -7,7 +7,7 @@ import type {
 } from '@toolgate/contracts';
 import { renderTable, shortJson } from '../format/table-format';
 import type { CommandContext } from '../run-cli';
-import { parseJsonFlag, UsageError } from './cli-input';
+import { parseJsonFlag } from './cli-input';
 
 /** `toolgate tools list | scripts | install-script <file>`. */
 export function registerToolsCommands(program: Command, ctx: CommandContext): void {
@@ -79,17 +79,10 @@ export function registerToolsCommands(program: Command, ctx: CommandContext): vo
         file: string,
         opts: { sidecar?: string; name?: string; overwrite?: boolean; json?: boolean },
       ) => {
-        const read = async (f: string) => {
-          try {
-            return await ctx.readFile(f);
-          } catch (err) {
-            throw new UsageError(`cannot read ${f}: ${(err as Error).message}`);
-          }
-        };
-        const source = await read(file);
+        const source = await ctx.readFile(file);
         const name = opts.name ?? path.basename(file).replace(/\.js$/, '');
         let sidecar: unknown;
-        if (opts.sidecar) sidecar = parseJsonFlag(opts.sidecar, await read(opts.sidecar));
+        if (opts.sidecar) sidecar = parseJsonFlag(opts.sidecar, await ctx.readFile(opts.sidecar));
         else {
           const beside = file.replace(/\.js$/, '') + '.json';
           const text = await ctx.readFile(beside).catch(() => undefined);
