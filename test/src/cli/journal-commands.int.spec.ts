@@ -3,7 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { runCli } from '@toolgate/cli';
 import { NATS_URL, eventually } from '@toolgate/testing';
-import { journalStatsCaughtUp, runCliCaptured } from '../support/cli-run';
+import { journalStatsCaughtUp, jsonLines, runCliCaptured } from '../support/cli-run';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -106,10 +106,7 @@ describe('toolgate journal against the whole stack', () => {
       '--json',
     ]);
     expect(json.code).toBe(0);
-    const events = json.stdout
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l));
+    const events = jsonLines(json.stdout);
     expect(events).toHaveLength(3);
     expect(events[0]).toMatchObject({ seq: 1, event: { type: 'requested', runId: 'j1' } });
     expect(events[0].subject).toMatch(/\.journal\.acme\.j1\./);

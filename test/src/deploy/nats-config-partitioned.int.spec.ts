@@ -5,6 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { partitionNatsConfig } from '@toolgate/cli';
 import { createSubjects, generateKeySet, type JournalEvent } from '@toolgate/contracts';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
+import { jsonLines } from '../support/cli-run';
 import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
 import {
   PRODUCES,
@@ -118,7 +119,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
     // The operator's CLI reads the count off the streams and every partition's stream.
     const stats = await runCliAsOps(nats, keys, ['journal', 'stats', '--json']);
     expect(stats.code).toBe(0);
-    const report = JSON.parse(stats.out) as {
+    const report = JSON.parse(stats.stdout) as {
       partitions: number;
       streams: { name: string; messages: number }[];
     };
@@ -140,10 +141,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
       '--json',
     ]);
     expect(tail.code).toBe(0);
-    const tailed = tail.out
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { trusted: boolean; event: { tenant: string } });
+    const tailed = jsonLines(tail.stdout) as { trusted: boolean }[];
     expect(tailed).toHaveLength(8);
     expect(tailed.every((e) => e.trusted)).toBe(true);
 

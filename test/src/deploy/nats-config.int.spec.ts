@@ -19,6 +19,7 @@ import { startJournal } from '@toolgate/journal';
 import { startWithRetry } from '@toolgate/service-kit';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { startToolExecutor } from '@toolgate/tool-executor';
+import { jsonLines } from '../support/cli-run';
 import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
 import {
   optionsAsUser,
@@ -325,18 +326,15 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     const cli = (argv: string[]) => runCliAsOps(nats, keys, argv);
     const stats = await cli(['journal', 'stats', '--json']);
     expect(stats.code).toBe(0);
-    expect(JSON.parse(stats.out).eventsByType.settled).toBeGreaterThanOrEqual(8);
+    expect(JSON.parse(stats.stdout).eventsByType.settled).toBeGreaterThanOrEqual(8);
     const tail = await cli(['journal', 'tail', '--since', '10m', '--count', '3', '--json']);
     expect(tail.code).toBe(0);
     // Each event verified with the ops key (the CLI marks what it cannot verify).
-    const tailed = tail.out
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { trusted: boolean });
+    const tailed = jsonLines(tail.stdout) as { trusted: boolean }[];
     expect(tailed.map((e) => e.trusted)).toEqual([true, true, true]);
     const rebuild = await cli(['journal', 'rebuild', '--json']);
     expect(rebuild).toMatchObject({ code: 0 });
-    expect(JSON.parse(rebuild.out)).toMatchObject({ switched: true });
+    expect(JSON.parse(rebuild.stdout)).toMatchObject({ switched: true });
 
     // Each service's connections (its main one, its KV or policy or start-up fold one) as its user.
     const connz = (await (await fetch(`${nats.monitorUrl}/connz?auth=true&limit=1024`)).json()) as {

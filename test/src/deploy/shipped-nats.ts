@@ -12,9 +12,9 @@ import {
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { isPermissionViolation } from '@toolgate/bus';
-import { runCli } from '@toolgate/cli';
 import { ServiceIdentity, type JournalEventType, type KeySet } from '@toolgate/contracts';
 import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
+import { runCliCaptured, type CliRun } from '../support/cli-run';
 import { REPO_ROOT } from './observability-queries';
 
 /** The shipped NATS configuration (a three-node cluster's, one file for every node). */
@@ -220,26 +220,20 @@ export function violations(log: string): string[] {
 }
 
 /** `toolgate <argv>` in process as the operator (`ops`, its password and signing key). */
-export async function runCliAsOps(
+export function runCliAsOps(
   nats: ShippedNats,
   keys: KeySet,
   argv: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number; out: string }> {
-  let out = '';
-  const code = await runCli(argv, {
-    env: {
-      NATS_URL: nats.server.url,
-      TOOLGATE_PREFIX: 'toolgate',
-      NATS_USER: 'ops',
-      NATS_PASSWORD: nats.passwords.TOOLGATE_NATS_OPS_PASSWORD!,
-      ...signingEnv(keys, ServiceIdentity.Ops),
-      ...env,
-    },
-    stdout: { write: (t: string) => (out += t) },
-    stderr: { write: (t: string) => (out += t) },
+): Promise<CliRun> {
+  return runCliCaptured(argv, {
+    NATS_URL: nats.server.url,
+    TOOLGATE_PREFIX: 'toolgate',
+    NATS_USER: 'ops',
+    NATS_PASSWORD: nats.passwords.TOOLGATE_NATS_OPS_PASSWORD!,
+    ...signingEnv(keys, ServiceIdentity.Ops),
+    ...env,
   });
-  return { code, out };
 }
 
 /** A connection to `nats` as `user`, with the password of `passwordVariable`. */

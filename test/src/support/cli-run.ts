@@ -28,6 +28,14 @@ export async function runCliCaptured(
   return { code, stdout, stderr };
 }
 
+/** The objects of a command's JSON-lines output (`journal tail --json`), one per line. */
+export function jsonLines(stdout: string): any[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line));
+}
+
 /**
  * `toolgate journal stats --json` (as an operator with `env`) once every durable consumer has
  * nothing left to deliver or acknowledge: what the journal holds, all of it folded.
