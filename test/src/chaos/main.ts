@@ -9,8 +9,7 @@
  * Prints progress on stderr and ONE JSON line on stdout (see chaos-report.ts); exits 1 when a goal
  * fails. Everything it started is stopped and removed, on success, failure or a signal.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
@@ -31,6 +30,7 @@ import {
   type ServiceName,
   type ServiceProcess,
 } from '../support/process-stack';
+import { committedRepository } from '../support/git-repository';
 import { stackEnv } from '../support/test-stack';
 import {
   CHAOS_GRANTS,
@@ -152,24 +152,6 @@ async function cleanUp(): Promise<void> {
   }
 }
 
-/** A git repository with one commit: the executor's directory and the worktree service's host repo. */
-async function hostRepository(): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'toolgate-chaos-'));
-  const git = (...args: string[]) =>
-    execFileSync(
-      'git',
-      ['-c', 'user.name=Chaos', '-c', 'user.email=chaos@example.invalid', ...args],
-      {
-        cwd: dir,
-      },
-    );
-  git('init', '-q', '-b', 'main');
-  await writeFile(path.join(dir, 'README.md'), '# chaos\n');
-  git('add', '-A');
-  git('commit', '-q', '-m', 'base');
-  return dir;
-}
-
 /** What the run observed, besides what the report adds. */
 type Observed = Omit<ChaosFacts, 'durationMs' | 'runFailures' | 'mode' | 'startup' | 'broker'>;
 
@@ -196,7 +178,7 @@ async function runEnvironment(
   prefix: string,
   schema: { url: string; schema: string },
 ) {
-  const workdir = await hostRepository();
+  const workdir = await committedRepository('toolgate-chaos-', { 'README.md': '# chaos\n' });
   cleanups.push({
     what: 'the host repository',
     run: async () => {

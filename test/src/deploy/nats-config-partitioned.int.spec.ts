@@ -6,6 +6,7 @@ import { partitionNatsConfig } from '@toolgate/cli';
 import { createSubjects, generateKeySet, type JournalEvent } from '@toolgate/contracts';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { jsonLines } from '../support/cli-run';
+import { committedRepository } from '../support/git-repository';
 import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
 import {
   PRODUCES,
@@ -17,7 +18,6 @@ import {
   violations,
   type ServicesAsUsers,
   type ShippedNats,
-  committedWorkdir,
   connectAs,
 } from './shipped-nats';
 
@@ -57,7 +57,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-parts-'));
     nats = await startShippedNats(dir, (config) => partitionNatsConfig(config, PARTITIONS));
     schema = await useTestSchema('natsconfparts');
-    workdir = await committedWorkdir('toolgate-natsconf-parts-work-');
+    workdir = await committedRepository('toolgate-natsconf-parts-work-');
     services = await startServicesAsUsers(
       nats,
       {

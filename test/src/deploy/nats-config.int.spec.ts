@@ -20,6 +20,7 @@ import { startWithRetry } from '@toolgate/service-kit';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { startToolExecutor } from '@toolgate/tool-executor';
 import { jsonLines } from '../support/cli-run';
+import { committedRepository } from '../support/git-repository';
 import { removeWorkdir, stackEnv, TEST_GRANTS, TOKENS } from '../support/test-stack';
 import {
   optionsAsUser,
@@ -34,7 +35,6 @@ import {
   type ServicesAsUsers,
   type ShippedNats,
   violations,
-  committedWorkdir,
   connectAs,
 } from './shipped-nats';
 
@@ -138,7 +138,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-'));
     nats = await startShippedNats(dir);
     schema = await useTestSchema('natsconf');
-    workdir = await committedWorkdir('toolgate-natsconf-work-');
+    workdir = await committedRepository('toolgate-natsconf-work-');
     scriptsDir = path.join(dir, 'scripts');
     await mkdir(scriptsDir);
     await writeFile(

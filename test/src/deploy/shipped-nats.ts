@@ -1,7 +1,5 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   loadAllInOneOptions,
@@ -250,18 +248,4 @@ export function connectAs(
     name: `test-${user}`,
     ...extra,
   });
-}
-
-/** A new temp directory `<prefix>…` holding a git repository with one commit (`hello.txt`). */
-export async function committedWorkdir(prefix: string): Promise<string> {
-  const workdir = await mkdtemp(path.join(tmpdir(), prefix));
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@example.invalid', ...args], {
-      cwd: workdir,
-    });
-  git('init', '-q', '-b', 'main');
-  await writeFile(path.join(workdir, 'hello.txt'), 'hello, toolgate\n');
-  git('add', '-A');
-  git('commit', '-q', '-m', 'base');
-  return workdir;
 }
