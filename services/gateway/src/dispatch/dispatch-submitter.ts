@@ -95,9 +95,11 @@ export class DispatchSubmitter {
   private async readOutcome(waited: WaitedDispatch): Promise<void> {
     const { tenant, runId, dispatchId } = waited;
     try {
-      const found =
-        (await this.publisher.last(tenant, runId, dispatchId, 'settled')) ??
-        (await this.publisher.last(tenant, runId, dispatchId, 'suspended'));
+      const [settled, suspended] = await Promise.all([
+        this.publisher.last(tenant, runId, dispatchId, 'settled'),
+        this.publisher.last(tenant, runId, dispatchId, 'suspended'),
+      ]);
+      const found = settled ?? suspended;
       if (found) this.deliver(waited, found.event);
     } catch {
       // Not readable now (an election): the waiter keeps waiting, and reads once more at its end.
