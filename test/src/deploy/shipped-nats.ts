@@ -10,7 +10,13 @@ import {
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { isPermissionViolation } from '@toolgate/bus';
-import { ServiceIdentity, type JournalEventType, type KeySet } from '@toolgate/contracts';
+import {
+  EVENT_SIGNING,
+  JOURNAL_EVENT_TYPES,
+  ServiceIdentity,
+  type JournalEventType,
+  type KeySet,
+} from '@toolgate/contracts';
 import { freePort, startNatsServer, type NatsServerProcess } from '@toolgate/testing';
 import { runCliCaptured, type CliRun } from '../support/cli-run';
 import { REPO_ROOT } from './observability-queries';
@@ -182,23 +188,18 @@ export async function startServicesAsUsers(
   return { all, gatewayUrl: all.gateway.url, stop: () => all.stop() };
 }
 
-/** The event types each user may publish (and only those), read off the code's producers. */
-export const PRODUCES: Record<string, readonly JournalEventType[]> = {
-  gateway: ['requested', 'resolved', 'script-installed', 'error-streak'],
-  'permission-evaluator': ['decided', 'suspended', 'settled', 'error-streak'],
-  'tool-executor': ['started', 'settled', 'error-streak'],
-  journal: ['resolved'],
-  worktree: [
-    'worktree-acquired',
-    'worktree-collected',
-    'worktree-retained',
-    'worktree-dropped',
-    'worktree-disposed',
-    'worktree-restarted',
-  ],
-  ops: [],
-  'team-acme': [],
-};
+/**
+ * The event types each user may publish (and only those), read off the code's producers: each
+ * type's signing producers (`EVENT_SIGNING`), by the user named after the identity.
+ */
+export const PRODUCES: Record<string, readonly JournalEventType[]> = Object.fromEntries(
+  [...Object.keys(SERVICE_USERS), 'ops', 'team-acme'].map((user) => [
+    user,
+    JOURNAL_EVENT_TYPES.filter((type) =>
+      (EVENT_SIGNING[type].producers as readonly string[]).includes(user),
+    ),
+  ]),
+);
 
 /** How a JetStream publish ended: `refused` (permissions), `stored`, or the error's name. */
 export async function publish(nc: NatsConnection, subject: string): Promise<string> {
