@@ -292,17 +292,27 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
     jsm,
     async ready(timeoutMs = 30_000) {
       await waitFor('JetStream is not ready on the cluster', timeoutMs, async () => {
-        await cluster.metaLeader(timeoutMs);
+        const leader = await cluster.metaLeader(timeoutMs);
         // Every running node has joined the meta group (a node that is not current answers
-        // JetStream requests it forwards late, or not at all).
+        // JetStream requests it forwards late, or not at all) ...
         for (const node of nodes) {
           if (!node.running) continue;
           const res = await fetch(`${node.monitorUrl}/jsz`);
-          const jsz = (await res.json()) as {
-            meta_cluster?: { leader?: string; replicas?: { name: string; current: boolean }[] };
-          };
+          const jsz = (await res.json()) as { meta_cluster?: { leader?: string } };
           if (!jsz.meta_cluster?.leader) return undefined;
         }
+        // ... and the meta leader counts each of the others as a current peer: until then it
+        // places no stream of more replicas than it knows peers for ("no suitable peers for
+        // placement", seen creating an R3 stream right after a start).
+        const res = await fetch(`${leader.monitorUrl}/jsz`);
+        const jsz = (await res.json()) as {
+          meta_cluster?: { replicas?: { name: string; current: boolean }[] };
+        };
+        const current = new Set(
+          (jsz.meta_cluster?.replicas ?? []).filter((r) => r.current).map((r) => r.name),
+        );
+        for (const node of nodes)
+          if (node.running && node !== leader && !current.has(node.name)) return undefined;
         await (await jsm()).getAccountInfo();
         return true;
       });
