@@ -143,9 +143,24 @@ export class SettlementWatch {
     return true;
   }
 
-  /** The outcome of a settled dispatch, read from its `settled` event (undefined if none). */
-  async outcome(runId: string, dispatchId: string): Promise<string | undefined> {
-    return (await this.publisher.last(CHAOS_TENANT, runId, dispatchId, 'settled'))?.event.outcome;
+  /**
+   * The outcome of a settled dispatch, read from its `settled` event (undefined if none within
+   * `timeoutMs`). The subscription hears a publish as the broker receives it, before the stream
+   * stores it: on R3 the leader stores it once a quorum has it, so a read right after
+   * {@link waitFor} heard it can still find nothing, and is tried again.
+   */
+  async outcome(runId: string, dispatchId: string, timeoutMs = 10_000): Promise<string | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const stored = await this.publisher.last(CHAOS_TENANT, runId, dispatchId, 'settled');
+        if (stored) return stored.event.outcome;
+      } catch {
+        // The broker is away: read again.
+      }
+      if (Date.now() > deadline) return undefined;
+      await sleep(100);
+    }
   }
 
   stop(): void {
