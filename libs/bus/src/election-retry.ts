@@ -89,3 +89,18 @@ export async function retryThroughElection<T>(
     }
   }
 }
+
+/**
+ * A JetStream API call (a stream's or the account's info, an ordered read's start) asked again
+ * while a stream or the cluster's meta group elects a leader — meanwhile such a call goes
+ * unanswered (the client's own timeout) or is answered 503 — within `budgetMs` (default three
+ * election budgets: each attempt waits out the client's API timeout). For reads and other calls
+ * that are harmless to repeat. What an operator runs against a cluster that just lost a node
+ * (`toolgate journal …`, a rebuild) rides through the election instead of failing on it.
+ */
+export async function apiThroughElection<T>(
+  call: () => Promise<T>,
+  budgetMs = 3 * ELECTION_BUDGET_MS,
+): Promise<T> {
+  return (await retryThroughElection(() => call(), { budgetMs })).value;
+}

@@ -87,7 +87,23 @@ export async function connectBus(settings: BusSettings): Promise<BusConnection> 
       { cause },
     );
   }
-  const jsm = await jetstreamManager(nc);
+  let jsm: JetStreamManager;
+  try {
+    // Its first request (the account's info) is the cluster's meta leader's to answer: asked again
+    // while one is elected (a node just died), within the election budget.
+    const { apiThroughElection } = await import('@toolgate/bus');
+    jsm = await apiThroughElection(() => jetstreamManager(nc));
+  } catch (cause) {
+    await nc.close();
+    const name = (cause as Error)?.name;
+    throw new ToolgateError(
+      ErrorCode.Unavailable,
+      name === 'TimeoutError'
+        ? `JetStream at ${settings.url} did not answer in time; retry later`
+        : `JetStream at ${settings.url} is not available: ${(cause as Error)?.message ?? cause}`,
+      { cause },
+    );
+  }
   let keys: ServiceKeys | undefined;
   return {
     nc,

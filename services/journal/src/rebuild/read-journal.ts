@@ -1,5 +1,5 @@
 import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
-import { trustedEvent } from '@toolgate/bus';
+import { apiThroughElection, trustedEvent } from '@toolgate/bus';
 import type { EventKeys, Subjects, UntrustedReason } from '@toolgate/contracts';
 import type { JournalEntry } from '../projection/apply-event';
 
@@ -65,16 +65,21 @@ export function readJournal(
   const filter = partition ? partition.all : subjects.journal.all;
 
   async function* entries(): AsyncGenerator<JournalEntry> {
-    const info = await (await js.streams.get(streamName)).info();
+    // Asked again while the stream elects a leader (its leader's node just died, see
+    // `apiThroughElection`): a rebuild or a start-up fold waits the election out, not failing on it.
+    const info = await apiThroughElection(async () => (await js.streams.get(streamName)).info());
     const endSeq = Math.min(info.state.last_seq, options.toSeq ?? Infinity);
     // Without this check an empty (or already fully read) stream would leave the consumer waiting.
     if (info.state.messages === 0 || endSeq < fromSeq) return;
-    const consumer = await js.consumers.get(streamName, {
-      filter_subjects: filter,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: fromSeq,
+    // The ordered consumer is made by the cluster's meta leader: asked again through its election.
+    const messages = await apiThroughElection(async () => {
+      const consumer = await js.consumers.get(streamName, {
+        filter_subjects: filter,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: fromSeq,
+      });
+      return consumer.consume({ max_messages: options.batch ?? 256 });
     });
-    const messages = await consumer.consume({ max_messages: options.batch ?? 256 });
     try {
       for await (const message of messages) {
         stats.lastSeq = message.seq;

@@ -1,4 +1,5 @@
 import { jetstream } from '@nats-io/jetstream';
+import { messagingFailure } from '@toolgate/bus';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
@@ -100,7 +101,9 @@ export function serveRebuild(
       );
       send({ report });
     } catch (e) {
-      const error = toWireError(e);
+      // The broker not answering (an election that outlasted the reads' budget) is `unavailable`:
+      // the operator runs it again.
+      const error = toWireError(messagingFailure(e, 'the message broker') ?? e);
       log(`journal: rebuild failed: ${error.code}: ${error.message}`);
       send({ error });
     }
