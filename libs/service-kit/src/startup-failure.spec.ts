@@ -126,6 +126,25 @@ describe('startupStep and describeFailure', () => {
     expect((failure as StartupStepError).step).toBe('opening the tool registry');
   });
 
+  it('says a step is still running at each notice interval, and nothing once it is done', async () => {
+    const lines: string[] = [];
+    let finish!: (v: string) => void;
+    const step = startupStep(
+      'ensuring the journal streams and consumers',
+      () => new Promise<string>((resolve) => (finish = resolve)),
+      (line) => lines.push(line),
+      40,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    finish('done');
+    await expect(step).resolves.toBe('done');
+    const said = lines.length;
+    expect(said).toBeGreaterThanOrEqual(2);
+    expect(lines[0]).toMatch(/^start-up: still ensuring the journal streams and consumers after \d+ s$/);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(lines).toHaveLength(said);
+  });
+
   it('says which setting is wrong for an environment that does not parse', () => {
     expect(describeFailure(zodError)).toMatch(/^invalid configuration: .*GATEWAY_PORT/s);
   });

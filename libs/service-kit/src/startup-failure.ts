@@ -18,13 +18,35 @@ export class StartupStepError extends Error {
   }
 }
 
-/** Runs one step of a start-up, naming it on failure (`connecting to NATS at …`). */
-export async function startupStep<T>(step: string, run: () => Promise<T> | T): Promise<T> {
+/** How long a start-up step runs before it is said to be still running, and again at each multiple. */
+export const STARTUP_STEP_NOTICE_MS = 15_000;
+
+/**
+ * Runs one step of a start-up, naming it on failure (`connecting to NATS at …`). A step still
+ * running after {@link STARTUP_STEP_NOTICE_MS} (and at each multiple of it) is said so on `notice`
+ * (default: stderr): a start-up that waits on something — a stream being placed, a lock another
+ * replica holds, a long fold — says what it waits on instead of staying silent until its probe
+ * gives up. The step is not cut short: some are long on purpose.
+ */
+export async function startupStep<T>(
+  step: string,
+  run: () => Promise<T> | T,
+  notice: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+  noticeMs = STARTUP_STEP_NOTICE_MS,
+): Promise<T> {
+  const startedAt = Date.now();
+  const timer = setInterval(
+    () => notice(`start-up: still ${step} after ${Math.round((Date.now() - startedAt) / 1000)} s`),
+    noticeMs,
+  );
+  timer.unref();
   try {
     return await run();
   } catch (err) {
     if (err instanceof StartupStepError) throw err;
     throw new StartupStepError(step, err);
+  } finally {
+    clearInterval(timer);
   }
 }
 

@@ -55,7 +55,7 @@ import {
 /** What the run notes as it goes, besides what it returns. */
 interface RunFacts {
   runFailures: string[];
-  /** The services' logs: kept when the run fails, removed when it passes. */
+  /** The services' logs: kept when the run fails (or with CHAOS_KEEP_LOGS set), removed when it passes. */
   logDir?: string;
   startup: ChaosFacts['startup'];
 }
@@ -749,7 +749,8 @@ async function main(): Promise<number> {
   });
   process.stdout.write(`${JSON.stringify(report)}\n`);
   if (facts.logDir) {
-    if (report.ok) await rm(facts.logDir, { recursive: true, force: true });
+    if (report.ok && !process.env.CHAOS_KEEP_LOGS)
+      await rm(facts.logDir, { recursive: true, force: true });
     else log(`the services' logs are in ${facts.logDir}`);
   }
   return report.ok ? 0 : 1;
