@@ -18,6 +18,7 @@ import {
   testKeys,
 } from '@toolgate/testing';
 import { BusModule } from './bus.module';
+import { Readiness } from './health';
 import type { JetStreamEventContext } from './jetstream-server';
 import { settlePoisoned } from './poison-settlement';
 import {
@@ -221,4 +222,43 @@ describe('bootstrapService with a tiny Nest module on real NATS', () => {
     expect(info.num_ack_pending).toBe(0);
     expect(info.num_pending).toBe(0);
   });
+
+  it('stops while a client keeps its connection busy polling /readyz back to back', async () => {
+    const polled = await bootstrapService(tiny());
+    // Each answer takes a while, so the connection is busy whenever the stop comes.
+    polled.app.get(Readiness).add({
+      name: 'slow',
+      check: () => new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 200)),
+    });
+    let polling = true;
+    let answered = 0;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          await (await fetch(`${polled.url}/readyz`)).text();
+          answered++;
+        } catch {
+          // Refused once the server is closed: the poller keeps trying until the test ends.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      }
+    })();
+    try {
+      await eventually(async () => answered >= 2 || undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const stopped = await Promise.race([
+        polled.stop().then(() => 'stopped'),
+        new Promise(
+          (resolve) => (timer = setTimeout(() => resolve('still stopping after 10 s'), 10_000)),
+        ),
+      ]);
+      clearTimeout(timer);
+      expect(stopped).toBe('stopped');
+      expect(polled.nc.isClosed()).toBe(true);
+      await expect(fetch(`${polled.url}/healthz`)).rejects.toThrow();
+    } finally {
+      polling = false;
+      await poller;
+    }
+  }, 30_000);
 });

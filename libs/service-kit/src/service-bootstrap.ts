@@ -23,6 +23,7 @@ import { JetStreamServer, type JetStreamHandlerOptions } from './jetstream-serve
 import { Readiness } from './health';
 import { journalReadinessCheck } from './journal-readiness';
 import { natsReadinessCheck } from './nats-readiness';
+import { closableHttp } from './http-close';
 import { startClean } from './opened-resources';
 import { startupStep } from './startup-failure';
 import type { MetricsSettings } from './metric-labels';
@@ -140,6 +141,8 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       ),
       (a) => a.close(),
     );
+    // Made before it listens, so that every request it serves is seen (see `closableHttp`).
+    const http = closableHttp(app.getHttpServer());
     options.configure?.(app);
     for (const side of options.sideConnections ?? []) {
       metricsFor(nc).trackConnection(side.nc);
@@ -197,6 +200,8 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
         // Nest's close() shuts HTTP before connected microservices, so stop pulling and finish
         // in-flight handlers first: /readyz keeps answering 503 (not connection refused) meanwhile.
         await server?.close();
+        // Before Nest's close, which would wait for every kept-alive connection to go quiet.
+        await http.close();
         await app.close();
         if (!nc.isClosed()) await nc.drain();
       }),

@@ -140,7 +140,9 @@ describe('startupStep and describeFailure', () => {
     await expect(step).resolves.toBe('done');
     const said = lines.length;
     expect(said).toBeGreaterThanOrEqual(2);
-    expect(lines[0]).toMatch(/^start-up: still ensuring the journal streams and consumers after \d+ s$/);
+    expect(lines[0]).toMatch(
+      /^start-up: still ensuring the journal streams and consumers after \d+ s$/,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(lines).toHaveLength(said);
   });
