@@ -710,7 +710,7 @@ describe('the approvals console in Chromium', () => {
     await page.getByRole('link', { name: 'History' }).click();
     await page.getByLabel('Approver').fill('acme-admin');
     await page.getByLabel('Decision').selectOption('deny');
-    await page.getByLabel('Run').fill(parked.runId);
+    await page.getByLabel('Run', { exact: true }).fill(parked.runId);
     await page.getByRole('button', { name: 'Search' }).click();
     const rowOf = page.locator(`table.history tr[data-dispatch="${parked.dispatchId}"]`);
     await rowOf.waitFor();
@@ -835,7 +835,7 @@ describe('the approvals console in Chromium', () => {
       expect(allowed.status).toBe(200);
     }
     await page.getByRole('link', { name: 'History' }).click();
-    await page.getByLabel('Run').fill(runId);
+    await page.getByLabel('Run', { exact: true }).fill(runId);
     await page.getByRole('button', { name: 'Search' }).click();
     const historyRow = (id: string) => page.locator(`table.history tr[data-dispatch="${id}"]`);
     await historyRow(tracedId).waitFor();
