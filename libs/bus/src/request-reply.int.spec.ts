@@ -99,6 +99,55 @@ describe('requestReply against a real broker', () => {
     expect(late.message).toMatch(/the probe .* did not answer in time/);
   });
 
+  it('waits for a responder within its timeout when told to: one that comes answers; none is unavailable at the timeout', async () => {
+    const late = `${t.prefix}.late`;
+    const startedAt = Date.now();
+    const waiting = requestReply(
+      t.nc,
+      late,
+      { q: 2 },
+      {
+        ok: Ok,
+        timeoutMs: 5_000,
+        peer: 'the late one',
+        waitForResponder: true,
+      },
+    );
+    // The responder subscribes after the first send found nobody.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const seen: unknown[] = [];
+    const sub = t.nc.subscribe(late, {
+      callback: (_err, msg) => {
+        seen.push(JSON.parse(msg.string()));
+        msg.respond(encoder.encode(JSON.stringify({ ok: true, data: { n: 2 } })));
+      },
+    });
+    try {
+      await expect(waiting).resolves.toEqual({ ok: true, data: { n: 2 } });
+      // Answered once, by the one that came: the sends that found nobody reached nobody.
+      expect(seen).toEqual([{ q: 2 }]);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(300);
+    } finally {
+      sub.unsubscribe();
+    }
+    const goneAt = Date.now();
+    const gone = requestReply(
+      t.nc,
+      `${t.prefix}.never`,
+      {},
+      {
+        ok: Ok,
+        timeoutMs: 400,
+        peer: 'nobody',
+        waitForResponder: true,
+      },
+    );
+    const none = await toolgateRejection(gone);
+    expect(none.code).toBe(ErrorCode.Unavailable);
+    // Asked again until the next pause would pass the timeout (50 + 100 + 200 ms), not at once.
+    expect(Date.now() - goneAt).toBeGreaterThanOrEqual(350);
+  });
+
   it('is too-large for a request over the broker max_payload, before anything is sent', async () => {
     received.length = 0;
     const max = t.nc.info!.max_payload;

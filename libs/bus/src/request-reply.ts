@@ -28,6 +28,25 @@ export interface RequestReplyOptions<S extends z.ZodType> {
    * which refuses it as `unauthorized` otherwise.
    */
   sign?: { keys: ServiceKeys; responder: ServiceIdentity };
+  /**
+   * Nobody serving the subject (the broker's "no responders": a rolling restart, the responder's
+   * connection moving to another node) is asked again, with a growing pause, until `timeoutMs`
+   * has passed since the first send — instead of failing at once. Such a request reached nobody,
+   * so sending it again is safe for any call. The SDK's calls to the gateway do.
+   */
+  waitForResponder?: boolean;
+}
+
+/** The pause before asking again after "no responders" (see `waitForResponder`): 50 ms doubling to 500. */
+function noRespondersPauseMs(attempt: number): number {
+  return Math.min(500, 50 * 2 ** attempt);
+}
+
+/** Whether a request failed because nobody serves its subject (matched by name, as `messagingFailure`). */
+function isNoResponders(err: unknown): boolean {
+  const named = (e: unknown) =>
+    e instanceof Error && (e.name === 'NoResponders' || e.name === 'NoRespondersError');
+  return named(err) || (err instanceof Error && err.name === 'RequestError' && named(err.cause));
 }
 
 const encoder = new TextEncoder();
@@ -59,20 +78,30 @@ export async function requestReply<S extends z.ZodType>(
   for (const [name, value] of Object.entries(options.headers ?? {})) headers.set(name, value);
   const payload = encoder.encode(JSON.stringify(body));
   options.sign?.keys.signRequest(subject, options.sign.responder, payload, headers);
+  const traced = injectTraceContext(headers);
+  const deadline = Date.now() + options.timeoutMs;
   let data: Uint8Array;
-  try {
-    const reply = await nc.request(subject, payload, {
-      timeout: options.timeoutMs,
-      headers: injectTraceContext(headers),
-    });
-    data = reply.data;
-  } catch (err) {
-    throw (
-      messagingFailure(err, who) ??
-      new ToolgateError(ErrorCode.Unavailable, `${who} is not reachable; retry later`, {
-        cause: err,
-      })
-    );
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const reply = await nc.request(subject, payload, {
+        timeout: Math.max(1, deadline - Date.now()),
+        headers: traced,
+      });
+      data = reply.data;
+      break;
+    } catch (err) {
+      const pauseMs = noRespondersPauseMs(attempt);
+      if (options.waitForResponder && isNoResponders(err) && Date.now() + pauseMs < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, pauseMs));
+        continue;
+      }
+      throw (
+        messagingFailure(err, who) ??
+        new ToolgateError(ErrorCode.Unavailable, `${who} is not reachable; retry later`, {
+          cause: err,
+        })
+      );
+    }
   }
   let json: unknown;
   try {

@@ -26,6 +26,8 @@ export class ApiCaller {
       timeoutMs: this.timeoutMs,
       peer: 'the gateway',
       headers: this.headers,
+      // A gateway restarting (or moving to another node) is waited for within the timeout.
+      waitForResponder: true,
     });
     return reply.data as T;
   }
