@@ -9,7 +9,7 @@ import {
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
-import { connect } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders } from '@nats-io/transport-node';
 import {
   eventually,
   NATS_URL,
@@ -18,6 +18,7 @@ import {
   useTestNats,
   type TestNats,
   testJournalKeys,
+  testKeys,
 } from '@toolgate/testing';
 import type { Principal } from '../auth/token-auth';
 import { DispatchSubmitter } from './dispatch-submitter';
@@ -161,6 +162,52 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
       status: 'accepted',
       state: 'settled',
       settled: { outcome: 'ok', result: { tenant: 'acme' } },
+    });
+  });
+
+  it('answers a wait with the outcome the journal recorded, not a genuine one the stream refused', async () => {
+    const req = call('refused', 20_000);
+    const dispatchId = idOf('acme', req);
+    const waiting = submitter.submit(principal('acme'), req);
+    await journaled('acme', dispatchId);
+    // A genuine settlement the stream refuses (an expectation that fails, as a second one's does
+    // on a cluster when another was recorded first): the broker still hands it to every core
+    // subscriber, and the gateway's node may hear it before the recorded one.
+    const other = journalEvent({
+      type: 'settled',
+      id: `${dispatchId}:settled:other`,
+      tenant: 'acme',
+      runId: 'run1',
+      dispatchId,
+      at: new Date().toISOString(),
+      causationId: `${dispatchId}:started`,
+      toolName: 'echo',
+      outcome: 'error',
+      error: { code: 'timeout', message: 'the other settlement' },
+      durationMs: 1,
+      attempt: 1,
+    });
+    const subject = t.subjects.journal.event('acme', 'run1', dispatchId, 'settled');
+    const payload = new TextEncoder().encode(JSON.stringify(other));
+    const refusedHeaders = natsHeaders();
+    testKeys('tool-executor').signEvent(subject, 'settled', payload, refusedHeaders);
+    refusedHeaders.set('Nats-Expected-Last-Subject-Sequence', '999999');
+    // The stream answers with its refusal (wrong last sequence), stores nothing.
+    const answer = await t.nc.request(subject, payload, {
+      headers: refusedHeaders,
+      timeout: 5_000,
+    });
+    expect(answer.json()).toMatchObject({ error: { err_code: 10071 } });
+    expect(await publisher.last('acme', 'run1', dispatchId, 'settled')).toBeNull();
+    expect(await pending(waiting)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await pending(waiting)).toBe(true);
+
+    await settle('acme', dispatchId, { recorded: true });
+    expect(await waiting).toMatchObject({
+      dispatchId,
+      state: 'settled',
+      settled: { outcome: 'ok', result: { recorded: true } },
     });
   });
 

@@ -24,6 +24,9 @@ import { resolveToolRef } from './tool-ref';
 /** Model-retry attempts allowed per call chain. */
 const MAX_MODEL_RETRIES = 2;
 
+/** Pauses between reads of an outcome heard but not yet readable (see `confirmRecorded`): ~1.3 s. */
+const CONFIRM_PAUSES_MS = [5, 10, 20, 40, 80, 160, 320, 640];
+
 /**
  * Accepts a tool call: validates it, keys it by content, journals `requested` (once — the broker
  * refuses a second one for the same key) and, when asked to, waits for the outcome. A replayed call
@@ -312,7 +315,36 @@ export class DispatchSubmitter {
       if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
       return;
     }
-    this.deliver(waiting, trusted.event);
+    const { type } = trusted.event;
+    if (type === 'settled' || type === 'suspended') void this.confirmRecorded(waiting, type);
+  }
+
+  /**
+   * Hands the dispatch's waiters the outcome of `type` the journal recorded, once it has. A core
+   * subscription hears a publish as the broker receives it: before the stream has stored it (an R3
+   * leader stores it once a quorum has it), and even when the stream refuses it — a second genuine
+   * settlement (a cancel racing the tool's own, a holder taken over) loses the once-per-dispatch
+   * expectation and still reaches every subscriber. What a caller is told must be what was
+   * recorded, so what is heard only says when to read; not found yet, it is read again after
+   * growing pauses, and after them the wait's own end reads once more.
+   */
+  private async confirmRecorded(waited: WaitedDispatch, type: 'settled' | 'suspended') {
+    for (let attempt = 0; ; attempt++) {
+      if (this.stopped || !waited.waiting.size) return;
+      try {
+        const stored = await this.publisher.last(
+          waited.tenant,
+          waited.runId,
+          waited.dispatchId,
+          type,
+        );
+        if (stored) return this.deliver(waited, stored.event);
+      } catch {
+        return; // Not readable now (an election): the wait's end reads once more.
+      }
+      if (attempt >= CONFIRM_PAUSES_MS.length) return;
+      await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSES_MS[attempt]));
+    }
   }
 
   /** Hands a trusted outcome to a dispatch's waiters (`settled` over `suspended`). */
