@@ -139,10 +139,21 @@ describe('toolgate CLI against the whole stack', () => {
       resolvedBy: 'acme-approver',
       reason: 'looks harmless',
     });
-    expect(
-      (await cli(['approvals', 'list', '--run', 'cli-run', '--status', 'resolved', '--json']))
-        .stdout,
-    ).toContain(key);
+    // The list is the projection's, which folds the resolution a moment after the journal has it
+    // (`show` reads the journal's parked call).
+    const listed = await eventually(async () => {
+      const r = await cli([
+        'approvals',
+        'list',
+        '--run',
+        'cli-run',
+        '--status',
+        'resolved',
+        '--json',
+      ]);
+      return r.stdout.includes(key) ? r.stdout : undefined;
+    });
+    expect(listed).toContain(key);
 
     await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
   });
