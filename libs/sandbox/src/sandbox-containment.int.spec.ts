@@ -382,11 +382,18 @@ it("kills through the run's pids cgroup a process that left its tree and its ses
       signal: controller.signal,
       killAlso: () => pids.killAll(cgroup),
     });
-    await eventually(() => (hostProcessesWith(marker).length >= 2 ? true : undefined), {
-      what: 'both sleeps running',
-    });
-    const ours = new Set(descendants(process.pid));
-    expect(hostProcessesWith(marker).filter((pid) => !ours.has(pid))).toHaveLength(1);
+    // Both sleeps running, one of them out of this process's tree (fails if that never holds): read
+    // until the subshell that started it has gone (a moment after its fork, the orphan is handed
+    // to init).
+    await eventually(
+      () => {
+        const all = hostProcessesWith(marker);
+        const ours = new Set(descendants(process.pid));
+        const out = all.filter((pid) => !ours.has(pid));
+        return all.length >= 2 && out.length === 1 ? out : undefined;
+      },
+      { what: 'both sleeps running, one of them outside our tree' },
+    );
     await expectCancelKillsAll(marker, 2, controller, running);
   } finally {
     await pids.remove(cgroup);

@@ -8,8 +8,10 @@ import type { TestNats } from './test-nats';
  * there at once, then another every time anyone looks up the subject's last message (the direct
  * get, or the leader's message get, a once-per-dispatch append makes before it appends after a
  * forgery), on `t`'s connection.
- * A client on {@link ReForger.slowUrl} (a 50 ms link unless `delayMs` says) loses every such race:
- * its compare-and-set names a sequence that is no longer the last.
+ * A client on {@link ReForger.slowUrl} (a 100 ms link unless `delayMs` says) loses every such race:
+ * its compare-and-set names a sequence that is no longer the last. The margin is the forger's over
+ * a loaded machine: with 50 ms, full test runs saw the forgery arrive after the victim's append
+ * (a settlement spec, an evaluator spec on the 3-node cluster).
  */
 export interface ReForger {
   /** The broker behind a slow link, for the victim's connections. */
@@ -33,7 +35,7 @@ export async function reForger(
   subject: string,
   brokerUrl: string = NATS_URL,
   /** The slow link's delay each way: the margin the forger has over its victim. */
-  { delayMs = 50 }: { delayMs?: number } = {},
+  { delayMs = 100 }: { delayMs?: number } = {},
 ): Promise<ReForger> {
   const target = new URL(brokerUrl);
   const proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, { delayMs });

@@ -52,10 +52,9 @@ describe.each(BROKER_SHAPES)('a settlement that forgeries keep out ($shape)', (s
     const runId = 'run-forged';
     const dispatchId = 'dforgedsettle';
     const subject = t.subjects.journal.event(TENANT, runId, dispatchId, 'settled');
-    // A 100 ms link: every attempt of two whole rounds must lose its race, and a full run once saw
-    // the forger lose one on the cluster with 50 ms (the attempt was appended, the rounds never
-    // came): the forger, the executor and the link share this process's event loop.
-    const forger = await reForger(t, subject, broker.servers[0], { delayMs: 100 });
+    // The forger's 100 ms link: every attempt of two whole rounds must lose its race (the forger,
+    // the executor and the link share this process's event loop).
+    const forger = await reForger(t, subject, broker.servers[0]);
     // The executor's settle attempts, as the broker sees them published (signed), refused or not.
     let signed = 0;
     const watch = t.nc.subscribe(subject, {
