@@ -354,15 +354,19 @@ class Client implements ToolgateClient {
       },
     );
     this.handles.add(handle);
+    // The reply's outcome (a replay's, or one settled within `wait`) is the one the journal
+    // recorded: the handle's result, whatever settlement was heard on the run's subjects (the
+    // losing one of a race is heard too).
+    if (reply.settled) handle.recorded(reply.settled);
     for (const e of buffered.splice(0)) handle.feed(e);
     sink = (e) => handle.feed(e);
+    if (reply.settled) handle.finish(reply.settled);
     if (reply.status === 'replayed') {
       // The call's earlier events were published before we subscribed: read them from the
       // recorded history so a replay still surfaces its events (best effort: the projection may lag).
       const history = await this.getDispatch(reply.dispatchId).catch(() => undefined);
       for (const e of recordedEvents(history)) handle.feed(e);
     }
-    if (reply.settled) handle.finish(reply.settled);
     return handle;
   }
 

@@ -65,6 +65,7 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   private settle!: (outcome: TypedDispatchOutcome<R>) => void;
   private fail!: (err: ToolgateError) => void;
   private done = false;
+  private recordedOutcome: DispatchOutcome | undefined;
 
   constructor(
     readonly dispatchId: string,
@@ -103,7 +104,12 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     }
     const mapped = toDispatchEvent(event, this.call);
     if (mapped) this.emit(mapped);
-    if (event.type === 'settled') this.finish(outcomeOf(event));
+    if (event.type === 'settled') this.finish(this.recordedOutcome ?? outcomeOf(event));
+  }
+
+  /** The outcome the journal recorded, as the gateway answered it: the result, whatever is heard. */
+  recorded(outcome: DispatchOutcome): void {
+    this.recordedOutcome = outcome;
   }
 
   /** Settles from an outcome the gateway already recorded (a replay, or a fast settlement). */
