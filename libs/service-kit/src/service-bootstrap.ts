@@ -142,7 +142,8 @@ export async function bootstrapService(options: ServiceBootstrapOptions): Promis
       (a) => a.close(),
     );
     // Made before it listens, so that every request it serves is seen (see `closableHttp`).
-    const http = closableHttp(app.getHttpServer());
+    // A start-up that fails after listening closes it first too (newest first).
+    const http = opened.add(closableHttp(app.getHttpServer()), (h) => h.close());
     options.configure?.(app);
     for (const side of options.sideConnections ?? []) {
       metricsFor(nc).trackConnection(side.nc);
