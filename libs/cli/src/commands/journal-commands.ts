@@ -104,13 +104,20 @@ export function registerJournalCommands(program: Command, ctx: CommandContext): 
           // A partitioned journal is followed stream by stream, all at once: each in its order.
           const followed = await Promise.all(
             read.map(async ({ partition, filter }) => {
-              const consumer = await bus.js.consumers.get(partition.stream, {
-                filter_subjects: filter,
-                ...(since
-                  ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() }
-                  : { deliver_policy: DeliverPolicy.New }),
+              // Made again until it is (see `throughOutage`).
+              const messages = await throughOutage(async () => {
+                const consumer = await bus.js.consumers.get(partition.stream, {
+                  filter_subjects: filter,
+                  ...(since
+                    ? {
+                        deliver_policy: DeliverPolicy.StartTime,
+                        opt_start_time: since.toISOString(),
+                      }
+                    : { deliver_policy: DeliverPolicy.New }),
+                });
+                return consumer.consume({ max_messages: 256 });
               });
-              return { partition, messages: await consumer.consume({ max_messages: 256 }) };
+              return { partition, messages };
             }),
           );
           const stop = () => followed.forEach(({ messages }) => messages.stop());
@@ -276,11 +283,21 @@ async function withBus<T>(ctx: CommandContext, fn: (bus: BusConnection) => Promi
   }
 }
 
+/**
+ * A JetStream API call of an operator's command, asked again while the cluster rides out a node's
+ * loss: a stream or the meta group electing a leader, or an ephemeral consumer placed on the dead
+ * node (see `apiThroughElection`). Only for reads and calls that are harmless to repeat.
+ */
+async function throughOutage<T>(call: () => Promise<T>): Promise<T> {
+  const { apiThroughElection } = await import('@toolgate/bus');
+  return apiThroughElection(call);
+}
+
 /** Fails with `not-found` naming the first of `streams` that does not exist. */
 async function assertStreams(bus: BusConnection, streams: readonly string[]): Promise<void> {
   for (const stream of streams) {
     try {
-      await bus.jsm.streams.info(stream);
+      await throughOutage(() => bus.jsm.streams.info(stream));
     } catch (err) {
       // JetStream's "stream not found" (10059), read by code: the class lives in the lazily loaded client.
       if ((err as { name?: string; code?: number })?.code === 10059)
@@ -324,27 +341,36 @@ function tailFilter(
 }
 
 async function journalStats(bus: BusConnection, tenant: string | undefined): Promise<JournalStats> {
-  const { AckPolicy, DeliverPolicy } = await import('@nats-io/jetstream');
+  const { AckPolicy, DeliverPolicy, jetstreamManager } = await import('@nats-io/jetstream');
   const { nanos } = await import('@nats-io/transport-node');
-  const subjects = await bus.journalSubjects();
+  const subjects = await throughOutage(() => bus.journalSubjects());
   const partitions = partitionsRead(subjects, tenant);
   await assertStreams(
     bus,
     partitions.map((p) => p.stream),
   );
-  const deadLetters = await bus.jsm.streams
-    .info(bus.subjects.deadLetter.stream)
+  // No dead-letter stream yet is none dead-lettered; a broker that does not answer is not.
+  const deadLetters = await throughOutage(() =>
+    bus.jsm.streams.info(bus.subjects.deadLetter.stream),
+  )
     .then((i) => i.state.messages)
-    .catch(() => 0);
+    .catch((err: unknown) => {
+      if ((err as { code?: number })?.code === 10059) return 0;
+      throw err;
+    });
+  // The counting consumers' own manager: a short timeout, as a third of their creations time out
+  // while a node is down (below).
+  const counting = await jetstreamManager(bus.nc, { timeout: 2_000, checkAPI: false });
   const streams: JournalStreamStats[] = [];
   const eventsByType: Record<string, number> = Object.fromEntries(
     JOURNAL_EVENT_TYPES.map((type) => [type, 0]),
   );
   const consumers: JournalStats['consumers'] = [];
-  for (const partition of partitions) {
+  // The partitions side by side: while a node is down each waits out its own election.
+  const perPartition = partitions.map(async (partition) => {
     const stream = partition.stream;
-    const s = (await bus.jsm.streams.info(stream)).state;
-    streams.push({
+    const s = (await throughOutage(() => bus.jsm.streams.info(stream))).state;
+    const streamStats: JournalStreamStats = {
       name: stream,
       messages: s.messages,
       bytes: s.bytes,
@@ -352,29 +378,43 @@ async function journalStats(bus: BusConnection, tenant: string | undefined): Pro
       lastSeq: s.last_seq,
       firstAt: s.messages > 0 ? s.first_ts : null,
       lastAt: s.messages > 0 ? s.last_ts : null,
-    });
+    };
     // nats-server 2.9 counts a filter's messages when a consumer is created on it: an ephemeral
-    // consumer per type, deleted at once (and gone on its own if this process dies).
+    // consumer per type, deleted at once (and gone on its own if this process dies). The broker
+    // places such a consumer on any of the stream's peers, a dead one too: while a node is down a
+    // third of them never answer, and each is made again (under a new name) until it is.
     await Promise.all(
       JOURNAL_EVENT_TYPES.map(async (type) => {
-        const ci = await bus.jsm.consumers.add(stream, {
-          // A name of its own: an operator's NATS user may create consumers only under a name in
-          // the API subject, never the durable ones' (docs/cli.md, deploy/nats/nats.conf).
-          name: `stats-${randomBytes(8).toString('hex')}`,
-          ack_policy: AckPolicy.None,
-          deliver_policy: DeliverPolicy.All,
-          filter_subject: tenant
-            ? subjects.journal.ofTypeIn(type, tenant, '*')
-            : partition.ofType(type),
-          inactive_threshold: nanos(30_000),
-          mem_storage: true,
-          num_replicas: 1,
-        });
-        await bus.jsm.consumers.delete(stream, ci.name).catch(() => undefined);
+        const ci = await throughOutage(() =>
+          counting.consumers.add(stream, {
+            // A name of its own: an operator's NATS user may create consumers only under a name
+            // in the API subject, never the durable ones' (docs/cli.md, deploy/nats/nats.conf).
+            name: `stats-${randomBytes(8).toString('hex')}`,
+            ack_policy: AckPolicy.None,
+            deliver_policy: DeliverPolicy.All,
+            filter_subject: tenant
+              ? subjects.journal.ofTypeIn(type, tenant, '*')
+              : partition.ofType(type),
+            inactive_threshold: nanos(30_000),
+            mem_storage: true,
+            num_replicas: 1,
+          }),
+        );
+        await counting.consumers.delete(stream, ci.name).catch(() => undefined);
         eventsByType[type]! += ci.num_pending;
       }),
     );
-    for await (const ci of bus.jsm.consumers.list(stream)) {
+    const listed = await throughOutage(async () => {
+      const all = [];
+      for await (const ci of bus.jsm.consumers.list(stream)) all.push(ci);
+      return all;
+    });
+    return { streamStats, listed };
+  });
+  for (const { streamStats, listed } of await Promise.all(perPartition)) {
+    const stream = streamStats.name;
+    streams.push(streamStats);
+    for (const ci of listed) {
       if (!ci.config.durable_name) continue;
       consumers.push({
         name: ci.name,
