@@ -158,11 +158,21 @@ describe('@toolgate/sdk against the whole stack', () => {
     const first = await client.dispatch(call);
     const recorded = await first.result;
     const runsAfterFirst = greetRuns;
+    // Folded first, so the replay finds the call's history to surface.
+    await eventually(async () =>
+      (recordedEventTypes(await client.getDispatch(first.dispatchId)) ?? []).includes('settled')
+        ? true
+        : undefined,
+    );
     const again = await client.dispatch(call);
     expect(again.status).toBe('replayed');
     expect(again.dispatchId).toBe(first.dispatchId);
     expect(await again.result).toEqual(recorded);
     expect(greetRuns).toBe(runsAfterFirst);
+    // The replay surfaces the recorded events too, to a listener added after dispatch().
+    const ends: unknown[] = [];
+    again.on('tool:end', (e) => ends.push(e));
+    expect(await eventually(() => ends[0])).toMatchObject({ outcome: 'ok' });
   });
 
   it("validates the input with the tool's own schema: a refinement JSON Schema cannot carry gives invalid-arguments", async () => {
@@ -459,3 +469,9 @@ describe('@toolgate/sdk against the whole stack', () => {
     void wrongInput;
   });
 });
+
+/** The event types of a `getDispatch` answer, in order (undefined when it has none). */
+function recordedEventTypes(history: unknown): string[] | undefined {
+  const events = (history as { events?: { event?: { type?: string } }[] }).events;
+  return events?.map((e) => e.event?.type ?? '');
+}

@@ -360,13 +360,14 @@ class Client implements ToolgateClient {
     if (reply.settled) handle.recorded(reply.settled);
     for (const e of buffered.splice(0)) handle.feed(e);
     sink = (e) => handle.feed(e);
-    if (reply.settled) handle.finish(reply.settled);
     if (reply.status === 'replayed') {
       // The call's earlier events were published before we subscribed: read them from the
       // recorded history so a replay still surfaces its events (best effort: the projection may lag).
       const history = await this.getDispatch(reply.dispatchId).catch(() => undefined);
       for (const e of recordedEvents(history)) handle.feed(e);
     }
+    // Last: a finished handle surfaces no more events.
+    if (reply.settled) handle.finish(reply.settled);
     return handle;
   }
 
