@@ -1,6 +1,6 @@
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { trustedEvent, type JournalPublisher } from '@toolgate/bus';
+import type { JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
   ErrorCode,
@@ -301,22 +301,23 @@ export class DispatchSubmitter {
   }
 
   /**
-   * Hands an outcome to the dispatch's waiters. The common case is that nobody waits (the gateway
-   * sees every tenant's outcomes), so that path is a slice of the subject and a map lookup; the
-   * payload is only verified and parsed for a waiter. An outcome not signed for the gateway by its
-   * producer (another client publishing on the subject, with or without the stream) is nobody's
-   * answer.
+   * Wakes an outcome's waiters, if any. The common case is that nobody waits (the gateway sees
+   * every tenant's outcomes), so that path is a slice of the subject and a map lookup. For a
+   * waiter only the signature is checked — a message not signed for the gateway by its producer
+   * (another client publishing on the subject) wakes nobody and costs no read — and what is
+   * answered is what {@link confirmRecorded} reads and parses from the stream.
    */
   private route(msg: Msg): void {
     const waiting = this.waiters.get(this.routeKey(msg.subject));
     if (!waiting) return;
-    const trusted = trustedEvent(this.publisher.keys, msg.subject, msg.data, msg.headers);
-    if (!trusted.ok) {
-      if (trusted.reason !== 'not-an-event') this.options.onUntrusted?.(trusted.reason);
+    const untrusted = this.publisher.keys.verifyEvent(msg.subject, msg.data, msg.headers);
+    if (untrusted) {
+      this.options.onUntrusted?.(untrusted);
       return;
     }
-    const { type } = trusted.event;
-    if (type === 'settled' || type === 'suspended') void this.confirmRecorded(waiting, type);
+    // Subscribed to these two types only (the subject's last token).
+    const type = msg.subject.slice(msg.subject.lastIndexOf('.') + 1) as 'settled' | 'suspended';
+    void this.confirmRecorded(waiting, type);
   }
 
   /**
