@@ -1,4 +1,4 @@
-import { testJournalKeys } from '@toolgate/testing';
+import { eventually, testJournalKeys } from '@toolgate/testing';
 import { connect, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { JournalPublisher } from '@toolgate/bus';
 import type { Subjects } from '@toolgate/contracts';
@@ -149,18 +149,16 @@ export class SettlementWatch {
    * stores it: on R3 the leader stores it once a quorum has it, so a read right after
    * {@link waitFor} heard it can still find nothing, and is tried again.
    */
-  async outcome(runId: string, dispatchId: string, timeoutMs = 10_000): Promise<string | undefined> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
-        const stored = await this.publisher.last(CHAOS_TENANT, runId, dispatchId, 'settled');
-        if (stored) return stored.event.outcome;
-      } catch {
-        // The broker is away: read again.
-      }
-      if (Date.now() > deadline) return undefined;
-      await sleep(100);
-    }
+  async outcome(
+    runId: string,
+    dispatchId: string,
+    timeoutMs = 10_000,
+  ): Promise<string | undefined> {
+    return eventually(
+      async () =>
+        (await this.publisher.last(CHAOS_TENANT, runId, dispatchId, 'settled'))?.event.outcome,
+      { timeoutMs, intervalMs: 100 },
+    ).catch(() => undefined);
   }
 
   stop(): void {
