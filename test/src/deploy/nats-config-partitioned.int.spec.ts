@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { partitionNatsConfig } from '@toolgate/cli';
 import { createSubjects, generateKeySet, type JournalEvent } from '@toolgate/contracts';
 import { eventually, useTestSchema, type TestSchema } from '@toolgate/testing';
@@ -18,7 +17,7 @@ import {
   violations,
   type ServicesAsUsers,
   type ShippedNats,
-  connectAs,
+  UserConnections,
 } from './shipped-nats';
 
 const PARTITIONS = 4;
@@ -43,15 +42,11 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
   let workdir: string;
   let services: ServicesAsUsers | undefined;
   const keys = generateKeySet();
-  const connections: NatsConnection[] = [];
+  const users = new UserConnections(() => nats);
   const teamEvents: JournalEvent[] = [];
   let logAfterPipeline = '';
 
-  const as = async (user: string, password: string, extra: { inboxPrefix?: string } = {}) => {
-    const nc = await connectAs(nats, user, password, extra);
-    connections.push(nc);
-    return nc;
-  };
+  const as = users.as.bind(users);
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'toolgate-natsconf-parts-'));
@@ -76,7 +71,7 @@ describe('deploy/nats/nats.conf widened for a partitioned journal, run for real 
   }, 60_000);
 
   afterAll(async () => {
-    for (const nc of connections) await nc.close().catch(() => undefined);
+    await users.closeAll();
     await services?.stop();
     await nats?.server.cleanup();
     await schema?.cleanup();

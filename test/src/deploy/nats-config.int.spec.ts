@@ -35,7 +35,7 @@ import {
   type ServicesAsUsers,
   type ShippedNats,
   violations,
-  connectAs,
+  UserConnections,
 } from './shipped-nats';
 
 /**
@@ -89,15 +89,11 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
   const teamEvents: JournalEvent[] = [];
   /** A deployment's signing keys (`toolgate keys generate`), required by every service. */
   const keys = generateKeySet();
-  const connections: NatsConnection[] = [];
+  const users = new UserConnections(() => nats);
   /** The server's log once the pipeline ran, before any attack. */
   let logAfterPipeline = '';
 
-  const as = async (user: string, password: string, extra: { inboxPrefix?: string } = {}) => {
-    const nc = await connectAs(nats, user, password, extra);
-    connections.push(nc);
-    return nc;
-  };
+  const as = users.as.bind(users);
   const asService = (user: keyof typeof SERVICE_USERS) =>
     as(SERVICE_USERS[user].user, SERVICE_USERS[user].passwordVariable);
 
@@ -190,7 +186,7 @@ describe('deploy/nats/nats.conf run for real (one node)', () => {
   }, 60_000);
 
   afterAll(async () => {
-    for (const nc of connections) await nc.close().catch(() => undefined);
+    await users.closeAll();
     await client?.close().catch(() => undefined);
     await services?.stop();
     await nats?.server.cleanup();
@@ -526,7 +522,7 @@ describe('a service whose user may not create the journal streams', () => {
   let nats: ShippedNats;
   let schema: TestSchema;
   let workdir: string;
-  const connections: NatsConnection[] = [];
+  const users = new UserConnections(() => nats);
   const running: { stop(): Promise<void> }[] = [];
   const keys = generateKeySet();
 
@@ -538,7 +534,7 @@ describe('a service whose user may not create the journal streams', () => {
   });
   afterAll(async () => {
     for (const s of running.reverse()) await s.stop().catch(() => undefined);
-    for (const nc of connections) await nc.close().catch(() => undefined);
+    await users.closeAll();
     await nats?.server.cleanup();
     await schema?.cleanup();
     if (workdir) await removeWorkdir(workdir);
@@ -547,13 +543,7 @@ describe('a service whose user may not create the journal streams', () => {
 
   const jsmAs = async (service: keyof typeof SERVICE_USERS) => {
     const { user, passwordVariable } = SERVICE_USERS[service];
-    const nc = await connect({
-      servers: nats.server.url,
-      user,
-      pass: nats.passwords[passwordVariable],
-    });
-    connections.push(nc);
-    return jetstreamManager(nc);
+    return jetstreamManager(await users.as(user, passwordVariable));
   };
 
   it('is told unavailable (retryable) until the journal service has created them', async () => {

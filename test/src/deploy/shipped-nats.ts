@@ -235,6 +235,30 @@ export function runCliAsOps(
   });
 }
 
+/**
+ * Connections as the configuration's users ({@link connectAs}), kept to be closed together in a
+ * spec's `afterAll`. `nats` is read at each connection: the server a spec starts in `beforeAll`.
+ */
+export class UserConnections {
+  private readonly open: NatsConnection[] = [];
+
+  constructor(private readonly nats: () => ShippedNats) {}
+
+  async as(
+    user: string,
+    passwordVariable: string,
+    extra: { inboxPrefix?: string } = {},
+  ): Promise<NatsConnection> {
+    const nc = await connectAs(this.nats(), user, passwordVariable, extra);
+    this.open.push(nc);
+    return nc;
+  }
+
+  async closeAll(): Promise<void> {
+    for (const nc of this.open.splice(0)) await nc.close().catch(() => undefined);
+  }
+}
+
 /** A connection to `nats` as `user`, with the password of `passwordVariable`. */
 export function connectAs(
   nats: ShippedNats,
