@@ -66,6 +66,16 @@ export function messagingFailure(err: unknown, peer: string): ToolgateError | un
 }
 
 /**
+ * Whether a request reached nobody: no subscriber on its subject (the broker's "no responders",
+ * which `nc.request` wraps in a `RequestError`). Matched by name, as {@link messagingFailure} does.
+ */
+export function isNoResponders(err: unknown): boolean {
+  const named = (e: unknown) =>
+    e instanceof Error && (e.name === 'NoResponders' || e.name === 'NoRespondersError');
+  return named(err) || (err instanceof Error && err.name === 'RequestError' && named(err.cause));
+}
+
+/**
  * Whether the broker refused a publish or a request for the connection's permissions (its NATS
  * user may not publish to that subject). A request fails with a `RequestError` whose cause is the
  * violation, so the cause chain is walked. Matched by name, as {@link messagingFailure} does.

@@ -9,7 +9,7 @@ import {
 } from '@toolgate/contracts';
 import { injectTraceContext } from '@toolgate/telemetry';
 import type { z } from 'zod';
-import { messagingFailure } from './nats-errors';
+import { isNoResponders, messagingFailure } from './nats-errors';
 
 /** Options of {@link requestReply}. */
 export interface RequestReplyOptions<S extends z.ZodType> {
@@ -42,12 +42,6 @@ function noRespondersPauseMs(attempt: number): number {
   return Math.min(500, 50 * 2 ** attempt);
 }
 
-/** Whether a request failed because nobody serves its subject (matched by name, as `messagingFailure`). */
-function isNoResponders(err: unknown): boolean {
-  const named = (e: unknown) =>
-    e instanceof Error && (e.name === 'NoResponders' || e.name === 'NoRespondersError');
-  return named(err) || (err instanceof Error && err.name === 'RequestError' && named(err.cause));
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
