@@ -155,7 +155,7 @@ function toolRequestInput(
   payload: Uint8Array,
 ): Buffer {
   return Buffer.concat([
-    encoder.encode(`toolgate-tool-request/v1\n${subject}\n${signedAt}\n${nonce}\n`),
+    Buffer.from(`toolgate-tool-request/v1\n${subject}\n${signedAt}\n${nonce}\n`),
     payload,
   ]);
 }

@@ -1,5 +1,4 @@
 import {
-  headers as natsHeaders,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
@@ -7,6 +6,7 @@ import {
 import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
 import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';
+import { leanHeaders } from './lean-headers';
 
 const decoder = new TextDecoder();
 
@@ -54,7 +54,7 @@ export class AckedPublisher {
     data: Uint8Array,
     options: AckedPublishOptions = {},
   ): Promise<AckedPublish> {
-    const h = options.headers ?? natsHeaders();
+    const h = options.headers ?? leanHeaders();
     if (options.msgID) h.set('Nats-Msg-Id', options.msgID);
     if (options.lastSubjectSequence !== undefined)
       h.set('Nats-Expected-Last-Subject-Sequence', String(options.lastSubjectSequence));

@@ -1,5 +1,4 @@
 import {
-  headers as natsHeaders,
   type Msg,
   type MsgHdrs,
   type NatsConnection,
@@ -8,6 +7,7 @@ import { JetStreamApiError } from '@nats-io/jetstream';
 import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
+import { headersOf, leanHeaders } from './lean-headers';
 
 /**
  * Where a read is answered: by any replica (the direct get; the reader's own server's first) or by
@@ -30,7 +30,6 @@ export interface DirectMessage {
 /** What to read: the last message on a subject, or the message at (or, with a subject, after) a sequence. */
 export type DirectQuery = { last_by_subj: string } | { seq: number; next_by_subj?: string };
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
 
@@ -90,9 +89,9 @@ export class DirectGets {
     const last = 'last_by_subj' in query;
     const msg = await this.request(
       last ? `$JS.API.DIRECT.GET.${stream}.${query.last_by_subj}` : `$JS.API.DIRECT.GET.${stream}`,
-      last ? EMPTY : encoder.encode(JSON.stringify(query)),
+      last ? EMPTY : Buffer.from(JSON.stringify(query)),
     );
-    const header = msg.headers;
+    const header = headersOf(msg);
     if (!header) throw new DirectGetError(0, 'the broker answered without headers');
     if (header.code === 404) return null;
     if (header.code !== 0) throw new DirectGetError(header.code, header.description);
@@ -121,7 +120,7 @@ export class DirectGets {
     const { value: reply } = await retryThroughElection(async (timeoutMs) => {
       const msg = await this.requests.request(
         `$JS.API.STREAM.MSG.GET.${stream}`,
-        encoder.encode(JSON.stringify(query)),
+        Buffer.from(JSON.stringify(query)),
         { timeoutMs },
       );
       const parsed = parseMsgGetReply(msg.data);
@@ -134,7 +133,7 @@ export class DirectGets {
     }
     const stored = reply.message;
     if (!stored) throw new DirectGetError(0, 'the broker answered a message get without a message');
-    const header = stored.hdrs ? decodeHeaders(Buffer.from(stored.hdrs, 'base64')) : natsHeaders();
+    const header = stored.hdrs ? decodeHeaders(Buffer.from(stored.hdrs, 'base64')) : leanHeaders();
     return {
       subject: stored.subject,
       seq: stored.seq,
@@ -175,7 +174,7 @@ function parseMsgGetReply(data: Uint8Array): StreamMsgGetReply {
  * get API returns it in base64) as headers, through the client's public API.
  */
 function decodeHeaders(block: Uint8Array): MsgHdrs {
-  const header = natsHeaders();
+  const header = leanHeaders();
   const lines = decoder.decode(block).split('\r\n');
   for (const line of lines.slice(1)) {
     if (!line) continue;

@@ -6,6 +6,7 @@ import {
   type Subscription,
 } from '@nats-io/transport-node';
 import { connectionState, type ConnectionState } from './connection-state';
+import { headersOf } from './lean-headers';
 
 /** How often waiting requests are checked for a missed deadline. */
 const SWEEP_MS = 50;
@@ -136,7 +137,7 @@ export class InboxRequests {
     if (!w) return; // answered after its deadline
     this.waiting.delete(token);
     if (!this.waiting.size) this.stopSweeping();
-    if (msg.data.length === 0 && msg.headers?.code === 503)
+    if (msg.data.length === 0 && headersOf(msg)?.code === 503)
       w.reject(new NoRespondersError(w.subject));
     else w.resolve(msg);
   }

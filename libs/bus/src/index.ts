@@ -7,6 +7,7 @@ export {
   messagingFailure,
 } from './nats-errors';
 export { requestReply, type RequestReplyOptions } from './request-reply';
+export { headersOf, leanHeaders, LeanHeaders } from './lean-headers';
 export { apiThroughElection, ELECTION_BUDGET_MS } from './election-retry';
 export {
   ensureJournalStreams,

@@ -17,6 +17,7 @@ import type {
   UntrustedReason,
 } from '@toolgate/contracts';
 import { trustedEvent } from './event-trust';
+import { headersOf } from './lean-headers';
 
 /** A call as the journal recorded it: its `requested`, and the `decided` the chain journaled. */
 export interface JournalCall {
@@ -101,7 +102,7 @@ export function readJournalCalls(
     lastSeq: 0,
   };
   const decode = (m: JsMsg) => {
-    const trusted = trustedEvent(options.keys, m.subject, m.data, m.headers);
+    const trusted = trustedEvent(options.keys, m.subject, m.data, headersOf(m));
     if (trusted.ok) return trusted.event;
     if (trusted.reason !== 'not-an-event') {
       stats.untrusted++;

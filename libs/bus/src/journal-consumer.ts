@@ -1,4 +1,3 @@
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import {
   ErrorCode,
@@ -13,6 +12,7 @@ import {
 import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 import { isPullHeartbeatLost } from './nats-errors';
 import { trustedEvent } from './event-trust';
+import { headersOf, leanHeaders } from './lean-headers';
 
 /** What a handler sees besides the event. */
 export interface DeliveryContext {
@@ -467,7 +467,7 @@ async function processBatch(
     try {
       await Promise.all(
         parsed.map(({ msg, event }) =>
-          consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), () => applied),
+          consumerSpan(msg.subject, headersOf(msg), spanAttributes(options, event), () => applied),
         ),
       );
     } catch {
@@ -494,7 +494,7 @@ async function verifiedEvent(
   options: Settlement,
   msg: JsMsg,
 ): Promise<JournalEvent | null | undefined> {
-  const trusted = trustedEvent(options.keys, msg.subject, msg.data, msg.headers);
+  const trusted = trustedEvent(options.keys, msg.subject, msg.data, headersOf(msg));
   if (trusted.ok) return trusted.event;
   if (trusted.reason === 'not-an-event') return null;
   await refuseUntrusted(options, msg, trusted.reason);
@@ -520,7 +520,7 @@ async function processOne(
     settled('unknown', 'dead-letter');
     return;
   }
-  await consumerSpan(msg.subject, msg.headers, spanAttributes(options, event), async (span) => {
+  await consumerSpan(msg.subject, headersOf(msg), spanAttributes(options, event), async (span) => {
     let handedBack = false;
     try {
       await options.handle(event, {
@@ -576,7 +576,7 @@ async function refuseUntrusted(
   msg: JsMsg,
   reason: UntrustedReason,
 ): Promise<void> {
-  const headers = natsHeaders();
+  const headers = leanHeaders();
   headers.set('Toolgate-Original-Subject', msg.subject);
   headers.set('Toolgate-Original-Seq', String(msg.seq));
   headers.set('Toolgate-Error-Code', ErrorCode.Unauthorized);
@@ -639,7 +639,7 @@ async function deadLetter(
     event,
     error,
   };
-  const headers = natsHeaders();
+  const headers = leanHeaders();
   headers.set('Toolgate-Original-Subject', msg.subject);
   headers.set('Toolgate-Original-Seq', String(msg.seq));
   headers.set('Toolgate-Error-Code', error.code);

@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   ONCE_PER_DISPATCH,
@@ -15,6 +15,7 @@ import { AckedPublisher } from './acked-publisher';
 import { DirectGets, type DirectMessage, type DirectQuery, type ReadFrom } from './direct-get';
 import { isTransitionTaken } from './nats-errors';
 import { trustedEvent } from './event-trust';
+import { leanHeaders } from './lean-headers';
 
 /** The result of appending one event. */
 export type AppendResult =
@@ -77,7 +78,6 @@ export interface JournalPublisherOptions {
   onUntrusted?(reason: UntrustedReason): void;
 }
 
-const encoder = new TextEncoder();
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.compare(a, b) === 0;
 
@@ -142,8 +142,8 @@ export class JournalPublisher {
           : {}),
       },
       async () => {
-        const headers = injectTraceContext(options.headers ?? natsHeaders());
-        const payload = encoder.encode(JSON.stringify(event));
+        const headers = injectTraceContext(options.headers ?? leanHeaders());
+        const payload = Buffer.from(JSON.stringify(event));
         this.keys.signEvent(subject, event.type, payload, headers);
         const oncePerDispatch = ONCE_PER_DISPATCH.has(event.type);
         let lastSubjectSequence = oncePerDispatch ? 0 : options.lastSubjectSequence;

@@ -1,4 +1,4 @@
-import { createInbox, headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   JournalOperation,
@@ -12,6 +12,7 @@ import {
   type ServiceKeys,
   type Subjects,
 } from '@toolgate/contracts';
+import { leanHeaders } from './lean-headers';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -50,7 +51,7 @@ export async function requestJournalRebuild(
   const silenceMs = options.silenceMs ?? REBUILD_SILENCE_MS;
   const subject = subjects.ops(JournalOperation.Rebuild);
   const payload = encoder.encode(JSON.stringify(body));
-  const headers = natsHeaders();
+  const headers = leanHeaders();
   keys.signRequest(subject, ServiceIdentity.Journal, payload, headers);
   const inbox = nc.subscribe(createInbox());
   let timer: NodeJS.Timeout | undefined;

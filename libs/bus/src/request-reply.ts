@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { type NatsConnection } from '@nats-io/transport-node';
 import {
   ErrorCode,
   fromWireError,
@@ -10,6 +10,7 @@ import {
 import { injectTraceContext } from '@toolgate/telemetry';
 import type { z } from 'zod';
 import { isNoResponders, messagingFailure } from './nats-errors';
+import { leanHeaders } from './lean-headers';
 
 /** Options of {@link requestReply}. */
 export interface RequestReplyOptions<S extends z.ZodType> {
@@ -68,7 +69,7 @@ export async function requestReply<S extends z.ZodType>(
   options: RequestReplyOptions<S>,
 ): Promise<z.output<S>> {
   const who = `${options.peer} (${subject})`;
-  const headers = natsHeaders();
+  const headers = leanHeaders();
   for (const [name, value] of Object.entries(options.headers ?? {})) headers.set(name, value);
   const payload = encoder.encode(JSON.stringify(body));
   options.sign?.keys.signRequest(subject, options.sign.responder, payload, headers);

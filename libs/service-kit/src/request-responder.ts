@@ -1,4 +1,5 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
+import { headersOf } from '@toolgate/bus';
 import {
   ConfigError,
   ErrorCode,
@@ -11,7 +12,6 @@ import {
 import { Attr, consumerSpan, recordFailure } from '@toolgate/telemetry';
 import { ZodError } from 'zod';
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** A NATS request/reply endpoint served by {@link serveRequests}. */
@@ -51,7 +51,7 @@ export function checkSignedRequest(
   requesters: readonly ServiceIdentity[],
   onUntrusted?: (reason: UntrustedReason) => void,
 ): ServiceIdentity {
-  const check = keys.verifyRequest(msg.subject, msg.data, msg.headers, requesters);
+  const check = keys.verifyRequest(msg.subject, msg.data, headersOf(msg), requesters);
   if (check.ok) return check.signer;
   try {
     onUntrusted?.(check.reason);
@@ -102,7 +102,7 @@ export function serveRequests(
       callback: (err, msg) => {
         if (err) return;
         const spanDestination = destination ? destination(msg.subject) : subject;
-        const task = consumerSpan(spanDestination, msg.headers, {}, async (span) => {
+        const task = consumerSpan(spanDestination, headersOf(msg), {}, async (span) => {
           let reply: unknown;
           try {
             if (signedBy) checkSignedRequest(keys!, msg, signedBy, options.onUntrusted);
@@ -118,7 +118,7 @@ export function serveRequests(
             reply = { ok: false, error };
           }
           if (!msg.reply) return;
-          let bytes = encoder.encode(JSON.stringify(reply));
+          let bytes: Uint8Array = Buffer.from(JSON.stringify(reply));
           // A reply the broker would refuse is never dropped in silence (the caller would wait
           // out its timeout and hear `unavailable`): it is answered as `too-large`, and recorded.
           const max = nc.info?.max_payload;
@@ -128,7 +128,7 @@ export function serveRequests(
               span,
               new Error(`reply of ${bytes.length} bytes over max_payload ${max}`),
             );
-            bytes = encoder.encode(
+            bytes = Buffer.from(
               JSON.stringify({
                 ok: false,
                 error: {

@@ -1,4 +1,5 @@
 import { Match, type NatsConnection } from '@nats-io/transport-node';
+import { headersOf } from '@toolgate/bus';
 import { ApiOperation, ErrorCode, ToolgateError, type Subjects } from '@toolgate/contracts';
 import { serveRequests, type ServedEndpoints } from '@toolgate/service-kit';
 import type { GatewayApi } from './gateway-api';
@@ -30,7 +31,7 @@ export function serveNatsApi(
         if (!operation) throw unknownOperation(subjects, msg.subject);
         return api.call(
           operation,
-          msg.headers?.get('Authorization', Match.IgnoreCase) || undefined,
+          headersOf(msg)?.get('Authorization', Match.IgnoreCase) || undefined,
           body,
         );
       },

@@ -1,4 +1,5 @@
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { leanHeaders } from '@toolgate/bus';
 import {
   CancelDispatchSchema,
   requestSigningOf,
@@ -24,7 +25,7 @@ export class DispatchCanceller {
   cancel(request: CancelDispatch): void {
     const subject = this.subjects.cancelDispatch;
     const payload = encoder.encode(JSON.stringify(CancelDispatchSchema.parse(request)));
-    const headers = natsHeaders();
+    const headers = leanHeaders();
     this.keys.signRequest(
       subject,
       requestSigningOf(this.subjects, subject).responder,

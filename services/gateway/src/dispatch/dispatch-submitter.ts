@@ -1,6 +1,6 @@
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { JournalPublisher } from '@toolgate/bus';
+import { headersOf, type JournalPublisher } from '@toolgate/bus';
 import {
   dispatchKey,
   ErrorCode,
@@ -310,7 +310,7 @@ export class DispatchSubmitter {
   private route(msg: Msg): void {
     const waiting = this.waiters.get(this.routeKey(msg.subject));
     if (!waiting) return;
-    const untrusted = this.publisher.keys.verifyEvent(msg.subject, msg.data, msg.headers);
+    const untrusted = this.publisher.keys.verifyEvent(msg.subject, msg.data, headersOf(msg));
     if (untrusted) {
       this.options.onUntrusted?.(untrusted);
       return;

@@ -1,5 +1,5 @@
 import { DeliverPolicy, type JetStreamClient } from '@nats-io/jetstream';
-import { apiThroughElection, trustedEvent } from '@toolgate/bus';
+import { apiThroughElection, headersOf, trustedEvent } from '@toolgate/bus';
 import type { EventKeys, Subjects, UntrustedReason } from '@toolgate/contracts';
 import type { JournalEntry } from '../projection/apply-event';
 
@@ -83,7 +83,7 @@ export function readJournal(
     try {
       for await (const message of messages) {
         stats.lastSeq = message.seq;
-        const trusted = trustedEvent(options.keys, message.subject, message.data, message.headers);
+        const trusted = trustedEvent(options.keys, message.subject, message.data, headersOf(message));
         if (!trusted.ok) {
           stats.skipped += 1;
           if (trusted.reason !== 'not-an-event') {

@@ -17,7 +17,6 @@ import {
   type ChainAnswer,
 } from './decision-events';
 
-const encoder = new TextEncoder();
 
 /**
  * Consumes `requested`: decides the call through the tenant's chain and journals `decided`, then
@@ -98,7 +97,7 @@ export class Evaluator {
       if (result.appended && !result.duplicate && event.type === 'suspended') {
         this.nc.publish(
           this.subjects.approvals(event.tenant, 'pending'),
-          encoder.encode(JSON.stringify(event)),
+          Buffer.from(JSON.stringify(event)),
         );
       }
     }

@@ -1,4 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { headersOf } from '@toolgate/bus';
 import {
   CancelDispatchSchema,
   requestSigningOf,
@@ -30,7 +31,7 @@ export function listenForCancels(
       if (err) return;
       let check;
       try {
-        check = keys.verifyRequest(subject, msg.data, msg.headers, requesters);
+        check = keys.verifyRequest(subject, msg.data, headersOf(msg), requesters);
       } catch {
         return; // The nonce memory is full: refused, as a replay would be.
       }

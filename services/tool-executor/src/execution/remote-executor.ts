@@ -1,8 +1,8 @@
 import type { KeyObject } from 'node:crypto';
-import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   NoRespondersError,
   RequestNotSentError,
+  leanHeaders,
   RequestTimeoutError,
   type InboxRequests,
 } from '@toolgate/bus';
@@ -21,7 +21,6 @@ import type { ToolRunOutcome } from '@toolgate/tools';
 import { Attr, injectTraceContext, producerSpan } from '@toolgate/telemetry';
 import { abortedError } from './call-executor';
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
@@ -43,7 +42,7 @@ export async function runRemoteTool(
   signal?: AbortSignal,
 ): Promise<ToolRunOutcome> {
   const { subject } = subjects.remoteTool(request.tenant, request.toolName);
-  const payload = encoder.encode(JSON.stringify(request));
+  const payload = Buffer.from(JSON.stringify(request));
   // Signed with the executor's tool-request key, so a worker holding its public key can refuse a
   // call anyone else on the broker sends it (docs/bus-protocol.md).
   const auth = signToolRequest(signingKey, subject, payload, Date.now());
@@ -55,7 +54,7 @@ export async function runRemoteTool(
       { [Attr.Tool]: request.toolName, [Attr.DispatchId]: request.dispatchId },
       () => {
         // Inside the span: the request's `traceparent` is this span.
-        const headers = injectTraceContext(natsHeaders());
+        const headers = injectTraceContext(leanHeaders());
         for (const [name, value] of Object.entries(auth)) headers.set(name, value);
         return untilAborted(
           requests.request(subject, payload, { timeoutMs: request.deadlineMs, headers }),

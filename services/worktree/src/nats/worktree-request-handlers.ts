@@ -1,6 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { headersOf } from '@toolgate/bus';
 import type { z } from 'zod';
 import {
   ConsumerRole,
@@ -112,7 +113,7 @@ export async function serveWorktreeRequests(
     const handle = async (msg: Msg): Promise<void> => {
       const reply = await consumerSpan(
         subject,
-        msg.headers,
+        headersOf(msg),
         { [Attr.MessagingConsumerGroup]: queue },
         async () => {
           try {
