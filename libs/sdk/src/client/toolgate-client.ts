@@ -354,9 +354,9 @@ class Client implements ToolgateClient {
       },
     );
     this.handles.add(handle);
-    // The reply's outcome (a replay's, or one settled within `wait`) is the one the journal
+    // The reply's outcome (a replay's: this client sends no `wait`) is the one the journal
     // recorded: the handle's result, whatever settlement was heard on the run's subjects (the
-    // losing one of a race is heard too).
+    // losing one of a race is heard too, and on an open broker a forgery: docs/threat-model.md).
     if (reply.settled) handle.recorded(reply.settled);
     for (const e of buffered.splice(0)) handle.feed(e);
     sink = (e) => handle.feed(e);
