@@ -1,8 +1,4 @@
-import {
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-} from '@nats-io/transport-node';
+import { type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
 import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';

@@ -78,7 +78,6 @@ export interface JournalPublisherOptions {
   onUntrusted?(reason: UntrustedReason): void;
 }
 
-
 const sameBytes = (a: Uint8Array, b: Uint8Array) => Buffer.compare(a, b) === 0;
 
 /**

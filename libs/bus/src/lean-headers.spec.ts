@@ -1,5 +1,10 @@
 import fc from 'fast-check';
-import { headers as clientHeaders, Match, MsgHdrsImpl, type MsgHdrs } from '@nats-io/transport-node';
+import {
+  headers as clientHeaders,
+  Match,
+  MsgHdrsImpl,
+  type MsgHdrs,
+} from '@nats-io/transport-node';
 import { LeanHeaders, leanHeaders } from './lean-headers';
 
 const encoder = new TextEncoder();
@@ -29,7 +34,11 @@ function outcome<T>(fn: () => T): { threw: string } | { value: T } {
 // cased variants of each other, and values with blanks around them and line breaks inside.
 const name = fc.oneof(
   fc.constantFrom('Nats-Msg-Id', 'nats-msg-id', 'Toolgate-Sigs', 'traceparent', 'X', 'a-b-c'),
-  fc.string({ minLength: 1, maxLength: 8, unit: fc.constantFrom('a', 'B', '-', '1', ':', ' ', '\t', 'é') }),
+  fc.string({
+    minLength: 1,
+    maxLength: 8,
+    unit: fc.constantFrom('a', 'B', '-', '1', ':', ' ', '\t', 'é'),
+  }),
 );
 const value = fc.oneof(
   fc.string({ maxLength: 12 }),
@@ -50,21 +59,27 @@ const query = fc.record({
 describe('LeanHeaders', () => {
   it('answers, refuses and encodes every sequence of edits exactly as the client class does', () => {
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 12 }), fc.array(query, { maxLength: 6 }), (ops, queries) => {
-        const lean = leanHeaders();
-        const client = clientHeaders();
-        for (const o of ops) {
-          const apply = (h: MsgHdrs) =>
-            o.kind === 'delete' ? h.delete(o.name, o.match) : h[o.kind](o.name, o.value, o.match);
-          expect(outcome(() => apply(lean))).toEqual(outcome(() => apply(client)));
-          expect(seen(lean)).toEqual(seen(client));
-        }
-        for (const q of queries)
-          expect(outcome(() => lean[q.kind](q.name, q.match))).toEqual(
-            outcome(() => client[q.kind](q.name, q.match)),
+      fc.property(
+        fc.array(op, { maxLength: 12 }),
+        fc.array(query, { maxLength: 6 }),
+        (ops, queries) => {
+          const lean = leanHeaders();
+          const client = clientHeaders();
+          for (const o of ops) {
+            const apply = (h: MsgHdrs) =>
+              o.kind === 'delete' ? h.delete(o.name, o.match) : h[o.kind](o.name, o.value, o.match);
+            expect(outcome(() => apply(lean))).toEqual(outcome(() => apply(client)));
+            expect(seen(lean)).toEqual(seen(client));
+          }
+          for (const q of queries)
+            expect(outcome(() => lean[q.kind](q.name, q.match))).toEqual(
+              outcome(() => client[q.kind](q.name, q.match)),
+            );
+          expect(decoder.decode(lean.encode())).toBe(
+            decoder.decode((client as MsgHdrsImpl).encode()),
           );
-        expect(decoder.decode(lean.encode())).toBe(decoder.decode((client as MsgHdrsImpl).encode()));
-      }),
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -87,14 +102,19 @@ describe('LeanHeaders', () => {
       'garbage',
     );
     fc.assert(
-      fc.property(status, fc.array(line, { maxLength: 8 }), fc.boolean(), (first, lines, trailer) => {
-        const block = encoder.encode(
-          [first, ...lines].join('\r\n') + (trailer ? '\r\n\r\n' : ''),
-        );
-        const lean = outcome(() => seen(LeanHeaders.decode(block)));
-        const client = outcome(() => seen(MsgHdrsImpl.decode(block)));
-        expect(lean).toEqual(client);
-      }),
+      fc.property(
+        status,
+        fc.array(line, { maxLength: 8 }),
+        fc.boolean(),
+        (first, lines, trailer) => {
+          const block = encoder.encode(
+            [first, ...lines].join('\r\n') + (trailer ? '\r\n\r\n' : ''),
+          );
+          const lean = outcome(() => seen(LeanHeaders.decode(block)));
+          const client = outcome(() => seen(MsgHdrsImpl.decode(block)));
+          expect(lean).toEqual(client);
+        },
+      ),
       { numRuns: 1000 },
     );
   });

@@ -112,7 +112,7 @@ export class LeanHeaders extends MsgHdrsImpl {
         headers._description = status.trim();
       }
     }
-    for (let at = end + 2; at < text.length; ) {
+    for (let at = end + 2; at < text.length;) {
       let next = text.indexOf('\r\n', at);
       if (next < 0) next = text.length;
       const line = text.slice(at, next);

@@ -43,7 +43,6 @@ function noRespondersPauseMs(attempt: number): number {
   return Math.min(500, 50 * 2 ** attempt);
 }
 
-
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const readers = new WeakMap<z.ZodType, z.ZodType>();

@@ -83,7 +83,12 @@ export function readJournal(
     try {
       for await (const message of messages) {
         stats.lastSeq = message.seq;
-        const trusted = trustedEvent(options.keys, message.subject, message.data, headersOf(message));
+        const trusted = trustedEvent(
+          options.keys,
+          message.subject,
+          message.data,
+          headersOf(message),
+        );
         if (!trusted.ok) {
           stats.skipped += 1;
           if (trusted.reason !== 'not-an-event') {

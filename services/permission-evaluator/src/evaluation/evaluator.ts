@@ -17,7 +17,6 @@ import {
   type ChainAnswer,
 } from './decision-events';
 
-
 /**
  * Consumes `requested`: decides the call through the tenant's chain and journals `decided`, then
  * `settled` (deny) or `suspended` (ask). Redelivery is safe: `decided` is once per dispatch at the
