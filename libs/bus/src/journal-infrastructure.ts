@@ -2,6 +2,7 @@ import {
   AckPolicy,
   DeliverPolicy,
   DiscardPolicy,
+  type JetStreamApiError,
   RetentionPolicy,
   StorageType,
   type JetStreamManager,
@@ -149,6 +150,36 @@ function partitionCountMismatch(
   );
 }
 
+/**
+ * Pauses before a stream's creation is sent again after the broker answered "error creating store
+ * for stream" (10049 with status 500, a failure of its own). nats-server 2.9 removes an account's storage directory when its last stream
+ * is deleted, and a creation racing that removal finds the directory gone under it: on a broker
+ * other teams share, their last stream going is enough. Seen once in a whole `npm test` (every test
+ * file deletes its streams as it ends): a service start-up failed on it. A store that stays
+ * unmakeable (a full or read-only disk) still fails, after ~1.5 s.
+ */
+const STORE_RETRY_PAUSES_MS = [50, 100, 200, 400, 800];
+
+/** Creates a stream, asking again through a store failure ({@link STORE_RETRY_PAUSES_MS}). */
+async function addStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await jsm.streams.add(config);
+      return;
+    } catch (err) {
+      const pause = STORE_RETRY_PAUSES_MS[attempt];
+      const storeFailed =
+        isJsApiError(err, JsApiCode.StreamCreateFailed) &&
+        (err as JetStreamApiError).status === 500;
+      if (!storeFailed || pause === undefined) throw err;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 /** Looks up (or creates) a stream; `check` sees an existing one's configuration before any update. */
 async function ensureStream(
   jsm: JetStreamManager,
@@ -163,7 +194,7 @@ async function ensureStream(
   } catch (err) {
     if (!isJsApiError(err, JsApiCode.StreamNotFound)) throw err;
     try {
-      await jsm.streams.add(config);
+      await addStream(jsm, config);
       return;
     } catch (addErr) {
       if (isPermissionViolation(addErr)) {

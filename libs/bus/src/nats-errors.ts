@@ -11,6 +11,8 @@ export const JsApiCode = {
   ConsumerNameExists: 10013,
   /** `expect.lastSubjectSequence` did not hold: the once-per-dispatch transition already happened. */
   WrongLastSequence: 10071,
+  /** A stream's creation failed in the broker (with status 500: it could not make its storage). */
+  StreamCreateFailed: 10049,
 } as const;
 export type JsApiCode = (typeof JsApiCode)[keyof typeof JsApiCode];
 
