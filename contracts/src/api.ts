@@ -121,6 +121,26 @@ export const SubmitDispatchResponseSchema = z.object({
 export type SubmitDispatchResponse = z.infer<typeof SubmitDispatchResponseSchema>;
 
 export const GetDispatchRequestSchema = z.strictObject({ dispatchId: Token });
+
+/**
+ * The outcome the journal recorded for a dispatch of the caller's tenant, read from the stream
+ * (verified, as every reader does): waited for up to `wait` ms (default 0) when not yet recorded.
+ * What a client that heard a settlement on the run's subjects, which it cannot verify, asks.
+ */
+export const AwaitDispatchRequestSchema = z.strictObject({
+  runId: Token,
+  dispatchId: Token,
+  wait: z.number().int().min(0).max(300_000).optional(),
+});
+export type AwaitDispatchRequest = z.input<typeof AwaitDispatchRequestSchema>;
+
+/** `settled` with the recorded outcome, or `pending`: nothing settled is recorded (yet). */
+export const AwaitDispatchResponseSchema = z.object({
+  dispatchId: z.string(),
+  state: z.enum(['settled', 'pending']),
+  settled: DispatchOutcomeSchema.optional(),
+});
+export type AwaitDispatchResponse = z.infer<typeof AwaitDispatchResponseSchema>;
 /**
  * A run. Its dispatches are paged in request order (`limit` per page, default and most in
  * `PageLimit.runDispatches`, and never more than a bounded reply holds): `cursor` is the previous page's `nextCursor`.

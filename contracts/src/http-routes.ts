@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import {
   ApprovalKeySchema,
+  AwaitDispatchRequestSchema,
+  AwaitDispatchResponseSchema,
   EvaluatePolicyRequestSchema,
   GetApprovalRequestSchema,
   GetRunRequestSchema,
@@ -171,6 +173,19 @@ export const HTTP_ROUTES = {
     params: { dispatchId: Token, part: DispatchValuePartSchema },
     query: GetDispatchValueRequestSchema.omit({ dispatchId: true, part: true }),
     response: DispatchValueChunkSchema,
+    errors: READ,
+  }),
+  awaitDispatch: route({
+    method: 'get',
+    path: '/v1/runs/{runId}/dispatches/{dispatchId}/outcome',
+    summary:
+      'The outcome the journal recorded for a dispatch, read from the stream: `settled` with it, or `pending` after waiting up to `wait` ms (default 0) for it',
+    operation: ApiOperation.AwaitDispatch,
+    auth: 'bearer',
+    status: 200,
+    params: { runId: Token, dispatchId: Token },
+    query: AwaitDispatchRequestSchema.omit({ runId: true, dispatchId: true }),
+    response: AwaitDispatchResponseSchema,
     errors: READ,
   }),
   getRun: route({

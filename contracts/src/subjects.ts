@@ -50,6 +50,7 @@ export const ApiOperation = {
   SubmitDispatch: 'dispatch.submit',
   GetDispatch: 'dispatch.get',
   GetDispatchValue: 'dispatch.value',
+  AwaitDispatch: 'dispatch.await',
   GetRun: 'run.get',
   ResetErrorCap: 'run.reset-error-cap',
   PutPolicy: 'policy.put',

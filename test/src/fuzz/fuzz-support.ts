@@ -228,6 +228,15 @@ const validBodies: Record<ApiOperation, fc.Arbitrary<Record<string, unknown>>> =
     part: fc.oneof(fc.constantFrom('input', 'effectiveInput', 'result'), junkString),
     offset: fc.oneof(fc.nat(), fc.integer(), junkString),
   }),
+  // A short wait at most: a fuzzed case must not sit out a long one.
+  [ApiOperation.AwaitDispatch]: fc.record(
+    {
+      runId: fc.oneof(token, junkString),
+      dispatchId: fc.oneof(token, junkString),
+      wait: fc.oneof(fc.constantFrom(0, 5, -1, 1.5, 300_001), junkString),
+    },
+    { requiredKeys: ['runId', 'dispatchId'] },
+  ),
   [ApiOperation.GetRun]: fc.record({ runId: fc.oneof(token, junkString) }),
   [ApiOperation.PutPolicy]: fc.record(
     {

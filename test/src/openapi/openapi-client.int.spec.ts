@@ -102,6 +102,16 @@ it('submits a call, waits for it, and reads it back with its run and its approva
     expect.arrayContaining(['requested', 'decided', 'settled']),
   );
 
+  // The recorded outcome, read from the stream (`wait` in the query, as a number).
+  const awaited = await agent.GET('/v1/runs/{runId}/dispatches/{dispatchId}/outcome', {
+    params: { path: { runId: 'openapi-run', dispatchId: settled.dispatchId }, query: { wait: 50 } },
+  });
+  expect(conforms('awaitDispatch', awaited.data!)).toEqual({
+    dispatchId: settled.dispatchId,
+    state: 'settled',
+    settled: settled.settled,
+  });
+
   const run = await agent.GET('/v1/runs/{runId}', {
     params: { path: { runId: 'openapi-run' }, query: { limit: 10 } },
   });

@@ -15,7 +15,8 @@ export class ApiCaller {
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
     token: string,
-    private readonly timeoutMs: number,
+    /** How long a call waits for the gateway's answer. */
+    readonly timeoutMs: number,
   ) {
     this.headers = { Authorization: `Bearer ${token}` };
   }

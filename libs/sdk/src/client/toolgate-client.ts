@@ -18,6 +18,8 @@ import {
   isSubjectToken,
   parseJournalEvent,
   type AgentRef,
+  type AwaitDispatchResponse,
+  type DispatchOutcome,
   type DispatchValueChunk,
   type DispatchValuePart,
   type Isolation,
@@ -352,11 +354,13 @@ class Client implements ToolgateClient {
         sub.unsubscribe();
         this.handles.delete(handle);
       },
+      () => this.recordedOutcome(call.runId, reply.dispatchId),
     );
     this.handles.add(handle);
     // The reply's outcome (a replay's: this client sends no `wait`) is the one the journal
     // recorded: the handle's result, whatever settlement was heard on the run's subjects (the
-    // losing one of a race is heard too, and on an open broker a forgery: docs/threat-model.md).
+    // losing one of a race is heard too, and on an open broker a forgery). Without it, the handle
+    // asks the gateway for the recorded one once it hears a settlement.
     if (reply.settled) handle.recorded(reply.settled);
     for (const e of buffered.splice(0)) handle.feed(e);
     sink = (e) => handle.feed(e);
@@ -369,6 +373,22 @@ class Client implements ToolgateClient {
     // Last: a finished handle surfaces no more events.
     if (reply.settled) handle.finish(reply.settled);
     return handle;
+  }
+
+  /**
+   * The outcome the journal recorded for a dispatch (`dispatch.await`), waiting up to half the
+   * request timeout (at most 10 s) for one: null while there is none.
+   */
+  private async recordedOutcome(
+    runId: string,
+    dispatchId: string,
+  ): Promise<DispatchOutcome | null> {
+    const answer = await this.api.call<AwaitDispatchResponse>(ApiOperation.AwaitDispatch, {
+      runId,
+      dispatchId,
+      wait: Math.min(10_000, Math.floor(this.api.timeoutMs / 2)),
+    });
+    return answer.state === 'settled' && answer.settled ? answer.settled : null;
   }
 
   serveTool(def: ToolDef, options?: ServeToolOptions): ServedTool {

@@ -1,6 +1,5 @@
 import {
   ErrorCode,
-  outcomeOf,
   ToolgateError,
   type DispatchOutcome,
   type JournalEvent,
@@ -53,9 +52,36 @@ export interface DispatchHandle<R = unknown> {
 type Listener = (payload: DispatchEvent) => void;
 
 /**
+ * Asks the gateway for the outcome the journal recorded for the dispatch (`dispatch.await`,
+ * which waits a while for one): null while it records none. A rejection with a retryable code
+ * (`unavailable`, `timeout`, `not-found` while a replica has not applied the call yet) is asked
+ * again after a pause; any other fails the result with it.
+ */
+export type RecordedOutcomeReader = () => Promise<DispatchOutcome | null>;
+
+/** Pauses before asking again after a failure: 100 ms doubling to 5 s. */
+const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 3200, 5000];
+
+/** The least time between two asks: an answer that came back at once does not make a busy loop. */
+const MIN_ASK_INTERVAL_MS = 250;
+
+/** Codes an ask is made again after. */
+const RETRIED_CODES: ReadonlySet<string> = new Set([
+  ErrorCode.Unavailable,
+  ErrorCode.Timeout,
+  ErrorCode.NotFound,
+]);
+
+/**
  * The handle's state machine. It is fed journal events of its dispatch (live from the run's
  * subjects, or from the recorded history on a replay), deduplicated by event id because core-NATS
  * subscribers also see publishes JetStream deduplicated or refused.
+ *
+ * Its result is only ever an outcome the journal recorded: the gateway's answer when it carries
+ * one (a replay), else what {@link RecordedOutcomeReader} answers once a settlement is heard. What
+ * is heard on the run's subjects is not verified (a client holds no service key): the losing
+ * settlement of a race, which the stream refused, is heard too, and on a broker that lets other
+ * clients publish there so is a forged one. Events are surfaced as heard.
  */
 export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   readonly result: Promise<TypedDispatchOutcome<R>>;
@@ -66,6 +92,8 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   private fail!: (err: ToolgateError) => void;
   private done = false;
   private recordedOutcome: DispatchOutcome | undefined;
+  /** Whether the recorded outcome is being asked for (one ask at a time per handle). */
+  private asking = false;
 
   constructor(
     readonly dispatchId: string,
@@ -77,6 +105,7 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
       options: ResolveExternalOptions & { dispatchId: string },
     ) => Promise<ResolveApprovalResult>,
     private readonly onDone: () => void,
+    private readonly readRecorded: RecordedOutcomeReader,
   ) {
     this.result = new Promise<TypedDispatchOutcome<R>>((resolve, reject) => {
       this.settle = resolve;
@@ -104,7 +133,35 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     }
     const mapped = toDispatchEvent(event, this.call);
     if (mapped) this.emit(mapped);
-    if (event.type === 'settled') this.finish(this.recordedOutcome ?? outcomeOf(event));
+    if (event.type !== 'settled') return;
+    if (this.recordedOutcome) this.finish(this.recordedOutcome);
+    else void this.askRecorded();
+  }
+
+  /**
+   * A settlement was heard: asks for the recorded outcome until there is one, then finishes with
+   * it. While the journal records none (what was heard was refused or forged, and the call is
+   * still running) the gateway's wait paces the asks; the handle asks until it settles or closes.
+   */
+  private async askRecorded(): Promise<void> {
+    if (this.asking) return;
+    this.asking = true;
+    let failures = 0;
+    while (!this.done) {
+      const began = Date.now();
+      let pause = 0;
+      try {
+        const outcome = await this.readRecorded();
+        if (outcome) return this.finish(outcome);
+        failures = 0;
+        pause = MIN_ASK_INTERVAL_MS - (Date.now() - began);
+      } catch (err) {
+        const code = err instanceof ToolgateError ? err.code : undefined;
+        if (code === undefined || !RETRIED_CODES.has(code)) return this.failWith(err);
+        pause = RETRY_PAUSES_MS[Math.min(failures++, RETRY_PAUSES_MS.length - 1)]!;
+      }
+      if (pause > 0 && !this.done) await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 
   /** The outcome the journal recorded, as the gateway answered it: the result, whatever is heard. */
@@ -122,10 +179,18 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
 
   /** Rejects a still-open result (the client is closing). */
   abandon(reason: string): void {
+    this.failWith(
+      new ToolgateError(ErrorCode.Cancelled, reason, { details: { dispatchId: this.dispatchId } }),
+    );
+  }
+
+  private failWith(err: unknown): void {
     if (this.done) return;
     this.done = true;
     this.fail(
-      new ToolgateError(ErrorCode.Cancelled, reason, { details: { dispatchId: this.dispatchId } }),
+      err instanceof ToolgateError
+        ? err
+        : new ToolgateError(ErrorCode.Internal, (err as Error)?.message ?? String(err)),
     );
     this.onDone();
   }

@@ -100,6 +100,10 @@ export class GatewayApi {
         run: (p, b) =>
           this.queries.ask('dispatch.get', p.tenant, parseRequest(GetDispatchRequestSchema, b)),
       },
+      [ApiOperation.AwaitDispatch]: {
+        scope: 'read',
+        run: (p, b) => this.submitter.awaitOutcome(p, b),
+      },
       [ApiOperation.GetDispatchValue]: {
         scope: 'read',
         run: (p, b) =>

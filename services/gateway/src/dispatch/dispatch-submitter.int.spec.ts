@@ -211,6 +211,53 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
     });
   });
 
+  it('awaits the recorded outcome of a dispatch: not a forged settlement, the recorded one, and not-found for none', async () => {
+    const req = call('awaited', 0);
+    const dispatchId = idOf('acme', req);
+    await submitter.submit(principal('acme'), req);
+    const ask = (wait: number) =>
+      submitter.awaitOutcome(principal('acme'), { runId: 'run1', dispatchId, wait });
+    expect(await ask(0)).toEqual({ dispatchId, state: 'pending' });
+    const waiting = ask(20_000);
+    // Unsigned, on the dispatch's own subject, and stored by the open broker: nobody's record.
+    const forged = journalEvent({
+      type: 'settled',
+      id: `${dispatchId}:settled`,
+      tenant: 'acme',
+      runId: 'run1',
+      dispatchId,
+      at: new Date().toISOString(),
+      causationId: `${dispatchId}:started`,
+      toolName: 'echo',
+      outcome: 'ok',
+      result: { forged: true },
+      durationMs: 1,
+      attempt: 1,
+    });
+    t.nc.publish(
+      t.subjects.journal.event('acme', 'run1', dispatchId, 'settled'),
+      new TextEncoder().encode(JSON.stringify(forged)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await pending(waiting)).toBe(true);
+    expect(await ask(0)).toEqual({ dispatchId, state: 'pending' });
+
+    await settle('acme', dispatchId, { recorded: true });
+    const recorded = { outcome: 'ok', result: { recorded: true } };
+    expect(await waiting).toEqual({ dispatchId, state: 'settled', settled: recorded });
+    expect(await ask(0)).toEqual({ dispatchId, state: 'settled', settled: recorded });
+    // Another tenant's token names the same run and dispatch: it has none.
+    await expect(
+      submitter.awaitOutcome(principal('other'), { runId: 'run1', dispatchId, wait: 0 }),
+    ).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(
+      submitter.awaitOutcome(principal('acme'), { runId: 'run1', dispatchId: 'nope', wait: 0 }),
+    ).rejects.toMatchObject({ code: ErrorCode.NotFound });
+    await expect(
+      submitter.awaitOutcome(principal('acme'), { runId: 'run.1', dispatchId, wait: 0 }),
+    ).rejects.toMatchObject({ code: ErrorCode.InvalidRequest });
+  });
+
   it('answers a wait with `requested` when no outcome comes in time', async () => {
     const answer = await submitter.submit(principal('acme'), call('slow', 300));
     expect(answer).toMatchObject({ status: 'accepted', state: 'requested' });

@@ -2,6 +2,7 @@ import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { headersOf, type JournalPublisher } from '@toolgate/bus';
 import {
+  AwaitDispatchRequestSchema,
   dispatchKey,
   ErrorCode,
   journalEvent,
@@ -9,6 +10,7 @@ import {
   SubmitDispatchRequestSchema,
   ToolgateError,
   type DispatchOutcome,
+  type AwaitDispatchResponse,
   type DispatchState,
   type JournalEvent,
   type Subjects,
@@ -214,6 +216,46 @@ export class DispatchSubmitter {
       if (seen?.type === 'settled')
         return { dispatchId, status, state: 'settled', settled: outcomeOf(seen) };
       return { dispatchId, status, state: seen?.type === 'suspended' ? 'suspended' : 'requested' };
+    } finally {
+      watcher?.close();
+    }
+  }
+
+  /**
+   * The outcome the journal recorded for a dispatch of the caller's tenant (`dispatch.await`): read
+   * from the stream and verified, and when there is none yet, waited for up to `wait` ms the way a
+   * submission's `wait` is (only what the stream recorded is answered: see
+   * {@link confirmRecorded}). A dispatch the journal does not know is `not-found`; one whose
+   * `requested` the stream's retention dropped is answered from the projection.
+   */
+  async awaitOutcome(principal: Principal, body: unknown): Promise<AwaitDispatchResponse> {
+    const { runId, dispatchId, wait = 0 } = parseRequest(AwaitDispatchRequestSchema, body);
+    const { tenant } = principal;
+    annotate({ [Attr.DispatchId]: dispatchId, [Attr.Tenant]: tenant });
+    // Registered before the read, so a settlement recorded in between is not missed.
+    const watcher = wait > 0 ? this.watch(tenant, runId, dispatchId) : undefined;
+    try {
+      const [settled, requested] = await Promise.all([
+        this.publisher.last(tenant, runId, dispatchId, 'settled'),
+        this.publisher.last(tenant, runId, dispatchId, 'requested'),
+      ]);
+      if (settled) return { dispatchId, state: 'settled', settled: outcomeOf(settled.event) };
+      if (!requested) {
+        const old = await this.recordedBeyondRetention(tenant, dispatchId);
+        if (old?.settled) return { dispatchId, state: 'settled', settled: old.settled };
+        if (!old)
+          throw new ToolgateError(
+            ErrorCode.NotFound,
+            `run ${runId} has no dispatch ${dispatchId}`,
+            {
+              details: { runId, dispatchId },
+            },
+          );
+      }
+      const seen = await watcher?.next(wait);
+      return seen?.type === 'settled'
+        ? { dispatchId, state: 'settled', settled: outcomeOf(seen) }
+        : { dispatchId, state: 'pending' };
     } finally {
       watcher?.close();
     }

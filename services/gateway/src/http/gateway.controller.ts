@@ -88,6 +88,21 @@ export class GatewayController {
     );
   }
 
+  @Route('awaitDispatch')
+  awaitDispatch(
+    @Headers() h: IncomingHttpHeaders,
+    @Param('runId') runId: string,
+    @Param('dispatchId') dispatchId: string,
+    @Query() query: Record<string, unknown>,
+  ) {
+    return this.api.call(
+      ApiOperation.AwaitDispatch,
+      h.authorization,
+      { ...queryToBody(query), runId, dispatchId },
+      h,
+    );
+  }
+
   @Route('getRun')
   getRun(
     @Headers() h: IncomingHttpHeaders,
@@ -169,7 +184,7 @@ export class GatewayController {
 /** Query strings are text; numeric filters are converted, anything else is validated as given. */
 function queryToBody(query: Record<string, unknown>): Record<string, unknown> {
   const body: Record<string, unknown> = { ...query };
-  for (const key of ['minAgeMs', 'limit', 'offset']) {
+  for (const key of ['minAgeMs', 'limit', 'offset', 'wait']) {
     if (typeof body[key] === 'string' && /^\d+$/.test(body[key] as string))
       body[key] = Number(body[key]);
   }

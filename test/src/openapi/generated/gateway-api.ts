@@ -107,6 +107,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{runId}/dispatches/{dispatchId}/outcome": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The outcome the journal recorded for a dispatch, read from the stream: `settled` with it, or `pending` after waiting up to `wait` ms (default 0) for it */
+        get: operations["awaitDispatch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{runId}": {
         parameters: {
             query?: never;
@@ -1667,6 +1684,93 @@ export interface operations {
                         length: number;
                         text: string;
                         nextOffset: number | null;
+                    };
+                };
+            };
+            /** @description error.code invalid-request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code not-found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description error.code unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    awaitDispatch: {
+        parameters: {
+            query?: {
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                runId: string;
+                dispatchId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        dispatchId: string;
+                        /** @enum {string} */
+                        state: "settled" | "pending";
+                        settled?: {
+                            /** @enum {string} */
+                            outcome: "ok" | "error" | "denied";
+                            result?: unknown;
+                            error?: {
+                                /** @enum {string} */
+                                code: "config" | "invalid-request" | "too-large" | "unknown-tool" | "invalid-arguments" | "model-retry" | "non-serializable-result" | "executor-unregistered" | "denied" | "timeout" | "already-resolved" | "approval-mismatch" | "cancelled" | "contract-drift" | "tool-failed" | "path-outside-scope" | "poison-message" | "error-cap" | "unauthorized" | "forbidden" | "unknown-operation" | "not-found" | "conflict" | "unavailable" | "internal";
+                                message: string;
+                                details?: {
+                                    [key: string]: unknown;
+                                };
+                            };
+                        };
                     };
                 };
             };
