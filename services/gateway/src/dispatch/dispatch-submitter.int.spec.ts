@@ -5,6 +5,8 @@ import {
   ToolgateError,
   journalEvent,
   type RegisteredTool,
+  type SettledEvent,
+  type WireError,
   type SubmitDispatchRequest,
   type SubmitDispatchResponse,
 } from '@toolgate/contracts';
@@ -84,23 +86,32 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
     });
   }
 
+  /** A `settled` of a dispatch of run1 as the executor writes it, with `id` and how it ended. */
+  function settledEvent(
+    tenant: string,
+    dispatchId: string,
+    id: string,
+    ending: { outcome: 'ok'; result: unknown } | { outcome: 'error'; error: WireError },
+  ): SettledEvent {
+    return journalEvent({
+      type: 'settled',
+      id,
+      tenant,
+      runId: 'run1',
+      dispatchId,
+      at: new Date().toISOString(),
+      causationId: `${dispatchId}:started`,
+      toolName: 'echo',
+      ...ending,
+      durationMs: 1,
+      attempt: 1,
+    }) as SettledEvent;
+  }
+
   /** Journals a `settled` for a dispatch, as the executor would. */
   async function settle(tenant: string, dispatchId: string, result: unknown): Promise<void> {
     const appended = await publisher.append(
-      journalEvent({
-        type: 'settled',
-        id: `${dispatchId}:settled`,
-        tenant,
-        runId: 'run1',
-        dispatchId,
-        at: new Date().toISOString(),
-        causationId: `${dispatchId}:started`,
-        toolName: 'echo',
-        outcome: 'ok',
-        result,
-        durationMs: 1,
-        attempt: 1,
-      }),
+      settledEvent(tenant, dispatchId, `${dispatchId}:settled`, { outcome: 'ok', result }),
     );
     expect(appended.appended).toBe(true);
   }
@@ -173,19 +184,9 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
     // A genuine settlement the stream refuses (an expectation that fails, as a second one's does
     // on a cluster when another was recorded first): the broker still hands it to every core
     // subscriber, and the gateway's node may hear it before the recorded one.
-    const other = journalEvent({
-      type: 'settled',
-      id: `${dispatchId}:settled:other`,
-      tenant: 'acme',
-      runId: 'run1',
-      dispatchId,
-      at: new Date().toISOString(),
-      causationId: `${dispatchId}:started`,
-      toolName: 'echo',
+    const other = settledEvent('acme', dispatchId, `${dispatchId}:settled:other`, {
       outcome: 'error',
       error: { code: 'timeout', message: 'the other settlement' },
-      durationMs: 1,
-      attempt: 1,
     });
     const subject = t.subjects.journal.event('acme', 'run1', dispatchId, 'settled');
     const payload = new TextEncoder().encode(JSON.stringify(other));
@@ -220,19 +221,9 @@ describe('DispatchSubmitter waiting for outcomes on a real JetStream stream', ()
     expect(await ask(0)).toEqual({ dispatchId, state: 'pending' });
     const waiting = ask(20_000);
     // Unsigned, on the dispatch's own subject, and stored by the open broker: nobody's record.
-    const forged = journalEvent({
-      type: 'settled',
-      id: `${dispatchId}:settled`,
-      tenant: 'acme',
-      runId: 'run1',
-      dispatchId,
-      at: new Date().toISOString(),
-      causationId: `${dispatchId}:started`,
-      toolName: 'echo',
+    const forged = settledEvent('acme', dispatchId, `${dispatchId}:settled`, {
       outcome: 'ok',
       result: { forged: true },
-      durationMs: 1,
-      attempt: 1,
     });
     t.nc.publish(
       t.subjects.journal.event('acme', 'run1', dispatchId, 'settled'),
