@@ -1,5 +1,5 @@
 import { startNatsCluster, type ClusterNode, type NatsCluster } from '@toolgate/testing';
-import { answerFaults, submitTwice } from '../support/partitioned-tenants';
+import { answerFaults, errorAnswers, submitTwice } from '../support/partitioned-tenants';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 /** Calls per phase, and how many are in flight at once. */
@@ -75,8 +75,14 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
     const twice = [...counts.values()].filter(
       (c) => (c.requested ?? 0) !== 1 || (c.settled ?? 0) !== 1,
     );
-    expect({ ...t, dispatches: counts.size, twice: twice.length }).toEqual({
+    expect({
+      ...t,
+      dispatches: counts.size,
+      twice: twice.length,
+      errorAnswers: errorAnswers(results),
+    }).toEqual({
       errors: 0,
+      errorAnswers: [],
       notAccepted: 0,
       notReplayed: 0,
       notOk: 0,

@@ -127,6 +127,16 @@ export function answerFaults(results: readonly Awaited<ReturnType<typeof submitT
   return t;
 }
 
+/** The distinct error answers among answers of {@link submitTwice}: what a failure says. */
+export function errorAnswers(results: readonly Awaited<ReturnType<typeof submitTwice>>[]) {
+  const seen = new Set<string>();
+  for (const { first, again } of results)
+    for (const answer of [first, again])
+      if (answer.status >= 400)
+        seen.add(`${answer.status} ${answer.body?.error?.code}: ${answer.body?.error?.message}`);
+  return [...seen];
+}
+
 /**
  * A tenant's journal messages in each partition's stream: per stream, per dispatch, per event type.
  * Read from every partition, so one in the wrong place is seen.
