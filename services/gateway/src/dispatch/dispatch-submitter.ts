@@ -235,12 +235,10 @@ export class DispatchSubmitter {
     // Registered before the read, so a settlement recorded in between is not missed.
     const watcher = wait > 0 ? this.watch(tenant, runId, dispatchId) : undefined;
     try {
-      const [settled, requested] = await Promise.all([
-        this.publisher.last(tenant, runId, dispatchId, 'settled'),
-        this.publisher.last(tenant, runId, dispatchId, 'requested'),
-      ]);
+      // A caller asks once it has heard the settlement: usually recorded, one read.
+      const settled = await this.publisher.last(tenant, runId, dispatchId, 'settled');
       if (settled) return { dispatchId, state: 'settled', settled: outcomeOf(settled.event) };
-      if (!requested) {
+      if (!(await this.publisher.last(tenant, runId, dispatchId, 'requested'))) {
         const old = await this.recordedBeyondRetention(tenant, dispatchId);
         if (old?.settled) return { dispatchId, state: 'settled', settled: old.settled };
         if (!old)
@@ -252,6 +250,10 @@ export class DispatchSubmitter {
             },
           );
       }
+      // The settlement the caller heard was published before this watch began, so the watch will
+      // not hear it: read again as a heard one is while the stream stores it (an R3 leader stores
+      // once a quorum has it), rather than only at the wait's end.
+      watcher?.recheck();
       const seen = await watcher?.next(wait);
       return seen?.type === 'settled'
         ? { dispatchId, state: 'settled', settled: outcomeOf(seen) }
@@ -335,6 +337,8 @@ export class DispatchSubmitter {
         }
         return waiter.seen;
       },
+      /** Reads the dispatch's settlement again as a heard one is ({@link confirmRecorded}). */
+      recheck: () => void this.confirmRecorded(entry, 'settled'),
       close: () => {
         entry.waiting.delete(waiter);
         if (!entry.waiting.size && this.waiters.get(key) === entry) this.waiters.delete(key);
