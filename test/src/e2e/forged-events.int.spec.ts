@@ -11,6 +11,7 @@ import {
   type JournalEvent,
 } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
+import { createClient } from '@toolgate/sdk';
 import {
   BROKER_SHAPES,
   callEvents,
@@ -95,6 +96,55 @@ describe.each(BROKER_SHAPES)(
         .catch(() => undefined);
       return info?.state.subjects?.[stack.nats.subjects.deadLetter.forRole(role)] ?? 0;
     }
+
+    it('gives an SDK caller the recorded result, not a forged settlement it heard first', async () => {
+      const worker = await serveHeldTool(stack, 'sdk_held_tool', 'genuine');
+      const client = await createClient({
+        servers: broker.servers,
+        prefix: stack.nats.prefix,
+        token: TOKENS.acmeAgent,
+        tenant: 'acme',
+      });
+      try {
+        const handle = await client.dispatch({
+          runId: 'run-sdk-held',
+          callId: 'c1',
+          agent,
+          tool: 'sdk_held_tool',
+          input: {},
+        });
+        const ends: unknown[] = [];
+        handle.on('tool:end', (e) => ends.push(e));
+        await forge(
+          journalEvent({
+            type: 'settled',
+            id: `${handle.dispatchId}:settled`,
+            tenant: 'acme',
+            runId: 'run-sdk-held',
+            dispatchId: handle.dispatchId,
+            at: new Date().toISOString(),
+            causationId: null,
+            toolName: 'sdk_held_tool',
+            outcome: 'ok',
+            result: 'forged',
+            durationMs: 1,
+            attempt: 1,
+          }),
+        );
+        // Heard (and surfaced as an event, as heard); the result waits for the recorded one.
+        await eventually(() => (ends.length ? true : undefined), { what: 'the forgery heard' });
+        let resolved = false;
+        void handle.result.then(() => (resolved = true));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(resolved).toBe(false);
+        worker.release();
+        expect(await handle.result).toEqual({ outcome: 'ok', result: 'genuine' });
+      } finally {
+        worker.release();
+        worker.stop();
+        await client.close();
+      }
+    });
 
     it('runs none of six forged decisions, folds none of them, and dead-letters and counts each', async () => {
       const target = path.join(stack.workdir, 'forged.txt');
