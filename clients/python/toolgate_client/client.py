@@ -200,11 +200,13 @@ class Client:
         password: Optional[str] = None,
         nats_token: Optional[str] = None,
         inbox_prefix: Optional[str] = None,
-        timeout: float = 10.0,
+        timeout: float = 30.0,
         journal_partitions: int = 1,
     ) -> "Client":
         """``inbox_prefix`` defaults to ``_INBOX_<tenant>`` with a NATS user (production), else ``_INBOX``.
-        ``journal_partitions``: the deployment's ``TOOLGATE_JOURNAL_PARTITIONS`` (ask its operator)."""
+        ``journal_partitions``: the deployment's ``TOOLGATE_JOURNAL_PARTITIONS`` (ask its operator).
+        ``timeout`` (seconds) bounds each API call: longer than the gateway's 20 s of riding out a
+        stream leader's election, so an election costs a call latency, not an error."""
         _subject_token("tenant", tenant, "config")
         if not isinstance(journal_partitions, int) or not 1 <= journal_partitions <= MAX_JOURNAL_PARTITIONS:
             raise ToolgateError(

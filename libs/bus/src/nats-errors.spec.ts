@@ -13,7 +13,7 @@ import {
   RequestClosedError,
   RequestTimeoutError,
 } from './inbox-requests';
-import { JetStreamError } from '@nats-io/jetstream';
+import { JetStreamApiError, JetStreamError } from '@nats-io/jetstream';
 import { isPullHeartbeatLost, messagingFailure } from './nats-errors';
 
 describe('messagingFailure', () => {
@@ -27,6 +27,14 @@ describe('messagingFailure', () => {
     ['an inbox request timeout', new RequestTimeoutError(5000)],
     ['an inbox request with no responders', new InboxNoResponders('x.y')],
     ['an inbox request on a closed connection', new RequestClosedError('closed')],
+    [
+      'a stream without a leader (the JetStream API answering 503)',
+      new JetStreamApiError({
+        code: 503,
+        err_code: 10008,
+        description: 'JetStream system temporarily unavailable x.y',
+      }),
+    ],
   ])('maps %s to a retryable unavailable that names the peer', (_what, err) => {
     const typed = messagingFailure(err, 'the message broker');
     expect(typed?.code).toBe(ErrorCode.Unavailable);
@@ -45,6 +53,10 @@ describe('messagingFailure', () => {
   it.each<[string, unknown]>([
     ['a typed error', new ToolgateError(ErrorCode.NotFound, 'x')],
     ['a bug', new TypeError('cannot read properties of undefined')],
+    [
+      'a refusal of the stream',
+      new JetStreamApiError({ code: 400, err_code: 10071, description: 'wrong last sequence' }),
+    ],
     ['another invalid argument', InvalidArgumentError.format('subject', 'is empty')],
     ['a thrown string', 'timeout'],
   ])('leaves %s alone', (_what, err) => {

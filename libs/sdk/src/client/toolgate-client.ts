@@ -84,7 +84,10 @@ export interface ClientOptions {
   token: string;
   /** The token's tenant: names the journal and tool subjects this client follows and serves. */
   tenant: string;
-  /** How long an API request may take. Default 10 s. */
+  /**
+   * How long an API request may take. Default 30 s: longer than the gateway's 20 s of riding out a
+   * stream leader's election, so an election costs a call latency, not an error.
+   */
   requestTimeoutMs?: number;
 }
 
@@ -177,7 +180,7 @@ export async function createClient(options: ClientOptions): Promise<ToolgateClie
     owned,
     subjects,
     options.tenant,
-    new ApiCaller(nc, subjects, options.token, options.requestTimeoutMs ?? 10_000),
+    new ApiCaller(nc, subjects, options.token, options.requestTimeoutMs ?? 30_000),
   );
 }
 
