@@ -13,6 +13,9 @@ describe('retryThroughElection', () => {
       attemptFailure(new JetStreamApiError({ code: 503, err_code: 10008, description: 'x' })),
     ).toBe('not-stored');
     expect(
+      attemptFailure(new JetStreamApiError({ code: 500, err_code: 10009, description: 'x' })),
+    ).toBe('unknown');
+    expect(
       attemptFailure(new JetStreamApiError({ code: 400, err_code: 10071, description: 'x' })),
     ).toBe('final');
     expect(attemptFailure('nope')).toBe('final');
@@ -54,6 +57,27 @@ describe('retryThroughElection', () => {
       ),
     ).rejects.toBe(lost);
     expect(calls).toBe(2);
+  });
+
+  it('sends again after a pause a publish the server failed mid-way (5xx), only when a copy is harmless', async () => {
+    const failed = () => new JetStreamApiError({ code: 500, err_code: 10009, description: 'x' });
+    let calls = 0;
+    const started = Date.now();
+    const result = await retryThroughElection(async () => {
+      if (calls++ === 0) throw failed();
+      return 'acked';
+    });
+    expect(result).toEqual({ value: 'acked', earlierUnknown: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    const once = failed();
+    await expect(
+      retryThroughElection(
+        async () => {
+          throw once;
+        },
+        { resendUnknown: false },
+      ),
+    ).rejects.toBe(once);
   });
 
   it('gives up with the last failure when the budget is spent', async () => {

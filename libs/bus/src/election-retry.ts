@@ -25,12 +25,18 @@ export type AttemptFailure =
 /**
  * Classifies an attempt's failure. While a stream has no leader its replicas answer a publish
  * with "no responders" (a 503 status) and the JetStream API answers 503 (`err_code` 10008,
- * "JetStream system temporarily unavailable"); a connection that is moving to another node cannot
- * send (`ConnectionError`); an attempt whose leader died with it gets no answer (`TimeoutError`).
+ * "JetStream system temporarily unavailable"), another 5xx leaves the outcome unknown; a
+ * connection that is moving to another node cannot send (`ConnectionError`); an attempt whose
+ * leader died with it gets no answer (`TimeoutError`).
  * Errors raised in this process by the NATS client and `InboxRequests` are matched by name.
  */
 export function attemptFailure(err: unknown): AttemptFailure {
-  if (err instanceof JetStreamApiError) return err.status === 503 ? 'not-stored' : 'final';
+  if (err instanceof JetStreamApiError) {
+    if (err.status === 503) return 'not-stored';
+    // The server failed mid-way (a 500 while its leadership changes): whether it stored the
+    // message is not known, so it is sent again only when a copy is harmless.
+    return err.status >= 500 ? 'unknown' : 'final';
+  }
   if (!(err instanceof Error)) return 'final';
   switch (err.name) {
     case 'NoRespondersError':
@@ -84,7 +90,8 @@ export async function retryThroughElection<T>(
       };
     } catch (err) {
       const failure = attemptFailure(err);
-      const pause = failure === 'unknown' ? 0 : backoffMs(n);
+      // An attempt that timed out has waited already; any other is answered at once.
+      const pause = (err as Error).name === 'TimeoutError' ? 0 : backoffMs(n);
       if (failure === 'final' || now() + pause >= deadline) throw err;
       if (failure === 'unknown' && options.resendUnknown === false) throw err;
       if (failure === 'unknown') earlierUnknown = true;

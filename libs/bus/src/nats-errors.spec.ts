@@ -35,6 +35,10 @@ describe('messagingFailure', () => {
         description: 'JetStream system temporarily unavailable x.y',
       }),
     ],
+    [
+      'a JetStream server failing mid-change (500)',
+      new JetStreamApiError({ code: 500, err_code: 10009, description: 'not leader x.y' }),
+    ],
   ])('maps %s to a retryable unavailable that names the peer', (_what, err) => {
     const typed = messagingFailure(err, 'the message broker');
     expect(typed?.code).toBe(ErrorCode.Unavailable);

@@ -58,12 +58,12 @@ export function messagingFailure(err: unknown, peer: string): ToolgateError | un
       { cause: err },
     );
   }
-  // The JetStream API's 503 (`err_code` 10008): a stream or the cluster's meta group has no leader
-  // (an election longer than the caller's budget) — the broker's trouble, retryable, not a bug.
-  if (err instanceof JetStreamApiError && err.status === 503) {
-    return new ToolgateError(ErrorCode.Unavailable, `${peer} is electing a leader; retry later`, {
-      cause: err,
-    });
+  // A JetStream 5xx — 503 (`err_code` 10008) while a stream or the meta group has no leader (an
+  // election longer than the caller's budget), a 500 from a server mid-change — is the broker's
+  // trouble, retryable, not a bug.
+  if (err instanceof JetStreamApiError && err.status >= 500) {
+    const why = err.status === 503 ? 'is electing a leader' : 'could not serve it';
+    return new ToolgateError(ErrorCode.Unavailable, `${peer} ${why}; retry later`, { cause: err });
   }
   if (UNREACHABLE_NAMES.has(err.name)) {
     const why = err.name === 'TimeoutError' ? 'did not answer in time' : 'is not reachable';

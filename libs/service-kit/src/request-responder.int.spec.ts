@@ -30,6 +30,8 @@ describe('serveRequests over real NATS request/reply', () => {
           const { n } = z.object({ n: z.number() }).parse(body);
           if (n === 1) throw new ToolgateError('not-found', 'no such thing');
           if (n === 2) throw new Error('secret detail');
+          // The handler's own use of the broker failing: a request nobody answers.
+          if (n === 3) await t.nc.request(`${t.prefix}.nobody`, '', { timeout: 1000 });
           return { doubled: n * 2 };
         },
       },
@@ -55,13 +57,17 @@ describe('serveRequests over real NATS request/reply', () => {
         ok: false,
         error: { code: 'internal', message: 'internal error' },
       });
+      expect(await ask('{"n":3}')).toMatchObject({
+        ok: false,
+        error: { code: 'unavailable', message: 'the message broker is not reachable; retry later' },
+      });
     } finally {
       await served.stop();
     }
     // The span keeps what the reply hides: every refusal's code, and an internal failure's cause.
     const spans = exporter.getFinishedSpans().filter((s) => s.name === `process ${subject}`);
     const byCode = (code: string) => spans.filter((s) => s.attributes[Attr.ErrorCode] === code);
-    expect(spans).toHaveLength(5);
+    expect(spans).toHaveLength(6);
     expect(byCode('invalid-request')).toHaveLength(2);
     expect(byCode('not-found').map((s) => s.status.code)).toEqual([SpanStatusCode.UNSET]);
     expect(byCode('internal').map((s) => s.status)).toEqual([

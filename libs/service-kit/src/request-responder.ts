@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { headersOf } from '@toolgate/bus';
+import { headersOf, messagingFailure } from '@toolgate/bus';
 import {
   ConfigError,
   ErrorCode,
@@ -111,7 +111,8 @@ export function serveRequests(
             const error =
               e instanceof ZodError
                 ? { code: ErrorCode.InvalidRequest, message: 'malformed request body' }
-                : toWireError(e);
+                : // A broker the handler could not reach is `unavailable`, never `internal`.
+                  toWireError(messagingFailure(e, 'the message broker') ?? e);
             span.setAttribute(Attr.ErrorCode, error.code);
             // The reply hides an unexpected failure's message; the span is where it is kept.
             if (error.code === ErrorCode.Internal) recordFailure(span, e);

@@ -1,0 +1,82 @@
+import { startNatsCluster, type NatsCluster } from '@toolgate/testing';
+import { answerFaults, errorAnswers, submitTwice } from '../support/partitioned-tenants';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
+
+/**
+ * A 3-node cluster with R3 streams that loses two nodes, the stream's leader among them: no
+ * leader can be elected until one is back. The gateway rides out what it can (20 s) and then says
+ * so — `503 unavailable`, retryable — never a `500 internal`; once a node is back, the same calls
+ * go through and each is recorded once.
+ */
+describe('the gateway while the cluster has lost its quorum', () => {
+  let cluster: NatsCluster;
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    cluster = await startNatsCluster({ label: 'quorum' });
+    stack = await startTestStack(
+      'quorum',
+      { TOOLGATE_STREAM_REPLICAS: '3' },
+      { servers: cluster.servers },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await cluster?.cleanup();
+  }, 60_000);
+
+  it('answers 503 unavailable, never 500, and records each call once after a node is back', async () => {
+    const runId = 'quorum';
+    const dispatch = (callId: string) => submitTwice(stack, TOKENS.acmeAgent, runId, callId);
+    const before = await dispatch('before');
+    expect(answerFaults([before])).toEqual({ errors: 0, notAccepted: 0, notReplayed: 0, notOk: 0 });
+
+    const stream = stack.nats.subjects.journal.stream;
+    const { leader, followers } = await cluster.streamPlacement(stream);
+    await leader.kill();
+    await followers[0]!.kill();
+    // A new call, and the call made before: a submission and a replay, both needing a leader.
+    const during = await Promise.all([dispatch('during'), dispatch('before')]);
+    const answers = during.flatMap(({ first, again }) => [first, again]);
+    expect({
+      statuses: [...new Set(answers.map((a) => a.status))].filter((s) => s !== 200),
+      notUnavailable: answers
+        .filter((a) => a.status !== 200 && a.body?.error?.code !== 'unavailable')
+        .map((a) => `${a.status} ${a.body?.error?.code}: ${a.body?.error?.message}`),
+    }).toEqual({ statuses: [503], notUnavailable: [] });
+
+    await followers[0]!.start();
+    await cluster.streamPlacement(stream, 60_000);
+    const after = [await dispatch('during'), await dispatch('before'), await dispatch('after')];
+    const { errors, notReplayed, notOk } = answerFaults(after);
+    expect({
+      errors,
+      errorAnswers: errorAnswers(after),
+      notReplayed,
+      notOk,
+      // 'during' was refused (or, had the quorum gone after its append, replayed); 'before' was
+      // recorded before the loss.
+      firstAnswers: after.map(({ first }) => first.body?.status),
+    }).toEqual({
+      errors: 0,
+      errorAnswers: [],
+      notReplayed: 0,
+      notOk: 0,
+      firstAnswers: [expect.stringMatching(/^(accepted|replayed)$/), 'replayed', 'accepted'],
+    });
+
+    const info = await (
+      await cluster.jsm()
+    ).streams.info(stream, { subjects_filter: stack.nats.subjects.journal.forRun('acme', runId) });
+    const counts = new Map<string, Record<string, number>>();
+    for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+      const [dispatchId, type] = subject.split('.').slice(-2) as [string, string];
+      counts.set(dispatchId, { ...counts.get(dispatchId), [type]: n });
+    }
+    expect([...counts.values()]).toEqual(
+      Array.from({ length: 3 }, () => expect.objectContaining({ requested: 1, settled: 1 })),
+    );
+    await leader.start();
+  }, 240_000);
+});
