@@ -3,6 +3,8 @@ import path from 'node:path';
 import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import {
+  approvalKey,
+  inputDigest,
   journalEvent,
   JournalOperation,
   QueryOperation,
@@ -11,7 +13,7 @@ import {
   type JournalEvent,
 } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
-import { createClient } from '@toolgate/sdk';
+import { createClient, type ApprovalPendingEvent } from '@toolgate/sdk';
 import {
   BROKER_SHAPES,
   callEvents,
@@ -142,6 +144,66 @@ describe.each(BROKER_SHAPES)(
       } finally {
         worker.release();
         worker.stop();
+        await client.close();
+      }
+    });
+
+    it('shows an SDK host only the parked call the journal recorded, never a forged approval:pending', async () => {
+      const client = await createClient({
+        servers: broker.servers,
+        prefix: stack.nats.prefix,
+        token: TOKENS.acmeAgent,
+        tenant: 'acme',
+      });
+      try {
+        const input = { command: 'rm -rf /srv/data' };
+        const handle = await client.dispatch({
+          runId: 'run-sdk-ask',
+          callId: 'c1',
+          agent,
+          tool: 'shell',
+          input,
+        });
+        const seen: ApprovalPendingEvent[] = [];
+        handle.on('approval:pending', (e) => seen.push(e));
+        await eventually(() => (seen.length ? true : undefined), { what: 'the call parked' });
+        const genuine = await new JournalPublisher(
+          stack.nats.nc,
+          stack.nats.subjects,
+          testJournalKeys(),
+        ).last('acme', 'run-sdk-ask', handle.dispatchId, 'suspended');
+        expect(genuine).not.toBeNull();
+        // What an attacker shows the approver: a harmless command — under the harmful call's own
+        // key, and under a key its input makes — stored by the broker as it would be published.
+        const harmless = { command: 'ls' };
+        await forge({ ...genuine!.event, id: `${genuine!.event.id}:f1`, input: harmless });
+        await forge({
+          ...genuine!.event,
+          id: `${genuine!.event.id}:f2`,
+          input: harmless,
+          approvalKey: approvalKey('shell', harmless),
+          inputDigest: inputDigest(harmless),
+        });
+        // Both are heard (the handle's subscription gets them after the genuine one) and asked
+        // about; neither is ever surfaced.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        expect(seen).toEqual([
+          expect.objectContaining({
+            key: genuine!.event.approvalKey,
+            dispatchId: handle.dispatchId,
+            toolName: 'shell',
+            input,
+          }),
+        ]);
+        const denied = await stack.http(
+          'POST',
+          `/v1/approvals/${genuine!.event.approvalKey}/resolve`,
+          TOKENS.acmeApprover,
+          { decision: 'deny', dispatchId: handle.dispatchId, runId: 'run-sdk-ask' },
+        );
+        expect(denied.status).toBe(200);
+        expect(await handle.result).toMatchObject({ outcome: 'denied' });
+      } finally {
         await client.close();
       }
     });

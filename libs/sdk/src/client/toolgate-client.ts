@@ -358,6 +358,7 @@ class Client implements ToolgateClient {
         this.handles.delete(handle);
       },
       () => this.recordedOutcome(call.runId, reply.dispatchId),
+      (key) => this.approvals.get(key, { dispatchId: reply.dispatchId, runId: call.runId }),
     );
     this.handles.add(handle);
     // The reply's outcome (a replay's: this client sends no `wait`) is the one the journal

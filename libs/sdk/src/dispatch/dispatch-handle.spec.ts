@@ -1,17 +1,30 @@
 import {
+  approvalKey,
   ErrorCode,
+  inputDigest,
   journalEvent,
   ToolgateError,
+  type ApprovalDetail,
   type DispatchOutcome,
   type SettledEvent,
+  type SuspendedEvent,
 } from '@toolgate/contracts';
+import { DispatchHandleImpl } from './dispatch-handle';
+import type { ApprovalPendingEvent } from './tool-events';
 
 const denied = { code: ErrorCode.Denied, message: 'refused' };
-import { DispatchHandleImpl } from './dispatch-handle';
 
-/** A handle whose asks for the recorded outcome are answered by `recorded` (and counted). */
-function handle(recorded: () => Promise<DispatchOutcome | null> = async () => null) {
-  const asks = { count: 0 };
+/**
+ * A handle whose asks for the recorded outcome are answered by `recorded`, and for a recorded
+ * approval by `approval` (both counted).
+ */
+function handle(
+  recorded: () => Promise<DispatchOutcome | null> = async () => null,
+  approval: (key: string) => Promise<ApprovalDetail> = async () => {
+    throw new ToolgateError(ErrorCode.NotFound, 'no such approval');
+  },
+) {
+  const asks = { count: 0, approvals: 0 };
   const h = new DispatchHandleImpl(
     'd1',
     'run1',
@@ -23,9 +36,68 @@ function handle(recorded: () => Promise<DispatchOutcome | null> = async () => nu
       asks.count++;
       return recorded();
     },
+    (key) => {
+      asks.approvals++;
+      return approval(key);
+    },
   );
   return Object.assign(h, { asks });
 }
+
+/** A parked call of d1 as the run's subjects carry it; its key made from its input unless given. */
+function suspended(id: string, input: unknown, key = approvalKey('deploy', input)): SuspendedEvent {
+  return journalEvent({
+    type: 'suspended',
+    id,
+    tenant: 'acme',
+    runId: 'run1',
+    dispatchId: 'd1',
+    at: '2026-12-06T10:00:00.000Z',
+    causationId: 'd1:decided',
+    approvalKey: key,
+    inputDigest: inputDigest(input),
+    policyRevision: 1,
+    tool: {
+      name: 'deploy',
+      contractHash: 'a'.repeat(64),
+      needsApproval: false,
+      executor: 'remote',
+    },
+    input,
+    agent: { agentType: 'coder' },
+    isolation: 'none',
+    decidedBy: 'ask-rule',
+    submittedBy: 'acme-agent',
+    expiresAt: '2026-12-06T11:00:00.000Z',
+    onTimeout: 'deny',
+  }) as SuspendedEvent;
+}
+
+/** The approval the journal recorded for `event`, as `approvals.get` answers it. */
+function recordedApproval(
+  event: SuspendedEvent,
+  changes: Partial<ApprovalDetail['approval']> = {},
+): ApprovalDetail {
+  return {
+    approval: {
+      tenant: 'acme',
+      runId: event.runId,
+      dispatchId: event.dispatchId,
+      approvalKey: event.approvalKey,
+      inputDigest: event.inputDigest,
+      policyRevision: 1,
+      status: 'pending',
+      toolName: event.tool.name,
+      rule: { tool: 'deploy' },
+      onTimeout: 'deny',
+      expiresAt: event.expiresAt,
+      input: event.input,
+      ...changes,
+    },
+  } as unknown as ApprovalDetail;
+}
+
+const tick = (ms = 20) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A settlement of d1 as the run's subjects carry it. */
 function settled(id: string, outcome: 'ok' | 'error'): SettledEvent {
@@ -104,5 +176,82 @@ describe('a dispatch handle’s result', () => {
     const asked = h.asks.count;
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(h.asks.count).toBe(asked);
+  });
+});
+
+describe('a dispatch handle’s approval:pending', () => {
+  const genuine = suspended('d1:suspended', { service: 'prod-db', action: 'drop' });
+
+  it('surfaces a heard parked call once the gateway answers that the journal recorded it', async () => {
+    const h = handle(undefined, async () => recordedApproval(genuine));
+    const seen: ApprovalPendingEvent[] = [];
+    h.on('approval:pending', (e) => seen.push(e));
+    h.feed(genuine);
+    await tick();
+    expect(seen).toEqual([
+      {
+        type: 'approval:pending',
+        key: genuine.approvalKey,
+        dispatchId: 'd1',
+        toolName: 'deploy',
+        input: { service: 'prod-db', action: 'drop' },
+        rule: { tool: 'deploy' },
+        expiresAt: genuine.expiresAt,
+        onTimeout: 'deny',
+      },
+    ]);
+  });
+
+  it('never surfaces a harmless input under a harmful call’s key, nor a call the journal does not hold', async () => {
+    const h = handle(undefined, async (key) => {
+      if (key === genuine.approvalKey) return recordedApproval(genuine);
+      throw new ToolgateError(ErrorCode.NotFound, 'no such approval');
+    });
+    const seen: ApprovalPendingEvent[] = [];
+    h.on('approval:pending', (e) => seen.push(e));
+    // The genuine key over a harmless input: refused without asking (the input does not make it).
+    h.feed(suspended('f1', { service: 'staging' }, genuine.approvalKey));
+    // A consistent forgery, and one for another tenant's view of the same key: not recorded here.
+    h.feed(suspended('f2', { service: 'staging' }));
+    await tick(150);
+    expect(seen).toEqual([]);
+    expect(h.asks.approvals).toBeGreaterThanOrEqual(1);
+    h.abandon('done');
+  });
+
+  it('never surfaces what the journal records differently: another input, dispatch or a resolved call', async () => {
+    for (const changes of [
+      { inputDigest: inputDigest({ service: 'other' }) },
+      { dispatchId: 'd2' },
+      { runId: 'run2' },
+      { status: 'resolved' as const },
+    ]) {
+      const h = handle(undefined, async () => recordedApproval(genuine, changes));
+      const seen: ApprovalPendingEvent[] = [];
+      h.on('approval:pending', (e) => seen.push(e));
+      h.feed(genuine);
+      await tick();
+      expect({ changes, seen }).toEqual({ changes, seen: [] });
+    }
+  });
+
+  it('asks again while the gateway has not read it yet, and stops asking once the handle is done', async () => {
+    let asked = 0;
+    const h = handle(undefined, async () => {
+      if (asked++ < 2) throw new ToolgateError(ErrorCode.NotFound, 'not stored yet');
+      return recordedApproval(genuine);
+    });
+    const seen = new Promise<ApprovalPendingEvent>((resolve) => h.on('approval:pending', resolve));
+    h.feed(genuine);
+    expect((await seen).key).toBe(genuine.approvalKey);
+    expect(asked).toBe(3);
+
+    const never = handle();
+    never.feed(genuine);
+    await tick(150);
+    never.abandon('closing');
+    const asks = never.asks.approvals;
+    await tick(900);
+    expect(never.asks.approvals).toBe(asks);
   });
 });

@@ -1,9 +1,13 @@
 import {
+  approvalKey,
   ErrorCode,
+  inputDigest,
   ToolgateError,
+  type ApprovalDetail,
   type DispatchOutcome,
   type JournalEvent,
   type ResolvedEvent,
+  type SuspendedEvent,
   type WireError,
 } from '@toolgate/contracts';
 import {
@@ -59,6 +63,13 @@ type Listener = (payload: DispatchEvent) => void;
  */
 export type RecordedOutcomeReader = () => Promise<DispatchOutcome | null>;
 
+/**
+ * Reads the approval the journal recorded for the dispatch under `key` (`approvals.get` naming the
+ * dispatch and its run: read from the stream and verified by the gateway); rejects `not-found`
+ * while none is recorded under that key.
+ */
+export type RecordedApprovalReader = (key: string) => Promise<ApprovalDetail>;
+
 /** Pauses before asking again after a failure: 100 ms doubling to 5 s. */
 const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 3200, 5000];
 
@@ -81,7 +92,10 @@ const RETRIED_CODES: ReadonlySet<string> = new Set([
  * one (a replay), else what {@link RecordedOutcomeReader} answers once a settlement is heard. What
  * is heard on the run's subjects is not verified (a client holds no service key): the losing
  * settlement of a race, which the stream refused, is heard too, and on a broker that lets other
- * clients publish there so is a forged one. Events are surfaced as heard.
+ * clients publish there so is a forged one. So `approval:pending` — what a host asks a person to
+ * decide — surfaces only once {@link RecordedApprovalReader} confirms the journal recorded that
+ * very parked call (this dispatch, its key, the digest of the input shown); `tool:start` and
+ * `tool:end` are surfaced as heard, for display.
  */
 export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   readonly result: Promise<TypedDispatchOutcome<R>>;
@@ -106,6 +120,7 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     ) => Promise<ResolveApprovalResult>,
     private readonly onDone: () => void,
     private readonly readRecorded: RecordedOutcomeReader,
+    private readonly readApproval: RecordedApprovalReader,
   ) {
     this.result = new Promise<TypedDispatchOutcome<R>>((resolve, reject) => {
       this.settle = resolve;
@@ -130,6 +145,10 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
         decidedBy: event.decidedBy,
         ...(event.rule !== undefined ? { rule: event.rule } : {}),
       };
+    }
+    if (event.type === 'suspended') {
+      void this.surfaceIfRecorded(event);
+      return;
     }
     const mapped = toDispatchEvent(event, this.call);
     if (mapped) this.emit(mapped);
@@ -161,6 +180,51 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
         pause = RETRY_PAUSES_MS[Math.min(failures++, RETRY_PAUSES_MS.length - 1)]!;
       }
       if (pause > 0 && !this.done) await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /**
+   * A parked call was heard: surfaces it as `approval:pending` once the gateway answers that the
+   * journal recorded it — pending, for this dispatch and run, under the heard key, with the heard
+   * input's digest — with the recorded tool, rule, deadline and timeout outcome. A heard one whose
+   * input does not make its key, or that the journal does not hold, is never surfaced: a forgery
+   * could show an approver a harmless input under the key of a harmful call. Asked again (with
+   * growing pauses) while the gateway answers `not-found` (heard before the stream stored it) or
+   * is unavailable, until the handle is done.
+   */
+  private async surfaceIfRecorded(heard: SuspendedEvent): Promise<void> {
+    const digest = inputDigest(heard.input);
+    if (approvalKey(heard.tool.name, heard.input) !== heard.approvalKey) return;
+    for (let failures = 0; !this.done;) {
+      let recorded: ApprovalDetail['approval'];
+      try {
+        recorded = (await this.readApproval(heard.approvalKey)).approval;
+      } catch (err) {
+        const code = err instanceof ToolgateError ? err.code : undefined;
+        if (code === undefined || !RETRIED_CODES.has(code)) return;
+        const pause = RETRY_PAUSES_MS[Math.min(failures++, RETRY_PAUSES_MS.length - 1)]!;
+        await new Promise((resolve) => setTimeout(resolve, pause));
+        continue;
+      }
+      const { toolName, expiresAt, onTimeout } = recorded;
+      const same =
+        recorded.status === 'pending' &&
+        recorded.dispatchId === this.dispatchId &&
+        recorded.runId === this.runId &&
+        recorded.approvalKey === heard.approvalKey &&
+        recorded.inputDigest === digest;
+      if (!same || !toolName || !expiresAt || !onTimeout || this.done) return;
+      this.emit({
+        type: 'approval:pending',
+        key: recorded.approvalKey,
+        dispatchId: this.dispatchId,
+        toolName,
+        input: heard.input,
+        ...(recorded.rule !== undefined && recorded.rule !== null ? { rule: recorded.rule } : {}),
+        expiresAt,
+        onTimeout,
+      });
+      return;
     }
   }
 
