@@ -1,9 +1,9 @@
-import { connect } from '@nats-io/transport-node';
+import { connect, headers as natsHeaders } from '@nats-io/transport-node';
 import { JetStreamApiError } from '@nats-io/jetstream';
 import { NATS_URL, useTestNats, type TestNats } from '@toolgate/testing';
 import { AckedPublisher } from './acked-publisher';
 import { ensureJournalStreams } from './journal-infrastructure';
-import { isTransitionTaken } from './nats-errors';
+import { isTransitionTaken, messagingFailure } from './nats-errors';
 
 const body = new TextEncoder().encode('{}');
 
@@ -57,6 +57,26 @@ describe('AckedPublisher on a real JetStream server', () => {
     await t.nc.flush();
     await expect(publisher.publish(silent, body)).rejects.toMatchObject({ name: 'TimeoutError' });
     await expect(publisher.publish(garbled, body)).rejects.toThrow(/not a PubAck/);
+  });
+
+  it('takes a status without a body for the broker’s answer: a 5xx sent again (same id), unavailable when it persists', async () => {
+    const failing = `${t.prefix}.failing`;
+    let asked = 0;
+    t.nc.subscribe(failing, {
+      callback: (_err, msg) => {
+        asked++;
+        msg.respond(new Uint8Array(0), { headers: natsHeaders(500, 'server error') });
+      },
+    });
+    await t.nc.flush();
+    const err = await publisher.publish(failing, body, { msgID: 'm1' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(JetStreamApiError);
+    expect(asked).toBeGreaterThan(1);
+    expect(messagingFailure(err, 'the message broker')?.code).toBe('unavailable');
+    // Without a message id a second copy could be stored twice: not sent again.
+    const once = asked;
+    await publisher.publish(failing, body).catch(() => undefined);
+    expect(asked).toBe(once + 1);
   });
 
   it('fails what is still waiting when closed or when its connection closes', async () => {

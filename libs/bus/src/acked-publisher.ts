@@ -2,7 +2,7 @@ import { type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-
 import { JetStreamApiError, type PubAck } from '@nats-io/jetstream';
 import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { InboxRequests, NoRespondersError, RequestTimeoutError } from './inbox-requests';
-import { leanHeaders } from './lean-headers';
+import { headersOf, leanHeaders } from './lean-headers';
 
 const decoder = new TextDecoder();
 
@@ -84,6 +84,15 @@ export class AckedPublisher {
         });
       throw err;
     }
+    // A status without a body (other than "no responders", which `InboxRequests` names): the
+    // broker's own answer, classified as the API's errors are (a 5xx is its trouble, retried).
+    const status = msg.data.length === 0 ? headersOf(msg) : undefined;
+    if (status && status.code !== 0)
+      throw new JetStreamApiError({
+        code: status.code,
+        err_code: 0,
+        description: status.description || `status ${status.code}`,
+      });
     let reply: {
       stream?: string;
       seq?: number;
