@@ -13,7 +13,7 @@ import {
   type JournalEvent,
 } from '@toolgate/contracts';
 import { JournalPublisher } from '@toolgate/bus';
-import { createClient, type ApprovalPendingEvent } from '@toolgate/sdk';
+import { createClient, type ApprovalPendingEvent, type ToolEndEvent } from '@toolgate/sdk';
 import {
   BROKER_SHAPES,
   callEvents,
@@ -115,7 +115,7 @@ describe.each(BROKER_SHAPES)(
           tool: 'sdk_held_tool',
           input: {},
         });
-        const ends: unknown[] = [];
+        const ends: ToolEndEvent[] = [];
         handle.on('tool:end', (e) => ends.push(e));
         await forge(
           journalEvent({
@@ -133,14 +133,16 @@ describe.each(BROKER_SHAPES)(
             attempt: 1,
           }),
         );
-        // Heard (and surfaced as an event, as heard); the result waits for the recorded one.
-        await eventually(() => (ends.length ? true : undefined), { what: 'the forgery heard' });
+        // Heard, and neither the result nor a tool:end: both wait for the recorded settlement.
         let resolved = false;
         void handle.result.then(() => (resolved = true));
         await new Promise((resolve) => setTimeout(resolve, 300));
-        expect(resolved).toBe(false);
+        expect({ resolved, ends }).toEqual({ resolved: false, ends: [] });
         worker.release();
         expect(await handle.result).toEqual({ outcome: 'ok', result: 'genuine' });
+        expect(ends).toEqual([
+          expect.objectContaining({ toolName: 'sdk_held_tool', outcome: 'ok' }),
+        ]);
       } finally {
         worker.release();
         worker.stop();

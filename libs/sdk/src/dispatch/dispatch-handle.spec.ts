@@ -10,7 +10,7 @@ import {
   type SuspendedEvent,
 } from '@toolgate/contracts';
 import { DispatchHandleImpl } from './dispatch-handle';
-import type { ApprovalPendingEvent } from './tool-events';
+import type { ApprovalPendingEvent, ToolEndEvent } from './tool-events';
 
 const denied = { code: ErrorCode.Denied, message: 'refused' };
 
@@ -24,14 +24,14 @@ function handle(
     throw new ToolgateError(ErrorCode.NotFound, 'no such approval');
   },
 ) {
-  const asks = { count: 0, approvals: 0 };
+  const asks = { count: 0, approvals: 0, done: 0 };
   const h = new DispatchHandleImpl(
     'd1',
     'run1',
     'accepted',
     { callId: 'c1' },
     () => Promise.reject(new Error('not used')),
-    () => undefined,
+    () => asks.done++,
     () => {
       asks.count++;
       return recorded();
@@ -235,6 +235,17 @@ describe('a dispatch handle’s approval:pending', () => {
     }
   });
 
+  it('surfaces the genuine one when a forgery reusing its id was heard first, and a copy heard again once', async () => {
+    const h = handle(undefined, async () => recordedApproval(genuine));
+    const seen: ApprovalPendingEvent[] = [];
+    h.on('approval:pending', (e) => seen.push(e));
+    h.feed(suspended(genuine.id, { service: 'staging' }, genuine.approvalKey));
+    h.feed(genuine);
+    h.feed({ ...genuine, at: '2026-12-06T10:00:00.001Z' }); // another copy of it (a retry)
+    await tick();
+    expect(seen.map((e) => e.input)).toEqual([genuine.input]);
+  });
+
   it('asks again while the gateway has not read it yet, and stops asking once the handle is done', async () => {
     let asked = 0;
     const h = handle(undefined, async () => {
@@ -253,5 +264,63 @@ describe('a dispatch handle’s approval:pending', () => {
     const asks = never.asks.approvals;
     await tick(900);
     expect(never.asks.approvals).toBe(asks);
+  });
+});
+
+describe('a dispatch handle’s tool:end', () => {
+  it('is the heard settlement that carries the recorded outcome, never a forgery heard first', async () => {
+    const h = handle(async () => ({ outcome: 'ok', result: { from: 'd1:settled' } }));
+    const ends: ToolEndEvent[] = [];
+    h.on('tool:end', (e) => ends.push(e));
+    h.feed(settled('d1:settled:forged', 'error'));
+    h.feed(settled('d1:settled', 'ok')); // the genuine one
+    await h.result;
+    expect(ends).toEqual([
+      expect.objectContaining({
+        type: 'tool:end',
+        toolName: 'echo',
+        outcome: 'ok',
+        toolCallId: 'c1',
+      }),
+    ]);
+    expect(h.asks.done).toBe(1);
+  });
+
+  it('is the genuine settlement when a forgery reusing its id was heard first', async () => {
+    const h = handle(async () => ({ outcome: 'ok', result: { from: 'd1:settled' } }));
+    const ends: ToolEndEvent[] = [];
+    h.on('tool:end', (e) => ends.push(e));
+    h.feed({ ...settled('d1:settled', 'error') });
+    h.feed(settled('d1:settled', 'ok'));
+    await h.result;
+    expect(ends.map((e) => e.outcome)).toEqual(['ok']);
+  });
+
+  it('is surfaced when the settlement is heard after the recorded outcome came, and the handle lets go after a while without it', async () => {
+    const late = handle();
+    late.recorded({ outcome: 'ok', result: { from: 'd1:settled' } });
+    const ends: ToolEndEvent[] = [];
+    late.on('tool:end', (e) => ends.push(e));
+    late.feed(settled('d1:forged', 'error')); // heard first: finishes the handle, surfaces nothing
+    await expect(late.result).resolves.toEqual({ outcome: 'ok', result: { from: 'd1:settled' } });
+    expect({ ends: ends.length, done: late.asks.done }).toEqual({ ends: 0, done: 0 });
+    late.feed(settled('d1:settled', 'ok'));
+    expect({ ends: ends.map((e) => e.outcome), done: late.asks.done }).toEqual({
+      ends: ['ok'],
+      done: 1,
+    });
+
+    jest.useFakeTimers();
+    try {
+      const never = handle();
+      never.recorded({ outcome: 'ok', result: 1 });
+      never.feed(settled('d1:forged', 'error'));
+      jest.advanceTimersByTime(1_999);
+      expect(never.asks.done).toBe(0);
+      jest.advanceTimersByTime(1);
+      expect(never.asks.done).toBe(1);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });

@@ -1,12 +1,15 @@
 import {
   approvalKey,
+  canonicalDigest,
   ErrorCode,
   inputDigest,
+  outcomeOf,
   ToolgateError,
   type ApprovalDetail,
   type DispatchOutcome,
   type JournalEvent,
   type ResolvedEvent,
+  type SettledEvent,
   type SuspendedEvent,
   type WireError,
 } from '@toolgate/contracts';
@@ -76,6 +79,16 @@ const RETRY_PAUSES_MS = [100, 200, 400, 800, 1600, 3200, 5000];
 /** The least time between two asks: an answer that came back at once does not make a busy loop. */
 const MIN_ASK_INTERVAL_MS = 250;
 
+/**
+ * How long a finished handle still listens for the settlement it finished with, when the gateway
+ * answered before the run's subjects carried it (it is published before it is stored, so this is
+ * rare): its `tool:end` is surfaced if it comes meanwhile.
+ */
+const END_GRACE_MS = 2_000;
+
+/** Settlements heard and kept for matching with the recorded outcome, at most. */
+const MAX_HEARD_SETTLED = 32;
+
 /** Codes an ask is made again after. */
 const RETRIED_CODES: ReadonlySet<string> = new Set([
   ErrorCode.Unavailable,
@@ -94,18 +107,25 @@ const RETRIED_CODES: ReadonlySet<string> = new Set([
  * settlement of a race, which the stream refused, is heard too, and on a broker that lets other
  * clients publish there so is a forged one. So `approval:pending` — what a host asks a person to
  * decide — surfaces only once {@link RecordedApprovalReader} confirms the journal recorded that
- * very parked call (this dispatch, its key, the digest of the input shown); `tool:start` and
- * `tool:end` are surfaced as heard, for display.
+ * very parked call (this dispatch, its key, the digest of the input shown), and `tool:end` only
+ * for a heard settlement with the recorded outcome (its result or error, exactly), when the handle
+ * finishes; `tool:start` is surfaced as heard, for display.
  */
 export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   readonly result: Promise<TypedDispatchOutcome<R>>;
   private readonly seenIds = new Set<string>();
+  /** The approval keys surfaced as `approval:pending` (a parked call heard twice surfaces once). */
+  private readonly surfacedKeys = new Set<string>();
   private readonly emitted: DispatchEvent[] = [];
   private readonly listeners = new Map<DispatchEventName, Set<Listener>>();
   private settle!: (outcome: TypedDispatchOutcome<R>) => void;
   private fail!: (err: ToolgateError) => void;
   private done = false;
   private recordedOutcome: DispatchOutcome | undefined;
+  /** Settlements heard, not yet matched with the recorded outcome (each one's `tool:end` waits). */
+  private readonly heardSettled: SettledEvent[] = [];
+  /** Finished without having heard its settlement: the outcome whose `tool:end` is still awaited. */
+  private endAwaited: { outcome: DispatchOutcome; timer: NodeJS.Timeout } | undefined;
   /** Whether the recorded outcome is being asked for (one ask at a time per handle). */
   private asking = false;
 
@@ -136,8 +156,23 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
 
   /** Feeds one journal event; events of other dispatches and repeats are ignored. */
   feed(event: JournalEvent): void {
-    if (event.dispatchId !== this.dispatchId || this.seenIds.has(event.id)) return;
-    this.seenIds.add(event.id);
+    if (event.dispatchId !== this.dispatchId) return;
+    // A copy heard again (a retry the stream deduplicated) is fed once. The events checked against
+    // the record are told apart by content too: a forgery that reuses a genuine event's id (they
+    // are predictable) and is heard first must not shadow the genuine one.
+    const seen =
+      event.type === 'suspended' || event.type === 'settled'
+        ? `${event.id}/${canonicalDigest(event)}`
+        : event.id;
+    if (this.seenIds.has(seen)) return;
+    this.seenIds.add(seen);
+    if (this.endAwaited && event.type === 'settled') {
+      if (!this.emitEndFor(this.endAwaited.outcome, [event])) return;
+      clearTimeout(this.endAwaited.timer);
+      this.endAwaited = undefined;
+      this.onDone();
+      return;
+    }
     if (this.done) return;
     if (event.type === 'decided') {
       this.call.decision = {
@@ -150,9 +185,13 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
       void this.surfaceIfRecorded(event);
       return;
     }
-    const mapped = toDispatchEvent(event, this.call);
-    if (mapped) this.emit(mapped);
-    if (event.type !== 'settled') return;
+    if (event.type !== 'settled') {
+      const mapped = toDispatchEvent(event, this.call);
+      if (mapped) this.emit(mapped);
+      return;
+    }
+    // Bounded, whatever is published on the run's subjects: the newest are kept.
+    if (this.heardSettled.push(event) > MAX_HEARD_SETTLED) this.heardSettled.shift();
     if (this.recordedOutcome) this.finish(this.recordedOutcome);
     else void this.askRecorded();
   }
@@ -214,6 +253,8 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
         recorded.approvalKey === heard.approvalKey &&
         recorded.inputDigest === digest;
       if (!same || !toolName || !expiresAt || !onTimeout || this.done) return;
+      if (this.surfacedKeys.has(recorded.approvalKey)) return;
+      this.surfacedKeys.add(recorded.approvalKey);
       this.emit({
         type: 'approval:pending',
         key: recorded.approvalKey,
@@ -233,16 +274,42 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     this.recordedOutcome = outcome;
   }
 
-  /** Settles from an outcome the gateway already recorded (a replay, or a fast settlement). */
+  /**
+   * Settles from an outcome the journal recorded (the gateway's answer), surfacing `tool:end` for
+   * the heard settlement that carries it. When none was heard yet, the handle keeps listening for
+   * it a while ({@link END_GRACE_MS}) before it lets go of the run's subjects.
+   */
   finish(outcome: DispatchOutcome): void {
     if (this.done) return;
     this.done = true;
+    const ended = this.emitEndFor(outcome, this.heardSettled);
+    this.heardSettled.length = 0;
     this.settle(outcome as TypedDispatchOutcome<R>);
-    this.onDone();
+    if (ended) return this.onDone();
+    const timer = setTimeout(() => {
+      this.endAwaited = undefined;
+      this.onDone();
+    }, END_GRACE_MS);
+    timer.unref?.();
+    this.endAwaited = { outcome, timer };
   }
 
-  /** Rejects a still-open result (the client is closing). */
+  /** Surfaces `tool:end` for the first of `heard` that carries `outcome` exactly; whether one did. */
+  private emitEndFor(outcome: DispatchOutcome, heard: readonly SettledEvent[]): boolean {
+    const recorded = canonicalDigest(outcome);
+    const genuine = heard.find((s) => canonicalDigest(outcomeOf(s)) === recorded);
+    const mapped = genuine && toDispatchEvent(genuine, this.call);
+    if (mapped) this.emit(mapped);
+    return mapped !== undefined;
+  }
+
+  /** Rejects a still-open result (the client is closing); stops awaiting a `tool:end`. */
   abandon(reason: string): void {
+    if (this.endAwaited) {
+      clearTimeout(this.endAwaited.timer);
+      this.endAwaited = undefined;
+      this.onDone();
+    }
     this.failWith(
       new ToolgateError(ErrorCode.Cancelled, reason, { details: { dispatchId: this.dispatchId } }),
     );
