@@ -9,6 +9,7 @@ import {
   CappedBuffer,
   findExecutable,
   openProtectedMounts,
+  scopeMoved,
   resolveProtectedMounts,
 } from '@toolgate/sandbox';
 import {
@@ -418,9 +419,14 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The call's directory as a real path; the whole root file system refuses the call. */
+/**
+ * The call's directory, which must be a real path (as the sandbox's: a directory that is, or goes
+ * through, a symlink now was swapped by another call that can write its parent, and is refused,
+ * never followed); the whole root file system refuses the call.
+ */
 async function workRoot(cwd: string): Promise<string> {
-  const root = await fs.realpath(cwd).catch((err: NodeJS.ErrnoException) => {
+  const asked = path.resolve(cwd);
+  const root = await fs.realpath(asked).catch((err: NodeJS.ErrnoException) => {
     throw new ToolgateError(
       ErrorCode.ToolFailed,
       `the working directory cannot be used: ${err.code ?? 'error'}`,
@@ -429,5 +435,6 @@ async function workRoot(cwd: string): Promise<string> {
   if (root === '/') {
     throw new ConfigError(`a container cannot have the whole root file system as ${WORK_DIR}`);
   }
+  if (root !== asked) throw scopeMoved(path.basename(asked));
   return root;
 }

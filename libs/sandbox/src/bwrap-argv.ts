@@ -42,6 +42,13 @@ export interface SandboxPlan {
    */
   readonly ancestorPaths?: readonly string[];
   /**
+   * When set, `cwd`, the read-only and the writable paths are bound from descriptors the caller
+   * opened and checked too (`--bind-fd`, `--ro-bind-fd`), the k-th of {@link scopeOrder} at fd
+   * `scopeFdBase + k`: a scope swapped for a symlink between the check and the bind binds nothing
+   * else. Without it they are bound by name.
+   */
+  readonly scopeFdBase?: number;
+  /**
    * Share the host's network namespace. Without it the sandbox has a network namespace of its own
    * with only a loopback interface: no route anywhere, the host's 127.0.0.1 included.
    */
@@ -121,10 +128,15 @@ export function bwrapArgv(
     '--tmpfs',
     SANDBOX_TMP,
   );
+  const scopeFd = (k: number) =>
+    plan.scopeFdBase === undefined ? undefined : plan.scopeFdBase + k;
   const binds: { path: string; writable: boolean; order: number; fd?: number }[] = [
-    ...plan.readOnlyPaths.map((path) => ({ path, writable: false, order: 0 })),
-    { path: plan.cwd, writable: plan.cwdWritable, order: 1 },
-    ...(plan.writablePaths ?? []).map((path) => ({ path, writable: true, order: 1 })),
+    ...scopeOrder(plan).map(({ path, writable, order }, k) => ({
+      path,
+      writable,
+      order,
+      ...(scopeFd(k) !== undefined ? { fd: scopeFd(k) } : {}),
+    })),
     ...plan.protectedPaths.map((path, i) => ({
       path,
       writable: false,
@@ -141,21 +153,31 @@ export function bwrapArgv(
   const seen = new Set<string>();
   binds
     .sort((a, b) => depth(a.path) - depth(b.path) || a.order - b.order)
-    .forEach(({ path, writable, fd }) => {
-      if (fd !== undefined) {
-        args.push(writable ? '--bind-fd' : '--ro-bind-fd', String(fd), path);
-        return;
-      }
+    .forEach(({ path, writable, order, fd }) => {
       // The last bind of a path wins; a read-only path repeated as cwd keeps cwd's mode.
       const key = `${path}\0${writable}`;
-      if (seen.has(key)) return;
-      seen.add(key);
-      args.push(writable ? '--bind' : '--ro-bind', path, path);
+      if (order < 2) {
+        if (seen.has(key)) return;
+        seen.add(key);
+      }
+      if (fd !== undefined) args.push(writable ? '--bind-fd' : '--ro-bind-fd', String(fd), path);
+      else args.push(writable ? '--bind' : '--ro-bind', path, path);
     });
   args.push('--clearenv');
   for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);
   args.push('--chdir', plan.cwd, '--');
   return args;
+}
+
+/** The scope binds of a plan — read-only paths, `cwd`, writable paths — in descriptor order. */
+export function scopeOrder(
+  plan: Pick<SandboxPlan, 'cwd' | 'cwdWritable' | 'readOnlyPaths' | 'writablePaths'>,
+): { path: string; writable: boolean; order: number }[] {
+  return [
+    ...plan.readOnlyPaths.map((path) => ({ path, writable: false, order: 0 })),
+    { path: plan.cwd, writable: plan.cwdWritable, order: 1 },
+    ...(plan.writablePaths ?? []).map((path) => ({ path, writable: true, order: 1 })),
+  ];
 }
 
 function depth(path: string): number {

@@ -33,5 +33,6 @@ export { SandboxedProcess } from './long-lived-process';
 export {
   openProtectedMounts,
   resolveProtectedMounts,
+  scopeMoved,
   type ProtectedMounts,
 } from './protected-mounts';

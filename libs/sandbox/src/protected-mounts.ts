@@ -101,6 +101,51 @@ export async function openProtectedMounts(
   return { protectedPaths, ancestorPaths };
 }
 
+/**
+ * Opens the scope paths of a run (its read-only paths, its directory, its writable paths: real
+ * paths, checked by the plan) as the descriptors to bind them from, pushed to `handles` in order.
+ * Each must still be the path the plan checked — no symlink at its end nor on the way — when it is
+ * opened: another call that can write a scope's parent could otherwise swap it for a symlink to
+ * the host's keys between the check and the bind. A path gone since is refused too.
+ */
+export async function openScopeMounts(
+  scopes: readonly { path: string; directory: boolean }[],
+  handles: FileHandle[],
+): Promise<void> {
+  for (const { path: p, directory } of scopes) {
+    let handle: FileHandle;
+    try {
+      handle = await fs.open(p, fsConstants.O_NOFOLLOW | O_PATH);
+    } catch (err) {
+      throw new ToolgateError(
+        ErrorCode.ToolFailed,
+        `a directory of the run cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}): it changed while the run was prepared`,
+      );
+    }
+    handles.push(handle);
+    const [real, stat] = await Promise.all([
+      fs.readlink(`/proc/self/fd/${handle.fd}`),
+      handle.stat(),
+    ]);
+    if (real !== p || stat.isSymbolicLink() || (directory && !stat.isDirectory()))
+      throw scopeMoved(path.basename(p));
+  }
+}
+
+/**
+ * A run's directory (or a scope, between its check and its bind) that is, or goes through, a
+ * symlink that was not there when it was configured: refused, never followed — another call that
+ * can write its parent could have put it there to bind the host's secrets into this run. Names
+ * the last component only (the host path is the operator's).
+ */
+export function scopeMoved(name: string): ToolgateError {
+  return new ToolgateError(
+    ErrorCode.Denied,
+    `the run's scope "${name}" is or goes through a symlink now: the sandbox binds only the real paths it was given, never what a link points to`,
+    { details: { scope: name } },
+  );
+}
+
 /** Whether `p` lies strictly below the directory `dir` (both absolute and normalised). */
 export function isBelow(dir: string, p: string): boolean {
   return p.startsWith(dir.endsWith('/') ? dir : `${dir}/`);

@@ -17,6 +17,7 @@ import {
   LAUNCHER_ENV,
   PidsCgroup,
   runProcess,
+  Sandbox,
   type ProcessRequest,
   type ProcessResult,
 } from './index';
@@ -129,7 +130,8 @@ it("cannot read the service's environment: not through /proc, not from its paren
     // The variables this process started with: the parent's environment a tool would read today.
     const ours = readFileSync('/proc/self/environ', 'utf8')
       .split('\0')
-      .filter((kv) => kv.includes('=') && !kv.startsWith('PATH='));
+      // PATH, and what every shell sets itself (the launcher's bash has its own SHLVL and PWD).
+      .filter((kv) => kv.includes('=') && !/^(PATH|SHLVL|PWD)=/.test(kv));
     const probe =
       'cat /proc/$PPID/environ; echo; cat /proc/1/environ; echo; ' +
       'for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f"; echo; done; env';
@@ -229,6 +231,59 @@ it('binds a protected path only as checked: a symlink on its way binds nothing f
   });
   expect(result.stdout.text()).toBe('ran\n');
   expect(result.stderr.text()).toMatch(/No such file/);
+});
+
+describe('a scope another call swapped for a symlink to the host', () => {
+  const keys = 'PRIVATE SIGNING KEYS';
+  beforeEach(async () => {
+    await fs.writeFile(path.join(outside, 'keys.json'), keys);
+    await fs.writeFile(path.join(outside, 'victim.txt'), 'host');
+  });
+
+  it('is not bound as a read scope: the host file behind the link is never read', async () => {
+    const docs = path.join(spec.work, 'docs');
+    await fs.mkdir(docs);
+    await fs.writeFile(path.join(docs, 'readme'), 'docs');
+    // The real scope binds (and so would what it is swapped for, were a link followed).
+    expect((await sh(`cat ${docs}/readme`, { readOnlyPaths: [docs] })).stdout.text()).toBe('docs');
+    await fs.rename(docs, `${docs}.bak`);
+    await fs.symlink(outside, docs);
+    const run = await sh(`cat ${docs}/keys.json; echo ran`, { readOnlyPaths: [docs] });
+    expect(run.stdout.text()).toBe('ran\n');
+    expect(run.stderr.text()).toMatch(/No such file/);
+  });
+
+  it('is not bound as a write scope, and refuses the run as its directory: the host file stays unchanged', async () => {
+    const out = path.join(spec.work, 'out');
+    await fs.symlink(outside, out);
+    const run = await sh(`echo PWNED > ${out}/victim.txt; echo ran`, {
+      writable: false,
+      writablePaths: [out],
+    });
+    expect(run.stdout.text()).toBe('ran\n');
+    // A worktree swapped for a link, say.
+    const refused = await sh(`echo PWNED > victim.txt`, { cwd: out }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: 'denied', details: { scope: 'out' } });
+    expect(await fs.readFile(path.join(outside, 'victim.txt'), 'utf8')).toBe('host');
+  });
+
+  it("is not bound as one of the operator's read paths (opened with the sandbox)", async () => {
+    const tools = path.join(spec.work, 'tools');
+    await fs.mkdir(tools);
+    const own = await Sandbox.open({ readOnlyPaths: [tools] });
+    await fs.rename(tools, `${tools}.bak`);
+    await fs.symlink(outside, tools);
+    const cwd = path.join(spec.work, 'run');
+    await fs.mkdir(cwd);
+    const run = await own.run({
+      argv: ['/bin/sh', '-c', `cat ${tools}/keys.json; echo ran`],
+      cwd,
+      env: { PATH },
+      timeoutMs: 20_000,
+      maxOutputBytes: 4096,
+    });
+    expect(run.stdout.text()).toBe('ran\n');
+  });
 });
 
 it('passes the protected paths to bubblewrap as descriptors the command never holds', async () => {

@@ -2,10 +2,12 @@ import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
+import path from 'node:path';
 import {
   bwrapArgv,
   PROTECTED_FD_BASE,
   SANDBOX_TMP,
+  scopeOrder,
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
@@ -13,7 +15,12 @@ import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { SandboxedProcess, startLongLived } from './long-lived-process';
 import { MemoryCgroup, PidsCgroup } from './pids-cgroup';
-import { openProtectedMounts, resolveProtectedMounts } from './protected-mounts';
+import {
+  openProtectedMounts,
+  openScopeMounts,
+  resolveProtectedMounts,
+  scopeMoved,
+} from './protected-mounts';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
 import {
   DEFAULT_LIMITS,
@@ -267,7 +274,13 @@ export class Sandbox {
       if (memoryCgroup) await this.memory!.remove(memoryCgroup);
     };
     try {
-      const plan = { ...planned, ...(await openProtectedMounts(planned.cwd, planned, handles)) };
+      const protectedMounts = await openProtectedMounts(planned.cwd, planned, handles);
+      const scopeFdBase = PROTECTED_FD_BASE + handles.length;
+      await openScopeMounts(
+        scopeOrder(planned).map(({ path: p }) => ({ path: p, directory: p === planned.cwd })),
+        handles,
+      );
+      const plan: SandboxPlan = { ...planned, ...protectedMounts, scopeFdBase };
       // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
       // bubblewrap outside it.
       cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
@@ -303,11 +316,17 @@ export class Sandbox {
   }
 
   /**
-   * The mounts of one run: real paths, checked. A `cwd` that is `/` refuses the run; nothing an
-   * earlier run left in the directory does (a symlink named like a protected path included).
+   * The mounts of one run: real paths, checked. The directory and every read and write path are
+   * taken as real paths (resolve symlinks in configuration once, when the service starts), and
+   * never followed through a symlink that is there now — a tool that can write a scope's parent
+   * could have swapped the scope for a link to the host's keys: such a read or write path is not
+   * bound at all (the link stays a link to nothing the run can see), as one that does not exist,
+   * and such a directory refuses the run (`denied`). A `cwd` that is `/` refuses the run; nothing
+   * an earlier run left inside the directory does (a symlink named like a protected path included).
    */
   async plan(request: LongLivedRequest): Promise<SandboxPlan> {
-    const cwd = await fs.realpath(request.cwd).catch((err: NodeJS.ErrnoException) => {
+    const asked = path.resolve(request.cwd);
+    const cwd = await fs.realpath(asked).catch((err: NodeJS.ErrnoException) => {
       throw new ToolgateError(
         ErrorCode.ToolFailed,
         `the working directory cannot be used: ${err.code ?? 'error'}`,
@@ -316,15 +335,16 @@ export class Sandbox {
     if (cwd === '/') {
       throw new ConfigError('the sandbox cannot make the whole root file system writable');
     }
-    const readOnlyPaths = [...this.readOnlyPaths];
-    for (const p of request.readOnlyPaths ?? []) {
-      const real = await fs.realpath(p).catch(() => undefined);
+    if (cwd !== asked) throw scopeMoved(path.basename(asked));
+    const readOnlyPaths: string[] = [];
+    for (const p of [...this.readOnlyPaths, ...(request.readOnlyPaths ?? [])]) {
+      const real = await realScope(p);
       if (real === '/') throw new ConfigError('the sandbox cannot bind the whole root file system');
       if (real !== undefined) readOnlyPaths.push(real);
     }
     const writablePaths: string[] = [];
     for (const p of request.writablePaths ?? []) {
-      const real = await fs.realpath(p).catch(() => undefined);
+      const real = await realScope(p);
       if (real === '/')
         throw new ConfigError('the sandbox cannot make the whole root file system writable');
       if (real !== undefined) writablePaths.push(real);
@@ -365,6 +385,16 @@ export class Sandbox {
       );
     }
   }
+}
+
+/**
+ * A read or write path of a run as the real path to bind; undefined — nothing to bind — when it
+ * does not exist, or when it is, or goes through, a symlink (see {@link Sandbox.plan}).
+ */
+async function realScope(p: string): Promise<string | undefined> {
+  const asked = path.resolve(p);
+  const real = await fs.realpath(asked).catch(() => undefined);
+  return real === asked || real === '/' ? real : undefined;
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {

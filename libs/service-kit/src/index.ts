@@ -61,6 +61,7 @@ export {
 export {
   assertStateOutsideToolScope,
   defaultStateDir,
+  realLenient,
   signingStatePaths,
   type StatePath,
 } from './tool-scope-guard';

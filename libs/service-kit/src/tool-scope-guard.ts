@@ -103,8 +103,11 @@ function isInside(root: string, p: string): boolean {
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
 
-/** The real path of `abs`, its missing tail appended to the real path of what exists. */
-function realLenient(abs: string): string {
+/**
+ * `abs` through its symlinks as far as it exists (the missing tail appended as is): what the OS
+ * opens for it now. For configured paths resolved once, at start-up.
+ */
+export function realLenient(abs: string): string {
   const missing: string[] = [];
   for (let p = abs; ;) {
     try {

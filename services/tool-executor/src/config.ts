@@ -1,7 +1,9 @@
+import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
 import {
   assertStateOutsideToolScope,
+  realLenient,
   signingStatePaths,
   commaList,
   MetricsEnvShape,
@@ -205,7 +207,8 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     prefix: e.TOOLGATE_PREFIX,
     port: e.EXECUTOR_PORT,
     host: e.EXECUTOR_HOST,
-    cwd: e.EXECUTOR_CWD,
+    // Real, once: the sandbox refuses a directory that is (or goes through) a symlink at run time.
+    cwd: realLenient(path.resolve(e.EXECUTOR_CWD)),
     ...(e.EXECUTOR_READ_PATHS ? { readPaths: e.EXECUTOR_READ_PATHS } : {}),
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
     ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),

@@ -1,9 +1,10 @@
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import { createBuiltinTools, type CheckDomain } from './builtins';
-import { buildEnv, parseExecutionPolicy } from './builtins/execution-policy';
+import { buildEnv, parseExecutionPolicy, withRealPaths } from './builtins/execution-policy';
 import {
   bootstrapService,
+  realLenient,
   stopOnce,
   settlePoisoned,
   startupStep,
@@ -85,12 +86,15 @@ export async function startToolExecutor(
   const containers = await openContainerBackend(config.container);
   // Parsed once: defaults (the SAFE_ENV_VARS allowlist, scopes of [cwd]) live in the policy
   // schema, and a bad value is a ConfigError naming it.
-  const policy = parseExecutionPolicy({
-    cwd: config.cwd,
-    ...(config.readPaths ? { readPaths: config.readPaths } : {}),
-    ...(config.writePaths ? { writePaths: config.writePaths } : {}),
-    ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
-  });
+  const policy = withRealPaths(
+    parseExecutionPolicy({
+      cwd: config.cwd,
+      ...(config.readPaths ? { readPaths: config.readPaths } : {}),
+      ...(config.writePaths ? { writePaths: config.writePaths } : {}),
+      ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
+    }),
+    realLenient,
+  );
   const builtins = createBuiltinTools({
     policy,
     checkDomain,

@@ -144,6 +144,24 @@ export function parseExecutionPolicy(
 }
 
 /**
+ * The policy with its directory and scope roots as real paths (through symlinks as far as they
+ * exist), resolved once, when the service starts: the sandbox binds only real paths and refuses a
+ * scope that is a symlink at run time, so a root another call swapped for a link to the host's
+ * keys is never followed.
+ */
+export function withRealPaths(
+  policy: ExecutionPolicy,
+  real: (abs: string) => string,
+): ExecutionPolicy {
+  return Object.freeze({
+    ...policy,
+    cwd: real(policy.cwd),
+    readPaths: Object.freeze(policy.readPaths.map(real)),
+    writePaths: Object.freeze(policy.writePaths.map(real)),
+  });
+}
+
+/**
  * The policy one dispatch runs under, derived cheaply (no I/O) from the service's base policy and
  * the dispatch's {@link ToolContext}:
  * - worktree isolation: `ctx.cwd` is the worktree; it becomes the cwd and the only read and

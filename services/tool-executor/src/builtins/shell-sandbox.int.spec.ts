@@ -51,7 +51,9 @@ it("cannot read the service's environment through /proc/$PPID/environ, as it cou
   // What this process started with: every variable, allowlisted or not.
   const ours = readFileSync('/proc/self/environ', 'utf8').split('\0').filter(Boolean);
   const notAllowlisted = ours.filter(
-    (kv) => !/^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TERM|TZ|TMPDIR)=/.test(kv),
+    // …and what every shell sets itself (the launcher's bash has its own SHLVL and PWD).
+    (kv) =>
+      !/^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TERM|TZ|TMPDIR|SHLVL|PWD)=/.test(kv),
   );
   const probe = 'cat /proc/$PPID/environ; echo; cat /proc/*/environ';
 
