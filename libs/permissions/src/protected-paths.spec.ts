@@ -97,6 +97,23 @@ describe('the protected-path matcher', () => {
     expect(q.match('.git/config')?.pattern).toBe('.git');
   });
 
+  it('matches a tenant’s many-star globs and ** runs against long names and deep paths in linear time', () => {
+    // A `.*` regular expression per star backtracked exponentially: 56 characters held the
+    // evaluator (and every tenant behind it) for 100 s. These finish within the test's timeout.
+    const q = compileProtectedPaths([
+      { paths: ['*a*a*a*a*a*a*a*a*b', '**/a/**/a/**/a/**/a/**/b', 'x?*?*?*?y'] },
+    ]);
+    const long = 'a'.repeat(50_000);
+    expect(q.match(long)).toBeUndefined();
+    expect(q.match(`${long}b`)?.pattern).toBe('*a*a*a*a*a*a*a*a*b');
+    const deep = Array.from({ length: 20_000 }, () => 'a').join('/');
+    expect(q.match(deep)).toBeUndefined();
+    expect(q.match(`${deep}/b/c`)?.pattern).toBe('**/a/**/a/**/a/**/a/**/b');
+    expect(q.match(`x${'z'.repeat(20_000)}`)).toBeUndefined();
+    expect(q.match('xabcdy')?.pattern).toBe('x?*?*?*?y');
+    expect(q.match('xaby')).toBeUndefined();
+  });
+
   it('an exception waives exactly what it names', () => {
     const q = compileProtectedPaths([
       { except: ['.github/workflows/docs.yml', '.claude', '.env.example'] },

@@ -117,7 +117,7 @@ export interface ProtectedPaths {
   };
 }
 
-type Component = string | RegExp | typeof ANY_DEPTH;
+type Component = string | Glob | typeof ANY_DEPTH;
 const ANY_DEPTH: unique symbol = Symbol('**');
 
 interface CompiledPattern {
@@ -191,11 +191,14 @@ export function compileProtectedPaths(
   }
   const candidates = (components: readonly string[]): CompiledPattern[] => {
     let out: CompiledPattern[] | undefined;
+    const matchers = new Map<CompiledPattern, (pi: number, ci: number) => boolean>();
     for (let i = 0; i < components.length; i++) {
       const list = byFirst.get(components[i]!);
       if (list === undefined) continue;
       for (const p of list) {
-        if (matchFrom(p.parts, 1, components, i + 1) && !out?.includes(p)) (out ??= []).push(p);
+        let from = matchers.get(p);
+        if (!from) matchers.set(p, (from = matcher(p.parts, components)));
+        if (from(1, i + 1) && !out?.includes(p)) (out ??= []).push(p);
       }
     }
     for (const p of others) if (matchesAnywhere(p.parts, components)) (out ??= []).push(p);
@@ -275,42 +278,96 @@ function compilePattern(source: string, what: string): CompiledPattern {
   return { source, parts };
 }
 
-function globComponent(name: string): RegExp {
-  let re = '^';
-  for (const ch of name) {
-    if (ch === '*') re += '.*';
-    else if (ch === '?') re += '.';
-    else re += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+/** A component pattern with `*` (any run of characters) and `?` (any one character). */
+class Glob {
+  private readonly chars: readonly string[];
+  constructor(pattern: string) {
+    this.chars = [...pattern];
   }
-  return new RegExp(`${re}$`, 's');
+
+  /**
+   * Whether `name` matches, in O(|pattern| × |name|) at worst whatever the stars — a regular
+   * expression of `.*` runs backtracks exponentially (`*a*a*a*a*b` against a long run of `a`s held
+   * the evaluator for 100 s). The classic greedy match: on a mismatch, the last star takes one
+   * character more.
+   */
+  test(name: string): boolean {
+    const p = this.chars;
+    const s = [...name];
+    let pi = 0;
+    let si = 0;
+    let star = -1;
+    let resume = 0;
+    while (si < s.length) {
+      if (pi < p.length && (p[pi] === '?' || (p[pi] !== '*' && p[pi] === s[si]))) {
+        pi++;
+        si++;
+      } else if (pi < p.length && p[pi] === '*') {
+        star = pi++;
+        resume = si;
+      } else if (star >= 0) {
+        pi = star + 1;
+        si = ++resume;
+      } else return false;
+    }
+    while (pi < p.length && p[pi] === '*') pi++;
+    return pi === p.length;
+  }
+}
+
+function globComponent(name: string): Glob {
+  return new Glob(name);
 }
 
 /** Whether `parts` matches `components` starting at some depth (and covering what lies below). */
 function matchesAnywhere(parts: readonly Component[], components: readonly string[]): boolean {
+  const from = matcher(parts, components);
   for (let start = 0; start < components.length; start++) {
-    if (matchFrom(parts, 0, components, start)) return true;
+    if (from(0, start)) return true;
   }
   return false;
 }
 
-function matchFrom(
+/**
+ * Whether `parts` from the pi-th matches `components` from the ci-th, each (pi, ci) decided once
+ * per matcher: `**` against a deep path is O(parts × components), not a product of its runs.
+ */
+function matcher(
   parts: readonly Component[],
-  pi: number,
   components: readonly string[],
-  ci: number,
-): boolean {
-  if (pi === parts.length) return true;
-  const part = parts[pi]!;
-  if (part === ANY_DEPTH) {
-    for (let k = ci; k <= components.length; k++) {
-      if (matchFrom(parts, pi + 1, components, k)) return true;
+): (pi: number, ci: number) => boolean {
+  const failed = new Set<number>();
+  const width = components.length + 1;
+  const matchFrom = (pi: number, ci: number): boolean => {
+    if (pi === parts.length) return true;
+    const key = pi * width + ci;
+    if (failed.has(key)) return false;
+    const part = parts[pi]!;
+    let matched: boolean;
+    if (part === ANY_DEPTH) {
+      // `**` takes k ≥ 0 components. Iterative, so the stack grows with the parts only; a start
+      // found failed before ends the scan (it failed for every k from there on).
+      matched = false;
+      for (let k = ci; k <= components.length; k++) {
+        if (k > ci && failed.has(pi * width + k)) break;
+        if (matchFrom(pi + 1, k)) {
+          matched = true;
+          break;
+        }
+      }
+      if (!matched)
+        for (let k = ci; k <= components.length && !failed.has(pi * width + k); k++)
+          failed.add(pi * width + k);
+    } else if (ci === components.length) {
+      matched = false;
+    } else {
+      const c = components[ci]!;
+      matched = (typeof part === 'string' ? part === c : part.test(c)) && matchFrom(pi + 1, ci + 1);
     }
-    return false;
-  }
-  if (ci === components.length) return false;
-  const c = components[ci]!;
-  if (typeof part === 'string' ? part !== c : !part.test(c)) return false;
-  return matchFrom(parts, pi + 1, components, ci + 1);
+    if (!matched) failed.add(key);
+    return matched;
+  };
+  return matchFrom;
 }
 
 /**
