@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { ApiOperation, ErrorCode } from '@toolgate/contracts';
 import { GatewayApi, toHttpError } from '@toolgate/gateway';
@@ -167,6 +168,52 @@ describe('HTTP edge fuzz', () => {
     );
     expect(sent).toBe(300);
   }, 120_000);
+
+  it('answers a body, a number and a path it cannot decode 400 invalid-request, saying which', async () => {
+    const url = stack.all.gateway.url;
+    const post = (encoding: string, body: Uint8Array | string) =>
+      fetch(`${url}/v1/dispatches`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKENS.acmeAgent}`,
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+        },
+        body,
+      });
+    const whole = gzipSync(JSON.stringify({ runId: 'enc', callId: 'c', tool: 'list_dir' }));
+    const answers = [
+      await post('gzip', 'notgzip'),
+      await post('deflate', 'notdeflate'),
+      await post('br', 'notbrotli'),
+      await post('gzip', whole.subarray(0, whole.length - 12)),
+    ];
+    for (const res of answers) {
+      expect({ status: res.status, body: await res.json() }).toEqual({
+        status: 400,
+        body: {
+          error: { code: 'invalid-request', message: expect.stringMatching(/Content-Encoding/) },
+        },
+      });
+    }
+    // A number JSON cannot carry (it parses to Infinity): the request's fault, not a result's.
+    const huge = await fetch(`${url}/v1/dispatches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.acmeAgent}`, 'content-type': 'application/json' },
+      body: '{"runId":"inf","callId":"c","agent":{"agentType":"a"},"tool":"list_dir","input":{"n":1e400}}',
+    });
+    expect({ status: huge.status, body: await huge.json() }).toEqual({
+      status: 400,
+      body: { error: expect.objectContaining({ code: 'invalid-request' }) },
+    });
+    const path = await fetch(`${url}/v1/dispatches/%ff`, {
+      headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
+    });
+    expect({ status: path.status, body: await path.json() }).toEqual({
+      status: 400,
+      body: { error: { code: 'invalid-request', message: expect.stringMatching(/path/) } },
+    });
+  });
 
   it('journaled exactly the submissions it accepted, and every service is healthy', async () => {
     await expectJournalMatches(stack, ledger, 100);

@@ -1,6 +1,7 @@
 import {
   ApiOperation,
   ErrorCode,
+  NonSerializableValueError,
   GetDispatchRequestSchema,
   GetDispatchValueRequestSchema,
   GetRunRequestSchema,
@@ -191,8 +192,17 @@ export class GatewayApi {
             return await op.run(principal, body, traceId ? { ...options, traceId } : options);
           } catch (err) {
             // A broker that is down or refuses an oversized message is `unavailable` / `too-large`
-            // on every edge this table serves, never `internal`.
-            const typed = messagingFailure(err, 'the message broker') ?? err;
+            // on every edge this table serves, never `internal`; a request holding a value JSON
+            // cannot carry (a number literal beyond ±1.8e308 parses to Infinity) is the request's
+            // fault, whichever digest of it found that out.
+            const typed =
+              err instanceof NonSerializableValueError
+                ? new ToolgateError(
+                    ErrorCode.InvalidRequest,
+                    `the request holds a value JSON cannot carry: ${err.message}`,
+                    { ...(err.details ? { details: err.details } : {}) },
+                  )
+                : (messagingFailure(err, 'the message broker') ?? err);
             status = toWireError(typed).code;
             span.setAttribute(Attr.ErrorCode, status);
             throw typed;

@@ -31,10 +31,49 @@ function wireErrorOf(exception: unknown): WireError {
     if (status === 404) return { code: ErrorCode.NotFound, message: 'no such route' };
     if (status === 413) return { code: ErrorCode.TooLarge, message: 'request body too large' };
     if (status >= 400 && status < 500) {
-      return { code: ErrorCode.InvalidRequest, message: 'malformed request body (expected JSON)' };
+      return (
+        undecodablePath(exception.message) ?? {
+          code: ErrorCode.InvalidRequest,
+          message: 'malformed request body (expected JSON)',
+        }
+      );
     }
   }
+  const refused = frameworkRefusal(exception);
+  if (refused) return refused;
   return toWireError(exception);
+}
+
+/**
+ * A client error express raised before any route ran, without body-parser's `type`: a body whose
+ * `Content-Encoding` does not decode (body-parser passes zlib's or brotli's error on as a 400), a
+ * path whose percent-encoding does not (the router's "Failed to decode param"). Both are the
+ * request's fault — `invalid-request`, saying which — never `internal`.
+ */
+function frameworkRefusal(exception: unknown): WireError | undefined {
+  if (!(exception instanceof Error)) return undefined;
+  const { status, expose, code } = exception as {
+    status?: unknown;
+    expose?: unknown;
+    code?: unknown;
+  };
+  if (typeof status !== 'number' || status < 400 || status >= 500 || expose !== true)
+    return undefined;
+  const path = undecodablePath(exception.message);
+  if (path) return path;
+  if (typeof code === 'string' && /^(Z_|ERR_)/.test(code))
+    return {
+      code: ErrorCode.InvalidRequest,
+      message: 'malformed request body: it does not decode as its Content-Encoding says',
+    };
+  return { code: ErrorCode.InvalidRequest, message: 'malformed request' };
+}
+
+/** The router's refusal of a path parameter whose percent-encoding does not decode (`%ff`). */
+function undecodablePath(message: string): WireError | undefined {
+  return message.startsWith('Failed to decode param')
+    ? { code: ErrorCode.InvalidRequest, message: 'malformed path: a bad percent-encoding' }
+    : undefined;
 }
 
 /**
