@@ -111,7 +111,7 @@ export function createMcpEdge(options: McpEdgeOptions): McpEdge {
     // Tasks are the 2025-11-25 `tasks` capability: a task-augmented tools/call answers a task whose
     // state is the journal's (see mcp-tasks.ts). The 2026-07-28 era has no `capabilities.tasks`.
     const legacy = context.era === 'legacy';
-    const server = new Server(
+    const server = new ToolgateServer(
       { name: 'toolgate', version: options.version },
       {
         capabilities: {
@@ -282,6 +282,56 @@ async function callApi(
     if (answer.kind === 'protocol') throw answer.error;
     throw new CallErrorResult(answer.error);
   }
+}
+
+/**
+ * The SDK's server, answering a request whose params the SDK's own wire schema refuses (a
+ * `tools/list` cursor that is a number, an `initialize` without `clientInfo`) as invalid params —
+ * `-32602`, Toolgate's `invalid-request` in `data`, the refused fields named — where the SDK throws
+ * a plain `Error` holding the schema's issues, which its protocol layer answers as an internal
+ * error with that dump as the message. Through the hook the SDK gives subclasses for this.
+ */
+class ToolgateServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: Parameters<Server['_wrapHandler']>[1],
+  ): ReturnType<Server['_wrapHandler']> {
+    const wrapped = super._wrapHandler(method, handler);
+    return async (request, ctx) => {
+      try {
+        return await wrapped(request, ctx);
+      } catch (err) {
+        const issues = schemaIssues(err);
+        if (!issues) throw err;
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `invalid params for ${method}`, {
+          code: ErrorCode.InvalidRequest,
+          retryable: false,
+          details: { issues },
+        });
+      }
+    };
+  }
+}
+
+/**
+ * The schema issues a plain `Error` from the SDK's request validation carries as its message (a
+ * JSON array of `{ path, message }`), at most five, or undefined for any other error.
+ */
+function schemaIssues(err: unknown): { path: string; message: string }[] | undefined {
+  if (!(err instanceof Error) || err.constructor !== Error || !err.message.startsWith('[')) return;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(err.message);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) return undefined;
+  const issues: { path: string; message: string }[] = [];
+  for (const issue of parsed as { path?: unknown; message?: unknown }[]) {
+    if (!Array.isArray(issue?.path) || typeof issue.message !== 'string') return undefined;
+    issues.push({ path: issue.path.join('.'), message: issue.message.slice(0, 200) });
+  }
+  return issues.slice(0, 5);
 }
 
 /** A gateway error that is the model's to read: answered as an `isError` tool result. */

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpEdge, type McpEdge, type McpEdgeOptions } from './mcp-edge';
-import { readMcpBody } from './mcp-request-body';
+import { readMcpBody, TooDeepBody } from './mcp-request-body';
 
 /** The MCP edge and its handler for Node's (and express's) requests. */
 export interface McpNodeHandler {
@@ -20,7 +20,11 @@ export function mcpNodeHandler(options: McpEdgeOptions): McpNodeHandler {
     edge,
     serve: (req, res) =>
       void readMcpBody(req).then(
-        (body) => void handle(req, res, body),
+        (body) => {
+          if (!(body instanceof TooDeepBody)) return void handle(req, res, body);
+          const { status, json } = body.answer();
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
+        },
         () => res.destroy(),
       ),
   };

@@ -25,9 +25,52 @@ export async function readMcpBody(req: IncomingMessage): Promise<unknown> {
   }
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
+  let body: unknown;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
+  return nestsDeeperThan(body, MAX_MCP_BODY_DEPTH) ? new TooDeepBody(body) : body;
+}
+
+/**
+ * How deep an MCP request may nest. The SDK serialises a parsed body again (`JSON.stringify`),
+ * which runs out of stack at ~4,500 levels on Node 20 and answered `500 internal`; no tool's
+ * arguments need a tenth of this.
+ */
+export const MAX_MCP_BODY_DEPTH = 256;
+
+/** A parsed body that nests deeper than {@link MAX_MCP_BODY_DEPTH}: answered here, not handed on. */
+export class TooDeepBody {
+  constructor(readonly body: unknown) {}
+
+  /** The JSON-RPC error it is answered with: invalid request, Toolgate's code in `data`. */
+  answer(): { status: number; json: unknown } {
+    const id = (this.body as { id?: unknown } | null)?.id;
+    return {
+      status: 400,
+      json: {
+        jsonrpc: '2.0',
+        id: typeof id === 'string' || typeof id === 'number' ? id : null,
+        error: {
+          code: -32600,
+          message: `the request nests deeper than ${MAX_MCP_BODY_DEPTH} levels`,
+          data: { code: 'invalid-request', retryable: false },
+        },
+      },
+    };
+  }
+}
+
+/** Whether `value` has arrays or objects nested more than `max` deep (iterative: any depth). */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
