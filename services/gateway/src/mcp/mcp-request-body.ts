@@ -37,7 +37,7 @@ export async function readMcpBody(req: IncomingMessage): Promise<unknown> {
 /**
  * How deep an MCP request may nest. The SDK serialises a parsed body again (`JSON.stringify`),
  * which runs out of stack at ~4,500 levels on Node 20 and answered `500 internal`; no tool's
- * arguments need a tenth of this.
+ * arguments nest anywhere near this deep.
  */
 export const MAX_MCP_BODY_DEPTH = 256;
 
