@@ -129,7 +129,8 @@ export const PolicyWhatIfReportSchema = z.object({
   ),
   /**
    * The candidate's error cap replayed: its cap (null: none), how many calls it refuses, may
-   * refuse, or no longer refuses, and those calls in stream order (at most the request's `limit`).
+   * refuse, or no longer refuses, and those calls in stream order (at most the request's `limit`,
+   * and at most {@link WHATIF_CAP_CALLS_BUDGET_BYTES} of them).
    */
   errorCap: z
     .object({
@@ -140,12 +141,23 @@ export const PolicyWhatIfReportSchema = z.object({
       calls: z.array(WhatIfErrorCapCallSchema),
     })
     .optional(),
-  /** The changed calls in stream order, at most the request's `limit`. */
+  /**
+   * The changed calls in stream order, at most the request's `limit`, and at most
+   * {@link WHATIF_CHANGES_BUDGET_BYTES} of them (each call's ids and agent are the submitter's).
+   */
   changes: z.array(WhatIfChangeSchema),
   /** Whether more calls changed than `changes` lists. */
   truncated: z.boolean(),
 });
 export type PolicyWhatIfReport = z.infer<typeof PolicyWhatIfReportSchema>;
+
+/**
+ * The JSON bytes a report's `changes` take at most (the calls that fit, in stream order), and its
+ * error cap's `calls`: the reply stays within the broker's `max_payload` whatever the `limit` and
+ * whatever the calls' submitters wrote into their ids and agents.
+ */
+export const WHATIF_CHANGES_BUDGET_BYTES = 256 * 1024;
+export const WHATIF_CAP_CALLS_BUDGET_BYTES = 128 * 1024;
 
 /** How far a long operation has come: `done` of `total` units (messages read, rows folded). */
 export const ProgressSchema = z.object({

@@ -5,6 +5,7 @@ import {
   type DecidedEvent,
   type RequestedEvent,
   type Taint,
+  WHATIF_CHANGES_BUDGET_BYTES,
 } from '@toolgate/contracts';
 import { PolicyReplay, type RecordedCall } from './policy-replay';
 import { WhatIfTally, WHATIF_HOOKS_NOTE } from './whatif-report';
@@ -257,6 +258,22 @@ describe('PolicyReplay', () => {
 });
 
 describe('WhatIfTally', () => {
+  it('lists changes within a byte budget, whatever the limit and the recorded calls hold', async () => {
+    const replay = PolicyReplay.compile({ engine: { deny: [{ tool: 'shell' }] } });
+    const tally = new WhatIfTally(10_000);
+    for (let i = 0; i < 1_500; i++) {
+      const call = recorded({ input: { command: 'ls' }, reason: 'r'.repeat(1_000) });
+      tally.add(call, await replay.replay(call));
+    }
+    const report = tally.report();
+    const bytes = Buffer.byteLength(JSON.stringify(report.changes));
+    expect(report.changed).toBe(1_500);
+    expect(report.changes.length).toBeGreaterThan(0);
+    expect(report.changes.length).toBeLessThan(1_500);
+    expect(bytes).toBeLessThanOrEqual(WHATIF_CHANGES_BUDGET_BYTES);
+    expect(report.truncated).toBe(true);
+  });
+
   it('counts every call by tool and by change, and lists changes up to the limit in stream order', async () => {
     const replay = PolicyReplay.compile({
       engine: { deny: [{ tool: 'shell', argv: 'rm **' }], ask: [{ tool: 'write_file' }] },

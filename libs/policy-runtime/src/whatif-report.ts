@@ -1,9 +1,11 @@
-import type {
-  PolicyWhatIfReport,
-  Verdict,
-  WhatIfChange,
-  WhatIfErrorCapCall,
-  WhatIfErrorCapMark,
+import {
+  WHATIF_CAP_CALLS_BUDGET_BYTES,
+  WHATIF_CHANGES_BUDGET_BYTES,
+  type PolicyWhatIfReport,
+  type Verdict,
+  type WhatIfChange,
+  type WhatIfErrorCapCall,
+  type WhatIfErrorCapMark,
 } from '@toolgate/contracts';
 import type { RecordedCall, ReplayedCall } from './policy-replay';
 
@@ -16,7 +18,8 @@ export const WHATIF_HOOKS_NOTE =
 /**
  * Adds up replayed calls into a {@link PolicyWhatIfReport} (pure: the caller streams the calls in).
  * Counts cover every call; the changed calls are listed in the order they were added, up to
- * `limit`.
+ * `limit` and to a byte budget (`WHATIF_CHANGES_BUDGET_BYTES`; the error cap's calls
+ * `WHATIF_CAP_CALLS_BUDGET_BYTES`).
  */
 export class WhatIfTally {
   private calls = 0;
@@ -32,6 +35,10 @@ export class WhatIfTally {
   private readonly changes: WhatIfChange[] = [];
   private readonly capCounts = { refused: 0, possible: 0, lifted: 0 };
   private readonly capCalls: WhatIfErrorCapCall[] = [];
+  private readonly listed = {
+    changes: new ListBudget(WHATIF_CHANGES_BUDGET_BYTES),
+    capCalls: new ListBudget(WHATIF_CAP_CALLS_BUDGET_BYTES),
+  };
 
   constructor(
     private readonly limit: number,
@@ -58,15 +65,17 @@ export class WhatIfTally {
     }
     if (errorCap) {
       this.capCounts[errorCap]++;
-      if (this.capCalls.length < this.limit)
-        this.capCalls.push({
+      if (this.capCalls.length < this.limit) {
+        const entry: WhatIfErrorCapCall = {
           seq: call.seq,
           dispatchId: call.decided.dispatchId,
           runId: call.decided.runId,
           callId: call.requested.callId,
           mark: errorCap,
           verdict: replayed.after.verdict,
-        });
+        };
+        if (this.listed.capCalls.fits(entry)) this.capCalls.push(entry);
+      }
     }
     this.calls++;
     const tool = call.decided.tool.name;
@@ -80,9 +89,9 @@ export class WhatIfTally {
     perTool.changed++;
     const change = `${replayed.before.verdict}>${replayed.after.verdict}`;
     this.byChange.set(change, (this.byChange.get(change) ?? 0) + 1);
-    if (this.changes.length >= this.limit) return;
+    if (this.changes.length >= this.limit || this.listed.changes.full) return;
     const { requested, decided } = call;
-    this.changes.push({
+    const entry: WhatIfChange = {
       seq: call.seq,
       dispatchId: decided.dispatchId,
       runId: decided.runId,
@@ -95,7 +104,8 @@ export class WhatIfTally {
       after: replayed.after,
       ...(replayed.hooks ? { hooks: replayed.hooks } : {}),
       ...(errorCap ? { errorCap } : {}),
-    });
+    };
+    if (this.listed.changes.fits(entry)) this.changes.push(entry);
   }
 
   report(): PolicyWhatIfReport {
@@ -132,6 +142,20 @@ export class WhatIfTally {
       changes: [...this.changes].sort((a, b) => a.seq - b.seq),
       truncated: this.changed > this.changes.length,
     };
+  }
+}
+
+/** Entries of a list while their JSON fits in `budget` bytes; full from the first that does not. */
+class ListBudget {
+  private used = 0;
+  full = false;
+  constructor(private readonly budget: number) {}
+
+  fits(entry: unknown): boolean {
+    if (this.full) return false;
+    this.used += Buffer.byteLength(JSON.stringify(entry)) + 1;
+    this.full = this.used > this.budget;
+    return !this.full;
   }
 }
 
