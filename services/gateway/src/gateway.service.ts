@@ -137,6 +137,9 @@ export async function startGateway(options: {
       (s) => s.stop(),
     );
     const natsApi = serveNatsApi(service.nc, service.subjects, service.app.get(GatewayApi));
+    // The API's subscriptions reach the broker before the gateway says it has started: a bus
+    // request sent at once got "no responders" (2 of 3 fresh stacks, in a red-team run).
+    await service.nc.flush();
     const submitter = service.app.get(DispatchSubmitter);
     const api = service.app.get(GatewayApi);
     const notifier = config.webhooks
