@@ -152,6 +152,20 @@ it('writes only in its directory: not into the image, not into .git or another p
   ).toBe(rootfsBefore);
 });
 
+it('leaves no set-user-ID or set-group-ID file in its directory (it runs as the host root)', async () => {
+  const result = await sh(
+    'cp /bin/busybox ./sub && chmod 4755 ./sub; chmod u+s ./sub; cp /bin/busybox ./sgb; ' +
+      'chmod 2755 ./sgb; install -m 6755 /bin/busybox ./sub2; cp /bin/busybox plain; ' +
+      'chmod 755 plain && echo ran',
+  );
+  expect(result.stdout.text()).toBe('ran\n');
+  for (const name of ['sub', 'sgb', 'sub2']) {
+    const mode = (await fs.stat(path.join(work, name)).catch(() => undefined))?.mode ?? 0;
+    expect({ name, setId: mode & 0o6000 }).toEqual({ name, setId: 0 });
+  }
+  expect((await fs.stat(path.join(work, 'plain'))).mode & 0o777).toBe(0o755);
+});
+
 it('cannot write at all under read-only isolation', async () => {
   const result = await sh('echo x > out.txt', { writable: false });
   expect(result.exitCode).not.toBe(0);

@@ -66,17 +66,46 @@ const NAMESPACE_FLAGS = [
 ];
 
 /**
+ * Calls that set a file's mode, by the index of their mode argument. The container runs as uid 0
+ * of the host (without capabilities it still owns what it creates in `/work`), so a mode with the
+ * set-user-ID or set-group-ID bit would leave a set-ID-root program in the call's directory on
+ * the host. `openat2` passes its mode in memory, where a filter cannot read it: ENOSYS, so the C
+ * library falls back to `openat`.
+ */
+const MODE_ARG: readonly [name: string, index: number][] = [
+  ['chmod', 1],
+  ['fchmod', 1],
+  ['fchmodat', 2],
+  ['fchmodat2', 2],
+  ['open', 2],
+  ['openat', 3],
+  ['creat', 1],
+  ['mknod', 1],
+  ['mknodat', 2],
+];
+const SET_ID_BITS = [0o4000, 0o2000];
+
+/**
  * A deny-list on top of runc's defaults: the calls above fail with EPERM, clone(2) with a
  * namespace flag too, and clone3(2) with ENOSYS so the C library falls back to clone(2), whose
- * flags a filter can read (clone3 passes them in memory). Everything else is allowed: tools are
- * ordinary programs and an allow-list would break them in ways nobody could predict. Pure.
+ * flags a filter can read (clone3 passes them in memory); a mode with a set-ID bit fails with
+ * EPERM (see {@link MODE_ARG}). Everything else is allowed: tools are ordinary programs and an
+ * allow-list would break them in ways nobody could predict. Pure.
  */
 export function seccompProfile(): SeccompProfile {
   return {
     defaultAction: 'SCMP_ACT_ALLOW',
     syscalls: [
       { names: DENIED, action: 'SCMP_ACT_ERRNO', errnoRet: EPERM },
-      { names: ['clone3'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
+      { names: ['clone3', 'openat2'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },
+      ...MODE_ARG.flatMap(([name, index]) =>
+        SET_ID_BITS.map((bit) => ({
+          names: [name],
+          action: 'SCMP_ACT_ERRNO' as const,
+          errnoRet: EPERM,
+          args: [{ index, value: bit, valueTwo: bit, op: 'SCMP_CMP_MASKED_EQ' as const }],
+        })),
+      ),
       ...NAMESPACE_FLAGS.map((flag) => ({
         names: ['clone'],
         action: 'SCMP_ACT_ERRNO' as const,

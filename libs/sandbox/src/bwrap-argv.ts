@@ -49,6 +49,11 @@ export interface SandboxPlan {
    */
   readonly scopeFdBase?: number;
   /**
+   * A descriptor holding the seccomp filter bubblewrap installs before the command runs
+   * (`--seccomp`: see `seccomp-filter.ts`), read and closed by bubblewrap.
+   */
+  readonly seccompFd?: number;
+  /**
    * Share the host's network namespace. Without it the sandbox has a network namespace of its own
    * with only a loopback interface: no route anywhere, the host's 127.0.0.1 included.
    */
@@ -163,6 +168,7 @@ export function bwrapArgv(
       if (fd !== undefined) args.push(writable ? '--bind-fd' : '--ro-bind-fd', String(fd), path);
       else args.push(writable ? '--bind' : '--ro-bind', path, path);
     });
+  if (plan.seccompFd !== undefined) args.push('--seccomp', String(plan.seccompFd));
   args.push('--clearenv');
   for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);
   args.push('--chdir', plan.cwd, '--');

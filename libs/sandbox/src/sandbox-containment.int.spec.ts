@@ -233,6 +233,28 @@ it('binds a protected path only as checked: a symlink on its way binds nothing f
   expect(result.stderr.text()).toMatch(/No such file/);
 });
 
+it('leaves no set-user-ID or set-group-ID file behind, however it sets the mode', async () => {
+  const setId = async (name: string) =>
+    ((await fs.stat(path.join(spec.work, name)).catch(() => undefined))?.mode ?? 0) & 0o6000;
+  // On the host the same commands make a set-user-ID program (so the assertion can fail).
+  await bare('cp /bin/sh ./host-suid && chmod 4755 ./host-suid');
+  expect(await setId('host-suid')).toBe(0o4000);
+  const result = await sh(
+    'cp /bin/sh ./sush && chmod 4755 ./sush; chmod u+s,g+s ./sush; ' +
+      'install -m 6755 /bin/sh ./sush2; cp /bin/sh ./sush3 && chmod 2755 ./sush3; ' +
+      `perl -MFcntl -e 'sysopen(my $f, "sush4", O_CREAT|O_WRONLY, 06755) or print "refused\n"'; ` +
+      'mkdir -m 2775 shared; echo ran',
+  );
+  expect(result.stdout.text()).toContain('ran');
+  expect(result.stdout.text()).toContain('refused');
+  for (const name of ['sush', 'sush2', 'sush3', 'sush4', 'shared'])
+    expect({ name, setId: await setId(name) }).toEqual({ name, setId: 0 });
+  // Plain modes still work.
+  expect(
+    (await sh('cp /bin/sh ./plain && chmod 755 ./plain && ./plain -c "echo ok"')).stdout.text(),
+  ).toBe('ok\n');
+});
+
 describe('a scope another call swapped for a symlink to the host', () => {
   const keys = 'PRIVATE SIGNING KEYS';
   beforeEach(async () => {

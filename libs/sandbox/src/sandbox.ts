@@ -22,6 +22,7 @@ import {
   scopeMoved,
 } from './protected-mounts';
 import { runProcess, type ProcessRequest, type ProcessResult } from './process-runner';
+import { setIdFilter } from './seccomp-filter';
 import {
   DEFAULT_LIMITS,
   effectiveLimits,
@@ -146,6 +147,8 @@ export class Sandbox {
     private readonly pids: PidsCgroup | null,
     private readonly memory: MemoryCgroup | null,
     private readonly shmBytes: number,
+    /** The seccomp filter (see `seccomp-filter.ts`), an unlinked file each run reopens; null: none. */
+    private readonly seccomp: FileHandle | null,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -207,6 +210,7 @@ export class Sandbox {
       pids,
       memory,
       settings.shmBytes ?? tmpBytes,
+      await openSeccompFilter(),
     );
     await sandbox.selfTest();
     return sandbox;
@@ -280,7 +284,18 @@ export class Sandbox {
         scopeOrder(planned).map(({ path: p }) => ({ path: p, directory: p === planned.cwd })),
         handles,
       );
-      const plan: SandboxPlan = { ...planned, ...protectedMounts, scopeFdBase };
+      let seccompFd: number | undefined;
+      if (this.seccomp) {
+        // A description of its own, read from the start: bubblewrap reads the filter to its end.
+        handles.push(await fs.open(`/proc/self/fd/${this.seccomp.fd}`, 'r'));
+        seccompFd = PROTECTED_FD_BASE + handles.length - 1;
+      }
+      const plan: SandboxPlan = {
+        ...planned,
+        ...protectedMounts,
+        scopeFdBase,
+        ...(seccompFd !== undefined ? { seccompFd } : {}),
+      };
       // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
       // bubblewrap outside it.
       cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
@@ -395,6 +410,23 @@ async function realScope(p: string): Promise<string | undefined> {
   const asked = path.resolve(p);
   const real = await fs.realpath(asked).catch(() => undefined);
   return real === asked || real === '/' ? real : undefined;
+}
+
+/**
+ * The seccomp filter of this machine's architecture as an open, unlinked file (nothing can reach
+ * it by name, nothing can change it), or null on an architecture the filter does not know.
+ */
+async function openSeccompFilter(): Promise<FileHandle | null> {
+  const filter = setIdFilter();
+  if (!filter) return null;
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-seccomp-'));
+  const file = path.join(dir, 'filter.bpf');
+  try {
+    await fs.writeFile(file, filter, { mode: 0o400 });
+    return await fs.open(file, 'r');
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
 }
 
 function sandboxEnv(env: Readonly<Record<string, string>>): Record<string, string> {
