@@ -19,6 +19,16 @@ export const LIST_REPLY_BUDGET_BYTES = 256 * 1024;
 export const LIST_ITEM_MAX_BYTES = 16 * 1024;
 
 /**
+ * The JSON bytes one registered tool (its description, schema, policy and the rest, as `tools.list`
+ * shows it) may take, and a tenant's whole toolset, builtins included: registration refuses more
+ * (`too-large`), so every `tools.list` answer — bus, HTTP, MCP — fits in the broker's default
+ * `max_payload` (1 MiB) without pages (a race of concurrent registrations can pass the toolset's
+ * bound by one tool each).
+ */
+export const TOOL_VIEW_MAX_BYTES = 64 * 1024;
+export const TOOLSET_MAX_BYTES = 512 * 1024;
+
+/**
  * Page sizes (items per page) of the paged lists: the size when a request names none, and the
  * largest it may ask for. The one definition: the request schemas, the journal's queries, the SDK
  * and the CLI read these. A page also ends early at {@link LIST_REPLY_BUDGET_BYTES}.

@@ -1,4 +1,10 @@
-import { ConfigError, ErrorCode, type RegisteredTool } from '@toolgate/contracts';
+import {
+  ConfigError,
+  ErrorCode,
+  TOOL_VIEW_MAX_BYTES,
+  TOOLSET_MAX_BYTES,
+  type RegisteredTool,
+} from '@toolgate/contracts';
 import { Kvm } from '@nats-io/kv';
 import { toolgateRejection, useTestNats, type TestNats } from '@toolgate/testing';
 import { ToolRegistry } from './tool-registry';
@@ -183,6 +189,46 @@ describe('ToolRegistry on a real KV bucket', () => {
       );
     }
     expect(registry.resolve('globex', 'planted')).toBeUndefined();
+  });
+
+  it("bounds a tool and a tenant's toolset in bytes, so every listing fits one broker message", async () => {
+    const wide = (properties: number) => ({
+      type: 'object' as const,
+      properties: Object.fromEntries(
+        Array.from({ length: properties }, (_, i) => [
+          `p${i}`,
+          { type: 'string', description: 'x'.repeat(4_000) },
+        ]),
+      ),
+    });
+    const tooBig = await toolgateRejection(
+      registry.register('bigco', remoteTool('huge', { parameters: wide(20) })),
+    );
+    expect(tooBig).toMatchObject({
+      code: ErrorCode.TooLarge,
+      details: { tool: 'huge', limitBytes: TOOL_VIEW_MAX_BYTES },
+    });
+    let registered = 0;
+    let refused: unknown;
+    for (let i = 0; i < 12 && !refused; i++) {
+      await registry.register('bigco', remoteTool(`t${i}`, { parameters: wide(15) })).then(
+        () => registered++,
+        (err: unknown) => (refused = err),
+      );
+    }
+    expect(refused).toMatchObject({
+      code: ErrorCode.TooLarge,
+      details: { limitBytes: TOOLSET_MAX_BYTES },
+    });
+    expect(registered).toBeGreaterThan(4);
+    expect(Buffer.byteLength(JSON.stringify(registry.list('bigco')))).toBeLessThanOrEqual(
+      TOOLSET_MAX_BYTES + 1_024,
+    );
+    // A registered tool replaced by one of its size still fits (it is counted once).
+    await registry.register(
+      'bigco',
+      remoteTool('t0', { parameters: wide(15), description: 'New.' }),
+    );
   });
 
   it('toolsetHash changes with a description and not with a policy', async () => {

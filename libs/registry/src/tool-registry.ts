@@ -13,6 +13,8 @@ import {
   SkippedScriptSchema,
   ToolContractSchema,
   ToolgateError,
+  TOOL_VIEW_MAX_BYTES,
+  TOOLSET_MAX_BYTES,
   toolsetHash,
   type ExecutorKind,
   type RegisteredTool,
@@ -140,6 +142,9 @@ export class ToolRegistry {
         details: { field: 'tenant' },
       });
     }
+    const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
+    // Before the schema is compiled (its cost grows with its size).
+    this.assertFits(tenant, stored);
     const { warnings } = compileJsonSchema(tool.parameters, `tool ${tool.name} parameters`);
     checkCommand(tool);
     if (this.cache.get(`${BUILTIN}.${tool.name}`)) {
@@ -163,11 +168,34 @@ export class ToolRegistry {
         { details: { tool: tool.name, executor } },
       );
     }
-    const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
     // The contract first: a call can only name a contract hash once the tool resolves to it.
     await this.putContract(tool, stored.contractHash);
     await this.cache.write(`${tenant}.${tool.name}`, stored);
     return { ...view(stored, false), warnings };
+  }
+
+  /**
+   * Refuses (`too-large`) a tool whose view takes more than {@link TOOL_VIEW_MAX_BYTES}, or that
+   * would take the tenant's toolset (builtins included, the tool it replaces left out) over
+   * {@link TOOLSET_MAX_BYTES}: what `tools.list` answers stays within one broker message.
+   */
+  private assertFits(tenant: string, stored: StoredTool): void {
+    const bytes = Buffer.byteLength(JSON.stringify(view(stored, false)));
+    if (bytes > TOOL_VIEW_MAX_BYTES)
+      throw new ToolgateError(
+        ErrorCode.TooLarge,
+        `tool ${stored.name} is too large: ${bytes} bytes of description, schema and policy, over the limit of ${TOOL_VIEW_MAX_BYTES}`,
+        { details: { tool: stored.name, bytes, limitBytes: TOOL_VIEW_MAX_BYTES } },
+      );
+    let toolset = bytes;
+    for (const tool of this.list(tenant).tools)
+      if (tool.name !== stored.name) toolset += Buffer.byteLength(JSON.stringify(tool)) + 1;
+    if (toolset > TOOLSET_MAX_BYTES)
+      throw new ToolgateError(
+        ErrorCode.TooLarge,
+        `the tenant's toolset would take ${toolset} bytes with ${stored.name}, over the limit of ${TOOLSET_MAX_BYTES}: remove tools, or shorten their descriptions and schemas`,
+        { details: { tool: stored.name, bytes: toolset, limitBytes: TOOLSET_MAX_BYTES } },
+      );
   }
 
   /** Whether `name` is a builtin's (or a directory script's): every tenant resolves it. */
@@ -224,8 +252,9 @@ export class ToolRegistry {
       }
       replaced = storedTool(previous.json())?.contractHash;
     }
-    await this.storeScript(script);
     const stored: StoredTool = { ...tool, contractHash: contractHash(tool) };
+    this.assertFits(tenant, stored);
+    await this.storeScript(script);
     let revision: number;
     try {
       revision = await this.cache.write(key, stored, existed ? previous.revision : 0);
