@@ -1,4 +1,5 @@
 import { startNatsCluster, type ClusterNode, type NatsCluster } from '@toolgate/testing';
+import { runJournalCounts } from '../support/dispatch-probes';
 import { answerFaults, errorAnswers, submitTwice } from '../support/partitioned-tenants';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -47,19 +48,8 @@ describe('dispatches on a three-node cluster with R3 streams', () => {
     submitTwice(stack, TOKENS.acmeAgent, runId, callId);
 
   /** The stream's `requested` and `settled` counts per dispatch of a run. */
-  async function countsOf(runId: string): Promise<Map<string, Record<string, number>>> {
-    const info = await (
-      await cluster.jsm()
-    ).streams.info(stack.nats.subjects.journal.stream, {
-      subjects_filter: stack.nats.subjects.journal.forRun('acme', runId),
-    });
-    const counts = new Map<string, Record<string, number>>();
-    for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
-      const [dispatchId, type] = subject.split('.').slice(-2) as [string, string];
-      counts.set(dispatchId, { ...counts.get(dispatchId), [type]: n });
-    }
-    return counts;
-  }
+  const countsOf = async (runId: string) =>
+    runJournalCounts(stack, await cluster.jsm(), 'acme', runId);
 
   /**
    * Every call of the run answered without an error (accepted, then replayed with an ok

@@ -1,4 +1,5 @@
 import { startNatsCluster, type NatsCluster } from '@toolgate/testing';
+import { runJournalCounts } from '../support/dispatch-probes';
 import { answerFaults, errorAnswers, submitTwice } from '../support/partitioned-tenants';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
@@ -66,14 +67,7 @@ describe('the gateway while the cluster has lost its quorum', () => {
       firstAnswers: [expect.stringMatching(/^(accepted|replayed)$/), 'replayed', 'accepted'],
     });
 
-    const info = await (
-      await cluster.jsm()
-    ).streams.info(stream, { subjects_filter: stack.nats.subjects.journal.forRun('acme', runId) });
-    const counts = new Map<string, Record<string, number>>();
-    for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
-      const [dispatchId, type] = subject.split('.').slice(-2) as [string, string];
-      counts.set(dispatchId, { ...counts.get(dispatchId), [type]: n });
-    }
+    const counts = await runJournalCounts(stack, await cluster.jsm(), 'acme', runId);
     expect([...counts.values()]).toEqual(
       Array.from({ length: 3 }, () => expect.objectContaining({ requested: 1, settled: 1 })),
     );

@@ -99,14 +99,18 @@ describe.each(BROKER_SHAPES)(
       return info?.state.subjects?.[stack.nats.subjects.deadLetter.forRole(role)] ?? 0;
     }
 
-    it('gives an SDK caller the recorded result, not a forged settlement it heard first', async () => {
-      const worker = await serveHeldTool(stack, 'sdk_held_tool', 'genuine');
-      const client = await createClient({
+    /** An agent's SDK client on the stack's broker. */
+    const agentClient = () =>
+      createClient({
         servers: broker.servers,
         prefix: stack.nats.prefix,
         token: TOKENS.acmeAgent,
         tenant: 'acme',
       });
+
+    it('gives an SDK caller the recorded result, not a forged settlement it heard first', async () => {
+      const worker = await serveHeldTool(stack, 'sdk_held_tool', 'genuine');
+      const client = await agentClient();
       try {
         const handle = await client.dispatch({
           runId: 'run-sdk-held',
@@ -151,12 +155,7 @@ describe.each(BROKER_SHAPES)(
     });
 
     it('shows an SDK host only the parked call the journal recorded, never a forged approval:pending', async () => {
-      const client = await createClient({
-        servers: broker.servers,
-        prefix: stack.nats.prefix,
-        token: TOKENS.acmeAgent,
-        tenant: 'acme',
-      });
+      const client = await agentClient();
       try {
         const input = { command: 'rm -rf /srv/data' };
         const handle = await client.dispatch({

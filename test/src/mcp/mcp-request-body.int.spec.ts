@@ -54,7 +54,7 @@ describe('/mcp request bodies', () => {
   };
   const rpc = (id: number, method: string, params: unknown) =>
     JSON.stringify({ jsonrpc: '2.0', id, method, params });
-  const eraHeaders = (era: 'modern' | 'legacy', method: string) =>
+  const eraHeaders = (era: 'modern' | 'legacy', method: string): Record<string, string> =>
     era === 'modern'
       ? { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method }
       : { 'mcp-protocol-version': '2025-11-25' };

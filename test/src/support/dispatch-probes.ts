@@ -1,3 +1,4 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { eventually } from '@toolgate/testing';
 import { TOKENS, type TestStack } from './test-stack';
 
@@ -48,6 +49,27 @@ export async function journalCounts(
   return Object.fromEntries(
     Object.entries(info.state.subjects ?? {}).map(([s, n]) => [s.split('.').pop()!, n]),
   );
+}
+
+/**
+ * How many journal messages of each type the stream holds per dispatch of a tenant's run, read
+ * through `jsm` (a cluster's own manager, say, whichever node the stack's is on).
+ */
+export async function runJournalCounts(
+  stack: TestStack,
+  jsm: JetStreamManager,
+  tenant: string,
+  runId: string,
+): Promise<Map<string, Record<string, number>>> {
+  const info = await jsm.streams.info(stack.nats.subjects.journal.stream, {
+    subjects_filter: stack.nats.subjects.journal.forRun(tenant, runId),
+  });
+  const counts = new Map<string, Record<string, number>>();
+  for (const [subject, n] of Object.entries(info.state.subjects ?? {})) {
+    const [dispatchId, type] = subject.split('.').slice(-2) as [string, string];
+    counts.set(dispatchId, { ...counts.get(dispatchId), [type]: n });
+  }
+  return counts;
 }
 
 /** `GET /v1/runs/:runId`: the run's status and its open approvals. */
