@@ -28,9 +28,9 @@ export interface RuncPlan {
    */
   ancestorPaths?: readonly string[];
   /**
-   * Where to bind each protected or ancestor path from, by host path: a checked descriptor's
-   * `/proc/<pid>/fd/<n>`, so a component swapped for a symlink after the check binds nothing else.
-   * Absent: the path itself.
+   * Where to bind each protected or ancestor path, and the work directory itself, from, by host
+   * path: a staging path the checked descriptor's file is mounted on (see `STAGE_SCRIPT`), so a
+   * component swapped for a symlink after the check binds nothing else. Absent: the path itself.
    */
   mountSources?: Readonly<Record<string, string>>;
   /** A host directory holding `input.json`, bound read-only at {@link INPUT_DIR}. */
@@ -165,7 +165,11 @@ export function ociConfig(plan: RuncPlan): OciConfig {
       bind(plan.inputDir, INPUT_DIR, 'ro'),
       // Not rbind: a file system mounted below the call's directory stays out (it could not be
       // made read-only with the rest under read-only isolation).
-      bind(plan.workDir, WORK_DIR, plan.workWritable ? 'rw' : 'ro'),
+      bind(
+        plan.mountSources?.[plan.workDir] ?? plan.workDir,
+        WORK_DIR,
+        plan.workWritable ? 'rw' : 'ro',
+      ),
       ...protectedMounts,
     ],
     linux: {

@@ -9,6 +9,7 @@ import {
   CappedBuffer,
   findExecutable,
   openProtectedMounts,
+  openScopeMounts,
   scopeMoved,
   resolveProtectedMounts,
 } from '@toolgate/sandbox';
@@ -176,7 +177,10 @@ export class RuncBackend implements ContainerBackend {
       await resolveProtectedMounts(root, request.protectedPaths),
       handles,
     );
-    const staged = [...mounts.protectedPaths, ...mounts.ancestorPaths];
+    // The directory itself is staged the same way, last: runc binds /work by name, and another
+    // call that can write its parent could swap it for a symlink between the check and the mount.
+    await openScopeMounts([{ path: root, directory: true }], handles);
+    const staged = [...mounts.protectedPaths, ...mounts.ancestorPaths, root];
     const limits = containerLimits(this.limits, request.limits);
     const id = `${ID_PREFIX}${process.pid}-${++this.seq}-${randomBytes(3).toString('hex')}`;
     const bundle = path.join(this.bundles, id);
@@ -227,7 +231,7 @@ export class RuncBackend implements ContainerBackend {
       if (result.exitCode === STAGE_REFUSED && !(await fs.stat(log).catch(() => undefined))) {
         throw new ToolgateError(
           ErrorCode.Config,
-          'a protected path in the working directory changed while the container was set up: the container cannot keep it read-only',
+          'the working directory, or a protected path in it, changed while the container was set up: the container is not started',
         );
       }
       const oomKills = await this.memory?.oomKills(id);

@@ -3,7 +3,7 @@
  * real processes: each test does what a hostile tool would, and where it helps first shows the
  * same probe succeeding where it is not contained, so the assertion can fail.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -165,6 +165,39 @@ it('leaves no set-user-ID or set-group-ID file in its directory (it runs as the 
   }
   expect((await fs.stat(path.join(work, 'plain'))).mode & 0o777).toBe(0o755);
 });
+
+it('binds its directory only as checked: swapped for a symlink while it starts, it binds nothing of the host', async () => {
+  // Another call that can write the directory's parent exchanges it with a link to the host's
+  // secrets again and again (renameat2 RENAME_EXCHANGE: the path is always one or the other).
+  const renameat2 = process.arch === 'arm64' ? 276 : 316;
+  await fs.writeFile(path.join(outside, 'signing.key'), 'PRIVATE KEY');
+  const proj = path.join(work, 'proj');
+  await fs.mkdir(proj);
+  await fs.symlink(outside, path.join(work, 'link'));
+  const swapper = execFile('perl', [
+    '-e',
+    `my $end = time + 30; while (time < $end) { syscall(${renameat2}, -100, $ARGV[0], -100, $ARGV[1], 2) }`,
+    proj,
+    path.join(work, 'link'),
+  ]);
+  try {
+    let started = 0;
+    for (let i = 0; i < 60; i++) {
+      const run = await sh('cat /work/signing.key; echo PWNED > /work/written; echo ran', {
+        cwd: proj,
+      }).catch((err: unknown) => err as Error);
+      if (!(run instanceof Error)) {
+        if (run.stdout.text().includes('ran')) started++;
+        expect(run.stdout.text()).not.toContain('PRIVATE KEY');
+      }
+      expect(existsSync(path.join(outside, 'written'))).toBe(false);
+    }
+    // Some runs got through the race (so the attack had its chance).
+    expect(started).toBeGreaterThan(0);
+  } finally {
+    swapper.kill();
+  }
+}, 60_000);
 
 it('cannot write at all under read-only isolation', async () => {
   const result = await sh('echo x > out.txt', { writable: false });

@@ -1,6 +1,8 @@
 /** An OCI seccomp profile (the fields Toolgate writes). */
 export interface SeccompProfile {
   defaultAction: 'SCMP_ACT_ALLOW';
+  /** Every ABI this machine's kernel runs: the rules bind a 32-bit program's calls too. */
+  architectures?: string[];
   syscalls: {
     names: string[];
     action: 'SCMP_ACT_ERRNO';
@@ -8,6 +10,16 @@ export interface SeccompProfile {
     args?: { index: number; value: number; valueTwo: number; op: 'SCMP_CMP_MASKED_EQ' }[];
   }[];
 }
+
+/**
+ * The ABIs a kernel of this architecture runs (as runc names them), as Docker's default profile
+ * lists them: without them a rule binds the native ABI only, and a 32-bit program's `chmod` (a
+ * call of another number) would pass every rule.
+ */
+const ABIS: Readonly<Record<string, readonly string[]>> = {
+  x64: ['SCMP_ARCH_X86_64', 'SCMP_ARCH_X86', 'SCMP_ARCH_X32'],
+  arm64: ['SCMP_ARCH_AARCH64', 'SCMP_ARCH_ARM'],
+};
 
 const EPERM = 1;
 const ENOSYS = 38;
@@ -92,9 +104,11 @@ const SET_ID_BITS = [0o4000, 0o2000];
  * EPERM (see {@link MODE_ARG}). Everything else is allowed: tools are ordinary programs and an
  * allow-list would break them in ways nobody could predict. Pure.
  */
-export function seccompProfile(): SeccompProfile {
+export function seccompProfile(arch: string = process.arch): SeccompProfile {
+  const architectures = ABIS[arch];
   return {
     defaultAction: 'SCMP_ACT_ALLOW',
+    ...(architectures ? { architectures: [...architectures] } : {}),
     syscalls: [
       { names: DENIED, action: 'SCMP_ACT_ERRNO', errnoRet: EPERM },
       { names: ['clone3', 'openat2'], action: 'SCMP_ACT_ERRNO', errnoRet: ENOSYS },

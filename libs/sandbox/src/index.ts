@@ -32,6 +32,7 @@ export { launcherArgv, LAUNCHER_ENV } from './launcher-argv';
 export { SandboxedProcess } from './long-lived-process';
 export {
   openProtectedMounts,
+  openScopeMounts,
   resolveProtectedMounts,
   scopeMoved,
   type ProtectedMounts,
