@@ -206,6 +206,15 @@ describe('HTTP edge fuzz', () => {
       status: 400,
       body: { error: expect.objectContaining({ code: 'invalid-request' }) },
     });
+    const evaluated = await fetch(`${url}/v1/policy/evaluate`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.acmeAgent}`, 'content-type': 'application/json' },
+      body: '{"tool":"list_dir","input":{"n":1e400}}',
+    });
+    expect({ status: evaluated.status, body: await evaluated.json() }).toEqual({
+      status: 400,
+      body: { error: expect.objectContaining({ code: 'invalid-request' }) },
+    });
     const path = await fetch(`${url}/v1/dispatches/%ff`, {
       headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
     });

@@ -1,4 +1,4 @@
-import { EvaluatePolicyRequestSchema } from '@toolgate/contracts';
+import { EvaluatePolicyRequestSchema, inputDigest } from '@toolgate/contracts';
 import { validateStoredPolicy, type PolicyRuntime } from '@toolgate/policy-runtime';
 import type { ToolRegistry } from '@toolgate/registry';
 import { parseRequest } from '../api/parse-request';
@@ -21,6 +21,9 @@ export class PolicyGate {
 
   async evaluate(tenant: string, body: unknown) {
     const req = parseRequest(EvaluatePolicyRequestSchema, body);
+    // What a submission digests, checked the same way: an input JSON cannot carry (a number
+    // beyond ±1.8e308) is refused as the submission refuses it, not evaluated as `null`.
+    inputDigest(req.input);
     const { decision, revision } = await this.runtime.decide(tenant, {
       tool: await resolveToolRef(this.registry, tenant, req.tool),
       input: req.input,
