@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { openSync, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
@@ -147,8 +147,12 @@ export class Sandbox {
     private readonly pids: PidsCgroup | null,
     private readonly memory: MemoryCgroup | null,
     private readonly shmBytes: number,
-    /** The seccomp filter (see `seccomp-filter.ts`), an unlinked file each run reopens; null: none. */
-    private readonly seccomp: FileHandle | null,
+    /**
+     * The seccomp filter (see `seccomp-filter.ts`): the descriptor of an unlinked file each run
+     * reopens, held for the process's life (a plain descriptor: a FileHandle would be closed, with
+     * a warning, when a sandbox no longer used is collected); null: none.
+     */
+    private readonly seccomp: number | null,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -285,9 +289,9 @@ export class Sandbox {
         handles,
       );
       let seccompFd: number | undefined;
-      if (this.seccomp) {
+      if (this.seccomp !== null) {
         // A description of its own, read from the start: bubblewrap reads the filter to its end.
-        handles.push(await fs.open(`/proc/self/fd/${this.seccomp.fd}`, 'r'));
+        handles.push(await fs.open(`/proc/self/fd/${this.seccomp}`, 'r'));
         seccompFd = PROTECTED_FD_BASE + handles.length - 1;
       }
       const plan: SandboxPlan = {
@@ -416,14 +420,14 @@ async function realScope(p: string): Promise<string | undefined> {
  * The seccomp filter of this machine's architecture as an open, unlinked file (nothing can reach
  * it by name, nothing can change it), or null on an architecture the filter does not know.
  */
-async function openSeccompFilter(): Promise<FileHandle | null> {
+async function openSeccompFilter(): Promise<number | null> {
   const filter = setIdFilter();
   if (!filter) return null;
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-seccomp-'));
   const file = path.join(dir, 'filter.bpf');
   try {
     await fs.writeFile(file, filter, { mode: 0o400 });
-    return await fs.open(file, 'r');
+    return openSync(file, 'r');
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }
