@@ -91,7 +91,7 @@ export async function retryThroughElection<T>(
     } catch (err) {
       const failure = attemptFailure(err);
       // An attempt that timed out has waited already; any other is answered at once.
-      const pause = (err as Error).name === 'TimeoutError' ? 0 : backoffMs(n);
+      const pause = err instanceof Error && err.name === 'TimeoutError' ? 0 : backoffMs(n);
       if (failure === 'final' || now() + pause >= deadline) throw err;
       if (failure === 'unknown' && options.resendUnknown === false) throw err;
       if (failure === 'unknown') earlierUnknown = true;
