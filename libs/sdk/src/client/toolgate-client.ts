@@ -330,8 +330,13 @@ class Client implements ToolgateClient {
           if (err) return;
           const event = decodeJournalEvent(msg.data);
           if (!event) return;
-          if (sink) sink(event);
-          else buffered.push(event);
+          try {
+            if (sink) sink(event);
+            else buffered.push(event);
+          } catch {
+            // Whatever is published on the run's subjects, the subscription keeps serving the
+            // handle: an event it cannot take is dropped.
+          }
         },
       },
     );

@@ -296,6 +296,19 @@ describe('a dispatch handle’s tool:end', () => {
     expect(ends.map((e) => e.outcome)).toEqual(['ok']);
   });
 
+  it('survives a flood of forgeries after the genuine settlement, and one with no canonical form', async () => {
+    const h = handle(async () => ({ outcome: 'ok', result: { from: 'd1:settled' } }));
+    const ends: ToolEndEvent[] = [];
+    h.on('tool:end', (e) => ends.push(e));
+    h.feed(settled('d1:settled', 'ok'));
+    for (let i = 0; i < 64; i++) h.feed(settled(`d1:forged:${i}`, 'error'));
+    let deep: unknown = 0;
+    for (let i = 0; i < 250; i++) deep = [deep];
+    expect(() => h.feed({ ...settled('d1:deep', 'ok'), result: deep })).not.toThrow();
+    await expect(h.result).resolves.toEqual({ outcome: 'ok', result: { from: 'd1:settled' } });
+    expect(ends.map((e) => e.outcome)).toEqual(['ok']);
+  });
+
   it('is surfaced when the settlement is heard after the recorded outcome came, and the handle lets go after a while without it', async () => {
     const late = handle();
     late.recorded({ outcome: 'ok', result: { from: 'd1:settled' } });

@@ -86,7 +86,7 @@ const MIN_ASK_INTERVAL_MS = 250;
  */
 const END_GRACE_MS = 2_000;
 
-/** Settlements heard and kept for matching with the recorded outcome, at most. */
+/** Settlements heard and kept for matching with the recorded outcome, at most (the first ones). */
 const MAX_HEARD_SETTLED = 32;
 
 /** Codes an ask is made again after. */
@@ -160,10 +160,13 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
     // A copy heard again (a retry the stream deduplicated) is fed once. The events checked against
     // the record are told apart by content too: a forgery that reuses a genuine event's id (they
     // are predictable) and is heard first must not shadow the genuine one.
-    const seen =
-      event.type === 'suspended' || event.type === 'settled'
-        ? `${event.id}/${canonicalDigest(event)}`
-        : event.id;
+    let seen = event.id;
+    if (event.type === 'suspended' || event.type === 'settled') {
+      // An event that has no canonical form (nested deeper than any genuine one) is nobody's.
+      const digest = digestOf(event);
+      if (digest === undefined) return;
+      seen = `${event.id}/${digest}`;
+    }
     if (this.seenIds.has(seen)) return;
     this.seenIds.add(seen);
     if (this.endAwaited && event.type === 'settled') {
@@ -190,8 +193,9 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
       if (mapped) this.emit(mapped);
       return;
     }
-    // Bounded, whatever is published on the run's subjects: the newest are kept.
-    if (this.heardSettled.push(event) > MAX_HEARD_SETTLED) this.heardSettled.shift();
+    // Bounded, whatever is published on the run's subjects: the first are kept, so a flood after
+    // the genuine settlement cannot push it out.
+    if (this.heardSettled.length < MAX_HEARD_SETTLED) this.heardSettled.push(event);
     if (this.recordedOutcome) this.finish(this.recordedOutcome);
     else void this.askRecorded();
   }
@@ -296,8 +300,8 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
 
   /** Surfaces `tool:end` for the first of `heard` that carries `outcome` exactly; whether one did. */
   private emitEndFor(outcome: DispatchOutcome, heard: readonly SettledEvent[]): boolean {
-    const recorded = canonicalDigest(outcome);
-    const genuine = heard.find((s) => canonicalDigest(outcomeOf(s)) === recorded);
+    const recorded = digestOf(outcome);
+    const genuine = heard.find((s) => digestOf(outcomeOf(s)) === recorded);
     const mapped = genuine && toDispatchEvent(genuine, this.call);
     if (mapped) this.emit(mapped);
     return mapped !== undefined;
@@ -352,6 +356,15 @@ export class DispatchHandleImpl<R> implements DispatchHandle<R> {
   private emit(event: DispatchEvent): void {
     this.emitted.push(event);
     for (const l of this.listeners.get(event.type) ?? []) safeCall(l, event);
+  }
+}
+
+/** The canonical digest of `value`, or undefined when it has none (too deep, not JSON). */
+function digestOf(value: unknown): string | undefined {
+  try {
+    return canonicalDigest(value);
+  } catch {
+    return undefined;
   }
 }
 
