@@ -196,25 +196,29 @@ describe('HTTP edge fuzz', () => {
         },
       });
     }
-    // A number JSON cannot carry (it parses to Infinity): the request's fault, not a result's.
-    const huge = await fetch(`${url}/v1/dispatches`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.acmeAgent}`, 'content-type': 'application/json' },
-      body: '{"runId":"inf","callId":"c","agent":{"agentType":"a"},"tool":"list_dir","input":{"n":1e400}}',
-    });
-    expect({ status: huge.status, body: await huge.json() }).toEqual({
-      status: 400,
-      body: { error: expect.objectContaining({ code: 'invalid-request' }) },
-    });
-    const evaluated = await fetch(`${url}/v1/policy/evaluate`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKENS.acmeAgent}`, 'content-type': 'application/json' },
-      body: '{"tool":"list_dir","input":{"n":1e400}}',
-    });
-    expect({ status: evaluated.status, body: await evaluated.json() }).toEqual({
-      status: 400,
-      body: { error: expect.objectContaining({ code: 'invalid-request' }) },
-    });
+    // A number JSON cannot carry (it parses to Infinity): the request's fault, not a result's —
+    // a submission's, and a dry run's of the chain.
+    for (const [route, body] of [
+      [
+        '/v1/dispatches',
+        '{"runId":"inf","callId":"c","agent":{"agentType":"a"},"tool":"list_dir","input":{"n":1e400}}',
+      ],
+      ['/v1/policy/evaluate', '{"tool":"list_dir","input":{"n":1e400}}'],
+    ]) {
+      const res = await fetch(`${url}${route}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${TOKENS.acmeAgent}`,
+          'content-type': 'application/json',
+        },
+        body,
+      });
+      expect({ route, status: res.status, body: await res.json() }).toEqual({
+        route,
+        status: 400,
+        body: { error: expect.objectContaining({ code: 'invalid-request' }) },
+      });
+    }
     const path = await fetch(`${url}/v1/dispatches/%ff`, {
       headers: { authorization: `Bearer ${TOKENS.acmeAgent}` },
     });
