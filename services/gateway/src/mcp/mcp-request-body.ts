@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { DEFAULT_MAX_REQUEST_BODY_SIZE } from '@modelcontextprotocol/server';
+import { withinJsonDepth } from '@toolgate/contracts';
 
 /**
  * The JSON body of an MCP POST, read once from the Node stream and parsed, for the SDK's
@@ -31,7 +32,7 @@ export async function readMcpBody(req: IncomingMessage): Promise<unknown> {
   } catch {
     return undefined;
   }
-  return nestsDeeperThan(body, MAX_MCP_BODY_DEPTH) ? new TooDeepBody(body) : body;
+  return withinJsonDepth(body, MAX_MCP_BODY_DEPTH) ? body : new TooDeepBody(body);
 }
 
 /**
@@ -61,16 +62,4 @@ export class TooDeepBody {
       },
     };
   }
-}
-
-/** Whether `value` has arrays or objects nested more than `max` deep (iterative: any depth). */
-function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth >= max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return false;
 }
