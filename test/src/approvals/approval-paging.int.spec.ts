@@ -159,14 +159,19 @@ describe('approvals: paging on HTTP and the bus', () => {
           TOKENS.acmeApprover,
         );
         const data = JSON.parse(text).data;
-        // Parked and its request folded too: a redelivered `requested` (a fold that failed under
-        // load) folds after the call's later events, and the row is parked without its input
-        // until then.
-        return data?.dispatch?.status === 'suspended' && data.dispatch.input !== undefined
+        // Parked, with its request and each of its events folded: a redelivered event (a fold
+        // that failed under load) folds after the call's later ones — the row parked without its
+        // input, or the history without its `decided` — until then.
+        const types = new Set(
+          (data?.events ?? []).map((e: { event: { type: string } }) => e.event.type),
+        );
+        return data?.dispatch?.status === 'suspended' &&
+          data.dispatch.input !== undefined &&
+          ['requested', 'decided', 'suspended'].every((t) => types.has(t))
           ? text
           : undefined;
       },
-      { timeoutMs: 30_000, what: 'the huge call parked, its request folded' },
+      { timeoutMs: 30_000, what: 'the huge call parked, its request and events folded' },
     );
     expect(Buffer.byteLength(raw)).toBeLessThan(DISPATCH_REPLY_BUDGET_BYTES + 4096);
     const got = JSON.parse(raw).data;
