@@ -50,7 +50,10 @@ describe('the gateway while the cluster has lost its quorum', () => {
     await followers[0]!.start();
     await cluster.streamPlacement(stream, 60_000);
     const after = [await dispatch('during'), await dispatch('before'), await dispatch('after')];
-    const { errors, notReplayed, notOk } = answerFaults(after);
+    const { errors, notReplayed } = answerFaults(after);
+    // 'during' may have been stored just before the quorum went and run through the outage: it
+    // settles once, with whatever outcome that run had; the others settle ok.
+    const { notOk } = answerFaults([after[1]!, after[2]!]);
     expect({
       errors,
       errorAnswers: errorAnswers(after),
