@@ -57,12 +57,21 @@ export function createWriteFileTool(deps: BuiltinDeps) {
         real,
       });
       // With the sandbox on, the write happens in the scope's own mount namespace: whatever a
-      // racing rename makes the path point at, nothing outside the scope can be written.
+      // racing rename makes the path point at, nothing outside the scope can be written. Inside
+      // it, the helper writes at the checked real path following no symlink (a folder on the way
+      // swapped for a link to a protected one refuses the write), so what was checked is what is
+      // written.
       const { created } = await inFileScope<{ created: boolean }>(
         deps.files,
         policy,
         'write',
-        { path: args.path, content: args.content, mode: args.mode, createDirs: args.createDirs },
+        {
+          path: args.path,
+          target: real,
+          content: args.content,
+          mode: args.mode,
+          createDirs: args.createDirs,
+        },
         'write',
         { tool: 'write_file', signal: ctx.signal },
       );

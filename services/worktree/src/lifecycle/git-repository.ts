@@ -5,10 +5,13 @@ import { ConfigError } from '@toolgate/contracts';
 import { parseGitDirPointer } from '@toolgate/worktree-guard';
 
 /**
- * Configuration every git the service runs gets: no fsmonitor daemon (it would outlive a removed
- * tree). No prompts either (GIT_TERMINAL_PROMPT below). Hooks stay as the host configured them.
+ * Configuration every git the service runs gets, over whatever the repository's own says: no
+ * fsmonitor daemon (it would outlive a removed tree, and it is a command the config names) and no
+ * hooks (`worktree add` runs `post-checkout`): the service runs git outside every sandbox, on a
+ * repository whose working copy tools write to, so nothing a repository's files name may run in
+ * it. No prompts either (GIT_TERMINAL_PROMPT below).
  */
-const BASE_CONFIG = ['core.fsmonitor=false'];
+const BASE_CONFIG = ['core.fsmonitor=false', 'core.hooksPath=/dev/null'];
 
 /** A simple-git instance rooted at `dir`, optionally with extra environment (e.g. `GIT_INDEX_FILE`). */
 export function gitAt(dir: string, env: Record<string, string> = {}): SimpleGit {
@@ -16,8 +19,8 @@ export function gitAt(dir: string, env: Record<string, string> = {}): SimpleGit 
     baseDir: dir,
     config: BASE_CONFIG,
     maxConcurrentProcesses: 4,
-    // simple-git refuses any core.fsmonitor setting; ours only ever switches it off.
-    unsafe: { allowUnsafeFsMonitor: true },
+    // simple-git refuses any core.fsmonitor or core.hooksPath setting; ours only switch them off.
+    unsafe: { allowUnsafeFsMonitor: true, allowUnsafeHooksPath: true },
   });
   return git.env({ ...baseEnv(), GIT_TERMINAL_PROMPT: '0', ...env });
 }

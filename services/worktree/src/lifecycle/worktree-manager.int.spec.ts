@@ -1,4 +1,14 @@
-import { mkdir, readFile, rename, rm, symlink, writeFile, stat, chmod } from 'node:fs/promises';
+import {
+  mkdir,
+  readFile,
+  readdir,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+  stat,
+  chmod,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, parseJournalEvent } from '@toolgate/contracts';
 import { resolveInside } from '@toolgate/worktree-guard';
@@ -536,6 +546,33 @@ describe('safety', () => {
     const patch = Buffer.from((await artifacts.get(artifact.ref))!).toString('utf8');
     expect(patch).toContain('new file mode 120000');
     expect(patch).not.toContain('secret\n');
+  });
+
+  it('runs no hook the repository names, wherever its config points them', async () => {
+    // What a tool that reached the host repository's config would leave: hooks in a folder of its
+    // own (`core.hooksPath`) and in the default one, each leaving a mark when run.
+    const marks = path.join(base, 'marks');
+    const hooks = path.join(base, 'planted-hooks');
+    await mkdir(marks);
+    await mkdir(hooks);
+    const names = ['post-checkout', 'reference-transaction', 'pre-commit', 'post-index-change'];
+    for (const dir of [hooks, path.join(repo, '.git', 'hooks')]) {
+      await mkdir(dir, { recursive: true });
+      for (const name of names) {
+        await writeFile(path.join(dir, name), `#!/bin/sh\ntouch ${marks}/${name}-$$\n`);
+        await chmod(path.join(dir, name), 0o755);
+      }
+    }
+    const { manager } = await open();
+    const { worktree: wt } = await manager.acquire(spawn('hooked'));
+    await writeFile(path.join(wt.path, 'src/index.ts'), 'export const answer = 45;\n');
+    await manager.collect({ worktreeId: wt.worktreeId });
+    await git(repo, 'config', 'core.hooksPath', hooks);
+    const { worktree: other } = await manager.acquire(spawn('hooked-2'));
+    await manager.collect({ worktreeId: other.worktreeId });
+    await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' });
+    await manager.dispose({ worktreeId: other.worktreeId, outcome: 'ok' });
+    expect(await readdir(marks)).toEqual([]);
   });
 
   it('refuses to collect from a tree whose .git file points elsewhere, or that nests a repository', async () => {

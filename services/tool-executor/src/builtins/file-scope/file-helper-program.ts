@@ -29,6 +29,8 @@ const path = require('node:path');
 const { StringDecoder } = require('node:string_decoder');
 
 const NOFOLLOW = constants.O_NOFOLLOW;
+// Linux's O_PATH (Node does not export it): a directory held only to look names up in.
+const O_PATH = 0o10000000;
 const MAX_SYMLINK_HOPS = 40;
 const CHUNK_BYTES = 64 * 1024;
 const BINARY_SNIFF_BYTES = 8 * 1024;
@@ -288,18 +290,59 @@ function grep({ cwd, roots, path: requested, pattern, flags, maxMatches, maxFile
   return result;
 }
 
-function write({ cwd, roots, path: requested, content, mode, createDirs }) {
-  const real = resolveInScope(roots, cwd, requested);
-  if (createDirs) {
-    try {
-      fs.mkdirSync(path.dirname(real), { recursive: true });
-    } catch (err) {
-      throw errnoOf(err);
+/**
+ * Opens the directory \`dir\` (absolute, and real: no symlink on it) one component at a time from
+ * \`/\`, following no symlink: each component is looked up in the directory opened before it
+ * (through \`/proc/self/fd\`, Node's \`openat\`), so a component swapped for a symlink meanwhile fails
+ * the open instead of leading it elsewhere. With \`create\`, missing components are made on the way.
+ */
+function openDirNoFollow(dir, create) {
+  const flags = O_PATH | constants.O_DIRECTORY | NOFOLLOW;
+  let fd = fs.openSync('/', flags);
+  try {
+    for (const name of dir.split('/').filter(Boolean)) {
+      const at = '/proc/self/fd/' + fd + '/' + name;
+      let next;
+      try {
+        next = fs.openSync(at, flags);
+      } catch (err) {
+        if (!create || err.code !== 'ENOENT') throw err;
+        try {
+          fs.mkdirSync(at);
+        } catch (made) {
+          if (made.code !== 'EEXIST') throw made;
+        }
+        next = fs.openSync(at, flags);
+      }
+      fs.closeSync(fd);
+      fd = next;
     }
+    return fd;
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
   }
+}
+
+/**
+ * Writes at \`target\`: the real path the executor resolved and checked against the scope and the
+ * protected paths. No symlink on it is followed here, so what is written is the file at that very
+ * path — a folder on the way swapped for a link to \`.git\` between the executor's check and this
+ * write refuses the write (\`outside\`) instead of writing through it.
+ */
+function write({ roots, target, content, mode, createDirs }) {
+  if (typeof target !== 'string' || !path.isAbsolute(target) || target.includes('\0')) throw outside();
+  if (path.normalize(target) !== target || !roots.some((root) => isInside(realpathLenient(root, 0), target))) throw outside();
+  let dirFd;
+  try {
+    dirFd = openDirNoFollow(path.dirname(target), createDirs);
+  } catch (err) {
+    throw err.code === 'ELOOP' || err.code === 'ENOTDIR' ? outside() : errnoOf(err);
+  }
+  const at = '/proc/self/fd/' + dirFd + '/' + path.basename(target);
   let created = false;
   try {
-    fs.lstatSync(real);
+    fs.lstatSync(at);
   } catch {
     created = true;
   }
@@ -310,9 +353,11 @@ function write({ cwd, roots, path: requested, content, mode, createDirs }) {
     (mode === 'create' ? constants.O_EXCL : 0);
   let fd;
   try {
-    fd = fs.openSync(real, flags, 0o644);
+    fd = fs.openSync(at, flags, 0o644);
   } catch (err) {
-    throw errnoOf(err);
+    throw err.code === 'ELOOP' ? outside() : errnoOf(err);
+  } finally {
+    fs.closeSync(dirFd);
   }
   try {
     fs.writeFileSync(fd, content, 'utf8');
