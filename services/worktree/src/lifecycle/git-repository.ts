@@ -1,8 +1,9 @@
-import { readFile, realpath, rm, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { ConfigError } from '@toolgate/contracts';
 import { parseGitDirPointer } from '@toolgate/worktree-guard';
+import { removeTreeFiles } from './tree-files';
 
 /**
  * Configuration every git the service runs gets, over whatever the repository's own says: no
@@ -155,21 +156,24 @@ export async function worktreeGitDir(treePath: string): Promise<string> {
 }
 
 /**
- * Removes a linked worktree and its branch. Tolerates a tree that is already gone (a crash during
- * a previous removal, or someone deleting the directory): the directory is removed by hand and the
- * repository's worktree metadata pruned, so the branch can be deleted.
+ * Removes a linked worktree and its branch. The tree's files go first, following no link
+ * ({@link removeTreeFiles}: a call of its agent may still be renaming things there, and a folder
+ * swapped for a link to a host folder must not lead a removal there — `git worktree remove` and
+ * a recursive `rm` both walk by name); then git drops its metadata of the tree, gone by then, and
+ * the branch. Tolerates a tree that is already gone (a crash during a previous removal, or someone
+ * deleting the directory).
  */
 export async function removeWorktree(
   repo: string,
   treePath: string,
   branch: string,
 ): Promise<void> {
+  removeTreeFiles(treePath);
   const git = gitAt(repo);
   try {
-    // Twice --force: also removes a tree with changes and one that was locked.
+    // Twice --force: also drops the metadata of a tree that was locked.
     await git.raw(['worktree', 'remove', '--force', '--force', treePath]);
   } catch {
-    await rm(treePath, { recursive: true, force: true });
     await git.raw(['worktree', 'prune']);
   }
   try {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { copyFile, mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, mkdir, mkdtemp, readFile, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, ToolgateError, type FileChange } from '@toolgate/contracts';
 import { gitAt } from './git-repository';
+import { linkTreeInto, removeTreeFiles } from './tree-files';
 
 /** A collected patch before it is stored. */
 export interface CollectedPatch {
@@ -24,24 +24,49 @@ const DIFF_OPTIONS = [
   '--dst-prefix=b/',
 ];
 
+/** Files and directories a collect mirrors at most (see {@link linkTreeInto}). */
+export const COLLECT_MAX_ENTRIES = 200_000;
+/** The largest patch a collect stores: it is read whole, and stored whole. */
+export const COLLECT_MAX_PATCH_BYTES = 64 * 1024 * 1024;
+/**
+ * The changed files' list at most, as JSON: it travels in the journal's `worktree-collected` and in
+ * every later acquire's answer (`lastArtifact`), each bounded by the broker's payload limit.
+ */
+export const COLLECT_MAX_FILES_JSON_BYTES = 256 * 1024;
+
 /**
  * Snapshots everything a worktree changed relative to `baseCommit`: tracked edits, staged and
  * unstaged, commits the agent made on its branch, deletions, renames, untracked (not ignored)
  * files and binaries.
  *
+ * git never runs on the tree itself: a call of its agent may still run there, and git reads files
+ * by name, following links — a file swapped for a link to a host file while git reads would put
+ * the host file in the patch. The tree is mirrored first into a scratch directory under
+ * `scratchRoot` (same filesystem, out of every call's reach), its files hard-linked, following no
+ * link ({@link linkTreeInto}); git works on that mirror (`GIT_WORK_TREE`) with the tree's git
+ * directory (`GIT_DIR`, never the tree's `.git` pointer file).
+ *
  * The snapshot is staged into a temporary index (`GIT_INDEX_FILE`, seeded from a copy of the
- * tree's index so unchanged files are not re-hashed), never into the tree's own index, so the
- * agent's working tree and staging area are exactly as it left them. The patch is then checked
- * with `git apply --check --cached` against a second temporary index read from the base, so an
- * artifact that would not apply is never stored.
+ * tree's index so unchanged files are not re-hashed: the mirror's files are the same inodes), never
+ * into the tree's own index, so the agent's working tree and staging area are exactly as it left
+ * them. The patch is then checked with `git apply --check --cached` against a second temporary
+ * index read from the base, so an artifact that would not apply is never stored. A tree, a patch or
+ * a list of changed files over the limits above is refused (`too-large`) before anything is stored.
  */
 export async function collectPatch(
   treePath: string,
   gitDir: string,
   baseCommit: string,
+  scratchRoot: string,
 ): Promise<CollectedPatch> {
-  const tmp = await mkdtemp(path.join(os.tmpdir(), 'toolgate-collect-'));
+  await mkdir(scratchRoot, { recursive: true });
+  const tmp = await mkdtemp(path.join(scratchRoot, 'collect-'));
   try {
+    const mirror = path.join(tmp, 'tree');
+    await mkdir(mirror);
+    linkTreeInto(treePath, mirror, { maxEntries: COLLECT_MAX_ENTRIES });
+    const at = (env: Record<string, string> = {}) =>
+      gitAt(mirror, { GIT_DIR: gitDir, GIT_WORK_TREE: mirror, ...env });
     const snapshotIndex = path.join(tmp, 'snapshot-index');
     const index = path.join(gitDir, 'index');
     await copyFile(index, snapshotIndex).then(
@@ -55,23 +80,24 @@ export async function collectPatch(
       },
       async (err: unknown) => {
         if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
-        await gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex }).raw(['read-tree', baseCommit]);
+        await at({ GIT_INDEX_FILE: snapshotIndex }).raw(['read-tree', baseCommit]);
       },
     );
-    const snapshot = gitAt(treePath, { GIT_INDEX_FILE: snapshotIndex });
-    await snapshot.raw(['add', '--all', '--', '.']);
+    const snapshot = at({ GIT_INDEX_FILE: snapshotIndex });
+    // Linking changed the files' ctime, nothing else: their index entries still hold.
+    await snapshot.raw(['-c', 'core.trustctime=false', 'add', '--all', '--', '.']);
 
     // Everything below reads the snapshot (or writes an index of its own): one git process each,
     // side by side — each spawn costs tens of milliseconds here, and one after another they were
     // most of a collect's time.
     const patchFile = path.join(tmp, 'changes.patch');
     const checkIndex = path.join(tmp, 'check-index');
-    const check = gitAt(treePath, { GIT_INDEX_FILE: checkIndex });
+    const check = at({ GIT_INDEX_FILE: checkIndex });
     const [raw, numstat, staged] = await Promise.all([
       snapshot.raw(['diff', '--cached', '--raw', '-z', ...DIFF_OPTIONS, baseCommit, '--']),
       snapshot.raw(['diff', '--cached', '--numstat', '-z', ...DIFF_OPTIONS, baseCommit, '--']),
       // Paths the agent's own index knows that the base does not: added on purpose, not untracked.
-      gitAt(treePath).raw([
+      at().raw([
         'diff',
         '--cached',
         '--name-only',
@@ -107,6 +133,22 @@ export async function collectPatch(
       );
     }
     const files = toFileChanges(entries, parseBinaryPaths(numstat), new Set(splitZ(staged)));
+    const listed = Buffer.byteLength(JSON.stringify(files));
+    if (listed > COLLECT_MAX_FILES_JSON_BYTES) {
+      throw new ToolgateError(
+        ErrorCode.TooLarge,
+        `the worktree changed ${files.length} files, more than a patch artifact lists (${COLLECT_MAX_FILES_JSON_BYTES} bytes of names)`,
+        { details: { files: files.length, maxBytes: COLLECT_MAX_FILES_JSON_BYTES } },
+      );
+    }
+    const patchBytes = (await stat(patchFile)).size;
+    if (patchBytes > COLLECT_MAX_PATCH_BYTES) {
+      throw new ToolgateError(
+        ErrorCode.TooLarge,
+        `the worktree's patch is ${patchBytes} bytes, over the ${COLLECT_MAX_PATCH_BYTES}-byte limit`,
+        { details: { bytes: patchBytes, maxBytes: COLLECT_MAX_PATCH_BYTES } },
+      );
+    }
     const patch = new Uint8Array(await readFile(patchFile));
 
     if (patch.byteLength > 0) {
@@ -125,7 +167,8 @@ export async function collectPatch(
     const sha256 = createHash('sha256').update(patch).digest('hex');
     return { files, patch, sha256 };
   } finally {
-    await rm(tmp, { recursive: true, force: true });
+    // Its own directory, out of every call's reach; removed following no link all the same.
+    removeTreeFiles(tmp);
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdir, readdir, realpath, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   ConfigError,
@@ -25,6 +25,7 @@ import {
 } from './git-repository';
 import { KeyedSerialQueue } from './keyed-serial-queue';
 import { collectPatch } from './patch-collector';
+import { removeTreeFiles } from './tree-files';
 import type { ArtifactPort, Clock, JournalPort } from './ports';
 import { agentSlotOf, branchOf, worktreeIdOf } from './worktree-ids';
 import { WorktreeRecordStore, type WorktreeRecord, type WorktreeState } from './worktree-record';
@@ -103,6 +104,8 @@ export class WorktreeManager {
   private readonly configuredRoot: string;
   private root = '';
   private treesDir = '';
+  /** Where a collect mirrors a tree (see `collectPatch`): under the root, out of every call's reach. */
+  private scratchDir = '';
   private store: WorktreeRecordStore | null = null;
   private readonly records = new Map<string, WorktreeRecord>();
   /** Trees whose current state this process has journaled (see {@link catchUpJournal}). */
@@ -156,6 +159,9 @@ export class WorktreeManager {
     this.root = await realpath(this.configuredRoot);
     this.treesDir = path.join(this.root, 'trees');
     await mkdir(this.treesDir, { recursive: true });
+    this.scratchDir = path.join(this.root, 'scratch');
+    // A collect's mirror left by a crash.
+    removeTreeFiles(this.scratchDir);
     const store = new WorktreeRecordStore(this.root);
     await store.init();
     this.store = store;
@@ -183,13 +189,13 @@ export class WorktreeManager {
           // The acquire never answered, so no agent has this tree: remove it without a trace;
           // the caller's retry makes it again under the same id.
           if (repoExists) await this.removeTree(record).catch(() => undefined);
-          await rm(record.path, { recursive: true, force: true });
+          removeTreeFiles(record.path);
           await store.remove(record.worktreeId);
           report.removedStale.push(record.worktreeId);
           continue;
         case 'disposing':
           if (repoExists) await this.removeTree(record).catch(() => undefined);
-          await rm(record.path, { recursive: true, force: true });
+          removeTreeFiles(record.path);
           this.remember(record);
           await this.transition(record, { state: 'disposed' });
           report.finished.push(record.worktreeId);
@@ -220,7 +226,7 @@ export class WorktreeManager {
     for (const name of await readdir(this.treesDir)) {
       const owner = this.records.get(name);
       if (owner && LIVE.has(owner.state)) continue;
-      await rm(path.join(this.treesDir, name), { recursive: true, force: true });
+      removeTreeFiles(path.join(this.treesDir, name));
       report.removedStale.push(name);
     }
     for (const repo of repos) {
@@ -383,7 +389,12 @@ export class WorktreeManager {
     return this.treeQueue.run(command.worktreeId, async () => {
       const record = this.liveRecord(command.worktreeId);
       await this.assertTreeIntact(record);
-      const collected = await collectPatch(record.path, record.gitDir ?? '', record.baseCommit);
+      const collected = await collectPatch(
+        record.path,
+        record.gitDir ?? '',
+        record.baseCommit,
+        this.scratchDir,
+      );
       const artifact: PatchArtifact = {
         kind: 'patch',
         ref: `patches/${record.worktreeId}/${collected.sha256}.patch`,
@@ -505,7 +516,7 @@ export class WorktreeManager {
         .run(record.commonDir, () => this.removeTree(record))
         .catch(() => undefined);
     }
-    await rm(record.path, { recursive: true, force: true });
+    removeTreeFiles(record.path);
     return this.transition(record, {
       state: 'dropped',
       droppedReason: reason,

@@ -1,0 +1,197 @@
+import {
+  closeSync,
+  constants,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+} from 'node:fs';
+import path from 'node:path';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+
+/**
+ * What the service does to a tree's files, on the host and outside every sandbox, while a call of
+ * its agent may still run in it and rename anything there: a folder swapped for a link to a host
+ * folder between a look and an open must not lead a removal or a read there. So nothing here
+ * follows a link: every directory is opened with `O_NOFOLLOW` and every name is looked up in the
+ * directory object opened before it (through `/proc/self/fd`, Node's `*at` calls). Whatever the
+ * tree's calls move, what is read or removed is only ever what those calls could reach themselves.
+ */
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** Directories held open at once on the way down (one per level). */
+const MAX_DEPTH = 256;
+/** Passes over a directory a removal makes while something keeps filling it. */
+const REMOVE_PASSES = 5;
+
+const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
+const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code;
+
+/** The child directory `name` of `fd`, opened without following a link; null when it is not one. */
+function openChildDir(fd: number, name: string): number | null {
+  try {
+    return openSync(at(fd, name), DIR_FLAGS);
+  } catch (err) {
+    const code = codeOf(err);
+    if (code === 'ELOOP' || code === 'ENOTDIR' || code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/** How much of a tree {@link linkTreeInto} takes before it refuses it. */
+export interface SnapshotLimits {
+  /** Files, links and directories. */
+  maxEntries: number;
+}
+
+/** What {@link linkTreeInto} took. */
+export interface SnapshotSize {
+  entries: number;
+}
+
+/**
+ * Mirrors the tree at `tree` into the empty directory `into` (on the same filesystem, where no
+ * call can reach): its directories made anew, every other entry hard-linked — a link as the link
+ * it is, never its target; a file is the file's own inode, whose content its calls can still
+ * change but never point elsewhere (a link costs no bytes: the limit is on entries). The tree's
+ * top-level `.git` (its pointer to the repository) is left out. Over `limits` it throws
+ * `too-large`; a tree nested deeper than {@link MAX_DEPTH} too.
+ */
+export function linkTreeInto(tree: string, into: string, limits: SnapshotLimits): SnapshotSize {
+  const size: SnapshotSize = { entries: 0 };
+  const rootFd = openSync(tree, DIR_FLAGS);
+  try {
+    linkDir(rootFd, into, 0, limits, size);
+  } finally {
+    closeSync(rootFd);
+  }
+  return size;
+}
+
+function linkDir(
+  fd: number,
+  into: string,
+  depth: number,
+  limits: SnapshotLimits,
+  size: SnapshotSize,
+): void {
+  for (const name of readdirSync(`/proc/self/fd/${fd}`)) {
+    if (depth === 0 && name === '.git') continue;
+    if (++size.entries > limits.maxEntries) {
+      throw tooLarge(`the worktree holds more than ${limits.maxEntries} files and directories`, {
+        maxEntries: limits.maxEntries,
+      });
+    }
+    const dest = path.join(into, name);
+    const child = openChildDir(fd, name);
+    if (child !== null) {
+      try {
+        if (depth + 1 >= MAX_DEPTH) {
+          throw tooLarge(`the worktree nests directories deeper than ${MAX_DEPTH} levels`, {
+            maxDepth: MAX_DEPTH,
+          });
+        }
+        mkdirSync(dest);
+        linkDir(child, dest, depth + 1, limits, size);
+      } finally {
+        closeSync(child);
+      }
+      continue;
+    }
+    try {
+      // link(2) takes a link as itself: whatever `name` is by now, it is not followed.
+      linkSync(at(fd, name), dest);
+    } catch (err) {
+      if (codeOf(err) === 'ENOENT') continue; // Removed since it was listed.
+      // A directory by now (link(2) refuses one): swapped while this mirror was made.
+      if (codeOf(err) === 'EPERM') throw changedMeanwhile(err);
+      throw err;
+    }
+  }
+}
+
+/**
+ * Removes the directory `dir` and everything in it, following no link: a link is removed as a
+ * link, and a folder swapped for one while the removal runs is never entered. Levels deeper than
+ * {@link MAX_DEPTH} are moved up to `dir` first. Entries still appearing after
+ * {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing there: done.
+ */
+export function removeTreeFiles(dir: string): void {
+  let rootFd: number;
+  try {
+    rootFd = openSync(dir, DIR_FLAGS);
+  } catch (err) {
+    if (codeOf(err) === 'ENOENT') return;
+    throw err;
+  }
+  try {
+    const moved = { count: 0 };
+    for (let pass = 0; ; pass++) {
+      emptyDir(rootFd, rootFd, 0, moved);
+      if (readdirSync(`/proc/self/fd/${rootFd}`).length === 0) break;
+      if (pass >= REMOVE_PASSES) {
+        throw new ToolgateError(ErrorCode.Conflict, `${dir} kept filling while it was removed`, {
+          details: { path: dir },
+        });
+      }
+    }
+  } finally {
+    closeSync(rootFd);
+  }
+  try {
+    rmdirSync(dir);
+  } catch (err) {
+    if (codeOf(err) !== 'ENOENT') throw err;
+  }
+}
+
+function emptyDir(fd: number, rootFd: number, depth: number, moved: { count: number }): void {
+  for (let pass = 0; pass < REMOVE_PASSES; pass++) {
+    const names = readdirSync(`/proc/self/fd/${fd}`);
+    if (!names.length) return;
+    for (const name of names) {
+      const child = openChildDir(fd, name);
+      if (child === null) {
+        try {
+          unlinkSync(at(fd, name));
+        } catch (err) {
+          // Gone, or a directory by now: the next pass sees it as it is.
+          if (codeOf(err) !== 'ENOENT' && codeOf(err) !== 'EISDIR') throw err;
+        }
+        continue;
+      }
+      try {
+        if (depth + 1 >= MAX_DEPTH) {
+          // Too deep to hold every level open: moved to the top, emptied from there.
+          renameSync(at(fd, name), at(rootFd, `.toolgate-removing-${moved.count++}`));
+          continue;
+        }
+        emptyDir(child, rootFd, depth + 1, moved);
+      } finally {
+        closeSync(child);
+      }
+      try {
+        rmdirSync(at(fd, name));
+      } catch (err) {
+        const code = codeOf(err);
+        // Gone, refilled, or swapped for a link meanwhile: the next pass sees it as it is.
+        if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'ENOTDIR') throw err;
+      }
+    }
+  }
+}
+
+function tooLarge(message: string, details: Record<string, number>): ToolgateError {
+  return new ToolgateError(ErrorCode.TooLarge, message, { details });
+}
+
+function changedMeanwhile(cause: unknown): ToolgateError {
+  return new ToolgateError(
+    ErrorCode.Conflict,
+    'the worktree changed while it was collected: collect again once its calls are done',
+    { cause },
+  );
+}
