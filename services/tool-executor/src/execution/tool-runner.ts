@@ -705,7 +705,8 @@ export class ToolRunner {
    * Journals the dispatch's outcome (once per dispatch at the broker: a settlement already there
    * wins). A failed publish is retried while the message is kept alive — after the side effect, a
    * nak would make another replica run the call again without any crash. An outcome the broker
-   * refuses for what it is (too large for a message) settles as an `internal` error instead.
+   * refuses for what it is (too large for a message) settles as an `internal` error instead, and
+   * one that cannot be encoded (nested too deep for the stack) as `non-serializable-result`.
    */
   private async settle(
     call: PendingCall,
@@ -759,21 +760,19 @@ export class ToolRunner {
         await this.options.publisher.append(settled);
         return;
       } catch (err) {
-        if (isPublishRefused(err)) {
-          // Refused for what it is (a result too large for a message): retrying it unchanged
-          // fails the same way, so the call settles as an error that says so.
+        const unrecordable = unrecordableAs(err);
+        if (unrecordable) {
+          // Refused for what it is (a result too large for a message), or not encodable at all:
+          // retrying it unchanged fails the same way, so the call settles as an error that says so.
           if (fellBack) throw err;
           fellBack = true;
           this.options.log?.('error', 'the outcome could not be journaled; settling an error', {
             dispatchId: call.dispatchId,
+            error: `${(err as Error).name}: ${(err as Error).message}`,
           });
           settled = event({
             outcome: 'error',
-            error: {
-              code: ErrorCode.Internal,
-              message: 'the call ended, but its outcome could not be recorded (too large?)',
-              details: { retryable: false },
-            },
+            error: { ...unrecordable, details: { retryable: false } },
             durationMs: outcome.durationMs,
           });
           continue;
@@ -832,6 +831,30 @@ export class ToolRunner {
       // Metrics never change what happens to a call.
     }
   }
+}
+
+/**
+ * The error a settlement is replaced with when its event can never be appended as it is, or
+ * undefined for a failure that may pass on a retry (the broker's). Never appendable: one the
+ * broker refuses for what it is (over `max_payload` or the stream's message size), and one that
+ * cannot even be encoded — `JSON.stringify` throws a RangeError on a value nested too deep for the
+ * stack (or a string too long) and a TypeError on a cycle or a bigint, raised in this process, the
+ * same on every try.
+ */
+function unrecordableAs(err: unknown): Pick<WireError, 'code' | 'message'> | undefined {
+  if (isPublishRefused(err)) {
+    return {
+      code: ErrorCode.Internal,
+      message: 'the call ended, but its outcome could not be recorded (too large?)',
+    };
+  }
+  if (err instanceof RangeError || err instanceof TypeError) {
+    return {
+      code: ErrorCode.NonSerializableResult,
+      message: 'the call ended, but its outcome could not be encoded as JSON',
+    };
+  }
+  return undefined;
 }
 
 /** The least of its deadline a retried attempt is started with. */

@@ -1,4 +1,4 @@
-import { ErrorCode } from '@toolgate/contracts';
+import { ErrorCode, MAX_JSON_DEPTH } from '@toolgate/contracts';
 import { CappedBuffer, type ProcessResult } from '@toolgate/sandbox';
 import { subprocessOutcome } from './subprocess-outcome';
 
@@ -30,6 +30,48 @@ it('exit 0 with stdout that is not JSON, or cut at the cap, is an error', () => 
   expect(outcome(run({}, '{"a":"' + 'x'.repeat(100) + '"}', '', 10))).toMatchObject({
     ok: false,
     error: { code: ErrorCode.ToolFailed, message: expect.stringContaining('output cap') },
+  });
+});
+
+it('a result or declared error details nested deeper than the JSON limit, or out of range, are refused', () => {
+  const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+  const big = 1 << 16;
+  // Deep enough that encoding the settlement would overflow the stack.
+  expect(outcome(run({}, nested(5000), '', big))).toEqual({
+    ok: false,
+    error: {
+      code: ErrorCode.NonSerializableResult,
+      message: `lookup wrote JSON to stdout nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`,
+    },
+  });
+  expect(outcome(run({}, nested(MAX_JSON_DEPTH + 1), '', big))).toMatchObject({
+    error: { code: ErrorCode.NonSerializableResult },
+  });
+  expect(outcome(run({}, nested(MAX_JSON_DEPTH), '', big))).toMatchObject({ ok: true });
+  expect(outcome(run({}, '{"n":1e999}'))).toMatchObject({
+    error: { code: ErrorCode.NonSerializableResult, message: expect.stringContaining('range') },
+  });
+  const declared = (details: string) =>
+    outcome(
+      run(
+        { exitCode: 1 },
+        `{"error":{"code":"model-retry","message":"x","details":${details}}}`,
+        '',
+        big,
+      ),
+    );
+  expect(declared(`{"d":${nested(5000)}}`)).toEqual({
+    ok: false,
+    error: {
+      code: ErrorCode.NonSerializableResult,
+      message: `lookup wrote an error with details nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`,
+    },
+  });
+  expect(declared(`{"n":-1e999}`)).toMatchObject({
+    error: { code: ErrorCode.NonSerializableResult },
+  });
+  expect(declared(`{"d":${nested(MAX_JSON_DEPTH - 1)}}`)).toMatchObject({
+    error: { code: ErrorCode.ModelRetry },
   });
 });
 

@@ -1,5 +1,11 @@
 import { constants } from 'node:os';
-import { ErrorCode, type WireError } from '@toolgate/contracts';
+import {
+  ErrorCode,
+  isJsonValue,
+  MAX_JSON_DEPTH,
+  withinJsonDepth,
+  type WireError,
+} from '@toolgate/contracts';
 import type { ProcessResult } from '@toolgate/sandbox';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { failedOutcome } from '../execution/call-executor';
@@ -28,7 +34,9 @@ const SIGNAL_NAMES = new Map<number, string>(
  * | killed at the deadline / cancelled | `timeout` / `cancelled`, with the tails of stdout and stderr |
  * | exit 0, stdout one JSON value | ok, that value (blank stdout: `null`) |
  * | exit 0, stdout not JSON, or over the output cap | `non-serializable-result` / `tool-failed` |
+ * | exit 0, stdout JSON nested deeper than {@link MAX_JSON_DEPTH} levels, or with a number out of JSON's range | `non-serializable-result` |
  * | exit ≠ 0, stdout `{"error":{"code","message"}}` with code tool-failed, model-retry, invalid-arguments or unavailable | that error |
+ * | exit ≠ 0, such an error whose `details` nest too deep or hold such a number | `non-serializable-result` |
  * | exit 126 / 127 (not executable / not found in the sandbox) | `config` |
  * | exit 152 (SIGXCPU: over the CPU limit) | `tool-failed`, "exceeded its CPU time limit" |
  * | any other failure after the OOM killer ended a process of the call | `tool-failed`, "exceeded its memory limit" |
@@ -62,8 +70,9 @@ export function subprocessOutcome(
     }
     const text = run.stdout.text();
     if (text.trim() === '') return { ok: true, result: null };
+    let result: unknown;
     try {
-      return { ok: true, result: JSON.parse(text) as unknown };
+      result = JSON.parse(text) as unknown;
     } catch {
       return failedOutcome(
         ErrorCode.NonSerializableResult,
@@ -71,8 +80,16 @@ export function subprocessOutcome(
         { stdoutTail: run.stdout.tail(TAIL_BYTES) },
       );
     }
+    const unfit = unjournalable(result);
+    if (unfit) {
+      return failedOutcome(
+        ErrorCode.NonSerializableResult,
+        `${toolName} wrote JSON to stdout ${unfit}`,
+      );
+    }
+    return { ok: true, result };
   }
-  const declared = declaredError(run);
+  const declared = declaredError(toolName, run);
   if (declared) return { ok: false, error: declared };
   const stderrTail = run.stderr.tail(TAIL_BYTES);
   const code = run.exitCode;
@@ -106,8 +123,11 @@ export function subprocessOutcome(
   });
 }
 
-/** The tool's own error, when it wrote one as its stdout: `{"error":{"code","message","details"?}}`. */
-function declaredError(run: ProcessResult): WireError | undefined {
+/**
+ * The tool's own error, when it wrote one as its stdout: `{"error":{"code","message","details"?}}`
+ * (`non-serializable-result` when its details cannot be journaled).
+ */
+function declaredError(toolName: string, run: ProcessResult): WireError | undefined {
   if (run.stdout.truncated) return undefined;
   let parsed: unknown;
   try {
@@ -128,9 +148,32 @@ function declaredError(run: ProcessResult): WireError | undefined {
     typeof error.details === 'object' && error.details !== null && !Array.isArray(error.details)
       ? (error.details as Record<string, unknown>)
       : undefined;
+  const unfit = details && unjournalable(details);
+  if (unfit) {
+    return {
+      code: ErrorCode.NonSerializableResult,
+      message: `${toolName} wrote an error with details ${unfit}`,
+    };
+  }
   return {
     code,
     message: error.message.slice(0, MAX_MESSAGE),
     ...(details ? { details } : {}),
   };
+}
+
+/**
+ * Why a value parsed from a tool's stdout cannot be journaled as it is (`nested deeper than …`), or
+ * undefined when it can.
+ * `JSON.parse` takes any depth (and turns `1e999` into Infinity), but encoding the settlement
+ * overflows the stack on a value thousands of levels deep: such a result would never settle.
+ * Bounded as JSON from outside is ({@link MAX_JSON_DEPTH}, as the remote executor's replies are),
+ * checked without recursion before anything walks it.
+ */
+function unjournalable(value: unknown): string | undefined {
+  if (!withinJsonDepth(value)) {
+    return `nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays`;
+  }
+  if (!isJsonValue(value)) return 'holding a number out of the range of JSON';
+  return undefined;
 }
