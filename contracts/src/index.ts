@@ -32,3 +32,4 @@ export * from './remote-auth';
 export * from './api-responses';
 export * from './http-routes';
 export * from './policy-document-wire';
+export * from './worktree-ids';

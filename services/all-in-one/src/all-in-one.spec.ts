@@ -59,6 +59,14 @@ describe('loadAllInOneOptions', () => {
     ).not.toBe(worktree.root);
   });
 
+  it("gives the executor the worktree service's root, default or set", () => {
+    const defaults = loadAllInOneOptions({ XDG_STATE_HOME: dir });
+    expect(defaults.executor.worktreeRoot).toBe(defaults.worktree.root);
+    const set = loadAllInOneOptions({ XDG_STATE_HOME: dir, WORKTREE_ROOT: '/srv/trees' });
+    expect(set.worktree.root).toBe('/srv/trees');
+    expect(set.executor.worktreeRoot).toBe('/srv/trees');
+  });
+
   it('keeps the default worktree root out of a repository that holds the state directory', () => {
     const repo = path.join(dir, 'home-repo');
     const root = defaultWorktreeRoot(repo, { XDG_STATE_HOME: path.join(repo, '.state') });

@@ -131,12 +131,14 @@ export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
     env.TOOLGATE_TOKENS === undefined && env.TOOLGATE_TOKENS_FILE === undefined
       ? [DEV_TOKEN_GRANT]
       : gateway.tokens;
+  const worktree = loadWorktreeConfig(worktreeEnv(env));
   return {
     gateway: { ...gateway, tokens },
     evaluator: loadEvaluatorConfig(env),
-    executor: loadExecutorConfig(env),
+    // The executor runs a worktree-isolated call only under the root the worktree service uses.
+    executor: loadExecutorConfig({ ...env, WORKTREE_ROOT: worktree.root }),
     journal: loadJournalConfig(env),
-    worktree: loadWorktreeConfig(worktreeEnv(env)),
+    worktree,
   };
 }
 

@@ -47,6 +47,7 @@ export class ToolExecutorModule {
                 config.cwd,
                 config.worktreeTimeoutMs,
                 serviceKeysOf(nc),
+                config.worktreeRoot,
               ),
               defaultTimeoutMs: config.defaultTimeoutMs,
               inprocessSlots: config.inprocessConcurrency,

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
@@ -59,6 +60,12 @@ const Env = z.object({
   EXECUTOR_MAX_DELIVER: z.coerce.number().int().min(1).default(5),
   /** How long a call under worktree isolation waits for the worktree service's answer. */
   EXECUTOR_WORKTREE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * The worktree service's root (the same variable and default as the worktree service's): a call
+   * under worktree isolation runs only in `<root>/trees/<its agent's tree id>`, whatever an answer
+   * to its acquire names.
+   */
+  WORKTREE_ROOT: z.string().min(1).default(path.join(os.tmpdir(), 'toolgate-worktrees')),
   /** A directory of script tools (`<name>.js`, optional `<name>.json`) offered to every tenant. */
   EXECUTOR_SCRIPTS_DIR: z.string().min(1).optional(),
   /** Heap of one script call's QuickJS runtime. */
@@ -171,6 +178,8 @@ export type ExecutorConfig = NatsSettings &
     maxAckPending: number;
     maxDeliver: number;
     worktreeTimeoutMs: number;
+    /** The worktree service's root: agents' trees are `<worktreeRoot>/trees/<worktreeId>`. */
+    worktreeRoot: string;
     sandbox: ExecutorSandboxConfig;
     container: ExecutorContainerConfig;
     /** Script tools: the directory loaded at start-up, and each call's limits. */
@@ -189,6 +198,10 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
       ? [{ setting: 'EXECUTOR_CONTAINER_STATE_DIR', path: e.EXECUTOR_CONTAINER_STATE_DIR }]
       : []),
   ]);
+  if (!path.isAbsolute(e.WORKTREE_ROOT))
+    throw new ConfigError('WORKTREE_ROOT must be an absolute path', {
+      details: { field: 'WORKTREE_ROOT' },
+    });
   if (e.EXECUTOR_CONTAINER === 'runc' && !e.EXECUTOR_CONTAINER_IMAGES) {
     throw new ConfigError(
       'EXECUTOR_CONTAINER=runc needs EXECUTOR_CONTAINER_IMAGES, the directory of the images',
@@ -219,6 +232,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     maxAckPending: e.EXECUTOR_MAX_ACK_PENDING,
     maxDeliver: e.EXECUTOR_MAX_DELIVER,
     worktreeTimeoutMs: e.EXECUTOR_WORKTREE_TIMEOUT_MS,
+    worktreeRoot: e.WORKTREE_ROOT,
     mcpUpstreams: parseMcpUpstreams(e.TOOLGATE_MCP_UPSTREAMS),
     scripts: {
       ...(e.EXECUTOR_SCRIPTS_DIR ? { dir: e.EXECUTOR_SCRIPTS_DIR } : {}),

@@ -1,23 +1,8 @@
-import { createHash } from 'node:crypto';
-
 /**
- * The id of an agent's tree: a content key over (tenant, runId, agentKey) and the generation, so
- * acquiring again for the same spawn finds the same tree, and a restarted agent gets a new id
- * that can never be confused with the tree it lost. It is a valid subject token.
+ * The ids of agents' trees. The derivation lives in the contracts, where the tool-executor reads
+ * it too (it runs a call only in the tree the ids name); the branch is the service's own.
  */
-export function worktreeIdOf(
-  tenant: string,
-  runId: string,
-  agentKey: string,
-  generation: number,
-): string {
-  return `wt_${agentSlotOf(tenant, runId, agentKey)}_g${generation}`;
-}
-
-/** The key of an agent spawn's slot, independent of the generation. */
-export function agentSlotOf(tenant: string, runId: string, agentKey: string): string {
-  return createHash('sha256').update(`${tenant}\0${runId}\0${agentKey}`).digest('hex').slice(0, 24);
-}
+export { agentSlotOf, worktreeIdOf } from '@toolgate/contracts';
 
 /** The branch a tree is checked out on: the service's own namespace, never a host branch. */
 export function branchOf(worktreeId: string): string {
