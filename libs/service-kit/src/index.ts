@@ -59,7 +59,9 @@ export {
   type ServeRequestsOptions,
 } from './request-responder';
 export {
+  assertInstallationOutsideToolScope,
   assertStateOutsideToolScope,
+  installationRoot,
   defaultStateDir,
   realLenient,
   signingStatePaths,

@@ -49,6 +49,60 @@ export function assertStateOutsideToolScope(
   env: NodeJS.ProcessEnv,
   state: readonly StatePath[],
 ): void {
+  const scopes = toolScopes(env);
+  for (const s of state) {
+    const real = realLenient(path.resolve(s.path));
+    const scope = scopes.find((sc) => isInside(sc.path, real));
+    if (scope) {
+      throw new ConfigError(
+        `${s.setting} is inside ${scope.setting}: the tools could read it. Keep service state outside every tool's scope (the default is under XDG_STATE_HOME, or ~/.local/state)`,
+        { details: { field: s.setting, scope: scope.setting } },
+      );
+    }
+  }
+}
+
+/**
+ * Refuses, with a ConfigError naming the setting, a scope a tool may write that holds Toolgate's own
+ * installation ({@link installationRoot}: the checkout `npm start` runs from, the image's `/app`):
+ * a tool that writes there rewrites code the services load later — a script worker reloads its
+ * engine from `node_modules` after a kill, every service its sources at a restart — outside every
+ * sandbox, where the keys are. A scope inside the installation (a folder of the checkout that holds
+ * none of it) is left alone.
+ */
+export function assertInstallationOutsideToolScope(
+  env: NodeJS.ProcessEnv,
+  root: string | undefined = installationRoot(),
+): void {
+  if (!root) return;
+  // Read scopes may hold it: what a tool reads there is the code anyone can read.
+  const writable = new Set(['EXECUTOR_CWD', 'EXECUTOR_WRITE_PATHS', 'TOOLGATE_MCP_UPSTREAMS']);
+  const scope = toolScopes(env).find((sc) => writable.has(sc.setting) && isInside(sc.path, root));
+  if (scope) {
+    throw new ConfigError(
+      `${scope.setting} holds Toolgate's own installation: a tool could rewrite the code the services run. Point it at a project of yours (npm start's default is a workspace under XDG_STATE_HOME)`,
+      { details: { field: scope.setting } },
+    );
+  }
+}
+
+/**
+ * Where this process's code is installed, real: the directory whose `node_modules` its
+ * dependencies load from. Undefined when that cannot be told (a bundle with no `node_modules`).
+ */
+export function installationRoot(): string | undefined {
+  const dependency = realLenient(require.resolve('zod'));
+  const parts = dependency.split(path.sep);
+  const at = parts.lastIndexOf('node_modules');
+  return at > 0 ? parts.slice(0, at).join(path.sep) || path.sep : undefined;
+}
+
+/**
+ * Every scope a tool reaches: the executor's working directory (`EXECUTOR_CWD`, default the
+ * process's), its read and write paths, the paths every sandbox sees and the directory of every
+ * stdio MCP server, real.
+ */
+function toolScopes(env: NodeJS.ProcessEnv): StatePath[] {
   const cwd = path.resolve(env.EXECUTOR_CWD || process.cwd());
   const list = (v: string | undefined) =>
     (v ?? '')
@@ -56,7 +110,7 @@ export function assertStateOutsideToolScope(
       .map((s) => s.trim())
       .filter(Boolean)
       .map((p) => path.resolve(cwd, p));
-  const scopes: StatePath[] = [
+  return [
     { setting: 'EXECUTOR_CWD', path: cwd },
     ...list(env.EXECUTOR_READ_PATHS).map((p) => ({ setting: 'EXECUTOR_READ_PATHS', path: p })),
     ...list(env.EXECUTOR_WRITE_PATHS).map((p) => ({ setting: 'EXECUTOR_WRITE_PATHS', path: p })),
@@ -69,16 +123,6 @@ export function assertStateOutsideToolScope(
       path: p,
     })),
   ].map((s) => ({ ...s, path: realLenient(s.path) }));
-  for (const s of state) {
-    const real = realLenient(path.resolve(s.path));
-    const scope = scopes.find((sc) => isInside(sc.path, real));
-    if (scope) {
-      throw new ConfigError(
-        `${s.setting} is inside ${scope.setting}: the tools could read it. Keep service state outside every tool's scope (the default is under XDG_STATE_HOME, or ~/.local/state)`,
-        { details: { field: s.setting, scope: scope.setting } },
-      );
-    }
-  }
 }
 
 /**

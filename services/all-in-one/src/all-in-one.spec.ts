@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEV_TOKEN_GRANT, defaultWorktreeRoot, loadAllInOneOptions } from './all-in-one';
@@ -46,9 +46,35 @@ describe('loadAllInOneOptions', () => {
     expect(loadAllInOneOptions({ TOOLGATE_TOKENS_FILE: file }).gateway.tokens).toEqual([]);
   });
 
-  it('defaults the worktree repository to the working directory and the root to outside it', () => {
+  it("gives the tools a workspace of the state directory, never the directory it runs from (Toolgate's own checkout)", () => {
+    const { executor } = loadAllInOneOptions({ XDG_STATE_HOME: dir });
+    expect(executor.cwd).toBe(realpathSync(path.join(dir, 'toolgate', 'workspace')));
+    expect(statSync(executor.cwd).isDirectory()).toBe(true);
+    // The checkout jest runs from holds the code every service loads: as a tool scope, refused.
+    const installation = path.resolve(__dirname, '..', '..', '..');
+    expect(() => loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: installation })).toThrow(
+      expect.objectContaining({ code: 'config', details: { field: 'EXECUTOR_CWD' } }),
+    );
+    expect(() =>
+      loadAllInOneOptions({
+        XDG_STATE_HOME: dir,
+        EXECUTOR_CWD: path.join(dir, 'elsewhere'),
+        EXECUTOR_WRITE_PATHS: `.,${installation}`,
+      }),
+    ).toThrow(expect.objectContaining({ details: { field: 'EXECUTOR_WRITE_PATHS' } }));
+    // Read-only, or a folder of it holding none of the code: allowed.
+    const docs = path.join(installation, 'docs');
+    expect(loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: docs }).executor.cwd).toBe(
+      docs,
+    );
+    expect(
+      loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_READ_PATHS: installation }).executor.cwd,
+    ).toBe(executor.cwd);
+  });
+
+  it("defaults the worktree repository to the tools' directory and the root to outside it", () => {
     const { worktree } = loadAllInOneOptions({ XDG_STATE_HOME: dir });
-    expect(worktree.repo).toBe(path.resolve(process.cwd()));
+    expect(worktree.repo).toBe(path.join(dir, 'toolgate', 'workspace'));
     expect(path.isAbsolute(worktree.root)).toBe(true);
     expect(worktree.root.startsWith(path.join(dir, 'toolgate', 'worktrees') + path.sep)).toBe(true);
     expect(path.relative(worktree.repo!, worktree.root).startsWith('..')).toBe(true);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { ConfigError } from '@toolgate/contracts';
 import type { InFlightMessage, JournalStreamOptions } from '@toolgate/bus';
@@ -15,7 +15,7 @@ import {
   startPermissionEvaluator,
   type EvaluatorConfig,
 } from '@toolgate/permission-evaluator';
-import { startClean, stopOnce, type RunningService } from '@toolgate/service-kit';
+import { defaultStateDir, startClean, stopOnce, type RunningService } from '@toolgate/service-kit';
 import {
   loadExecutorConfig,
   openExecutorPolicy,
@@ -121,10 +121,26 @@ export function defaultWorktreeRoot(repo: string, env: NodeJS.ProcessEnv): strin
     : path.join(os.tmpdir(), 'toolgate-worktrees', key);
 }
 
+/**
+ * The tools' directory on a laptop when EXECUTOR_CWD is not set: an empty folder of the user's
+ * state directory, made if missing — never the directory `npm start` runs from, the checkout,
+ * whose code the services load (the executor refuses a scope holding it).
+ */
+export function defaultWorkspace(env: NodeJS.ProcessEnv): string {
+  const dir = path.join(defaultStateDir(env), 'workspace');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
 /** Reads every service's configuration from one environment, with the laptop defaults. */
 export function loadAllInOneOptions(env: NodeJS.ProcessEnv): AllInOneOptions {
   const gateway = loadGatewayConfig(env, (p) => readFileSync(p, 'utf8'));
-  env = { ...internalPorts(gateway.port), ...internalHosts(gateway.host), ...env };
+  env = {
+    ...internalPorts(gateway.port),
+    ...internalHosts(gateway.host),
+    ...(env.EXECUTOR_CWD === undefined ? { EXECUTOR_CWD: defaultWorkspace(env) } : {}),
+    ...env,
+  };
   // Only when no tokens are configured at all: an explicitly empty list must not enable the
   // well-known development token.
   const tokens =

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
 import {
+  assertInstallationOutsideToolScope,
   assertStateOutsideToolScope,
   realLenient,
   signingStatePaths,
@@ -192,6 +193,7 @@ export type ExecutorConfig = NatsSettings &
 /** Parses the environment once; defaults live only here. */
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   const e = Env.parse(env);
+  assertInstallationOutsideToolScope(env);
   assertStateOutsideToolScope(env, [
     ...signingStatePaths(env),
     ...(e.EXECUTOR_CONTAINER === 'runc'

@@ -3,7 +3,9 @@ import { ErrorCode } from '@toolgate/contracts';
 import { loadExecutorConfig } from '../config';
 import { openExecutorSandbox } from './open-sandbox';
 
-const sandboxOf = (env: NodeJS.ProcessEnv) => loadExecutorConfig(env).sandbox;
+// A directory of its own: the one jest runs from is Toolgate's checkout, which no tool may write.
+const sandboxOf = (env: NodeJS.ProcessEnv) =>
+  loadExecutorConfig({ EXECUTOR_CWD: os.tmpdir(), ...env }).sandbox;
 
 it('opens a working sandbox by default, and none only when explicitly off', async () => {
   const sandbox = await openExecutorSandbox(sandboxOf({}));
