@@ -19,7 +19,13 @@ const UPSTREAM_TOKEN = 'toolgate-to-demo-upstream-token-0123';
  * Authorization headers it saw and counts the calls that reached its tool.
  */
 async function startUpstream() {
-  const seen = { authorizations: new Set<string>(), adds: 0, description: 'Adds two numbers' };
+  const seen = {
+    authorizations: new Set<string>(),
+    adds: 0,
+    description: 'Adds two numbers',
+    /** Serves `nest` too: a result nested 300 levels deep. */
+    nests: false,
+  };
   const handler = createMcpHandler(() => {
     const server = new McpServer({ name: 'demo', version: '1.0.0' });
     server.registerTool(
@@ -39,6 +45,19 @@ async function startUpstream() {
         };
       },
     );
+    if (seen.nests) {
+      server.registerTool(
+        'nest',
+        { description: 'Answers a result nested 300 levels deep', inputSchema: z.object({}) },
+        async () => ({
+          content: [{ type: 'text', text: 'deep' }],
+          structuredContent: JSON.parse(`${'{"a":'.repeat(300)}1${'}'.repeat(300)}`) as Record<
+            string,
+            unknown
+          >,
+        }),
+      );
+    }
     return server;
   });
   const node = toNodeHandler(handler);
@@ -230,6 +249,24 @@ describe('MCP servers behind Toolgate (executor "mcp")', () => {
     });
     expect(viaPath.status).toBe(200);
     expect(viaPath.body.server).toBe('demo');
+  });
+
+  it('settles a result nested deeper than any reply from outside may be non-serializable-result, at once', async () => {
+    upstream.seen.nests = true;
+    expect((await importDemo(TOKENS.acmeAdmin, { tools: ['nest'] })).status).toBe(200);
+    const res = await stack.http('POST', '/v1/dispatches', TOKENS.acmeAgent, {
+      runId: `mcp-exec-nest-${Date.now()}`,
+      callId: 'c1',
+      agent: { agentType: 'coder' },
+      tool: 'demo__nest',
+      input: {},
+      wait: 20_000,
+    });
+    expect(res.body).toMatchObject({
+      state: 'settled',
+      settled: { outcome: 'error', error: { code: 'non-serializable-result' } },
+    });
+    expect(res.body.settled.error.message).toContain('nested deeper than 100 levels');
   });
 
   it('refuses to register an mcp tool by hand without its binding', async () => {

@@ -2,7 +2,9 @@ import type { Client } from '@modelcontextprotocol/client';
 import {
   ErrorCode,
   isStdioUpstream,
+  MAX_JSON_DEPTH,
   mcpDefinitionHash,
+  withinJsonDepth,
   type McpHttpUpstream,
   type McpUpstream,
 } from '@toolgate/contracts';
@@ -92,13 +94,19 @@ export class McpExecutor implements CallExecutor {
           .slice(0, MAX_ERROR_TEXT);
         return failedOutcome(ErrorCode.ToolFailed, text || `${binding.tool} failed`, where);
       }
-      return {
-        ok: true,
-        result:
-          result.structuredContent !== undefined
-            ? result.structuredContent
-            : { content: result.content },
-      };
+      const value =
+        result.structuredContent !== undefined
+          ? result.structuredContent
+          : { content: result.content };
+      // Bounded as every reply from outside is: a value thousands deep would not encode.
+      if (!withinJsonDepth(value)) {
+        return failedOutcome(
+          ErrorCode.NonSerializableResult,
+          `${binding.tool} answered with a result nested deeper than ${MAX_JSON_DEPTH} levels`,
+          where,
+        );
+      }
+      return { ok: true, result: value };
     } catch (err) {
       return this.failure(upstream, call.tenant, signal, err, 'calling');
     }
