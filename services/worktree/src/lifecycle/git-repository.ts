@@ -167,8 +167,10 @@ export async function removeWorktree(
   repo: string,
   treePath: string,
   branch: string,
+  /** Where the removal moves what is nested too deep to remove in place (the service's own). */
+  spill: string,
 ): Promise<void> {
-  removeTreeFiles(treePath);
+  removeTreeFiles(treePath, spill);
   const git = gitAt(repo);
   try {
     // Twice --force: also drops the metadata of a tree that was locked.

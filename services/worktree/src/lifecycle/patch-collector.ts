@@ -168,7 +168,7 @@ export async function collectPatch(
     return { files, patch, sha256 };
   } finally {
     // Its own directory, out of every call's reach; removed following no link all the same.
-    removeTreeFiles(tmp);
+    removeTreeFiles(tmp, scratchRoot);
   }
 }
 

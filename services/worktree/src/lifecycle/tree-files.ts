@@ -9,6 +9,7 @@ import {
   rmdirSync,
   unlinkSync,
 } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 
@@ -115,11 +116,20 @@ function linkDir(
 
 /**
  * Removes the directory `dir` and everything in it, following no link: a link is removed as a
- * link, and a folder swapped for one while the removal runs is never entered. Levels deeper than
- * {@link MAX_DEPTH} are moved up to `dir` first. Entries still appearing after
- * {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing there: done.
+ * link, and a folder swapped for one while the removal runs is never entered. A level deeper than
+ * {@link MAX_DEPTH} is moved out first, under a fresh name into `spill` (a directory of the
+ * service's on the same filesystem, which no call reaches), and removed from there. Entries still
+ * appearing after {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing
+ * there: done.
  */
-export function removeTreeFiles(dir: string): void {
+export function removeTreeFiles(dir: string, spill: string): void {
+  const pending = [dir];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    removeDir(next, spill, pending);
+  }
+}
+
+function removeDir(dir: string, spill: string, spilled: string[]): void {
   let rootFd: number;
   try {
     rootFd = openSync(dir, DIR_FLAGS);
@@ -128,9 +138,14 @@ export function removeTreeFiles(dir: string): void {
     throw err;
   }
   try {
-    const moved = { count: 0 };
+    const moveOut = (fd: number, name: string) => {
+      mkdirSync(spill, { recursive: true });
+      const to = path.join(spill, `removing-${randomUUID()}`);
+      renameSync(at(fd, name), to);
+      spilled.push(to);
+    };
     for (let pass = 0; ; pass++) {
-      emptyDir(rootFd, rootFd, 0, moved);
+      emptyDir(rootFd, 0, moveOut);
       if (readdirSync(`/proc/self/fd/${rootFd}`).length === 0) break;
       if (pass >= REMOVE_PASSES) {
         throw new ToolgateError(ErrorCode.Conflict, `${dir} kept filling while it was removed`, {
@@ -148,7 +163,7 @@ export function removeTreeFiles(dir: string): void {
   }
 }
 
-function emptyDir(fd: number, rootFd: number, depth: number, moved: { count: number }): void {
+function emptyDir(fd: number, depth: number, moveOut: (fd: number, name: string) => void): void {
   for (let pass = 0; pass < REMOVE_PASSES; pass++) {
     const names = readdirSync(`/proc/self/fd/${fd}`);
     if (!names.length) return;
@@ -165,11 +180,11 @@ function emptyDir(fd: number, rootFd: number, depth: number, moved: { count: num
       }
       try {
         if (depth + 1 >= MAX_DEPTH) {
-          // Too deep to hold every level open: moved to the top, emptied from there.
-          renameSync(at(fd, name), at(rootFd, `.toolgate-removing-${moved.count++}`));
+          // Too deep to hold every level open: moved out, removed from there.
+          moveOut(fd, name);
           continue;
         }
-        emptyDir(child, rootFd, depth + 1, moved);
+        emptyDir(child, depth + 1, moveOut);
       } finally {
         closeSync(child);
       }

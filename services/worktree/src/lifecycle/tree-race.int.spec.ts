@@ -139,9 +139,42 @@ it('removes a tree nested deeper than it holds open, and a link as a link', asyn
   await mkdir(kept);
   await writeFile(path.join(kept, 'file'), 'kept\n');
   await symlink(kept, path.join(dir, 'link'));
-  removeTreeFiles(dir);
+  removeTreeFiles(dir, path.join(base, 'spill'));
   expect(await readdir(base)).not.toContain('deep');
+  expect(await readdir(path.join(base, 'spill'))).toEqual([]);
   expect(await readFile(path.join(kept, 'file'), 'utf8')).toBe('kept\n');
+});
+
+it('disposes a tree whatever a call left nested in it, and starts again over what a crash left', async () => {
+  const { manager } = await open();
+  const { worktree: wt } = await manager.acquire(spawn('nested'));
+  // Deeper than a removal holds open, under names a removal might have used itself.
+  for (const top of ['.toolgate-removing-0', 'removing-x', 'spill']) {
+    let dir = path.join(wt.path, top);
+    for (let i = 0; i < 300; i++) dir = path.join(dir, 'd');
+    await mkdir(dir, { recursive: true });
+  }
+  await writeFile(path.join(wt.path, 'spill', 'file'), 'x\n');
+  expect((await manager.dispose({ worktreeId: wt.worktreeId, outcome: 'ok' })).state).toBe(
+    'disposed',
+  );
+  await expect(readdir(wt.path)).rejects.toMatchObject({ code: 'ENOENT' });
+  // A crash mid-disposal: the record says `disposing`, the tree still holds the same; and a
+  // collect's mirror is left in scratch. The next start finishes both.
+  const { worktree: next } = await manager.acquire(spawn('nested-2'));
+  let dir = path.join(next.path, 'deep');
+  for (let i = 0; i < 300; i++) dir = path.join(dir, 'd');
+  await mkdir(dir, { recursive: true });
+  const record = path.join(base, 'worktrees', 'state', `${next.worktreeId}.json`);
+  const stored = JSON.parse(await readFile(record, 'utf8')) as { state: string };
+  await writeFile(record, JSON.stringify({ ...stored, state: 'disposing' }));
+  await mkdir(path.join(base, 'worktrees', 'scratch', 'collect-x', 'tree', 'd'), {
+    recursive: true,
+  });
+  const { manager: again } = await open();
+  expect(again.get(next.worktreeId)?.state).toBe('disposed');
+  await expect(readdir(next.path)).rejects.toMatchObject({ code: 'ENOENT' });
+  expect(await readdir(path.join(base, 'worktrees', 'scratch')).catch(() => [])).toEqual([]);
 });
 
 it('refuses a collect whose changed files would not fit an event, storing nothing', async () => {

@@ -106,6 +106,8 @@ export class WorktreeManager {
   private treesDir = '';
   /** Where a collect mirrors a tree (see `collectPatch`): under the root, out of every call's reach. */
   private scratchDir = '';
+  /** Where a removal moves what is nested too deep to remove in place (see `removeTreeFiles`). */
+  private spillDir = '';
   private store: WorktreeRecordStore | null = null;
   private readonly records = new Map<string, WorktreeRecord>();
   /** Trees whose current state this process has journaled (see {@link catchUpJournal}). */
@@ -160,8 +162,10 @@ export class WorktreeManager {
     this.treesDir = path.join(this.root, 'trees');
     await mkdir(this.treesDir, { recursive: true });
     this.scratchDir = path.join(this.root, 'scratch');
-    // A collect's mirror left by a crash.
-    removeTreeFiles(this.scratchDir);
+    this.spillDir = path.join(this.root, 'spill');
+    // A collect's mirror, or a removal's spill, left by a crash (each spills into the other).
+    this.removeFiles(this.scratchDir, this.spillDir);
+    this.removeFiles(this.spillDir, this.scratchDir);
     const store = new WorktreeRecordStore(this.root);
     await store.init();
     this.store = store;
@@ -189,14 +193,16 @@ export class WorktreeManager {
           // The acquire never answered, so no agent has this tree: remove it without a trace;
           // the caller's retry makes it again under the same id.
           if (repoExists) await this.removeTree(record).catch(() => undefined);
-          removeTreeFiles(record.path);
+          // Left for the next start when its files cannot all be removed now.
+          if (!this.removeFiles(record.path)) continue;
           await store.remove(record.worktreeId);
           report.removedStale.push(record.worktreeId);
           continue;
         case 'disposing':
           if (repoExists) await this.removeTree(record).catch(() => undefined);
-          removeTreeFiles(record.path);
           this.remember(record);
+          // Still `disposing` when its files cannot all be removed now: a dispose tries again.
+          if (!this.removeFiles(record.path)) continue;
           await this.transition(record, { state: 'disposed' });
           report.finished.push(record.worktreeId);
           continue;
@@ -205,7 +211,13 @@ export class WorktreeManager {
           this.remember(record);
           const health = repoExists ? await this.treeHealth(record) : 'missing';
           if (health !== 'ok') {
-            await this.drop(record, health);
+            if (
+              !(await this.drop(record, health).then(
+                () => true,
+                () => false,
+              ))
+            )
+              continue;
             report.dropped.push({ worktreeId: record.worktreeId, reason: health });
             continue;
           }
@@ -226,8 +238,7 @@ export class WorktreeManager {
     for (const name of await readdir(this.treesDir)) {
       const owner = this.records.get(name);
       if (owner && LIVE.has(owner.state)) continue;
-      removeTreeFiles(path.join(this.treesDir, name));
-      report.removedStale.push(name);
+      if (this.removeFiles(path.join(this.treesDir, name))) report.removedStale.push(name);
     }
     for (const repo of repos) {
       const commonDir = records.find((r) => r.repo === repo)?.commonDir ?? repo;
@@ -516,7 +527,7 @@ export class WorktreeManager {
         .run(record.commonDir, () => this.removeTree(record))
         .catch(() => undefined);
     }
-    removeTreeFiles(record.path);
+    removeTreeFiles(record.path, this.spillDir);
     return this.transition(record, {
       state: 'dropped',
       droppedReason: reason,
@@ -525,7 +536,21 @@ export class WorktreeManager {
   }
 
   private async removeTree(record: WorktreeRecord): Promise<void> {
-    await removeWorktree(record.repo, record.path, record.branch);
+    await removeWorktree(record.repo, record.path, record.branch, this.spillDir);
+  }
+
+  /**
+   * Removes a directory the service owns following no link ({@link removeTreeFiles}); false, and
+   * nothing thrown, when something is left: at start-up one tree a call filled with what cannot be
+   * removed must not keep the service from starting.
+   */
+  private removeFiles(dir: string, spill = this.spillDir): boolean {
+    try {
+      removeTreeFiles(dir, spill);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Whether a live tree is still there and still the repository's: `ok`, `missing` or `stale`. */
