@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { JournalPublisher } from '@toolgate/bus';
 import {
   inputDigest,
@@ -60,7 +61,8 @@ export type Replica = Awaited<ReturnType<typeof startToolExecutor>>;
 export function startReplica(
   t: TestNats,
   env: Record<string, string> = {},
-  cwd = process.cwd(),
+  // Not the directory jest runs from: that is Toolgate's checkout, which no tool scope may hold.
+  cwd = os.tmpdir(),
 ): Promise<Replica> {
   const config = loadExecutorConfig({
     NATS_URL,
