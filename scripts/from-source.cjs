@@ -80,7 +80,30 @@ function cacheSalt() {
 const cacheDir =
   process.env.TOOLGATE_FROM_SOURCE_CACHE ??
   path.join(os.tmpdir(), `toolgate-from-source-${process.getuid?.() ?? 'user'}`);
-let cacheDirMade = false;
+// What runs is loaded from there: the executor refuses a tool scope that holds it, as it refuses
+// one that holds the sources (libs/service-kit, `installationPaths`).
+globalThis[Symbol.for('toolgate.from-source-cache')] = cacheDir;
+let cacheUsable;
+
+/**
+ * Whether the cache may be read and written: a directory of this user's that nobody else can
+ * write (made so when missing). A predictable name in a shared temp directory could have been
+ * made first by another user, with entries of theirs: then nothing is read from it, and every
+ * module is compiled.
+ */
+function cacheIsOurs() {
+  if (cacheUsable !== undefined) return cacheUsable;
+  try {
+    fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    const stat = fs.lstatSync(cacheDir);
+    const uid = process.getuid?.();
+    cacheUsable =
+      stat.isDirectory() && (uid === undefined || stat.uid === uid) && (stat.mode & 0o022) === 0;
+  } catch {
+    cacheUsable = false;
+  }
+  return cacheUsable;
+}
 
 /** Each compiled module's text, whose inline map source-map-support reads when it formats a stack. */
 const compiled = new Map();
@@ -97,17 +120,17 @@ function compile(source, filename) {
     .update(source)
     .digest('hex');
   const file = path.join(cacheDir, `${key}.js`);
+  const cached = cacheIsOurs();
   try {
-    return fs.readFileSync(file, 'utf8');
+    if (cached) return fs.readFileSync(file, 'utf8');
   } catch {
     // Not compiled yet.
   }
   swc ??= require('@swc/core');
   const { code, map } = swc.transformSync(source, swcOptions(filename));
   const text = `${code}${MAP_COMMENT}${Buffer.from(map, 'utf8').toString('base64')}`;
+  if (!cached) return text;
   try {
-    if (!cacheDirMade) fs.mkdirSync(cacheDir, { recursive: true });
-    cacheDirMade = true;
     // A unique name, then a rename: a reader sees a whole entry or none.
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, text);

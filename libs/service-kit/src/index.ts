@@ -61,7 +61,8 @@ export {
 export {
   assertInstallationOutsideToolScope,
   assertStateOutsideToolScope,
-  installationRoot,
+  assertStdioScopesApart,
+  installationPaths,
   defaultStateDir,
   realLenient,
   signingStatePaths,

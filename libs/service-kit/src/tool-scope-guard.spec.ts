@@ -3,8 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import {
+  assertInstallationOutsideToolScope,
   assertStateOutsideToolScope,
+  assertStdioScopesApart,
   defaultStateDir,
+  installationPaths,
   signingStatePaths,
 } from './tool-scope-guard';
 
@@ -111,4 +114,71 @@ it('the development keyring and the default state directory live under XDG_STATE
     { setting: 'TOOLGATE_SIGNING_KEYS_FILE', path: '/k.json' },
   ]);
   expect(signingStatePaths({ TOOLGATE_SIGNING_KEY: 'x' })).toEqual([]);
+});
+
+const stdio = (cwd: string) =>
+  JSON.stringify([
+    { name: 'notes', command: { argv: ['node', '/opt/server.mjs'], cwd }, tenants: ['acme'] },
+  ]);
+
+it("refuses a stdio MCP server's directory that overlaps the tools' project, either way", () => {
+  const refusedWith = (env: NodeJS.ProcessEnv) => {
+    try {
+      assertStdioScopesApart(env);
+    } catch (err) {
+      return err as { code: string; details?: unknown };
+    }
+    return undefined;
+  };
+  for (const cwd of [repo, path.join(repo, 'src'), dir]) {
+    expect(refusedWith({ EXECUTOR_CWD: repo, TOOLGATE_MCP_UPSTREAMS: stdio(cwd) })).toMatchObject({
+      code: ErrorCode.Config,
+      details: { field: 'TOOLGATE_MCP_UPSTREAMS', scope: 'EXECUTOR_CWD' },
+    });
+  }
+  const out = path.join(dir, 'out');
+  expect(
+    refusedWith({
+      EXECUTOR_CWD: repo,
+      EXECUTOR_WRITE_PATHS: `.,${out}`,
+      TOOLGATE_MCP_UPSTREAMS: stdio(path.join(out, 'server')),
+    }),
+  ).toMatchObject({ details: { scope: 'EXECUTOR_WRITE_PATHS' } });
+  expect(
+    refusedWith({ EXECUTOR_CWD: repo, TOOLGATE_MCP_UPSTREAMS: stdio(path.join(dir, 'mcp')) }),
+  ).toBeUndefined();
+});
+
+it("refuses a scope a tool may write that overlaps Toolgate's installation, either way", () => {
+  const installation = path.join(dir, 'app');
+  const cache = path.join(dir, 'compiled');
+  mkdirSync(installation);
+  const refusedWith = (env: NodeJS.ProcessEnv) => {
+    try {
+      assertInstallationOutsideToolScope(env, [installation, cache]);
+    } catch (err) {
+      return err as { code: string; details?: unknown };
+    }
+    return undefined;
+  };
+  const refused = (field: string) => ({ code: ErrorCode.Config, details: { field } });
+  expect(refusedWith({ EXECUTOR_CWD: dir })).toMatchObject(refused('EXECUTOR_CWD'));
+  expect(refusedWith({ EXECUTOR_CWD: path.join(installation, 'libs') })).toMatchObject(
+    refused('EXECUTOR_CWD'),
+  );
+  expect(
+    refusedWith({ EXECUTOR_CWD: repo, EXECUTOR_WRITE_PATHS: `.,${path.join(cache, 'x')}` }),
+  ).toMatchObject(refused('EXECUTOR_WRITE_PATHS'));
+  expect(
+    refusedWith({ EXECUTOR_CWD: repo, TOOLGATE_MCP_UPSTREAMS: stdio(installation) }),
+  ).toMatchObject(refused('TOOLGATE_MCP_UPSTREAMS'));
+  // Through a symlink too.
+  symlinkSync(installation, path.join(dir, 'app-link'));
+  expect(refusedWith({ EXECUTOR_CWD: path.join(dir, 'app-link') })).toMatchObject(
+    refused('EXECUTOR_CWD'),
+  );
+  // Read scopes may hold it; a directory beside it is the tools' own.
+  expect(refusedWith({ EXECUTOR_CWD: repo, EXECUTOR_READ_PATHS: installation })).toBeUndefined();
+  // This process's own: the checkout jest runs from.
+  expect(installationPaths()[0]).toBe(realpathSync(path.resolve(__dirname, '..', '..', '..')));
 });

@@ -63,38 +63,69 @@ export function assertStateOutsideToolScope(
 }
 
 /**
- * Refuses, with a ConfigError naming the setting, a scope a tool may write that holds Toolgate's own
- * installation ({@link installationRoot}: the checkout `npm start` runs from, the image's `/app`):
- * a tool that writes there rewrites code the services load later — a script worker reloads its
- * engine from `node_modules` after a kill, every service its sources at a restart — outside every
- * sandbox, where the keys are. A scope inside the installation (a folder of the checkout that holds
- * none of it) is left alone.
+ * Refuses, with a ConfigError naming the setting, a scope a tool may write that overlaps Toolgate's
+ * own installation ({@link installationPaths}: the checkout `npm start` runs from, or the image's
+ * `/app`, and the compiled modules `npm start` caches): holding it, or inside it (a package's
+ * sources, `node_modules`, `scripts`). A tool that writes there rewrites code the services load
+ * later — a script worker reloads its engine from `node_modules` after a kill, every service its
+ * sources at a restart — outside every sandbox, where the keys are.
  */
 export function assertInstallationOutsideToolScope(
   env: NodeJS.ProcessEnv,
-  root: string | undefined = installationRoot(),
+  installation: readonly string[] = installationPaths(),
 ): void {
-  if (!root) return;
   // Read scopes may hold it: what a tool reads there is the code anyone can read.
   const writable = new Set(['EXECUTOR_CWD', 'EXECUTOR_WRITE_PATHS', 'TOOLGATE_MCP_UPSTREAMS']);
-  const scope = toolScopes(env).find((sc) => writable.has(sc.setting) && isInside(sc.path, root));
-  if (scope) {
-    throw new ConfigError(
-      `${scope.setting} holds Toolgate's own installation: a tool could rewrite the code the services run. Point it at a project of yours (npm start's default is a workspace under XDG_STATE_HOME)`,
-      { details: { field: scope.setting } },
-    );
+  for (const sc of toolScopes(env)) {
+    if (!writable.has(sc.setting)) continue;
+    if (installation.some((p) => isInside(sc.path, p) || isInside(p, sc.path))) {
+      throw new ConfigError(
+        `${sc.setting} overlaps Toolgate's own installation: a tool could rewrite the code the services run. Point it at a project of yours, outside it (npm start's default is a workspace under XDG_STATE_HOME)`,
+        { details: { field: sc.setting } },
+      );
+    }
   }
 }
 
 /**
- * Where this process's code is installed, real: the directory whose `node_modules` its
- * dependencies load from. Undefined when that cannot be told (a bundle with no `node_modules`).
+ * Refuses a stdio MCP server's directory (`TOOLGATE_MCP_UPSTREAMS`' `command.cwd`) that overlaps
+ * the builtins' directory or a write scope: such a server runs in a sandbox of its own directory,
+ * without the call's protected paths and with nothing put back after its calls, so in the tools'
+ * project it could write `.github/workflows`, `.env` or a nested repository's config — and rename a
+ * folder under a racing `write_file`. Its directory is its own.
  */
-export function installationRoot(): string | undefined {
+export function assertStdioScopesApart(env: NodeJS.ProcessEnv): void {
+  const scopes = toolScopes(env);
+  const project = scopes.filter(
+    (sc) => sc.setting === 'EXECUTOR_CWD' || sc.setting === 'EXECUTOR_WRITE_PATHS',
+  );
+  for (const server of scopes.filter((sc) => sc.setting === 'TOOLGATE_MCP_UPSTREAMS')) {
+    const shared = project.find(
+      (sc) => isInside(sc.path, server.path) || isInside(server.path, sc.path),
+    );
+    if (shared) {
+      throw new ConfigError(
+        `a stdio MCP server's directory (TOOLGATE_MCP_UPSTREAMS) overlaps ${shared.setting}: give each server a directory of its own, outside the tools' project`,
+        { details: { field: 'TOOLGATE_MCP_UPSTREAMS', scope: shared.setting } },
+      );
+    }
+  }
+}
+
+/**
+ * Where this process's code is loaded from, real: the directory whose `node_modules` its
+ * dependencies load from (none when that cannot be told: a bundle), and the cache of modules
+ * compiled from source when it runs from the sources (`scripts/from-source.cjs`).
+ */
+export function installationPaths(): string[] {
+  const paths: string[] = [];
   const dependency = realLenient(require.resolve('zod'));
   const parts = dependency.split(path.sep);
   const at = parts.lastIndexOf('node_modules');
-  return at > 0 ? parts.slice(0, at).join(path.sep) || path.sep : undefined;
+  if (at > 0) paths.push(parts.slice(0, at).join(path.sep) || path.sep);
+  const cache = (globalThis as Record<symbol, unknown>)[Symbol.for('toolgate.from-source-cache')];
+  if (typeof cache === 'string') paths.push(realLenient(path.resolve(cache)));
+  return paths;
 }
 
 /**

@@ -62,11 +62,16 @@ describe('loadAllInOneOptions', () => {
         EXECUTOR_WRITE_PATHS: `.,${installation}`,
       }),
     ).toThrow(expect.objectContaining({ details: { field: 'EXECUTOR_WRITE_PATHS' } }));
-    // Read-only, or a folder of it holding none of the code: allowed.
-    const docs = path.join(installation, 'docs');
-    expect(loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: docs }).executor.cwd).toBe(
-      docs,
-    );
+    // A folder of it (a package's sources), or the modules npm start compiled: refused too.
+    for (const inside of [
+      path.join(installation, 'libs'),
+      path.join(installation, 'node_modules'),
+    ]) {
+      expect(() => loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: inside })).toThrow(
+        expect.objectContaining({ details: { field: 'EXECUTOR_CWD' } }),
+      );
+    }
+    // Read-only: allowed.
     expect(
       loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_READ_PATHS: installation }).executor.cwd,
     ).toBe(executor.cwd);
@@ -130,8 +135,10 @@ describe('loadAllInOneOptions', () => {
   });
 
   it('resolves a relative EXECUTOR_CWD into an absolute worktree repository', () => {
-    const { worktree } = loadAllInOneOptions({ EXECUTOR_CWD: 'some/checkout' });
-    expect(worktree.repo).toBe(path.resolve('some/checkout'));
+    // Relative to where it runs: beside the checkout jest runs from (inside it is refused).
+    const relative = path.relative(process.cwd(), path.join(dir, 'some', 'checkout'));
+    const { worktree } = loadAllInOneOptions({ XDG_STATE_HOME: dir, EXECUTOR_CWD: relative });
+    expect(worktree.repo).toBe(path.join(dir, 'some', 'checkout'));
     expect(path.isAbsolute(worktree.repo!)).toBe(true);
   });
 

@@ -5,6 +5,7 @@ import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/cont
 import {
   assertInstallationOutsideToolScope,
   assertStateOutsideToolScope,
+  assertStdioScopesApart,
   realLenient,
   signingStatePaths,
   commaList,
@@ -194,6 +195,7 @@ export type ExecutorConfig = NatsSettings &
 export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   const e = Env.parse(env);
   assertInstallationOutsideToolScope(env);
+  assertStdioScopesApart(env);
   assertStateOutsideToolScope(env, [
     ...signingStatePaths(env),
     ...(e.EXECUTOR_CONTAINER === 'runc'
