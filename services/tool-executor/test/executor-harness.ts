@@ -1,14 +1,18 @@
+import fs from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { JournalPublisher } from '@toolgate/bus';
 import {
   inputDigest,
   journalEvent,
   type DecidedEvent,
+  type RegisteredTool,
   type RequestedEvent,
+  type Risk,
   type ToolRef,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
-import { NATS_URL, type TestNats } from '@toolgate/testing';
+import { eventually, makeBusyboxImage, NATS_URL, type TestNats } from '@toolgate/testing';
 import { loadExecutorConfig } from '../src/config';
 import { startToolExecutor } from '../src/tool-executor.service';
 
@@ -46,6 +50,62 @@ export async function registerRemoteTool(
     executor: 'remote',
     risk: 'read',
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  };
+}
+
+/**
+ * Registers a command tool (subprocess or container) for the tenant once a replica has announced
+ * that it serves the tool's executor, and returns its reference as the gateway records it in a
+ * dispatch.
+ */
+export async function registerCommandTool(
+  registry: ToolRegistry,
+  tool: RegisteredTool & { policy: { executor: 'subprocess' | 'container'; risk: Risk } },
+  timeoutMs?: number,
+): Promise<ToolRef> {
+  const view = await eventually(() => registry.register(TENANT, tool).catch(() => undefined), {
+    timeoutMs: 10_000,
+    what: `${tool.name} to register`,
+  });
+  return {
+    name: tool.name,
+    contractHash: view.contractHash,
+    needsApproval: false,
+    executor: tool.policy.executor,
+    risk: tool.policy.risk,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  };
+}
+
+/** A call directory (real), a busybox image and runc's state, for specs of command tools. */
+export interface CommandDirs {
+  work: string;
+  images: string;
+  runcState: string;
+  /** The settings of a replica that runs container tools from these. */
+  runcEnv: Record<string, string>;
+  remove(): Promise<void>;
+}
+
+/** Makes {@link CommandDirs} under the temp directory, named after `label`. */
+export async function commandDirs(label: string): Promise<CommandDirs> {
+  const work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), `tg-${label}-`)));
+  const images = await fs.mkdtemp(path.join(os.tmpdir(), `tg-${label}-images-`));
+  const runcState = await fs.mkdtemp(path.join(os.tmpdir(), `tg-${label}-runc-`));
+  await makeBusyboxImage(images, 'tools/busybox:1');
+  return {
+    work,
+    images,
+    runcState,
+    runcEnv: {
+      EXECUTOR_CONTAINER: 'runc',
+      EXECUTOR_CONTAINER_IMAGES: images,
+      EXECUTOR_CONTAINER_STATE_DIR: runcState,
+    },
+    remove: async () => {
+      for (const dir of [work, images, runcState])
+        await fs.rm(dir, { recursive: true, force: true });
+    },
   };
 }
 

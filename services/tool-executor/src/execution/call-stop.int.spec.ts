@@ -7,27 +7,23 @@
  * sees the first run's grandchild still writing.
  */
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { JournalPublisher } from '@toolgate/bus';
-import type { RegisteredTool, SettledEvent, ToolRef } from '@toolgate/contracts';
+import type { SettledEvent, ToolRef } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
 import { drainWithin } from '@toolgate/service-kit';
+import { eventually, testJournalKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import {
-  eventually,
-  makeBusyboxImage,
-  testJournalKeys,
-  useTestNats,
-  type TestNats,
-} from '@toolgate/testing';
-import {
+  commandDirs,
   dispatch,
   journalCounts,
+  registerCommandTool,
   registerRemoteTool,
   serveCountingTool,
   sleep,
   startReplica,
   TENANT,
+  type CommandDirs,
   type Replica,
 } from '../../test/executor-harness';
 
@@ -53,9 +49,7 @@ const PARAMS = {
 let t: TestNats;
 let publisher: JournalPublisher;
 let registry: ToolRegistry;
-let work: string;
-let images: string;
-let runcState: string;
+let dirs: CommandDirs;
 const replicas: Replica[] = [];
 let n = 0;
 
@@ -63,10 +57,7 @@ beforeAll(async () => {
   t = await useTestNats('callstop');
   publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   registry = await ToolRegistry.open(t.nc, t.subjects);
-  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-')));
-  images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-images-'));
-  runcState = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-callstop-runc-'));
-  await makeBusyboxImage(images, 'tools/busybox:1');
+  dirs = await commandDirs('callstop');
 });
 
 afterEach(async () => {
@@ -76,12 +67,11 @@ afterEach(async () => {
 afterAll(async () => {
   registry?.stop();
   await t?.cleanup();
-  for (const dir of [work, images, runcState])
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  await dirs?.remove();
 });
 
 /**
- * A replica serving subprocess tools (and runc containers) in `work`, with a 1 s ack wait; or,
+ * A replica serving subprocess tools (and runc containers) in the call directory, with a 1 s ack wait; or,
  * `remoteOnly`, one with neither its sandbox nor runc (their probes and helpers) for remote calls.
  */
 async function replica(
@@ -90,15 +80,8 @@ async function replica(
 ): Promise<Replica> {
   const started = await startReplica(
     t,
-    remoteOnly
-      ? { EXECUTOR_SANDBOX: 'off', ...env }
-      : {
-          EXECUTOR_CONTAINER: 'runc',
-          EXECUTOR_CONTAINER_IMAGES: images,
-          EXECUTOR_CONTAINER_STATE_DIR: runcState,
-          ...env,
-        },
-    work,
+    remoteOnly ? { EXECUTOR_SANDBOX: 'off', ...env } : { ...dirs.runcEnv, ...env },
+    dirs.work,
   );
   replicas.push(started);
   return started;
@@ -110,31 +93,22 @@ async function stopperTool(
   timeoutMs?: number,
 ): Promise<ToolRef> {
   const name = `stopper_${executor}_${++n}`;
-  const tool: RegisteredTool = {
-    name,
-    description: 'Starts a grandchild that writes a marker, then sleeps.',
-    parameters: PARAMS,
-    policy: {
-      executor,
-      risk: 'write',
-      needsApproval: false,
-      command: { argv: ['/bin/sh', '-c', STOPPER, name, { input: 'name' }] },
-      ...(executor === 'container' ? { container: { image: 'tools/busybox:1' } } : {}),
+  return registerCommandTool(
+    registry,
+    {
+      name,
+      description: 'Starts a grandchild that writes a marker, then sleeps.',
+      parameters: PARAMS,
+      policy: {
+        executor,
+        risk: 'write',
+        needsApproval: false,
+        command: { argv: ['/bin/sh', '-c', STOPPER, name, { input: 'name' }] },
+        ...(executor === 'container' ? { container: { image: 'tools/busybox:1' } } : {}),
+      },
     },
-  };
-  // The registry learns which executors are served from the replicas' announcements.
-  const view = await eventually(() => registry.register(TENANT, tool).catch(() => undefined), {
-    timeoutMs: 10_000,
-    what: `${name} to register`,
-  });
-  return {
-    name,
-    contractHash: view.contractHash,
-    needsApproval: false,
-    executor,
-    risk: 'write',
-    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-  };
+    timeoutMs,
+  );
 }
 
 /**
@@ -158,7 +132,7 @@ async function processesOf(dispatchId: string, marker: string): Promise<string[]
 }
 
 const markerSize = (marker: string) =>
-  fs.stat(path.join(work, marker)).then(
+  fs.stat(path.join(dirs.work, marker)).then(
     (s) => s.size,
     () => -1,
   );
@@ -273,7 +247,7 @@ it('a call waiting for a slot past its deadline settles timeout without ever sta
     error: { code: 'timeout', message: expect.stringMatching(/did not finish within 1500 ms/) },
   });
   // Its tool never ran: it would have created its marker's `.started` first thing.
-  await expect(fs.access(path.join(work, `marker-${waiter}.started`))).rejects.toThrow();
+  await expect(fs.access(path.join(dirs.work, `marker-${waiter}.started`))).rejects.toThrow();
   expect(await publisher.last(TENANT, run, holder, 'settled')).toBeNull();
   // The holder is still running; the stop's cap kills it.
   expect(await drainCapped(stopping)).toBe('capped');

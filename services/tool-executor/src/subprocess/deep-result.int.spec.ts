@@ -7,29 +7,24 @@
  * it, settles as an error instead of being retried.
  */
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { JournalPublisher } from '@toolgate/bus';
 import {
   MAX_JSON_DEPTH,
   type ExecutorKind,
-  type RegisteredTool,
   type SettledEvent,
   type ToolRef,
 } from '@toolgate/contracts';
 import { ToolRegistry } from '@toolgate/registry';
+import { eventually, testJournalKeys, useTestNats, type TestNats } from '@toolgate/testing';
 import {
-  eventually,
-  makeBusyboxImage,
-  testJournalKeys,
-  useTestNats,
-  type TestNats,
-} from '@toolgate/testing';
-import {
+  commandDirs,
   dispatch,
   journalCounts,
+  registerCommandTool,
   startReplica,
   TENANT,
+  type CommandDirs,
   type Replica,
 } from '../../test/executor-harness';
 import type { CallExecutor } from '../execution/call-executor';
@@ -45,22 +40,17 @@ const PROMPTLY_MS = 30_000;
 let t: TestNats;
 let publisher: JournalPublisher;
 let registry: ToolRegistry;
-let work: string;
-let images: string;
-let runcState: string;
+let dirs: CommandDirs;
 const replicas: Replica[] = [];
 
 beforeAll(async () => {
   t = await useTestNats('deepresult');
   publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
   registry = await ToolRegistry.open(t.nc, t.subjects);
-  work = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-deepresult-')));
-  images = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-deepresult-images-'));
-  runcState = await fs.mkdtemp(path.join(os.tmpdir(), 'tg-deepresult-runc-'));
-  await makeBusyboxImage(images, 'tools/busybox:1');
-  await fs.writeFile(path.join(work, 'deep.json'), nested(DEPTH));
+  dirs = await commandDirs('deepresult');
+  await fs.writeFile(path.join(dirs.work, 'deep.json'), nested(DEPTH));
   await fs.writeFile(
-    path.join(work, 'deep-error.json'),
+    path.join(dirs.work, 'deep-error.json'),
     `{"error":{"code":"model-retry","message":"x","details":{"d":${nested(DEPTH)}}}}`,
   );
 });
@@ -72,56 +62,38 @@ afterEach(async () => {
 afterAll(async () => {
   registry?.stop();
   await t?.cleanup();
-  for (const dir of [work, images, runcState])
-    if (dir) await fs.rm(dir, { recursive: true, force: true });
+  await dirs?.remove();
 });
 
-/** A replica serving subprocess tools and runc containers in `work`. */
+/** A replica serving subprocess tools and runc containers in the call directory. */
 async function replica(): Promise<Replica> {
-  const started = await startReplica(
-    t,
-    {
-      EXECUTOR_CONTAINER: 'runc',
-      EXECUTOR_CONTAINER_IMAGES: images,
-      EXECUTOR_CONTAINER_STATE_DIR: runcState,
-    },
-    work,
-  );
+  const started = await startReplica(t, dirs.runcEnv, dirs.work);
   replicas.push(started);
   return started;
 }
 
 /** Registers a tool running `argv` under `executor`; its reference as a dispatch records it. */
-async function commandTool(
+function commandTool(
   executor: 'subprocess' | 'container',
   name: string,
   argv: string[],
 ): Promise<ToolRef> {
-  const tool: RegisteredTool = {
-    name,
-    description: 'Prints what a file of the call directory holds.',
-    parameters: { type: 'object', properties: {} },
-    policy: {
-      executor,
-      risk: 'read',
-      needsApproval: false,
-      command: { argv },
-      ...(executor === 'container' ? { container: { image: 'tools/busybox:1' } } : {}),
+  return registerCommandTool(
+    registry,
+    {
+      name,
+      description: 'Prints what a file of the call directory holds.',
+      parameters: { type: 'object', properties: {} },
+      policy: {
+        executor,
+        risk: 'read',
+        needsApproval: false,
+        command: { argv },
+        ...(executor === 'container' ? { container: { image: 'tools/busybox:1' } } : {}),
+      },
     },
-  };
-  // The registry learns which executors are served from the replicas' announcements.
-  const view = await eventually(() => registry.register(TENANT, tool).catch(() => undefined), {
-    timeoutMs: 10_000,
-    what: `${name} to register`,
-  });
-  return {
-    name,
-    contractHash: view.contractHash,
-    needsApproval: false,
-    executor,
-    risk: 'read',
-    timeoutMs: 10_000,
-  };
+    10_000,
+  );
 }
 
 function settledOf(run: string, dispatchId: string): Promise<SettledEvent> {
