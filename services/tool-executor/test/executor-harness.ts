@@ -1,3 +1,4 @@
+import { mkdtempSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -117,12 +118,22 @@ export async function closeRegistry(t: TestNats): Promise<void> {
 /** One replica of the tool-executor on the test's prefix, with its own NATS connection. */
 export type Replica = Awaited<ReturnType<typeof startToolExecutor>>;
 
+let cwdOfFile: string | undefined;
+
+/**
+ * A directory of the test file's own: not the one jest runs from (Toolgate's checkout), nor the
+ * temp directory itself (a checkout may lie in it): no tool scope may overlap the installation.
+ */
+function defaultCwd(): string {
+  cwdOfFile ??= mkdtempSync(path.join(os.tmpdir(), 'tg-executor-cwd-'));
+  return cwdOfFile;
+}
+
 /** Starts a tool-executor replica; `env` overrides the test's defaults (1 s ack wait). */
 export function startReplica(
   t: TestNats,
   env: Record<string, string> = {},
-  // Not the directory jest runs from: that is Toolgate's checkout, which no tool scope may hold.
-  cwd = os.tmpdir(),
+  cwd = defaultCwd(),
 ): Promise<Replica> {
   const config = loadExecutorConfig({
     NATS_URL,

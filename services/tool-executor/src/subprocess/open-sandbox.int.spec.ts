@@ -1,11 +1,15 @@
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import { loadExecutorConfig } from '../config';
 import { openExecutorSandbox } from './open-sandbox';
 
-// A directory of its own: the one jest runs from is Toolgate's checkout, which no tool may write.
+// A directory of its own: not the one jest runs from (Toolgate's checkout, which no tool may
+// write), nor the temp directory itself (a checkout may lie in it).
+const cwd = mkdtempSync(path.join(os.tmpdir(), 'tg-open-sandbox-'));
 const sandboxOf = (env: NodeJS.ProcessEnv) =>
-  loadExecutorConfig({ EXECUTOR_CWD: os.tmpdir(), ...env }).sandbox;
+  loadExecutorConfig({ EXECUTOR_CWD: cwd, ...env }).sandbox;
 
 it('opens a working sandbox by default, and none only when explicitly off', async () => {
   const sandbox = await openExecutorSandbox(sandboxOf({}));
