@@ -13,7 +13,7 @@ import {
 } from '@toolgate/service-kit';
 import { ToolRegistry } from '@toolgate/registry';
 import type { PendingCall } from './execution/pending-call';
-import { callScope } from './execution/call-scope';
+import { callScope, hostToolScope } from './execution/call-scope';
 import { InputCheck } from './execution/input-check';
 import { ToolExecutorModule } from './app.module';
 import { ToolRunner } from './execution/tool-runner';
@@ -64,9 +64,13 @@ export async function startToolExecutor(
   options: ToolExecutorOptions,
 ): Promise<RunningService & { abandon(): Promise<void> }> {
   const { config } = options;
-  const checkDomain: CheckDomain = (host) => {
+  const checkDomain: CheckDomain = async (host) => {
     const call = callScope.getStore();
     if (!call) return 'deny';
+    // A script's host call: the builtin's rules and the script's, both.
+    const hostTool = hostToolScope.getStore();
+    if (hostTool && (await options.checkDomain({ ...call, tool: hostTool }, host)) !== 'allow')
+      return 'deny';
     return options.checkDomain(call, host);
   };
   // First: a host that cannot sandbox refuses to start here, before anything connects.

@@ -6,10 +6,11 @@ import {
   type ScriptHostFunction,
   type Taint,
   type ToolContext,
+  type ToolRef,
 } from '@toolgate/contracts';
 import type { HostFunction } from '@toolgate/script-tools';
 import { runTool, type ToolDef } from '@toolgate/tools';
-import { callScope } from '../execution/call-scope';
+import { callScope, hostToolScope } from '../execution/call-scope';
 import type { PendingCall } from '../execution/pending-call';
 
 /** The chain's answer for one host call (a `PermissionDecision` fits). */
@@ -109,18 +110,15 @@ async function hostCall(
       'host calls are refused: no policy decides them here',
     );
   }
+  const builtin = {
+    name: def.contract.name,
+    ...(def.policy.risk ? { risk: def.policy.risk } : {}),
+    needsApproval: def.policy.needsApproval,
+    ...(def.policy.clearance ? { clearance: def.policy.clearance } : {}),
+  };
   let decision: HostCallDecision;
   try {
-    decision = await decide(
-      call,
-      {
-        name: def.contract.name,
-        ...(def.policy.risk ? { risk: def.policy.risk } : {}),
-        needsApproval: def.policy.needsApproval,
-        ...(def.policy.clearance ? { clearance: def.policy.clearance } : {}),
-      },
-      input,
-    );
+    decision = await decide(call, builtin, input);
   } catch {
     decision = { verdict: 'deny', reason: 'the policy could not be evaluated', input };
   }
@@ -134,7 +132,15 @@ async function hostCall(
       { details: { verdict: decision.verdict, tool: def.contract.name } },
     );
   }
-  const outcome = await callScope.run(call, () => runTool(def, decision.input, { ...ctx, signal }));
+  // Its connections (each resolved address, each redirect) pass the builtin's domain rules too.
+  const hostTool: ToolRef = {
+    contractHash: call.tool.contractHash,
+    executor: 'inprocess',
+    ...builtin,
+  };
+  const outcome = await callScope.run(call, () =>
+    hostToolScope.run(hostTool, () => runTool(def, decision.input, { ...ctx, signal })),
+  );
   if (!outcome.ok) throw fromWireError(outcome.error);
   return outcome.result;
 }
