@@ -215,6 +215,29 @@ describe('script executor', () => {
     expect(await fs.readFile(path.join(work, '.git', 'config'), 'utf8')).toBe(before);
   });
 
+  it("bounds a host call's input by the builtin's own schema before the chain is asked", async () => {
+    // A path of 2 MiB: matched against the protected paths on the executor's thread, it held
+    // every tenant's calls for seconds. Refused as the builtin would refuse it, chain unasked.
+    const asked: string[] = [];
+    const bounded = executor({
+      decideHostCall: async (c, tool, input) => {
+        asked.push(String((input as { path?: unknown }).path).slice(0, 16));
+        return evaluatePermission(chain, tool, input, { agent: c.agent, isolation: c.isolation });
+      },
+    });
+    const hash = await install(
+      'hog',
+      'const big = "a/".repeat(1 << 20);\n' +
+        'const codes = await Promise.all([0, 1, 2, 3].map(() => write_file(big, "x").then(() => "wrote", (e) => e.code)));\n' +
+        'const ok = await write_file("small.txt", "fine");\n' +
+        'return [codes, ok.bytesWritten];',
+      '// @requires write_file\n',
+    );
+    const outcome = await bounded.run(call('hog', hash), { cwd: work, timeoutMs: 20_000 });
+    expect(result(outcome)).toEqual([Array(4).fill(ErrorCode.InvalidArguments), 4]);
+    expect(asked).toEqual(['small.txt']);
+  });
+
   it('refuses a denied host in every spelling, and the server never sees a request', async () => {
     const spellings = [
       `http://127.0.0.1:${server.port}/`,

@@ -1,6 +1,7 @@
 import {
   ErrorCode,
   fromWireError,
+  InvalidArgumentsError,
   ToolgateError,
   type Risk,
   type ScriptHostFunction,
@@ -110,6 +111,11 @@ async function hostCall(
       'host calls are refused: no policy decides them here',
     );
   }
+  // The builtin's own bounds first (a path of 4 KiB, a URL of 8 KiB, …): the chain below matches
+  // the input against protected paths and rules on this thread, which a 2 MiB path from a script
+  // held for seconds, every tenant's calls waiting behind it.
+  const validated = await def.schema.validate(input);
+  if (!validated.ok) throw new InvalidArgumentsError(def.contract.name, validated.issues);
   const builtin = {
     name: def.contract.name,
     ...(def.policy.risk ? { risk: def.policy.risk } : {}),
