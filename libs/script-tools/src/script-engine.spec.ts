@@ -144,6 +144,11 @@ describe('ScriptEngine', () => {
     ).resolves.toEqual(['HostCallError', 'denied', 'shell: not allowed']);
     const error = await failure(run('await shell("x");', { host: { shell: denied } }));
     expect(error).toMatchObject({ code: ErrorCode.ToolFailed, details: { hostError: 'denied' } });
+    // A code of the script's own making is bounded like its message: no 300 KB settlements.
+    const own = await failure(
+      run('const e = new Error("x"); e.code = "c".repeat(300000); throw e;'),
+    );
+    expect((own.details as { hostError: string }).hostError).toBe('c'.repeat(64));
   });
 
   it('fails a script that waits on a promise nothing settles', async () => {

@@ -8,7 +8,6 @@ import type {
   QuickJSSyncVariant,
 } from 'quickjs-emscripten-core';
 import type { ScriptLimits } from './script-engine';
-
 /**
  * What a script worker is started with. `control` is shared with the executor's thread:
  * `Int32Array(control, 0, 1)` is the stop flag the executor raises (the interpreter's interrupt
@@ -363,7 +362,9 @@ export function scriptWorkerMain(): void {
           2000,
         ),
         {
-          ...(error.code !== undefined ? { hostError: error.code } : {}),
+          // A host call's error code, or whatever the script set on what it threw: error codes
+          // are short words, so 64 characters of it at most.
+          ...(error.code !== undefined ? { hostError: error.code.slice(0, 64) } : {}),
           ...(error.stack ? { stack: error.stack.slice(0, 2000) } : {}),
         },
       );
