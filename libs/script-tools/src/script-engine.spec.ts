@@ -151,6 +151,23 @@ describe('ScriptEngine', () => {
     expect((own.details as { hostError: string }).hostError).toBe('c'.repeat(64));
   });
 
+  it('reads a thrown promise (or one passed to a host function) as the value it is', async () => {
+    const thrown = await failure(run('throw Promise.resolve(1);'));
+    expect(thrown.code).toBe(ErrorCode.ToolFailed);
+    expect(thrown.message).not.toMatch(/interpreter failed|Lifetime/);
+    const rejected = await failure(run('await Promise.reject(Promise.resolve(1));'));
+    expect(rejected.message).not.toMatch(/interpreter failed|Lifetime/);
+    const seen: unknown[] = [];
+    const echo: HostFunction = async (args) => {
+      seen.push(args[0]);
+      return 'ok';
+    };
+    await expect(
+      run('return await shell(Promise.resolve(1));', { host: { shell: echo } }),
+    ).resolves.toBe('ok');
+    expect(seen).toHaveLength(1);
+  });
+
   it('fails a script that waits on a promise nothing settles', async () => {
     const error = await failure(run('await new Promise(() => {});'));
     expect(error.message).toMatch(/nothing will settle/);

@@ -143,12 +143,26 @@ export function scriptWorkerMain(): void {
   /** The script as the body of an async function of `params` (line 1 stays line 1). */
   const wrap = (source: string) => `(async function (params) {${source}\n})`;
 
+  /**
+   * `context.dump` of a copy of `handle`: dumping a promise disposes the handle it is given, and
+   * the caller disposes its own after (a thrown promise failed the whole worker, "Lifetime not
+   * alive", and the pool replaced it).
+   */
+  function dumpCopy(context: QuickJSContext, handle: QuickJSHandle): unknown {
+    const copy = handle.dup();
+    try {
+      return context.dump(copy) as unknown;
+    } finally {
+      if (copy.alive) copy.dispose();
+    }
+  }
+
   /** An exception's name, message, line, stack and host `code`, read without running script code. */
   function describe(
     context: QuickJSContext,
     handle: QuickJSHandle,
   ): { name: string; message: string; line?: number; stack?: string; code?: string } {
-    const dumped = context.dump(handle) as unknown;
+    const dumped = dumpCopy(context, handle);
     if (typeof dumped !== 'object' || dumped === null) return { name: '', message: String(dumped) };
     const e = dumped as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
     const stack = typeof e.stack === 'string' ? e.stack : undefined;
@@ -409,7 +423,7 @@ export function scriptWorkerMain(): void {
         case 'boolean':
         case 'undefined':
         case 'object':
-          return this.context.dump(handle) as unknown;
+          return dumpCopy(this.context, handle);
         default:
           throw new TypeError(`a ${type} cannot be passed to a host function`);
       }
