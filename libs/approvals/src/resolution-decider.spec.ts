@@ -102,6 +102,27 @@ describe('decideResolution: given a parked call, when a resolution arrives, then
     },
   );
 
+  it("a person's resolution once the window has ended applies the policy's onTimeout, not theirs", () => {
+    // The fixture's window ends at 10:09 and denies on timeout; a sweeper late by minutes must not
+    // leave the call to whoever clicks first.
+    for (const at of ['2026-03-01T10:09:00.000Z', '2026-03-01T10:12:00.000Z']) {
+      const event = decideResolution(suspended(), command({ at: new Date(at), reason: 'lgtm' }));
+      expect(event).toMatchObject({ decision: 'deny', by: 'system:timeout', source: 'timeout' });
+      expect(event.reason).toContain('asked by user:bob');
+    }
+    const allowOnTimeout = suspended({ onTimeout: 'allow' });
+    expect(
+      decideResolution(
+        allowOnTimeout,
+        command({ decision: 'deny', at: new Date('2026-03-01T10:10:00.000Z') }),
+      ),
+    ).toMatchObject({ decision: 'allow', source: 'timeout' });
+    // A moment before the end, the person decides.
+    expect(
+      decideResolution(suspended(), command({ at: new Date('2026-03-01T10:08:59.999Z') })),
+    ).toMatchObject({ decision: 'allow', by: 'user:bob', source: 'human' });
+  });
+
   it('a resolution whose input digest differs is an approval-mismatch', () => {
     const err = refusal(() =>
       decideResolution(suspended(), command({ inputDigest: 'e'.repeat(64) })),

@@ -28,7 +28,8 @@ export interface ResolutionCommand {
 /**
  * Decides the `resolved` event for a parked call (pure). Refuses a resolution that names another
  * call (approval-mismatch) or, under separation of duties, comes from the identity that submitted
- * the call (forbidden). A timeout applies the suspension's `onTimeout`, whatever value it was given.
+ * the call (forbidden). A timeout applies the suspension's `onTimeout`, whatever value it was given,
+ * and so does a person's resolution at or after the suspension's `expiresAt`.
  */
 export function decideResolution(
   suspended: SuspendedEvent,
@@ -65,15 +66,19 @@ export function decideResolution(
       },
     );
   }
+  // The window is the policy's: once it has ended, only its `onTimeout` decides, whoever asks and
+  // however late the sweeper is (a person's allow after the window ran a call the policy denied).
+  const late =
+    command.source === 'human' && command.at.getTime() >= Date.parse(suspended.expiresAt);
+  const source = late ? 'timeout' : command.source;
   const decision =
-    command.source === 'timeout'
-      ? suspended.onTimeout
-      : normaliseApprovalDecision(command.decision);
-  const reason =
-    command.reason ??
-    (command.source === 'timeout'
-      ? `approval timed out; ${suspended.onTimeout} applied by policy`
-      : undefined);
+    source === 'timeout' ? suspended.onTimeout : normaliseApprovalDecision(command.decision);
+  const reason = late
+    ? `approval window ended at ${suspended.expiresAt}; ${suspended.onTimeout} applied by policy (asked by ${command.by})`
+    : (command.reason ??
+      (source === 'timeout'
+        ? `approval timed out; ${suspended.onTimeout} applied by policy`
+        : undefined));
   return journalEvent({
     type: 'resolved',
     id: `${suspended.dispatchId}:resolved:${command.attemptId}`,
@@ -87,7 +92,7 @@ export function decideResolution(
     policyRevision: suspended.policyRevision,
     decision,
     ...(reason ? { reason } : {}),
-    by: command.by,
-    source: command.source,
+    by: late ? 'system:timeout' : command.by,
+    source,
   });
 }

@@ -126,6 +126,7 @@ describe('publishResolution on a real JetStream stream', () => {
     const event = suspendedEvent({
       dispatchId: 'd3',
       at: new Date(Date.now() - 5000).toISOString(),
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
     });
     await inSpan('dispatch', {}, () => publisher.append(event));
     const stored = await publisher.last('acme', 'run1', 'd3', 'suspended');
