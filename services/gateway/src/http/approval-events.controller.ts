@@ -105,8 +105,24 @@ export class ApprovalEventsController {
     void (async () => {
       for await (const msg of sub) {
         const event = msg.subject.endsWith('.pending') ? 'approval:pending' : 'approval:resolved';
-        res.write(`event: ${event}\ndata: ${decoder.decode(msg.data)}\n\n`);
+        const data = oneLineJson(msg.data);
+        if (data !== undefined) res.write(`event: ${event}\ndata: ${data}\n\n`);
       }
     })();
+  }
+}
+
+/**
+ * A notification as one line of JSON, or undefined for one that is not a JSON object: written as it
+ * came, bytes with a blank line in them would start frames of their own in the stream (a forged
+ * `server:restarting`, a `retry:` of a day) for every approver of the tenant.
+ */
+function oneLineJson(bytes: Uint8Array): string | undefined {
+  try {
+    const value: unknown = JSON.parse(decoder.decode(bytes));
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
   }
 }
