@@ -1,4 +1,4 @@
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { ErrorCode, SignatureHeader, type DecidedEvent } from '@toolgate/contracts';
 import { callEvents, reForger, testKeys, useTestNats, type TestNats } from '@toolgate/testing';
@@ -6,6 +6,7 @@ import { ensureJournalStreams, JournalPublisher } from './index';
 import { SUPERSEDE_ATTEMPTS } from './journal-publisher';
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder();
 
 function decided(dispatchId: string): DecidedEvent {
   return callEvents({ dispatchId, tenant: 'acme', runId: 'run1' }).decided;
@@ -115,6 +116,37 @@ describe('a once-per-dispatch append over forged events', () => {
       appended: false,
     });
     expect((await executor.last('acme', 'run1', 'forged-after', 'decided'))?.seq).toBe(genuine.seq);
+  });
+
+  it("reads the recorded transition, not a race's refused loser replayed after it", async () => {
+    // Two genuine decisions race; the broker records the first. The loser's publish still reaches
+    // every subscriber, signature and all: an open broker's client publishes it again, without the
+    // expectation, and the stream takes it.
+    const first = decided('replayed-loser');
+    const loser: DecidedEvent = { ...first, id: 'replayed-loser:loser', verdict: 'deny' };
+    const heard: { data: Uint8Array; headers: MsgHdrs }[] = [];
+    const sub = t.nc.subscribe(subjectOf(first), {
+      callback: (_err, msg) => {
+        if (msg.headers) heard.push({ data: msg.data, headers: msg.headers });
+      },
+    });
+    await t.nc.flush();
+    const recorded = await evaluator.append(first);
+    expect(await evaluator.append(loser)).toEqual({ appended: false });
+    await t.nc.flush();
+    sub.unsubscribe();
+    const refused = heard.find((h) => JSON.parse(decoder.decode(h.data)).id === loser.id)!;
+    const replay = natsHeaders();
+    for (const [name, values] of refused.headers)
+      if (!name.startsWith('Nats-')) for (const v of values) replay.append(name, v);
+    const replayed = await jetstream(t.nc).publish(subjectOf(first), refused.data, {
+      headers: replay,
+      msgID: 'a-fresh-id',
+    });
+    expect(replayed.seq).toBeGreaterThan(recorded.seq!);
+    const read = await executor.last('acme', 'run1', 'replayed-loser', 'decided');
+    expect(read?.seq).toBe(recorded.seq);
+    expect(read?.event).toEqual(first);
   });
 
   it(`against an attacker that re-forges on every lookup: gives up after ${SUPERSEDE_ATTEMPTS} publishes with a retryable unavailable, and a later append wins`, async () => {

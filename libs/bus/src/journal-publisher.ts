@@ -300,6 +300,10 @@ export class JournalPublisher {
     let read = trusted.ok ? { msg, event: trusted.event } : null;
     const untrusted = !trusted.ok && trusted.reason !== 'not-an-event' ? trusted.reason : undefined;
     if (!trusted.ok) read = scan ? await this.trustedBefore(from, msg, scan) : null;
+    else if (scan === 'first' && !(await this.storedFirst(from, msg)))
+      // A genuine event published again after the recorded one (a race's refused loser, replayed
+      // without the expectation on an open broker): the recorded one is the first before it.
+      read = (await this.trustedBefore(from, msg, 'first')) ?? read;
     if (!read || read.event.type !== type)
       return { stored: null, head, ...(untrusted ? { untrusted } : {}) };
     return {
@@ -312,6 +316,23 @@ export class JournalPublisher {
       head,
       ...(untrusted ? { untrusted } : {}),
     };
+  }
+
+  /**
+   * Whether a trusted once-per-dispatch event is its subject's recorded transition as it stands:
+   * the broker stored it under this publisher's expectation (`Nats-Expected-Last-Subject-Sequence`,
+   * which it keeps in the stored headers) of an empty subject, or of one whose last message was not
+   * a trusted event (a forgery superseded). One stored without an expectation, or after a trusted
+   * event, was published again by someone else: never a read's answer when the recorded one is
+   * there. No read unless the header says so (only after forgeries).
+   */
+  private async storedFirst(from: ReadFrom, msg: DirectMessage): Promise<boolean> {
+    const expected = msg.header?.get('Nats-Expected-Last-Subject-Sequence');
+    if (!expected) return false;
+    const after = Number(expected);
+    if (after === 0) return true;
+    const prior = await this.get(from, msg.subject, { seq: after });
+    return !(prior && trustedEvent(this.keys, prior.subject, prior.data, prior.header).ok);
   }
 
   /**

@@ -79,6 +79,10 @@ export function evolveApproval(
       updatedAt,
     };
   }
+  // The first resolution is the one the broker recorded once per dispatch; a later `resolved` on the
+  // subject can only be a genuine one replayed (a race's refused loser, published again without the
+  // expectation on an open broker): it must not rewrite who decided.
+  if (base.resolvedAt !== null) return base;
   return {
     ...base,
     status: 'resolved',

@@ -207,6 +207,21 @@ describe('evolveApproval', () => {
     });
   });
 
+  it("keeps the first resolution: a race's refused loser replayed later rewrites nobody's decision", () => {
+    const timedOut = d.resolved(61, 'deny', 'system:timeout', 'timeout');
+    const replayed = d.resolved(62, 'allow');
+    expect(fold(d.suspended(1, 60), timedOut, replayed)).toEqual(
+      fold(d.suspended(1, 60), timedOut),
+    );
+    expect(
+      given(d.requested(0), d.decided(1, 'ask'), d.suspended(1, 60), timedOut, replayed),
+    ).toMatchObject({
+      decision: 'deny',
+      resolvedBy: 'system:timeout',
+      resolutionSource: 'timeout',
+    });
+  });
+
   it('a resolution redelivered ahead of its suspension does not reopen the approval', () => {
     expect(fold(d.resolved(9, 'deny'), d.suspended(1, 3600))).toEqual(
       fold(d.suspended(1, 3600), d.resolved(9, 'deny')),

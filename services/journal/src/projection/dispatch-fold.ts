@@ -218,6 +218,8 @@ export function evolveDispatch(
         suspendedAt: event.at,
       };
     case 'resolved':
+      // The first is the recorded one (see the approval fold): a replay does not rewrite it.
+      if (next.resolvedAt !== null) return next;
       return {
         ...next,
         approvalKey: next.approvalKey ?? event.approvalKey,
