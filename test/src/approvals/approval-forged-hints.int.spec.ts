@@ -1,13 +1,13 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  WEBHOOK_DELIVERY_HEADER,
-  WEBHOOK_EVENT_HEADER,
-  type ApprovalWebhookBody,
-} from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { gatedTool, park, resolve, type CountingTool } from './approval-helpers';
+import {
+  gatedTool,
+  park,
+  resolve,
+  webhookReceiver,
+  type CountingTool,
+  type Delivery,
+} from './approval-helpers';
 
 /**
  * Approval notifications on the bus (`<prefix>.approvals.<tenant>.<pending|resolved>`) are hints:
@@ -19,26 +19,14 @@ import { gatedTool, park, resolve, type CountingTool } from './approval-helpers'
 describe('approval hints forged on the bus', () => {
   let stack: TestStack;
   let gated: CountingTool;
-  let receiver: Server;
-  const deliveries: { event: string; id: string; body: ApprovalWebhookBody }[] = [];
+  let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
+  let deliveries: Delivery[];
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-      req.on('end', () => {
-        deliveries.push({
-          event: String(req.headers[WEBHOOK_EVENT_HEADER]),
-          id: String(req.headers[WEBHOOK_DELIVERY_HEADER]),
-          body: JSON.parse(raw) as ApprovalWebhookBody,
-        });
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const port = (receiver.address() as AddressInfo).port;
+    receiver = await webhookReceiver();
+    deliveries = receiver.deliveries;
     stack = await startTestStack('approval-forged-hints', {
-      GATEWAY_APPROVAL_WEBHOOK_URLS: `http://127.0.0.1:${port}/hook`,
+      GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
       GATEWAY_APPROVAL_WEBHOOK_SECRET: 'webhook-secret-0123456789',
       GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
     });
@@ -47,7 +35,7 @@ describe('approval hints forged on the bus', () => {
   afterAll(async () => {
     gated?.stop();
     await stack?.stop();
-    await new Promise((r) => receiver?.close(r));
+    await receiver?.close();
   });
 
   it('sends no resolved webhook for a call still parked, and the genuine one arrives whole', async () => {

@@ -1,4 +1,12 @@
-import type { ApprovalListItem } from '@toolgate/contracts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  WEBHOOK_DELIVERY_HEADER,
+  WEBHOOK_EVENT_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  type ApprovalListItem,
+  type ApprovalWebhookBody,
+} from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { journalCounts } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
@@ -143,4 +151,51 @@ export function resolve(
   token: string = TOKENS.acmeApprover,
 ): Promise<{ status: number; body: any }> {
   return stack.http('POST', `/v1/approvals/${key}/resolve`, token, body);
+}
+
+/** One webhook request a {@link webhookReceiver} took. */
+export interface Delivery {
+  event: string;
+  id: string;
+  signature: string;
+  raw: string;
+  body: ApprovalWebhookBody;
+}
+
+/**
+ * A real HTTP receiver of approval webhooks on loopback: `url` for
+ * `GATEWAY_APPROVAL_WEBHOOK_URLS`, what it took in `deliveries`. With `failFirst`, the first attempt
+ * of each delivery is answered 503 (every one is retried).
+ */
+export async function webhookReceiver(options: { failFirst?: boolean } = {}) {
+  const deliveries: Delivery[] = [];
+  const failedOnce = new Set<string>();
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+    req.on('end', () => {
+      const id = String(req.headers[WEBHOOK_DELIVERY_HEADER]);
+      if (options.failFirst && !failedOnce.has(id)) {
+        failedOnce.add(id);
+        res.writeHead(503).end();
+        return;
+      }
+      deliveries.push({
+        event: String(req.headers[WEBHOOK_EVENT_HEADER]),
+        id,
+        signature: String(req.headers[WEBHOOK_SIGNATURE_HEADER]),
+        raw,
+        body: JSON.parse(raw) as ApprovalWebhookBody,
+      });
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    deliveries,
+    /** The delivery ids answered 503 once (`failFirst`). */
+    refused: failedOnce as ReadonlySet<string>,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

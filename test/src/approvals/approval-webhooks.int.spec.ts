@@ -1,28 +1,18 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import {
-  RESOLVE_LINK_ERROR_HEADER,
-  verifyWebhookSignature,
-  WEBHOOK_DELIVERY_HEADER,
-  WEBHOOK_EVENT_HEADER,
-  WEBHOOK_SIGNATURE_HEADER,
-  type ApprovalWebhookBody,
-} from '@toolgate/contracts';
+import { RESOLVE_LINK_ERROR_HEADER, verifyWebhookSignature } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
-import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import { gatedTool, journalOf, park, type CountingTool } from './approval-helpers';
+import { startTestStack, type TestStack } from '../support/test-stack';
+import {
+  gatedTool,
+  journalOf,
+  park,
+  webhookReceiver,
+  type CountingTool,
+  type Delivery,
+} from './approval-helpers';
 
 const SECRET = 'webhook-secret-0123456789';
 const LINK_SECRET = 'link-secret-0123456789abc';
-
-interface Delivery {
-  event: string;
-  id: string;
-  signature: string;
-  raw: string;
-  body: ApprovalWebhookBody;
-}
 
 /**
  * Approvals reach people: a real HTTP receiver gets each approval:pending and approval:resolved,
@@ -32,36 +22,15 @@ interface Delivery {
 describe('approvals: webhooks and resolve-by-link', () => {
   let stack: TestStack;
   let gated: CountingTool;
-  let receiver: Server;
-  const deliveries: Delivery[] = [];
-  /** Answers 503 to the first attempt of each delivery: every one is retried. */
-  const failedOnce = new Set<string>();
+  let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
+  let deliveries: Delivery[];
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-      req.on('end', () => {
-        const id = String(req.headers[WEBHOOK_DELIVERY_HEADER]);
-        if (!failedOnce.has(id)) {
-          failedOnce.add(id);
-          res.writeHead(503).end();
-          return;
-        }
-        deliveries.push({
-          event: String(req.headers[WEBHOOK_EVENT_HEADER]),
-          id,
-          signature: String(req.headers[WEBHOOK_SIGNATURE_HEADER]),
-          raw,
-          body: JSON.parse(raw) as ApprovalWebhookBody,
-        });
-        res.writeHead(200).end('ok');
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const port = (receiver.address() as AddressInfo).port;
+    // Answers 503 to the first attempt of each delivery: every one is retried.
+    receiver = await webhookReceiver({ failFirst: true });
+    deliveries = receiver.deliveries;
     stack = await startTestStack('approvals-webhooks', {
-      GATEWAY_APPROVAL_WEBHOOK_URLS: `http://127.0.0.1:${port}/hook`,
+      GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
       GATEWAY_APPROVAL_WEBHOOK_SECRET: SECRET,
       GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
       GATEWAY_APPROVAL_LINK_SECRET: LINK_SECRET,
@@ -72,7 +41,7 @@ describe('approvals: webhooks and resolve-by-link', () => {
   afterAll(async () => {
     gated?.stop();
     await stack?.stop();
-    await new Promise((resolve) => receiver?.close(resolve));
+    await receiver?.close();
   });
 
   /** The link's path on this stack's gateway (the message names the public URL). */
@@ -95,7 +64,7 @@ describe('approvals: webhooks and resolve-by-link', () => {
       verifyWebhookSignature('another-secret-0123456', pending.signature, pending.raw, now),
     ).toBe(false);
     // Retried: the receiver refused the first attempt of this delivery.
-    expect(failedOnce.has(pending.id)).toBe(true);
+    expect(receiver.refused.has(pending.id)).toBe(true);
     // The hint published again (anyone on the bus may): delivered again under the same id, so a
     // receiver that deduplicates on it sees this approval's pending once.
     stack.nats.nc.publish(
