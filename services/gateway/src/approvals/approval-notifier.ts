@@ -84,8 +84,7 @@ export class ApprovalNotifier {
     const event = subject.endsWith('.pending') ? 'approval:pending' : 'approval:resolved';
     // A hint only says when to look (anyone may publish one on an open broker): what is sent is
     // what the journal holds — a parked call for `pending`, a recorded resolution for `resolved`.
-    if (event === 'approval:pending' && detail.approval.status !== 'pending') return;
-    if (event === 'approval:resolved' && detail.approval.status !== 'resolved') return;
+    if (detail.approval.status !== (event === 'approval:pending' ? 'pending' : 'resolved')) return;
     const body = JSON.stringify(this.body(event, detail));
     const delivery = deliveryId(event, detail.approval);
     await Promise.all(this.settings.urls.map((url) => this.deliver(url, event, delivery, body)));

@@ -48,11 +48,6 @@ export interface SnapshotLimits {
   maxEntries: number;
 }
 
-/** What {@link linkTreeInto} took. */
-export interface SnapshotSize {
-  entries: number;
-}
-
 /**
  * Mirrors the tree at `tree` into the empty directory `into` (on the same filesystem, where no
  * call can reach): its directories made anew, every other entry hard-linked — a link as the link
@@ -61,15 +56,15 @@ export interface SnapshotSize {
  * top-level `.git` (its pointer to the repository) is left out. Over `limits` it throws
  * `too-large`; a tree nested deeper than {@link MAX_DEPTH} too.
  */
-export function linkTreeInto(tree: string, into: string, limits: SnapshotLimits): SnapshotSize {
-  const size: SnapshotSize = { entries: 0 };
+export function linkTreeInto(tree: string, into: string, limits: SnapshotLimits): void {
+  // Entries taken so far, across every level.
+  const size = { entries: 0 };
   const rootFd = openSync(tree, DIR_FLAGS);
   try {
     linkDir(rootFd, into, 0, limits, size);
   } finally {
     closeSync(rootFd);
   }
-  return size;
 }
 
 function linkDir(
@@ -77,7 +72,7 @@ function linkDir(
   into: string,
   depth: number,
   limits: SnapshotLimits,
-  size: SnapshotSize,
+  size: { entries: number },
 ): void {
   for (const name of readdirSync(`/proc/self/fd/${fd}`)) {
     if (depth === 0 && name === '.git') continue;
