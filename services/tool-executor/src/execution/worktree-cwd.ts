@@ -36,6 +36,14 @@ export function worktreeCwdResolver(
   /** The worktree service's root (`WORKTREE_ROOT`), where every agent's tree lives. */
   worktreeRoot: string,
 ): CwdResolver {
+  // Resolved once, as the executor's other scopes are (the worktree service may make the root
+  // after this service starts: until it exists, each call tries again).
+  let realRoot: Promise<string> | undefined;
+  const rootOf = () =>
+    (realRoot ??= realpath(worktreeRoot).catch((err: unknown) => {
+      realRoot = undefined;
+      throw err;
+    }));
   return async (call) => {
     if (typeof call.isolation !== 'object') return pinnedCwd;
     const request = {
@@ -51,7 +59,7 @@ export function worktreeCwdResolver(
       peer: 'the worktree service',
       sign: { keys, responder: ServiceIdentity.Worktree },
     });
-    return verifiedTreeOf(worktreeRoot, request, reply);
+    return verifiedTreeOf(rootOf, request, reply);
   };
 }
 
@@ -64,7 +72,7 @@ type AcquiredReply = z.output<typeof WorktreeAcquiredReplySchema>;
  * `internal` error (not retried: the same answer would come again) that names no host path.
  */
 async function verifiedTreeOf(
-  worktreeRoot: string,
+  realRootOf: () => Promise<string>,
   request: { tenant: string; runId: string; agentKey: string },
   reply: AcquiredReply,
 ): Promise<string> {
@@ -91,7 +99,7 @@ async function verifiedTreeOf(
   }
   let expected: string;
   try {
-    expected = path.join(await realpath(worktreeRoot), 'trees', worktreeId);
+    expected = path.join(await realRootOf(), 'trees', worktreeId);
   } catch {
     throw refuse('the worktree root is not readable here');
   }
