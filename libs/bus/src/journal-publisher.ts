@@ -180,12 +180,19 @@ export class JournalPublisher {
             forged = ack.seq;
           } catch (err) {
             if (!isTransitionTaken(err)) throw err;
-            if (!oncePerDispatch) return { appended: false };
             if (attempt >= SUPERSEDE_ATTEMPTS) throw heldByForgeries(event);
+            if (!oncePerDispatch && !lastSubjectSequence) return { appended: false };
+            // What holds the subject, from the leader (which refused the append against it). A
+            // clustered nats-server 2.9 checks an expectation above 0 before it deduplicates: an
+            // attempt of this very append that was stored but whose ack was lost (a leader change,
+            // a slow commit) makes its resend "wrong last sequence" — ours if its bytes sit there.
+            const held = await this.heldBy(subject, payload);
+            if (held.by === 'this') return { appended: true, seq: held.seq, duplicate: false };
+            if (!oncePerDispatch) return { appended: false };
             // Taken by a genuine event: the race is lost. Taken by a message nobody signed (another
             // client on an open broker): append after it, with a compare-and-set on its sequence,
             // so a forged event cannot hold a dispatch's transition (every reader skips it).
-            forged = await this.heldBy(subject);
+            forged = held.by === 'forgeries' ? held.seq : null;
           }
           if (forged === null) return { appended: false };
           if (attempt >= SUPERSEDE_ATTEMPTS) throw heldByForgeries(event);
@@ -336,15 +343,23 @@ export class JournalPublisher {
   }
 
   /**
-   * The sequence of the last message on a once-per-dispatch `subject` when no trusted event is
-   * recorded on it (the forgeries on it may be superseded), or null when one is. From the leader:
-   * a follower behind it would call a subject whose genuine event it has not applied held by nothing.
+   * What holds `subject` now: this very append (`payload` sits last, trusted); another genuine
+   * event (the last message, or on a once-per-dispatch subject the genuine event forgeries were
+   * published after); or only forgeries (or nothing), with the sequence to compare-and-set on.
+   * From the leader: a follower behind it would call a subject whose genuine event it has not
+   * applied held by nothing.
    */
-  private async heldBy(subject: string): Promise<number | null> {
+  private async heldBy(
+    subject: string,
+    payload: Uint8Array,
+  ): Promise<{ by: 'this' | 'forgeries'; seq: number } | { by: 'another' }> {
     const msg = await this.get('leader', subject, { last_by_subj: subject });
-    if (!msg) return 0;
-    if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok) return null;
-    return (await this.trustedBefore('leader', msg, 'first')) ? null : msg.seq;
+    if (!msg) return { by: 'forgeries', seq: 0 };
+    if (trustedEvent(this.keys, msg.subject, msg.data, msg.header).ok)
+      return sameBytes(msg.data, payload) ? { by: 'this', seq: msg.seq } : { by: 'another' };
+    return (await this.trustedBefore('leader', msg, 'first'))
+      ? { by: 'another' }
+      : { by: 'forgeries', seq: msg.seq };
   }
 
   /**
