@@ -1,4 +1,4 @@
-import { startNatsCluster, type NatsCluster } from '@toolgate/testing';
+import { eventually, startNatsCluster, type NatsCluster } from '@toolgate/testing';
 import { runJournalCounts } from '../support/dispatch-probes';
 import { answerFaults, errorAnswers, submitTwice } from '../support/partitioned-tenants';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
@@ -70,7 +70,17 @@ describe('the gateway while the cluster has lost its quorum', () => {
       firstAnswers: [expect.stringMatching(/^(accepted|replayed)$/), 'replayed', 'accepted'],
     });
 
-    const counts = await runJournalCounts(stack, await cluster.jsm(), 'acme', runId);
+    // 'during' may still be on its way: the pipeline's consumers elect their leaders after the
+    // stream's (4–9 s each here, more on a loaded machine), which can outlast its 20 s wait. Read
+    // once all three are settled — or, after a minute, as they are.
+    const jsm = await cluster.jsm();
+    const counts = await eventually(
+      async () => {
+        const now = await runJournalCounts(stack, jsm, 'acme', runId);
+        return now.size === 3 && [...now.values()].every((c) => c.settled) ? now : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'every call of the run settled' },
+    ).catch(() => runJournalCounts(stack, jsm, 'acme', runId));
     expect([...counts.values()]).toEqual(
       Array.from({ length: 3 }, () => expect.objectContaining({ requested: 1, settled: 1 })),
     );
