@@ -48,7 +48,7 @@ describe('a three-node JetStream cluster of the test’s own', () => {
     // connection picks any node, and did pick the paused one: a 10 s timeout).
     const nc = await connect({ servers: leader.url });
     const js = jetstream(nc);
-    follower.pause();
+    await follower.pause();
     try {
       // The leader and the other follower are a quorum: the publish is acknowledged.
       const ack = await js.publish('harness2.x', 'while paused', { timeout: 10_000 });

@@ -262,7 +262,7 @@ async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<Na
       const loop = (async () => {
         for (let turn = 0; on; turn++) {
           const node = lagging[turn % lagging.length]!;
-          node.pause();
+          await node.pause();
           await sleep(pauseMs);
           node.resume();
           await sleep(gapMs);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,8 +28,12 @@ export interface NatsServerProcess {
   stop(): Promise<void>;
   /** Kills it without a chance to clean up (SIGKILL) and waits for it to exit. */
   kill(): Promise<void>;
-  /** Freezes it (SIGSTOP): the sockets stay open and nothing answers, as a hung broker. */
-  pause(): void;
+  /**
+   * Freezes it (SIGSTOP): the sockets stay open and nothing answers, as a hung broker. Resolves
+   * once every thread of it has stopped — the signal takes effect asynchronously, and a thread
+   * still running could answer a request sent right after `kill` returned.
+   */
+  pause(): Promise<void>;
   /** Thaws a paused server (SIGCONT). */
   resume(): void;
   /** Kills it if running and removes its store. */
@@ -165,8 +169,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     },
     stop: () => waitForExit('SIGTERM'),
     kill: () => waitForExit('SIGKILL'),
-    pause() {
-      child?.kill('SIGSTOP');
+    async pause() {
+      if (!child?.pid) return;
+      child.kill('SIGSTOP');
+      await untilStopped(child.pid);
     },
     resume() {
       child?.kill('SIGCONT');
@@ -181,4 +187,28 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   };
   if (options.start !== false) await server.start();
   return server;
+}
+
+/** Waits until every thread of `pid` is stopped (state `T` in each task's `stat` under `/proc/<pid>/task`), or it is gone. */
+async function untilStopped(pid: number, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let tasks: string[];
+    try {
+      tasks = await readdir(`/proc/${pid}/task`);
+    } catch {
+      return; // exited
+    }
+    const states = await Promise.all(
+      tasks.map(async (task) => {
+        const stat = await readFile(`/proc/${pid}/task/${task}/stat`, 'utf8').catch(() => '');
+        // `pid (comm) S …`: the state follows the last ')' (a command name may hold one).
+        return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      }),
+    );
+    if (states.every((s) => s === '' || s === 'T' || s === 't')) return;
+    if (Date.now() > deadline)
+      throw new Error(`nats-server ${pid} did not stop within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
