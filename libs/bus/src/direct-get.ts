@@ -1,6 +1,10 @@
 import { type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
+import {
+  ATTEMPT_TIMEOUT_MS,
+  retryThroughElection,
+  type ElectionRetryOptions,
+} from './election-retry';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
 import { headersOf, leanHeaders } from './lean-headers';
@@ -28,6 +32,12 @@ export type DirectQuery = { last_by_subj: string } | { seq: number; next_by_subj
 
 const decoder = new TextDecoder();
 const EMPTY = new Uint8Array(0);
+
+/**
+ * How long a stream's replica count is taken as read before its info is asked again: a stream
+ * moved from one replica to three goes back to the leader's message get within this.
+ */
+export const REPLICAS_TTL_MS = 5_000;
 
 /** The JetStream API's "no message found" error code (a 404). */
 const NO_MESSAGE_FOUND = 10037;
@@ -72,11 +82,15 @@ export class DirectGetError extends ToolgateError {
  */
 export class DirectGets {
   private readonly requests: InboxRequests;
+  /** Per stream: whether its leader is its only replica, as its info said when `at`. */
+  private readonly replicas = new Map<string, { only: Promise<boolean>; at: number }>();
 
   constructor(
     nc: NatsConnection,
     /** How long a read keeps trying through an election (see {@link retryThroughElection}). */
     private readonly retry: ElectionRetryOptions = {},
+    /** How long a stream's replica count is taken as read (see {@link fromLeader}). */
+    private readonly replicasTtlMs = REPLICAS_TTL_MS,
   ) {
     this.requests = new InboxRequests(nc);
   }
@@ -109,8 +123,15 @@ export class DirectGets {
     return from === 'leader' ? this.fromLeader(stream, query) : this.get(stream, query);
   }
 
-  /** The same read as {@link get}, answered by the stream's leader (see the class's comment). */
+  /**
+   * The same read as {@link get}, answered by the stream's leader (see the class's comment). On a
+   * stream whose leader is its only replica (R1: one node, the all-in-one) that is what a direct
+   * get is — the leader stores a message before it acknowledges it — at a third of the broker's
+   * work of the message get API (JSON and base64 both ways); the replica count is read from the
+   * stream's info, again after {@link REPLICAS_TTL_MS}, and while it cannot be read the API is used.
+   */
   async fromLeader(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
+    if (await this.leaderOnly(stream)) return this.get(stream, query);
     // A stream with no leader (an election) leaves the API's request unanswered or answers 503:
     // both are tried again, within the budget.
     const { value: reply } = await retryThroughElection(async (timeoutMs) => {
@@ -137,6 +158,25 @@ export class DirectGets {
       data: stored.data ? new Uint8Array(Buffer.from(stored.data, 'base64')) : EMPTY,
       header,
     };
+  }
+
+  /** Whether `stream`'s leader is its only replica (false while that cannot be read). */
+  private leaderOnly(stream: string): Promise<boolean> {
+    const known = this.replicas.get(stream);
+    const now = Date.now();
+    if (known && now - known.at < this.replicasTtlMs) return known.only;
+    const only = this.requests
+      .request(`$JS.API.STREAM.INFO.${stream}`, EMPTY, { timeoutMs: ATTEMPT_TIMEOUT_MS })
+      .then((msg) => {
+        const info = JSON.parse(decoder.decode(msg.data)) as {
+          config?: { num_replicas?: number };
+        };
+        return info.config?.num_replicas === 1;
+      })
+      .catch(() => false);
+    // Until it is answered, reads wait for the answer in flight rather than each asking again.
+    this.replicas.set(stream, { only, at: now });
+    return only;
   }
 
   /** A request, sent again while the connection moves to another node or no replica answers. */

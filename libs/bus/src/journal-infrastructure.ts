@@ -160,17 +160,35 @@ function partitionCountMismatch(
  */
 const STORE_RETRY_PAUSES_MS = [50, 100, 200, 400, 800];
 
-/** Creates a stream, asking again through a store failure ({@link STORE_RETRY_PAUSES_MS}). */
+/**
+ * How long a stream's creation is asked again while the cluster has too few peers to place its
+ * replicas on: services start beside a cluster that is still forming (pods of one release), and
+ * its meta leader places nothing on a node before that node has joined and sent its first
+ * statistics — seen creating an R3 stream right after a cluster's start under load. A cluster
+ * that really has too few nodes still fails, after this.
+ */
+const NO_PEERS_RETRY_MS = 20_000;
+const NO_PEERS_PAUSE_MS = 250;
+
+/**
+ * Creates a stream, asking again through a store failure ({@link STORE_RETRY_PAUSES_MS}) and while
+ * a forming cluster has too few peers for it ({@link NO_PEERS_RETRY_MS}).
+ */
 async function addStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
 ): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
+  const noPeersUntil = Date.now() + NO_PEERS_RETRY_MS;
+  for (let storeFailures = 0; ; ) {
     try {
       await jsm.streams.add(config);
       return;
     } catch (err) {
-      const pause = STORE_RETRY_PAUSES_MS[attempt];
+      if (isJsApiError(err, JsApiCode.ClusterNoPeers) && Date.now() < noPeersUntil) {
+        await new Promise((resolve) => setTimeout(resolve, NO_PEERS_PAUSE_MS));
+        continue;
+      }
+      const pause = STORE_RETRY_PAUSES_MS[storeFailures++];
       const storeFailed =
         isJsApiError(err, JsApiCode.StreamCreateFailed) &&
         (err as JetStreamApiError).status === 500;

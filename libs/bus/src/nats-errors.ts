@@ -11,6 +11,11 @@ export const JsApiCode = {
   ConsumerNameExists: 10013,
   /** `expect.lastSubjectSequence` did not hold: the once-per-dispatch transition already happened. */
   WrongLastSequence: 10071,
+  /**
+   * The meta leader found too few peers to place a stream's replicas on: in a cluster that is
+   * still forming, until every node has joined it and told it what it can store.
+   */
+  ClusterNoPeers: 10005,
   /** A stream's creation failed in the broker (with status 500: it could not make its storage). */
   StreamCreateFailed: 10049,
 } as const;

@@ -80,6 +80,11 @@ export interface NatsClusterOptions {
   label?: string;
   /** How many nodes (default 3). */
   size?: number;
+  /**
+   * How many of them start now (default all): the others never ran until their `start()`, as the
+   * pods of a cluster that is still forming.
+   */
+  started?: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -142,7 +147,7 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<NatsCl
     );
   }
   try {
-    return await buildCluster(nodes, configDir);
+    return await buildCluster(nodes, configDir, options.started ?? size);
   } catch (err) {
     await Promise.all(nodes.map((n) => n.cleanup()));
     await rm(configDir, { recursive: true, force: true });
@@ -150,8 +155,12 @@ async function startNatsClusterOnce(options: NatsClusterOptions): Promise<NatsCl
   }
 }
 
-async function buildCluster(nodes: ClusterNode[], configDir: string): Promise<NatsCluster> {
-  await Promise.all(nodes.map((n) => n.start()));
+async function buildCluster(
+  nodes: ClusterNode[],
+  configDir: string,
+  started: number,
+): Promise<NatsCluster> {
+  await Promise.all(nodes.slice(0, started).map((n) => n.start()));
   const servers = nodes.map((n) => n.url);
   const connections: NatsConnection[] = [];
   let own: { nc: NatsConnection; jsm: JetStreamManager } | undefined;
