@@ -1,10 +1,11 @@
-import { type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import { JetStreamApiError } from '@nats-io/jetstream';
 import {
-  ATTEMPT_TIMEOUT_MS,
-  retryThroughElection,
-  type ElectionRetryOptions,
-} from './election-retry';
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node';
+import { JetStreamApiError } from '@nats-io/jetstream';
+import { retryThroughElection, type ElectionRetryOptions } from './election-retry';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { InboxRequests } from './inbox-requests';
 import { headersOf, leanHeaders } from './lean-headers';
@@ -38,6 +39,17 @@ const EMPTY = new Uint8Array(0);
  * moved from one replica to three goes back to the leader's message get within this.
  */
 export const REPLICAS_TTL_MS = 5_000;
+
+/** How long a stream's info may take (a loaded cluster's meta layer answers it); the API is used meanwhile. */
+const INFO_TIMEOUT_MS = 5_000;
+
+/** Whether a stream's leader is its only replica, as its info said when `at`. */
+interface ReplicaCount {
+  only: boolean;
+  at: number;
+  /** A read of its info is under way. */
+  reading: boolean;
+}
 
 /** The JetStream API's "no message found" error code (a 404). */
 const NO_MESSAGE_FOUND = 10037;
@@ -82,11 +94,13 @@ export class DirectGetError extends ToolgateError {
  */
 export class DirectGets {
   private readonly requests: InboxRequests;
-  /** Per stream: whether its leader is its only replica, as its info said when `at`. */
-  private readonly replicas = new Map<string, { only: Promise<boolean>; at: number }>();
+  /** Per stream: whether its leader is its only replica (see {@link leaderOnly}). */
+  private readonly replicas = new Map<string, ReplicaCount>();
+  /** The streams whose advisories are heard (see {@link leaderOnly}). */
+  private readonly advisories = new Map<string, Subscription>();
 
   constructor(
-    nc: NatsConnection,
+    private readonly nc: NatsConnection,
     /** How long a read keeps trying through an election (see {@link retryThroughElection}). */
     private readonly retry: ElectionRetryOptions = {},
     /** How long a stream's replica count is taken as read (see {@link fromLeader}). */
@@ -131,7 +145,7 @@ export class DirectGets {
    * stream's info, again after {@link REPLICAS_TTL_MS}, and while it cannot be read the API is used.
    */
   async fromLeader(stream: string, query: DirectQuery): Promise<DirectMessage | null> {
-    if (await this.leaderOnly(stream)) return this.get(stream, query);
+    if (this.leaderOnly(stream)) return this.get(stream, query);
     // A stream with no leader (an election) leaves the API's request unanswered or answers 503:
     // both are tried again, within the budget.
     const { value: reply } = await retryThroughElection(async (timeoutMs) => {
@@ -160,23 +174,54 @@ export class DirectGets {
     };
   }
 
-  /** Whether `stream`'s leader is its only replica (false while that cannot be read). */
-  private leaderOnly(stream: string): Promise<boolean> {
+  /**
+   * Whether `stream`'s leader is its only replica, as last read (false until then, and when it
+   * cannot be read): never waited for — the stream's info is read beside the reads, again once it
+   * is {@link REPLICAS_TTL_MS} old. A stream given more replicas (the journal raises them at its
+   * start) lets a new follower answer direct gets once 90 % caught up — never soon after the
+   * change: the stream's advisories (an update, a leader elected), heard from the first time it
+   * is seen with one replica, end the direct reads at once; the info read again covers an
+   * advisory missed (a reconnect).
+   */
+  private leaderOnly(stream: string): boolean {
     const known = this.replicas.get(stream);
-    const now = Date.now();
-    if (known && now - known.at < this.replicasTtlMs) return known.only;
-    const only = this.requests
-      .request(`$JS.API.STREAM.INFO.${stream}`, EMPTY, { timeoutMs: ATTEMPT_TIMEOUT_MS })
+    if (!known || (!known.reading && Date.now() - known.at >= this.replicasTtlMs))
+      this.readReplicas(stream, known);
+    return known?.only ?? false;
+  }
+
+  private readReplicas(stream: string, known: ReplicaCount | undefined): void {
+    const state: ReplicaCount = known ?? { only: false, at: 0, reading: false };
+    state.reading = true;
+    this.replicas.set(stream, state);
+    void this.requests
+      .request(`$JS.API.STREAM.INFO.${stream}`, EMPTY, { timeoutMs: INFO_TIMEOUT_MS })
       .then((msg) => {
         const info = JSON.parse(decoder.decode(msg.data)) as {
           config?: { num_replicas?: number };
         };
         return info.config?.num_replicas === 1;
       })
-      .catch(() => false);
-    // Until it is answered, reads wait for the answer in flight rather than each asking again.
-    this.replicas.set(stream, { only, at: now });
-    return only;
+      .catch(() => false)
+      .then((one) => {
+        // An advisory heard meanwhile replaced the state: this answer may be from before it.
+        if (this.replicas.get(stream) !== state) return;
+        Object.assign(state, { only: one, at: Date.now(), reading: false });
+        if (one) this.hearAdvisories(stream);
+      });
+  }
+
+  private hearAdvisories(stream: string): void {
+    if (this.advisories.has(stream) || this.nc.isClosed()) return;
+    // On nats-server 2.9 a move to more replicas may send no update advisory (the stream is not
+    // its leader while it updates), but its new group elects a leader before a follower catches up.
+    const sub = this.nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.*.${stream}`, {
+      // Whatever happened: leader reads until the info is read again, a TTL from now.
+      callback: () => {
+        this.replicas.set(stream, { only: false, at: Date.now(), reading: false });
+      },
+    });
+    this.advisories.set(stream, sub);
   }
 
   /** A request, sent again while the connection moves to another node or no replica answers. */
@@ -191,6 +236,8 @@ export class DirectGets {
   /** Fails the reads still waiting for their answer. */
   close(): void {
     this.requests.close();
+    for (const sub of this.advisories.values()) sub.unsubscribe();
+    this.advisories.clear();
   }
 }
 
