@@ -322,7 +322,21 @@ async function buildCluster(
         );
         for (const node of nodes)
           if (node.running && node !== leader && !current.has(node.name)) return undefined;
-        await (await jsm()).getAccountInfo();
+        const manager = await jsm();
+        await manager.getAccountInfo();
+        // ... and places a stream on every running node: a current peer may not have sent the
+        // meta leader its statistics yet, and until then a stream of that many replicas is
+        // refused ("no suitable peers for placement": a CI run's service start-up failed on it).
+        const replicas = nodes.filter((n) => n.running).length;
+        if (replicas > 1) {
+          const name = uniqueName('harness_ready');
+          try {
+            await manager.streams.add({ name, subjects: [`${name}.>`], num_replicas: replicas });
+          } catch {
+            return undefined;
+          }
+          await manager.streams.delete(name);
+        }
         return true;
       });
     },
