@@ -40,7 +40,10 @@ const EMPTY = new Uint8Array(0);
  */
 export const REPLICAS_TTL_MS = 5_000;
 
-/** How long a stream's info may take (a loaded cluster's meta layer answers it); the API is used meanwhile. */
+/**
+ * How long a stream's info may take (a loaded cluster's meta layer answers it); the message get
+ * API is used meanwhile.
+ */
 const INFO_TIMEOUT_MS = 5_000;
 
 /** Whether a stream's leader is its only replica, as its info said when `at`. */
@@ -179,9 +182,9 @@ export class DirectGets {
    * cannot be read): never waited for — the stream's info is read beside the reads, again once it
    * is {@link REPLICAS_TTL_MS} old. A stream given more replicas (the journal raises them at its
    * start) lets a new follower answer direct gets once 90 % caught up — never soon after the
-   * change: the stream's advisories (an update, a leader elected), heard from the first time it
-   * is seen with one replica, end the direct reads at once; the info read again covers an
-   * advisory missed (a reconnect).
+   * change: the stream's advisories (an update, a leader elected), heard from before its info is
+   * first asked for, end the direct reads at once; the info read again covers an advisory missed
+   * (a reconnect).
    */
   private leaderOnly(stream: string): boolean {
     const known = this.replicas.get(stream);
@@ -194,6 +197,9 @@ export class DirectGets {
     const state: ReplicaCount = known ?? { only: false, at: 0, reading: false };
     state.reading = true;
     this.replicas.set(stream, state);
+    // Heard from before the info is asked for (one connection keeps its order): a change made
+    // after the info was read is never missed.
+    this.hearAdvisories(stream);
     void this.requests
       .request(`$JS.API.STREAM.INFO.${stream}`, EMPTY, { timeoutMs: INFO_TIMEOUT_MS })
       .then((msg) => {
@@ -207,7 +213,6 @@ export class DirectGets {
         // An advisory heard meanwhile replaced the state: this answer may be from before it.
         if (this.replicas.get(stream) !== state) return;
         Object.assign(state, { only: one, at: Date.now(), reading: false });
-        if (one) this.hearAdvisories(stream);
       });
   }
 

@@ -189,7 +189,10 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   return server;
 }
 
-/** Waits until every thread of `pid` is stopped (state `T` in each task's `stat` under `/proc/<pid>/task`), or it is gone. */
+/**
+ * Waits until every thread of `pid` is stopped (state `T` in the `stat` of each task under
+ * `/proc/<pid>/task`), or it is gone.
+ */
 async function untilStopped(pid: number, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
