@@ -12,6 +12,7 @@ export { apiThroughElection, ELECTION_BUDGET_MS } from './election-retry';
 export {
   ensureJournalStreams,
   ensureConsumer,
+  whilePeersJoin,
   journalPartitionCountOf,
   consumerName,
   type ConsumerSpec,

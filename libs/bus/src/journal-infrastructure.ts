@@ -171,24 +171,35 @@ const NO_PEERS_RETRY_MS = 20_000;
 const NO_PEERS_PAUSE_MS = 250;
 
 /**
+ * Runs `create` (a stream's, a KV bucket's, an object store's creation), asking again while a
+ * forming cluster has too few peers for it ({@link NO_PEERS_RETRY_MS}).
+ */
+export async function whilePeersJoin<T>(create: () => Promise<T>): Promise<T> {
+  const until = Date.now() + NO_PEERS_RETRY_MS;
+  for (;;) {
+    try {
+      return await create();
+    } catch (err) {
+      if (!isJsApiError(err, JsApiCode.ClusterNoPeers) || Date.now() >= until) throw err;
+      await new Promise((resolve) => setTimeout(resolve, NO_PEERS_PAUSE_MS));
+    }
+  }
+}
+
+/**
  * Creates a stream, asking again through a store failure ({@link STORE_RETRY_PAUSES_MS}) and while
- * a forming cluster has too few peers for it ({@link NO_PEERS_RETRY_MS}).
+ * a forming cluster has too few peers for it ({@link whilePeersJoin}).
  */
 async function addStream(
   jsm: JetStreamManager,
   config: Partial<StreamConfig> & { name: string },
 ): Promise<void> {
-  const noPeersUntil = Date.now() + NO_PEERS_RETRY_MS;
-  for (let storeFailures = 0; ; ) {
+  for (let attempt = 0; ; attempt++) {
     try {
-      await jsm.streams.add(config);
+      await whilePeersJoin(() => jsm.streams.add(config));
       return;
     } catch (err) {
-      if (isJsApiError(err, JsApiCode.ClusterNoPeers) && Date.now() < noPeersUntil) {
-        await new Promise((resolve) => setTimeout(resolve, NO_PEERS_PAUSE_MS));
-        continue;
-      }
-      const pause = STORE_RETRY_PAUSES_MS[storeFailures++];
+      const pause = STORE_RETRY_PAUSES_MS[attempt];
       const storeFailed =
         isJsApiError(err, JsApiCode.StreamCreateFailed) &&
         (err as JetStreamApiError).status === 500;

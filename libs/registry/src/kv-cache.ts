@@ -1,6 +1,6 @@
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { assertSendable, isTransitionTaken } from '@toolgate/bus';
+import { assertSendable, isTransitionTaken, whilePeersJoin } from '@toolgate/bus';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -43,10 +43,12 @@ export class KvCache<T> {
     parse: (raw: unknown) => T | null,
     options: { history?: number; replicas?: number } = {},
   ): Promise<KvCache<T>> {
-    const kv = await new Kvm(nc).create(bucket, {
-      history: options.history ?? 5,
-      replicas: options.replicas ?? 1,
-    });
+    const kv = await whilePeersJoin(() =>
+      new Kvm(nc).create(bucket, {
+        history: options.history ?? 5,
+        replicas: options.replicas ?? 1,
+      }),
+    );
     const cache = new KvCache<T>(nc, bucket, kv, parse);
     await cache.start();
     return cache;

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { isTransitionTaken } from '@toolgate/bus';
+import { isTransitionTaken, whilePeersJoin } from '@toolgate/bus';
 import { canonicalJson, type Subjects } from '@toolgate/contracts';
 
 /**
@@ -65,12 +65,14 @@ export class ConsumedStates {
     subjects: Subjects,
     options: { ttlMs: number; replicas?: number },
   ): Promise<ConsumedStates> {
-    const kv = await new Kvm(nc).create(subjects.mcpStateBucket, {
-      history: 1,
-      replicas: options.replicas ?? 1,
-      // Twice the states' lifetime: a state cannot outlive its nonce's record.
-      ttl: options.ttlMs * 2,
-    });
+    const kv = await whilePeersJoin(() =>
+      new Kvm(nc).create(subjects.mcpStateBucket, {
+        history: 1,
+        replicas: options.replicas ?? 1,
+        // Twice the states' lifetime: a state cannot outlive its nonce's record.
+        ttl: options.ttlMs * 2,
+      }),
+    );
     return new ConsumedStates(kv);
   }
 

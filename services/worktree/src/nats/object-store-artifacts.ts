@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Objm, StorageType } from '@nats-io/obj';
+import { whilePeersJoin } from '@toolgate/bus';
 import type { ArtifactPort } from '../lifecycle/ports';
 
 /** Options of the artifact object store. */
@@ -19,10 +20,12 @@ export async function createObjectStoreArtifacts(
   bucket: string,
   options: ObjectStoreArtifactsOptions = {},
 ): Promise<ArtifactPort> {
-  const store = await new Objm(nc).create(bucket, {
-    storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
-    replicas: options.replicas ?? 1,
-  });
+  const store = await whilePeersJoin(() =>
+    new Objm(nc).create(bucket, {
+      storage: options.storage === 'memory' ? StorageType.Memory : StorageType.File,
+      replicas: options.replicas ?? 1,
+    }),
+  );
   return {
     async put(ref, bytes) {
       await store.putBlob({ name: ref }, bytes);
