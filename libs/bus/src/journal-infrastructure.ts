@@ -238,7 +238,7 @@ async function ensureStream(
       if (check) check((await jsm.streams.info(name)).config);
     }
   }
-  if (manage) await jsm.streams.update(name, mutable);
+  if (manage) await whilePeersJoin(() => jsm.streams.update(name, mutable));
 }
 
 export interface ConsumerSpec {
