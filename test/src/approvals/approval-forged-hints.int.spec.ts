@@ -1,13 +1,6 @@
 import { eventually } from '@toolgate/testing';
-import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
-import {
-  gatedTool,
-  park,
-  resolve,
-  webhookReceiver,
-  type CountingTool,
-  type Delivery,
-} from './approval-helpers';
+import { TOKENS, type TestStack } from '../support/test-stack';
+import { park, resolve, startWebhookStack, type Delivery } from './approval-helpers';
 
 /**
  * Approval notifications on the bus (`<prefix>.approvals.<tenant>.<pending|resolved>`) are hints:
@@ -17,26 +10,16 @@ import {
  * must not become frames of the tenant's event stream (a forged `server:restarting`, a `retry:`).
  */
 describe('approval hints forged on the bus', () => {
+  let rig: Awaited<ReturnType<typeof startWebhookStack>>;
   let stack: TestStack;
-  let gated: CountingTool;
-  let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
   let deliveries: Delivery[];
 
   beforeAll(async () => {
-    receiver = await webhookReceiver();
-    deliveries = receiver.deliveries;
-    stack = await startTestStack('approval-forged-hints', {
-      GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
-      GATEWAY_APPROVAL_WEBHOOK_SECRET: 'webhook-secret-0123456789',
-      GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
-    });
-    gated = await gatedTool(stack);
+    rig = await startWebhookStack('approval-forged-hints', { secret: 'webhook-secret-0123456789' });
+    ({ stack } = rig);
+    deliveries = rig.receiver.deliveries;
   }, 60_000);
-  afterAll(async () => {
-    gated?.stop();
-    await stack?.stop();
-    await receiver?.close();
-  });
+  afterAll(() => rig?.stop());
 
   it('sends no resolved webhook for a call still parked, and the genuine one arrives whole', async () => {
     const parked = await park(stack, 'gated');

@@ -10,7 +10,7 @@ import {
 import { eventually } from '@toolgate/testing';
 import { journalCounts } from '../support/dispatch-probes';
 import { serveRemoteTool } from '../support/remote-tool';
-import { TOKENS, type TestStack } from '../support/test-stack';
+import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 export const agent = { agentType: 'coder', label: 'approvals' };
 
@@ -198,4 +198,38 @@ export async function webhookReceiver(options: { failFirst?: boolean } = {}) {
     refused: failedOnce as ReadonlySet<string>,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/**
+ * A stack whose gateway posts approval webhooks to a {@link webhookReceiver} of the test's own
+ * (signed with `secret`, retried 100 ms apart), with {@link gatedTool} registered; `stop` ends all
+ * three.
+ */
+export async function startWebhookStack(
+  label: string,
+  options: { secret: string; failFirst?: boolean; env?: Record<string, string> },
+) {
+  const receiver = await webhookReceiver({ failFirst: options.failFirst });
+  try {
+    const stack = await startTestStack(label, {
+      GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
+      GATEWAY_APPROVAL_WEBHOOK_SECRET: options.secret,
+      GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
+      ...options.env,
+    });
+    const gated = await gatedTool(stack);
+    return {
+      stack,
+      gated,
+      receiver,
+      async stop() {
+        gated.stop();
+        await stack.stop();
+        await receiver.close();
+      },
+    };
+  } catch (err) {
+    await receiver.close();
+    throw err;
+  }
 }

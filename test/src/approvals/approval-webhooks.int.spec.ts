@@ -1,12 +1,11 @@
 import { RESOLVE_LINK_ERROR_HEADER, verifyWebhookSignature } from '@toolgate/contracts';
 import { eventually } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
-import { startTestStack, type TestStack } from '../support/test-stack';
+import { type TestStack } from '../support/test-stack';
 import {
-  gatedTool,
   journalOf,
   park,
-  webhookReceiver,
+  startWebhookStack,
   type CountingTool,
   type Delivery,
 } from './approval-helpers';
@@ -20,29 +19,25 @@ const LINK_SECRET = 'link-secret-0123456789abc';
  * resolve the call through the same first-resolution-wins path, once.
  */
 describe('approvals: webhooks and resolve-by-link', () => {
+  let rig: Awaited<ReturnType<typeof startWebhookStack>>;
   let stack: TestStack;
   let gated: CountingTool;
-  let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
   let deliveries: Delivery[];
 
   beforeAll(async () => {
     // Answers 503 to the first attempt of each delivery: every one is retried.
-    receiver = await webhookReceiver({ failFirst: true });
-    deliveries = receiver.deliveries;
-    stack = await startTestStack('approvals-webhooks', {
-      GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
-      GATEWAY_APPROVAL_WEBHOOK_SECRET: SECRET,
-      GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
-      GATEWAY_APPROVAL_LINK_SECRET: LINK_SECRET,
-      GATEWAY_PUBLIC_URL: 'http://gateway.invalid/',
+    rig = await startWebhookStack('approvals-webhooks', {
+      secret: SECRET,
+      failFirst: true,
+      env: {
+        GATEWAY_APPROVAL_LINK_SECRET: LINK_SECRET,
+        GATEWAY_PUBLIC_URL: 'http://gateway.invalid/',
+      },
     });
-    gated = await gatedTool(stack);
+    ({ stack, gated } = rig);
+    deliveries = rig.receiver.deliveries;
   });
-  afterAll(async () => {
-    gated?.stop();
-    await stack?.stop();
-    await receiver?.close();
-  });
+  afterAll(() => rig?.stop());
 
   /** The link's path on this stack's gateway (the message names the public URL). */
   const onStack = (link: string) => `${stack.all.gateway.url}${new URL(link).pathname}`;
@@ -64,7 +59,7 @@ describe('approvals: webhooks and resolve-by-link', () => {
       verifyWebhookSignature('another-secret-0123456', pending.signature, pending.raw, now),
     ).toBe(false);
     // Retried: the receiver refused the first attempt of this delivery.
-    expect(receiver.refused.has(pending.id)).toBe(true);
+    expect(rig.receiver.refused.has(pending.id)).toBe(true);
     // The hint published again (anyone on the bus may): delivered again under the same id, so a
     // receiver that deduplicates on it sees this approval's pending once.
     stack.nats.nc.publish(
