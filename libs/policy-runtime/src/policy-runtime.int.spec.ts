@@ -8,7 +8,7 @@ import {
   spkiBase64,
 } from '@toolgate/contracts';
 import { PolicyStore } from '@toolgate/registry';
-import { useTestNats, type TestNats } from '@toolgate/testing';
+import { eventually, useTestNats, type TestNats } from '@toolgate/testing';
 import { PolicyRuntime, type CallFacts } from './policy-runtime';
 import type { RemoteHookRequest } from './remote-closures';
 import { validateStoredPolicy } from './stored-policy';
@@ -223,6 +223,9 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       });
       const seen = await serveHook(tenant, 'slow', () => undefined);
       const { decision } = await runtime.decide(tenant, call());
+      // The request was sent: on a loaded machine it can reach the silent responder after the
+      // 50 ms deadline has already denied the call (a CI run read `seen` empty).
+      await eventually(() => (seen.length ? true : undefined), { what: 'the hook request' });
       expect(seen).toHaveLength(1);
       expect(decision).toMatchObject({ verdict: 'deny', decidedBy: 'hook' });
       expect(decision.reason).toMatch(/remote:slow' failed, so the call is denied: .+/);
