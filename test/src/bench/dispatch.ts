@@ -48,6 +48,13 @@ export interface DispatchResult
    */
   projectionEventsPerSec?: number;
   projectionCapacityEvents?: number;
+  /**
+   * CPU per dispatch of folding that backlog (every process of the stack, from the journal's start
+   * until its consumer is drained): the projection's share of `cpuMsPerDispatch`, measured alone —
+   * what folding each event exactly once into PostgreSQL costs Toolgate, the raw chain's projection
+   * consumer, which only acks, having no such work.
+   */
+  projectionCpuMsPerDispatch?: number;
   /** Whether `projectionEventsPerSec` ≥ `pipelineEventsPerSec`. */
   projectionKeepsUp?: boolean;
   projectionVerified: boolean;
@@ -63,6 +70,7 @@ export interface DispatchResult
   verifyCostUs?: number;
   signReaders?: number;
   ed25519VerifyUs?: number;
+  toolRequestSignUs?: number;
   /**
    * Open-loop latency at a steady offered load (half the measured throughput): each dispatch is
    * sent at its scheduled time and timed from that time, so a stall counts against every call it
@@ -781,6 +789,9 @@ async function steadyLoad(
   };
 }
 
+/** Journal events of a settled dispatch: requested, decided, started, settled. */
+const EVENTS_PER_DISPATCH = 4;
+
 /**
  * The projection's fold rate: the journal service is stopped, `dispatches` dispatches are settled
  * (the pipeline does not need the projection), the journal is started again and timed until its
@@ -790,7 +801,11 @@ export async function benchProjectionCapacity(
   stack: BenchStack,
   nats: TestNats,
   opts: { dispatches: number; runId: string },
-): Promise<{ projectionEventsPerSec: number; projectionCapacityEvents: number }> {
+): Promise<{
+  projectionEventsPerSec: number;
+  projectionCapacityEvents: number;
+  projectionCpuMsPerDispatch: number;
+}> {
   const { watch } = stack;
   const submit = submitter(stack);
   await stack.stopJournal();
@@ -801,11 +816,15 @@ export async function benchProjectionCapacity(
   await stack.startJournal();
   const backlog = await projectionBacklog(nats);
   const t = performance.now();
+  const cpu0 = stack.cpuSeconds();
   const drained = await profiled('projection', () => untilProjected(nats, 120_000));
   if (drained === undefined) throw new Error('the restarted projection did not drain in 120 s');
+  // The service's start is left out, as from the rate: a dispatch's share is its four events'.
+  const cpuMsPerEvent = ((stack.cpuSeconds() - cpu0) * 1000) / backlog;
   return {
     projectionEventsPerSec: Math.round(backlog / (since(t) / 1000)),
     projectionCapacityEvents: backlog,
+    projectionCpuMsPerDispatch: round(cpuMsPerEvent * EVENTS_PER_DISPATCH, 3),
   };
 }
 

@@ -59,6 +59,14 @@ interface Report {
       steadyP99VsOneAtATime?: number;
       /** `databaseCpuMsPerDispatch`: PostgreSQL's CPU per dispatch in the burst. */
       pgCpuMsPerDispatch?: number;
+      /**
+       * A lower bound on `cpuMsPerDispatch` from work every dispatch does and the raw chain does
+       * not, each part measured in this run ({@link cpuFloor}); `cpuFloorVsRawChain` is it ÷
+       * `baseline.rawChainCpuMsPerDispatch`: no `cpuVsRawChain` below it is reachable without
+       * dropping a signature, a verify or the fold.
+       */
+      cpuFloorMsPerDispatch?: number;
+      cpuFloorVsRawChain?: number;
       /** Dispatch p50 with 1,000,000 events in the journal stream ÷ with an empty one (see `growth`). */
       p50GrowthAt1M?: number;
       /** The five services as separate processes (the deploy shape), measured the same way. */
@@ -128,6 +136,32 @@ interface RawChainRatios {
   brokerCpuVsRawChain?: number;
   /** `throughputPerSec` ÷ `baseline.rawChainPipelinedPerSec` (256 in flight each). */
   throughputVsRawChain: number;
+}
+
+/**
+ * What a dispatch costs Toolgate's processes at the least, in ms, from figures of the same run: the
+ * raw chain's CPU with its projection role (a consumer that only acks) replaced by Toolgate's
+ * projection — each taken from a backlog, the fold at its most batched — plus the signatures the
+ * raw chain does not make: every sign and verify of the dispatch counted in the latency samples,
+ * less the projection's four verifies (its CPU has them), and the Ed25519 signature of the tool
+ * request. Each part is timed where it is cheapest (a tight loop, a backlog), and what Toolgate
+ * adds besides — the checks of each event's shape, the policy, the reads that decide, metrics —
+ * is left out: a floor, not an estimate.
+ */
+function cpuFloor(
+  b: RawDispatchResult,
+  projectionCpuMsPerDispatch: number,
+  s: SigningCost & { signsPerDispatch: number; verifiesPerDispatch: number },
+): number {
+  const pathVerifies = Math.max(0, s.verifiesPerDispatch - 4);
+  const signaturesUs =
+    s.signsPerDispatch * s.signCostUs + pathVerifies * s.verifyCostUs + s.toolRequestSignUs;
+  return (
+    b.rawChainCpuMsPerDispatch -
+    b.rawChainProjectionCpuMsPerDispatch +
+    projectionCpuMsPerDispatch +
+    signaturesUs / 1000
+  );
 }
 
 function rawChainRatios(
@@ -387,6 +421,11 @@ async function main(): Promise<Report> {
       verifiesPerDispatch: verifies,
       countsFrom: counted ? 'counted' : 'nominal',
     };
+    if (d && counted && baseline && d.projectionCpuMsPerDispatch !== undefined) {
+      const floorMs = cpuFloor(baseline, d.projectionCpuMsPerDispatch, report.signing);
+      d.cpuFloorMsPerDispatch = round(floorMs, 3);
+      d.cpuFloorVsRawChain = round(floorMs / baseline.rawChainCpuMsPerDispatch, 2);
+    }
   }
   const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
 
@@ -615,8 +654,8 @@ function onlySections(): Set<string> | undefined {
 /** The signing figures as one table row (the dispatch table's, or `--only signing`'s own). */
 function signingRow(s: SigningCost): [string, unknown] {
   return [
-    `sign one event for its ${s.signReaders} readers / verify once (Ed25519 verify)`,
-    `${s.signCostUs} / ${s.verifyCostUs} µs (${s.ed25519VerifyUs} µs)`,
+    `sign one event for its ${s.signReaders} readers / verify once (Ed25519 verify); a tool request (Ed25519)`,
+    `${s.signCostUs} / ${s.verifyCostUs} µs (${s.ed25519VerifyUs} µs); ${s.toolRequestSignUs} µs`,
   ];
 }
 
@@ -737,6 +776,14 @@ function print(report: Report): void {
           ['CPU per dispatch (this process)', `${d.cpuMsPerDispatch} ms`],
           ...serversCpuRows(d),
           ...rawChainRows(d),
+          ...(d.cpuFloorVsRawChain !== undefined
+            ? ([
+                [
+                  'CPU floor (the raw chain with the fold and the signatures) / ÷ the raw chain',
+                  `${d.cpuFloorMsPerDispatch} ms / ${d.cpuFloorVsRawChain}`,
+                ],
+              ] as [string, unknown][])
+            : []),
           ['event loop busy until the last settled', d.loopUtilization],
           [
             `steady open-loop load ${d.steadyOfferedPerSec}/s for ${d.steadySeconds} s: p50 / p99`,
@@ -765,8 +812,8 @@ function print(report: Report): void {
             `${d.projectionPendingAtLastSettle} events / ${d.projectionCatchUpMs !== undefined ? `${d.projectionCatchUpMs} ms` : `NOT drained, ${d.projectionBacklog} behind`}`,
           ],
           [
-            'projection fold rate (backlog) vs pipeline events/s',
-            `${d.projectionEventsPerSec} vs ${d.pipelineEventsPerSec} events/s`,
+            'projection fold rate (backlog) vs pipeline events/s; its CPU per dispatch',
+            `${d.projectionEventsPerSec} vs ${d.pipelineEventsPerSec} events/s; ${d.projectionCpuMsPerDispatch} ms`,
           ],
           ['dead-lettered', d.deadLettered],
         ]),

@@ -46,8 +46,16 @@ export interface RawDispatchResult {
   rawChainCpuMsPerDispatch: number;
   /** The broker's CPU per pipelined chain over the same span, when it runs on this machine. */
   rawChainBrokerCpuMsPerDispatch?: number;
+  /**
+   * This process's CPU per chain of the projection role alone: a fresh consumer reading and acking
+   * a chain's four events from a backlog (as `dispatch.projectionCpuMsPerDispatch` is taken) — the
+   * part of `rawChainCpuMsPerDispatch` that Toolgate's projection replaces.
+   */
+  rawChainProjectionCpuMsPerDispatch: number;
 }
 
+/** A chain's appends: requested, decided, started, settled. */
+const EVENTS_PER_CHAIN = 4;
 /** Untimed chains first: in quick and full runs alike. */
 const WARMUP = 100;
 const PAYLOAD = new Uint8Array(400).fill(0x61);
@@ -179,9 +187,9 @@ export async function benchRawDispatch(
 
     // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
     // projection consumer has acked every event (as a dispatch's, until the projection folded it).
-    const projected = async () => {
+    const projected = async (name = 'projection') => {
       for (;;) {
-        const info = await jsm.consumers.info(stream, `${prefix}_rawchain_projection`);
+        const info = await jsm.consumers.info(stream, `${prefix}_rawchain_${name}`);
         if (info.num_pending + info.num_ack_pending === 0) return;
         await new Promise((r) => setTimeout(r, 10));
       }
@@ -198,6 +206,14 @@ export async function benchRawDispatch(
     const pipelinedMs = since(t0);
     await projected();
     const pipelinedCpu = pipelined.stop(chains);
+
+    // The projection role alone, taken as the projection's own fold is (from a backlog, until its
+    // consumer is drained): a second such consumer reads and acks every event the stream holds.
+    const held = (await jsm.streams.info(stream)).state.messages;
+    const replay = meter();
+    await consume(projection, 'replay', `${root}.events.>`, async () => undefined);
+    await projected('replay');
+    const replayCpu = replay.stop(held / EVENTS_PER_CHAIN);
     return {
       rawDispatchP50Ms: round(percentile(times, 50), 3),
       rawDispatchP99Ms: round(percentile(times, 99), 3),
@@ -213,6 +229,7 @@ export async function benchRawDispatch(
       rawChainPipelinedPerSec: Math.round(chains / (pipelinedMs / 1000)),
       rawChainPipelinedChains: chains,
       rawChainCpuMsPerDispatch: pipelinedCpu.cpuMs,
+      rawChainProjectionCpuMsPerDispatch: replayCpu.cpuMs,
       ...(pipelinedCpu.brokerCpuMs !== undefined
         ? { rawChainBrokerCpuMsPerDispatch: pipelinedCpu.brokerCpuMs }
         : {}),

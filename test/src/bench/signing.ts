@@ -1,7 +1,13 @@
 import { generateKeyPairSync, sign, verify } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import { createSubjects, EVENT_SIGNING, generateKeySet, ServiceKeys } from '@toolgate/contracts';
+import {
+  createSubjects,
+  EVENT_SIGNING,
+  generateKeySet,
+  ServiceKeys,
+  signToolRequest,
+} from '@toolgate/contracts';
 import { callEvents } from '@toolgate/testing';
 import { median, round, since } from './stats';
 
@@ -18,6 +24,11 @@ export interface SigningCost {
   signReaders: number;
   /** µs for one Ed25519 verify of the same bytes: the scheme not chosen (docs/threat-model.md). */
   ed25519VerifyUs: number;
+  /**
+   * µs to sign one remote tool request as the executor does for every remote call (Ed25519 with
+   * its tool-request key, a fresh nonce; docs/bus-protocol.md): a worker holds only the public key.
+   */
+  toolRequestSignUs: number;
 }
 
 /**
@@ -71,10 +82,30 @@ export function benchSigning(opts: { quick: boolean }): SigningCost {
     opts.quick ? 500 : 5_000,
   );
   if (refused) throw new Error('a genuine Ed25519 signature failed verification in the bench');
+  // The request the executor sends the bench's no-op worker, signed as `runRemoteTool` signs it.
+  const toolSubject = subjects.remoteTool('bench', 'noop').subject;
+  const toolRequest = Buffer.from(
+    JSON.stringify({
+      dispatchId: decided.dispatchId,
+      tenant: 'bench',
+      runId: 'run-1',
+      toolName: 'noop',
+      contractHash: 'c'.repeat(64),
+      input: { command: 'git status --porcelain' },
+      agent: decided.agent,
+      isolation: 'none',
+      deadlineMs: 30_000,
+    }),
+  );
+  const toolRequestSignUs = perCallUs(
+    () => signToolRequest(executor.toolRequestKey, toolSubject, toolRequest, Date.now()),
+    opts.quick ? 500 : 5_000,
+  );
   return {
     signCostUs: round(signCostUs, 2),
     verifyCostUs: round(verifyCostUs, 2),
     signReaders: EVENT_SIGNING.decided.readers.length,
     ed25519VerifyUs: round(ed25519VerifyUs, 1),
+    toolRequestSignUs: round(toolRequestSignUs, 1),
   };
 }
