@@ -49,8 +49,8 @@ export interface DispatchResult
   projectionEventsPerSec?: number;
   projectionCapacityEvents?: number;
   /**
-   * CPU per dispatch of folding that backlog (every process of the stack, from the journal's start
-   * until its consumer is drained): the projection's share of `cpuMsPerDispatch`, measured alone —
+   * CPU per dispatch of folding that backlog (every process of the stack, from once the journal has
+   * started until its consumer is drained): the projection's share of `cpuMsPerDispatch`, alone —
    * what folding each event exactly once into PostgreSQL costs Toolgate, the raw chain's projection
    * consumer, which only acks, having no such work.
    */

@@ -153,6 +153,7 @@ function cpuFloor(
   projectionCpuMsPerDispatch: number,
   s: SigningCost & { signsPerDispatch: number; verifiesPerDispatch: number },
 ): number {
+  // The projection verifies each of the four events it folds.
   const pathVerifies = Math.max(0, s.verifiesPerDispatch - 4);
   const signaturesUs =
     s.signsPerDispatch * s.signCostUs + pathVerifies * s.verifyCostUs + s.toolRequestSignUs;
