@@ -20,3 +20,4 @@ export {
   type RunningWorktreeService,
 } from './worktree.service';
 export { startWorktree } from './worktree.app';
+export { createObjectStoreArtifacts } from './nats/object-store-artifacts';
