@@ -789,8 +789,11 @@ async function steadyLoad(
   };
 }
 
-/** Journal events of a settled dispatch: requested, decided, started, settled. */
-const EVENTS_PER_DISPATCH = 4;
+/**
+ * Journal events of a settled dispatch (and appends of a raw chain): requested, decided, started,
+ * settled.
+ */
+export const EVENTS_PER_DISPATCH = 4;
 
 /**
  * The projection's fold rate: the journal service is stopped, `dispatches` dispatches are settled

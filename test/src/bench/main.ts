@@ -19,6 +19,7 @@ import {
   benchLatency,
   benchSteady,
   benchThroughput,
+  EVENTS_PER_DISPATCH,
   type ApprovalsResult,
   type DispatchResult,
 } from './dispatch';
@@ -153,8 +154,8 @@ function cpuFloor(
   projectionCpuMsPerDispatch: number,
   s: SigningCost & { signsPerDispatch: number; verifiesPerDispatch: number },
 ): number {
-  // The projection verifies each of the four events it folds.
-  const pathVerifies = Math.max(0, s.verifiesPerDispatch - 4);
+  // The projection verifies each event it folds.
+  const pathVerifies = Math.max(0, s.verifiesPerDispatch - EVENTS_PER_DISPATCH);
   const signaturesUs =
     s.signsPerDispatch * s.signCostUs + pathVerifies * s.verifyCostUs + s.toolRequestSignUs;
   return (

@@ -11,7 +11,7 @@ import {
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
-import { epochMs, storedHops, type Hop, type SentDispatch } from './dispatch';
+import { epochMs, EVENTS_PER_DISPATCH, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
 import { BENCH_CONNECTION, percentile, pool, round, since } from './stats';
 
@@ -54,8 +54,6 @@ export interface RawDispatchResult {
   rawChainProjectionCpuMsPerDispatch: number;
 }
 
-/** A chain's appends: requested, decided, started, settled. */
-const EVENTS_PER_CHAIN = 4;
 /** Untimed chains first: in quick and full runs alike. */
 const WARMUP = 100;
 const PAYLOAD = new Uint8Array(400).fill(0x61);
@@ -213,7 +211,7 @@ export async function benchRawDispatch(
     const replay = meter();
     await consume(projection, 'replay', `${root}.events.>`, async () => undefined);
     await projected('replay');
-    const replayCpu = replay.stop(held / EVENTS_PER_CHAIN);
+    const replayCpu = replay.stop(held / EVENTS_PER_DISPATCH);
     return {
       rawDispatchP50Ms: round(percentile(times, 50), 3),
       rawDispatchP99Ms: round(percentile(times, 99), 3),
