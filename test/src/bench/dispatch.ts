@@ -16,7 +16,7 @@ import {
 } from './bench-stack';
 import { startCpuMeter, writeSyscalls, type CpuSpent } from './machine-cpu';
 import { profiled } from './profile';
-import { percentile, phase, pool, round, since, withTimeout } from './stats';
+import { openLoop, percentile, phase, pool, round, since, withTimeout } from './stats';
 
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
@@ -729,40 +729,23 @@ async function steadyLoad(
   opts: { ratePerSec: number; seconds: number; runId: string },
 ): Promise<Omit<SteadyResult, `steady${'LoopDelay' | 'Gc'}${string}`>> {
   const submit = submitter(stack);
-  const total = Math.max(1, Math.round(opts.ratePerSec * opts.seconds));
-  const interval = 1000 / opts.ratePerSec;
   const latencies: number[] = [];
   const timed: (SentDispatch & { scheduled: number; ms: number })[] = [];
-  const inFlight: Promise<void>[] = [];
-  const t0 = performance.now() + 20;
   const cpu0 = stack.cpuSeconds();
   const elu0 = performance.eventLoopUtilization();
-  let i = 0;
-  while (i < total) {
-    const now = performance.now();
-    for (; i < total && t0 + i * interval <= now; i++) {
-      const scheduled = t0 + i * interval;
-      const sentAt = performance.now();
-      inFlight.push(
-        submit(opts.runId, 10_000).then(async (reply) => {
-          const repliedAt = performance.now();
-          latencies.push(repliedAt - scheduled);
-          timed.push({
-            dispatchId: reply.dispatchId,
-            scheduled: epochMs(scheduled),
-            sentAt: epochMs(sentAt),
-            repliedAt: epochMs(repliedAt),
-            ms: repliedAt - scheduled,
-          });
-          await expectOk(reply, nats);
-        }),
-      );
-    }
-    const next = t0 + i * interval - performance.now();
-    if (next > 0) await new Promise((r) => setTimeout(r, next));
-    else await new Promise((r) => setImmediate(r));
-  }
-  await withTimeout(Promise.all(inFlight), 60_000, 'the steady-load dispatches to settle');
+  const total = await openLoop({ ...opts, drainMs: 60_000 }, async (scheduled, sentAt) => {
+    const reply = await submit(opts.runId, 10_000);
+    const repliedAt = performance.now();
+    latencies.push(repliedAt - scheduled);
+    timed.push({
+      dispatchId: reply.dispatchId,
+      scheduled: epochMs(scheduled),
+      sentAt: epochMs(sentAt),
+      repliedAt: epochMs(repliedAt),
+      ms: repliedAt - scheduled,
+    });
+    await expectOk(reply, nats);
+  });
   const cpuSeconds = stack.cpuSeconds() - cpu0;
   const loop = performance.eventLoopUtilization(elu0);
   // Where the slowest 1% spent their time: how late the generator sent them, then each hop.

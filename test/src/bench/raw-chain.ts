@@ -8,12 +8,19 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from '@nats-io/jetstream';
-import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
-import { NATS_URL } from '@toolgate/testing';
+import {
+  connect,
+  headers,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
+import { createSubjects, generateKeySet, ServiceKeys, signToolRequest } from '@toolgate/contracts';
+import { callEvents, NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
 import { epochMs, EVENTS_PER_DISPATCH, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
-import { BENCH_CONNECTION, percentile, pool, round, since } from './stats';
+import { BENCH_CONNECTION, openLoop, percentile, pool, round, since } from './stats';
 
 /**
  * A dispatch's message pattern in raw NATS, with no Toolgate code on it: what the transport alone
@@ -32,6 +39,14 @@ export interface RawDispatchResult {
   rawDispatchWriteSyscallsPerDispatch?: number;
   /** The broker's CPU per chain, when it runs on this machine. */
   rawDispatchBrokerCpuMsPerDispatch?: number;
+  /**
+   * The same chain one at a time with the work every dispatch must do on its path added to it
+   * (signatures, their checks, the tool request's signature, the gateway's read-back; see
+   * {@link Guards}), in blocks alternating with the raw chain's samples: a floor under
+   * `dispatch.p50Ms` and `p99Ms` (`dispatch.p50FloorVsRawDispatch` divides it by `rawDispatchP50Ms`).
+   */
+  guardedChainP50Ms: number;
+  guardedChainP99Ms: number;
   /**
    * The same chains pipelined, {@link PIPELINE_WINDOW} in flight as in the dispatch throughput
    * phase (after an untimed burst): chains per second until the last reply.
@@ -52,6 +67,20 @@ export interface RawDispatchResult {
    * part of `rawChainCpuMsPerDispatch` that Toolgate's projection replaces.
    */
   rawChainProjectionCpuMsPerDispatch: number;
+  /**
+   * The same chains at half `rawChainPipelinedPerSec` in an open loop, as `dispatch.steady…` offers
+   * half the dispatch throughput: p50 and p99 from each chain's scheduled time, and each ÷
+   * `rawDispatchP50Ms` — what the steady goals ask of Toolgate (`steadyP50VsOneAtATime` ≤ 2,
+   * `steadyP99VsOneAtATime` ≤ 6), asked of the raw chain; its CPU per chain (this process, until
+   * the last reply) and how busy this process's event loop was.
+   */
+  rawChainSteadyP50Ms: number;
+  rawChainSteadyP99Ms: number;
+  rawChainSteadyOfferedPerSec: number;
+  rawChainSteadyCpuMsPerDispatch: number;
+  rawChainSteadyLoopUtilization: number;
+  rawChainSteadyP50VsOneAtATime: number;
+  rawChainSteadyP99VsOneAtATime: number;
 }
 
 /** Untimed chains first: in quick and full runs alike. */
@@ -77,16 +106,216 @@ export async function benchRawDispatch(
   prefix: string,
   opts: { quick: boolean },
 ): Promise<RawDispatchResult> {
-  const stream = `${prefix}_rawchain`;
-  const root = `${prefix}.rawchain`;
+  const raw = await openChain(jsm, `${prefix}_rawchain`, `${prefix}.rawchain`);
+  const guarded = await openChain(jsm, `${prefix}_rawguarded`, `${prefix}.rawguarded`, guards());
+  try {
+    for (let i = 0; i < WARMUP; i++) {
+      await raw.chain();
+      await guarded.chain();
+    }
+    // One chain at a time, the plain and the guarded chain in alternate blocks (the host's speed
+    // drifts within a run), each block's CPU and writes metered apart.
+    const samples = opts.quick ? 200 : 500;
+    const times: number[] = [];
+    const guardedTimes: number[] = [];
+    const sent: SentDispatch[] = [];
+    let cpuMs = 0;
+    let brokerCpuMs: number | undefined;
+    let writes: number | undefined = 0;
+    for (let done = 0; done < samples; done += SAMPLE_BLOCK) {
+      const block = Math.min(SAMPLE_BLOCK, samples - done);
+      const cpu = meter();
+      const writes0 = writeSyscalls();
+      for (let i = done; i < done + block; i++) {
+        const t = performance.now();
+        await raw.chain(`d${i}`);
+        const ms = since(t);
+        times.push(ms);
+        sent.push({ dispatchId: `d${i}`, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
+      }
+      const writes1 = writeSyscalls();
+      const blockCpu = cpu.stop(1);
+      cpuMs += blockCpu.cpuMs;
+      if (blockCpu.brokerCpuMs !== undefined)
+        brokerCpuMs = (brokerCpuMs ?? 0) + blockCpu.brokerCpuMs;
+      writes =
+        writes !== undefined && writes0 !== undefined && writes1 !== undefined
+          ? writes + writes1 - writes0
+          : undefined;
+      for (let i = done; i < done + block; i++) {
+        const t = performance.now();
+        await guarded.chain(`d${i}`);
+        guardedTimes.push(since(t));
+      }
+    }
+    await guarded.close();
+
+    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
+    // projection consumer has acked every event (as a dispatch's, until the projection folded it).
+    const burst = (name: string, count: number) =>
+      pool(count, PIPELINE_WINDOW, async (i) => void (await raw.chain(`${name}${i}`)));
+    // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
+    await burst('pw', opts.quick ? 256 : 500);
+    await raw.projected();
+    const chains = opts.quick ? 1_000 : 10_000;
+    const pipelined = meter();
+    const t0 = performance.now();
+    await burst('p', chains);
+    const pipelinedMs = since(t0);
+    await raw.projected();
+    const pipelinedCpu = pipelined.stop(chains);
+    const pipelinedPerSec = chains / (pipelinedMs / 1000);
+
+    // Half that rate in an open loop, as the dispatch's steady phase offers half its throughput.
+    const steadyTimes: number[] = [];
+    const steadyRate = pipelinedPerSec / 2;
+    const steady = meter();
+    const elu0 = performance.eventLoopUtilization();
+    const steadyChains = await openLoop(
+      { ratePerSec: steadyRate, seconds: opts.quick ? 3 : 20, drainMs: 60_000 },
+      async (scheduled) => {
+        await raw.chain();
+        steadyTimes.push(performance.now() - scheduled);
+      },
+    );
+    const steadyCpu = steady.stop(steadyChains);
+    const steadyLoop = performance.eventLoopUtilization(elu0);
+    await raw.projected();
+
+    // The projection role alone, taken as the projection's own fold is (from a backlog, until its
+    // consumer is drained): a second such consumer reads and acks every event the stream holds.
+    const held = (await jsm.streams.info(raw.stream)).state.messages;
+    const replay = meter();
+    await raw.consume('replay', '>', async () => undefined);
+    await raw.projected('replay');
+    const replayCpu = replay.stop(held / EVENTS_PER_DISPATCH);
+    const p50 = percentile(times, 50);
+    const steadyP50 = percentile(steadyTimes, 50);
+    const steadyP99 = percentile(steadyTimes, 99);
+    return {
+      rawDispatchP50Ms: round(p50, 3),
+      rawDispatchP99Ms: round(percentile(times, 99), 3),
+      rawDispatchSamples: samples,
+      rawDispatchHopsP50Ms: await storedHops(raw.client, raw.stream, `${raw.root}.events.>`, sent),
+      rawDispatchCpuMsPerDispatch: round(cpuMs / samples, 3),
+      ...(writes !== undefined
+        ? { rawDispatchWriteSyscallsPerDispatch: round(writes / samples, 1) }
+        : {}),
+      ...(brokerCpuMs !== undefined
+        ? { rawDispatchBrokerCpuMsPerDispatch: round(brokerCpuMs / samples, 3) }
+        : {}),
+      guardedChainP50Ms: round(percentile(guardedTimes, 50), 3),
+      guardedChainP99Ms: round(percentile(guardedTimes, 99), 3),
+      rawChainPipelinedPerSec: Math.round(pipelinedPerSec),
+      rawChainPipelinedChains: chains,
+      rawChainCpuMsPerDispatch: pipelinedCpu.cpuMs,
+      rawChainProjectionCpuMsPerDispatch: replayCpu.cpuMs,
+      ...(pipelinedCpu.brokerCpuMs !== undefined
+        ? { rawChainBrokerCpuMsPerDispatch: pipelinedCpu.brokerCpuMs }
+        : {}),
+      rawChainSteadyP50Ms: round(steadyP50, 3),
+      rawChainSteadyP99Ms: round(steadyP99, 3),
+      rawChainSteadyOfferedPerSec: Math.round(steadyRate),
+      rawChainSteadyCpuMsPerDispatch: steadyCpu.cpuMs,
+      rawChainSteadyLoopUtilization: round(steadyLoop.utilization, 3),
+      rawChainSteadyP50VsOneAtATime: round(steadyP50 / p50),
+      rawChainSteadyP99VsOneAtATime: round(steadyP99 / p50),
+    };
+  } finally {
+    await raw.close();
+    await guarded.close();
+  }
+}
+
+/** One-at-a-time samples of each chain in turn, this many at a time. */
+const SAMPLE_BLOCK = 25;
+
+/**
+ * The work every dispatch does on its path that the raw chain does not, and nothing else: each
+ * event signed by its producer (Toolgate's own {@link ServiceKeys}, for every reader) and verified
+ * by the role that reads it, the executor's Ed25519 signature on the tool request, and the
+ * gateway's read of the `settled` it heard back from the stream before it answers (a `wait` is
+ * answered only with what was recorded). The events are a dispatch's own (their size is the
+ * journal's). Left out: the checks of each event's shape, the policy, the other reads that decide,
+ * metrics, traces, the projection's fold — so the guarded chain is a floor under a dispatch.
+ */
+interface Guards {
+  keys: Record<'gateway' | 'evaluator' | 'executor' | 'journal', ServiceKeys>;
+  /** The journal subject a chain's event stands for: what its signature binds. */
+  subject(id: string, type: ChainEvent): string;
+  payload: Record<ChainEvent, Uint8Array>;
+  toolSubject: string;
+}
+
+type ChainEvent = 'requested' | 'decided' | 'started' | 'settled';
+
+function guards(): Guards {
+  const set = generateKeySet();
+  const subjects = createSubjects('bench');
+  const { all } = callEvents({
+    dispatchId: 'd'.repeat(43),
+    tenant: 'bench',
+    runId: 'run-1',
+    tool: 'noop',
+    input: { command: 'git status --porcelain' },
+  });
+  const bytes = (type: ChainEvent) =>
+    new TextEncoder().encode(JSON.stringify(all.find((e) => e.type === type)));
+  return {
+    keys: {
+      gateway: ServiceKeys.ofSet('gateway', set),
+      evaluator: ServiceKeys.ofSet('permission-evaluator', set),
+      executor: ServiceKeys.ofSet('tool-executor', set),
+      journal: ServiceKeys.ofSet('journal', set),
+    },
+    subject: (id, type) => subjects.journal.event('bench', 'run-1', id, type),
+    payload: {
+      requested: bytes('requested'),
+      decided: bytes('decided'),
+      started: bytes('started'),
+      settled: bytes('settled'),
+    },
+    toolSubject: subjects.remoteTool('bench', 'noop').subject,
+  };
+}
+
+/** A chain's roles, connected and consuming, ready for {@link OpenChain.chain}. */
+interface OpenChain {
+  stream: string;
+  root: string;
+  client: NatsConnection;
+  /** One chain: the client's request to its reply. */
+  chain(id?: string): Promise<Msg>;
+  /** Resolves once the consumer `name` has acked everything. */
+  projected(name?: string): Promise<void>;
+  /** Another durable consumer on the projection's connection, filtered on `events.<filter>`. */
+  consume(name: string, filter: string, handle: (m: JsMsg) => Promise<void>): Promise<void>;
+  /** Closes its connections and deletes its stream; idempotent. */
+  close(): Promise<void>;
+}
+
+async function openChain(
+  jsm: JetStreamManager,
+  stream: string,
+  root: string,
+  guard?: Guards,
+): Promise<OpenChain> {
   const event = (id: string, type: string) => `${root}.events.${id}.${type}`;
   await addJournalLikeStream(jsm, stream, `${root}.events.>`);
   const conns: NatsConnection[] = [];
   const reading: ConsumerMessages[] = [];
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    for (const messages of reading) await messages.close().catch(() => undefined);
+    await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
+    await jsm.streams.delete(stream).catch(() => undefined);
+  };
   const open = async (role: string) => {
     const nc = await connect({
       servers: NATS_URL,
-      name: `bench-rawchain-${role}`,
+      name: `bench-${stream}-${role}`,
       ...BENCH_CONNECTION,
     });
     conns.push(nc);
@@ -99,24 +328,53 @@ export async function benchRawDispatch(
     const executor = await open('executor');
     const worker = await open('worker');
     const projection = await open('projection');
-    const append = (nc: NatsConnection, id: string, type: string) =>
-      jetstream(nc).publish(event(id, type), PAYLOAD, {
+    const append = (
+      nc: NatsConnection,
+      id: string,
+      type: ChainEvent,
+      signer?: keyof Guards['keys'],
+    ) => {
+      let payload: Uint8Array = PAYLOAD;
+      let signed: MsgHdrs | undefined;
+      if (guard && signer) {
+        payload = guard.payload[type];
+        signed = headers();
+        guard.keys[signer].signEvent(guard.subject(id, type), type, payload, signed);
+      }
+      return jetstream(nc).publish(event(id, type), payload, {
         msgID: `${id}:${type}`,
         expect: { lastSubjectSequence: 0 },
+        ...(signed ? { headers: signed } : {}),
       });
+    };
+    const idOf = (subject: string) => subject.split('.').at(-2)!;
+    /** The reader's check of a message it acts on (guarded chain); throws when it fails. */
+    const verified = (
+      reader: keyof Guards['keys'],
+      m: { subject: string; data: Uint8Array; headers?: MsgHdrs },
+    ) => {
+      if (!guard) return;
+      const type = m.subject.slice(m.subject.lastIndexOf('.') + 1) as ChainEvent;
+      const refused = guard.keys[reader].verifyEvent(
+        guard.subject(idOf(m.subject), type),
+        m.data,
+        m.headers,
+      );
+      if (refused) throw new Error(`the guarded chain's ${type} failed its check: ${refused}`);
+    };
     const consume = async (
-      nc: NatsConnection,
       name: string,
       filter: string,
       handle: (m: JsMsg) => Promise<void>,
+      nc = projection,
     ) => {
       await jsm.consumers.add(stream, {
-        durable_name: `${prefix}_rawchain_${name}`,
+        durable_name: `${stream}_${name}`,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subject: filter,
+        filter_subject: `${root}.events.${filter}`,
       });
-      const consumer = await jetstream(nc).consumers.get(stream, `${prefix}_rawchain_${name}`);
+      const consumer = await jetstream(nc).consumers.get(stream, `${stream}_${name}`);
       const messages = await consumer.consume({ max_messages: 100 });
       reading.push(messages);
       void (async () => {
@@ -128,22 +386,33 @@ export async function benchRawDispatch(
         }
       })();
     };
-    const idOf = (subject: string) => subject.split('.').at(-2)!;
 
-    // The gateway: appends `requested`, answers when the core delivery of `settled` comes.
+    // The gateway: appends `requested`, answers when the core delivery of `settled` comes (guarded:
+    // once it has read it back from the stream).
+    const gatewayJsm = await jetstreamManager(gateway);
     const waiting = new Map<string, Msg>();
     gateway.subscribe(`${root}.events.*.settled`, {
       callback: (_err, m) => {
         const id = idOf(m.subject);
-        waiting.get(id)?.respond(m.data);
+        const caller = waiting.get(id);
         waiting.delete(id);
+        if (!guard) return void caller?.respond(m.data);
+        verified('gateway', m);
+        void gatewayJsm.direct.getMessage(stream, { last_by_subj: m.subject }).then((stored) => {
+          verified('gateway', {
+            subject: stored!.subject,
+            data: stored!.data,
+            headers: stored!.header,
+          });
+          caller?.respond(stored!.data);
+        });
       },
     });
     gateway.subscribe(`${root}.submit`, {
       callback: (_err, m) => {
         const id = new TextDecoder().decode(m.data);
         waiting.set(id, m);
-        append(gateway, id, 'requested').catch(() => waiting.delete(id));
+        append(gateway, id, 'requested', 'gateway').catch(() => waiting.delete(id));
       },
     });
     worker.subscribe(`${root}.tool`, { callback: (_err, m) => void m.respond(PAYLOAD) });
@@ -151,91 +420,65 @@ export async function benchRawDispatch(
     const executorJsm = await jetstreamManager(executor);
     const lastSettled = (id: string) =>
       executorJsm.direct.getMessage(stream, { last_by_subj: event(id, 'settled') });
-    await consume(evaluator, 'evaluator', `${root}.events.*.requested`, async (m) => {
-      await append(evaluator, idOf(m.subject), 'decided');
-    });
-    await consume(executor, 'executor', `${root}.events.*.decided`, async (m) => {
-      const id = idOf(m.subject);
-      await Promise.all([append(executor, id, 'started'), lastSettled(id)]);
-      await executor.request(`${root}.tool`, PAYLOAD, { timeout: 10_000 });
-      await Promise.all([append(executor, id, 'settled'), lastSettled(id)]);
-    });
-    await consume(projection, 'projection', `${root}.events.>`, async () => undefined);
+    await consume(
+      'evaluator',
+      '*.requested',
+      async (m) => {
+        verified('evaluator', m);
+        await append(evaluator, idOf(m.subject), 'decided', 'evaluator');
+      },
+      evaluator,
+    );
+    await consume(
+      'executor',
+      '*.decided',
+      async (m) => {
+        verified('executor', m);
+        const id = idOf(m.subject);
+        await Promise.all([append(executor, id, 'started', 'executor'), lastSettled(id)]);
+        const signedRequest = guard
+          ? signToolRequest(
+              guard.keys.executor.toolRequestKey,
+              guard.toolSubject,
+              PAYLOAD,
+              Date.now(),
+            )
+          : undefined;
+        const requestHeaders = signedRequest ? headers() : undefined;
+        for (const [k, v] of Object.entries(signedRequest ?? {})) requestHeaders!.set(k, v);
+        await executor.request(`${root}.tool`, PAYLOAD, {
+          timeout: 10_000,
+          ...(requestHeaders ? { headers: requestHeaders } : {}),
+        });
+        await Promise.all([append(executor, id, 'settled', 'executor'), lastSettled(id)]);
+      },
+      executor,
+    );
+    await consume('projection', '>', async (m) => verified('journal', m));
     await workerReady;
 
     let n = 0;
-    // One timer per chain, the request's own (a chain whose append failed times out).
-    const chain = (id = `w${n++}`) =>
-      client.request(`${root}.submit`, new TextEncoder().encode(id), { timeout: 10_000 });
-    for (let i = 0; i < WARMUP; i++) await chain();
-    const samples = opts.quick ? 200 : 500;
-    const times: number[] = [];
-    const sent: SentDispatch[] = [];
-    const sequential = meter();
-    const writes0 = writeSyscalls();
-    for (let i = 0; i < samples; i++) {
-      const t = performance.now();
-      await chain(`d${i}`);
-      const ms = since(t);
-      times.push(ms);
-      sent.push({ dispatchId: `d${i}`, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
-    }
-    const sequentialCpu = sequential.stop(samples);
-    const writes1 = writeSyscalls();
-
-    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
-    // projection consumer has acked every event (as a dispatch's, until the projection folded it).
     const projected = async (name = 'projection') => {
       for (;;) {
-        const info = await jsm.consumers.info(stream, `${prefix}_rawchain_${name}`);
+        const info = await jsm.consumers.info(stream, `${stream}_${name}`);
         if (info.num_pending + info.num_ack_pending === 0) return;
         await new Promise((r) => setTimeout(r, 10));
       }
     };
-    const burst = (name: string, count: number) =>
-      pool(count, PIPELINE_WINDOW, async (i) => void (await chain(`${name}${i}`)));
-    // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
-    await burst('pw', opts.quick ? 256 : 500);
-    await projected();
-    const chains = opts.quick ? 1_000 : 10_000;
-    const pipelined = meter();
-    const t0 = performance.now();
-    await burst('p', chains);
-    const pipelinedMs = since(t0);
-    await projected();
-    const pipelinedCpu = pipelined.stop(chains);
-
-    // The projection role alone, taken as the projection's own fold is (from a backlog, until its
-    // consumer is drained): a second such consumer reads and acks every event the stream holds.
-    const held = (await jsm.streams.info(stream)).state.messages;
-    const replay = meter();
-    await consume(projection, 'replay', `${root}.events.>`, async () => undefined);
-    await projected('replay');
-    const replayCpu = replay.stop(held / EVENTS_PER_DISPATCH);
     return {
-      rawDispatchP50Ms: round(percentile(times, 50), 3),
-      rawDispatchP99Ms: round(percentile(times, 99), 3),
-      rawDispatchSamples: samples,
-      rawDispatchHopsP50Ms: await storedHops(client, stream, `${root}.events.>`, sent),
-      rawDispatchCpuMsPerDispatch: sequentialCpu.cpuMs,
-      ...(writes0 !== undefined && writes1 !== undefined
-        ? { rawDispatchWriteSyscallsPerDispatch: round((writes1 - writes0) / samples, 1) }
-        : {}),
-      ...(sequentialCpu.brokerCpuMs !== undefined
-        ? { rawDispatchBrokerCpuMsPerDispatch: sequentialCpu.brokerCpuMs }
-        : {}),
-      rawChainPipelinedPerSec: Math.round(chains / (pipelinedMs / 1000)),
-      rawChainPipelinedChains: chains,
-      rawChainCpuMsPerDispatch: pipelinedCpu.cpuMs,
-      rawChainProjectionCpuMsPerDispatch: replayCpu.cpuMs,
-      ...(pipelinedCpu.brokerCpuMs !== undefined
-        ? { rawChainBrokerCpuMsPerDispatch: pipelinedCpu.brokerCpuMs }
-        : {}),
+      stream,
+      root,
+      client,
+      // One timer per chain, the request's own (a chain whose append failed times out).
+      chain: (id = `w${n++}`) =>
+        client.request(`${root}.submit`, new TextEncoder().encode(id), { timeout: 10_000 }),
+      projected,
+      consume: (name, filter, handle) => consume(name, filter, handle),
+      close,
     };
-  } finally {
-    for (const messages of reading) await messages.close().catch(() => undefined);
-    await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
-    await jsm.streams.delete(stream).catch(() => undefined);
+  } catch (err) {
+    await close();
+    throw err;
   }
 }
 

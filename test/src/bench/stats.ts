@@ -51,6 +51,33 @@ export async function pool(
   await Promise.all(lanes);
 }
 
+/**
+ * An open loop: call i is sent at t0 + i / `ratePerSec` whatever happened to the ones before, for
+ * `seconds`; `send(scheduled, sentAt)` gets its scheduled and actual send times (`performance.now()`
+ * clock), so its latency can run from the scheduled one and a stall is charged to every call it
+ * delays. Resolves once every call has ended (at most `drainMs` after the last was sent); the count.
+ */
+export async function openLoop(
+  opts: { ratePerSec: number; seconds: number; drainMs: number },
+  send: (scheduled: number, sentAt: number) => Promise<void>,
+): Promise<number> {
+  const total = Math.max(1, Math.round(opts.ratePerSec * opts.seconds));
+  const interval = 1000 / opts.ratePerSec;
+  const inFlight: Promise<void>[] = [];
+  const t0 = performance.now() + 20;
+  let i = 0;
+  while (i < total) {
+    const now = performance.now();
+    for (; i < total && t0 + i * interval <= now; i++)
+      inFlight.push(send(t0 + i * interval, performance.now()));
+    const next = t0 + i * interval - performance.now();
+    if (next > 0) await new Promise((r) => setTimeout(r, next));
+    else await new Promise((r) => setImmediate(r));
+  }
+  await withTimeout(Promise.all(inFlight), opts.drainMs, "the open loop's calls to end");
+  return total;
+}
+
 /** Runs `fn` and logs (stderr) how long it took, so a slow phase of a section shows in the log. */
 export async function phase<T>(what: string, fn: () => Promise<T>): Promise<T> {
   const t = performance.now();
