@@ -154,6 +154,14 @@ type Settlement = JournalConsumerOptions & { maxDeliver: number };
 
 /** How long one pull waits for messages; also the longest a stop waits for the current pull. */
 const FETCH_EXPIRES_MS = 1000;
+/**
+ * How long past its expiry a pull that has not ended is presumed dropped by the broker, and the
+ * next one sent. nats-server 2.9 ends an expired pull with a 408 status, but not always: a message
+ * arriving as the pull expires can make it drop the pull unannounced (seen once in ~20 expiries of
+ * a partly filled pull at 200 events/s), and the client then waits for two missed idle heartbeats
+ * — a second in which nothing is pulled while events wait in the stream.
+ */
+const FETCH_OVERDUE_MS = 100;
 /** Events of a batch parsed between two turns of the event loop (see `processBatch`). */
 const DECODE_SLICE = 64;
 /** Pause after a failed pull (broker restarting, connection reconnecting) before the next one. */
@@ -215,6 +223,8 @@ export function runJournalConsumer(
   let busy = 0;
   let stopping = false;
   let fetcherWaiting: (() => void) | undefined;
+  /** Overdue pulls still being taken from (see FETCH_OVERDUE_MS), awaited by `stop`. */
+  const overduePulls = new Set<Promise<void>>();
   let keepAlive: NodeJS.Timeout | undefined;
   /** When the broker last heard of each held message: its delivery, or its last heartbeat. */
   const heardOf = new WeakMap<JsMsg, number>();
@@ -376,29 +386,50 @@ export function runJournalConsumer(
     }, tickMs);
     keepAlive.unref();
     markReady();
+    /** Takes a pull's messages into the lanes until the pull ends. */
+    const take = async (pulled: AsyncIterable<JsMsg>): Promise<void> => {
+      for await (const msg of pulled) {
+        if (stopping) {
+          // Pulled after stop was asked for: hand it back at once for another replica.
+          msg.nak();
+          continue;
+        }
+        const index = laneOf(msg);
+        const lane = lanes[index]!;
+        // The linger counts from when the broker stored the event, not from when it was pulled:
+        // the tail of a backlog was stored long ago and is folded at once.
+        if (!lane.msgs.length) lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
+        lane.msgs.push(msg);
+        heardOf.set(msg, performance.now());
+        queued++;
+        if (lane.msgs.length >= maxBatch) endLinger(lane);
+        wakeWorker(index);
+      }
+    };
     while (!stopping) {
       try {
         const pulled = await consumer.fetch({
           max_messages: pullSize(),
           expires: FETCH_EXPIRES_MS,
         });
-        for await (const msg of pulled) {
-          if (stopping) {
-            // Pulled after stop was asked for: hand it back at once for another replica.
-            msg.nak();
-            continue;
-          }
-          const index = laneOf(msg);
-          const lane = lanes[index]!;
-          // The linger counts from when the broker stored the event, not from when it was pulled:
-          // the tail of a backlog was stored long ago and is folded at once.
-          if (!lane.msgs.length)
-            lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
-          lane.msgs.push(msg);
-          heardOf.set(msg, performance.now());
-          queued++;
-          if (lane.msgs.length >= maxBatch) endLinger(lane);
-          wakeWorker(index);
+        // The next pull goes out when this one ends or once it is overdue (see FETCH_OVERDUE_MS),
+        // whichever comes first; an overdue pull's late messages are still taken, in the
+        // background, until it ends.
+        let timer: NodeJS.Timeout | undefined;
+        const overdue = new Promise<'overdue'>((resolve) => {
+          timer = setTimeout(() => resolve('overdue'), FETCH_EXPIRES_MS + FETCH_OVERDUE_MS);
+        });
+        const taking = take(pulled);
+        const first = await Promise.race([taking.then(() => 'ended' as const), overdue]).finally(
+          () => clearTimeout(timer),
+        );
+        if (first === 'overdue') {
+          const late = taking.catch((err: unknown) => {
+            // Its heartbeats missed is how such a pull ends: the broker dropped it unannounced.
+            if (!stopping && !isPullHeartbeatLost(err)) options.onError?.(err);
+          });
+          overduePulls.add(late);
+          void late.finally(() => overduePulls.delete(late));
         }
       } catch (err) {
         if (stopping) break;
@@ -428,6 +459,7 @@ export function runJournalConsumer(
       for (const lane of lanes) endLinger(lane);
       wakeFetcher();
       await loop;
+      await Promise.allSettled([...overduePulls]);
       // Messages already queued are still processed (they were pulled; handing them back would
       // only make another replica wait for them); idle workers are woken to see the stop.
       for (const [i, idle] of idleWorkers.entries()) while (idle.length) wakeWorker(i);
