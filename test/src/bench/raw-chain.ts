@@ -16,10 +16,11 @@ import {
   type NatsConnection,
 } from '@nats-io/transport-node';
 import { createSubjects, generateKeySet, ServiceKeys, signToolRequest } from '@toolgate/contracts';
-import { callEvents, NATS_URL } from '@toolgate/testing';
+import { NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
 import { epochMs, EVENTS_PER_DISPATCH, storedHops, type Hop, type SentDispatch } from './dispatch';
 import { startCpuMeter, writeSyscalls } from './machine-cpu';
+import { sampleCall } from './signing';
 import { BENCH_CONNECTION, openLoop, percentile, pool, round, since } from './stats';
 
 /**
@@ -253,13 +254,7 @@ type ChainEvent = 'requested' | 'decided' | 'started' | 'settled';
 function guards(): Guards {
   const set = generateKeySet();
   const subjects = createSubjects('bench');
-  const { all } = callEvents({
-    dispatchId: 'd'.repeat(43),
-    tenant: 'bench',
-    runId: 'run-1',
-    tool: 'noop',
-    input: { command: 'git status --porcelain' },
-  });
+  const { all } = sampleCall('noop');
   const bytes = (type: ChainEvent) =>
     new TextEncoder().encode(JSON.stringify(all.find((e) => e.type === type)));
   return {

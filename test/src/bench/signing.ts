@@ -35,18 +35,23 @@ export interface SigningCost {
  * Times `ServiceKeys.signEvent` and `verifyEvent` on a real `decided` event (its JSON as the
  * evaluator publishes it), and an Ed25519 verify for comparison; the median of several rounds.
  */
+/** The events of one sample dispatch of `tool` (tenant `bench`, run `run-1`): what the bench signs. */
+export function sampleCall(tool: string): ReturnType<typeof callEvents> {
+  return callEvents({
+    dispatchId: 'd'.repeat(43),
+    tenant: 'bench',
+    runId: 'run-1',
+    tool,
+    input: { command: 'git status --porcelain' },
+  });
+}
+
 export function benchSigning(opts: { quick: boolean }): SigningCost {
   const set = generateKeySet();
   const evaluator = ServiceKeys.ofSet('permission-evaluator', set);
   const executor = ServiceKeys.ofSet('tool-executor', set);
   const subjects = createSubjects('bench');
-  const { decided } = callEvents({
-    dispatchId: 'd'.repeat(43),
-    tenant: 'bench',
-    runId: 'run-1',
-    tool: 'shell',
-    input: { command: 'git status --porcelain' },
-  });
+  const { decided } = sampleCall('shell');
   const subject = subjects.journal.event('bench', 'run-1', decided.dispatchId, 'decided');
   const payload = new TextEncoder().encode(JSON.stringify(decided));
   const signed = natsHeaders();
