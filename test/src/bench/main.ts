@@ -542,7 +542,8 @@ async function benchSplit(
       benchLatency(stack, nats, {
         samples: latencySamples,
         runId: 'split-latency',
-        warmup: quick ? 100 : 300,
+        // The all-in-one's warm-up (300) in both modes: with 100 the quick run's five processes
+        // were still warming (p50 10.0–10.9 ms against 8.0–8.8 after 600, three pairs).
       }),
     );
     const tput = await phase('throughput', () =>
