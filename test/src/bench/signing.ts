@@ -31,10 +31,6 @@ export interface SigningCost {
   toolRequestSignUs: number;
 }
 
-/**
- * Times `ServiceKeys.signEvent` and `verifyEvent` on a real `decided` event (its JSON as the
- * evaluator publishes it), and an Ed25519 verify for comparison; the median of several rounds.
- */
 /** The events of one sample dispatch of `tool` (tenant `bench`, run `run-1`): what the bench signs. */
 export function sampleCall(tool: string): ReturnType<typeof callEvents> {
   return callEvents({
@@ -46,6 +42,11 @@ export function sampleCall(tool: string): ReturnType<typeof callEvents> {
   });
 }
 
+/**
+ * Times `ServiceKeys.signEvent` and `verifyEvent` on a real `decided` event (its JSON as the
+ * evaluator publishes it), an Ed25519 verify for comparison and the executor's Ed25519 signature of
+ * a tool request; the median of several rounds.
+ */
 export function benchSigning(opts: { quick: boolean }): SigningCost {
   const set = generateKeySet();
   const evaluator = ServiceKeys.ofSet('permission-evaluator', set);
