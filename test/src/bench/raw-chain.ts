@@ -344,6 +344,11 @@ async function openChain(
       });
     };
     const idOf = (subject: string) => subject.split('.').at(-2)!;
+    /**
+     * The first check that failed: a chain waiting on it times out, and says this instead (the
+     * failure is the bench's, not the broker's).
+     */
+    let refusal: Error | undefined;
     /** The reader's check of a message it acts on (guarded chain); throws when it fails. */
     const verified = (
       reader: keyof Guards['keys'],
@@ -356,7 +361,8 @@ async function openChain(
         m.data,
         m.headers,
       );
-      if (refused) throw new Error(`the guarded chain's ${type} failed its check: ${refused}`);
+      if (refused)
+        throw (refusal ??= new Error(`the guarded chain's ${type} failed its check: ${refused}`));
     };
     const consume = async (
       name: string,
@@ -393,15 +399,21 @@ async function openChain(
         const caller = waiting.get(id);
         waiting.delete(id);
         if (!guard) return void caller?.respond(m.data);
-        verified('gateway', m);
-        void gatewayJsm.direct.getMessage(stream, { last_by_subj: m.subject }).then((stored) => {
-          verified('gateway', {
-            subject: stored!.subject,
-            data: stored!.data,
-            headers: stored!.header,
-          });
-          caller?.respond(stored!.data);
-        });
+        // As the gateway does: the heard event checked, then read back and checked. A failed
+        // check or read leaves the caller waiting: its chain reports `refusal`.
+        void Promise.resolve()
+          .then(() => verified('gateway', m))
+          .then(() => gatewayJsm.direct.getMessage(stream, { last_by_subj: m.subject }))
+          .then((stored) => {
+            if (!stored) throw (refusal ??= new Error(`${m.subject} was heard but not stored`));
+            verified('gateway', {
+              subject: stored.subject,
+              data: stored.data,
+              headers: stored.header,
+            });
+            caller?.respond(stored.data);
+          })
+          .catch((err: unknown) => void (refusal ??= err as Error));
       },
     });
     gateway.subscribe(`${root}.submit`, {
@@ -467,7 +479,11 @@ async function openChain(
       client,
       // One timer per chain, the request's own (a chain whose append failed times out).
       chain: (id = `w${n++}`) =>
-        client.request(`${root}.submit`, new TextEncoder().encode(id), { timeout: 10_000 }),
+        client
+          .request(`${root}.submit`, new TextEncoder().encode(id), { timeout: 10_000 })
+          .catch((err: unknown) => {
+            throw refusal ?? err;
+          }),
       projected,
       consume: (name, filter, handle) => consume(name, filter, handle),
       close,
