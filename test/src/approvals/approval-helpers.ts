@@ -210,25 +210,28 @@ export async function startWebhookStack(
   options: { secret: string; failFirst?: boolean; env?: Record<string, string> },
 ) {
   const receiver = await webhookReceiver({ failFirst: options.failFirst });
+  let stack: TestStack | undefined;
   try {
-    const stack = await startTestStack(label, {
+    stack = await startTestStack(label, {
       GATEWAY_APPROVAL_WEBHOOK_URLS: receiver.url,
       GATEWAY_APPROVAL_WEBHOOK_SECRET: options.secret,
       GATEWAY_APPROVAL_WEBHOOK_BACKOFF_MS: '100',
       ...options.env,
     });
     const gated = await gatedTool(stack);
+    const started = stack;
     return {
-      stack,
+      stack: started,
       gated,
       receiver,
       async stop() {
         gated.stop();
-        await stack.stop();
+        await started.stop();
         await receiver.close();
       },
     };
   } catch (err) {
+    await stack?.stop();
     await receiver.close();
     throw err;
   }
