@@ -1,5 +1,13 @@
 import { jetstream } from '@nats-io/jetstream';
-import { callEvents, testJournalKeys, useTestNats, type TestNats } from '@toolgate/testing';
+import {
+  BROKER_SHAPES,
+  callEvents,
+  startTestBroker,
+  testJournalKeys,
+  useTestNats,
+  type TestBroker,
+  type TestNats,
+} from '@toolgate/testing';
 import {
   ensureConsumer,
   ensureJournalStreams,
@@ -16,64 +24,71 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * client then waits two missed idle heartbeats (a second) with nothing pulled while events wait.
  * Two consumers with wide pulls (256 in flight, so each pull expires part-filled every second) are
  * fed a steady 200 events a second for 12 s — some 24 expiries, of which about one in twenty was
- * dropped so in the runs that found it — and no event may wait near a second for its handler.
+ * dropped so in the runs that found it — and no event may wait near a second for its handler, on
+ * the single node and on a 3-node cluster (R3 streams, consumers led by one node of three).
  */
-describe('a consumer whose pull the broker drops as it expires', () => {
-  let t: TestNats;
-  let publisher: JournalPublisher;
-  const running: RunningConsumer[] = [];
+describe.each(BROKER_SHAPES)(
+  'a consumer whose pull the broker drops as it expires ($shape)',
+  (shape) => {
+    let broker: TestBroker;
+    let t: TestNats;
+    let publisher: JournalPublisher;
+    const running: RunningConsumer[] = [];
 
-  beforeAll(async () => {
-    t = await useTestNats('silentpull');
-    await ensureJournalStreams(t.jsm, t.subjects);
-    publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
-  });
-  afterAll(async () => {
-    for (const consumer of running) await consumer.stop();
-    publisher?.close();
-    await t?.cleanup();
-  });
+    beforeAll(async () => {
+      broker = await startTestBroker(shape, 'silentpull');
+      t = await useTestNats('silentpull', { servers: broker.servers });
+      await ensureJournalStreams(t.jsm, t.subjects, { replicas: shape.replicas });
+      publisher = new JournalPublisher(t.nc, t.subjects, testJournalKeys());
+    }, 60_000);
+    afterAll(async () => {
+      for (const consumer of running) await consumer.stop();
+      publisher?.close();
+      await t?.cleanup();
+      await broker?.cleanup();
+    }, 60_000);
 
-  it('sends the next pull once the last is overdue, so no event waits out the dropped one', async () => {
-    const publishedAt = new Map<string, number>();
-    const lags: Record<string, number[]> = { evaluator: [], journal: [] };
-    for (const [role, eventType] of [
-      ['evaluator', 'requested'],
-      ['journal', '*'],
-    ] as const) {
-      const consumer = await ensureConsumer(t.jsm, t.subjects, { role, eventType });
-      const run = runJournalConsumer({
-        js: jetstream(t.nc),
-        subjects: t.subjects,
-        role,
-        consumer,
-        keys: testJournalKeys(),
-        concurrency: 256,
-        handle: async (event) => {
-          lags[role]!.push(performance.now() - publishedAt.get(event.dispatchId)!);
-        },
-      });
-      running.push(run);
-      await run.ready;
-    }
-
-    const rate = 200;
-    const seconds = 12;
-    const appends: Promise<unknown>[] = [];
-    const t0 = performance.now();
-    for (let i = 0; i < rate * seconds;) {
-      for (; i < ((performance.now() - t0) / 1000) * rate && i < rate * seconds; i++) {
-        const dispatchId = `steady-${i}`;
-        publishedAt.set(dispatchId, performance.now());
-        appends.push(publisher.append(callEvents({ dispatchId }).requested));
+    it('sends the next pull once the last is overdue, so no event waits out the dropped one', async () => {
+      const publishedAt = new Map<string, number>();
+      const lags: Record<string, number[]> = { evaluator: [], journal: [] };
+      for (const [role, eventType] of [
+        ['evaluator', 'requested'],
+        ['journal', '*'],
+      ] as const) {
+        const consumer = await ensureConsumer(t.jsm, t.subjects, { role, eventType });
+        const run = runJournalConsumer({
+          js: jetstream(t.nc),
+          subjects: t.subjects,
+          role,
+          consumer,
+          keys: testJournalKeys(),
+          concurrency: 256,
+          handle: async (event) => {
+            lags[role]!.push(performance.now() - publishedAt.get(event.dispatchId)!);
+          },
+        });
+        running.push(run);
+        await run.ready;
       }
-      await sleep(2);
-    }
-    await Promise.all(appends);
-    while (lags.evaluator!.length + lags.journal!.length < 2 * rate * seconds) await sleep(50);
 
-    // A dropped pull costs its events a second; one sent 100 ms past the expiry, ~0.1 s.
-    expect(Math.max(...lags.evaluator!)).toBeLessThan(800);
-    expect(Math.max(...lags.journal!)).toBeLessThan(800);
-  }, 60_000);
-});
+      const rate = 200;
+      const seconds = 12;
+      const appends: Promise<unknown>[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < rate * seconds;) {
+        for (; i < ((performance.now() - t0) / 1000) * rate && i < rate * seconds; i++) {
+          const dispatchId = `steady-${i}`;
+          publishedAt.set(dispatchId, performance.now());
+          appends.push(publisher.append(callEvents({ dispatchId }).requested));
+        }
+        await sleep(2);
+      }
+      await Promise.all(appends);
+      while (lags.evaluator!.length + lags.journal!.length < 2 * rate * seconds) await sleep(50);
+
+      // A dropped pull costs its events a second; one sent 100 ms past the expiry, ~0.1 s.
+      expect(Math.max(...lags.evaluator!)).toBeLessThan(800);
+      expect(Math.max(...lags.journal!)).toBeLessThan(800);
+    }, 60_000);
+  },
+);
