@@ -144,8 +144,10 @@ describe('requestReply against a real broker', () => {
     );
     const none = await toolgateRejection(gone);
     expect(none.code).toBe(ErrorCode.Unavailable);
-    // Asked again until the next pause would pass the timeout (50 + 100 + 200 ms), not at once.
-    expect(Date.now() - goneAt).toBeGreaterThanOrEqual(350);
+    // Asked again until the next pause would pass the timeout, not at once: the pauses of 50 and
+    // 100 ms fit any run (350 ms once the 200 ms one did too; a loaded CI run's slower "no
+    // responders" answers left it out and gave up at 256 ms, as the rule says).
+    expect(Date.now() - goneAt).toBeGreaterThanOrEqual(150);
   });
 
   it('is too-large for a request over the broker max_payload, before anything is sent', async () => {
