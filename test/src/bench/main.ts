@@ -161,13 +161,15 @@ function cpuFloor(
   b: RawDispatchResult,
   projectionCpuMsPerDispatch: number,
   s: SigningCost & { signsPerDispatch: number; verifiesPerDispatch: number },
+  /** The raw chain's CPU per chain in the shape measured (the split's: `rawSplitChain…`). */
+  rawChainCpuMsPerDispatch = b.rawChainCpuMsPerDispatch,
 ): number {
   // The projection verifies each event it folds.
   const pathVerifies = Math.max(0, s.verifiesPerDispatch - EVENTS_PER_DISPATCH);
   const signaturesUs =
     s.signsPerDispatch * s.signCostUs + pathVerifies * s.verifyCostUs + s.toolRequestSignUs;
   return (
-    b.rawChainCpuMsPerDispatch -
+    rawChainCpuMsPerDispatch -
     b.rawChainProjectionCpuMsPerDispatch +
     projectionCpuMsPerDispatch +
     signaturesUs / 1000
@@ -218,6 +220,24 @@ interface SplitResult extends ServersCpu, RawChainRatios {
   steadyCpuMsPerDispatch: number;
   /** Seconds until the five processes (from their sources) were all ready. */
   startSeconds: number;
+  /**
+   * The shape's own cost, from the raw chain with each role in a process of its own
+   * (`baseline.rawSplitChain…`): its p50 ÷ `rawDispatchP50Ms` (`shapeP50VsRawDispatch`), its
+   * CPU per chain ÷ `rawChainCpuMsPerDispatch` (`shapeCpuVsRawChain`) and its pipelined rate ÷
+   * `rawChainPipelinedPerSec` (`shapeThroughputVsRawChain`). With the guards on that chain (the
+   * split does a guarded chain's work and more, in as many processes): the floors under
+   * `p50VsRawDispatch` and `p99VsRawDispatch` (`baseline.guardedSplitChain…` ÷ `rawDispatch…`),
+   * the ceiling over `throughputVsRawChain` (its pipelined rate ÷ the raw chain's); and, when the
+   * dispatch and signing sections ran, {@link cpuFloor} with the raw split chain's CPU.
+   */
+  shapeP50VsRawDispatch?: number;
+  shapeCpuVsRawChain?: number;
+  shapeThroughputVsRawChain?: number;
+  throughputCeilingVsRawChain?: number;
+  p50FloorVsRawDispatch?: number;
+  p99FloorVsRawDispatch?: number;
+  cpuFloorMsPerDispatch?: number;
+  cpuFloorVsRawChain?: number;
   /**
    * Present when they started beside the sections beside growth (a quick run, once growth is
    * done, if those still run): `startSeconds` is then an upper bound. Nothing runs beside the
@@ -302,7 +322,7 @@ async function main(): Promise<Report> {
   if (['baseline', 'dispatch', 'split'].some(wanted))
     report.baseline = await section('baseline', async () => ({
       ...(await benchBaseline(nats.nc, nats.jsm, nats.prefix, { quick })),
-      ...(await benchRawDispatch(nats.jsm, nats.prefix, { quick })),
+      ...(await benchRawDispatch(nats.jsm, nats.prefix, { quick, split: wanted('split') })),
     }));
 
   let allInOneStopped: Promise<void> | undefined;
@@ -443,6 +463,16 @@ async function main(): Promise<Report> {
       const floorMs = cpuFloor(baseline, d.projectionCpuMsPerDispatch, report.signing);
       d.cpuFloorMsPerDispatch = round(floorMs, 3);
       d.cpuFloorVsRawChain = round(floorMs / baseline.rawChainCpuMsPerDispatch, 2);
+      if (d.split && baseline.rawSplitChainCpuMsPerDispatch !== undefined) {
+        const splitFloorMs = cpuFloor(
+          baseline,
+          d.projectionCpuMsPerDispatch,
+          report.signing,
+          baseline.rawSplitChainCpuMsPerDispatch,
+        );
+        d.split.cpuFloorMsPerDispatch = round(splitFloorMs, 3);
+        d.split.cpuFloorVsRawChain = round(splitFloorMs / baseline.rawChainCpuMsPerDispatch, 2);
+      }
     }
   }
   const inline = (name: AsideSection) => wanted(name) && !asideSections.includes(name);
@@ -586,10 +616,44 @@ async function benchSplit(
       steadyCpuMsPerDispatch: steady.steadyCpuMsPerDispatch,
       startSeconds,
       ...(split.beside ? { startedBesideGrowth: true as const } : {}),
+      ...splitShapeRatios(baseline),
     };
   } finally {
     await split.stop();
   }
+}
+
+/** `SplitResult`'s shape ratios and latency floors, when the baseline measured the split chains. */
+function splitShapeRatios(
+  b: BaselineResult & RawDispatchResult,
+): Pick<
+  SplitResult,
+  | 'shapeP50VsRawDispatch'
+  | 'shapeCpuVsRawChain'
+  | 'shapeThroughputVsRawChain'
+  | 'throughputCeilingVsRawChain'
+  | 'p50FloorVsRawDispatch'
+  | 'p99FloorVsRawDispatch'
+> {
+  const {
+    rawSplitChainP50Ms: p50,
+    rawSplitChainCpuMsPerDispatch: cpu,
+    rawSplitChainPipelinedPerSec: perSec,
+    guardedSplitChainP50Ms: guardedP50,
+    guardedSplitChainP99Ms: guardedP99,
+    guardedSplitChainPipelinedPerSec: guardedPerSec,
+  } = b;
+  if (p50 === undefined || cpu === undefined || perSec === undefined) return {};
+  if (guardedP50 === undefined || guardedP99 === undefined || guardedPerSec === undefined)
+    return {};
+  return {
+    shapeP50VsRawDispatch: round(p50 / b.rawDispatchP50Ms, 2),
+    shapeCpuVsRawChain: round(cpu / b.rawChainCpuMsPerDispatch, 2),
+    shapeThroughputVsRawChain: round(perSec / b.rawChainPipelinedPerSec, 3),
+    throughputCeilingVsRawChain: round(guardedPerSec / b.rawChainPipelinedPerSec, 3),
+    p50FloorVsRawDispatch: round(guardedP50 / b.rawDispatchP50Ms, 2),
+    p99FloorVsRawDispatch: round(guardedP99 / b.rawDispatchP99Ms, 2),
+  };
 }
 
 /** The CPU figures of a throughput phase outside the services' own processes. */
@@ -738,6 +802,18 @@ function print(report: Report): void {
           `raw chain steady open loop ${b.rawChainSteadyOfferedPerSec}/s: p50 / p99, each ÷ one at a time (p50); CPU per chain, loop busy`,
           `${b.rawChainSteadyP50Ms} / ${b.rawChainSteadyP99Ms} ms, ${b.rawChainSteadyP50VsOneAtATime} / ${b.rawChainSteadyP99VsOneAtATime}; ${b.rawChainSteadyCpuMsPerDispatch} ms, ${b.rawChainSteadyLoopUtilization}`,
         ],
+        ...(b.rawSplitChainP50Ms !== undefined
+          ? ([
+              [
+                'the raw / guarded chain, each role in a process of its own: p50 / p99',
+                `${b.rawSplitChainP50Ms} / ${b.rawSplitChainP99Ms} ms; ${b.guardedSplitChainP50Ms} / ${b.guardedSplitChainP99Ms} ms`,
+              ],
+              [
+                'so, pipelined: raw rate, CPU per chain (this process and the four) / broker; guarded rate',
+                `${b.rawSplitChainPipelinedPerSec?.toLocaleString('en-US')}/s, ${b.rawSplitChainCpuMsPerDispatch} / ${b.rawSplitChainBrokerCpuMsPerDispatch ?? '-'} ms; ${b.guardedSplitChainPipelinedPerSec?.toLocaleString('en-US')}/s`,
+              ],
+            ] as [string, unknown][])
+          : []),
         [
           'CPU per sync publish: client / broker',
           `${b.clientCpuUsPerSyncPublish} / ${b.brokerCpuUsPerSyncPublish ?? '-'} µs`,
@@ -877,6 +953,18 @@ function print(report: Report): void {
             `${d.split.p50VsRawDispatch} / ${d.split.p99VsRawDispatch}`,
           ],
           ...rawChainRows(d.split),
+          ...(d.split.shapeP50VsRawDispatch !== undefined
+            ? ([
+                [
+                  'the shape alone (raw chain, a process per role): p50, CPU, rate ÷ the raw chain',
+                  `${d.split.shapeP50VsRawDispatch}, ${d.split.shapeCpuVsRawChain}, ${d.split.shapeThroughputVsRawChain}`,
+                ],
+                [
+                  'floors (guarded chain so): p50 / p99, CPU per dispatch; ceiling: rate',
+                  `${d.split.p50FloorVsRawDispatch} / ${d.split.p99FloorVsRawDispatch}, ${d.split.cpuFloorVsRawChain ?? '-'}; ${d.split.throughputCeilingVsRawChain}`,
+                ],
+              ] as [string, unknown][])
+            : []),
           [
             `steady ${d.split.steadyOfferedPerSec}/s for ${d.split.steadySeconds} s: p50 / p99`,
             `${d.split.steadyP50Ms} / ${d.split.steadyP99Ms} ms`,

@@ -1,26 +1,20 @@
 import { performance } from 'node:perf_hooks';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JetStreamManager,
-  type JsMsg,
-} from '@nats-io/jetstream';
-import {
-  connect,
-  headers,
-  type Msg,
-  type MsgHdrs,
-  type NatsConnection,
-} from '@nats-io/transport-node';
-import { createSubjects, generateKeySet, ServiceKeys, signToolRequest } from '@toolgate/contracts';
+import { type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { NATS_URL } from '@toolgate/testing';
 import { addJournalLikeStream } from './baseline';
 import { epochMs, EVENTS_PER_DISPATCH, storedHops, type Hop, type SentDispatch } from './dispatch';
-import { startCpuMeter, writeSyscalls } from './machine-cpu';
-import { sampleCall } from './signing';
+import { procCpuSeconds, startCpuMeter, writeSyscalls } from './machine-cpu';
+import {
+  guards,
+  PAYLOAD,
+  ROLES,
+  serveRole,
+  spawnRoles,
+  type Guards,
+  type RoleProcesses,
+  type ServedRole,
+} from './raw-chain-roles';
 import { BENCH_CONNECTION, openLoop, percentile, pool, round, since } from './stats';
 
 /**
@@ -82,11 +76,33 @@ export interface RawDispatchResult {
   rawChainSteadyLoopUtilization: number;
   rawChainSteadyP50VsOneAtATime: number;
   rawChainSteadyP99VsOneAtATime: number;
+  /**
+   * With `split`: the raw and the guarded chain with each role in a process of its own, as the
+   * split shape runs each service (the client and the worker in this process, as its load
+   * generator and worker are), one at a time in the same alternate blocks — what the shape alone
+   * costs a chain, and the floor under `dispatch.split.p50Ms` (`split.p50FloorVsRawDispatch`).
+   */
+  rawSplitChainP50Ms?: number;
+  rawSplitChainP99Ms?: number;
+  guardedSplitChainP50Ms?: number;
+  guardedSplitChainP99Ms?: number;
+  /**
+   * The raw chain in that layout pipelined as `rawChainPipelinedPerSec` is, and its CPU per chain
+   * (this process and the roles' four, until the projection role has acked every event): the
+   * shape's own rate and CPU (`split.shape…VsRawChain`) and its part of `split.cpuFloor…`.
+   */
+  rawSplitChainPipelinedPerSec?: number;
+  rawSplitChainCpuMsPerDispatch?: number;
+  rawSplitChainBrokerCpuMsPerDispatch?: number;
+  /**
+   * The guarded chain in that layout pipelined so: a ceiling over `dispatch.split.throughputPerSec`
+   * (`split.throughputCeilingVsRawChain`), its guards being on every dispatch's path too.
+   */
+  guardedSplitChainPipelinedPerSec?: number;
 }
 
 /** Untimed chains first: in quick and full runs alike. */
 const WARMUP = 100;
-const PAYLOAD = new Uint8Array(400).fill(0x61);
 /** In flight at once in the pipelined figure: the dispatch throughput phase's window. */
 const PIPELINE_WINDOW = 256;
 
@@ -105,20 +121,34 @@ const PIPELINE_WINDOW = 256;
 export async function benchRawDispatch(
   jsm: JetStreamManager,
   prefix: string,
-  opts: { quick: boolean },
+  opts: { quick: boolean; split?: boolean },
 ): Promise<RawDispatchResult> {
-  const raw = await openChain(jsm, `${prefix}_rawchain`, `${prefix}.rawchain`);
-  const guarded = await openChain(jsm, `${prefix}_rawguarded`, `${prefix}.rawguarded`, guards());
+  const opened: OpenChain[] = [];
+  const openNamed = async (name: string, options?: Parameters<typeof openChain>[3]) => {
+    const chain = await openChain(jsm, `${prefix}_${name}`, `${prefix}.${name}`, options);
+    opened.push(chain);
+    return chain;
+  };
   try {
+    const raw = await openNamed('rawchain');
+    const guarded = await openNamed('rawguarded', { guard: guards() });
+    // The split shape's layout: each role in a process of its own (`opts.split`).
+    const split = opts.split
+      ? {
+          raw: await openNamed('rawsplit', { processes: true }),
+          guarded: await openNamed('rawsplitguarded', { guard: guards(), processes: true }),
+        }
+      : undefined;
+    const others = [guarded, ...(split ? [split.raw, split.guarded] : [])];
     for (let i = 0; i < WARMUP; i++) {
       await raw.chain();
-      await guarded.chain();
+      for (const chain of others) await chain.chain();
     }
-    // One chain at a time, the plain and the guarded chain in alternate blocks (the host's speed
-    // drifts within a run), each block's CPU and writes metered apart.
+    // One chain at a time, each chain in turn in blocks (the host's speed drifts within a run),
+    // the plain chain's CPU and writes metered block by block.
     const samples = opts.quick ? 200 : 500;
     const times: number[] = [];
-    const guardedTimes: number[] = [];
+    const othersTimes = others.map((): number[] => []);
     const sent: SentDispatch[] = [];
     let cpuMs = 0;
     let brokerCpuMs: number | undefined;
@@ -143,29 +173,42 @@ export async function benchRawDispatch(
         writes !== undefined && writes0 !== undefined && writes1 !== undefined
           ? writes + writes1 - writes0
           : undefined;
-      for (let i = done; i < done + block; i++) {
-        const t = performance.now();
-        await guarded.chain(`d${i}`);
-        guardedTimes.push(since(t));
+      for (const [c, chain] of others.entries()) {
+        for (let i = done; i < done + block; i++) {
+          const t = performance.now();
+          await chain.chain(`d${i}`);
+          othersTimes[c]!.push(since(t));
+        }
       }
     }
+    const [guardedTimes, splitTimes, guardedSplitTimes] = othersTimes;
     await guarded.close();
 
-    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU until the
-    // projection consumer has acked every event (as a dispatch's, until the projection folded it).
-    const burst = (name: string, count: number) =>
-      pool(count, PIPELINE_WINDOW, async (i) => void (await raw.chain(`${name}${i}`)));
-    // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
-    await burst('pw', opts.quick ? 256 : 500);
-    await raw.projected();
-    const chains = opts.quick ? 1_000 : 10_000;
-    const pipelined = meter();
-    const t0 = performance.now();
-    await burst('p', chains);
-    const pipelinedMs = since(t0);
-    await raw.projected();
-    const pipelinedCpu = pipelined.stop(chains);
-    const pipelinedPerSec = chains / (pipelinedMs / 1000);
+    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU (every
+    // process of the chain's) until the projection consumer has acked every event (as a
+    // dispatch's, until the projection folded it).
+    const pipeline = async (chain: OpenChain, name: string) => {
+      const burst = (tag: string, count: number) =>
+        pool(count, PIPELINE_WINDOW, async (i) => void (await chain.chain(`${tag}${i}`)));
+      // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
+      await burst(`${name}w`, opts.quick ? 256 : 500);
+      await chain.projected();
+      const chains = opts.quick ? 1_000 : 10_000;
+      const metered = meter(chain.pids);
+      const t0 = performance.now();
+      await burst(name, chains);
+      const ms = since(t0);
+      await chain.projected();
+      return { chains, perSec: chains / (ms / 1000), cpu: metered.stop(chains) };
+    };
+    const pipelined = await pipeline(raw, 'p');
+    const pipelinedPerSec = pipelined.perSec;
+    const pipelinedCpu = pipelined.cpu;
+    const chains = pipelined.chains;
+    const splitPipelined = split ? await pipeline(split.raw, 's') : undefined;
+    await split?.raw.close();
+    const guardedSplitPipelined = split ? await pipeline(split.guarded, 'g') : undefined;
+    await split?.guarded.close();
 
     // Half that rate in an open loop, as the dispatch's steady phase offers half its throughput
     // (quick: 2 s, as the split's; its 2,000-odd chains give the p99 as well as 3 s would).
@@ -206,8 +249,8 @@ export async function benchRawDispatch(
       ...(brokerCpuMs !== undefined
         ? { rawDispatchBrokerCpuMsPerDispatch: round(brokerCpuMs / samples, 3) }
         : {}),
-      guardedChainP50Ms: round(percentile(guardedTimes, 50), 3),
-      guardedChainP99Ms: round(percentile(guardedTimes, 99), 3),
+      guardedChainP50Ms: round(percentile(guardedTimes!, 50), 3),
+      guardedChainP99Ms: round(percentile(guardedTimes!, 99), 3),
       rawChainPipelinedPerSec: Math.round(pipelinedPerSec),
       rawChainPipelinedChains: chains,
       rawChainCpuMsPerDispatch: pipelinedCpu.cpuMs,
@@ -222,89 +265,70 @@ export async function benchRawDispatch(
       rawChainSteadyLoopUtilization: round(steadyLoop.utilization, 3),
       rawChainSteadyP50VsOneAtATime: round(steadyP50 / p50),
       rawChainSteadyP99VsOneAtATime: round(steadyP99 / p50),
+      ...(splitTimes && guardedSplitTimes && splitPipelined && guardedSplitPipelined
+        ? {
+            rawSplitChainP50Ms: round(percentile(splitTimes, 50), 3),
+            rawSplitChainP99Ms: round(percentile(splitTimes, 99), 3),
+            guardedSplitChainP50Ms: round(percentile(guardedSplitTimes, 50), 3),
+            guardedSplitChainP99Ms: round(percentile(guardedSplitTimes, 99), 3),
+            rawSplitChainPipelinedPerSec: Math.round(splitPipelined.perSec),
+            rawSplitChainCpuMsPerDispatch: splitPipelined.cpu.cpuMs,
+            guardedSplitChainPipelinedPerSec: Math.round(guardedSplitPipelined.perSec),
+            ...(splitPipelined.cpu.brokerCpuMs !== undefined
+              ? { rawSplitChainBrokerCpuMsPerDispatch: splitPipelined.cpu.brokerCpuMs }
+              : {}),
+          }
+        : {}),
     };
   } finally {
-    await raw.close();
-    await guarded.close();
+    for (const chain of opened) await chain.close();
   }
 }
 
 /** One-at-a-time samples of each chain in turn, this many at a time. */
 const SAMPLE_BLOCK = 25;
 
-/**
- * The work every dispatch does on its path that the raw chain does not, and nothing else: each
- * event signed by its producer (Toolgate's own {@link ServiceKeys}, for every reader) and verified
- * by the role that reads it, the executor's Ed25519 signature on the tool request, and the
- * gateway's read of the `settled` it heard back from the stream before it answers (a `wait` is
- * answered only with what was recorded). The events are a dispatch's own (their size is the
- * journal's). Left out: the checks of each event's shape, the policy, the other reads that decide,
- * metrics, traces, the projection's fold — so the guarded chain is a floor under a dispatch.
- */
-interface Guards {
-  keys: Record<'gateway' | 'evaluator' | 'executor' | 'journal', ServiceKeys>;
-  /** The journal subject a chain's event stands for: what its signature binds. */
-  subject(id: string, type: ChainEvent): string;
-  payload: Record<ChainEvent, Uint8Array>;
-  toolSubject: string;
-}
-
-type ChainEvent = 'requested' | 'decided' | 'started' | 'settled';
-
-function guards(): Guards {
-  const set = generateKeySet();
-  const subjects = createSubjects('bench');
-  const { all } = sampleCall('noop');
-  const bytes = (type: ChainEvent) =>
-    new TextEncoder().encode(JSON.stringify(all.find((e) => e.type === type)));
-  return {
-    keys: {
-      gateway: ServiceKeys.ofSet('gateway', set),
-      evaluator: ServiceKeys.ofSet('permission-evaluator', set),
-      executor: ServiceKeys.ofSet('tool-executor', set),
-      journal: ServiceKeys.ofSet('journal', set),
-    },
-    subject: (id, type) => subjects.journal.event('bench', 'run-1', id, type),
-    payload: {
-      requested: bytes('requested'),
-      decided: bytes('decided'),
-      started: bytes('started'),
-      settled: bytes('settled'),
-    },
-    toolSubject: subjects.remoteTool('bench', 'noop').subject,
-  };
-}
-
 /** A chain's roles, connected and consuming, ready for {@link OpenChain.chain}. */
 interface OpenChain {
   stream: string;
   root: string;
   client: NatsConnection;
+  /** The roles' processes, when each runs in a process of its own (empty in this process). */
+  pids: number[];
   /** One chain: the client's request to its reply. */
   chain(id?: string): Promise<Msg>;
   /** Resolves once the consumer `name` has acked everything. */
   projected(name?: string): Promise<void>;
-  /** Another durable consumer on the projection's connection, filtered on `events.<filter>`. */
+  /**
+   * Another durable consumer on the projection's connection, filtered on `events.<filter>` (a
+   * chain whose roles are in this process only).
+   */
   consume(name: string, filter: string, handle: (m: JsMsg) => Promise<void>): Promise<void>;
-  /** Closes its connections and deletes its stream; idempotent. */
+  /** Closes its connections and processes and deletes its stream; idempotent. */
   close(): Promise<void>;
 }
 
+/**
+ * The chain on stream `stream` (created here) under subject root `root`: its roles
+ * ({@link serveRole}) in this process, or with `processes` each in a process of its own
+ * ({@link spawnRoles}, the split shape's layout); the client and the tool's worker here.
+ */
 async function openChain(
   jsm: JetStreamManager,
   stream: string,
   root: string,
-  guard?: Guards,
+  { guard, processes = false }: { guard?: Guards; processes?: boolean } = {},
 ): Promise<OpenChain> {
-  const event = (id: string, type: string) => `${root}.events.${id}.${type}`;
   await addJournalLikeStream(jsm, stream, `${root}.events.>`);
   const conns: NatsConnection[] = [];
-  const reading: ConsumerMessages[] = [];
+  const served: ServedRole[] = [];
+  let spawned: RoleProcesses | undefined;
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    for (const messages of reading) await messages.close().catch(() => undefined);
+    await spawned?.close();
+    for (const role of served) await role.close();
     await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
     await jsm.streams.delete(stream).catch(() => undefined);
   };
@@ -317,153 +341,21 @@ async function openChain(
     conns.push(nc);
     return nc;
   };
+  /**
+   * The first check that failed: a chain waiting on it times out, and says this instead (the
+   * failure is the bench's, not the broker's).
+   */
+  let refusal: Error | undefined;
+  const refuse = (err: Error) => void (refusal ??= err);
   try {
     const client = await open('client');
-    const gateway = await open('gateway');
-    const evaluator = await open('evaluator');
-    const executor = await open('executor');
     const worker = await open('worker');
-    const projection = await open('projection');
-    const append = (
-      nc: NatsConnection,
-      id: string,
-      type: ChainEvent,
-      signer?: keyof Guards['keys'],
-    ) => {
-      let payload: Uint8Array = PAYLOAD;
-      let signed: MsgHdrs | undefined;
-      if (guard && signer) {
-        payload = guard.payload[type];
-        signed = headers();
-        guard.keys[signer].signEvent(guard.subject(id, type), type, payload, signed);
-      }
-      return jetstream(nc).publish(event(id, type), payload, {
-        msgID: `${id}:${type}`,
-        expect: { lastSubjectSequence: 0 },
-        ...(signed ? { headers: signed } : {}),
-      });
-    };
-    const idOf = (subject: string) => subject.split('.').at(-2)!;
-    /**
-     * The first check that failed: a chain waiting on it times out, and says this instead (the
-     * failure is the bench's, not the broker's).
-     */
-    let refusal: Error | undefined;
-    /** The reader's check of a message it acts on (guarded chain); throws when it fails. */
-    const verified = (
-      reader: keyof Guards['keys'],
-      m: { subject: string; data: Uint8Array; headers?: MsgHdrs },
-    ) => {
-      if (!guard) return;
-      const type = m.subject.slice(m.subject.lastIndexOf('.') + 1) as ChainEvent;
-      const refused = guard.keys[reader].verifyEvent(
-        guard.subject(idOf(m.subject), type),
-        m.data,
-        m.headers,
-      );
-      if (refused)
-        throw (refusal ??= new Error(`the guarded chain's ${type} failed its check: ${refused}`));
-    };
-    const consume = async (
-      name: string,
-      filter: string,
-      handle: (m: JsMsg) => Promise<void>,
-      nc = projection,
-    ) => {
-      await jsm.consumers.add(stream, {
-        durable_name: `${stream}_${name}`,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        filter_subject: `${root}.events.${filter}`,
-      });
-      const consumer = await jetstream(nc).consumers.get(stream, `${stream}_${name}`);
-      const messages = await consumer.consume({ max_messages: 100 });
-      reading.push(messages);
-      void (async () => {
-        for await (const m of messages) {
-          handle(m).then(
-            () => m.ack(),
-            () => m.nak(),
-          );
-        }
-      })();
-    };
-
-    // The gateway: appends `requested`, answers when the core delivery of `settled` comes (guarded:
-    // once it has read it back from the stream).
-    const gatewayJsm = await jetstreamManager(gateway);
-    const waiting = new Map<string, Msg>();
-    gateway.subscribe(`${root}.events.*.settled`, {
-      callback: (_err, m) => {
-        const id = idOf(m.subject);
-        const caller = waiting.get(id);
-        waiting.delete(id);
-        if (!guard) return void caller?.respond(m.data);
-        // As the gateway does: the heard event checked, then read back and checked. A failed
-        // check or read leaves the caller waiting: its chain reports `refusal`.
-        void Promise.resolve()
-          .then(() => verified('gateway', m))
-          .then(() => gatewayJsm.direct.getMessage(stream, { last_by_subj: m.subject }))
-          .then((stored) => {
-            if (!stored) throw (refusal ??= new Error(`${m.subject} was heard but not stored`));
-            verified('gateway', {
-              subject: stored.subject,
-              data: stored.data,
-              headers: stored.header,
-            });
-            caller?.respond(stored.data);
-          })
-          .catch((err: unknown) => void (refusal ??= err as Error));
-      },
-    });
-    gateway.subscribe(`${root}.submit`, {
-      callback: (_err, m) => {
-        const id = new TextDecoder().decode(m.data);
-        waiting.set(id, m);
-        append(gateway, id, 'requested', 'gateway').catch(() => waiting.delete(id));
-      },
-    });
     worker.subscribe(`${root}.tool`, { callback: (_err, m) => void m.respond(PAYLOAD) });
-    const workerReady = Promise.all([gateway.flush(), worker.flush()]);
-    const executorJsm = await jetstreamManager(executor);
-    const lastSettled = (id: string) =>
-      executorJsm.direct.getMessage(stream, { last_by_subj: event(id, 'settled') });
-    await consume(
-      'evaluator',
-      '*.requested',
-      async (m) => {
-        verified('evaluator', m);
-        await append(evaluator, idOf(m.subject), 'decided', 'evaluator');
-      },
-      evaluator,
-    );
-    await consume(
-      'executor',
-      '*.decided',
-      async (m) => {
-        verified('executor', m);
-        const id = idOf(m.subject);
-        await Promise.all([append(executor, id, 'started', 'executor'), lastSettled(id)]);
-        const signedRequest = guard
-          ? signToolRequest(
-              guard.keys.executor.toolRequestKey,
-              guard.toolSubject,
-              PAYLOAD,
-              Date.now(),
-            )
-          : undefined;
-        const requestHeaders = signedRequest ? headers() : undefined;
-        for (const [k, v] of Object.entries(signedRequest ?? {})) requestHeaders!.set(k, v);
-        await executor.request(`${root}.tool`, PAYLOAD, {
-          timeout: 10_000,
-          ...(requestHeaders ? { headers: requestHeaders } : {}),
-        });
-        await Promise.all([append(executor, id, 'settled', 'executor'), lastSettled(id)]);
-      },
-      executor,
-    );
-    await consume('projection', '>', async (m) => verified('journal', m));
-    await workerReady;
+    await worker.flush();
+    const spec = { stream, root, ...(guard ? { guard } : {}) };
+    if (processes) spawned = await spawnRoles(spec, refuse);
+    else for (const role of ROLES) served.push(await serveRole(role, spec, refuse));
+    const projection = served.at(-1);
 
     let n = 0;
     const projected = async (name = 'projection') => {
@@ -477,6 +369,7 @@ async function openChain(
       stream,
       root,
       client,
+      pids: spawned?.pids ?? [],
       // One timer per chain, the request's own (a chain whose append failed times out).
       chain: (id = `w${n++}`) =>
         client
@@ -485,7 +378,10 @@ async function openChain(
             throw refusal ?? err;
           }),
       projected,
-      consume: (name, filter, handle) => consume(name, filter, handle),
+      consume: (name, filter, handle) => {
+        if (!projection) throw new Error("the chain's projection runs in a process of its own");
+        return projection.consume(name, filter, handle);
+      },
       close,
     };
   } catch (err) {
@@ -495,18 +391,24 @@ async function openChain(
 }
 
 /**
- * This process's CPU and the broker's from now until `stop(chains)`, in ms per chain (the broker's
- * when it runs on this machine): what both phases of the raw chain report.
+ * This process's CPU (with the processes `pids`' too) and the broker's from now until
+ * `stop(chains)`, in ms per chain (the broker's when it runs on this machine): what every phase of
+ * the raw chain reports.
  */
-function meter(): { stop(chains: number): { cpuMs: number; brokerCpuMs?: number } } {
+function meter(pids: readonly number[] = []): {
+  stop(chains: number): { cpuMs: number; brokerCpuMs?: number };
+} {
   const servers = startCpuMeter();
   const cpu0 = process.cpuUsage();
+  const others = () => pids.reduce((sum, pid) => sum + procCpuSeconds(pid), 0);
+  const others0 = others();
   return {
     stop(chains) {
       const cpu = process.cpuUsage(cpu0);
+      const othersMs = (others() - others0) * 1000;
       const { brokerSeconds } = servers.stop();
       return {
-        cpuMs: round((cpu.user + cpu.system) / 1000 / chains, 3),
+        cpuMs: round(((cpu.user + cpu.system) / 1000 + othersMs) / chains, 3),
         ...(brokerSeconds !== undefined
           ? { brokerCpuMs: round((brokerSeconds * 1000) / chains, 3) }
           : {}),
