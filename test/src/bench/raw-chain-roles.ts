@@ -247,9 +247,11 @@ export async function serveRole(
   }
 }
 
+/** A chain as a role's process is told of it (its guards by their key set). */
+type SpecSent = { stream: string; root: string; keys?: KeySet };
 /** What the bench tells a role's process, and what the process answers. */
-type ToRole = { spec: { stream: string; root: string; keys?: KeySet }; role: Role } | 'close';
-type FromRole = { ready: true } | { refusal: string } | { failed: string };
+type ToRole = { role: Role; specs: SpecSent[] } | 'close';
+type FromRole = { ready: true } | { refusal: string; stream: string } | { failed: string };
 
 /** The roles, each in a process of its own, serving until {@link RoleProcesses.close}. */
 export interface RoleProcesses {
@@ -258,13 +260,14 @@ export interface RoleProcesses {
 }
 
 /**
- * Starts every role of the chain `spec` in a process of its own (this file, run from its sources
- * as the split's services are), and resolves once each consumes. `refuse` hears a role's failed
- * check, as the in-process chain's do.
+ * Starts every role of the chains `specs` (their streams made) in a process of its own — one
+ * process per role serves it for each chain, as one service's process serves every dispatch —
+ * from this file's sources as the split's services are run, and resolves once each consumes.
+ * `refuse(stream, err)` hears a role's failed check, as the in-process chain's do.
  */
 export async function spawnRoles(
-  spec: ChainSpec,
-  refuse: (err: Error) => void,
+  specs: readonly ChainSpec[],
+  refuse: (stream: string, err: Error) => void,
 ): Promise<RoleProcesses> {
   const children: ChildProcess[] = [];
   const close = async () => {
@@ -279,6 +282,10 @@ export async function spawnRoles(
       }),
     );
   };
+  const sent: SpecSent[] = specs.map(({ guard, ...where }) => ({
+    ...where,
+    ...(guard ? { keys: guard.set } : {}),
+  }));
   try {
     await Promise.all(
       ROLES.map(async (role) => {
@@ -296,14 +303,13 @@ export async function spawnRoles(
           child.on('message', (m: FromRole) => {
             if ('ready' in m) resolve();
             else if ('failed' in m) reject(new Error(`the chain's ${role}: ${m.failed}`));
-            else refuse(new Error(m.refusal));
+            else refuse(m.stream, new Error(m.refusal));
           });
           child.once('exit', (code) =>
             reject(new Error(`the chain's ${role} process exited (${code}) before it was ready`)),
           );
         });
-        const { guard, ...where } = spec;
-        child.send({ role, spec: { ...where, ...(guard ? { keys: guard.set } : {}) } } as ToRole);
+        child.send({ role, specs: sent } satisfies ToRole);
         await withTimeout(ready, 120_000, `the chain's ${role} process`);
       }),
     );
@@ -317,22 +323,25 @@ export async function spawnRoles(
 /** A role's process: serves the role it is sent until it is told to close or its parent goes. */
 function roleProcess(): void {
   const send = (m: FromRole) => process.connected && process.send!(m);
-  let served: ServedRole | undefined;
+  const served: ServedRole[] = [];
   const exit = async () => {
-    await served?.close();
+    for (const role of served) await role.close();
     process.exit(0);
   };
   process.on('disconnect', () => void exit());
   process.on('message', (m: ToRole) => {
     if (m === 'close') return void exit();
-    const { keys, ...where } = m.spec;
-    serveRole(m.role, { ...where, ...(keys ? { guard: guards(keys) } : {}) }, (err) =>
-      send({ refusal: err.message }),
-    ).then(
-      (role) => {
-        served = role;
-        send({ ready: true });
-      },
+    (async () => {
+      for (const { keys, ...where } of m.specs) {
+        const spec = { ...where, ...(keys ? { guard: guards(keys) } : {}) };
+        served.push(
+          await serveRole(m.role, spec, (err) =>
+            send({ refusal: err.message, stream: where.stream }),
+          ),
+        );
+      }
+    })().then(
+      () => send({ ready: true }),
       (err: unknown) => send({ failed: String(err) }),
     );
   });

@@ -11,6 +11,7 @@ import {
   ROLES,
   serveRole,
   spawnRoles,
+  type ChainSpec,
   type Guards,
   type RoleProcesses,
   type ServedRole,
@@ -124,26 +125,44 @@ export async function benchRawDispatch(
   opts: { quick: boolean; split?: boolean },
 ): Promise<RawDispatchResult> {
   const opened: OpenChain[] = [];
+  let splitOpening: Promise<{ raw: OpenChain; guarded: OpenChain; pids: number[] }> | undefined;
+  let roles: RoleProcesses | undefined;
   const openNamed = async (name: string, options?: Parameters<typeof openChain>[3]) => {
     const chain = await openChain(jsm, `${prefix}_${name}`, `${prefix}.${name}`, options);
     opened.push(chain);
     return chain;
   };
   try {
+    // The split shape's layout (`opts.split`: each role in a process of its own, serving both
+    // chains) starts while the chains in this process warm up; nothing is timed before both are.
+    splitOpening = opts.split
+      ? (async () => {
+          const raw = await openNamed('rawsplit', { roles: 'elsewhere' });
+          const guarded = await openNamed('rawsplitguarded', {
+            guard: guards(),
+            roles: 'elsewhere',
+          });
+          const chains = [raw, guarded];
+          roles = await spawnRoles(
+            chains.map((c) => c.spec),
+            (stream, err) => chains.find((c) => c.stream === stream)?.refuse(err),
+          );
+          return { raw, guarded, pids: roles.pids };
+        })()
+      : undefined;
+    splitOpening?.catch(() => undefined);
     const raw = await openNamed('rawchain');
     const guarded = await openNamed('rawguarded', { guard: guards() });
-    // The split shape's layout: each role in a process of its own (`opts.split`).
-    const split = opts.split
-      ? {
-          raw: await openNamed('rawsplit', { processes: true }),
-          guarded: await openNamed('rawsplitguarded', { guard: guards(), processes: true }),
-        }
-      : undefined;
-    const others = [guarded, ...(split ? [split.raw, split.guarded] : [])];
     for (let i = 0; i < WARMUP; i++) {
       await raw.chain();
-      for (const chain of others) await chain.chain();
+      await guarded.chain();
     }
+    const split = await splitOpening;
+    for (let i = 0; i < (split ? WARMUP : 0); i++) {
+      await split?.raw.chain();
+      await split?.guarded.chain();
+    }
+    const others = [guarded, ...(split ? [split.raw, split.guarded] : [])];
     // One chain at a time, each chain in turn in blocks (the host's speed drifts within a run),
     // the plain chain's CPU and writes metered block by block.
     const samples = opts.quick ? 200 : 500;
@@ -174,6 +193,9 @@ export async function benchRawDispatch(
           ? writes + writes1 - writes0
           : undefined;
       for (const [c, chain] of others.entries()) {
+        // Quick: the split's chains every other block (100 samples, as the split's own).
+        const splitChain = c > 0;
+        if (splitChain && opts.quick && (done / SAMPLE_BLOCK) % 2 === 1) continue;
         for (let i = done; i < done + block; i++) {
           const t = performance.now();
           await chain.chain(`d${i}`);
@@ -187,14 +209,18 @@ export async function benchRawDispatch(
     // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU (every
     // process of the chain's) until the projection consumer has acked every event (as a
     // dispatch's, until the projection folded it).
-    const pipeline = async (chain: OpenChain, name: string) => {
+    const pipeline = async (
+      chain: OpenChain,
+      name: string,
+      pids: readonly number[] = [],
+      chains = opts.quick ? 1_000 : 10_000,
+    ) => {
       const burst = (tag: string, count: number) =>
         pool(count, PIPELINE_WINDOW, async (i) => void (await chain.chain(`${tag}${i}`)));
       // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
       await burst(`${name}w`, opts.quick ? 256 : 500);
       await chain.projected();
-      const chains = opts.quick ? 1_000 : 10_000;
-      const metered = meter(chain.pids);
+      const metered = meter(pids);
       const t0 = performance.now();
       await burst(name, chains);
       const ms = since(t0);
@@ -205,10 +231,15 @@ export async function benchRawDispatch(
     const pipelinedPerSec = pipelined.perSec;
     const pipelinedCpu = pipelined.cpu;
     const chains = pipelined.chains;
-    const splitPipelined = split ? await pipeline(split.raw, 's') : undefined;
-    await split?.raw.close();
-    const guardedSplitPipelined = split ? await pipeline(split.guarded, 'g') : undefined;
-    await split?.guarded.close();
+    // Quick: half the chains for the split's two (the split's own burst is 600).
+    const splitChains = opts.quick ? 500 : 10_000;
+    const splitPipelined = split
+      ? await pipeline(split.raw, 's', split.pids, splitChains)
+      : undefined;
+    const guardedSplitPipelined = split
+      ? await pipeline(split.guarded, 'g', split.pids, splitChains)
+      : undefined;
+    await roles?.close();
 
     // Half that rate in an open loop, as the dispatch's steady phase offers half its throughput
     // (quick: 2 s, as the split's; its 2,000-odd chains give the p99 as well as 3 s would).
@@ -281,6 +312,8 @@ export async function benchRawDispatch(
         : {}),
     };
   } finally {
+    await splitOpening?.catch(() => undefined);
+    await roles?.close();
     for (const chain of opened) await chain.close();
   }
 }
@@ -292,11 +325,12 @@ const SAMPLE_BLOCK = 25;
 interface OpenChain {
   stream: string;
   root: string;
+  spec: ChainSpec;
   client: NatsConnection;
-  /** The roles' processes, when each runs in a process of its own (empty in this process). */
-  pids: number[];
   /** One chain: the client's request to its reply. */
   chain(id?: string): Promise<Msg>;
+  /** What a role's failed check reports: the waiting chain throws it. */
+  refuse(err: Error): void;
   /** Resolves once the consumer `name` has acked everything. */
   projected(name?: string): Promise<void>;
   /**
@@ -304,30 +338,28 @@ interface OpenChain {
    * chain whose roles are in this process only).
    */
   consume(name: string, filter: string, handle: (m: JsMsg) => Promise<void>): Promise<void>;
-  /** Closes its connections and processes and deletes its stream; idempotent. */
+  /** Closes its connections and deletes its stream; idempotent. */
   close(): Promise<void>;
 }
 
 /**
- * The chain on stream `stream` (created here) under subject root `root`: its roles
- * ({@link serveRole}) in this process, or with `processes` each in a process of its own
- * ({@link spawnRoles}, the split shape's layout); the client and the tool's worker here.
+ * The chain on stream `stream` (created here) under subject root `root`, its client and the tool's
+ * worker here, and its roles ({@link serveRole}) here too — or, with `roles: 'elsewhere'`, left to
+ * {@link spawnRoles} (each in a process of its own: the split shape's layout).
  */
 async function openChain(
   jsm: JetStreamManager,
   stream: string,
   root: string,
-  { guard, processes = false }: { guard?: Guards; processes?: boolean } = {},
+  { guard, roles = 'here' }: { guard?: Guards; roles?: 'here' | 'elsewhere' } = {},
 ): Promise<OpenChain> {
   await addJournalLikeStream(jsm, stream, `${root}.events.>`);
   const conns: NatsConnection[] = [];
   const served: ServedRole[] = [];
-  let spawned: RoleProcesses | undefined;
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    await spawned?.close();
     for (const role of served) await role.close();
     await Promise.all(conns.map((nc) => nc.close().catch(() => undefined)));
     await jsm.streams.delete(stream).catch(() => undefined);
@@ -353,8 +385,8 @@ async function openChain(
     worker.subscribe(`${root}.tool`, { callback: (_err, m) => void m.respond(PAYLOAD) });
     await worker.flush();
     const spec = { stream, root, ...(guard ? { guard } : {}) };
-    if (processes) spawned = await spawnRoles(spec, refuse);
-    else for (const role of ROLES) served.push(await serveRole(role, spec, refuse));
+    if (roles === 'here')
+      for (const role of ROLES) served.push(await serveRole(role, spec, refuse));
     const projection = served.at(-1);
 
     let n = 0;
@@ -368,8 +400,8 @@ async function openChain(
     return {
       stream,
       root,
+      spec,
       client,
-      pids: spawned?.pids ?? [],
       // One timer per chain, the request's own (a chain whose append failed times out).
       chain: (id = `w${n++}`) =>
         client
@@ -377,6 +409,7 @@ async function openChain(
           .catch((err: unknown) => {
             throw refusal ?? err;
           }),
+      refuse,
       projected,
       consume: (name, filter, handle) => {
         if (!projection) throw new Error("the chain's projection runs in a process of its own");
