@@ -65,8 +65,21 @@ export async function collectPatch(
     const mirror = path.join(tmp, 'tree');
     await mkdir(mirror);
     linkTreeInto(treePath, mirror, { maxEntries: COLLECT_MAX_ENTRIES });
+    // Every object a collect writes (the snapshot's blobs and trees, written by `git add` before any
+    // limit can be checked) goes to an object directory of its own in the scratch directory,
+    // removed with it; the repository's objects are read through it as an alternate. A collect
+    // refused as too large, or any collect, leaves the repository's object store as it was.
+    const objects = path.join(tmp, 'objects');
+    await mkdir(objects);
+    const repositoryObjects = await objectDirectory(gitDir);
     const at = (env: Record<string, string> = {}) =>
-      gitAt(mirror, { GIT_DIR: gitDir, GIT_WORK_TREE: mirror, ...env });
+      gitAt(mirror, {
+        GIT_DIR: gitDir,
+        GIT_WORK_TREE: mirror,
+        GIT_OBJECT_DIRECTORY: objects,
+        GIT_ALTERNATE_OBJECT_DIRECTORIES: repositoryObjects,
+        ...env,
+      });
     const snapshotIndex = path.join(tmp, 'snapshot-index');
     const index = path.join(gitDir, 'index');
     await copyFile(index, snapshotIndex).then(
@@ -170,6 +183,22 @@ export async function collectPatch(
     // Its own directory, out of every call's reach; removed following no link all the same.
     removeTreeFiles(tmp, scratchRoot);
   }
+}
+
+/**
+ * The object directory of the repository whose git directory is `gitDir`: a linked worktree's
+ * `commondir` names the main git directory (relative to it, as `git worktree add` writes it);
+ * a main git directory has its own.
+ */
+async function objectDirectory(gitDir: string): Promise<string> {
+  const common = await readFile(path.join(gitDir, 'commondir'), 'utf8').then(
+    (text) => path.resolve(gitDir, text.trim()),
+    (err: unknown) => {
+      if ((err as { code?: unknown }).code === 'ENOENT') return gitDir;
+      throw err;
+    },
+  );
+  return path.join(common, 'objects');
 }
 
 /** One entry of `git diff --raw -z`. */

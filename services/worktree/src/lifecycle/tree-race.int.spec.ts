@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import {
@@ -188,4 +189,32 @@ it('refuses a collect whose changed files would not fit an event, storing nothin
   expect([...artifacts.blobs.keys()]).toEqual([]);
   expect(manager.get(wt.worktreeId)?.lastArtifact).toBeUndefined();
   expect(await readdir(path.join(base, 'worktrees', 'scratch'))).toEqual([]);
+});
+
+/** Every file under `dir` with its size: what an object store holds. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
+  return Promise.all(files.map(async (f) => `${f} ${(await stat(f)).size}`)).then((l) => l.sort());
+}
+
+it("refuses a collect whose patch is over the limit, and no collect adds to the repository's objects", async () => {
+  const { manager } = await open();
+  const { worktree: wt } = await manager.acquire(spawn('big'));
+  const objects = path.join(repo, '.git', 'objects');
+  const before = await filesUnder(objects);
+  // Incompressible: its binary patch (deflated, base85) is ~73 MiB, over the 64 MiB a collect stores.
+  await writeFile(path.join(wt.path, 'big.bin'), randomBytes(56 * 2 ** 20));
+  await expect(manager.collect({ worktreeId: wt.worktreeId })).rejects.toMatchObject({
+    code: ErrorCode.TooLarge,
+  });
+  expect(await filesUnder(objects)).toEqual(before);
+  expect([...artifacts.blobs.keys()]).toEqual([]);
+  expect(await readdir(path.join(base, 'worktrees', 'scratch'))).toEqual([]);
+
+  // One within the limits is collected, and leaves the objects as they were too.
+  await writeFile(path.join(wt.path, 'big.bin'), 'small now\n');
+  const collected = await manager.collect({ worktreeId: wt.worktreeId });
+  expect(collected.files.map((f) => f.path)).toContain('big.bin');
+  expect(await filesUnder(objects)).toEqual(before);
 });
