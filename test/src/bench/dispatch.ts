@@ -561,6 +561,26 @@ function serverCpu(spent: CpuSpent, dispatches: number) {
 }
 
 /**
+ * `count` dispatches submitted without wait, {@link SUBMIT_WINDOW} in flight, untimed, until every
+ * one has settled and the projection has folded them: the concurrent paths compiled before a clock
+ * starts (and, in the split, each process's own copy of the code on the path).
+ */
+export async function warmBurst(
+  stack: BenchStack,
+  nats: TestNats,
+  count: number,
+  runId: string,
+): Promise<void> {
+  const submit = submitter(stack);
+  const settled = stack.watch.runSettled(runId, count);
+  await pool(count, SUBMIT_WINDOW, async () => {
+    await submit(runId, 0);
+  });
+  await untilSettled(settled, stack.watch, nats, `${count} warm-up dispatches to settle`);
+  await untilProjected(nats, 30_000);
+}
+
+/**
  * Throughput: many concurrent submissions without wait, until every one has settled. A burst
  * first, untimed, so the concurrent paths (full fetch batches, hundreds of calls in flight) are
  * compiled before the clock starts, as the sequential paths were by the warm-up. Then how long
@@ -580,14 +600,7 @@ export async function benchThroughput(
 ): Promise<ThroughputResult> {
   const { watch } = stack;
   const submit = submitter(stack);
-  const warmBurst = opts.warmBurst ?? 500;
-  const warmRun = `${opts.runId}-warmup`;
-  const warmSettled = watch.runSettled(warmRun, warmBurst);
-  await pool(warmBurst, SUBMIT_WINDOW, async () => {
-    await submit(warmRun, 0);
-  });
-  await untilSettled(warmSettled, watch, nats, `${warmBurst} warm-up dispatches to settle`);
-  await untilProjected(nats, 30_000);
+  await warmBurst(stack, nats, opts.warmBurst ?? 500, `${opts.runId}-warmup`);
 
   const before = await journalCounts(nats);
   const allSettled = watch.runSettled(opts.runId, opts.dispatches);
