@@ -228,13 +228,15 @@ interface SplitResult extends ServersCpu, RawChainRatios {
    * `rawChainPipelinedPerSec` (`shapeThroughputVsRawChain`). With the guards on that chain (the
    * split does a guarded chain's work and more, in as many processes): the floors under
    * `p50VsRawDispatch` and `p99VsRawDispatch` (`baseline.guardedSplitChain…` ÷ `rawDispatch…`),
-   * the ceiling over `throughputVsRawChain` (its pipelined rate ÷ the raw chain's); and, when the
+   * its pipelined rate ÷ the raw chain's (`guardedChainThroughputVsRawChain`: a reference, not a
+   * bound — the split batches its fold and acks where the chain's roles ack each event apart, and
+   * outran it in some runs); and, when the
    * dispatch and signing sections ran, {@link cpuFloor} with the raw split chain's CPU.
    */
   shapeP50VsRawDispatch?: number;
   shapeCpuVsRawChain?: number;
   shapeThroughputVsRawChain?: number;
-  throughputCeilingVsRawChain?: number;
+  guardedChainThroughputVsRawChain?: number;
   p50FloorVsRawDispatch?: number;
   p99FloorVsRawDispatch?: number;
   cpuFloorMsPerDispatch?: number;
@@ -637,7 +639,7 @@ function splitShapeRatios(
   | 'shapeP50VsRawDispatch'
   | 'shapeCpuVsRawChain'
   | 'shapeThroughputVsRawChain'
-  | 'throughputCeilingVsRawChain'
+  | 'guardedChainThroughputVsRawChain'
   | 'p50FloorVsRawDispatch'
   | 'p99FloorVsRawDispatch'
 > {
@@ -656,14 +658,14 @@ function splitShapeRatios(
     shapeP50VsRawDispatch: round(p50 / b.rawDispatchP50Ms, 2),
     shapeCpuVsRawChain: round(cpu / b.rawChainCpuMsPerDispatch, 2),
     shapeThroughputVsRawChain: round(perSec / b.rawChainPipelinedPerSec, 3),
-    throughputCeilingVsRawChain: round(guardedPerSec / b.rawChainPipelinedPerSec, 3),
+    guardedChainThroughputVsRawChain: round(guardedPerSec / b.rawChainPipelinedPerSec, 3),
     p50FloorVsRawDispatch: round(guardedP50 / b.rawDispatchP50Ms, 2),
     p99FloorVsRawDispatch: round(guardedP99 / b.rawDispatchP99Ms, 2),
   };
 }
 
 /** Untimed dispatches, pipelined, before the split's phases (see `benchSplit`). */
-const SPLIT_WARM_BURST = 3_000;
+const SPLIT_WARM_BURST = 1_500;
 
 /** The CPU figures of a throughput phase outside the services' own processes. */
 type ServersCpu = Pick<
@@ -969,8 +971,8 @@ function print(report: Report): void {
                   `${d.split.shapeP50VsRawDispatch}, ${d.split.shapeCpuVsRawChain}, ${d.split.shapeThroughputVsRawChain}`,
                 ],
                 [
-                  'floors (guarded chain so): p50 / p99, CPU per dispatch; ceiling: rate',
-                  `${d.split.p50FloorVsRawDispatch} / ${d.split.p99FloorVsRawDispatch}, ${d.split.cpuFloorVsRawChain ?? '-'}; ${d.split.throughputCeilingVsRawChain}`,
+                  'floors (guarded chain so): p50 / p99, CPU per dispatch; its rate',
+                  `${d.split.p50FloorVsRawDispatch} / ${d.split.p99FloorVsRawDispatch}, ${d.split.cpuFloorVsRawChain ?? '-'}; ${d.split.guardedChainThroughputVsRawChain}`,
                 ],
               ] as [string, unknown][])
             : []),
