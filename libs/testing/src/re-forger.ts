@@ -9,9 +9,9 @@ import type { TestNats } from './test-nats';
  * get, or the leader's message get, a once-per-dispatch append makes before it appends after a
  * forgery), on a connection of its own to the node its victims reach.
  * A client on {@link ReForger.slowUrl} (a 100 ms link unless `delayMs` says) loses every such race:
- * its compare-and-set names a sequence that is no longer the last. The margin is the forger's over
- * a loaded machine: with 50 ms, full test runs saw the forgery arrive after the victim's append
- * (a settlement spec, an evaluator spec on the 3-node cluster).
+ * its compare-and-set names a sequence that is no longer the last. The link holds what the client
+ * sends after a lookup of the subject until that lookup's forgery is in, so the race is not left to
+ * timing (with 50 ms and no hold, full test runs saw the forgery arrive after the victim's append).
  */
 export interface ReForger {
   /** The broker behind a slow link, for the victim's connections. */
@@ -26,6 +26,9 @@ export interface ReForger {
   close(): Promise<void>;
 }
 
+/** How long the link holds a victim after a lookup whose forgery does not come (a test's bound). */
+const LOOKUP_HOLD_MAX_MS = 5_000;
+
 /**
  * Starts a {@link ReForger} on `subject`; the slow link leads to `brokerUrl` (default
  * {@link NATS_URL}; one node of a cluster, which its victims then reach through it).
@@ -38,8 +41,7 @@ export async function reForger(
   { delayMs = 100 }: { delayMs?: number } = {},
 ): Promise<ReForger> {
   const target = new URL(brokerUrl);
-  const proxy = await tcpProxy({ host: target.hostname, port: Number(target.port) }, { delayMs });
-  await proxy.listen();
+  const stream = t.subjects.journal.stream;
   const type = subject.split('.').at(-1);
   const payload = new TextEncoder().encode(JSON.stringify({ type }));
   // The forger listens on the node its victims reach: on a cluster, a subscription made on
@@ -48,11 +50,49 @@ export async function reForger(
   // cluster in a loaded CI run).
   const nc = await connect({ servers: brokerUrl });
   let forgeries = 0;
+  let stopped = false;
+  /** Each forgery once the broker has taken it (a flush after its publish). */
+  const forged: Promise<void>[] = [];
   const forge = () => {
     forgeries += 1;
     nc.publish(subject, payload, { headers: natsHeaders() });
+    forged.push(nc.flush().catch(() => undefined));
   };
-  const stream = t.subjects.journal.stream;
+  // The slow link alone left the race to timing: a stalled event loop (a loaded CI run) ran the
+  // link's overdue timer, and sent the victim's append, before the forger read the lookup, and the
+  // victim won (the settlement spec on the 3-node cluster). So the link holds whatever a victim
+  // sends after a lookup of the subject until the forgery that lookup brings is in, however late.
+  const lookupMarks = [
+    Buffer.from(`$JS.API.DIRECT.GET.${stream}.${subject}`),
+    Buffer.from(`"last_by_subj":"${subject}"`),
+  ];
+  const longest = Math.max(...lookupMarks.map((m) => m.length));
+  let tail = Buffer.alloc(0);
+  let held: Promise<void> | undefined;
+  const forgeryAfter = async (count: number) => {
+    const deadline = Date.now() + LOOKUP_HOLD_MAX_MS;
+    while (!stopped && forgeries <= count && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await Promise.all(forged);
+  };
+  const gate = (chunk: Buffer) => {
+    const wait = held;
+    const seen = Buffer.concat([tail, chunk]);
+    // A mark counts if it ends in this chunk: one split across two chunks is found, one found
+    // before is not found again.
+    const found = lookupMarks.some(
+      (mark) => seen.indexOf(mark, Math.max(0, tail.length - mark.length + 1)) >= 0,
+    );
+    tail = seen.subarray(Math.max(0, seen.length - (longest - 1)));
+    if (!stopped && found) held = forgeryAfter(forgeries);
+    return wait;
+  };
+  const proxy = await tcpProxy(
+    { host: target.hostname, port: Number(target.port) },
+    { delayMs, gate },
+  );
+  await proxy.listen();
   // A lookup from any replica (a direct get names the subject in its own) or from the stream's
   // leader (the message get API names it in its body).
   const lookups = [
@@ -66,7 +106,10 @@ export async function reForger(
   ];
   forge();
   await nc.flush();
-  const stop = () => lookups.forEach((sub) => sub.unsubscribe());
+  const stop = () => {
+    stopped = true;
+    lookups.forEach((sub) => sub.unsubscribe());
+  };
   const slowUrl = `nats://127.0.0.1:${proxy.port}`;
   const victims: NatsConnection[] = [];
   return {

@@ -16,18 +16,35 @@ export interface TcpProxy {
   cut(): Promise<void>;
 }
 
+/**
+ * Called with each chunk a client sends, when it is due upstream: a promise it returns holds that
+ * chunk and every later one of the connection until it settles.
+ */
+export type ClientChunkGate = (chunk: Buffer) => Promise<void> | undefined;
+
 /** A relay to `target`, not yet accepting (call `listen`), delaying each chunk by `delayMs` each way. */
 export async function tcpProxy(
   target: { host: string; port: number },
-  options: { delayMs?: number } = {},
+  options: { delayMs?: number; gate?: ClientChunkGate } = {},
 ): Promise<TcpProxy> {
   const port = await freePort();
   const sockets = new Set<Socket>();
   let server: Server | undefined;
   const delayMs = options.delayMs ?? 0;
+  const gate = options.gate;
   // Timers of one delay fire in the order they were set: the stream's bytes keep their order.
-  const relay = (from: Socket, to: Socket) => {
-    if (delayMs <= 0) from.pipe(to);
+  const relay = (from: Socket, to: Socket, gated?: ClientChunkGate) => {
+    if (gated) {
+      // Chunks go one after another, each once its delay is over and the gate before it opened.
+      let last: Promise<void> = Promise.resolve();
+      from.on('data', (chunk: Buffer) => {
+        const due = new Promise<void>((resolve) => setTimeout(resolve, delayMs));
+        last = Promise.all([last, due]).then(async () => {
+          await gated(chunk);
+          if (!to.destroyed) to.write(chunk);
+        });
+      });
+    } else if (delayMs <= 0) from.pipe(to);
     else from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
   };
   return {
@@ -48,7 +65,7 @@ export async function tcpProxy(
         };
         client.on('error', forget).on('close', forget);
         upstream.on('error', forget).on('close', forget);
-        relay(client, upstream);
+        relay(client, upstream, gate);
         relay(upstream, client);
       });
       await new Promise<void>((resolve, reject) => {
