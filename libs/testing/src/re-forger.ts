@@ -58,10 +58,10 @@ export async function reForger(
     nc.publish(subject, payload, { headers: natsHeaders() });
     forged.push(nc.flush().catch(() => undefined));
   };
-  // The slow link alone left the race to timing: a stalled event loop (a loaded CI run) ran the
-  // link's overdue timer, and sent the victim's append, before the forger read the lookup, and the
-  // victim won (the settlement spec on the 3-node cluster). So the link holds whatever a victim
-  // sends after a lookup of the subject until the forgery that lookup brings is in, however late.
+  // The slow link alone left the race to timing, and a loaded CI run saw a victim win one (the
+  // settlement spec on the 3-node cluster; not reproduced, a stalled event loop did not do it). So
+  // the link holds whatever a victim sends after a lookup of the subject until the forgery that
+  // lookup brings is in, however late.
   const lookupMarks = [
     Buffer.from(`$JS.API.DIRECT.GET.${stream}.${subject}`),
     Buffer.from(`"last_by_subj":"${subject}"`),
