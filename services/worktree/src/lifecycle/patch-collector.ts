@@ -56,6 +56,8 @@ export const COLLECT_MAX_FILES_JSON_BYTES = 256 * 1024;
 export async function collectPatch(
   treePath: string,
   gitDir: string,
+  /** The repository's common git directory, whose objects the tree's are. */
+  commonDir: string,
   baseCommit: string,
   scratchRoot: string,
 ): Promise<CollectedPatch> {
@@ -71,13 +73,12 @@ export async function collectPatch(
     // refused as too large, or any collect, leaves the repository's object store as it was.
     const objects = path.join(tmp, 'objects');
     await mkdir(objects);
-    const repositoryObjects = await objectDirectory(gitDir);
     const at = (env: Record<string, string> = {}) =>
       gitAt(mirror, {
         GIT_DIR: gitDir,
         GIT_WORK_TREE: mirror,
         GIT_OBJECT_DIRECTORY: objects,
-        GIT_ALTERNATE_OBJECT_DIRECTORIES: repositoryObjects,
+        GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(commonDir, 'objects'),
         ...env,
       });
     const snapshotIndex = path.join(tmp, 'snapshot-index');
@@ -183,22 +184,6 @@ export async function collectPatch(
     // Its own directory, out of every call's reach; removed following no link all the same.
     removeTreeFiles(tmp, scratchRoot);
   }
-}
-
-/**
- * The object directory of the repository whose git directory is `gitDir`: a linked worktree's
- * `commondir` names the main git directory (relative to it, as `git worktree add` writes it);
- * a main git directory has its own.
- */
-async function objectDirectory(gitDir: string): Promise<string> {
-  const common = await readFile(path.join(gitDir, 'commondir'), 'utf8').then(
-    (text) => path.resolve(gitDir, text.trim()),
-    (err: unknown) => {
-      if ((err as { code?: unknown }).code === 'ENOENT') return gitDir;
-      throw err;
-    },
-  );
-  return path.join(common, 'objects');
 }
 
 /** One entry of `git diff --raw -z`. */

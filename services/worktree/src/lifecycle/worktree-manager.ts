@@ -403,6 +403,7 @@ export class WorktreeManager {
       const collected = await collectPatch(
         record.path,
         record.gitDir ?? '',
+        record.commonDir,
         record.baseCommit,
         this.scratchDir,
       );
