@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { EVENT_SIGNING } from '@toolgate/contracts';
 import { useTestNats, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
-import { benchRawDispatch, type RawDispatchResult } from './raw-chain';
+import { benchRawDispatch, SPLIT_WARM_BURST, type RawDispatchResult } from './raw-chain';
 import { BenchStack } from './bench-stack';
 import {
   benchApprovals,
@@ -663,9 +663,6 @@ function splitShapeRatios(
     p99FloorVsRawDispatch: round(guardedP99 / b.rawDispatchP99Ms, 2),
   };
 }
-
-/** Untimed dispatches, pipelined, before the split's phases (see `benchSplit`). */
-const SPLIT_WARM_BURST = 1_500;
 
 /** The CPU figures of a throughput phase outside the services' own processes. */
 type ServersCpu = Pick<

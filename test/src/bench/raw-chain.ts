@@ -105,8 +105,11 @@ export interface RawDispatchResult {
 
 /** Untimed chains first: in quick and full runs alike. */
 const WARMUP = 100;
-/** Untimed chains of each split chain, pipelined, before its other chains (as the split's). */
-const SPLIT_WARM_BURST = 1_500;
+/**
+ * Untimed dispatches (chains), pipelined, before anything of the split (of a split chain) is timed:
+ * each of its processes compiles its own copy of the code on the path.
+ */
+export const SPLIT_WARM_BURST = 1_500;
 /** In flight at once in the pipelined figure: the dispatch throughput phase's window. */
 const PIPELINE_WINDOW = 256;
 
