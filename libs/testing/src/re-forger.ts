@@ -53,10 +53,17 @@ export async function reForger(
   let stopped = false;
   /** Each forgery once the broker has taken it (a flush after its publish). */
   const forged: Promise<void>[] = [];
+  /** Holds waiting for the next forgery (or the stop). */
+  const waiting = new Set<() => void>();
+  const wake = () => {
+    for (const resolve of waiting) resolve();
+    waiting.clear();
+  };
   const forge = () => {
     forgeries += 1;
     nc.publish(subject, payload, { headers: natsHeaders() });
     forged.push(nc.flush().catch(() => undefined));
+    wake();
   };
   // The slow link alone left the race to timing, and a loaded CI run saw a victim win one (the
   // settlement spec on the 3-node cluster; not reproduced, a stalled event loop did not do it). So
@@ -70,9 +77,13 @@ export async function reForger(
   let tail = Buffer.alloc(0);
   let held: Promise<void> | undefined;
   const forgeryAfter = async (count: number) => {
-    const deadline = Date.now() + LOOKUP_HOLD_MAX_MS;
-    while (!stopped && forgeries <= count && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 1));
+    if (!stopped && forgeries <= count) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        waiting.add(resolve);
+        timer = setTimeout(resolve, LOOKUP_HOLD_MAX_MS);
+      });
+      clearTimeout(timer);
     }
     await Promise.all(forged);
   };
@@ -109,6 +120,7 @@ export async function reForger(
   const stop = () => {
     stopped = true;
     lookups.forEach((sub) => sub.unsubscribe());
+    wake();
   };
   const slowUrl = `nats://127.0.0.1:${proxy.port}`;
   const victims: NatsConnection[] = [];
