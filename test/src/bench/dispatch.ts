@@ -1,4 +1,9 @@
-import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
+import {
+  monitorEventLoopDelay,
+  performance,
+  PerformanceObserver,
+  type EventLoopUtilization,
+} from 'node:perf_hooks';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiOperation, ServiceKeys } from '@toolgate/contracts';
@@ -16,7 +21,17 @@ import {
 } from './bench-stack';
 import { startCpuMeter, writeSyscalls, type CpuSpent } from './machine-cpu';
 import { profiled } from './profile';
-import { openLoop, percentile, phase, pool, round, since, withTimeout } from './stats';
+import type { PairedChains } from './raw-chain';
+import {
+  openLoop,
+  percentile,
+  phase,
+  pool,
+  round,
+  SAMPLE_BLOCK,
+  since,
+  withTimeout,
+} from './stats';
 
 /** In-flight submissions in the throughput phase. */
 const SUBMIT_WINDOW = 256;
@@ -58,6 +73,15 @@ export interface DispatchResult
   /** Whether `projectionEventsPerSec` ≥ `pipelineEventsPerSec`. */
   projectionKeepsUp?: boolean;
   projectionVerified: boolean;
+  /**
+   * The raw chain's and the guarded chain's one-at-a-time p50 and p99, each timed after every block
+   * of the latency samples (all-in-one): the denominators of `p50VsRawDispatch`,
+   * `p99VsRawDispatch` and their floors.
+   */
+  pairedRawDispatchP50Ms?: number;
+  pairedRawDispatchP99Ms?: number;
+  pairedGuardedChainP50Ms?: number;
+  pairedGuardedChainP99Ms?: number;
   /**
    * Full runs: the p50 of the latency phase's first {@link QUICK_LATENCY_SAMPLES} samples — what a
    * quick run takes, after the same warm-up, in this run — and its ratio to `p50Ms`: how far a
@@ -247,7 +271,18 @@ export async function warmUp(
 export async function benchLatency(
   stack: BenchStack,
   nats: TestNats,
-  opts: { samples: number; runId: string; warmup?: number; profile?: string; raw?: boolean },
+  opts: {
+    samples: number;
+    runId: string;
+    warmup?: number;
+    profile?: string;
+    raw?: boolean;
+    /**
+     * The raw and the guarded chain, each timed as many times as Toolgate after each of its blocks
+     * of samples: the ratios' denominators taken in the same blocks (see {@link PairedChains}).
+     */
+    paired?: PairedChains;
+  },
 ): Promise<{
   p50Ms: number;
   p99Ms: number;
@@ -255,6 +290,10 @@ export async function benchLatency(
   /** The p50 of the first {@link QUICK_LATENCY_SAMPLES}, when more were taken. */
   quickSamplesP50Ms?: number;
   raw?: number[];
+  pairedRawDispatchP50Ms?: number;
+  pairedRawDispatchP99Ms?: number;
+  pairedGuardedChainP50Ms?: number;
+  pairedGuardedChainP99Ms?: number;
   /** Where the samples' CPU went: this process, the broker, the database, the machine. */
   cpu?: LatencyCpu;
 }> {
@@ -262,59 +301,174 @@ export async function benchLatency(
   await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
   const sent: SentDispatch[] = [];
-  // Raw samples (the growth section's blocks) go without: each meter reads /proc twice.
-  const cpu0 = opts.raw ? 0 : stack.cpuSeconds();
-  const elu0 = performance.eventLoopUtilization();
-  const servers = opts.raw ? undefined : startCpuMeter();
-  const writes0 = opts.raw ? undefined : writeSyscalls();
-  // Every service is in this process in the all-in-one: count their signs and verifies.
-  const signatures = !opts.raw && stack.shape === 'all-in-one' ? countSignatures() : undefined;
+  const paired = opts.paired && { raw: [] as number[], guarded: [] as number[] };
+  // Raw samples (the growth section's blocks) go without: each meter reads /proc twice. The
+  // meters run over Toolgate's own blocks only, not the paired chains'.
+  const meters = opts.raw ? undefined : blockMeters(stack);
   const run = async () => {
-    for (let i = 0; i < opts.samples; i++) {
-      const t = performance.now();
-      const reply = await submit(opts.runId, 10_000);
-      const ms = since(t);
-      latencies.push(ms);
-      sent.push({ dispatchId: reply.dispatchId, sentAt: epochMs(t), repliedAt: epochMs(t + ms) });
-      await expectOk(reply, nats);
+    const block = opts.paired ? SAMPLE_BLOCK : opts.samples;
+    for (let done = 0; done < opts.samples; done += block) {
+      meters?.resume();
+      try {
+        for (let i = done; i < Math.min(done + block, opts.samples); i++) {
+          const t = performance.now();
+          const reply = await submit(opts.runId, 10_000);
+          const ms = since(t);
+          latencies.push(ms);
+          sent.push({
+            dispatchId: reply.dispatchId,
+            sentAt: epochMs(t),
+            repliedAt: epochMs(t + ms),
+          });
+          await expectOk(reply, nats);
+        }
+        // The block's folds inside its meters, not in the paired chains' blocks.
+        if (opts.paired) await untilProjected(nats, 5_000);
+      } finally {
+        meters?.pause();
+      }
+      if (!opts.paired || !paired) continue;
+      for (const [chain, times] of [
+        [opts.paired.raw, paired.raw],
+        [opts.paired.guarded, paired.guarded],
+      ] as const) {
+        for (let i = 0; i < block; i++) {
+          const t = performance.now();
+          await chain();
+          times.push(since(t));
+        }
+      }
     }
   };
-  try {
-    await (opts.profile ? profiled(opts.profile, run) : run());
-  } finally {
-    signatures?.stop();
-  }
-  const writes1 = writes0 === undefined ? undefined : writeSyscalls();
-  const cpu: LatencyCpu | undefined = servers && {
-    latencyCpuMsPerDispatch: round(((stack.cpuSeconds() - cpu0) * 1000) / opts.samples, 3),
-    ...(writes0 !== undefined && writes1 !== undefined && stack.shape === 'all-in-one'
-      ? { latencyWriteSyscallsPerDispatch: round((writes1 - writes0) / opts.samples, 1) }
-      : {}),
-    latencyLoopUtilization: round(performance.eventLoopUtilization(elu0).utilization, 3),
-    // None counted: the services' keys are not this module's class (then say nothing).
-    ...(signatures && signatures.signs > 0
-      ? {
-          latencySignsPerDispatch: round(signatures.signs / opts.samples, 2),
-          latencyVerifiesPerDispatch: round(signatures.verifies / opts.samples, 2),
-          latencyVerifiesPerDispatchByType: Object.fromEntries(
-            Object.entries(signatures.verifiesByType).map(([type, n]) => [
-              type,
-              round(n / opts.samples, 2),
-            ]),
-          ),
-        }
-      : {}),
-    ...prefixed('latency', serverCpu(servers.stop(), opts.samples)),
-  };
+  await (opts.profile ? profiled(opts.profile, run) : run());
+  const cpu = meters?.result(opts.samples);
   return {
     ...(cpu ? { cpu } : {}),
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
+    ...(paired
+      ? {
+          pairedRawDispatchP50Ms: round(percentile(paired.raw, 50), 3),
+          pairedRawDispatchP99Ms: round(percentile(paired.raw, 99), 3),
+          pairedGuardedChainP50Ms: round(percentile(paired.guarded, 50), 3),
+          pairedGuardedChainP99Ms: round(percentile(paired.guarded, 99), 3),
+        }
+      : {}),
     ...(latencies.length > QUICK_LATENCY_SAMPLES
       ? { quickSamplesP50Ms: round(percentile(latencies.slice(0, QUICK_LATENCY_SAMPLES), 50)) }
       : {}),
     hopsP50Ms: opts.raw ? EMPTY_HOPS : await hopBreakdown(nats, opts.runId, sent),
     ...(opts.raw ? { raw: latencies } : {}),
+  };
+}
+
+/**
+ * The latency meters ({@link LatencyCpu}), summed over the blocks between `resume()` and `pause()`:
+ * Toolgate's own samples, not the paired chains' timed between them.
+ */
+function blockMeters(stack: BenchStack): {
+  resume(): void;
+  pause(): void;
+  result(samples: number): LatencyCpu;
+} {
+  const allInOne = stack.shape === 'all-in-one';
+  let cpuSeconds = 0;
+  let writes: number | undefined = 0;
+  let active = 0;
+  let idle = 0;
+  let wallMs = 0;
+  const spent: Required<CpuSpent> = {
+    brokerSeconds: 0,
+    databaseSeconds: 0,
+    machineBusy: 0,
+    steal: 0,
+  };
+  const measured = new Set<keyof CpuSpent>([
+    'brokerSeconds',
+    'databaseSeconds',
+    'machineBusy',
+    'steal',
+  ]);
+  // Every service is in this process in the all-in-one: count their signs and verifies.
+  const signatures = { signs: 0, verifies: 0, verifiesByType: {} as Record<string, number> };
+  let open:
+    | {
+        cpu0: number;
+        writes0?: number;
+        elu0: EventLoopUtilization;
+        t0: number;
+        servers: ReturnType<typeof startCpuMeter>;
+        counting?: ReturnType<typeof countSignatures>;
+      }
+    | undefined;
+  return {
+    resume() {
+      open = {
+        cpu0: stack.cpuSeconds(),
+        writes0: writeSyscalls(),
+        elu0: performance.eventLoopUtilization(),
+        t0: performance.now(),
+        servers: startCpuMeter(),
+        ...(allInOne ? { counting: countSignatures() } : {}),
+      };
+    },
+    pause() {
+      if (!open) return;
+      const { cpu0, writes0, elu0, t0, servers, counting } = open;
+      open = undefined;
+      counting?.stop();
+      const blockMs = since(t0);
+      const block = servers.stop();
+      const elu = performance.eventLoopUtilization(elu0);
+      const writes1 = writeSyscalls();
+      cpuSeconds += stack.cpuSeconds() - cpu0;
+      writes =
+        writes !== undefined && writes0 !== undefined && writes1 !== undefined
+          ? writes + writes1 - writes0
+          : undefined;
+      active += elu.active;
+      idle += elu.idle;
+      wallMs += blockMs;
+      for (const key of measured) {
+        const value = block[key];
+        if (value === undefined) measured.delete(key);
+        // The machine's fractions weighted by each block's length.
+        else spent[key] += key === 'machineBusy' || key === 'steal' ? value * blockMs : value;
+      }
+      if (counting) {
+        signatures.signs += counting.signs;
+        signatures.verifies += counting.verifies;
+        for (const [type, n] of Object.entries(counting.verifiesByType))
+          signatures.verifiesByType[type] = (signatures.verifiesByType[type] ?? 0) + n;
+      }
+    },
+    result(samples) {
+      const total: CpuSpent = {};
+      for (const key of measured)
+        total[key] =
+          key === 'machineBusy' || key === 'steal' ? spent[key] / (wallMs || 1) : spent[key];
+      return {
+        latencyCpuMsPerDispatch: round((cpuSeconds * 1000) / samples, 3),
+        ...(writes !== undefined && allInOne
+          ? { latencyWriteSyscallsPerDispatch: round(writes / samples, 1) }
+          : {}),
+        latencyLoopUtilization: round(active / (active + idle || 1), 3),
+        // None counted: the services' keys are not this module's class (then say nothing).
+        ...(signatures.signs > 0
+          ? {
+              latencySignsPerDispatch: round(signatures.signs / samples, 2),
+              latencyVerifiesPerDispatch: round(signatures.verifies / samples, 2),
+              latencyVerifiesPerDispatchByType: Object.fromEntries(
+                Object.entries(signatures.verifiesByType).map(([type, n]) => [
+                  type,
+                  round(n / samples, 2),
+                ]),
+              ),
+            }
+          : {}),
+        ...prefixed('latency', serverCpu(total, samples)),
+      };
+    },
   };
 }
 
@@ -835,7 +989,7 @@ export async function benchProjectionCapacity(
 export async function benchDispatch(
   stack: BenchStack,
   nats: TestNats,
-  opts: { quick: boolean; http?: boolean; label?: string },
+  opts: { quick: boolean; http?: boolean; label?: string; paired?: PairedChains },
 ): Promise<DispatchResult> {
   const label = opts.label ?? '';
   const latency = await phase('latency (warm-up and samples)', () =>
@@ -843,8 +997,11 @@ export async function benchDispatch(
       samples: opts.quick ? QUICK_LATENCY_SAMPLES : 1000,
       runId: `${label}latency`,
       profile: `${label}latency`,
+      ...(opts.paired ? { paired: opts.paired } : {}),
     }),
   );
+  // Nothing else is timed against them.
+  await opts.paired?.close();
   const http =
     opts.http === false
       ? undefined
@@ -897,6 +1054,14 @@ export async function benchDispatch(
       : {}),
     hopsP50Ms: latency.hopsP50Ms,
     ...latency.cpu,
+    ...(latency.pairedRawDispatchP50Ms !== undefined
+      ? {
+          pairedRawDispatchP50Ms: latency.pairedRawDispatchP50Ms,
+          pairedRawDispatchP99Ms: latency.pairedRawDispatchP99Ms,
+          pairedGuardedChainP50Ms: latency.pairedGuardedChainP50Ms,
+          pairedGuardedChainP99Ms: latency.pairedGuardedChainP99Ms,
+        }
+      : {}),
     ...http,
     ...throughput,
     submitWindow: SUBMIT_WINDOW,

@@ -11,7 +11,12 @@ import { performance } from 'node:perf_hooks';
 import { EVENT_SIGNING } from '@toolgate/contracts';
 import { useTestNats, useTestSchema, type TestSchema } from '@toolgate/testing';
 import { benchBaseline, type BaselineResult } from './baseline';
-import { benchRawDispatch, SPLIT_WARM_BURST, type RawDispatchResult } from './raw-chain';
+import {
+  benchRawDispatch,
+  openPairedChains,
+  SPLIT_WARM_BURST,
+  type RawDispatchResult,
+} from './raw-chain';
 import { BenchStack } from './bench-stack';
 import {
   benchApprovals,
@@ -70,10 +75,11 @@ interface Report {
       cpuFloorMsPerDispatch?: number;
       cpuFloorVsRawChain?: number;
       /**
-       * `baseline.guardedChainP50Ms` ÷ `rawDispatchP50Ms` (and the p99s): the raw chain one at a
-       * time with the work every dispatch must do on its path added — the lowest
-       * `p50VsRawDispatch` (`p99VsRawDispatch`) reachable without dropping a signature, a check
-       * or the read-back of a `wait`.
+       * `pairedGuardedChainP50Ms` ÷ `pairedRawDispatchP50Ms` (and the p99s; the baseline's
+       * `guardedChain…` ÷ `rawDispatch…` when unpaired): the raw chain one at a time with the work
+       * every dispatch must do on its path added — the lowest `p50VsRawDispatch`
+       * (`p99VsRawDispatch`) reachable without dropping a signature, a check or the read-back of a
+       * `wait`.
        */
       p50FloorVsRawDispatch?: number;
       p99FloorVsRawDispatch?: number;
@@ -133,9 +139,12 @@ interface Report {
  * Toolgate's work: `baseline.rawDispatch…`, `baseline.rawChain…`), measured in the same run.
  */
 interface RawChainRatios {
-  /** `p50Ms` ÷ `baseline.rawDispatchP50Ms` (one at a time). */
+  /**
+   * `p50Ms` ÷ the raw chain's p50, one at a time: `pairedRawDispatchP50Ms` (the all-in-one: timed
+   * between its blocks of samples), else `baseline.rawDispatchP50Ms`.
+   */
   p50VsRawDispatch: number;
-  /** `p99Ms` ÷ `baseline.rawDispatchP99Ms`. */
+  /** `p99Ms` ÷ `pairedRawDispatchP99Ms` (else `baseline.rawDispatchP99Ms`). */
   p99VsRawDispatch: number;
   /**
    * `cpuMsPerDispatch` (every process of Toolgate's, the load generator and worker too, in the
@@ -180,13 +189,19 @@ function cpuFloor(
 function rawChainRatios(
   d: Pick<
     DispatchResult,
-    'p50Ms' | 'p99Ms' | 'cpuMsPerDispatch' | 'brokerCpuMsPerDispatch' | 'throughputPerSec'
+    | 'p50Ms'
+    | 'p99Ms'
+    | 'cpuMsPerDispatch'
+    | 'brokerCpuMsPerDispatch'
+    | 'throughputPerSec'
+    | 'pairedRawDispatchP50Ms'
+    | 'pairedRawDispatchP99Ms'
   >,
   b: BaselineResult & RawDispatchResult,
 ): RawChainRatios {
   return {
-    p50VsRawDispatch: round(d.p50Ms / b.rawDispatchP50Ms, 2),
-    p99VsRawDispatch: round(d.p99Ms / b.rawDispatchP99Ms, 2),
+    p50VsRawDispatch: round(d.p50Ms / (d.pairedRawDispatchP50Ms ?? b.rawDispatchP50Ms), 2),
+    p99VsRawDispatch: round(d.p99Ms / (d.pairedRawDispatchP99Ms ?? b.rawDispatchP99Ms), 2),
     cpuVsRawChain: round(d.cpuMsPerDispatch / b.rawChainCpuMsPerDispatch, 2),
     ...(d.brokerCpuMsPerDispatch !== undefined && b.rawChainBrokerCpuMsPerDispatch !== undefined
       ? {
@@ -346,7 +361,11 @@ async function main(): Promise<Report> {
 
     let rssAfterMb: number | undefined;
     if (wanted('dispatch') && report.baseline) {
-      const dispatch = await section('dispatch', () => benchDispatch(stack, nats, { quick }));
+      // The raw and the guarded chain again, timed between the latency's blocks of samples.
+      const paired = await openPairedChains(nats.jsm, nats.prefix);
+      const dispatch = await section('dispatch', () =>
+        benchDispatch(stack, nats, { quick, paired }),
+      ).finally(() => paired.close());
       rssAfterMb = dispatch.rssAfterThroughputMb;
       report.dispatch = {
         ...dispatch,
@@ -361,11 +380,13 @@ async function main(): Promise<Report> {
             }
           : {}),
         p50FloorVsRawDispatch: round(
-          report.baseline.guardedChainP50Ms / report.baseline.rawDispatchP50Ms,
+          (dispatch.pairedGuardedChainP50Ms ?? report.baseline.guardedChainP50Ms) /
+            (dispatch.pairedRawDispatchP50Ms ?? report.baseline.rawDispatchP50Ms),
           2,
         ),
         p99FloorVsRawDispatch: round(
-          report.baseline.guardedChainP99Ms / report.baseline.rawDispatchP99Ms,
+          (dispatch.pairedGuardedChainP99Ms ?? report.baseline.guardedChainP99Ms) /
+            (dispatch.pairedRawDispatchP99Ms ?? report.baseline.rawDispatchP99Ms),
           2,
         ),
       };
@@ -850,6 +871,14 @@ function print(report: Report): void {
             'p50 per hop: submit→requested→decided→started→settled→reply',
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
+          ...(d.pairedRawDispatchP50Ms !== undefined
+            ? ([
+                [
+                  'raw / guarded chain between those samples p50 / p99',
+                  `${d.pairedRawDispatchP50Ms} / ${d.pairedRawDispatchP99Ms}, ${d.pairedGuardedChainP50Ms} / ${d.pairedGuardedChainP99Ms} ms`,
+                ],
+              ] as [string, unknown][])
+            : []),
           ...(d.p50VsRawDispatch !== undefined
             ? ([
                 [

@@ -16,7 +16,7 @@ import {
   type RoleProcesses,
   type ServedRole,
 } from './raw-chain-roles';
-import { BENCH_CONNECTION, openLoop, percentile, pool, round, since } from './stats';
+import { BENCH_CONNECTION, openLoop, percentile, pool, round, SAMPLE_BLOCK, since } from './stats';
 
 /**
  * A dispatch's message pattern in raw NATS, with no Toolgate code on it: what the transport alone
@@ -334,8 +334,51 @@ export async function benchRawDispatch(
   }
 }
 
-/** One-at-a-time samples of each chain in turn, this many at a time. */
-const SAMPLE_BLOCK = 25;
+/**
+ * The raw and the guarded chain in this process, warmed, for a phase that times them between
+ * blocks of its own samples: the all-in-one's latency (`benchLatency`'s `paired`). Its ratios to
+ * the baseline section's chains compared figures taken tens of seconds apart, and this host's
+ * speed drifts over that (2026-12-07: the raw chain's p50 2.34 ms in one quick run, 4.81 in the
+ * next, Toolgate's 9.59 and 8.28); in the same blocks, a drift moves both sides of a ratio.
+ */
+export interface PairedChains {
+  raw(): Promise<void>;
+  guarded(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openPairedChains(
+  jsm: JetStreamManager,
+  prefix: string,
+): Promise<PairedChains> {
+  const raw = await openChain(jsm, `${prefix}_pairraw`, `${prefix}.pairraw`);
+  try {
+    const guarded = await openChain(jsm, `${prefix}_pairguarded`, `${prefix}.pairguarded`, {
+      guard: guards(),
+    });
+    const close = async () => {
+      await raw.close();
+      await guarded.close();
+    };
+    try {
+      for (let i = 0; i < WARMUP; i++) {
+        await raw.chain();
+        await guarded.chain();
+      }
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    return {
+      raw: async () => void (await raw.chain()),
+      guarded: async () => void (await guarded.chain()),
+      close,
+    };
+  } catch (err) {
+    await raw.close();
+    throw err;
+  }
+}
 
 /** A chain's roles, connected and consuming, ready for {@link OpenChain.chain}. */
 interface OpenChain {

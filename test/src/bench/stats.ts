@@ -94,3 +94,9 @@ export async function phase<T>(what: string, fn: () => Promise<T>): Promise<T> {
  * connections (`connectNats`), so the raw figures are what the client can do, not what tracing costs.
  */
 export const BENCH_CONNECTION = { noAsyncTraces: true } as const;
+
+/**
+ * One-at-a-time samples of each thing compared in turn, this many at a time (the raw chains', and
+ * Toolgate's beside the paired chains): the host's speed drifts within a run.
+ */
+export const SAMPLE_BLOCK = 25;
