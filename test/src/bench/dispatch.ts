@@ -83,6 +83,15 @@ export interface DispatchResult
   pairedGuardedChainP50Ms?: number;
   pairedGuardedChainP99Ms?: number;
   /**
+   * The raw chain pipelined as the baseline's `rawChainPipelinedPerSec` is, once right before the
+   * throughput phase and once right after it (all-in-one), the mean of the two: its rate, its CPU
+   * per chain (the bench's process) and the broker's — the denominators of `cpuVsRawChain`,
+   * `throughputVsRawChain`, `brokerCpuVsRawChain` and the CPU floor.
+   */
+  pairedRawChainPipelinedPerSec?: number;
+  pairedRawChainCpuMsPerDispatch?: number;
+  pairedRawChainBrokerCpuMsPerDispatch?: number;
+  /**
    * Full runs: the p50 of the latency phase's first {@link QUICK_LATENCY_SAMPLES} samples — what a
    * quick run takes, after the same warm-up, in this run — and its ratio to `p50Ms`: how far a
    * quick run's p50 sits from the full run's, free of the host's drift between two runs.
@@ -359,6 +368,25 @@ export async function benchLatency(
       : {}),
     hopsP50Ms: opts.raw ? EMPTY_HOPS : await hopBreakdown(nats, opts.runId, sent),
     ...(opts.raw ? { raw: latencies } : {}),
+  };
+}
+
+/** The mean of the raw chain's two pipelined bursts beside the throughput phase. */
+function pairedMean(
+  a: Awaited<ReturnType<PairedChains['rawPipelined']>>,
+  b: Awaited<ReturnType<PairedChains['rawPipelined']>>,
+): Pick<
+  DispatchResult,
+  | 'pairedRawChainPipelinedPerSec'
+  | 'pairedRawChainCpuMsPerDispatch'
+  | 'pairedRawChainBrokerCpuMsPerDispatch'
+> {
+  return {
+    pairedRawChainPipelinedPerSec: Math.round((a.perSec + b.perSec) / 2),
+    pairedRawChainCpuMsPerDispatch: round((a.cpuMs + b.cpuMs) / 2, 3),
+    ...(a.brokerCpuMs !== undefined && b.brokerCpuMs !== undefined
+      ? { pairedRawChainBrokerCpuMsPerDispatch: round((a.brokerCpuMs + b.brokerCpuMs) / 2, 3) }
+      : {}),
   };
 }
 
@@ -1000,12 +1028,13 @@ export async function benchDispatch(
       ...(opts.paired ? { paired: opts.paired } : {}),
     }),
   );
-  // Nothing else is timed against them.
-  await opts.paired?.close();
   const http =
     opts.http === false
       ? undefined
       : await phase('latency over HTTP', () => benchHttp(stack, nats, opts.quick ? 30 : 300));
+  // The raw chain pipelined right before and right after the burst (the stack idle, its
+  // projection drained): the mean of the two is what the burst's ratios divide by.
+  const rawBefore = opts.paired && (await phase('raw chain pipelined', opts.paired.rawPipelined));
   const tput = await phase('throughput', () =>
     benchThroughput(stack, nats, {
       dispatches: opts.quick ? 2000 : 10_000,
@@ -1014,6 +1043,14 @@ export async function benchDispatch(
       profile: `${label}throughput`,
     }),
   );
+  const rawAfter =
+    opts.paired &&
+    (await phase('raw chain pipelined', async () => {
+      await untilProjected(nats, 60_000);
+      return opts.paired!.rawPipelined();
+    }));
+  await opts.paired?.close();
+  const pairedPipelined = rawBefore && rawAfter && pairedMean(rawBefore, rawAfter);
   const rssAfterThroughputMb = round(stack.rssMb(), 1);
   const steadySeconds = opts.quick ? 3 : 20;
   const steady = await phase('steady load', () =>
@@ -1062,6 +1099,7 @@ export async function benchDispatch(
           pairedGuardedChainP99Ms: latency.pairedGuardedChainP99Ms,
         }
       : {}),
+    ...pairedPipelined,
     ...http,
     ...throughput,
     submitWindow: SUBMIT_WINDOW,

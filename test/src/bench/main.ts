@@ -68,9 +68,9 @@ interface Report {
       pgCpuMsPerDispatch?: number;
       /**
        * A lower bound on `cpuMsPerDispatch` from work every dispatch does and the raw chain does
-       * not, each part measured in this run ({@link cpuFloor}); `cpuFloorVsRawChain` is it ÷
-       * `baseline.rawChainCpuMsPerDispatch`: no `cpuVsRawChain` below it is reachable without
-       * dropping a signature, a verify or the fold.
+       * not, each part measured in this run ({@link cpuFloor}, with the paired raw chain's CPU);
+       * `cpuFloorVsRawChain` is it ÷ `pairedRawChainCpuMsPerDispatch`: no `cpuVsRawChain` below
+       * it is reachable without dropping a signature, a verify or the fold.
        */
       cpuFloorMsPerDispatch?: number;
       cpuFloorVsRawChain?: number;
@@ -148,12 +148,14 @@ interface RawChainRatios {
   p99VsRawDispatch: number;
   /**
    * `cpuMsPerDispatch` (every process of Toolgate's, the load generator and worker too, in the
-   * burst until the projection has folded it) ÷ `baseline.rawChainCpuMsPerDispatch` (pipelined).
+   * burst until the projection has folded it) ÷ the raw chain's pipelined CPU per chain:
+   * `pairedRawChainCpuMsPerDispatch` (all-in-one: timed beside the burst), else
+   * `baseline.rawChainCpuMsPerDispatch`. The two below likewise.
    */
   cpuVsRawChain: number;
-  /** `brokerCpuMsPerDispatch` ÷ `baseline.rawChainBrokerCpuMsPerDispatch`, both in a burst. */
+  /** `brokerCpuMsPerDispatch` ÷ `pairedRawChainBrokerCpuMsPerDispatch`, both in a burst. */
   brokerCpuVsRawChain?: number;
-  /** `throughputPerSec` ÷ `baseline.rawChainPipelinedPerSec` (256 in flight each). */
+  /** `throughputPerSec` ÷ `pairedRawChainPipelinedPerSec` (256 in flight each). */
   throughputVsRawChain: number;
 }
 
@@ -196,23 +198,36 @@ function rawChainRatios(
     | 'throughputPerSec'
     | 'pairedRawDispatchP50Ms'
     | 'pairedRawDispatchP99Ms'
+    | 'pairedRawChainCpuMsPerDispatch'
+    | 'pairedRawChainBrokerCpuMsPerDispatch'
+    | 'pairedRawChainPipelinedPerSec'
   >,
   b: BaselineResult & RawDispatchResult,
 ): RawChainRatios {
+  const rawBrokerCpu = d.pairedRawChainBrokerCpuMsPerDispatch ?? b.rawChainBrokerCpuMsPerDispatch;
   return {
     p50VsRawDispatch: round(d.p50Ms / (d.pairedRawDispatchP50Ms ?? b.rawDispatchP50Ms), 2),
     p99VsRawDispatch: round(d.p99Ms / (d.pairedRawDispatchP99Ms ?? b.rawDispatchP99Ms), 2),
-    cpuVsRawChain: round(d.cpuMsPerDispatch / b.rawChainCpuMsPerDispatch, 2),
-    ...(d.brokerCpuMsPerDispatch !== undefined && b.rawChainBrokerCpuMsPerDispatch !== undefined
-      ? {
-          brokerCpuVsRawChain: round(
-            d.brokerCpuMsPerDispatch / b.rawChainBrokerCpuMsPerDispatch,
-            2,
-          ),
-        }
+    cpuVsRawChain: round(d.cpuMsPerDispatch / rawChainCpu(d, b), 2),
+    ...(d.brokerCpuMsPerDispatch !== undefined && rawBrokerCpu !== undefined
+      ? { brokerCpuVsRawChain: round(d.brokerCpuMsPerDispatch / rawBrokerCpu, 2) }
       : {}),
-    throughputVsRawChain: round(d.throughputPerSec / b.rawChainPipelinedPerSec, 3),
+    throughputVsRawChain: round(
+      d.throughputPerSec / (d.pairedRawChainPipelinedPerSec ?? b.rawChainPipelinedPerSec),
+      3,
+    ),
   };
+}
+
+/**
+ * The raw chain's CPU per pipelined chain the burst's ratios divide by: the one timed beside the
+ * throughput phase (all-in-one), else the baseline's.
+ */
+function rawChainCpu(
+  d: Pick<DispatchResult, 'pairedRawChainCpuMsPerDispatch'>,
+  b: RawDispatchResult,
+): number {
+  return d.pairedRawChainCpuMsPerDispatch ?? b.rawChainCpuMsPerDispatch;
 }
 
 /** `dispatch.split`: the same phases with each service in a process of its own. */
@@ -361,8 +376,9 @@ async function main(): Promise<Report> {
 
     let rssAfterMb: number | undefined;
     if (wanted('dispatch') && report.baseline) {
-      // The raw and the guarded chain again, timed between the latency's blocks of samples.
-      const paired = await openPairedChains(nats.jsm, nats.prefix);
+      // The raw and the guarded chain again: between the latency's blocks of samples, and the raw
+      // one pipelined before and after the throughput phase.
+      const paired = await openPairedChains(nats.jsm, nats.prefix, { quick });
       const dispatch = await section('dispatch', () =>
         benchDispatch(stack, nats, { quick, paired }),
       ).finally(() => paired.close());
@@ -484,9 +500,10 @@ async function main(): Promise<Report> {
       countsFrom: counted ? 'counted' : 'nominal',
     };
     if (d && counted && baseline && d.projectionCpuMsPerDispatch !== undefined) {
-      const floorMs = cpuFloor(baseline, d.projectionCpuMsPerDispatch, report.signing);
+      const rawCpu = rawChainCpu(d, baseline);
+      const floorMs = cpuFloor(baseline, d.projectionCpuMsPerDispatch, report.signing, rawCpu);
       d.cpuFloorMsPerDispatch = round(floorMs, 3);
-      d.cpuFloorVsRawChain = round(floorMs / baseline.rawChainCpuMsPerDispatch, 2);
+      d.cpuFloorVsRawChain = round(floorMs / rawCpu, 2);
       if (d.split && baseline.rawSplitChainCpuMsPerDispatch !== undefined) {
         const splitFloorMs = cpuFloor(
           baseline,
@@ -876,6 +893,14 @@ function print(report: Report): void {
                 [
                   'raw / guarded chain between those samples p50 / p99',
                   `${d.pairedRawDispatchP50Ms} / ${d.pairedRawDispatchP99Ms}, ${d.pairedGuardedChainP50Ms} / ${d.pairedGuardedChainP99Ms} ms`,
+                ],
+              ] as [string, unknown][])
+            : []),
+          ...(d.pairedRawChainPipelinedPerSec !== undefined
+            ? ([
+                [
+                  'raw chain pipelined beside the burst (mean of before and after): rate, CPU per chain this process / broker',
+                  `${d.pairedRawChainPipelinedPerSec.toLocaleString('en-US')}/s, ${d.pairedRawChainCpuMsPerDispatch} / ${d.pairedRawChainBrokerCpuMsPerDispatch ?? '-'} ms`,
                 ],
               ] as [string, unknown][])
             : []),

@@ -223,37 +223,15 @@ export async function benchRawDispatch(
     const [guardedTimes, splitTimes, guardedSplitTimes] = othersTimes;
     await guarded.close();
 
-    // Pipelined, as the throughput phase: an untimed burst, then the timed one; its CPU (every
-    // process of the chain's) until the projection consumer has acked every event (as a
-    // dispatch's, until the projection folded it).
-    const pipeline = async (
-      chain: OpenChain,
-      name: string,
-      pids: readonly number[] = [],
-      chains = opts.quick ? 1_000 : 10_000,
-    ) => {
-      const burst = (tag: string, count: number) =>
-        pool(count, PIPELINE_WINDOW, async (i) => void (await chain.chain(`${tag}${i}`)));
-      // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
-      await burst(`${name}w`, opts.quick ? 256 : 500);
-      await chain.projected();
-      const metered = meter(pids);
-      const t0 = performance.now();
-      await burst(name, chains);
-      const ms = since(t0);
-      await chain.projected();
-      return { chains, perSec: chains / (ms / 1000), cpu: metered.stop(chains) };
-    };
-    const pipelined = await pipeline(raw, 'p');
-    const pipelinedPerSec = pipelined.perSec;
-    const pipelinedCpu = pipelined.cpu;
-    const chains = pipelined.chains;
-    const splitChains = opts.quick ? 1_000 : 10_000;
+    const plain = await pipelined(raw, 'p', opts);
+    const pipelinedPerSec = plain.perSec;
+    const pipelinedCpu = plain.cpu;
+    const chains = plain.chains;
     const splitPipelined = split
-      ? await pipeline(split.raw, 's', split.pids, splitChains)
+      ? await pipelined(split.raw, 's', { ...opts, pids: split.pids })
       : undefined;
     const guardedSplitPipelined = split
-      ? await pipeline(split.guarded, 'g', split.pids, splitChains)
+      ? await pipelined(split.guarded, 'g', { ...opts, pids: split.pids })
       : undefined;
     await roles?.close();
 
@@ -335,6 +313,37 @@ export async function benchRawDispatch(
 }
 
 /**
+ * `chain` pipelined as the throughput phase runs: an untimed burst, then the timed one, its CPU
+ * (this process's and the processes `pids`', and the broker's) until the projection consumer has
+ * acked every event (as a dispatch's, until the projection folded it).
+ */
+async function pipelined(
+  chain: OpenChain,
+  name: string,
+  {
+    quick,
+    pids = [],
+    chains = quick ? 1_000 : 10_000,
+  }: {
+    quick: boolean;
+    pids?: readonly number[];
+    chains?: number;
+  },
+): Promise<{ chains: number; perSec: number; cpu: { cpuMs: number; brokerCpuMs?: number } }> {
+  const burst = (tag: string, count: number) =>
+    pool(count, PIPELINE_WINDOW, async (i) => void (await chain.chain(`${tag}${i}`)));
+  // Quick: a smaller burst than the throughput phase's 2,000 (the run's minute), the same window.
+  await burst(`${name}w`, quick ? 256 : 500);
+  await chain.projected();
+  const metered = meter(pids);
+  const t0 = performance.now();
+  await burst(name, chains);
+  const ms = since(t0);
+  await chain.projected();
+  return { chains, perSec: chains / (ms / 1000), cpu: metered.stop(chains) };
+}
+
+/**
  * The raw and the guarded chain in this process, warmed, for a phase that times them between
  * blocks of its own samples: the all-in-one's latency (`benchLatency`'s `paired`). Its ratios to
  * the baseline section's chains compared figures taken tens of seconds apart, and this host's
@@ -344,12 +353,18 @@ export async function benchRawDispatch(
 export interface PairedChains {
   raw(): Promise<void>;
   guarded(): Promise<void>;
+  /**
+   * The raw chain pipelined as the baseline's `rawChainPipelinedPerSec` is (the same sizes), its
+   * CPU per chain (this process's, the broker's): run beside the dispatch's throughput phase.
+   */
+  rawPipelined(): Promise<{ perSec: number; cpuMs: number; brokerCpuMs?: number }>;
   close(): Promise<void>;
 }
 
 export async function openPairedChains(
   jsm: JetStreamManager,
   prefix: string,
+  { quick }: { quick: boolean },
 ): Promise<PairedChains> {
   const raw = await openChain(jsm, `${prefix}_pairraw`, `${prefix}.pairraw`);
   try {
@@ -360,6 +375,7 @@ export async function openPairedChains(
       await raw.close();
       await guarded.close();
     };
+    let bursts = 0;
     try {
       for (let i = 0; i < WARMUP; i++) {
         await raw.chain();
@@ -372,6 +388,10 @@ export async function openPairedChains(
     return {
       raw: async () => void (await raw.chain()),
       guarded: async () => void (await guarded.chain()),
+      rawPipelined: async () => {
+        const { perSec, cpu } = await pipelined(raw, `p${bursts++}-`, { quick });
+        return { perSec, ...cpu };
+      },
       close,
     };
   } catch (err) {
