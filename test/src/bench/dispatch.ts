@@ -371,7 +371,27 @@ export async function benchLatency(
   };
 }
 
-/** The mean of the raw chain's two pipelined bursts beside the throughput phase. */
+/**
+ * `burst` (a throughput phase) with the raw chain pipelined right before and right after it (the
+ * stack idle beside it, its projection drained): the mean of the two is what the burst's ratios
+ * divide by. Without `paired`, `burst` alone.
+ */
+export async function besidePipelined<T>(
+  paired: PairedChains | undefined,
+  nats: TestNats,
+  burst: () => Promise<T>,
+): Promise<{ result: T; paired?: ReturnType<typeof pairedMean> }> {
+  if (!paired) return { result: await burst() };
+  const before = await phase('raw chain pipelined', paired.rawPipelined);
+  const result = await burst();
+  const after = await phase('raw chain pipelined', async () => {
+    await untilProjected(nats, 60_000);
+    return paired.rawPipelined();
+  });
+  return { result, paired: pairedMean(before, after) };
+}
+
+/** The mean of the raw chain's two pipelined bursts beside a throughput phase. */
 function pairedMean(
   a: Awaited<ReturnType<PairedChains['rawPipelined']>>,
   b: Awaited<ReturnType<PairedChains['rawPipelined']>>,
@@ -1032,25 +1052,17 @@ export async function benchDispatch(
     opts.http === false
       ? undefined
       : await phase('latency over HTTP', () => benchHttp(stack, nats, opts.quick ? 30 : 300));
-  // The raw chain pipelined right before and right after the burst (the stack idle, its
-  // projection drained): the mean of the two is what the burst's ratios divide by.
-  const rawBefore = opts.paired && (await phase('raw chain pipelined', opts.paired.rawPipelined));
-  const tput = await phase('throughput', () =>
-    benchThroughput(stack, nats, {
-      dispatches: opts.quick ? 2000 : 10_000,
-      runId: `${label}tput`,
-      drainWaitMs: opts.quick ? 5_000 : 60_000,
-      profile: `${label}throughput`,
-    }),
+  const { result: tput, paired: pairedPipelined } = await besidePipelined(opts.paired, nats, () =>
+    phase('throughput', () =>
+      benchThroughput(stack, nats, {
+        dispatches: opts.quick ? 2000 : 10_000,
+        runId: `${label}tput`,
+        drainWaitMs: opts.quick ? 5_000 : 60_000,
+        profile: `${label}throughput`,
+      }),
+    ),
   );
-  const rawAfter =
-    opts.paired &&
-    (await phase('raw chain pipelined', async () => {
-      await untilProjected(nats, 60_000);
-      return opts.paired!.rawPipelined();
-    }));
   await opts.paired?.close();
-  const pairedPipelined = rawBefore && rawAfter && pairedMean(rawBefore, rawAfter);
   const rssAfterThroughputMb = round(stack.rssMb(), 1);
   const steadySeconds = opts.quick ? 3 : 20;
   const steady = await phase('steady load', () =>

@@ -15,6 +15,7 @@ import {
   benchRawDispatch,
   openPairedChains,
   SPLIT_WARM_BURST,
+  type PairedChains,
   type RawDispatchResult,
 } from './raw-chain';
 import { BenchStack } from './bench-stack';
@@ -22,6 +23,7 @@ import {
   benchApprovals,
   benchDispatch,
   benchLatency,
+  besidePipelined,
   benchSteady,
   benchThroughput,
   EVENTS_PER_DISPATCH,
@@ -231,7 +233,18 @@ function rawChainCpu(
 }
 
 /** `dispatch.split`: the same phases with each service in a process of its own. */
-interface SplitResult extends ServersCpu, RawChainRatios {
+interface SplitResult
+  extends
+    ServersCpu,
+    RawChainRatios,
+    Pick<
+      DispatchResult,
+      | 'pairedRawDispatchP50Ms'
+      | 'pairedRawDispatchP99Ms'
+      | 'pairedRawChainPipelinedPerSec'
+      | 'pairedRawChainCpuMsPerDispatch'
+      | 'pairedRawChainBrokerCpuMsPerDispatch'
+    > {
   p50Ms: number;
   p99Ms: number;
   hopsP50Ms: DispatchResult['hopsP50Ms'];
@@ -607,12 +620,17 @@ async function benchSplit(
   baseline: BaselineResult & RawDispatchResult,
   quick: boolean,
 ): Promise<SplitResult> {
+  let paired: PairedChains | undefined;
   try {
     // Each of the five processes compiles its own copy of the code on the path, where the
     // all-in-one's services share theirs: a burst first, in both modes, or the quick run measured
     // code still warming (its CPU per dispatch 3.3–3.9 ms after 500 dispatches, 1.4–1.8 after
     // 3,000 or more, 2026-12-07).
     await phase('warm-up burst', () => warmBurst(stack, nats, SPLIT_WARM_BURST, 'split-warm'));
+    // The raw chain (in this process, as the baseline's) again beside the split's phases, as
+    // beside the all-in-one's: its goals are ratios to it. (Its floors and the layout's own chains
+    // are the baseline's: their processes are gone.)
+    paired = await openPairedChains(nats.jsm, `${nats.prefix}_split`, { quick });
     const latencySamples = quick ? 100 : 1000;
     const latency = await phase('latency (warm-up and samples)', () =>
       benchLatency(stack, nats, {
@@ -620,16 +638,25 @@ async function benchSplit(
         runId: 'split-latency',
         // The all-in-one's warm-up (300) in both modes: with 100 the quick run's five processes
         // were still warming (p50 10.0–10.9 ms against 8.0–8.8 after 600, three pairs).
+        paired,
       }),
     );
-    const tput = await phase('throughput', () =>
-      benchThroughput(stack, nats, {
-        dispatches: quick ? 2_000 : 10_000,
-        warmBurst: 500,
-        runId: 'split-tput',
-        drainWaitMs: quick ? 5_000 : 60_000,
-      }),
+    const { result: tput, paired: pairedPipelined } = await besidePipelined(paired, nats, () =>
+      phase('throughput', () =>
+        benchThroughput(stack, nats, {
+          dispatches: quick ? 2_000 : 10_000,
+          warmBurst: 500,
+          runId: 'split-tput',
+          drainWaitMs: quick ? 5_000 : 60_000,
+        }),
+      ),
     );
+    await paired.close();
+    const pairedFields = {
+      pairedRawDispatchP50Ms: latency.pairedRawDispatchP50Ms,
+      pairedRawDispatchP99Ms: latency.pairedRawDispatchP99Ms,
+      ...pairedPipelined,
+    };
     const steady = await phase('steady load', () =>
       benchSteady(stack, nats, {
         ratePerSec: tput.throughputPerSec / 2,
@@ -648,7 +675,11 @@ async function benchSplit(
       ...(tput.cpuMsPerDispatchByProcess
         ? { cpuMsPerDispatchByProcess: tput.cpuMsPerDispatchByProcess }
         : {}),
-      ...rawChainRatios({ ...tput, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms }, baseline),
+      ...pairedFields,
+      ...rawChainRatios(
+        { ...tput, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms, ...pairedFields },
+        baseline,
+      ),
       ...serversCpu(tput),
       projectionCaughtUp: tput.projectionCaughtUp,
       ...(tput.projectionCatchUpMs !== undefined
@@ -665,6 +696,7 @@ async function benchSplit(
       ...splitShapeRatios(baseline),
     };
   } finally {
+    await paired?.close();
     await split.stop();
   }
 }
@@ -726,6 +758,39 @@ function serversCpuRows(t: ServersCpu): [string, unknown][] {
 }
 
 /** The burst's ratios to the pipelined raw chain. */
+/** The raw (and guarded) chain timed beside a shape's phases: what its ratios divide by. */
+function pairedRows(
+  d: Partial<
+    Pick<
+      DispatchResult,
+      | 'pairedRawDispatchP50Ms'
+      | 'pairedRawDispatchP99Ms'
+      | 'pairedGuardedChainP50Ms'
+      | 'pairedGuardedChainP99Ms'
+      | 'pairedRawChainPipelinedPerSec'
+      | 'pairedRawChainCpuMsPerDispatch'
+      | 'pairedRawChainBrokerCpuMsPerDispatch'
+    >
+  >,
+): [string, unknown][] {
+  const rows: [string, unknown][] = [];
+  if (d.pairedRawDispatchP50Ms !== undefined)
+    rows.push([
+      `raw${d.pairedGuardedChainP50Ms !== undefined ? ' / guarded' : ''} chain between those samples p50 / p99`,
+      `${d.pairedRawDispatchP50Ms} / ${d.pairedRawDispatchP99Ms}` +
+        (d.pairedGuardedChainP50Ms !== undefined
+          ? `, ${d.pairedGuardedChainP50Ms} / ${d.pairedGuardedChainP99Ms}`
+          : '') +
+        ' ms',
+    ]);
+  if (d.pairedRawChainPipelinedPerSec !== undefined)
+    rows.push([
+      'raw chain pipelined beside the burst (mean of before and after): rate, CPU per chain this process / broker',
+      `${d.pairedRawChainPipelinedPerSec.toLocaleString('en-US')}/s, ${d.pairedRawChainCpuMsPerDispatch} / ${d.pairedRawChainBrokerCpuMsPerDispatch ?? '-'} ms`,
+    ]);
+  return rows;
+}
+
 function rawChainRows(r: Partial<RawChainRatios>): [string, unknown][] {
   if (r.cpuVsRawChain === undefined) return [];
   return [
@@ -888,22 +953,7 @@ function print(report: Report): void {
             'p50 per hop: submit→requested→decided→started→settled→reply',
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
-          ...(d.pairedRawDispatchP50Ms !== undefined
-            ? ([
-                [
-                  'raw / guarded chain between those samples p50 / p99',
-                  `${d.pairedRawDispatchP50Ms} / ${d.pairedRawDispatchP99Ms}, ${d.pairedGuardedChainP50Ms} / ${d.pairedGuardedChainP99Ms} ms`,
-                ],
-              ] as [string, unknown][])
-            : []),
-          ...(d.pairedRawChainPipelinedPerSec !== undefined
-            ? ([
-                [
-                  'raw chain pipelined beside the burst (mean of before and after): rate, CPU per chain this process / broker',
-                  `${d.pairedRawChainPipelinedPerSec.toLocaleString('en-US')}/s, ${d.pairedRawChainCpuMsPerDispatch} / ${d.pairedRawChainBrokerCpuMsPerDispatch ?? '-'} ms`,
-                ],
-              ] as [string, unknown][])
-            : []),
+          ...pairedRows(d),
           ...(d.p50VsRawDispatch !== undefined
             ? ([
                 [
@@ -1010,6 +1060,7 @@ function print(report: Report): void {
             }`,
           ],
           ...serversCpuRows(d.split),
+          ...pairedRows(d.split),
           [
             'p50 / p99 vs the raw dispatch chain, one at a time',
             `${d.split.p50VsRawDispatch} / ${d.split.p99VsRawDispatch}`,
