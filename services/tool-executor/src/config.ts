@@ -16,6 +16,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
+import { parseAddressBlock } from './builtins/internal-addresses';
 
 const list = commaList;
 
@@ -37,6 +38,11 @@ const Env = z.object({
   EXECUTOR_WRITE_PATHS: list,
   /** Host environment variables a shell tool may see (comma-separated); default: a safe list. */
   EXECUTOR_ENV_ALLOWLIST: list,
+  /**
+   * Internal addresses http_fetch may connect to (comma-separated addresses or
+   * `<address>/<prefix>` blocks: loopback, this host's, private, link-local, …); none by default.
+   */
+  EXECUTOR_FETCH_INTERNAL: list,
   /**
    * Calls in flight per replica: mostly waiting on the broker or a remote worker, so cheap. What
    * loads the machine — tools running here — is bounded by EXECUTOR_INPROCESS_CONCURRENCY.
@@ -173,6 +179,8 @@ export type ExecutorConfig = NatsSettings &
     readPaths?: string[];
     writePaths?: string[];
     envAllowlist?: string[];
+    /** `EXECUTOR_FETCH_INTERNAL`: the internal addresses http_fetch may connect to. */
+    fetchInternal: readonly string[];
     concurrency: number;
     inprocessConcurrency: number;
     defaultTimeoutMs: number;
@@ -202,6 +210,13 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
       ? [{ setting: 'EXECUTOR_CONTAINER_STATE_DIR', path: e.EXECUTOR_CONTAINER_STATE_DIR }]
       : []),
   ]);
+  const fetchInternal = e.EXECUTOR_FETCH_INTERNAL ?? [];
+  const unreadable = fetchInternal.filter((entry) => parseAddressBlock(entry) === undefined);
+  if (unreadable.length)
+    throw new ConfigError(
+      `EXECUTOR_FETCH_INTERNAL: ${unreadable.map((v) => JSON.stringify(v)).join(', ')} is not an address or an <address>/<prefix> block`,
+      { details: { field: 'EXECUTOR_FETCH_INTERNAL' } },
+    );
   if (!path.isAbsolute(e.WORKTREE_ROOT))
     throw new ConfigError('WORKTREE_ROOT must be an absolute path', {
       details: { field: 'WORKTREE_ROOT' },
@@ -229,6 +244,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ...(e.EXECUTOR_READ_PATHS ? { readPaths: e.EXECUTOR_READ_PATHS } : {}),
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
     ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),
+    fetchInternal,
     concurrency: e.EXECUTOR_CONCURRENCY,
     inprocessConcurrency: e.EXECUTOR_INPROCESS_CONCURRENCY,
     defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,

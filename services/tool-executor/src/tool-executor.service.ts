@@ -96,6 +96,7 @@ export async function startToolExecutor(
       ...(config.readPaths ? { readPaths: config.readPaths } : {}),
       ...(config.writePaths ? { writePaths: config.writePaths } : {}),
       ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
+      http: { internal: [...config.fetchInternal] },
     }),
     realLenient,
   );

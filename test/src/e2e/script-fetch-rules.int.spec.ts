@@ -55,7 +55,8 @@ describe("a script's http_get against the domain rules of http_fetch", () => {
       if (to) res.writeHead(302, { location: to }).end();
       else res.end('fine');
     });
-    stack = await startTestStack('scriptfetch');
+    // The listeners are on loopback, which the executor reaches only when told to.
+    stack = await startTestStack('scriptfetch', { EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8' });
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, {
       document: {
         engine: {
@@ -102,6 +103,40 @@ describe("a script's http_get against the domain rules of http_fetch", () => {
       const scripted = await dispatch('getter', url);
       expect(scripted.body.settled.result).toEqual({ ok: false, code: 'denied' });
       expect([...byTool.seen, ...byRisk.seen]).toEqual([]);
+    },
+  );
+});
+
+describe('a stack whose executor names no internal address (the default)', () => {
+  let stack: TestStack;
+  let secret: Listener;
+
+  beforeAll(async () => {
+    secret = await listen('127.0.0.1', (_req, res) => res.end('SECRET OF LOOPBACK'));
+    stack = await startTestStack('fetchdefault');
+    // No domain rule denies anything: the boundary is the executor's, not the tenant's.
+    const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });
+    expect(put.status).toBe(200);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await secret?.close();
+  });
+
+  it.each(['127.0.0.1', 'localhost', '0', '[::ffff:127.0.0.1]'])(
+    'refuses an http_fetch of a service on loopback (%s), which sees nothing',
+    async (host) => {
+      const res = await stack.http(
+        'POST',
+        '/v1/dispatches',
+        TOKENS.acmeAgent,
+        call('http_fetch', { url: `http://${host}:${secret.port}/` }),
+      );
+      expect(res.body.settled).toMatchObject({
+        outcome: 'error',
+        error: { code: 'denied', details: { internal: true } },
+      });
+      expect(secret.seen).toEqual([]);
     },
   );
 });

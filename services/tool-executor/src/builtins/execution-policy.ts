@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, ErrorCode, ToolgateError, type ToolContext } from '@toolgate/contracts';
 import { isInside } from '@toolgate/worktree-guard';
+import { parseAddressBlock } from './internal-addresses';
 
 /**
  * Environment variables a tool may inherit from the host by default. Only locale, terminal and
@@ -91,8 +92,24 @@ export const ExecutionPolicySchema = z.strictObject({
     .strictObject({
       timeoutMs: PositiveInt.max(600_000).default(30_000),
       maxRedirects: z.number().int().min(0).max(20).default(5),
+      /**
+       * The internal addresses http_fetch may connect to (`isInternalAddress`: loopback, this
+       * host's own, private, shared, link-local, multicast, reserved), as addresses or
+       * `<address>/<prefix>` blocks, checked against every address a name resolves to. None by
+       * default: a model steered by an attacker must not reach the services beside the executor
+       * (the broker's monitoring, a database, the cloud's metadata service) however the tenant's
+       * domain rules read.
+       */
+      internal: z
+        .array(
+          z.string().refine((entry) => parseAddressBlock(entry) !== undefined, {
+            message: 'not an address or an <address>/<prefix> block',
+          }),
+        )
+        .max(256)
+        .default(() => []),
     })
-    .default(() => ({ timeoutMs: 30_000, maxRedirects: 5 })),
+    .default(() => ({ timeoutMs: 30_000, maxRedirects: 5, internal: [] })),
 });
 
 /** The input form of an execution policy (what configuration provides). */

@@ -11,6 +11,9 @@ import { runTool, type ToolDef } from '@toolgate/tools';
 import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
 import type { HttpFetchResult } from './http-fetch-tool';
 
+/** The domain rules are under test here: every internal address opened (the default: none). */
+const EVERY_ADDRESS = ['0.0.0.0/0', '::/0'];
+
 /**
  * One canonical host for every domain decision. A server on 127.0.0.1 is denied by a rule that
  * names it once; every other spelling of that address — IPv4 numeric forms, IPv6 forms that carry
@@ -69,7 +72,7 @@ beforeAll(async () => {
   allowedV6 = await serve('::1', answer('public v6'));
   chain = compilePermissionChain({ deny: [{ tool: 'http_fetch', domains: ['127.0.0.1'] }] });
   fetchTool = builtin('http_fetch', {
-    policy: { cwd: '/' },
+    policy: { cwd: '/', http: { internal: EVERY_ADDRESS } },
     checkDomain: (host) => checkFetchHost(chain, host).verdict,
   });
 });
@@ -160,7 +163,7 @@ it('an address range covers every address in it, in any spelling', async () => {
     deny: [{ tool: 'http_fetch', domains: ['127.0.0.0/8', '::1/128'] }],
   });
   const tool = builtin('http_fetch', {
-    policy: { cwd: '/' },
+    policy: { cwd: '/', http: { internal: EVERY_ADDRESS } },
     checkDomain: (host) => checkFetchHost(ranged, host).verdict,
   });
   for (const url of [

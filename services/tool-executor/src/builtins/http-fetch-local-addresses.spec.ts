@@ -5,7 +5,11 @@ import { ErrorCode } from '@toolgate/contracts';
 import { checkFetchHost, compilePermissionChain } from '@toolgate/permissions';
 import { runTool } from '@toolgate/tools';
 import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
-import { routesToThisHost, type HttpFetchResult } from './http-fetch-tool';
+import type { HttpFetchResult } from './http-fetch-tool';
+import { routesToThisHost } from './internal-addresses';
+
+/** The domain rules are under test here: every internal address opened (the default: none). */
+const EVERY_ADDRESS = ['0.0.0.0/0', '::/0'];
 
 /**
  * Addresses, not spellings (issue 23, finding 7): with loopback denied (`127.0.0.0/8`, `::1`,
@@ -59,7 +63,7 @@ const fetcher = (domains: string[]) => {
     deny: domains.length ? [{ tool: 'http_fetch', domains }] : [],
   });
   return builtin('http_fetch', {
-    policy: { cwd: '/' },
+    policy: { cwd: '/', http: { internal: EVERY_ADDRESS } },
     checkDomain: (host) => checkFetchHost(chain, host).verdict,
   });
 };

@@ -56,8 +56,12 @@ function rules(allowed: string[] = ['127.0.0.1']): { checked: string[]; checkDom
   };
 }
 
+/** The tool under test, its test servers on loopback opened to it (the executor's default: none). */
 function fetchTool(checkDomain: CheckDomain, policy: Partial<ExecutionPolicyInput> = {}): ToolDef {
-  return builtin('http_fetch', { policy: { cwd: '/', ...policy }, checkDomain });
+  return builtin('http_fetch', {
+    policy: { cwd: '/', ...policy, http: { internal: ['127.0.0.0/8'], ...policy.http } },
+    checkDomain,
+  });
 }
 
 type Server = Awaited<ReturnType<typeof startServer>>;

@@ -1,12 +1,12 @@
 import { promises as dns, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import os from 'node:os';
 import type { Agent, Response } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { canonicalHost } from '@toolgate/permissions';
 import { tool } from '@toolgate/tools';
 import type { BuiltinDeps, CheckDomain } from './builtin-deps';
+import { InternalAllowance, NO_INTERNAL_ADDRESSES, routesToThisHost } from './internal-addresses';
 
 const isHttpUrl = (value: string): boolean => {
   try {
@@ -92,10 +92,11 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       let body: string | undefined = args.body;
       const headers = new Headers(args.headers ?? {});
       const redirects: string[] = [];
-      const guard = new ConnectGuard(deps.checkDomain);
+      const internal = internalAllowance(policy.http.internal);
+      const guard = new ConnectGuard(deps.checkDomain, internal);
       try {
         for (;;) {
-          await assertHostAllowed(deps.checkDomain, url);
+          await assertHostAllowed(deps.checkDomain, internal, url);
           let res: Response;
           try {
             res = await fetch(url, {
@@ -191,7 +192,10 @@ class ConnectGuard {
   refusal: ToolgateError | undefined = undefined;
   readonly agent: Agent;
 
-  constructor(private readonly checkDomain: CheckDomain) {
+  constructor(
+    private readonly checkDomain: CheckDomain,
+    private readonly internal: InternalAllowance,
+  ) {
     this.agent = new (undici().Agent)({ connect: { lookup: this.lookup } });
   }
 
@@ -224,12 +228,22 @@ class ConnectGuard {
     // whichever of them the socket would have tried first.
     for (const a of addresses) {
       const host = canonicalHost(a.address);
-      const verdict = host === undefined ? 'deny' : await addressVerdict(this.checkDomain, host);
-      if (verdict !== 'allow') {
+      const refused =
+        host === undefined ? 'rules' : await addressRefusal(this.checkDomain, this.internal, host);
+      if (refused) {
+        const address = host ?? a.address;
         this.refusal ??= new ToolgateError(
           ErrorCode.Denied,
-          `http_fetch: host ${bare} resolves to ${host ?? a.address}, which the domain rules do not allow`,
-          { details: { host: bare, address: host ?? a.address } },
+          refused === 'internal'
+            ? `http_fetch: host ${bare} resolves to ${address}, ${INTERNAL_REFUSAL}`
+            : `http_fetch: host ${bare} resolves to ${address}, which the domain rules do not allow`,
+          {
+            details: {
+              host: bare,
+              address,
+              ...(refused === 'internal' ? { internal: true } : {}),
+            },
+          },
         );
         throw Object.assign(new Error(this.refusal.message), { code: 'EACCES' });
       }
@@ -255,51 +269,60 @@ async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknow
 /** How loopback is named in domain rules: an address routed to this host must pass all three. */
 const LOOPBACK_NAMES = ['127.0.0.1', '::1', 'localhost'];
 
-/**
- * Whether the kernel delivers a connection to `host` (canonical: an IPv4-mapped, translated,
- * compatible or NAT64 address is already its IPv4 one) to this machine: the unspecified
- * addresses (`0.0.0.0/8`, `::`, which Linux connects to as loopback), loopback itself, and every
- * address of this machine's own interfaces (a listener on all addresses answers there). Pure but
- * for reading the interfaces.
- */
-export function routesToThisHost(host: string): boolean {
-  if (isIP(host) === 0) return false;
-  if (host === '::' || host === '::1') return true;
-  if (isIP(host) === 4) {
-    const first = Number(host.split('.')[0]);
-    if (first === 0 || first === 127) return true;
-  }
-  for (const list of Object.values(os.networkInterfaces())) {
-    for (const a of list ?? []) if (canonicalHost(a.address.split('%')[0]!) === host) return true;
-  }
-  return false;
+/** Why an internal address is refused, after "host X is" or "host X resolves to Y,". */
+const INTERNAL_REFUSAL =
+  'an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it';
+
+/** The cached allowance of a policy's `http.internal` (one array per parsed policy). */
+const allowances = new WeakMap<readonly string[], InternalAllowance>();
+function internalAllowance(entries: readonly string[]): InternalAllowance {
+  if (entries.length === 0) return NO_INTERNAL_ADDRESSES;
+  let allowance = allowances.get(entries);
+  if (!allowance) allowances.set(entries, (allowance = new InternalAllowance(entries)));
+  return allowance;
 }
 
 /**
- * The verdict on connecting to an address: the address itself, and — when it reaches this machine
- * whatever its spelling ({@link routesToThisHost}) — loopback under each name a rule may give it,
- * so `http://0/`, `[::]` or the host's own address meet a rule denying `127.0.0.0/8`, `::1` or
- * `localhost`. Decided on the address, not the spelling.
+ * Why connecting to an address is refused, if it is: an internal one the operator did not name
+ * (`internal`, checked first: no domain rule opens it), or the domain rules (`rules`) — on the
+ * address itself and, when it reaches this machine whatever its spelling
+ * ({@link routesToThisHost}), on loopback under each name a rule may give it, so `http://0/`,
+ * `[::]` or the host's own address meet a rule denying `127.0.0.0/8`, `::1` or `localhost`.
+ * Decided on the address, not the spelling.
  */
-async function addressVerdict(checkDomain: CheckDomain, host: string): Promise<unknown> {
+async function addressRefusal(
+  checkDomain: CheckDomain,
+  internal: InternalAllowance,
+  host: string,
+): Promise<'internal' | 'rules' | undefined> {
+  if (internal.refuses(host)) return 'internal';
   // A loopback address names itself; any other way to this machine is loopback by another name.
   const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
   for (const h of hosts) {
     const verdict = await verdictOf(checkDomain, h);
-    if (verdict !== 'allow') return verdict;
+    if (verdict !== 'allow') return 'rules';
   }
-  return 'allow';
+  return undefined;
 }
 
 function isLoopback(host: string): boolean {
   return host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
-async function assertHostAllowed(checkDomain: CheckDomain, url: URL): Promise<void> {
+async function assertHostAllowed(
+  checkDomain: CheckDomain,
+  internal: InternalAllowance,
+  url: URL,
+): Promise<void> {
   const host = canonicalHost(url.hostname);
   // An address literal never reaches the connection's lookup: it is decided here, in full.
-  const verdict = host === undefined ? 'deny' : await addressVerdict(checkDomain, host);
-  if (verdict !== 'allow') {
+  const refused = host === undefined ? 'rules' : await addressRefusal(checkDomain, internal, host);
+  if (refused === 'internal') {
+    throw new ToolgateError(ErrorCode.Denied, `http_fetch: host ${host} is ${INTERNAL_REFUSAL}`, {
+      details: { host, internal: true },
+    });
+  }
+  if (refused) {
     throw new ToolgateError(
       ErrorCode.Denied,
       `http_fetch: host ${host ?? url.hostname} is not allowed by the domain rules`,

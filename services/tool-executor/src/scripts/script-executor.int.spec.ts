@@ -80,7 +80,8 @@ afterAll(async () => {
 
 function builtinTools() {
   return createBuiltinTools({
-    policy: { cwd: work },
+    // The domain rules are under test: every internal address opened (the executor's default: none).
+    policy: { cwd: work, http: { internal: ['0.0.0.0/0', '::/0'] } },
     checkDomain: (host) => checkFetchHost(chain, host).verdict,
     protectedPaths: () => chain.protectedPaths,
     sandbox,

@@ -1,0 +1,219 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import { ConfigError, ErrorCode } from '@toolgate/contracts';
+import { runTool, type ToolDef } from '@toolgate/tools';
+import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
+import { loadExecutorConfig } from '../config';
+import { parseExecutionPolicy } from './execution-policy';
+import type { HttpFetchResult } from './http-fetch-tool';
+import { InternalAllowance, isInternalAddress } from './internal-addresses';
+
+/**
+ * The services beside the executor — the broker's monitoring, a database, the cloud's metadata
+ * service, the executor's own ports — are out of a tool call's reach unless the operator names
+ * them (`EXECUTOR_FETCH_INTERNAL`), whatever the tenant's domain rules say: here they allow every
+ * host. Each attack is checked on the listener (it saw no request), not only on the answer.
+ */
+interface Listener {
+  port: number;
+  seen: string[];
+  close(): Promise<void>;
+}
+
+function listen(host: string, handler: http.RequestListener): Promise<Listener> {
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push(req.url ?? '');
+    handler(req, res);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, host, () =>
+      resolve({
+        port: (server.address() as AddressInfo).port,
+        seen,
+        close: () =>
+          new Promise<void>((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      }),
+    ),
+  );
+}
+
+/** http_fetch with domain rules that allow every host, and the executor's `http.internal`. */
+const fetcher = (internal?: string[]): ToolDef =>
+  builtin('http_fetch', {
+    policy: { cwd: '/', ...(internal ? { http: { internal } } : {}) },
+    checkDomain: () => 'allow',
+  });
+
+const ownAddress = Object.values(os.networkInterfaces())
+  .flat()
+  .find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+
+let secret: Listener;
+
+beforeAll(async () => {
+  // Every address, both families: a service listening on "all interfaces".
+  secret = await listen('::', (_req, res) => res.end('SECRET'));
+});
+
+afterAll(async () => {
+  await secret.close();
+});
+
+describe('by default', () => {
+  const tool = fetcher();
+  const spellings = [
+    '127.0.0.1',
+    '127.0.0.2',
+    'localhost',
+    'LocalHost.',
+    '0',
+    '0.0.0.0',
+    '2130706433',
+    '0x7f.1',
+    '[::1]',
+    '[::]',
+    '[::ffff:127.0.0.1]',
+    '[64:ff9b::7f00:1]',
+    ...(ownAddress ? [ownAddress] : []),
+  ];
+
+  it.each(spellings)(
+    'refuses http://%s/ as internal, and the listener sees nothing',
+    async (spelling) => {
+      const result = await runTool(
+        tool,
+        { url: `http://${spelling}:${secret.port}/` },
+        toolContext('/'),
+      );
+      const error = errorOf(result);
+      expect(error.code).toBe(ErrorCode.Denied);
+      expect(error.message).toContain('EXECUTOR_FETCH_INTERNAL');
+      expect(error.details).toMatchObject({ internal: true });
+      expect(secret.seen).toEqual([]);
+    },
+  );
+
+  it.each([
+    '169.254.169.254',
+    '10.0.0.1',
+    '172.16.5.4',
+    '192.168.1.1',
+    '100.64.0.1',
+    '[fd00:ec2::254]',
+    '[fe80::1]',
+    '224.0.0.1',
+  ])(
+    'refuses http://%s/ before connecting (a metadata service, a private network)',
+    async (host) => {
+      const error = errorOf(await runTool(tool, { url: `http://${host}/` }, toolContext('/')));
+      expect(error.code).toBe(ErrorCode.Denied);
+      expect(error.details).toMatchObject({ internal: true });
+    },
+  );
+});
+
+describe('with the addresses the operator names', () => {
+  let hop: Listener;
+
+  beforeAll(async () => {
+    // On 127.0.0.1, which is named below: it redirects to loopback addresses that are not.
+    hop = await listen('127.0.0.1', (req, res) => {
+      const to = new URL(req.url ?? '/', 'http://x').searchParams.get('to');
+      if (to) res.writeHead(302, { location: to }).end();
+      else res.end('named');
+    });
+  });
+
+  afterAll(async () => {
+    await hop.close();
+  });
+
+  it('reaches them, in any spelling of the address', async () => {
+    const tool = fetcher(['127.0.0.1']);
+    for (const url of [
+      `http://127.0.0.1:${hop.port}/`,
+      `http://[::ffff:127.0.0.1]:${hop.port}/`,
+      `http://localhost:${hop.port}/`,
+    ]) {
+      const result = ok<HttpFetchResult>(await runTool(tool, { url }, toolContext('/')));
+      expect({ url, body: result.body }).toEqual({ url, body: 'named' });
+    }
+  });
+
+  it('refuses a redirect from one of them to another internal address', async () => {
+    const tool = fetcher(['127.0.0.1/32']);
+    const seenBefore = hop.seen.length;
+    for (const target of [
+      `http://127.0.0.2:${secret.port}/`,
+      `http://[::1]:${secret.port}/`,
+      `http://0:${secret.port}/`,
+    ]) {
+      const url = `http://127.0.0.1:${hop.port}/?to=${encodeURIComponent(target)}`;
+      const error = errorOf(await runTool(tool, { url }, toolContext('/')));
+      expect({ target, code: error.code, internal: error.details?.internal }).toEqual({
+        target,
+        code: ErrorCode.Denied,
+        internal: true,
+      });
+    }
+    expect(hop.seen.length).toBe(seenBefore + 3);
+    expect(secret.seen).toEqual([]);
+  });
+
+  it('reaches a whole block when it names one', async () => {
+    const tool = fetcher(['127.0.0.0/8', '::1']);
+    for (const host of ['127.0.0.2', '[::1]']) {
+      const result = await runTool(
+        tool,
+        { url: `http://${host}:${secret.port}/` },
+        toolContext('/'),
+      );
+      expect(ok<HttpFetchResult>(result).body).toBe('SECRET');
+    }
+    secret.seen.length = 0;
+  });
+});
+
+it('tells internal addresses from the internet', () => {
+  for (const a of [
+    '127.0.0.1',
+    '0.0.0.0',
+    '10.1.2.3',
+    '169.254.169.254',
+    '::1',
+    'fd00::1',
+    '255.255.255.255',
+  ])
+    expect({ a, internal: isInternalAddress(a) }).toEqual({ a, internal: true });
+  for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', 'example.com'])
+    expect({ a, internal: isInternalAddress(a) }).toEqual({ a, internal: false });
+  const named = new InternalAllowance(['10.0.0.0/8', '::ffff:192.168.0.0/112']);
+  expect(named.refuses('10.9.9.9')).toBe(false);
+  expect(named.refuses('192.168.3.4')).toBe(false);
+  expect(named.refuses('192.169.0.1')).toBe(false); // not internal at all
+  expect(named.refuses('172.16.0.1')).toBe(true);
+});
+
+const executorConfig = (env: NodeJS.ProcessEnv) =>
+  loadExecutorConfig({ EXECUTOR_CWD: os.tmpdir(), ...env });
+
+it('refuses an entry that is not an address or a block, naming the setting', () => {
+  expect(() => parseExecutionPolicy({ cwd: '/', http: { internal: ['10.0.0.0/33'] } })).toThrow(
+    ConfigError,
+  );
+  for (const value of ['10.0.0.0/33', 'localhost', '10.0.0.0/8,::1/129', '1.2.3.4/x']) {
+    expect(() => executorConfig({ EXECUTOR_FETCH_INTERNAL: value })).toThrow(
+      /EXECUTOR_FETCH_INTERNAL/,
+    );
+  }
+  expect(executorConfig({ EXECUTOR_FETCH_INTERNAL: '10.0.0.0/8, ::1' }).fetchInternal).toEqual([
+    '10.0.0.0/8',
+    '::1',
+  ]);
+  expect(executorConfig({}).fetchInternal).toEqual([]);
+});
