@@ -5,47 +5,23 @@
  * that a rule scoped to `http_fetch` (and one scoped to risk `network`) denied, because only the
  * script's own name and risk were checked after the first URL.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { dispatchRequests } from '../support/dispatch-requests';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 const call = dispatchRequests('run-script-fetch', 'scriptfetch', 15_000);
 
-interface Listener {
-  port: number;
-  seen: string[];
-  close(): Promise<void>;
-}
-
-function listen(host: string, handler: http.RequestListener): Promise<Listener> {
-  const seen: string[] = [];
-  const server = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
-    handler(req, res);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, host, () =>
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        seen,
-        close: () => new Promise<void>((r) => server.close(() => r())),
-      }),
-    ),
-  );
-}
-
 describe("a script's http_get against the domain rules of http_fetch", () => {
   let stack: TestStack;
   // Services on loopback addresses the rules deny; a redirector on one they allow.
-  let byTool: Listener;
-  let byRisk: Listener;
-  let redirector: Listener;
+  let byTool: RecordingListener;
+  let byRisk: RecordingListener;
+  let redirector: RecordingListener;
 
   beforeAll(async () => {
-    byTool = await listen('127.0.0.1', (_req, res) => res.end('SECRET OF 127.0.0.1'));
-    byRisk = await listen('127.0.0.3', (_req, res) => res.end('SECRET OF 127.0.0.3'));
-    redirector = await listen('127.0.0.2', (req, res) => {
+    byTool = await recordingListener('127.0.0.1', (_req, res) => res.end('SECRET OF 127.0.0.1'));
+    byRisk = await recordingListener('127.0.0.3', (_req, res) => res.end('SECRET OF 127.0.0.3'));
+    redirector = await recordingListener('127.0.0.2', (req, res) => {
       const to =
         req.url === '/to-tool-rule'
           ? `http://127.0.0.1:${byTool.port}/redirected`
@@ -109,10 +85,10 @@ describe("a script's http_get against the domain rules of http_fetch", () => {
 
 describe('a stack whose executor names no internal address (the default)', () => {
   let stack: TestStack;
-  let secret: Listener;
+  let secret: RecordingListener;
 
   beforeAll(async () => {
-    secret = await listen('127.0.0.1', (_req, res) => res.end('SECRET OF LOOPBACK'));
+    secret = await recordingListener('127.0.0.1', (_req, res) => res.end('SECRET OF LOOPBACK'));
     stack = await startTestStack('fetchdefault');
     // No domain rule denies anything: the boundary is the executor's, not the tenant's.
     const put = await stack.http('PUT', '/v1/policy', TOKENS.acmeAdmin, { document: {} });

@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ErrorCode } from '@toolgate/contracts';
 import {
   checkFetchHost,
@@ -7,6 +6,7 @@ import {
   evaluatePermission,
   type PermissionChain,
 } from '@toolgate/permissions';
+import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { runTool, type ToolDef } from '@toolgate/tools';
 import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
 import type { HttpFetchResult } from './http-fetch-tool';
@@ -21,34 +21,10 @@ const EVERY_ADDRESS = ['0.0.0.0/0', '::/0'];
  * from an allowed server on another address, and the denied server never sees a request.
  */
 
-interface Server {
-  host: string;
-  port: number;
-  seen: string[];
-  close(): Promise<void>;
-}
+type Server = RecordingListener;
 
-async function serve(
-  host: string,
-  handler: (url: URL, res: http.ServerResponse) => void,
-): Promise<Server> {
-  const seen: string[] = [];
-  const server = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
-    handler(new URL(req.url ?? '/', 'http://x'), res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return {
-    host,
-    port: (server.address() as AddressInfo).port,
-    seen,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+const serve = (host: string, handler: (url: URL, res: http.ServerResponse) => void) =>
+  recordingListener(host, (req, res) => handler(new URL(req.url ?? '/', 'http://x'), res));
 
 const answer = (body: string) => (url: URL, res: http.ServerResponse) => {
   if (url.pathname === '/redirect') {

@@ -1,7 +1,6 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { ConfigError, ErrorCode } from '@toolgate/contracts';
+import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { runTool, type ToolDef } from '@toolgate/tools';
 import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
 import { loadExecutorConfig } from '../config';
@@ -15,33 +14,6 @@ import { InternalAllowance, isInternalAddress } from './internal-addresses';
  * them (`EXECUTOR_FETCH_INTERNAL`), whatever the tenant's domain rules say: here they allow every
  * host. Each attack is checked on the listener (it saw no request), not only on the answer.
  */
-interface Listener {
-  port: number;
-  seen: string[];
-  close(): Promise<void>;
-}
-
-function listen(host: string, handler: http.RequestListener): Promise<Listener> {
-  const seen: string[] = [];
-  const server = http.createServer((req, res) => {
-    seen.push(req.url ?? '');
-    handler(req, res);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, host, () =>
-      resolve({
-        port: (server.address() as AddressInfo).port,
-        seen,
-        close: () =>
-          new Promise<void>((r) => {
-            server.closeAllConnections();
-            server.close(() => r());
-          }),
-      }),
-    ),
-  );
-}
-
 /** http_fetch with domain rules that allow every host, and the executor's `http.internal`. */
 const fetcher = (internal?: string[]): ToolDef =>
   builtin('http_fetch', {
@@ -53,11 +25,11 @@ const ownAddress = Object.values(os.networkInterfaces())
   .flat()
   .find((a) => a && !a.internal && a.family === 'IPv4')?.address;
 
-let secret: Listener;
+let secret: RecordingListener;
 
 beforeAll(async () => {
   // Every address, both families: a service listening on "all interfaces".
-  secret = await listen('::', (_req, res) => res.end('SECRET'));
+  secret = await recordingListener('::', (_req, res) => res.end('SECRET'));
 });
 
 afterAll(async () => {
@@ -118,11 +90,11 @@ describe('by default', () => {
 });
 
 describe('with the addresses the operator names', () => {
-  let hop: Listener;
+  let hop: RecordingListener;
 
   beforeAll(async () => {
     // On 127.0.0.1, which is named below: it redirects to loopback addresses that are not.
-    hop = await listen('127.0.0.1', (req, res) => {
+    hop = await recordingListener('127.0.0.1', (req, res) => {
       const to = new URL(req.url ?? '/', 'http://x').searchParams.get('to');
       if (to) res.writeHead(302, { location: to }).end();
       else res.end('named');
