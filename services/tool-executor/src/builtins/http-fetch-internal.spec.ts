@@ -1,4 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { ConfigError, ErrorCode } from '@toolgate/contracts';
 import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { runTool, type ToolDef } from '@toolgate/tools';
@@ -171,8 +173,11 @@ it('tells internal addresses from the internet', () => {
   expect(named.refuses('172.16.0.1')).toBe(true);
 });
 
+// A directory of its own: the checkout may itself sit in the temporary directory (CI's clone).
+const cwd = mkdtempSync(path.join(os.tmpdir(), 'tg-fetch-internal-'));
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 const executorConfig = (env: NodeJS.ProcessEnv) =>
-  loadExecutorConfig({ EXECUTOR_CWD: os.tmpdir(), ...env });
+  loadExecutorConfig({ EXECUTOR_CWD: cwd, ...env });
 
 it('refuses an entry that is not an address or a block, naming the setting', () => {
   expect(() => parseExecutionPolicy({ cwd: '/', http: { internal: ['10.0.0.0/33'] } })).toThrow(
