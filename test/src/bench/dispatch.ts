@@ -349,10 +349,42 @@ export async function benchLatency(
       }
     }
   };
-  await (opts.profile ? profiled(opts.profile, run) : run());
+  // The garbage collector's pauses over the samples: what a slow one-at-a-time sample may hold.
+  let gcMaxMs = 0;
+  const gc = opts.raw
+    ? undefined
+    : new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) gcMaxMs = Math.max(gcMaxMs, e.duration);
+      });
+  gc?.observe({ entryTypes: ['gc'] });
+  try {
+    await (opts.profile ? profiled(opts.profile, run) : run());
+  } finally {
+    gc?.disconnect();
+  }
   const cpu = meters?.result(opts.samples);
+  // Where the slowest samples spent their time (at least 5: the p99's neighbourhood), by hop.
+  const slowest = opts.raw
+    ? undefined
+    : await hopBreakdown(
+        nats,
+        opts.runId,
+        sent
+          .map((d, i) => ({ d, ms: latencies[i]! }))
+          .sort((a, b) => b.ms - a.ms)
+          .slice(0, Math.max(5, Math.ceil(sent.length / 100)))
+          .map(({ d }) => d),
+      );
   return {
-    ...(cpu ? { cpu } : {}),
+    ...(cpu
+      ? {
+          cpu: {
+            ...cpu,
+            ...(slowest ? { latencySlowestHopsP50Ms: slowest } : {}),
+            latencyGcMaxPauseMs: round(gcMaxMs),
+          },
+        }
+      : {}),
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
     ...(paired
@@ -544,6 +576,12 @@ interface LatencyCpu {
   latencyVerifiesPerDispatch?: number;
   /** The same by the event's type (the subject's last token). */
   latencyVerifiesPerDispatchByType?: Record<string, number>;
+  /**
+   * The slowest 1% of the samples (at least 5): p50 of each hop (see `hopsP50Ms`) — which hop the
+   * tail sits in; and the garbage collector's longest pause over the samples.
+   */
+  latencySlowestHopsP50Ms?: Record<Hop, number>;
+  latencyGcMaxPauseMs?: number;
 }
 
 /**

@@ -953,6 +953,14 @@ function print(report: Report): void {
             'p50 per hop: submit→requested→decided→started→settled→reply',
             Object.values(d.hopsP50Ms).join(' / ') + ' ms',
           ],
+          ...(d.latencySlowestHopsP50Ms
+            ? ([
+                [
+                  'slowest 1% (at least 5), p50 per hop; longest GC pause over the samples',
+                  `${Object.values(d.latencySlowestHopsP50Ms).join(' / ')} ms; ${d.latencyGcMaxPauseMs} ms`,
+                ],
+              ] as [string, unknown][])
+            : []),
           ...pairedRows(d),
           ...(d.p50VsRawDispatch !== undefined
             ? ([
