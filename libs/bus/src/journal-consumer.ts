@@ -248,7 +248,9 @@ export function runJournalConsumer(
     for (let i = 0; i < key.length; i++) h = (Math.imul(h, 31) + key.charCodeAt(i)) | 0;
     return (h >>> 0) % laneCount;
   };
-  const wakeWorker = (lane: number) => idleWorkers[lane]!.shift()?.();
+  // The worker idle the shortest time: one at a time the same few workers take every message
+  // (the others' frames hold nothing of the recent ones).
+  const wakeWorker = (lane: number) => idleWorkers[lane]!.pop()?.();
   const endLinger = (lane: Lane) => {
     const wake = lane.lingering;
     lane.lingering = undefined;
@@ -308,23 +310,35 @@ export function runJournalConsumer(
       for (const h of held) h.applying = true;
       if (!fetcherBlocked()) wakeFetcher();
       busy++;
-      const handling = { msgs: taken, sinceMs: Date.now() };
-      handlingNow.add(handling);
       try {
-        if (batch && taken.length > 1) await processBatch(settlement, batch, taken);
-        else {
-          const msg = taken[0]!;
-          const event = await verifiedEvent(settlement, msg);
-          if (event !== undefined) await processOne(settlement, msg, event);
-        }
-      } catch (err) {
-        options.onError?.(err);
+        await handleRun(settlement, taken);
       } finally {
-        handlingNow.delete(handling);
         busy--;
         for (const h of held) h.applying = false;
         for (const h of held) if (h !== lane) wakeWorker(lanes.indexOf(h));
       }
+    }
+  };
+  /**
+   * One run of messages through the handler, in a frame of its own: what it decoded and handled
+   * is garbage once it returns, where a worker's own frame keeps its last values while it waits
+   * (a message, its event, its headers — kept alive for as long as the worker idles, each outlived
+   * the young generation's collections and was copied by them, then promoted; 2026-12-07).
+   */
+  const handleRun = async (settlement: Settlement, taken: JsMsg[]): Promise<void> => {
+    const handling = { msgs: taken, sinceMs: Date.now() };
+    handlingNow.add(handling);
+    try {
+      if (batch && taken.length > 1) await processBatch(settlement, batch, taken);
+      else {
+        const msg = taken[0]!;
+        const event = await verifiedEvent(settlement, msg);
+        if (event !== undefined) await processOne(settlement, msg, event);
+      }
+    } catch (err) {
+      options.onError?.(err);
+    } finally {
+      handlingNow.delete(handling);
     }
   };
   /**
@@ -387,23 +401,31 @@ export function runJournalConsumer(
     keepAlive.unref();
     markReady();
     /** Takes a pull's messages into the lanes until the pull ends. */
+    const accept = (msg: JsMsg): void => {
+      if (stopping) {
+        // Pulled after stop was asked for: hand it back at once for another replica.
+        msg.nak();
+        return;
+      }
+      const index = laneOf(msg);
+      const lane = lanes[index]!;
+      // The linger counts from when the broker stored the event, not from when it was pulled:
+      // the tail of a backlog was stored long ago and is folded at once.
+      if (!lane.msgs.length) lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
+      lane.msgs.push(msg);
+      heardOf.set(msg, performance.now());
+      queued++;
+      if (lane.msgs.length >= maxBatch) endLinger(lane);
+      wakeWorker(index);
+    };
+    // Not `for await`: its loop variable stays in this frame while the next message is awaited —
+    // up to the pull's expiry, a second, long enough to be promoted (see `handleRun`).
     const take = async (pulled: AsyncIterable<JsMsg>): Promise<void> => {
-      for await (const msg of pulled) {
-        if (stopping) {
-          // Pulled after stop was asked for: hand it back at once for another replica.
-          msg.nak();
-          continue;
-        }
-        const index = laneOf(msg);
-        const lane = lanes[index]!;
-        // The linger counts from when the broker stored the event, not from when it was pulled:
-        // the tail of a backlog was stored long ago and is folded at once.
-        if (!lane.msgs.length) lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
-        lane.msgs.push(msg);
-        heardOf.set(msg, performance.now());
-        queued++;
-        if (lane.msgs.length >= maxBatch) endLinger(lane);
-        wakeWorker(index);
+      const messages = pulled[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await messages.next();
+        if (next.done) return;
+        accept(next.value);
       }
     };
     while (!stopping) {
