@@ -23,8 +23,8 @@ const collectGarbage = runInNewContext('gc') as () => void;
 /**
  * A consumer's workers keep nothing of what they handled. With 64 workers and one event at a time,
  * each event went to the worker idle the longest, whose frame then held that message, its event
- * and its headers until its next turn — 64 events later, and for good once traffic stopped: a
- * gateway holding 256 `settled` events of up to the output cap each. Each handled event is watched
+ * and its headers until its next turn — 64 events later, and for good once traffic stopped: an
+ * evaluator or executor (256 workers) holding 256 events, their inputs included. Each handled event is watched
  * through a weak reference; once the consumer is idle and the heap collected, none of them is
  * still alive.
  */
