@@ -248,9 +248,7 @@ export function runJournalConsumer(
     for (let i = 0; i < key.length; i++) h = (Math.imul(h, 31) + key.charCodeAt(i)) | 0;
     return (h >>> 0) % laneCount;
   };
-  // The worker idle the shortest time: one at a time the same few workers take every message
-  // (the others' frames hold nothing of the recent ones).
-  const wakeWorker = (lane: number) => idleWorkers[lane]!.pop()?.();
+  const wakeWorker = (lane: number) => idleWorkers[lane]!.shift()?.();
   const endLinger = (lane: Lane) => {
     const wake = lane.lingering;
     lane.lingering = undefined;
@@ -401,31 +399,23 @@ export function runJournalConsumer(
     keepAlive.unref();
     markReady();
     /** Takes a pull's messages into the lanes until the pull ends. */
-    const accept = (msg: JsMsg): void => {
-      if (stopping) {
-        // Pulled after stop was asked for: hand it back at once for another replica.
-        msg.nak();
-        return;
-      }
-      const index = laneOf(msg);
-      const lane = lanes[index]!;
-      // The linger counts from when the broker stored the event, not from when it was pulled:
-      // the tail of a backlog was stored long ago and is folded at once.
-      if (!lane.msgs.length) lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
-      lane.msgs.push(msg);
-      heardOf.set(msg, performance.now());
-      queued++;
-      if (lane.msgs.length >= maxBatch) endLinger(lane);
-      wakeWorker(index);
-    };
-    // Not `for await`: its loop variable stays in this frame while the next message is awaited —
-    // up to the pull's expiry, a second, long enough to be promoted (see `handleRun`).
     const take = async (pulled: AsyncIterable<JsMsg>): Promise<void> => {
-      const messages = pulled[Symbol.asyncIterator]();
-      for (;;) {
-        const next = await messages.next();
-        if (next.done) return;
-        accept(next.value);
+      for await (const msg of pulled) {
+        if (stopping) {
+          // Pulled after stop was asked for: hand it back at once for another replica.
+          msg.nak();
+          continue;
+        }
+        const index = laneOf(msg);
+        const lane = lanes[index]!;
+        // The linger counts from when the broker stored the event, not from when it was pulled:
+        // the tail of a backlog was stored long ago and is folded at once.
+        if (!lane.msgs.length) lane.oldestStoredAt = Math.min(now(), msg.info.timestampNanos / 1e6);
+        lane.msgs.push(msg);
+        heardOf.set(msg, performance.now());
+        queued++;
+        if (lane.msgs.length >= maxBatch) endLinger(lane);
+        wakeWorker(index);
       }
     };
     while (!stopping) {
