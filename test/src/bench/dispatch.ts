@@ -310,7 +310,10 @@ export async function benchLatency(
   await warmUp(stack, nats, opts.warmup ?? WARMUP, `${opts.runId}-warmup`, submit);
   const latencies: number[] = [];
   const sent: SentDispatch[] = [];
-  const paired = opts.paired && { raw: [] as number[], guarded: [] as number[] };
+  const paired = opts.paired && {
+    raw: [] as number[],
+    guarded: opts.paired.guarded ? ([] as number[]) : undefined,
+  };
   // Raw samples (the growth section's blocks) go without: each meter reads /proc twice. The
   // meters run over Toolgate's own blocks only, not the paired chains'.
   const meters = opts.raw ? undefined : blockMeters(stack);
@@ -337,10 +340,9 @@ export async function benchLatency(
         meters?.pause();
       }
       if (!opts.paired || !paired) continue;
-      for (const [chain, times] of [
-        [opts.paired.raw, paired.raw],
-        [opts.paired.guarded, paired.guarded],
-      ] as const) {
+      const chains: [() => Promise<void>, number[]][] = [[opts.paired.raw, paired.raw]];
+      if (opts.paired.guarded && paired.guarded) chains.push([opts.paired.guarded, paired.guarded]);
+      for (const [chain, times] of chains) {
         for (let i = 0; i < block; i++) {
           const t = performance.now();
           await chain();
@@ -391,8 +393,12 @@ export async function benchLatency(
       ? {
           pairedRawDispatchP50Ms: round(percentile(paired.raw, 50), 3),
           pairedRawDispatchP99Ms: round(percentile(paired.raw, 99), 3),
-          pairedGuardedChainP50Ms: round(percentile(paired.guarded, 50), 3),
-          pairedGuardedChainP99Ms: round(percentile(paired.guarded, 99), 3),
+          ...(paired.guarded
+            ? {
+                pairedGuardedChainP50Ms: round(percentile(paired.guarded, 50), 3),
+                pairedGuardedChainP99Ms: round(percentile(paired.guarded, 99), 3),
+              }
+            : {}),
         }
       : {}),
     ...(latencies.length > QUICK_LATENCY_SAMPLES

@@ -630,7 +630,7 @@ async function benchSplit(
     // The raw chain (in this process, as the baseline's) again beside the split's phases, as
     // beside the all-in-one's: its goals are ratios to it. (Its floors and the layout's own chains
     // are the baseline's: their processes are gone.)
-    paired = await openPairedChains(nats.jsm, `${nats.prefix}_split`, { quick });
+    paired = await openPairedChains(nats.jsm, `${nats.prefix}_split`, { quick, guarded: false });
     const latencySamples = quick ? 100 : 1000;
     const latency = await phase('latency (warm-up and samples)', () =>
       benchLatency(stack, nats, {

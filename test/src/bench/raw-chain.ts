@@ -352,7 +352,8 @@ async function pipelined(
  */
 export interface PairedChains {
   raw(): Promise<void>;
-  guarded(): Promise<void>;
+  /** Absent when opened without it (the split's floors are the baseline's layout chains). */
+  guarded?(): Promise<void>;
   /**
    * The raw chain pipelined as the baseline's `rawChainPipelinedPerSec` is (the same sizes), its
    * CPU per chain (this process's, the broker's): run beside the dispatch's throughput phase.
@@ -364,22 +365,22 @@ export interface PairedChains {
 export async function openPairedChains(
   jsm: JetStreamManager,
   prefix: string,
-  { quick }: { quick: boolean },
+  { quick, guarded: withGuarded = true }: { quick: boolean; guarded?: boolean },
 ): Promise<PairedChains> {
   const raw = await openChain(jsm, `${prefix}_pairraw`, `${prefix}.pairraw`);
   try {
-    const guarded = await openChain(jsm, `${prefix}_pairguarded`, `${prefix}.pairguarded`, {
-      guard: guards(),
-    });
+    const guarded = withGuarded
+      ? await openChain(jsm, `${prefix}_pairguarded`, `${prefix}.pairguarded`, { guard: guards() })
+      : undefined;
     const close = async () => {
       await raw.close();
-      await guarded.close();
+      await guarded?.close();
     };
     let bursts = 0;
     try {
       for (let i = 0; i < WARMUP; i++) {
         await raw.chain();
-        await guarded.chain();
+        await guarded?.chain();
       }
     } catch (err) {
       await close();
@@ -387,7 +388,7 @@ export async function openPairedChains(
     }
     return {
       raw: async () => void (await raw.chain()),
-      guarded: async () => void (await guarded.chain()),
+      ...(guarded ? { guarded: async () => void (await guarded.chain()) } : {}),
       rawPipelined: async () => {
         const { perSec, cpu } = await pipelined(raw, `p${bursts++}-`, { quick });
         return { perSec, ...cpu };
