@@ -3,6 +3,8 @@
  * mount plan (resolved per run). Pure: every path it receives is already absolute and real.
  */
 
+import { EGRESS_SOCKET } from './egress-bridge';
+
 /** A system path the sandbox reproduces from the host, read-only. */
 export type HostEntry =
   /** A directory or file bound read-only at the same path. */
@@ -58,6 +60,12 @@ export interface SandboxPlan {
    * with only a loopback interface: no route anywhere, the host's 127.0.0.1 included.
    */
   readonly network: boolean;
+  /**
+   * Egress through a proxy (see `egress-bridge.ts`): the Unix socket on the host, bound read-only
+   * at {@link EGRESS_SOCKET}, and the Node.js binary the bridge runs on (real path), bound
+   * read-only where the layout does not already hold it. The network namespace stays the run's own.
+   */
+  readonly egress?: { readonly socket: string; readonly node: string };
   /** Size of the private `/tmp` (a tmpfs of the sandbox's own), in bytes. */
   readonly tmpBytes: number;
   /** Size of the private `/dev/shm`, in bytes. Default: that of `/tmp`. */
@@ -168,6 +176,14 @@ export function bwrapArgv(
       if (fd !== undefined) args.push(writable ? '--bind-fd' : '--ro-bind-fd', String(fd), path);
       else args.push(writable ? '--bind' : '--ro-bind', path, path);
     });
+  if (plan.egress) {
+    args.push('--ro-bind', plan.egress.socket, EGRESS_SOCKET);
+    const { node } = plan.egress;
+    const held = layout.entries.some(
+      (e) => e.kind === 'bind' && (node === e.path || node.startsWith(`${e.path}/`)),
+    );
+    if (!held) args.push('--ro-bind', node, node);
+  }
   if (plan.seccompFd !== undefined) args.push('--seccomp', String(plan.seccompFd));
   args.push('--clearenv');
   for (const [name, value] of Object.entries(env)) args.push('--setenv', name, value);

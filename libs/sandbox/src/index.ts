@@ -12,6 +12,7 @@ export {
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
+export { EGRESS_ENV, EGRESS_PORT, EGRESS_SOCKET } from './egress-bridge';
 export { findExecutable, probeHostLayout } from './host-layout';
 export {
   DEFAULT_LIMITS,

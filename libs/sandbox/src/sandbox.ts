@@ -11,6 +11,7 @@ import {
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
+import { BRIDGE_MEMORY_BYTES, BRIDGE_TASKS, bridgeArgv, EGRESS_ENV } from './egress-bridge';
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { SandboxedProcess, startLongLived } from './long-lived-process';
@@ -98,6 +99,13 @@ export interface SandboxRequest extends Pick<
   /** Share the host's network. Default false: a network namespace with loopback only. */
   network?: boolean;
   /**
+   * A Unix socket on the host (a path only the caller controls) to reach through
+   * {@link EGRESS_PORT} on the run's own loopback: the run keeps a network namespace of its own,
+   * a bridge in it forwards each connection to the socket, and the command's environment names
+   * it as the proxy (`HTTP_PROXY`, …: see `egress-bridge.ts`). Not with `network`.
+   */
+  egress?: string;
+  /**
    * The whole environment of the command (build it from an allowlist). HOME and TMPDIR, when
    * present, are replaced with the private /tmp: the host's home is not in the sandbox.
    */
@@ -153,6 +161,8 @@ export class Sandbox {
      * a warning, when a sandbox no longer used is collected); null: none.
      */
     private readonly seccomp: number | null,
+    /** This process's Node.js binary (a real path): an egress bridge runs on it. */
+    private readonly node: string,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -215,6 +225,7 @@ export class Sandbox {
       memory,
       settings.shmBytes ?? tmpBytes,
       await openSeccompFilter(),
+      await fs.realpath(process.execPath),
     );
     await sandbox.selfTest();
     return sandbox;
@@ -300,18 +311,30 @@ export class Sandbox {
         scopeFdBase,
         ...(seccompFd !== undefined ? { seccompFd } : {}),
       };
-      // RLIMIT_NPROC counts bubblewrap's init in the namespace too; the cgroup also counts the
-      // bubblewrap outside it.
-      cgroup = this.pids ? await this.pids.create(limits.processes + 2) : undefined;
-      memoryCgroup = this.memory ? await this.memory.create(limits.addressSpaceBytes) : undefined;
+      // RLIMIT_NPROC counts bubblewrap's init in the namespace too (and an egress bridge's
+      // threads); the cgroup also counts the bubblewrap outside it.
+      const bridge = plan.egress ? BRIDGE_TASKS : 0;
+      cgroup = this.pids ? await this.pids.create(limits.processes + 2 + bridge) : undefined;
+      memoryCgroup = this.memory
+        ? await this.memory.create(
+            limits.addressSpaceBytes + (plan.egress ? BRIDGE_MEMORY_BYTES : 0),
+          )
+        : undefined;
+      const env = sandboxEnv(request.env);
       const argv = launcherArgv(
         this.bash,
         [cgroup, memoryCgroup].filter((c): c is string => c !== undefined),
         [
-          ...bwrapArgv(this.bwrap, this.layout, plan, sandboxEnv(request.env)),
+          ...bwrapArgv(
+            this.bwrap,
+            this.layout,
+            plan,
+            plan.egress ? { ...env, ...EGRESS_ENV } : env,
+          ),
+          ...(plan.egress ? bridgeArgv(plan.egress.node) : []),
           ...prlimitArgv(
             this.prlimit,
-            { ...limits, processes: limits.processes + 1 },
+            { ...limits, processes: limits.processes + 1 + bridge },
             { addressSpace: memoryCgroup === undefined },
           ),
           ...request.argv,
@@ -372,6 +395,9 @@ export class Sandbox {
       cwd,
       request.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
     );
+    if (request.egress !== undefined && request.network) {
+      throw new ConfigError('a sandboxed run has either the host network or egress, not both');
+    }
     return {
       cwd,
       cwdWritable: request.writable ?? true,
@@ -379,6 +405,9 @@ export class Sandbox {
       ...(writablePaths.length > 0 ? { writablePaths } : {}),
       ...mounts,
       network: request.network ?? false,
+      ...(request.egress !== undefined
+        ? { egress: { socket: request.egress, node: this.node } }
+        : {}),
       tmpBytes: this.tmpBytes,
       shmBytes: this.shmBytes,
     };

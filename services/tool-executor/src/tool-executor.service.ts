@@ -146,6 +146,7 @@ export async function startToolExecutor(
       ...commandTools,
       sandbox,
       baseEnv: buildEnv(policy, process.env),
+      internal: config.fetchInternal,
     });
   }
   if (containers) {

@@ -1,12 +1,9 @@
-import { promises as dns, type LookupAddress } from 'node:dns';
-import { isIP, type LookupFunction } from 'node:net';
-import type { Agent, Response } from 'undici';
+import type { Response } from 'undici';
 import { z } from 'zod';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
-import { canonicalHost } from '@toolgate/permissions';
 import { tool } from '@toolgate/tools';
-import type { BuiltinDeps, CheckDomain } from './builtin-deps';
-import { InternalAllowance, NO_INTERNAL_ADDRESSES, routesToThisHost } from './internal-addresses';
+import type { BuiltinDeps } from './builtin-deps';
+import { assertHostAllowed, ConnectGuard, internalAllowance } from './connect-guard';
 
 const isHttpUrl = (value: string): boolean => {
   try {
@@ -93,10 +90,11 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       const headers = new Headers(args.headers ?? {});
       const redirects: string[] = [];
       const internal = internalAllowance(policy.http.internal);
-      const guard = new ConnectGuard(deps.checkDomain, internal);
+      const guard = new ConnectGuard(deps.checkDomain, internal, 'http_fetch');
+      const agent = new (undici().Agent)({ connect: { lookup: guard.lookup } });
       try {
         for (;;) {
-          await assertHostAllowed(deps.checkDomain, internal, url);
+          await assertHostAllowed(deps.checkDomain, internal, url.hostname, 'http_fetch');
           let res: Response;
           try {
             res = await fetch(url, {
@@ -105,7 +103,7 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
               body,
               redirect: 'manual',
               signal,
-              dispatcher: guard.agent,
+              dispatcher: agent,
             });
           } catch (err) {
             throw guard.refusal ?? fetchError(url, err, ctx.signal, policy.http.timeoutMs);
@@ -177,158 +175,10 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
           };
         }
       } finally {
-        await guard.agent.destroy();
+        await agent.destroy();
       }
     },
   });
-}
-
-/**
- * The connection half of the domain check: an undici agent whose sockets resolve names through
- * {@link ConnectGuard.lookup}, which checks every address before handing it to the socket. The
- * first refusal is kept so the call fails with it rather than with undici's generic error.
- */
-class ConnectGuard {
-  refusal: ToolgateError | undefined = undefined;
-  readonly agent: Agent;
-
-  constructor(
-    private readonly checkDomain: CheckDomain,
-    private readonly internal: InternalAllowance,
-  ) {
-    this.agent = new (undici().Agent)({ connect: { lookup: this.lookup } });
-  }
-
-  private readonly lookup: LookupFunction = (hostname, options, callback) => {
-    this.allowedAddresses(hostname, options.family).then(
-      (addresses) => {
-        if (options.all) callback(null, addresses);
-        else callback(null, addresses[0]!.address, addresses[0]!.family);
-      },
-      (err: NodeJS.ErrnoException) => callback(err, '', 0),
-    );
-  };
-
-  private async allowedAddresses(
-    hostname: string,
-    family: number | string | undefined,
-  ): Promise<LookupAddress[]> {
-    const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
-    const literal = isIP(bare);
-    const addresses: LookupAddress[] =
-      literal !== 0
-        ? [{ address: bare, family: literal }]
-        : // The canonical name (`LocalHost.` is `localhost`): what the rules saw is what resolves.
-          await dns.lookup(canonicalHost(bare) ?? bare, {
-            all: true,
-            family: lookupFamily(family),
-          });
-    if (addresses.length === 0) throw Object.assign(new Error('no address'), { code: 'ENOTFOUND' });
-    // Every address must pass: a name that resolves to an allowed and a denied address is refused,
-    // whichever of them the socket would have tried first.
-    for (const a of addresses) {
-      const host = canonicalHost(a.address);
-      const refused =
-        host === undefined ? 'rules' : await addressRefusal(this.checkDomain, this.internal, host);
-      if (refused) {
-        const address = host ?? a.address;
-        this.refusal ??= new ToolgateError(
-          ErrorCode.Denied,
-          refused === 'internal'
-            ? `http_fetch: host ${bare} resolves to ${address}, ${INTERNAL_REFUSAL}`
-            : `http_fetch: host ${bare} resolves to ${address}, which the domain rules do not allow`,
-          {
-            details: {
-              host: bare,
-              address,
-              ...(refused === 'internal' ? { internal: true } : {}),
-            },
-          },
-        );
-        throw Object.assign(new Error(this.refusal.message), { code: 'EACCES' });
-      }
-    }
-    return addresses;
-  }
-}
-
-function lookupFamily(family: number | string | undefined): 0 | 4 | 6 {
-  if (family === 4 || family === 'IPv4') return 4;
-  if (family === 6 || family === 'IPv6') return 6;
-  return 0;
-}
-
-async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknown> {
-  try {
-    return await checkDomain(host);
-  } catch {
-    return 'deny'; // fail closed
-  }
-}
-
-/** How loopback is named in domain rules: an address routed to this host must pass all three. */
-const LOOPBACK_NAMES = ['127.0.0.1', '::1', 'localhost'];
-
-/** Why an internal address is refused, after "host X is" or "host X resolves to Y,". */
-const INTERNAL_REFUSAL =
-  'an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it';
-
-/** The cached allowance of a policy's `http.internal` (one array per parsed policy). */
-const allowances = new WeakMap<readonly string[], InternalAllowance>();
-function internalAllowance(entries: readonly string[]): InternalAllowance {
-  if (entries.length === 0) return NO_INTERNAL_ADDRESSES;
-  let allowance = allowances.get(entries);
-  if (!allowance) allowances.set(entries, (allowance = new InternalAllowance(entries)));
-  return allowance;
-}
-
-/**
- * Why connecting to an address is refused, if it is: an internal one the operator did not name
- * (`internal`, checked first: no domain rule opens it), or the domain rules (`rules`) — on the
- * address itself and, when it reaches this machine whatever its spelling
- * ({@link routesToThisHost}), on loopback under each name a rule may give it, so `http://0/`,
- * `[::]` or the host's own address meet a rule denying `127.0.0.0/8`, `::1` or `localhost`.
- * Decided on the address, not the spelling.
- */
-async function addressRefusal(
-  checkDomain: CheckDomain,
-  internal: InternalAllowance,
-  host: string,
-): Promise<'internal' | 'rules' | undefined> {
-  if (internal.refuses(host)) return 'internal';
-  // A loopback address names itself; any other way to this machine is loopback by another name.
-  const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
-  for (const h of hosts) {
-    const verdict = await verdictOf(checkDomain, h);
-    if (verdict !== 'allow') return 'rules';
-  }
-  return undefined;
-}
-
-function isLoopback(host: string): boolean {
-  return host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
-async function assertHostAllowed(
-  checkDomain: CheckDomain,
-  internal: InternalAllowance,
-  url: URL,
-): Promise<void> {
-  const host = canonicalHost(url.hostname);
-  // An address literal never reaches the connection's lookup: it is decided here, in full.
-  const refused = host === undefined ? 'rules' : await addressRefusal(checkDomain, internal, host);
-  if (refused === 'internal') {
-    throw new ToolgateError(ErrorCode.Denied, `http_fetch: host ${host} is ${INTERNAL_REFUSAL}`, {
-      details: { host, internal: true },
-    });
-  }
-  if (refused) {
-    throw new ToolgateError(
-      ErrorCode.Denied,
-      `http_fetch: host ${host ?? url.hostname} is not allowed by the domain rules`,
-      { details: { host: host ?? url.hostname } },
-    );
-  }
 }
 
 async function readCapped(

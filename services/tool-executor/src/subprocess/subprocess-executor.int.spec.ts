@@ -10,7 +10,8 @@ import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
-import { commandTools, useReplyServer } from '../../test/command-tools';
+import { recordingListener, type RecordingListener } from '@toolgate/testing';
+import { commandTools } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
 import { SubprocessExecutor } from './subprocess-executor';
 
@@ -171,40 +172,179 @@ it('refuses a call whose contract is no longer the registered one', async () => 
 });
 
 describe('network', () => {
-  const server = useReplyServer('pong');
+  let web: RecordingListener;
+  beforeAll(async () => {
+    web = await recordingListener('127.0.0.1', (_req, res) => res.end('web'));
+  });
+  afterAll(() => web.close());
 
-  const dial = () =>
-    `require('net').connect(${server.port()},'localhost').on('data',d=>{console.log(JSON.stringify(String(d)));process.exit(0)}).on('error',e=>{console.log(JSON.stringify(e.code));process.exit(0)})`;
-  const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
+  /**
+   * The executor with the internal addresses EXECUTOR_FETCH_INTERNAL would open, and domain rules
+   * that allow `localhost` and, unless `addressesDenied`, its addresses (each connection's address
+   * is checked against them too, as `http_fetch`'s).
+   */
+  const executorOpening = (internal: string[], addressesDenied = false) =>
+    new SubprocessExecutor({
+      ...options,
+      checkDomain: (_call, host) => {
+        domainChecks.push(host);
+        const allowed = addressesDenied ? ['localhost'] : ['localhost', '127.0.0.1', '::1'];
+        return allowed.includes(host) ? 'allow' : 'deny';
+      },
+      sandbox,
+      protectedPaths: () => DEFAULT_PROTECTION,
+      baseEnv: { PATH: '/usr/bin:/bin' },
+      maxOutputBytes: 64 * 1024,
+      internal,
+    });
+  const runOpening = (internal: string[], call: PendingCall, addressesDenied = false) =>
+    executorOpening(internal, addressesDenied).run(call, { cwd: work, timeoutMs: 15_000 });
+
+  /**
+   * A node script that tries each route in turn and prints what each got, as one JSON array:
+   * `direct <host> <port>` dials the address itself, `connect <host:port>` asks the proxy of
+   * HTTPS_PROXY for a tunnel and sends a GET through it, `get <url>` sends the proxy a plain
+   * request. A refusal reads `<status> <body>`; a failed dial its error code.
+   */
+  const routes = (...tries: string[]) =>
+    `const http = require('http'), net = require('net');
+const proxy = process.env.HTTPS_PROXY ? new URL(process.env.HTTPS_PROXY) : undefined;
+const one = (t) => new Promise((done) => {
+  const [how, a, b] = t.split(' ');
+  const fail = (e) => done(e.code || e.message);
+  const read = (s, prefix, d = '') => { s.on('data', (x) => (d += x)); s.on('end', () => done(prefix + d.trim())); s.on('error', fail); };
+  if (how === 'direct') {
+    const s = net.connect(Number(b), a, () => s.end('GET / HTTP/1.0\\r\\n\\r\\n'));
+    s.setTimeout(3000, () => { s.destroy(); done('timeout'); });
+    return read(s, 'reached ');
+  }
+  if (!proxy) return done('no proxy');
+  const req = http.request({ host: proxy.hostname, port: proxy.port, method: how === 'connect' ? 'CONNECT' : 'GET', path: a });
+  req.on('error', fail);
+  req.on('connect', (res, sock, head) => {
+    if (res.statusCode !== 200) return read(sock, res.statusCode + ' ', String(head));
+    const got = http.get({ createConnection: () => sock, path: '/tunnelled' }, (r) => read(r, ''));
+    got.on('error', fail);
+  });
+  req.on('response', (res) => read(res, res.statusCode + ' '));
+  req.end();
+});
+(async () => { const out = []; for (const t of ${JSON.stringify(tries)}) out.push(await one(t)); console.log(JSON.stringify(out)); })();`;
+  const networked = (
+    script: string,
+    hosts = ['localhost'],
+    risk: 'network' | 'execute' = 'network',
+  ) =>
     tool('dial', [], {
       risk,
-      command: { argv: ['/usr/bin/node', '-e', dial()], network: { hosts } },
+      command: { argv: ['/usr/bin/node', '-e', script], network: { hosts } },
     });
 
-  it('is given to a network tool whose declared hosts the domain rules allow', async () => {
-    expect(await run(callOf(networked(['localhost']), { name: 'x' }))).toEqual({
+  it('reaches a declared host through the call’s proxy, by tunnel and by plain request', async () => {
+    const script = routes(
+      `connect localhost:${web.port}`,
+      `get http://localhost:${web.port}/plain`,
+    );
+    expect(
+      await runOpening(['127.0.0.0/8', '::1'], callOf(networked(script), { name: 'x' })),
+    ).toEqual({
       ok: true,
-      result: 'pong',
+      result: ['web', '200 web'],
     });
-    expect(domainChecks).toEqual(['localhost']);
+    expect(web.seen.slice(-2)).toEqual(['/tunnelled', '/plain']);
+    expect(domainChecks).toContain('localhost');
   });
 
-  it('is not given without risk network: the same command is cut off', async () => {
-    expect(await run(callOf(networked(['localhost'], 'execute'), { name: 'x' }))).toEqual({
-      ok: true,
-      result: 'ECONNREFUSED',
-    });
+  it('reaches nothing else: the host’s loopback services, the broker and the database are out of its network', async () => {
+    const seen = web.seen.length;
+    const script = routes(
+      `direct 127.0.0.1 ${web.port}`,
+      'direct 127.0.0.1 4222',
+      'direct 127.0.0.1 5432',
+      ...hostAddresses().map((a) => `direct ${a} ${web.port}`),
+      `connect 127.0.0.1:${web.port}`,
+      'connect example.com:443',
+      `get http://127.0.0.1:${web.port}/literal`,
+      'get https://localhost/',
+      'connect localhost',
+    );
+    const outcome = await runOpening(
+      ['127.0.0.0/8', '::1'],
+      callOf(networked(script), { name: 'x' }),
+    );
+    expect(outcome.ok).toBe(true);
+    const got = (outcome as { result: string[] }).result;
+    const direct = 3 + hostAddresses().length;
+    for (const dial of got.slice(0, direct))
+      expect(['ECONNREFUSED', 'ENETUNREACH']).toContain(dial);
+    expect(got.slice(direct)).toEqual([
+      `403 dial: 127.0.0.1 is not a host the tool declares`,
+      '403 dial: example.com is not a host the tool declares',
+      `403 dial: 127.0.0.1 is not a host the tool declares`,
+      '400 https: goes through CONNECT, not a forwarded request',
+      '400 CONNECT needs host:port',
+    ]);
+    expect(web.seen.length).toBe(seen);
+  });
+
+  it('refuses a declared name of an internal address unless the operator opened it', async () => {
+    const seen = web.seen.length;
+    const script = routes(`connect localhost:${web.port}`, `get http://localhost:${web.port}/x`);
+    const outcome = await runOpening([], callOf(networked(script), { name: 'x' }));
+    expect(outcome).toMatchObject({ ok: true });
+    for (const refusal of (outcome as { result: string[] }).result) {
+      expect(refusal).toMatch(/^403 dial: host (localhost resolves to )?(127\.0\.0\.1|::1)/);
+      expect(refusal).toContain('EXECUTOR_FETCH_INTERNAL');
+    }
+    expect(web.seen.length).toBe(seen);
+  });
+
+  it('checks every connection’s address against the domain rules, as http_fetch does', async () => {
+    const seen = web.seen.length;
+    const script = routes(`connect localhost:${web.port}`, `get http://localhost:${web.port}/x`);
+    const outcome = await runOpening(
+      ['127.0.0.0/8', '::1'],
+      callOf(networked(script), { name: 'x' }),
+      true,
+    );
+    expect(outcome).toMatchObject({ ok: true });
+    for (const refusal of (outcome as { result: string[] }).result) {
+      expect(refusal).toMatch(
+        /^403 dial: host localhost resolves to (127\.0\.0\.1|::1), which the domain rules do not allow$/,
+      );
+    }
+    expect(web.seen.length).toBe(seen);
+  });
+
+  it('is not given without risk network: no proxy, and the same dials are cut off', async () => {
+    const script = routes(`direct 127.0.0.1 ${web.port}`, `connect localhost:${web.port}`);
+    expect(
+      await runOpening(
+        ['127.0.0.0/8'],
+        callOf(networked(script, ['localhost'], 'execute'), { name: 'x' }),
+      ),
+    ).toEqual({ ok: true, result: ['ECONNREFUSED', 'no proxy'] });
     expect(domainChecks).toEqual([]);
   });
 
   it('refuses the call when the domain rules refuse a declared host', async () => {
-    expect(await run(callOf(networked(['localhost', 'evil.example']), { name: 'x' }))).toEqual({
-      ok: false,
-      error: {
-        code: ErrorCode.Denied,
-        message: 'dial needs evil.example, which the domain rules refuse',
-        details: { host: 'evil.example' },
+    expect(await run(callOf(networked('0', ['localhost', 'evil.example']), { name: 'x' }))).toEqual(
+      {
+        ok: false,
+        error: {
+          code: ErrorCode.Denied,
+          message: 'dial needs evil.example, which the domain rules refuse',
+          details: { host: 'evil.example' },
+        },
       },
-    });
+    );
   });
 });
+
+/** This host's own non-loopback IPv4 addresses. */
+function hostAddresses(): string[] {
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .filter((a) => a !== undefined && a.family === 'IPv4' && !a.internal)
+    .map((a) => a!.address);
+}

@@ -1,0 +1,237 @@
+import { promises as fs } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Duplex } from 'node:stream';
+import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { canonicalHost } from '@toolgate/permissions';
+import type { CheckDomain } from '../builtins/builtin-deps';
+import { assertHostAllowed, ConnectGuard } from '../builtins/connect-guard';
+import type { InternalAllowance } from '../builtins/internal-addresses';
+
+/** What one call's egress may reach. */
+export interface EgressRules {
+  /** The names the tool declares (`network.hosts`): nothing else is reached, by name or address. */
+  readonly hosts: readonly string[];
+  /** The call's domain rules, as `http_fetch` applies them (the host, then every address). */
+  readonly checkDomain: CheckDomain;
+  /** The internal addresses the operator opened (`EXECUTOR_FETCH_INTERNAL`); none by default. */
+  readonly internal: InternalAllowance;
+  /** Names the call in refusals (the tool's name). */
+  readonly who: string;
+}
+
+/** Connections a call may hold open through its proxy at once (a tunnel counts until closed). */
+export const MAX_EGRESS_CONNECTIONS = 64;
+
+/** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
+const HOP_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * One call's egress proxy: an HTTP proxy on a Unix socket of its own (bound into the call's
+ * sandbox, where the bridge of `@toolgate/sandbox` forwards the tool's proxy port to it) that
+ * opens a `CONNECT` tunnel, or forwards a plain `http://` request, only to a host the tool
+ * declares, that the call's domain rules allow, and only to addresses that pass them and are not
+ * internal — the checks of `http_fetch` ({@link ConnectGuard}), made where the connection is
+ * opened. A refusal is a `403` whose body says why; nothing is resolved for a refused name.
+ * Bounded: {@link MAX_EGRESS_CONNECTIONS} at once, Node's header limits, and every connection
+ * ends with the call ({@link close}).
+ */
+export class EgressProxy {
+  private readonly sockets = new Set<Duplex>();
+  private readonly hosts: ReadonlySet<string>;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly server: http.Server,
+    private readonly rules: EgressRules,
+    /** The Unix socket to bind into the sandbox. */
+    readonly socket: string,
+  ) {
+    this.hosts = new Set(rules.hosts);
+  }
+
+  /** Listens on a fresh socket in a directory only this process's user can enter. */
+  static async open(rules: EgressRules): Promise<EgressProxy> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-egress-'));
+    const socket = path.join(dir, 'egress.sock');
+    const server = http.createServer({ requestTimeout: 0 });
+    server.maxConnections = MAX_EGRESS_CONNECTIONS;
+    const proxy = new EgressProxy(dir, server, rules, socket);
+    server.on('connection', (s: net.Socket) => proxy.track(s));
+    server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+      void proxy.tunnel(req, client, head);
+    });
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      void proxy.forward(req, res);
+    });
+    server.on('clientError', (err: NodeJS.ErrnoException, s: Duplex) => {
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      if (s.writable)
+        s.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
+      else s.destroy();
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socket, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      await fs.rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+    return proxy;
+  }
+
+  /** Ends every connection and removes the socket. */
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await fs.rm(this.dir, { recursive: true, force: true });
+  }
+
+  private track(s: Duplex): void {
+    this.sockets.add(s);
+    s.on('close', () => this.sockets.delete(s));
+    s.on('error', () => undefined);
+  }
+
+  /** `CONNECT host:port`: a tunnel to an allowed host, or a 403 saying why not. */
+  private async tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+    const target = authority(req.url ?? '');
+    if (!target) return refuse(client, 400, 'CONNECT needs host:port');
+    const allowed = await this.allowed(target.host);
+    if (typeof allowed !== 'string') return refuse(client, 403, allowed.message);
+    const guard = this.guard();
+    const upstream = net.connect({ host: allowed, port: target.port, lookup: guard.lookup });
+    this.track(upstream);
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      if (guard.refusal) refuse(client, 403, guard.refusal.message);
+      else refuse(client, 502, `${target.host}:${target.port}: ${err.code ?? err.message}`);
+    });
+    upstream.once('connect', () => {
+      upstream.removeAllListeners('error');
+      upstream.on('error', () => client.destroy());
+      client.on('error', () => upstream.destroy());
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    client.on('close', () => upstream.destroy());
+  }
+
+  /** An absolute-form `http://` request: forwarded to an allowed host, or a 403 saying why not. */
+  private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      return answer(res, 400, 'a proxied request needs an absolute http:// URL');
+    }
+    if (url.protocol !== 'http:') {
+      return answer(res, 400, `${url.protocol} goes through CONNECT, not a forwarded request`);
+    }
+    const allowed = await this.allowed(url.hostname);
+    if (typeof allowed !== 'string') return answer(res, 403, allowed.message);
+    const guard = this.guard();
+    const headers: Record<string, string | string[]> = {};
+    const listed = new Set(
+      String(req.headers.connection ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase()),
+    );
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined && !HOP_HEADERS.has(name) && !listed.has(name)) headers[name] = value;
+    }
+    const upstream = http.request({
+      host: allowed,
+      port: url.port || 80,
+      method: req.method,
+      path: `${url.pathname}${url.search}`,
+      headers,
+      lookup: guard.lookup,
+      agent: false,
+    });
+    upstream.on('socket', (s) => this.track(s));
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      if (res.headersSent) return void res.destroy();
+      if (guard.refusal) answer(res, 403, guard.refusal.message);
+      else answer(res, 502, `${url.host}: ${err.code ?? err.message}`);
+    });
+    upstream.once('response', (up) => {
+      const out: string[] = [];
+      for (let i = 0; i < up.rawHeaders.length; i += 2) {
+        if (!HOP_HEADERS.has(up.rawHeaders[i]!.toLowerCase())) {
+          out.push(up.rawHeaders[i]!, up.rawHeaders[i + 1]!);
+        }
+      }
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, out);
+      up.pipe(res);
+    });
+    req.pipe(upstream);
+  }
+
+  /**
+   * The canonical name to connect to when `hostname` may be reached; otherwise why not:
+   * undeclared (an address literal always is), or the rules' refusal.
+   */
+  private async allowed(hostname: string): Promise<string | ToolgateError> {
+    const host = canonicalHost(hostname);
+    if (host === undefined || !this.hosts.has(host)) {
+      return new ToolgateError(
+        ErrorCode.Denied,
+        `${this.rules.who}: ${hostname} is not a host the tool declares`,
+      );
+    }
+    try {
+      await assertHostAllowed(this.rules.checkDomain, this.rules.internal, host, this.rules.who);
+      return host;
+    } catch (err) {
+      return err instanceof ToolgateError
+        ? err
+        : new ToolgateError(ErrorCode.Denied, `${this.rules.who}: ${host} is refused`);
+    }
+  }
+
+  private guard(): ConnectGuard {
+    return new ConnectGuard(this.rules.checkDomain, this.rules.internal, this.rules.who);
+  }
+}
+
+/** `host:port` of a CONNECT request (`[v6]:port` too); undefined when it is not one. */
+function authority(target: string): { host: string; port: number } | undefined {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/\s]+):(\d{1,5})$/.exec(target);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65_535) return undefined;
+  return { host: m[1]!, port };
+}
+
+function refuse(client: Duplex, status: 400 | 403 | 502, message: string): void {
+  const reason = http.STATUS_CODES[status];
+  const body = `${message}\n`;
+  client.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+function answer(res: http.ServerResponse, status: 400 | 403 | 502, message: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+  res.end(`${message}\n`);
+}
