@@ -70,6 +70,12 @@ export interface ContainerRequest {
   protectedPaths: readonly string[];
   /** Whether the container may use the network; false: an empty network namespace. */
   network: boolean;
+  /**
+   * runc only: a Unix socket on this machine (the call's egress proxy) that 127.0.0.1:3128 in
+   * the container's own network namespace reaches, named as the proxy in its environment
+   * (`HTTP_PROXY`, …), instead of the host's network. Not with `network`.
+   */
+  egress?: string;
   /** The call's input as JSON: on stdin (runc) and at /toolgate/input.json (both backends). */
   input: string;
   /** Wall-clock deadline; at it the container is killed. */

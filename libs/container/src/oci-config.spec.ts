@@ -26,6 +26,14 @@ describe('ociConfig', () => {
     expect(types(plan({ network: true }))).toEqual(['pid', 'ipc', 'uts', 'mount']);
   });
 
+  it('gives egress its own network namespace and the hook that opens the proxy port in it', () => {
+    const hook = { path: '/usr/bin/node', args: ['/usr/bin/node', '-e', '…'], timeout: 10 };
+    const config = ociConfig(plan({ egressHook: hook }));
+    expect(config.linux.namespaces.map((n) => n.type)).toContain('network');
+    expect(config.hooks).toEqual({ createRuntime: [hook] });
+    expect(ociConfig(plan()).hooks).toBeUndefined();
+  });
+
   it('binds the call directory writable at /work and its protected paths read-only over it', () => {
     const config = ociConfig(plan());
     const binds = config.mounts.filter((m) => m.type === 'bind');

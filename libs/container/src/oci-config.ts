@@ -37,6 +37,11 @@ export interface RuncPlan {
   inputDir: string;
   /** Share the host's network namespace; false gives an empty one (loopback only). */
   network: boolean;
+  /**
+   * The `createRuntime` hook that gives the container's own namespace its egress (see
+   * `runc-egress.ts`); not with `network`.
+   */
+  egressHook?: { path: string; args: string[]; timeout: number };
   memoryBytes: number;
   processes: number;
   /** CPU quota in cores (fractions allowed); absent: no quota. */
@@ -67,6 +72,7 @@ export interface OciConfig {
   };
   root: { path: string; readonly: true };
   hostname: string;
+  hooks?: { createRuntime: { path: string; args: string[]; timeout: number }[] };
   mounts: { destination: string; type: string; source: string; options: string[] }[];
   linux: {
     resources: {
@@ -125,6 +131,7 @@ export function ociConfig(plan: RuncPlan): OciConfig {
     },
     root: { path: plan.rootfs, readonly: true },
     hostname: 'toolgate',
+    ...(plan.egressHook ? { hooks: { createRuntime: [plan.egressHook] } } : {}),
     mounts: [
       {
         destination: '/proc',

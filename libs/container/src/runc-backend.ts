@@ -7,6 +7,7 @@ import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import type { FileHandle } from 'node:fs/promises';
 import {
   CappedBuffer,
+  EGRESS_ENV,
   findExecutable,
   openProtectedMounts,
   openScopeMounts,
@@ -24,6 +25,7 @@ import {
 import { ImageStore } from './image-store';
 import { MemoryCgroups } from './memory-cgroup';
 import { INPUT_FILE, ociConfig, WORK_DIR } from './oci-config';
+import { egressHook, RuncEgress } from './runc-egress';
 
 const run = promisify(execFile);
 
@@ -95,6 +97,8 @@ export class RuncBackend implements ContainerBackend {
     private readonly memory: MemoryCgroups | null,
     private readonly unshare: string,
     private readonly bash: string,
+    /** nsenter and this process's Node.js binary: a container's egress (see `runc-egress.ts`). */
+    private readonly egressTools: { nsenter: string; node: string } | undefined,
   ) {}
 
   /**
@@ -135,6 +139,8 @@ export class RuncBackend implements ContainerBackend {
         { details: { package: 'util-linux' } },
       );
     }
+    // Only a container given egress needs it: without, such a call cannot start (`config`).
+    const nsenter = await findExecutable('nsenter');
     const stateDir = path.resolve(settings.stateDir ?? '/run/toolgate-runc');
     for (const dir of ['runc', 'bundles']) {
       await fs.mkdir(path.join(stateDir, dir), { recursive: true, mode: 0o700 });
@@ -149,6 +155,7 @@ export class RuncBackend implements ContainerBackend {
       memory,
       unshare,
       bash,
+      nsenter ? { nsenter, node: await fs.realpath(process.execPath) } : undefined,
     );
     await backend.removeStale();
     return backend;
@@ -190,7 +197,20 @@ export class RuncBackend implements ContainerBackend {
     await fs.mkdir(stage, { mode: 0o700 });
     const mountSources: Record<string, string> = {};
     const stages: { source: string; target: string }[] = [];
+    let egress: RuncEgress | undefined;
     try {
+      if (request.egress !== undefined) {
+        if (request.network) {
+          throw new ConfigError('a container has either the host network or egress, not both');
+        }
+        if (!this.egressTools) {
+          throw new ConfigError(
+            'a container with network needs nsenter (Debian package "util-linux") for its egress',
+            { details: { package: 'util-linux' } },
+          );
+        }
+        egress = await RuncEgress.open(bundle, request.egress, this.egressTools);
+      }
       for (const [i, p] of staged.entries()) {
         const target = path.join(stage, String(i));
         if ((await handles[i]!.stat()).isDirectory()) await fs.mkdir(target);
@@ -208,6 +228,7 @@ export class RuncBackend implements ContainerBackend {
           HOME: '/tmp',
           TMPDIR: '/tmp',
           ...request.env,
+          ...(egress ? EGRESS_ENV : {}),
           TOOLGATE_INPUT_FILE: INPUT_FILE,
         },
         workDir: root,
@@ -217,6 +238,7 @@ export class RuncBackend implements ContainerBackend {
         mountSources,
         inputDir,
         network: request.network,
+        ...(egress ? { egressHook: egressHook(this.egressTools!.node, egress.hookSocket) } : {}),
         memoryBytes: limits.memoryBytes,
         processes: limits.processes,
         cpus: limits.cpus,
@@ -242,6 +264,7 @@ export class RuncBackend implements ContainerBackend {
         ...(startError ? { startError } : {}),
       };
     } finally {
+      await egress?.close();
       // The container has stopped (its init exited, and with it every process of its PID
       // namespace): what is left is runc's state, empty cgroups and the bundle. They are removed
       // right after the result is handed back rather than before — a delete is another runc

@@ -9,6 +9,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { hostAddresses } from '@toolgate/testing';
 import { sandboxSpec } from '../test/sandbox-spec';
 import { EGRESS_PORT } from './egress-bridge';
 
@@ -68,12 +69,6 @@ const targets = ${JSON.stringify(targets)};
   }
 })();`;
 }
-
-const hostAddresses = () =>
-  Object.values(os.networkInterfaces())
-    .flat()
-    .filter((a) => a && a.family === 'IPv4' && !a.internal)
-    .map((a) => a!.address);
 
 const run = (argv: string[], extra: { stdin?: string } = {}) =>
   spec.sandbox.run({

@@ -11,6 +11,7 @@ export {
   type NatsServerOptions,
 } from './nats-server-process';
 export { tcpProxy, type TcpProxy } from './tcp-proxy';
+export { hostAddresses } from './host-addresses';
 export { recordingListener, type RecordingListener } from './recording-listener';
 export { callEvents, requestedEvent, type CallEventsSpec } from './call-events';
 export { testKeys, testJournalKeys, signedHeaders, publishSigned } from './test-keys';

@@ -138,6 +138,7 @@ export async function startToolExecutor(
     checkDomain: (call, host) => options.checkDomain(call, host),
     protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
     maxOutputBytes: policy.maxOutputBytes,
+    internal: config.fetchInternal,
   };
   // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.
   const executors: Partial<Record<ExecutorKind, CallExecutor>> = { script: scripts };
@@ -146,7 +147,6 @@ export async function startToolExecutor(
       ...commandTools,
       sandbox,
       baseEnv: buildEnv(policy, process.env),
-      internal: config.fetchInternal,
     });
   }
   if (containers) {

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { contractHash, type ArgvElement, type RegisteredTool } from '@toolgate/contracts';
 import type { PendingCall } from '../src/execution/pending-call';
 import type { CommandToolOptions } from '../src/subprocess/command-call';
@@ -79,17 +78,4 @@ export function commandTools(
       domainChecks.length = 0;
     },
   };
-}
-
-/** A TCP server on 127.0.0.1 answering every connection with `reply`; stopped after the file. */
-export function useReplyServer(reply: string): { port: () => number } {
-  let server: net.Server;
-  let port = 0;
-  beforeAll(async () => {
-    server = net.createServer((socket) => socket.end(reply));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as net.AddressInfo).port;
-  });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { port: () => port };
 }

@@ -13,7 +13,8 @@ import { RuncBackend } from '@toolgate/container';
 import { compileProtectedPaths, DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
 import { makeBusyboxImage } from '@toolgate/testing';
-import { commandTools, useReplyServer } from '../../test/command-tools';
+import { hostAddresses, recordingListener, type RecordingListener } from '@toolgate/testing';
+import { commandTools } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
 import { ContainerExecutor } from './container-executor';
 
@@ -224,39 +225,93 @@ it('refuses a call whose contract is no longer the registered one', async () => 
 });
 
 describe('network', () => {
-  const server = useReplyServer('"pong"');
+  let web: RecordingListener;
+  beforeAll(async () => {
+    web = await recordingListener('127.0.0.1', (_req, res) => res.end('"web"'));
+  });
+  afterAll(() => web.close());
 
-  const networked = (hosts: string[], risk: 'network' | 'execute' = 'network') =>
-    tool('dial', [], {
-      risk,
-      command: {
-        argv: [
-          '/bin/sh',
-          '-c',
-          `nc -w 2 127.0.0.1 ${server.port()} </dev/null || echo '"refused"'`,
-        ],
-        network: { hosts },
+  /**
+   * The executor with the internal addresses EXECUTOR_FETCH_INTERNAL would open, and domain rules
+   * allowing `localhost` and its addresses (each connection's address is checked against them).
+   */
+  const runOpening = (internal: string[], call: PendingCall) =>
+    new ContainerExecutor({
+      ...options,
+      checkDomain: (_call, host) => {
+        domainChecks.push(host);
+        return ['localhost', '127.0.0.1', '::1'].includes(host) ? 'allow' : 'deny';
       },
-    });
+      backend,
+      sandbox,
+      protectedPaths: () => protection,
+      maxOutputBytes: 64 * 1024,
+      internal,
+    }).run(call, { cwd: work, timeoutMs: 20_000 });
 
-  it('is given to a network tool whose declared hosts the domain rules allow', async () => {
-    expect(await run(callOf(networked(['localhost']), { name: 'x' }))).toEqual({
+  const networked = (
+    script: string,
+    hosts = ['localhost'],
+    risk: 'network' | 'execute' = 'network',
+  ) => tool('dial', [], { risk, command: { argv: ['/bin/sh', '-c', script], network: { hosts } } });
+
+  /** A shell script printing a JSON array: for each `host port`, whether `nc` reached it directly. */
+  const dials = (targets: [string, number | string][], extra = '') =>
+    `printf '['; sep=; for t in ${targets.map(([h, p]) => `'${h} ${p}'`).join(' ')}; do set -- $t; ` +
+    `if nc -w 2 $1 $2 </dev/null >/dev/null 2>&1; then r="reached $1:$2"; else r='cut off'; fi; ` +
+    `printf '%s"%s"' "$sep" "$r"; sep=,; done; ${extra} printf ']'`;
+
+  it('reaches a declared host through the call’s proxy (busybox wget, by its http_proxy)', async () => {
+    const script = `wget -q -O - http://localhost:${web.port}/through 2>&1`;
+    expect(
+      await runOpening(['127.0.0.0/8', '::1'], callOf(networked(script), { name: 'x' })),
+    ).toEqual({
       ok: true,
-      result: 'pong',
+      result: 'web',
     });
-    expect(domainChecks).toEqual(['localhost']);
+    expect(web.seen.slice(-1)).toEqual(['/through']);
   });
 
-  it('is not given without risk network: the same command is cut off', async () => {
-    expect(await run(callOf(networked(['localhost'], 'execute'), { name: 'x' }))).toEqual({
-      ok: true,
-      result: 'refused',
-    });
+  it('reaches nothing on the host that skips the proxy: loopback services, the broker, the database', async () => {
+    const seen = web.seen.length;
+    const targets: [string, number | string][] = [
+      ['127.0.0.1', web.port],
+      ['127.0.0.1', 4222],
+      ['127.0.0.1', 5432],
+      ...hostAddresses().map((a): [string, number] => [a, web.port]),
+    ];
+    const script = dials(targets);
+    const outcome = await runOpening(
+      ['127.0.0.0/8', '::1'],
+      callOf(networked(script), { name: 'x' }),
+    );
+    expect(outcome).toEqual({ ok: true, result: targets.map(() => 'cut off') });
+    expect(web.seen.length).toBe(seen);
+  });
+
+  it('refuses a declared name of an internal address unless the operator opened it', async () => {
+    const seen = web.seen.length;
+    const script = `wget -q -O - http://localhost:${web.port}/x 2>&1 | tr -d '"\\n' | sed 's/.*/"&"/'`;
+    const outcome = await runOpening([], callOf(networked(script), { name: 'x' }));
+    expect(outcome).toEqual({ ok: true, result: expect.stringContaining('403') });
+    expect(web.seen.length).toBe(seen);
+  });
+
+  it('is not given without risk network: no proxy, and the same dial is cut off', async () => {
+    const script = dials([['127.0.0.1', web.port]], `printf ',"%s"' "$http_proxy";`);
+    expect(
+      await runOpening(
+        ['127.0.0.0/8'],
+        callOf(networked(script, ['localhost'], 'execute'), { name: 'x' }),
+      ),
+    ).toEqual({ ok: true, result: ['cut off', ''] });
     expect(domainChecks).toEqual([]);
   });
 
   it('refuses the call when the domain rules refuse a declared host', async () => {
-    expect(await run(callOf(networked(['localhost', 'evil.example']), { name: 'x' }))).toEqual({
+    expect(
+      await run(callOf(networked('true', ['localhost', 'evil.example']), { name: 'x' })),
+    ).toEqual({
       ok: false,
       error: {
         code: ErrorCode.Denied,

@@ -3,7 +3,12 @@ import type { ContainerBackend, ContainerResult } from '@toolgate/container';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { failedOutcome, type CallExecutor, type CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
-import { commandLaunch, decidedTool, type CommandToolOptions } from '../subprocess/command-call';
+import {
+  callEgress,
+  commandLaunch,
+  decidedTool,
+  type CommandToolOptions,
+} from '../subprocess/command-call';
 import type { Sandbox } from '@toolgate/sandbox';
 import { holdProtectedPaths, protectedState } from '../subprocess/protected-binds';
 import { subprocessOutcome } from '../subprocess/subprocess-outcome';
@@ -50,27 +55,34 @@ export class ContainerExecutor implements CallExecutor {
       const writable = call.isolation !== 'readonly';
       const matcher = this.options.protectedPaths(call);
       const before = runc ? await protectedState(matcher, cwd) : undefined;
-      const result = await this.options.backend.run({
-        image: container.image,
-        argv: launch.argv,
-        env: launch.env,
-        cwd,
-        writable,
-        protectedPaths: before?.paths ?? [],
-        network: launch.network,
-        input: JSON.stringify(call.input ?? null),
-        timeoutMs,
-        maxOutputBytes: launch.maxOutputBytes,
-        limits: {
-          ...(limits.memoryMb ? { memoryBytes: limits.memoryMb * MIB } : {}),
-          ...(limits.processes ? { processes: limits.processes } : {}),
-          ...(limits.cpuSeconds ? { cpuSeconds: limits.cpuSeconds } : {}),
-          ...(limits.openFiles ? { openFiles: limits.openFiles } : {}),
-          ...(container.cpus ? { cpus: container.cpus } : {}),
-        },
-        labels: { tool: name, dispatchId: call.dispatchId },
-        ...(signal ? { signal } : {}),
-      });
+      // runc: the container's own namespace, through the call's proxy; a Job: the pod's network,
+      // which the namespace's NetworkPolicies bound (deploy/k8s/tool-jobs.yaml).
+      const egress =
+        runc && launch.network ? await callEgress(call, command, this.options) : undefined;
+      const result = await this.options.backend
+        .run({
+          image: container.image,
+          argv: launch.argv,
+          env: launch.env,
+          cwd,
+          writable,
+          protectedPaths: before?.paths ?? [],
+          network: launch.network && !egress,
+          ...(egress ? { egress: egress.socket } : {}),
+          input: JSON.stringify(call.input ?? null),
+          timeoutMs,
+          maxOutputBytes: launch.maxOutputBytes,
+          limits: {
+            ...(limits.memoryMb ? { memoryBytes: limits.memoryMb * MIB } : {}),
+            ...(limits.processes ? { processes: limits.processes } : {}),
+            ...(limits.cpuSeconds ? { cpuSeconds: limits.cpuSeconds } : {}),
+            ...(limits.openFiles ? { openFiles: limits.openFiles } : {}),
+            ...(container.cpus ? { cpus: container.cpus } : {}),
+          },
+          labels: { tool: name, dispatchId: call.dispatchId },
+          ...(signal ? { signal } : {}),
+        })
+        .finally(() => egress?.close());
       if (before && writable) {
         await holdProtectedPaths(this.options.sandbox ?? null, matcher, cwd, before, result);
       }

@@ -8,7 +8,9 @@ import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import { failedOutcome, type FailedOutcome } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 import { fillArgv } from './argv-template';
+import { internalAllowance } from '../builtins/connect-guard';
 import { callNetwork, type CheckCallDomain } from './call-network';
+import { EgressProxy } from './egress-proxy';
 
 /** What the `subprocess` and `container` executors read a registered command tool's calls with. */
 export interface CommandToolOptions {
@@ -23,6 +25,12 @@ export interface CommandToolOptions {
   checkDomain: CheckCallDomain;
   /** The cap on stdout and on stderr; a tool may lower it. */
   maxOutputBytes: number;
+  /**
+   * The internal addresses a networked tool may reach through its egress proxy
+   * (`EXECUTOR_FETCH_INTERNAL`, as for `http_fetch`): addresses or `<address>/<prefix>` blocks.
+   * Default none.
+   */
+  internal?: readonly string[];
 }
 
 /**
@@ -94,4 +102,21 @@ export async function commandLaunch(
     maxOutputBytes: Math.min(options.maxOutputBytes, limits.outputBytes ?? options.maxOutputBytes),
     limits,
   };
+}
+
+/**
+ * The egress proxy of a call given the network ({@link EgressProxy}): its declared hosts, its
+ * domain rules and the operator's internal addresses. The caller closes it once the call ends.
+ */
+export function callEgress(
+  call: PendingCall,
+  command: SubprocessCommand,
+  options: Pick<CommandToolOptions, 'checkDomain' | 'internal'>,
+): Promise<EgressProxy> {
+  return EgressProxy.open({
+    hosts: command.network?.hosts ?? [],
+    checkDomain: (host) => options.checkDomain(call, host),
+    internal: internalAllowance(options.internal ?? []),
+    who: call.tool.name,
+  });
 }

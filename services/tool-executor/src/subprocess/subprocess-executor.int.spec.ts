@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ErrorCode } from '@toolgate/contracts';
 import { DEFAULT_PROTECTION } from '@toolgate/permissions';
 import { Sandbox } from '@toolgate/sandbox';
-import { recordingListener, type RecordingListener } from '@toolgate/testing';
+import { hostAddresses, recordingListener, type RecordingListener } from '@toolgate/testing';
 import { commandTools } from '../../test/command-tools';
 import type { PendingCall } from '../execution/pending-call';
 import { SubprocessExecutor } from './subprocess-executor';
@@ -340,11 +340,3 @@ const one = (t) => new Promise((done) => {
     );
   });
 });
-
-/** This host's own non-loopback IPv4 addresses. */
-function hostAddresses(): string[] {
-  return Object.values(os.networkInterfaces())
-    .flat()
-    .filter((a) => a !== undefined && a.family === 'IPv4' && !a.internal)
-    .map((a) => a!.address);
-}

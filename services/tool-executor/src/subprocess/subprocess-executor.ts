@@ -3,9 +3,7 @@ import type { Sandbox } from '@toolgate/sandbox';
 import type { ToolRunOutcome } from '@toolgate/tools';
 import { failedOutcome, type CallExecutor, type CallRun } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
-import { internalAllowance } from '../builtins/connect-guard';
-import { commandLaunch, decidedTool, type CommandToolOptions } from './command-call';
-import { EgressProxy } from './egress-proxy';
+import { callEgress, commandLaunch, decidedTool, type CommandToolOptions } from './command-call';
 import { runHoldingProtectedPaths } from './protected-binds';
 import { subprocessOutcome } from './subprocess-outcome';
 
@@ -13,11 +11,6 @@ export interface SubprocessExecutorOptions extends CommandToolOptions {
   sandbox: Sandbox;
   /** The environment every tool process starts from: the operator's allowlist applied to the host's. */
   baseEnv: Readonly<Record<string, string>>;
-  /**
-   * The internal addresses a networked tool may reach (`EXECUTOR_FETCH_INTERNAL`, as for
-   * `http_fetch`): addresses or `<address>/<prefix>` blocks. Default none.
-   */
-  internal?: readonly string[];
 }
 
 const MIB = 1024 * 1024;
@@ -27,8 +20,8 @@ const MIB = 1024 * 1024;
  * with the call's input as JSON on stdin and taking its result as JSON from stdout (the protocol
  * is {@link subprocessOutcome}'s table). Input arrives validated against the contract; the argv
  * template only ever fills whole arguments. Network only for a tool of risk `network` whose
- * declared hosts all pass the call's domain rules, and then only through the call's
- * {@link EgressProxy}: the process keeps a network namespace of its own, and reaches its declared
+ * declared hosts all pass the call's domain rules, and then only through the call's egress
+ * proxy ({@link callEgress}): the process keeps a network namespace of its own, and reaches its declared
  * hosts (their addresses checked as `http_fetch` checks them) through the proxy port its
  * environment names, and nothing else.
  */
@@ -45,14 +38,7 @@ export class SubprocessExecutor implements CallExecutor {
       const launch = await commandLaunch(call, command, this.options, timeoutMs);
       if (!launch.ok) return launch;
       const { limits } = launch;
-      const egress = launch.network
-        ? await EgressProxy.open({
-            hosts: command.network?.hosts ?? [],
-            checkDomain: (host) => this.options.checkDomain(call, host),
-            internal: internalAllowance(this.options.internal ?? []),
-            who: name,
-          })
-        : undefined;
+      const egress = launch.network ? await callEgress(call, command, this.options) : undefined;
       const result = await runHoldingProtectedPaths(
         this.options.sandbox,
         this.options.protectedPaths(call),
