@@ -62,8 +62,9 @@ export const SubprocessCommandSchema = z.strictObject({
   ).optional(),
   /**
    * The hosts the tool needs. Network is given to a call only when the tool's risk is `network`
-   * and every host here passes the call's domain rules; the sandbox does not restrict which
-   * addresses the process then connects to (see docs/executors.md).
+   * and every host here passes the call's domain rules, and then as an egress proxy (named in
+   * `HTTP_PROXY`, …) that reaches these hosts only, each connection's address checked (see
+   * docs/executors.md); the process has no other route out of its network namespace.
    */
   network: z.strictObject({ hosts: z.array(HostName).min(1).max(64) }).optional(),
   /** Lower resource limits than the operator's maxima (never higher). */

@@ -67,11 +67,16 @@ function tunnel(): Promise<net.Socket> {
   });
 }
 
+/** Writes `text` through a tunnel; resolves with what comes back (the upstream echoes). */
+function echo(s: net.Socket, text: string): Promise<string> {
+  const echoed = new Promise<string>((resolve) => s.once('data', (d) => resolve(String(d))));
+  s.write(text);
+  return echoed;
+}
+
 it('tunnels to a declared host, bytes both ways, in a directory only its user can enter', async () => {
   const s = await tunnel();
-  const echoed = new Promise<string>((resolve) => s.once('data', (d) => resolve(String(d))));
-  s.write('ping');
-  expect(await echoed).toBe('ping');
+  expect(await echo(s, 'ping')).toBe('ping');
   s.destroy();
   expect((await fs.stat(path.dirname(proxy.socket))).mode & 0o777).toBe(0o700);
   expect(checked).toContain('localhost');
@@ -108,6 +113,8 @@ it('answers hostile request lines and headers with an error, never a connection'
 it(`holds at most ${MAX_EGRESS_CONNECTIONS} connections at once`, async () => {
   const open = await Promise.all(Array.from({ length: MAX_EGRESS_CONNECTIONS }, () => tunnel()));
   await expect(tunnel()).rejects.toThrow('closed');
+  // Each tunnel carries bytes end to end: its upstream socket is open (not merely being accepted).
+  await Promise.all(open.map((s) => echo(s, 'x')));
   expect(upstreamSockets.size).toBe(MAX_EGRESS_CONNECTIONS);
   for (const s of open) s.destroy();
 });
