@@ -5,6 +5,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 import { dispatchRequests } from '../support/dispatch-requests';
@@ -123,5 +124,87 @@ describe('subprocess executor through the pipeline', () => {
       outcome: 'error',
       error: { code: 'invalid-arguments', details: { issues: [{ path: ['text'] }] } },
     });
+  });
+});
+
+/**
+ * A networked tool (risk `network`, declared host `localhost`): what it dials on the host itself,
+ * and what its proxy (the only way out of its network namespace) answers for its declared host.
+ */
+const DIALS = `const http = require('http'), net = require('net');
+const dial = (port) => new Promise((done) => {
+  const s = net.connect(port, '127.0.0.1', () => { s.destroy(); done('reached'); });
+  s.on('error', (e) => done(e.code));
+});
+const viaProxy = (url) => new Promise((done) => {
+  const proxy = new URL(process.env.HTTP_PROXY);
+  const req = http.get({ host: proxy.hostname, port: proxy.port, path: url }, (res) => {
+    let body = ''; res.on('data', (d) => (body += d)); res.on('end', () => done(res.statusCode + ' ' + body.trim()));
+  });
+  req.on('error', (e) => done(e.code));
+});
+(async () => {
+  const [url] = process.argv.slice(1);
+  console.log(JSON.stringify({ nats: await dial(4222), postgres: await dial(5432), proxied: await viaProxy(url) }));
+})();`;
+
+describe.each([
+  ['by default', 'subprocessnet', {}],
+  [
+    'with EXECUTOR_FETCH_INTERNAL opening loopback',
+    'subprocessnetin',
+    { EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8' },
+  ],
+])('a networked subprocess tool through the pipeline, %s', (_name, prefix, env) => {
+  let stack: TestStack;
+  let web: RecordingListener;
+  const dispatchOf = dispatchRequests(`run-${prefix}`, prefix, 15_000);
+
+  beforeAll(async () => {
+    web = await recordingListener('127.0.0.1', (_req, res) => res.end('the declared service'));
+    stack = await startTestStack(prefix, env);
+    const registered = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+      tool: {
+        name: 'dialer',
+        description: 'Dials the broker and the database, and fetches a URL through its proxy.',
+        parameters: { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] },
+        policy: {
+          executor: 'subprocess',
+          risk: 'network',
+          command: {
+            argv: ['/usr/bin/node', '-e', DIALS, { input: 'url' }],
+            network: { hosts: ['localhost'] },
+          },
+        },
+      },
+    });
+    expect(registered.status).toBe(201);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await web?.close();
+  });
+
+  it('reaches neither the broker nor the database; its declared host only as the setting allows', async () => {
+    const res = await stack.http(
+      'POST',
+      '/v1/dispatches',
+      TOKENS.acmeAgent,
+      dispatchOf('dialer', { url: `http://localhost:${web.port}/declared` }),
+    );
+    const opened = 'EXECUTOR_FETCH_INTERNAL' in env;
+    expect(res.body.settled).toMatchObject({
+      outcome: 'ok',
+      result: {
+        nats: 'ECONNREFUSED',
+        postgres: 'ECONNREFUSED',
+        proxied: opened
+          ? '200 the declared service'
+          : expect.stringMatching(
+              /^403 dialer: host localhost resolves to .*EXECUTOR_FETCH_INTERNAL/,
+            ),
+      },
+    });
+    expect(web.seen).toEqual(opened ? ['/declared'] : []);
   });
 });
