@@ -203,3 +203,18 @@ it('binds further write scopes writable, over a read-only parent, and a read-onl
   expect(at('/data/out', '--bind')).toBeGreaterThan(at('/data', '--ro-bind'));
   expect(at('/work/repo/src', '--bind')).toBeGreaterThan(at('/work/repo', '--ro-bind'));
 });
+
+it('keeps the network namespace of a run with egress, binding its socket and the bridge’s node', () => {
+  const bound = (node: string) => {
+    const args = bwrapArgv('bwrap', layout, { ...plan, egress: { socket: '/s/e.sock', node } }, {});
+    expect(args).not.toContain('--share-net');
+    return occurrences(args, '--ro-bind', 2);
+  };
+  // Under a bound system directory, node needs no bind of its own; elsewhere it gets one.
+  expect(bound('/usr/bin/node')).toEqual(
+    expect.arrayContaining([['/s/e.sock', '/run/toolgate/egress.sock']]),
+  );
+  expect(bound('/usr/bin/node')).not.toContainEqual(['/usr/bin/node', '/usr/bin/node']);
+  expect(bound('/opt/node/bin/node')).toContainEqual(['/opt/node/bin/node', '/opt/node/bin/node']);
+  expect(bound('/usrx/node')).toContainEqual(['/usrx/node', '/usrx/node']);
+});
