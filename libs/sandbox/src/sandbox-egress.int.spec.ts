@@ -169,3 +169,39 @@ it('refuses a run asking for both the host network and egress', async () => {
     }),
   ).rejects.toMatchObject({ code: 'config' });
 });
+
+it('binds no scope holding the egress sockets: a run cannot reach another call’s proxy', async () => {
+  // Another call's proxy, where the executor keeps them.
+  await fs.mkdir(spec.sandbox.egressRoot, { recursive: true, mode: 0o700 });
+  const other = listener('another call’s egress');
+  const otherSocket = path.join(spec.sandbox.egressRoot, 'other.sock');
+  await new Promise<void>((resolve) => other.server.listen(otherSocket, resolve));
+  try {
+    const connect = `require('net').connect(${JSON.stringify(otherSocket)}).on('data', (d) => console.log(String(d))).on('error', (e) => console.log(e.code))`;
+    // The scopes that would hold it: the temporary directory, the root itself, as cwd or not.
+    const tmp = await fs.realpath(os.tmpdir());
+    for (const scope of [
+      { cwd: tmp },
+      { readOnlyPaths: [tmp] },
+      { writablePaths: [spec.sandbox.egressRoot] },
+    ]) {
+      await expect(
+        spec.sandbox.run({
+          argv: ['/usr/bin/node', '-e', connect],
+          cwd: spec.work,
+          env: { PATH: '/usr/bin:/bin' },
+          timeoutMs: 20_000,
+          maxOutputBytes: 4096,
+          ...scope,
+        }),
+      ).rejects.toMatchObject({ code: 'config' });
+    }
+    // A directory of its own beside them is fine, and cannot see the socket.
+    const result = await run(['/usr/bin/node', '-e', connect]);
+    expect(result.stdout.text().trim()).toBe('ENOENT');
+    expect(other.seen).toEqual([]);
+  } finally {
+    other.server.close();
+    await fs.rm(spec.sandbox.egressRoot, { recursive: true, force: true });
+  }
+});

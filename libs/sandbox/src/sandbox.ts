@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { openSync, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import os from 'node:os';
@@ -163,6 +164,13 @@ export class Sandbox {
     private readonly seccomp: number | null,
     /** This process's Node.js binary (a real path): an egress bridge runs on it. */
     private readonly node: string,
+    /**
+     * Where the callers of this sandbox keep the Unix sockets of their egress proxies (see
+     * `egress-bridge.ts`; a real path, made by whoever first needs it). No run binds it or a
+     * directory above it (see {@link plan}): a run whose scope held it could reach another
+     * call's proxy, and its network.
+     */
+    readonly egressRoot: string,
   ) {}
 
   static async open(settings: SandboxSettings = {}): Promise<Sandbox> {
@@ -226,6 +234,10 @@ export class Sandbox {
       settings.shmBytes ?? tmpBytes,
       await openSeccompFilter(),
       await fs.realpath(process.execPath),
+      path.join(
+        await fs.realpath(os.tmpdir()),
+        `toolgate-egress-${process.pid}-${randomBytes(4).toString('hex')}`,
+      ),
     );
     await sandbox.selfTest();
     return sandbox;
@@ -395,6 +407,13 @@ export class Sandbox {
       cwd,
       request.protectedPaths ?? DEFAULT_PROTECTED_PATHS,
     );
+    for (const scope of [cwd, ...readOnlyPaths, ...writablePaths]) {
+      if (this.egressRoot === scope || this.egressRoot.startsWith(`${scope}/`)) {
+        throw new ConfigError(
+          "a sandboxed run cannot bind a directory that holds the executor's own sockets (its temporary directory, or one above it): give it a directory of its own",
+        );
+      }
+    }
     if (request.egress !== undefined && request.network) {
       throw new ConfigError('a sandboxed run has either the host network or egress, not both');
     }
@@ -416,16 +435,19 @@ export class Sandbox {
   /** Starts one sandbox for real: bubblewrap that cannot set up its namespaces fails here. */
   private async selfTest(): Promise<void> {
     let result: ProcessResult;
+    const cwd = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-selftest-'));
     try {
       result = await this.run({
         argv: ['true'],
-        cwd: os.tmpdir(),
+        cwd,
         env: { PATH: '/usr/bin:/bin' },
         timeoutMs: 10_000,
         maxOutputBytes: 4096,
       });
     } catch (err) {
       throw new ConfigError(`the sandbox does not start: ${(err as Error).message}`);
+    } finally {
+      await fs.rm(cwd, { recursive: true, force: true });
     }
     if (result.exitCode !== 0) {
       throw new ConfigError(

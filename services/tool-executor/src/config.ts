@@ -206,6 +206,12 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   assertStdioScopesApart(env);
   assertStateOutsideToolScope(env, [
     ...signingStatePaths(env),
+    // The egress proxies' sockets (the sandbox's `egressRoot`): a run that could see them could
+    // use another call's network.
+    {
+      setting: 'TMPDIR (the egress proxies’ sockets)',
+      path: path.join(os.tmpdir(), 'toolgate-egress'),
+    },
     ...(e.EXECUTOR_CONTAINER === 'runc'
       ? [{ setting: 'EXECUTOR_CONTAINER_STATE_DIR', path: e.EXECUTOR_CONTAINER_STATE_DIR }]
       : []),

@@ -4,6 +4,7 @@ import {
   type RegisteredTool,
   type SubprocessCommand,
 } from '@toolgate/contracts';
+import type { Sandbox } from '@toolgate/sandbox';
 import type { ProtectedPathMatcher } from '@toolgate/worktree-guard';
 import { failedOutcome, type FailedOutcome } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
@@ -112,11 +113,16 @@ export function callEgress(
   call: PendingCall,
   command: SubprocessCommand,
   options: Pick<CommandToolOptions, 'checkDomain' | 'internal'>,
+  /** The executor's sandbox, whose `egressRoot` no sandboxed run can see; none: the OS's tmp. */
+  sandbox: Sandbox | null | undefined,
 ): Promise<EgressProxy> {
-  return EgressProxy.open({
-    hosts: command.network?.hosts ?? [],
-    checkDomain: (host) => options.checkDomain(call, host),
-    internal: internalAllowance(options.internal ?? []),
-    who: call.tool.name,
-  });
+  return EgressProxy.open(
+    {
+      hosts: command.network?.hosts ?? [],
+      checkDomain: (host) => options.checkDomain(call, host),
+      internal: internalAllowance(options.internal ?? []),
+      who: call.tool.name,
+    },
+    sandbox?.egressRoot,
+  );
 }

@@ -4,8 +4,11 @@
  * request lines and headers, more connections than it holds, tunnels outliving the call.
  */
 import { promises as fs } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import { loadExecutorConfig } from '../config';
 import { InternalAllowance } from '../builtins/internal-addresses';
 import { EgressProxy, MAX_EGRESS_CONNECTIONS } from './egress-proxy';
 
@@ -41,7 +44,10 @@ beforeEach(async () => {
 });
 afterEach(() => proxy.close());
 
-/** Sends `text` on a fresh connection to the proxy; resolves with everything it answers. */
+/**
+ * Sends `text` on a fresh connection to the proxy (not half-closed: a client that ends its side
+ * aborts its requests); resolves with everything it answers until it closes the connection.
+ */
 function exchange(text: string | Buffer): Promise<string> {
   return new Promise((resolve) => {
     const s = net.connect(proxy.socket);
@@ -49,7 +55,7 @@ function exchange(text: string | Buffer): Promise<string> {
     s.on('data', (d) => (got += d));
     s.on('close', () => resolve(got));
     s.on('error', () => undefined);
-    s.end(text);
+    s.write(text);
   });
 }
 
@@ -129,4 +135,112 @@ it('ends every tunnel with the call, and removes its socket', async () => {
   for (let i = 0; i < 50 && upstreamSockets.size > 0; i++)
     await new Promise((r) => setTimeout(r, 10));
   expect(upstreamSockets.size).toBe(0);
+});
+
+/** A raw TCP server on 127.0.0.1 running `onSocket` for each connection; counts them. */
+async function rawServer(onSocket: (s: net.Socket) => void) {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    sockets.push(s);
+    s.on('error', () => undefined);
+    onSocket(s);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    sockets,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+it('answers 502 for an upstream answer it cannot repeat, and keeps serving (red team: it crashed the executor)', async () => {
+  for (const statusLine of ['HTTP/1.1 200 O\x01K', 'HTTP/1.1 200 O\x7fK', 'HTTP/1.1 099 OK']) {
+    const hostile = await rawServer((s) =>
+      s.once('data', () => s.end(`${statusLine}\r\nContent-Length: 2\r\n\r\nok`)),
+    );
+    const got = await exchange(
+      `GET http://localhost:${hostile.port}/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+    );
+    expect(got).toMatch(/^HTTP\/1\.1 502 [\s\S]*an answer the proxy cannot repeat/);
+    await hostile.close();
+  }
+  const s = await tunnel();
+  expect(await echo(s, 'still here')).toBe('still here');
+  s.destroy();
+});
+
+it(`opens at most ${MAX_EGRESS_CONNECTIONS} upstream connections, however many requests one connection pipelines (red team)`, async () => {
+  const blackhole = await rawServer(() => undefined);
+  const requests = Array.from(
+    { length: 500 },
+    (_, i) => `GET http://localhost:${blackhole.port}/${i} HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+  ).join('');
+  const s = net.connect(proxy.socket, () => s.write(requests));
+  s.on('error', () => undefined);
+  await new Promise((r) => setTimeout(r, 1000));
+  expect(blackhole.sockets.length).toBeLessThanOrEqual(MAX_EGRESS_CONNECTIONS);
+  expect(blackhole.sockets.length).toBeGreaterThan(0);
+  s.destroy();
+  await blackhole.close();
+});
+
+it('opens nothing for a request whose checks end after the call (red team)', async () => {
+  const blackhole = await rawServer(() => undefined);
+  await proxy.close();
+  proxy = await EgressProxy.open({
+    hosts: ['localhost'],
+    checkDomain: (host) =>
+      new Promise((resolve) => setTimeout(() => resolve(host ? 'allow' : 'deny'), 300)),
+    internal: new InternalAllowance(['127.0.0.0/8', '::1']),
+    who: 'tool',
+  });
+  const sockets = [
+    `GET http://localhost:${blackhole.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+    `CONNECT localhost:${blackhole.port} HTTP/1.1\r\n\r\n`,
+  ].map((text) => {
+    const s = net.connect(proxy.socket, () => s.write(text));
+    s.on('error', () => undefined);
+    return s;
+  });
+  await new Promise((r) => setTimeout(r, 100));
+  await proxy.close();
+  await new Promise((r) => setTimeout(r, 600));
+  expect(blackhole.sockets).toEqual([]);
+  for (const s of sockets) s.destroy();
+  await blackhole.close();
+});
+
+it('forwards a body the tool sent chunked as chunked, not as bytes run into the next request', async () => {
+  const bodies: string[] = [];
+  const upstreamHttp = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      bodies.push(`${req.method} ${body}`);
+      res.end('seen');
+    });
+  });
+  await new Promise<void>((resolve) => upstreamHttp.listen(0, '127.0.0.1', resolve));
+  const p = (upstreamHttp.address() as net.AddressInfo).port;
+  const got = await exchange(
+    `GET http://localhost:${p}/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
+  );
+  expect(got).toMatch(/^HTTP\/1\.1 200 [\s\S]*seen$/);
+  expect(bodies).toEqual(['GET abc']);
+  await new Promise<void>((resolve) => upstreamHttp.close(() => resolve()));
+});
+
+it('keeps the proxies where no tool scope reaches: the executor refuses a scope holding them', () => {
+  for (const env of [
+    { EXECUTOR_CWD: os.tmpdir() },
+    { EXECUTOR_READ_PATHS: os.tmpdir() },
+    { EXECUTOR_WRITE_PATHS: os.tmpdir() },
+  ]) {
+    expect(() => loadExecutorConfig({ EXECUTOR_CWD: path.dirname(proxy.socket), ...env })).toThrow(
+      /^TMPDIR \(the egress proxies’ sockets\) is inside EXECUTOR_(CWD|READ_PATHS|WRITE_PATHS)/,
+    );
+  }
 });

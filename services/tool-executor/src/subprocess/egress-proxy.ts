@@ -22,7 +22,11 @@ export interface EgressRules {
   readonly who: string;
 }
 
-/** Connections a call may hold open through its proxy at once (a tunnel counts until closed). */
+/**
+ * Connections a call may hold open through its proxy at once, on each side: the tool's to the
+ * proxy, and the proxy's upstream (a tunnel counts until closed, a forwarded request until its
+ * upstream connection closes — pipelined requests on one connection count one each).
+ */
 export const MAX_EGRESS_CONNECTIONS = 64;
 
 /** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
@@ -51,6 +55,10 @@ const HOP_HEADERS = new Set([
 export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
   private readonly hosts: ReadonlySet<string>;
+  /** Upstream connections open or being opened ({@link MAX_EGRESS_CONNECTIONS}). */
+  private upstreams = 0;
+  /** Set by {@link close}: a request whose checks end after it opens nothing. */
+  private closed = false;
 
   private constructor(
     private readonly dir: string,
@@ -62,9 +70,13 @@ export class EgressProxy {
     this.hosts = new Set(rules.hosts);
   }
 
-  /** Listens on a fresh socket in a directory only this process's user can enter. */
-  static async open(rules: EgressRules): Promise<EgressProxy> {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-egress-'));
+  /**
+   * Listens on a fresh socket in a new directory under `root` (default the OS's temporary
+   * directory; the sandbox's `egressRoot`, which no sandboxed run can see, where there is one).
+   */
+  static async open(rules: EgressRules, root: string = os.tmpdir()): Promise<EgressProxy> {
+    await fs.mkdir(root, { recursive: true, mode: 0o700 });
+    const dir = await fs.mkdtemp(path.join(root, 'call-'));
     const socket = path.join(dir, 'egress.sock');
     const server = http.createServer({ requestTimeout: 0 });
     server.maxConnections = MAX_EGRESS_CONNECTIONS;
@@ -99,9 +111,17 @@ export class EgressProxy {
 
   /** Ends every connection and removes the socket. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     await fs.rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** Tracks a tunnel's upstream socket and counts it until it closes. */
+  private countUpstream(s: Duplex): void {
+    this.upstreams++;
+    s.once('close', () => this.upstreams--);
+    this.track(s);
   }
 
   private track(s: Duplex): void {
@@ -116,9 +136,11 @@ export class EgressProxy {
     if (!target) return refuse(client, 400, 'CONNECT needs host:port');
     const allowed = await this.allowed(target.host);
     if (typeof allowed !== 'string') return refuse(client, 403, allowed.message);
+    if (this.closed) return void client.destroy();
+    if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return refuse(client, 503, TOO_MANY);
     const guard = this.guard();
     const upstream = net.connect({ host: allowed, port: target.port, lookup: guard.lookup });
-    this.track(upstream);
+    this.countUpstream(upstream);
     upstream.once('error', (err: NodeJS.ErrnoException) => {
       if (guard.refusal) refuse(client, 403, guard.refusal.message);
       else refuse(client, 502, `${target.host}:${target.port}: ${err.code ?? err.message}`);
@@ -148,6 +170,8 @@ export class EgressProxy {
     }
     const allowed = await this.allowed(url.hostname);
     if (typeof allowed !== 'string') return answer(res, 403, allowed.message);
+    if (this.closed) return void res.destroy();
+    if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return answer(res, 503, TOO_MANY);
     const guard = this.guard();
     const headers: Record<string, string | string[]> = {};
     const listed = new Set(
@@ -158,6 +182,9 @@ export class EgressProxy {
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined && !HOP_HEADERS.has(name) && !listed.has(name)) headers[name] = value;
     }
+    // A body the tool sent chunked goes upstream chunked: unframed, it would run into the next
+    // request on the upstream connection.
+    if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
     const upstream = http.request({
       host: allowed,
       port: url.port || 80,
@@ -167,7 +194,11 @@ export class EgressProxy {
       lookup: guard.lookup,
       agent: false,
     });
-    upstream.on('socket', (s) => this.track(s));
+    // Counted from now, not from its socket (which comes a tick later, after every request
+    // pipelined with this one has passed the check), until the request closes.
+    this.upstreams++;
+    upstream.once('close', () => this.upstreams--);
+    upstream.once('socket', (s) => this.track(s));
     upstream.once('error', (err: NodeJS.ErrnoException) => {
       if (res.headersSent) return void res.destroy();
       if (guard.refusal) answer(res, 403, guard.refusal.message);
@@ -180,7 +211,14 @@ export class EgressProxy {
           out.push(up.rawHeaders[i]!, up.rawHeaders[i + 1]!);
         }
       }
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, out);
+      try {
+        res.writeHead(up.statusCode ?? 502, up.statusMessage, out);
+      } catch {
+        // A status, reason or header Node will not write (a control character, a status under
+        // 100): the upstream's answer is not repeated, and nothing throws out of this handler.
+        up.destroy();
+        return answer(res, 502, `${url.host}: an answer the proxy cannot repeat`);
+      }
       up.pipe(res);
     });
     req.pipe(upstream);
@@ -222,7 +260,9 @@ function authority(target: string): { host: string; port: number } | undefined {
   return { host: m[1]!, port };
 }
 
-function refuse(client: Duplex, status: 400 | 403 | 502, message: string): void {
+const TOO_MANY = `more than ${MAX_EGRESS_CONNECTIONS} connections at once`;
+
+function refuse(client: Duplex, status: 400 | 403 | 502 | 503, message: string): void {
   const reason = http.STATUS_CODES[status];
   const body = `${message}\n`;
   client.end(
@@ -231,7 +271,11 @@ function refuse(client: Duplex, status: 400 | 403 | 502, message: string): void 
   );
 }
 
-function answer(res: http.ServerResponse, status: 400 | 403 | 502, message: string): void {
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
+function answer(res: http.ServerResponse, status: 400 | 403 | 502 | 503, message: string): void {
+  // The reason phrase given: a failed writeHead leaves the one it refused on the response.
+  res.writeHead(status, http.STATUS_CODES[status], {
+    'content-type': 'text/plain; charset=utf-8',
+    connection: 'close',
+  });
   res.end(`${message}\n`);
 }

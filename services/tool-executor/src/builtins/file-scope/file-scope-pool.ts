@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ConfigError, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import type { Sandbox, SandboxedProcess } from '@toolgate/sandbox';
@@ -95,7 +96,9 @@ export class FileScopePool {
    */
   static async open(sandbox: Sandbox, options: FileScopePoolOptions = {}): Promise<FileScopePool> {
     const pool = new FileScopePool(sandbox, options);
-    const probe = await fs.realpath(os.tmpdir());
+    // A directory of its own: no run may bind the temporary directory itself (the sandbox keeps
+    // the egress proxies' sockets there).
+    const probe = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'toolgate-probe-')));
     const scope: FileScope = { cwd: probe, writable: false, readOnlyPaths: [], writablePaths: [] };
     const signal = new AbortController().signal;
     try {
@@ -115,12 +118,14 @@ export class FileScopePool {
       if (!reply.ok || reply.result !== 'pong') throw new Error('unexpected answer');
     } catch (err) {
       await pool.close();
+      await fs.rm(probe, { recursive: true, force: true });
       throw new ConfigError(
         `the file builtins' sandboxed helper does not start (${(err as Error).message}): its Node binary (${pool.node}) must be in the sandbox's system directories (/usr, /bin, …)`,
         { details: { field: 'EXECUTOR_SANDBOX' } },
       );
     }
     await pool.close();
+    await fs.rm(probe, { recursive: true, force: true });
     return new FileScopePool(sandbox, options);
   }
 
