@@ -210,7 +210,8 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     // use another call's network.
     {
       setting: 'TMPDIR (the egress proxies’ sockets)',
-      path: path.join(os.tmpdir(), 'toolgate-egress'),
+      // As os.tmpdir() reads it, from this environment.
+      path: path.join(env.TMPDIR ? path.resolve(env.TMPDIR) : os.tmpdir(), 'toolgate-egress'),
     },
     ...(e.EXECUTOR_CONTAINER === 'runc'
       ? [{ setting: 'EXECUTOR_CONTAINER_STATE_DIR', path: e.EXECUTOR_CONTAINER_STATE_DIR }]

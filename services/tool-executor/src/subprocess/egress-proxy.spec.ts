@@ -233,14 +233,26 @@ it('forwards a body the tool sent chunked as chunked, not as bytes run into the 
   await new Promise<void>((resolve) => upstreamHttp.close(() => resolve()));
 });
 
-it('keeps the proxies where no tool scope reaches: the executor refuses a scope holding them', () => {
-  for (const env of [
-    { EXECUTOR_CWD: os.tmpdir() },
-    { EXECUTOR_READ_PATHS: os.tmpdir() },
-    { EXECUTOR_WRITE_PATHS: os.tmpdir() },
-  ]) {
-    expect(() => loadExecutorConfig({ EXECUTOR_CWD: path.dirname(proxy.socket), ...env })).toThrow(
-      /^TMPDIR \(the egress proxies’ sockets\) is inside EXECUTOR_(CWD|READ_PATHS|WRITE_PATHS)/,
-    );
+it('keeps the proxies where no tool scope reaches: the executor refuses a scope holding them', async () => {
+  // A temporary directory of the test's own: the machine's may hold this checkout (a CI clone in
+  // /tmp), which the executor refuses as a scope for that reason first.
+  const tmp = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'tg-tmpdir-')));
+  try {
+    for (const env of [
+      { EXECUTOR_CWD: tmp },
+      { EXECUTOR_READ_PATHS: tmp },
+      { EXECUTOR_WRITE_PATHS: tmp },
+    ]) {
+      expect(() =>
+        loadExecutorConfig({ EXECUTOR_CWD: path.dirname(proxy.socket), TMPDIR: tmp, ...env }),
+      ).toThrow(
+        /^TMPDIR \(the egress proxies’ sockets\) is inside EXECUTOR_(CWD|READ_PATHS|WRITE_PATHS)/,
+      );
+    }
+    // A directory beside them is fine.
+    const beside = await fs.mkdtemp(path.join(tmp, 'work-'));
+    expect(() => loadExecutorConfig({ EXECUTOR_CWD: beside, TMPDIR: tmp })).not.toThrow();
+  } finally {
+    await fs.rm(tmp, { recursive: true, force: true });
   }
 });
