@@ -256,3 +256,58 @@ it('keeps the proxies where no tool scope reaches: the executor refuses a scope 
     await fs.rm(tmp, { recursive: true, force: true });
   }
 });
+
+it('lets go of a forwarded request’s upstream when the tool does (second red team: 64 aborts starved the call)', async () => {
+  // It reads (and drops) what comes, so it sees the proxy close its side.
+  const blackhole = await rawServer((s) => s.resume());
+  const clients = Array.from({ length: MAX_EGRESS_CONNECTIONS }, () => {
+    const s = net.connect(proxy.socket, () =>
+      s.write(`GET http://localhost:${blackhole.port}/ HTTP/1.1\r\nHost: x\r\n\r\n`),
+    );
+    s.on('error', () => undefined);
+    return s;
+  });
+  while (blackhole.sockets.length < MAX_EGRESS_CONNECTIONS)
+    await new Promise((r) => setTimeout(r, 10));
+  const released = blackhole.sockets.map((s) => new Promise((r) => s.once('close', r)));
+  for (const s of clients) s.destroy();
+  await Promise.all(released);
+  const s = await tunnel();
+  expect(await echo(s, 'room again')).toBe('room again');
+  s.destroy();
+  await blackhole.close();
+});
+
+it('answers an unasked-for 101 with a 502 rather than leaving the tool waiting', async () => {
+  const switcher = await rawServer((s) =>
+    s.once('data', () =>
+      s.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n'),
+    ),
+  );
+  expect(
+    await exchange(`GET http://localhost:${switcher.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`),
+  ).toMatch(/^HTTP\/1\.1 502 [\s\S]*switching protocols is not proxied/);
+  await switcher.close();
+});
+
+it('keeps a body’s length however the tool lists it in Connection', async () => {
+  const seen: string[] = [];
+  const upstreamHttp = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      seen.push(`${req.method} ${req.url} ${body}`);
+      res.end('seen');
+    });
+  });
+  await new Promise<void>((resolve) => upstreamHttp.listen(0, '127.0.0.1', resolve));
+  const p = (upstreamHttp.address() as net.AddressInfo).port;
+  const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: other\r\n\r\n';
+  const got = await exchange(
+    `GET http://localhost:${p}/ HTTP/1.1\r\nHost: localhost\r\nConnection: content-length, close\r\n` +
+      `Content-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
+  );
+  expect(got).toMatch(/^HTTP\/1\.1 200 [\s\S]*seen$/);
+  expect(seen).toEqual([`GET / ${smuggled}`]);
+  await new Promise<void>((resolve) => upstreamHttp.close(() => resolve()));
+});

@@ -174,10 +174,13 @@ export class EgressProxy {
     if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return answer(res, 503, TOO_MANY);
     const guard = this.guard();
     const headers: Record<string, string | string[]> = {};
+    // Headers `Connection` names are this hop's — but never the body's framing, which must
+    // reach the upstream as the proxy read it (else the body runs into the next request).
     const listed = new Set(
       String(req.headers.connection ?? '')
         .split(',')
-        .map((h) => h.trim().toLowerCase()),
+        .map((h) => h.trim().toLowerCase())
+        .filter((h) => h !== 'content-length'),
     );
     for (const [name, value] of Object.entries(req.headers)) {
       if (value !== undefined && !HOP_HEADERS.has(name) && !listed.has(name)) headers[name] = value;
@@ -199,6 +202,20 @@ export class EgressProxy {
     this.upstreams++;
     upstream.once('close', () => this.upstreams--);
     upstream.once('socket', (s) => this.track(s));
+    // The tool gone before its answer: so is the upstream (and its count). The upstream gone
+    // before the tool's body was read (an early 401 on an upload): the rest is read and dropped.
+    res.once('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    upstream.once('close', () => {
+      req.unpipe(upstream);
+      req.resume();
+    });
+    // A 101 the request did not ask for (the proxy forwards no Upgrade): not carried.
+    upstream.once('upgrade', (_up, socket: Duplex) => {
+      socket.destroy();
+      answer(res, 502, `${url.host}: switching protocols is not proxied; tunnel with CONNECT`);
+    });
     upstream.once('error', (err: NodeJS.ErrnoException) => {
       if (res.headersSent) return void res.destroy();
       if (guard.refusal) answer(res, 403, guard.refusal.message);
