@@ -137,6 +137,25 @@ it('ends every tunnel with the call, and removes its socket', async () => {
   expect(upstreamSockets.size).toBe(0);
 });
 
+/** An HTTP server on 127.0.0.1 that records each request's method, path and body, and answers. */
+async function recordingUpstream() {
+  const seen: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      seen.push(`${req.method} ${req.url} ${body}`);
+      res.end('seen');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
 /** A raw TCP server on 127.0.0.1 running `onSocket` for each connection; counts them. */
 async function rawServer(onSocket: (s: net.Socket) => void) {
   const sockets: net.Socket[] = [];
@@ -214,23 +233,13 @@ it('opens nothing for a request whose checks end after the call (red team)', asy
 });
 
 it('forwards a body the tool sent chunked as chunked, not as bytes run into the next request', async () => {
-  const bodies: string[] = [];
-  const upstreamHttp = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      bodies.push(`${req.method} ${body}`);
-      res.end('seen');
-    });
-  });
-  await new Promise<void>((resolve) => upstreamHttp.listen(0, '127.0.0.1', resolve));
-  const p = (upstreamHttp.address() as net.AddressInfo).port;
+  const { port: p, seen, close } = await recordingUpstream();
   const got = await exchange(
     `GET http://localhost:${p}/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n`,
   );
   expect(got).toMatch(/^HTTP\/1\.1 200 [\s\S]*seen$/);
-  expect(bodies).toEqual(['GET abc']);
-  await new Promise<void>((resolve) => upstreamHttp.close(() => resolve()));
+  expect(seen).toEqual(['GET / abc']);
+  await close();
 });
 
 it('keeps the proxies where no tool scope reaches: the executor refuses a scope holding them', async () => {
@@ -291,17 +300,7 @@ it('answers an unasked-for 101 with a 502 rather than leaving the tool waiting',
 });
 
 it('keeps a body’s length however the tool lists it in Connection', async () => {
-  const seen: string[] = [];
-  const upstreamHttp = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      seen.push(`${req.method} ${req.url} ${body}`);
-      res.end('seen');
-    });
-  });
-  await new Promise<void>((resolve) => upstreamHttp.listen(0, '127.0.0.1', resolve));
-  const p = (upstreamHttp.address() as net.AddressInfo).port;
+  const { port: p, seen, close } = await recordingUpstream();
   const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: other\r\n\r\n';
   const got = await exchange(
     `GET http://localhost:${p}/ HTTP/1.1\r\nHost: localhost\r\nConnection: content-length, close\r\n` +
@@ -309,5 +308,5 @@ it('keeps a body’s length however the tool lists it in Connection', async () =
   );
   expect(got).toMatch(/^HTTP\/1\.1 200 [\s\S]*seen$/);
   expect(seen).toEqual([`GET / ${smuggled}`]);
-  await new Promise<void>((resolve) => upstreamHttp.close(() => resolve()));
+  await close();
 });
