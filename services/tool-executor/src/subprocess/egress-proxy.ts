@@ -82,11 +82,12 @@ export class EgressProxy {
     server.maxConnections = MAX_EGRESS_CONNECTIONS;
     const proxy = new EgressProxy(dir, server, rules, socket);
     server.on('connection', (s: net.Socket) => proxy.track(s));
+    // Whatever a handler did not foresee ends that one connection, never the executor.
     server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
-      void proxy.tunnel(req, client, head);
+      proxy.tunnel(req, client, head).catch(() => client.destroy());
     });
     server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      void proxy.forward(req, res);
+      proxy.forward(req, res).catch(() => res.destroy());
     });
     server.on('clientError', (err: NodeJS.ErrnoException, s: Duplex) => {
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
