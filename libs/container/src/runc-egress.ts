@@ -59,6 +59,8 @@ const HELPER_TIMEOUT_MS = 10_000;
 export class RuncEgress {
   private readonly sockets = new Set<net.Socket>();
   private listener: net.Server | undefined;
+  /** Set by {@link close}: a listener the helper hands over after that is closed at once. */
+  private closed = false;
 
   private readonly hookServer: net.Server;
 
@@ -141,6 +143,11 @@ export class RuncEgress {
         reject(new Error(`the egress helper exited (${code})`));
       });
     });
+    if (this.closed) {
+      // The container ended (or runc gave up on the hook) while the helper worked.
+      listener.close();
+      throw new Error('the container is gone');
+    }
     this.listener = listener;
     listener.on('connection', (client) => {
       const upstream = net.connect(proxy);
@@ -156,6 +163,7 @@ export class RuncEgress {
 
   /** Stops listening (in the namespace and for the hook) and ends every piped connection. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const s of this.sockets) s.destroy();
     await Promise.all(
       [this.listener, this.hookServer].map(
