@@ -51,6 +51,11 @@ const net = require('net');
 const { spawn } = require('child_process');
 const { signals } = require('os').constants;
 const [socket, port, ...argv] = process.argv.slice(1);
+// The command's own NODE_OPTIONS, kept away from this process's start (see bridgeEnv).
+const env = { ...process.env };
+delete env.NODE_OPTIONS;
+if (env.TOOLGATE_TOOL_NODE_OPTIONS !== undefined) env.NODE_OPTIONS = env.TOOLGATE_TOOL_NODE_OPTIONS;
+delete env.TOOLGATE_TOOL_NODE_OPTIONS;
 const server = net.createServer((client) => {
   const upstream = net.connect(socket);
   client.on('error', () => upstream.destroy());
@@ -62,7 +67,7 @@ server.on('error', (err) => {
   process.exit(125);
 });
 server.listen(Number(port), '127.0.0.1', () => {
-  const child = spawn(argv[0], argv.slice(1), { stdio: 'inherit' });
+  const child = spawn(argv[0], argv.slice(1), { stdio: 'inherit', env });
   child.on('error', (err) => {
     process.stderr.write(argv[0] + ': ' + err.message + '\\n');
     process.exit(err.code === 'ENOENT' ? 127 : 126);
@@ -70,6 +75,21 @@ server.listen(Number(port), '127.0.0.1', () => {
   child.on('exit', (code, signal) => process.exit(signal ? 128 + (signals[signal] || 0) : code));
 });
 `;
+
+/**
+ * The environment a run with egress is started with: the command's, with the proxy named, and the
+ * command's `NODE_OPTIONS` moved aside, so that the bridge (a Node process too) starts as it should
+ * whatever the tool sets there; the bridge gives it back to the command.
+ */
+export function bridgeEnv(env: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = { ...env, ...EGRESS_ENV };
+  delete out.TOOLGATE_TOOL_NODE_OPTIONS;
+  if (out.NODE_OPTIONS !== undefined) {
+    out.TOOLGATE_TOOL_NODE_OPTIONS = out.NODE_OPTIONS;
+    delete out.NODE_OPTIONS;
+  }
+  return out;
+}
 
 /**
  * The bridge's command line, before the command's own (`prlimit` and the tool's argv): `node` is

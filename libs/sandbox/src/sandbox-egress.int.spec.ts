@@ -117,15 +117,27 @@ it('the same dials without egress (the host network) reach the host listener: th
 
 it('names the proxy in the environment, over whatever the command was given', async () => {
   const result = await spec.sandbox.run({
-    argv: ['/bin/sh', '-c', 'echo "$HTTPS_PROXY $http_proxy [$NO_PROXY] $MINE"'],
+    argv: [
+      '/bin/sh',
+      '-c',
+      'echo "$HTTPS_PROXY $http_proxy [$NO_PROXY] $MINE [$NODE_OPTIONS] [$TOOLGATE_TOOL_NODE_OPTIONS]"',
+    ],
     cwd: spec.work,
-    env: { PATH: '/usr/bin:/bin', HTTPS_PROXY: 'http://evil:1', NO_PROXY: '*', MINE: 'kept' },
+    env: {
+      PATH: '/usr/bin:/bin',
+      HTTPS_PROXY: 'http://evil:1',
+      NO_PROXY: '*',
+      MINE: 'kept',
+      // A Node option that would stop the bridge (also Node) from starting: the command's alone.
+      NODE_OPTIONS: '--require /nonexistent/preload.js',
+    },
     timeoutMs: 20_000,
     maxOutputBytes: 4096,
     egress: socketPath,
   });
+  expect(result.stderr.text()).toBe('');
   expect(result.stdout.text()).toBe(
-    `http://127.0.0.1:${EGRESS_PORT} http://127.0.0.1:${EGRESS_PORT} [] kept\n`,
+    `http://127.0.0.1:${EGRESS_PORT} http://127.0.0.1:${EGRESS_PORT} [] kept [--require /nonexistent/preload.js] []\n`,
   );
 });
 

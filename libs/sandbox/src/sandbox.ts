@@ -12,7 +12,7 @@ import {
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
-import { BRIDGE_MEMORY_BYTES, BRIDGE_TASKS, bridgeArgv, EGRESS_ENV } from './egress-bridge';
+import { BRIDGE_MEMORY_BYTES, BRIDGE_TASKS, bridgeArgv, bridgeEnv } from './egress-bridge';
 import { findExecutable, probeHostLayout } from './host-layout';
 import { LAUNCHER_ENV, launcherArgv } from './launcher-argv';
 import { SandboxedProcess, startLongLived } from './long-lived-process';
@@ -337,12 +337,7 @@ export class Sandbox {
         this.bash,
         [cgroup, memoryCgroup].filter((c): c is string => c !== undefined),
         [
-          ...bwrapArgv(
-            this.bwrap,
-            this.layout,
-            plan,
-            plan.egress ? { ...env, ...EGRESS_ENV } : env,
-          ),
+          ...bwrapArgv(this.bwrap, this.layout, plan, plan.egress ? bridgeEnv(env) : env),
           ...(plan.egress ? bridgeArgv(plan.egress.node) : []),
           ...prlimitArgv(
             this.prlimit,
