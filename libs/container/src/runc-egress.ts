@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { EGRESS_PORT } from '@toolgate/sandbox';
+import { EGRESS_MAX_CONNECTIONS, EGRESS_PORT } from '@toolgate/sandbox';
 
 /**
  * Egress for a runc container that may use the network: the container keeps its own network
@@ -74,11 +74,14 @@ export class RuncEgress {
     this.hookServer = net.createServer((hook) => {
       hook.on('error', () => undefined);
       let line = '';
+      let answered = false;
       hook.on('data', (d) => {
+        if (answered) return;
         line += d;
         if (line.length > 32) return void hook.destroy();
         if (!line.includes('\n')) return;
-        const pid = line.trim();
+        answered = true;
+        const pid = line.slice(0, line.indexOf('\n')).trim();
         if (!/^[1-9]\d{0,9}$/.test(pid)) return void hook.end('no\n');
         this.listenIn(pid, proxy, tools).then(
           () => hook.end('go\n'),
@@ -149,6 +152,9 @@ export class RuncEgress {
       throw new Error('the container is gone');
     }
     this.listener = listener;
+    // Accepted in this process, which every call shares: as many at once as the proxy takes, and
+    // each side gone with the other (a half-closed one would hold a descriptor for nothing).
+    listener.maxConnections = EGRESS_MAX_CONNECTIONS;
     listener.on('connection', (client) => {
       const upstream = net.connect(proxy);
       for (const s of [client, upstream]) {
@@ -157,6 +163,8 @@ export class RuncEgress {
       }
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
       client.pipe(upstream).pipe(client);
     });
   }

@@ -11,6 +11,13 @@
 /** The port the bridge listens on inside the run's network namespace. */
 export const EGRESS_PORT = 3128;
 
+/**
+ * Connections a call's egress holds at once, on each side of its proxy: what the proxy accepts
+ * from the tool and opens upstream, and what the executor accepts in a runc container's
+ * namespace.
+ */
+export const EGRESS_MAX_CONNECTIONS = 64;
+
 /** Where the proxy's Unix socket is bound inside the sandbox (read-only). */
 export const EGRESS_SOCKET = '/run/toolgate/egress.sock';
 

@@ -12,7 +12,7 @@ export {
   type HostLayout,
   type SandboxPlan,
 } from './bwrap-argv';
-export { EGRESS_ENV, EGRESS_PORT, EGRESS_SOCKET } from './egress-bridge';
+export { EGRESS_ENV, EGRESS_MAX_CONNECTIONS, EGRESS_PORT, EGRESS_SOCKET } from './egress-bridge';
 export { findExecutable, probeHostLayout } from './host-layout';
 export {
   DEFAULT_LIMITS,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { canonicalHost } from '@toolgate/permissions';
+import { EGRESS_MAX_CONNECTIONS } from '@toolgate/sandbox';
 import type { CheckDomain } from '../builtins/builtin-deps';
 import { assertHostAllowed, ConnectGuard } from '../builtins/connect-guard';
 import type { InternalAllowance } from '../builtins/internal-addresses';
@@ -27,7 +28,7 @@ export interface EgressRules {
  * proxy, and the proxy's upstream (a tunnel counts until closed, a forwarded request until its
  * upstream connection closes — pipelined requests on one connection count one each).
  */
-export const MAX_EGRESS_CONNECTIONS = 64;
+export const MAX_EGRESS_CONNECTIONS = EGRESS_MAX_CONNECTIONS;
 
 /** Request headers that belong to one hop (RFC 9110 §7.6.1) or to the proxy, never forwarded. */
 const HOP_HEADERS = new Set([
