@@ -58,9 +58,7 @@ export class ContainerExecutor implements CallExecutor {
       // runc: the container's own namespace, through the call's proxy; a Job: the pod's network,
       // which the namespace's NetworkPolicies bound (deploy/k8s/tool-jobs.yaml).
       const egress =
-        runc && launch.network
-          ? await callEgress(call, command, this.options, this.options.sandbox)
-          : undefined;
+        runc && launch.network ? await callEgress(call, command, this.options) : undefined;
       const result = await this.options.backend
         .run({
           image: container.image,

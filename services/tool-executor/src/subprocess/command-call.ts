@@ -112,9 +112,10 @@ export async function commandLaunch(
 export function callEgress(
   call: PendingCall,
   command: SubprocessCommand,
-  options: Pick<CommandToolOptions, 'checkDomain' | 'internal'>,
-  /** The executor's sandbox, whose `egressRoot` no sandboxed run can see; none: the OS's tmp. */
-  sandbox: Sandbox | null | undefined,
+  /** With the executor's sandbox, whose `egressRoot` no sandboxed run can see (none: the OS's tmp). */
+  options: Pick<CommandToolOptions, 'checkDomain' | 'internal'> & {
+    sandbox?: Sandbox | null;
+  },
 ): Promise<EgressProxy> {
   return EgressProxy.open(
     {
@@ -123,6 +124,6 @@ export function callEgress(
       internal: internalAllowance(options.internal ?? []),
       who: call.tool.name,
     },
-    sandbox?.egressRoot,
+    options.sandbox?.egressRoot,
   );
 }

@@ -96,7 +96,7 @@ it('refuses undeclared hosts and address literals before resolving or checking a
     `2130706433:${port}`,
   ]) {
     expect(await exchange(`CONNECT ${target} HTTP/1.1\r\n\r\n`)).toMatch(
-      /^HTTP\/1\.1 403 Forbidden\r\n[\s\S]*is not a host the tool declares\n$/,
+      /^HTTP\/1\.1 403 Forbidden\r\n[\s\S]*Toolgate-Error: denied\r\n[\s\S]*is not a host the tool declares\n$/,
     );
   }
   expect(checked).toEqual([]);
@@ -104,15 +104,22 @@ it('refuses undeclared hosts and address literals before resolving or checking a
 });
 
 it('answers hostile request lines and headers with an error, never a connection', async () => {
-  expect(await exchange('CONNECT localhost HTTP/1.1\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 /);
-  expect(await exchange(`CONNECT localhost:99999 HTTP/1.1\r\n\r\n`)).toMatch(/^HTTP\/1\.1 400 /);
-  expect(await exchange('\x00\x01 garbage\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 /);
-  expect(await exchange('GET /relative HTTP/1.1\r\nHost: localhost\r\n\r\n')).toMatch(
-    /^HTTP\/1\.1 400 [\s\S]*absolute http:\/\/ URL/,
+  // Each a refusal of the proxy's own, typed: `Toolgate-Error` carries its code.
+  const refused = (status: number, code: string) =>
+    new RegExp(`^HTTP/1\\.1 ${status} [\\s\\S]*\\r\\nToolgate-Error: ${code}\\r\\n`, 'i');
+  expect(await exchange('CONNECT localhost HTTP/1.1\r\n\r\n')).toMatch(
+    refused(400, 'invalid-request'),
   );
+  expect(await exchange(`CONNECT localhost:99999 HTTP/1.1\r\n\r\n`)).toMatch(
+    refused(400, 'invalid-request'),
+  );
+  expect(await exchange('\x00\x01 garbage\r\n\r\n')).toMatch(refused(400, 'invalid-request'));
+  const relative = await exchange('GET /relative HTTP/1.1\r\nHost: localhost\r\n\r\n');
+  expect(relative).toMatch(refused(400, 'invalid-request'));
+  expect(relative).toMatch(/absolute http:\/\/ URL\n$/);
   expect(
     await exchange(`GET http://localhost:${port}/ HTTP/1.1\r\nX: ${'a'.repeat(64 * 1024)}\r\n\r\n`),
-  ).toMatch(/^HTTP\/1\.1 431 /);
+  ).toMatch(refused(431, 'too-large'));
   expect(upstreamSockets.size).toBe(0);
 });
 
@@ -183,7 +190,9 @@ it('answers 502 for an upstream answer it cannot repeat, and keeps serving (red 
     const got = await exchange(
       `GET http://localhost:${hostile.port}/ HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
     );
-    expect(got).toMatch(/^HTTP\/1\.1 502 [\s\S]*an answer the proxy cannot repeat/);
+    expect(got).toMatch(
+      /^HTTP\/1\.1 502 [\s\S]*toolgate-error: unavailable\r\n[\s\S]*an answer the proxy cannot repeat/i,
+    );
     await hostile.close();
   }
   const s = await tunnel();

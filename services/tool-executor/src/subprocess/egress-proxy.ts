@@ -91,10 +91,9 @@ export class EgressProxy {
       proxy.forward(req, res).catch(() => res.destroy());
     });
     server.on('clientError', (err: NodeJS.ErrnoException, s: Duplex) => {
-      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      if (s.writable)
-        s.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`);
-      else s.destroy();
+      if (!s.writable) return void s.destroy();
+      if (err.code === 'HPE_HEADER_OVERFLOW') refuse(s, TOO_LARGE, 'the request head is too large');
+      else refuse(s, BAD_REQUEST, 'not an HTTP request');
     });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -119,13 +118,6 @@ export class EgressProxy {
     await fs.rm(this.dir, { recursive: true, force: true });
   }
 
-  /** Tracks a tunnel's upstream socket and counts it until it closes. */
-  private countUpstream(s: Duplex): void {
-    this.upstreams++;
-    s.once('close', () => this.upstreams--);
-    this.track(s);
-  }
-
   private track(s: Duplex): void {
     this.sockets.add(s);
     s.on('close', () => this.sockets.delete(s));
@@ -135,17 +127,17 @@ export class EgressProxy {
   /** `CONNECT host:port`: a tunnel to an allowed host, or a 403 saying why not. */
   private async tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     const target = authority(req.url ?? '');
-    if (!target) return refuse(client, 400, 'CONNECT needs host:port');
-    const allowed = await this.allowed(target.host);
-    if (typeof allowed !== 'string') return refuse(client, 403, allowed.message);
-    if (this.closed) return void client.destroy();
-    if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return refuse(client, 503, TOO_MANY);
-    const guard = this.guard();
-    const upstream = net.connect({ host: allowed, port: target.port, lookup: guard.lookup });
-    this.countUpstream(upstream);
+    if (!target) return refuse(client, BAD_REQUEST, 'CONNECT needs host:port');
+    const admitted = await this.admit(target.host);
+    if (admitted === undefined) return void client.destroy();
+    if ('status' in admitted) return refuse(client, admitted, admitted.message);
+    const { host, guard, release } = admitted;
+    const upstream = net.connect({ host, port: target.port, lookup: guard.lookup });
+    upstream.once('close', release);
+    this.track(upstream);
     upstream.once('error', (err: NodeJS.ErrnoException) => {
-      if (guard.refusal) refuse(client, 403, guard.refusal.message);
-      else refuse(client, 502, `${target.host}:${target.port}: ${err.code ?? err.message}`);
+      if (guard.refusal) refuse(client, denied(guard.refusal), guard.refusal.message);
+      else refuse(client, BAD_GATEWAY, `${target.host}:${target.port}: ${err.code ?? err.message}`);
     });
     upstream.once('connect', () => {
       upstream.removeAllListeners('error');
@@ -165,16 +157,19 @@ export class EgressProxy {
     try {
       url = new URL(req.url ?? '');
     } catch {
-      return answer(res, 400, 'a proxied request needs an absolute http:// URL');
+      return answer(res, BAD_REQUEST, 'a proxied request needs an absolute http:// URL');
     }
     if (url.protocol !== 'http:') {
-      return answer(res, 400, `${url.protocol} goes through CONNECT, not a forwarded request`);
+      return answer(
+        res,
+        BAD_REQUEST,
+        `${url.protocol} goes through CONNECT, not a forwarded request`,
+      );
     }
-    const allowed = await this.allowed(url.hostname);
-    if (typeof allowed !== 'string') return answer(res, 403, allowed.message);
-    if (this.closed) return void res.destroy();
-    if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return answer(res, 503, TOO_MANY);
-    const guard = this.guard();
+    const admitted = await this.admit(url.hostname);
+    if (admitted === undefined) return void res.destroy();
+    if ('status' in admitted) return answer(res, admitted, admitted.message);
+    const { host, guard, release } = admitted;
     const headers: Record<string, string | string[]> = {};
     // Headers `Connection` names are this hop's — but never the body's framing, which must
     // reach the upstream as the proxy read it (else the body runs into the next request).
@@ -191,7 +186,7 @@ export class EgressProxy {
     // request on the upstream connection.
     if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
     const upstream = http.request({
-      host: allowed,
+      host,
       port: url.port || 80,
       method: req.method,
       path: `${url.pathname}${url.search}`,
@@ -199,10 +194,7 @@ export class EgressProxy {
       lookup: guard.lookup,
       agent: false,
     });
-    // Counted from now, not from its socket (which comes a tick later, after every request
-    // pipelined with this one has passed the check), until the request closes.
-    this.upstreams++;
-    upstream.once('close', () => this.upstreams--);
+    upstream.once('close', release);
     upstream.once('socket', (s) => this.track(s));
     // The tool gone before its answer: so is the upstream (and its count). The upstream gone
     // before the tool's body was read (an early 401 on an upload): the rest is read and dropped.
@@ -216,12 +208,16 @@ export class EgressProxy {
     // A 101 the request did not ask for (the proxy forwards no Upgrade): not carried.
     upstream.once('upgrade', (_up, socket: Duplex) => {
       socket.destroy();
-      answer(res, 502, `${url.host}: switching protocols is not proxied; tunnel with CONNECT`);
+      answer(
+        res,
+        BAD_GATEWAY,
+        `${url.host}: switching protocols is not proxied; tunnel with CONNECT`,
+      );
     });
     upstream.once('error', (err: NodeJS.ErrnoException) => {
       if (res.headersSent) return void res.destroy();
-      if (guard.refusal) answer(res, 403, guard.refusal.message);
-      else answer(res, 502, `${url.host}: ${err.code ?? err.message}`);
+      if (guard.refusal) answer(res, denied(guard.refusal), guard.refusal.message);
+      else answer(res, BAD_GATEWAY, `${url.host}: ${err.code ?? err.message}`);
     });
     upstream.once('response', (up) => {
       const out: string[] = [];
@@ -236,7 +232,7 @@ export class EgressProxy {
         // A status, reason or header Node will not write (a control character, a status under
         // 100): the upstream's answer is not repeated, and nothing throws out of this handler.
         up.destroy();
-        return answer(res, 502, `${url.host}: an answer the proxy cannot repeat`);
+        return answer(res, BAD_GATEWAY, `${url.host}: an answer the proxy cannot repeat`);
       }
       up.pipe(res);
     });
@@ -244,29 +240,45 @@ export class EgressProxy {
   }
 
   /**
-   * The canonical name to connect to when `hostname` may be reached; otherwise why not:
-   * undeclared (an address literal always is), or the rules' refusal.
+   * Whether a connection to `hostname` may be opened now: the canonical name to connect to and the
+   * guard of its addresses; otherwise the refusal to answer — undeclared (an address literal
+   * always is) or the rules' (403), too many upstreams (503) — or undefined once the call is over
+   * (the connection is dropped).
    */
-  private async allowed(hostname: string): Promise<string | ToolgateError> {
+  private async admit(
+    hostname: string,
+  ): Promise<
+    | { host: string; guard: ConnectGuard; release: () => void }
+    | (Refusal & { message: string })
+    | undefined
+  > {
     const host = canonicalHost(hostname);
     if (host === undefined || !this.hosts.has(host)) {
-      return new ToolgateError(
-        ErrorCode.Denied,
-        `${this.rules.who}: ${hostname} is not a host the tool declares`,
-      );
+      return {
+        ...denied(),
+        message: `${this.rules.who}: ${hostname} is not a host the tool declares`,
+      };
     }
+    const { checkDomain, internal, who } = this.rules;
     try {
-      await assertHostAllowed(this.rules.checkDomain, this.rules.internal, host, this.rules.who);
-      return host;
+      await assertHostAllowed(checkDomain, internal, host, who);
     } catch (err) {
-      return err instanceof ToolgateError
-        ? err
-        : new ToolgateError(ErrorCode.Denied, `${this.rules.who}: ${host} is refused`);
+      const refusal =
+        err instanceof ToolgateError
+          ? err
+          : new ToolgateError(ErrorCode.Denied, `${who}: ${host} is refused`);
+      return { ...denied(refusal), message: refusal.message };
     }
-  }
-
-  private guard(): ConnectGuard {
-    return new ConnectGuard(this.rules.checkDomain, this.rules.internal, this.rules.who);
+    if (this.closed) return undefined;
+    if (this.upstreams >= MAX_EGRESS_CONNECTIONS) return { ...TOO_MANY, message: TOO_MANY_TEXT };
+    // Counted from here, in the same turn as the check (every request pipelined with this one
+    // passes its own check later), until the caller's upstream closes.
+    this.upstreams++;
+    return {
+      host,
+      guard: new ConnectGuard(checkDomain, internal, who),
+      release: () => this.upstreams--,
+    };
   }
 }
 
@@ -279,22 +291,48 @@ function authority(target: string): { host: string; port: number } | undefined {
   return { host: m[1]!, port };
 }
 
-const TOO_MANY = `more than ${MAX_EGRESS_CONNECTIONS} connections at once`;
+/**
+ * A refusal's HTTP status and the Toolgate error code it carries in `Toolgate-Error`, so a tool can
+ * tell the proxy's refusals (and their kind) from an upstream's own answers.
+ */
+interface Refusal {
+  status: number;
+  code: ErrorCode;
+}
+const BAD_REQUEST: Refusal = { status: 400, code: ErrorCode.InvalidRequest };
+const TOO_LARGE: Refusal = { status: 431, code: ErrorCode.TooLarge };
+const BAD_GATEWAY: Refusal = { status: 502, code: ErrorCode.Unavailable };
+const TOO_MANY: Refusal = { status: 503, code: ErrorCode.Unavailable };
+const TOO_MANY_TEXT = `more than ${MAX_EGRESS_CONNECTIONS} connections at once`;
+/** A 403 with the refusal's own code (`denied`). */
+function denied(refusal?: ToolgateError): Refusal {
+  return { status: 403, code: refusal?.code ?? ErrorCode.Denied };
+}
 
-function refuse(client: Duplex, status: 400 | 403 | 502 | 503, message: string): void {
-  const reason = http.STATUS_CODES[status];
+function refusalHeaders(refusal: Refusal, body: string): Record<string, string> {
+  return {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Toolgate-Error': refusal.code,
+    Connection: 'close',
+  };
+}
+
+/** A refusal written on a raw connection (a CONNECT, a request Node could not parse). */
+function refuse(client: Duplex, refusal: Refusal, message: string): void {
   const body = `${message}\n`;
+  const head = Object.entries(refusalHeaders(refusal, body))
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   client.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${refusal.status} ${http.STATUS_CODES[refusal.status]}\r\n${head}\r\n${body}`,
   );
 }
 
-function answer(res: http.ServerResponse, status: 400 | 403 | 502 | 503, message: string): void {
+/** A refusal answered to a forwarded request. */
+function answer(res: http.ServerResponse, refusal: Refusal, message: string): void {
+  const body = `${message}\n`;
   // The reason phrase given: a failed writeHead leaves the one it refused on the response.
-  res.writeHead(status, http.STATUS_CODES[status], {
-    'content-type': 'text/plain; charset=utf-8',
-    connection: 'close',
-  });
-  res.end(`${message}\n`);
+  res.writeHead(refusal.status, http.STATUS_CODES[refusal.status], refusalHeaders(refusal, body));
+  res.end(body);
 }

@@ -38,9 +38,7 @@ export class SubprocessExecutor implements CallExecutor {
       const launch = await commandLaunch(call, command, this.options, timeoutMs);
       if (!launch.ok) return launch;
       const { limits } = launch;
-      const egress = launch.network
-        ? await callEgress(call, command, this.options, this.options.sandbox)
-        : undefined;
+      const egress = launch.network ? await callEgress(call, command, this.options) : undefined;
       const result = await runHoldingProtectedPaths(
         this.options.sandbox,
         this.options.protectedPaths(call),
