@@ -16,7 +16,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { parseAddressBlock } from './builtins/internal-addresses';
+import { parseInternalEntry } from './builtins/internal-addresses';
 
 const list = commaList;
 
@@ -218,10 +218,10 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
       : []),
   ]);
   const fetchInternal = e.EXECUTOR_FETCH_INTERNAL ?? [];
-  const unreadable = fetchInternal.filter((entry) => parseAddressBlock(entry) === undefined);
+  const unreadable = fetchInternal.filter((entry) => parseInternalEntry(entry) === undefined);
   if (unreadable.length)
     throw new ConfigError(
-      `EXECUTOR_FETCH_INTERNAL: ${unreadable.map((v) => JSON.stringify(v)).join(', ')} is not an address or an <address>/<prefix> block`,
+      `EXECUTOR_FETCH_INTERNAL: ${unreadable.map((v) => JSON.stringify(v)).join(', ')} is not an address or an <address>/<prefix> block, with or without a :<port> (an IPv6 one in brackets)`,
       { details: { field: 'EXECUTOR_FETCH_INTERNAL' } },
     );
   if (!path.isAbsolute(e.WORKTREE_ROOT))

@@ -143,68 +143,97 @@ const viaProxy = (url) => new Promise((done) => {
   });
   req.on('error', (e) => done(e.code));
 });
+const tunnel = (target) => new Promise((done) => {
+  const proxy = new URL(process.env.HTTP_PROXY);
+  const req = http.request({ host: proxy.hostname, port: proxy.port, method: 'CONNECT', path: target });
+  req.on('connect', (res, socket) => { socket.destroy(); done(res.statusCode); });
+  req.on('response', (res) => { res.resume(); done(res.statusCode); });
+  req.on('error', (e) => done(e.code));
+  req.end();
+});
 (async () => {
   const [url] = process.argv.slice(1);
-  console.log(JSON.stringify({ nats: await dial(4222), postgres: await dial(5432), proxied: await viaProxy(url) }));
+  console.log(JSON.stringify({ nats: await dial(4222), postgres: await dial(5432), proxied: await viaProxy(url), brokerTunnel: await tunnel('localhost:4222') }));
 })();`;
 
-describe.each([
-  ['by default', 'subprocessnet', {}],
+/** What the executor is told (`webPort`: the declared service's), and what the broker's port gets. */
+const settings: [string, string, (webPort: number) => Record<string, string>, number][] = [
+  ['by default', 'subprocessnet', () => ({}), 403],
+  // A block on every port opens the broker's port too: what the port form is for.
   [
-    'with EXECUTOR_FETCH_INTERNAL opening loopback',
+    'with EXECUTOR_FETCH_INTERNAL opening loopback on every port',
     'subprocessnetin',
-    { EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8' },
+    () => ({ EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8' }),
+    200,
   ],
-])('a networked subprocess tool through the pipeline, %s', (_name, prefix, env) => {
-  let stack: TestStack;
-  let web: RecordingListener;
-  const dispatchOf = dispatchRequests(`run-${prefix}`, prefix, 15_000);
+  [
+    "with EXECUTOR_FETCH_INTERNAL opening the declared service's port only",
+    'subprocessnetport',
+    (webPort) => ({ EXECUTOR_FETCH_INTERNAL: `127.0.0.1:${webPort},[::1]:${webPort}` }),
+    403,
+  ],
+];
 
-  beforeAll(async () => {
-    web = await recordingListener('127.0.0.1', (_req, res) => res.end('the declared service'));
-    stack = await startTestStack(prefix, env);
-    const registered = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
-      tool: {
-        name: 'dialer',
-        description: 'Dials the broker and the database, and fetches a URL through its proxy.',
-        parameters: { type: 'object', properties: { url: { type: 'string' } }, required: ['url'] },
-        policy: {
-          executor: 'subprocess',
-          risk: 'network',
-          command: {
-            argv: ['/usr/bin/node', '-e', DIALS, { input: 'url' }],
-            network: { hosts: ['localhost'] },
+describe.each(settings)(
+  'a networked subprocess tool through the pipeline, %s',
+  (_name, prefix, envFor, brokerTunnel) => {
+    let stack: TestStack;
+    let web: RecordingListener;
+    let env: Record<string, string>;
+    const dispatchOf = dispatchRequests(`run-${prefix}`, prefix, 15_000);
+
+    beforeAll(async () => {
+      web = await recordingListener('127.0.0.1', (_req, res) => res.end('the declared service'));
+      env = envFor(web.port);
+      stack = await startTestStack(prefix, env);
+      const registered = await stack.http('POST', '/v1/tools', TOKENS.acmeAdmin, {
+        tool: {
+          name: 'dialer',
+          description: 'Dials the broker and the database, and fetches a URL through its proxy.',
+          parameters: {
+            type: 'object',
+            properties: { url: { type: 'string' } },
+            required: ['url'],
+          },
+          policy: {
+            executor: 'subprocess',
+            risk: 'network',
+            command: {
+              argv: ['/usr/bin/node', '-e', DIALS, { input: 'url' }],
+              network: { hosts: ['localhost'] },
+            },
           },
         },
-      },
+      });
+      expect(registered.status).toBe(201);
     });
-    expect(registered.status).toBe(201);
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await web?.close();
-  });
+    afterAll(async () => {
+      await stack?.stop();
+      await web?.close();
+    });
 
-  it('reaches neither the broker nor the database; its declared host only as the setting allows', async () => {
-    const res = await stack.http(
-      'POST',
-      '/v1/dispatches',
-      TOKENS.acmeAgent,
-      dispatchOf('dialer', { url: `http://localhost:${web.port}/declared` }),
-    );
-    const opened = 'EXECUTOR_FETCH_INTERNAL' in env;
-    expect(res.body.settled).toMatchObject({
-      outcome: 'ok',
-      result: {
-        nats: 'ECONNREFUSED',
-        postgres: 'ECONNREFUSED',
-        proxied: opened
-          ? '200 the declared service'
-          : expect.stringMatching(
-              /^403 dialer: host localhost resolves to .*EXECUTOR_FETCH_INTERNAL/,
-            ),
-      },
+    it('reaches neither the broker nor the database; its declared host (and port) only as the setting allows', async () => {
+      const res = await stack.http(
+        'POST',
+        '/v1/dispatches',
+        TOKENS.acmeAgent,
+        dispatchOf('dialer', { url: `http://localhost:${web.port}/declared` }),
+      );
+      const opened = 'EXECUTOR_FETCH_INTERNAL' in env;
+      expect(res.body.settled).toMatchObject({
+        outcome: 'ok',
+        result: {
+          nats: 'ECONNREFUSED',
+          postgres: 'ECONNREFUSED',
+          proxied: opened
+            ? '200 the declared service'
+            : expect.stringMatching(
+                /^403 dialer: host localhost resolves to .*EXECUTOR_FETCH_INTERNAL/,
+              ),
+          brokerTunnel,
+        },
+      });
+      expect(web.seen).toEqual(opened ? ['/declared'] : []);
     });
-    expect(web.seen).toEqual(opened ? ['/declared'] : []);
-  });
-});
+  },
+);

@@ -9,7 +9,8 @@ import { InternalAllowance, NO_INTERNAL_ADDRESSES, routesToThisHost } from './in
  * The connection half of the domain check: a `lookup` for sockets (an undici agent's, a proxied
  * tunnel's) that checks every address a name resolves to before handing it to the socket, so the
  * socket connects to exactly the addresses that were allowed and nothing resolves the name a
- * second time in between. The first refusal is kept so the caller fails with it rather than with
+ * second time in between. One guard serves connections to one `port` (an internal address may be
+ * opened on one port only). The first refusal is kept so the caller fails with it rather than with
  * the socket's generic error. `who` names the caller in messages (`http_fetch`, a tool's egress).
  */
 export class ConnectGuard {
@@ -18,6 +19,7 @@ export class ConnectGuard {
   constructor(
     private readonly checkDomain: CheckDomain,
     private readonly internal: InternalAllowance,
+    private readonly port: number,
     private readonly who: string,
   ) {}
 
@@ -51,19 +53,21 @@ export class ConnectGuard {
     for (const a of addresses) {
       const host = canonicalHost(a.address);
       const refused =
-        host === undefined ? 'rules' : await addressRefusal(this.checkDomain, this.internal, host);
+        host === undefined
+          ? 'rules'
+          : await addressRefusal(this.checkDomain, this.internal, host, this.port);
       if (refused) {
         const address = host ?? a.address;
         this.refusal ??= new ToolgateError(
           ErrorCode.Denied,
           refused === 'internal'
-            ? `${this.who}: host ${bare} resolves to ${address}, ${INTERNAL_REFUSAL}`
+            ? `${this.who}: host ${bare} resolves to ${address}, ${internalRefusal(this.port)}`
             : `${this.who}: host ${bare} resolves to ${address}, which the domain rules do not allow`,
           {
             details: {
               host: bare,
               address,
-              ...(refused === 'internal' ? { internal: true } : {}),
+              ...(refused === 'internal' ? { port: this.port, internal: true } : {}),
             },
           },
         );
@@ -92,8 +96,8 @@ async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknow
 const LOOPBACK_NAMES = ['127.0.0.1', '::1', 'localhost'];
 
 /** Why an internal address is refused, after "host X is" or "host X resolves to Y,". */
-const INTERNAL_REFUSAL =
-  'an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it';
+const internalRefusal = (port: number) =>
+  `an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it, on every port or on port ${port}`;
 
 /** The cached allowance of a policy's `http.internal` (one array per parsed policy). */
 const allowances = new WeakMap<readonly string[], InternalAllowance>();
@@ -105,8 +109,9 @@ export function internalAllowance(entries: readonly string[]): InternalAllowance
 }
 
 /**
- * Why connecting to an address is refused, if it is: an internal one the operator did not name
- * (`internal`, checked first: no domain rule opens it), or the domain rules (`rules`) — on the
+ * Why connecting to an address and port is refused, if it is: an internal one the operator did not
+ * name with that port (`internal`, checked first: no domain rule opens it), or the domain rules
+ * (`rules`, which name hosts, not ports) — on the
  * address itself and, when it reaches this machine whatever its spelling
  * ({@link routesToThisHost}), on loopback under each name a rule may give it, so `http://0/`,
  * `[::]` or the host's own address meet a rule denying `127.0.0.0/8`, `::1` or `localhost`.
@@ -116,8 +121,9 @@ async function addressRefusal(
   checkDomain: CheckDomain,
   internal: InternalAllowance,
   host: string,
+  port: number,
 ): Promise<'internal' | 'rules' | undefined> {
-  if (internal.refuses(host)) return 'internal';
+  if (internal.refuses(host, port)) return 'internal';
   // A loopback address names itself; any other way to this machine is loopback by another name.
   const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
   for (const h of hosts) {
@@ -133,20 +139,22 @@ function isLoopback(host: string): boolean {
 
 /**
  * The host half of the domain check, before anything is resolved: `denied` (with
- * `details.internal` for an internal address the operator did not name) unless the rules allow
- * `hostname` — an address literal is decided here in full, it never reaches a lookup.
+ * `details.internal` for an internal address the operator did not name with `port`) unless the
+ * rules allow `hostname` — an address literal is decided here in full, it never reaches a lookup.
  */
 export async function assertHostAllowed(
   checkDomain: CheckDomain,
   internal: InternalAllowance,
   hostname: string,
+  port: number,
   who: string,
 ): Promise<void> {
   const host = canonicalHost(hostname);
-  const refused = host === undefined ? 'rules' : await addressRefusal(checkDomain, internal, host);
+  const refused =
+    host === undefined ? 'rules' : await addressRefusal(checkDomain, internal, host, port);
   if (refused === 'internal') {
-    throw new ToolgateError(ErrorCode.Denied, `${who}: host ${host} is ${INTERNAL_REFUSAL}`, {
-      details: { host, internal: true },
+    throw new ToolgateError(ErrorCode.Denied, `${who}: host ${host} is ${internalRefusal(port)}`, {
+      details: { host, port, internal: true },
     });
   }
   if (refused) {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, ErrorCode, ToolgateError, type ToolContext } from '@toolgate/contracts';
 import { isInside } from '@toolgate/worktree-guard';
-import { parseAddressBlock } from './internal-addresses';
+import { parseInternalEntry } from './internal-addresses';
 
 /**
  * Environment variables a tool may inherit from the host by default. Only locale, terminal and
@@ -95,15 +95,16 @@ export const ExecutionPolicySchema = z.strictObject({
       /**
        * The internal addresses http_fetch may connect to (`isInternalAddress`: loopback, this
        * host's own, private, shared, link-local, multicast, reserved), as addresses or
-       * `<address>/<prefix>` blocks, checked against every address a name resolves to. None by
+       * `<address>/<prefix>` blocks on every port, or on the one a `:<port>` gives
+       * (`parseInternalEntry`), checked against every address a name resolves to. None by
        * default: a model steered by an attacker must not reach the services beside the executor
        * (the broker's monitoring, a database, the cloud's metadata service) however the tenant's
        * domain rules read.
        */
       internal: z
         .array(
-          z.string().refine((entry) => parseAddressBlock(entry) !== undefined, {
-            message: 'not an address or an <address>/<prefix> block',
+          z.string().refine((entry) => parseInternalEntry(entry) !== undefined, {
+            message: 'not an address or an <address>/<prefix> block, with or without a :<port>',
           }),
         )
         .max(256)

@@ -8,7 +8,7 @@ import { builtin, errorOf, ok, toolContext } from '../../test/tool-harness';
 import { loadExecutorConfig } from '../config';
 import { parseExecutionPolicy } from './execution-policy';
 import type { HttpFetchResult } from './http-fetch-tool';
-import { InternalAllowance, isInternalAddress } from './internal-addresses';
+import { InternalAllowance, isInternalAddress, parseInternalEntry } from './internal-addresses';
 
 /**
  * The services beside the executor — the broker's monitoring, a database, the cloud's metadata
@@ -139,6 +139,32 @@ describe('with the addresses the operator names', () => {
     expect(secret.seen).toEqual([]);
   });
 
+  it('reaches an address named with a port on that port only, redirects included', async () => {
+    // The hop is named on its own port; the other listener stands for what shares the address
+    // (the broker, a database) on another port.
+    const tool = fetcher([`127.0.0.1:${hop.port}`]);
+    const reached = ok<HttpFetchResult>(
+      await runTool(tool, { url: `http://localhost:${hop.port}/` }, toolContext('/')),
+    );
+    expect(reached.body).toBe('named');
+    const seenBefore = hop.seen.length;
+    for (const url of [
+      `http://127.0.0.1:${secret.port}/`,
+      `http://localhost:${secret.port}/`,
+      `http://127.0.0.1:${hop.port}/?to=${encodeURIComponent(`http://127.0.0.1:${secret.port}/`)}`,
+    ]) {
+      const error = errorOf(await runTool(tool, { url }, toolContext('/')));
+      expect({ url, code: error.code, details: error.details }).toEqual({
+        url,
+        code: ErrorCode.Denied,
+        details: expect.objectContaining({ port: secret.port, internal: true }),
+      });
+      expect(error.message).toContain(`on port ${secret.port}`);
+    }
+    expect(hop.seen.length).toBe(seenBefore + 1); // the redirect's first hop
+    expect(secret.seen).toEqual([]);
+  });
+
   it('reaches a whole block when it names one', async () => {
     const tool = fetcher(['127.0.0.0/8', '::1']);
     for (const host of ['127.0.0.2', '[::1]']) {
@@ -166,11 +192,57 @@ it('tells internal addresses from the internet', () => {
     expect({ a, internal: isInternalAddress(a) }).toEqual({ a, internal: true });
   for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', 'example.com'])
     expect({ a, internal: isInternalAddress(a) }).toEqual({ a, internal: false });
-  const named = new InternalAllowance(['10.0.0.0/8', '::ffff:192.168.0.0/112']);
-  expect(named.refuses('10.9.9.9')).toBe(false);
-  expect(named.refuses('192.168.3.4')).toBe(false);
-  expect(named.refuses('192.169.0.1')).toBe(false); // not internal at all
-  expect(named.refuses('172.16.0.1')).toBe(true);
+  const named = new InternalAllowance([
+    '10.0.0.0/8',
+    '::ffff:192.168.0.0/112',
+    '127.0.0.1:8080',
+    '172.16.0.0/12:5432',
+    '[fd00::/8]:443',
+  ]);
+  expect(named.refuses('10.9.9.9', 22)).toBe(false);
+  expect(named.refuses('192.168.3.4', 80)).toBe(false);
+  expect(named.refuses('192.169.0.1', 80)).toBe(false); // not internal at all
+  expect(named.refuses('172.16.0.1', 5432)).toBe(false);
+  expect(named.refuses('172.16.0.1', 5433)).toBe(true);
+  expect(named.refuses('127.0.0.1', 8080)).toBe(false);
+  expect(named.refuses('127.0.0.1', 4222)).toBe(true);
+  expect(named.refuses('127.0.0.2', 8080)).toBe(true);
+  expect(named.refuses('fd12::1', 443)).toBe(false);
+  expect(named.refuses('fd12::1', 80)).toBe(true);
+});
+
+it('reads an entry with a port: IPv4 after a colon, IPv6 in brackets, a block on one port', () => {
+  expect(
+    [
+      '127.0.0.1:8080',
+      '10.0.0.0/8:5432',
+      '[::1]:8080',
+      '[fd00::/8]:443',
+      '[::1]',
+      '::1',
+      '10.0.0.0/8',
+    ].map(parseInternalEntry),
+  ).toEqual([
+    { address: '127.0.0.1', prefix: 32, port: 8080 },
+    { address: '10.0.0.0', prefix: 8, port: 5432 },
+    { address: '::1', prefix: 128, port: 8080 },
+    { address: 'fd00::', prefix: 8, port: 443 },
+    { address: '::1', prefix: 128 },
+    { address: '::1', prefix: 128 },
+    { address: '10.0.0.0', prefix: 8 },
+  ]);
+  for (const entry of [
+    '127.0.0.1:0',
+    '127.0.0.1:65536',
+    '127.0.0.1:',
+    '127.0.0.1:http',
+    '[127.0.0.1]:80',
+    '[::1]:',
+    '[::1/129]:80',
+    'localhost:80',
+    '10.0.0.0/33:80',
+  ])
+    expect({ entry, parsed: parseInternalEntry(entry) }).toEqual({ entry, parsed: undefined });
 });
 
 // A directory of its own: the checkout may itself sit in the temporary directory (CI's clone).
@@ -183,14 +255,21 @@ it('refuses an entry that is not an address or a block, naming the setting', () 
   expect(() => parseExecutionPolicy({ cwd: '/', http: { internal: ['10.0.0.0/33'] } })).toThrow(
     ConfigError,
   );
-  for (const value of ['10.0.0.0/33', 'localhost', '10.0.0.0/8,::1/129', '1.2.3.4/x']) {
+  for (const value of [
+    '10.0.0.0/33',
+    'localhost',
+    '10.0.0.0/8,::1/129',
+    '1.2.3.4/x',
+    '127.0.0.1:0',
+    '::1:8080,[::1]:x',
+  ]) {
     expect(() => executorConfig({ EXECUTOR_FETCH_INTERNAL: value })).toThrow(
       /EXECUTOR_FETCH_INTERNAL/,
     );
   }
-  expect(executorConfig({ EXECUTOR_FETCH_INTERNAL: '10.0.0.0/8, ::1' }).fetchInternal).toEqual([
-    '10.0.0.0/8',
-    '::1',
-  ]);
+  expect(
+    executorConfig({ EXECUTOR_FETCH_INTERNAL: '10.0.0.0/8, ::1, 127.0.0.1:8080, [::1]:8080' })
+      .fetchInternal,
+  ).toEqual(['10.0.0.0/8', '::1', '127.0.0.1:8080', '[::1]:8080']);
   expect(executorConfig({}).fetchInternal).toEqual([]);
 });

@@ -90,11 +90,16 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       const headers = new Headers(args.headers ?? {});
       const redirects: string[] = [];
       const internal = internalAllowance(policy.http.internal);
-      const guard = new ConnectGuard(deps.checkDomain, internal, 'http_fetch');
-      const agent = new (undici().Agent)({ connect: { lookup: guard.lookup } });
+      // An agent per hop, whose guard knows the port it connects to (an internal address may be
+      // opened on one port only).
+      const agents: import('undici').Agent[] = [];
       try {
         for (;;) {
-          await assertHostAllowed(deps.checkDomain, internal, url.hostname, 'http_fetch');
+          const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+          await assertHostAllowed(deps.checkDomain, internal, url.hostname, port, 'http_fetch');
+          const guard = new ConnectGuard(deps.checkDomain, internal, port, 'http_fetch');
+          const agent = new (undici().Agent)({ connect: { lookup: guard.lookup } });
+          agents.push(agent);
           let res: Response;
           try {
             res = await fetch(url, {
@@ -175,7 +180,7 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
           };
         }
       } finally {
-        await agent.destroy();
+        await Promise.all(agents.map((agent) => agent.destroy()));
       }
     },
   });

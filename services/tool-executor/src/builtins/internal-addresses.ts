@@ -69,50 +69,91 @@ export function isInternalAddress(host: string): boolean {
   return INTERNAL.check(host, kind === 6 ? 'ipv6' : 'ipv4') || routesToThisHost(host);
 }
 
-/** One `EXECUTOR_FETCH_INTERNAL` entry: an address, or a block as `<address>/<prefix>`. */
-export function parseAddressBlock(entry: string): [string, number] | undefined {
+/**
+ * One `EXECUTOR_FETCH_INTERNAL` entry: an address or an `<address>/<prefix>` block, on every port,
+ * or on one port when it ends in `:<port>` — an IPv6 one in brackets (`127.0.0.1:8080`,
+ * `10.0.0.0/8:5432`, `[::1]:8080`, `[fd00::/8]:443`).
+ */
+export interface InternalEntry {
+  address: string;
+  prefix: number;
+  /** The one port it opens; every port when absent. */
+  port?: number;
+}
+
+export function parseInternalEntry(entry: string): InternalEntry | undefined {
+  let block = entry;
+  let portText: string | undefined;
+  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(entry);
+  if (bracketed) {
+    block = bracketed[1]!;
+    portText = bracketed[2];
+    if (isIP(block.split('/')[0]!) !== 6) return undefined;
+  } else if (entry.split(':').length === 2) {
+    // One colon: an IPv4 address or block and a port (an IPv6 address has two or more).
+    [block, portText] = entry.split(':') as [string, string];
+    if (isIP(block.split('/')[0]!) !== 4) return undefined;
+  }
+  const parsed = parseBlock(block);
+  if (!parsed || portText === undefined) return parsed;
+  if (!/^\d{1,5}$/.test(portText)) return undefined;
+  const port = Number(portText);
+  return port >= 1 && port <= 65_535 ? { ...parsed, port } : undefined;
+}
+
+function parseBlock(entry: string): InternalEntry | undefined {
   const slash = entry.indexOf('/');
   const address = slash < 0 ? entry : entry.slice(0, slash);
   const kind = isIP(address);
   if (kind === 0) return undefined;
   const max = kind === 6 ? 128 : 32;
-  if (slash < 0) return [address, max];
+  if (slash < 0) return { address, prefix: max };
   const text = entry.slice(slash + 1);
   if (!/^\d{1,3}$/.test(text)) return undefined;
   const prefix = Number(text);
-  return prefix <= max ? [address, prefix] : undefined;
+  return prefix <= max ? { address, prefix } : undefined;
 }
 
 /**
- * The internal addresses the operator lets http_fetch reach (`EXECUTOR_FETCH_INTERNAL`), as blocks
- * checked against the address a name resolved to, not against the name. Empty: none.
+ * The internal addresses the operator lets http_fetch and tools' egress reach
+ * (`EXECUTOR_FETCH_INTERNAL`), as blocks on every port or on one, checked against the address a
+ * name resolved to and the port connected to, not against the name. Empty: none.
  */
 export class InternalAllowance {
-  private readonly allowed = new BlockList();
+  private readonly everyPort = new BlockList();
+  private readonly onPort = new Map<number, BlockList>();
   private readonly empty: boolean;
 
-  /** `entries` as {@link parseAddressBlock} reads them; an entry it cannot read is skipped. */
+  /** `entries` as {@link parseInternalEntry} reads them; an entry it cannot read is skipped. */
   constructor(entries: readonly string[]) {
     let any = false;
-    for (const entry of entries) {
-      const block = parseAddressBlock(entry);
-      if (!block) continue;
-      const canonical = canonicalHost(block[0]) ?? block[0];
+    for (const text of entries) {
+      const entry = parseInternalEntry(text);
+      if (!entry) continue;
+      const canonical = canonicalHost(entry.address) ?? entry.address;
       // A mapped IPv6 block (`::ffff:10.0.0.0/104`) names the IPv4 block every address of it is
       // checked as.
       const prefix =
-        isIP(canonical) === 4 && isIP(block[0]) === 6 ? Math.max(0, block[1] - 96) : block[1];
-      this.allowed.addSubnet(canonical, prefix, family(canonical));
+        isIP(canonical) === 4 && isIP(entry.address) === 6
+          ? Math.max(0, entry.prefix - 96)
+          : entry.prefix;
+      let list = this.everyPort;
+      if (entry.port !== undefined) {
+        list = this.onPort.get(entry.port) ?? new BlockList();
+        this.onPort.set(entry.port, list);
+      }
+      list.addSubnet(canonical, prefix, family(canonical));
       any = true;
     }
     this.empty = !any;
   }
 
-  /** Whether a connection to `host` (a canonical address) is refused as internal. */
-  refuses(host: string): boolean {
+  /** Whether a connection to `host` (a canonical address) on `port` is refused as internal. */
+  refuses(host: string, port: number): boolean {
     if (!isInternalAddress(host)) return false;
     if (this.empty) return true;
-    return !this.allowed.check(host, family(host));
+    const kind = family(host);
+    return !(this.everyPort.check(host, kind) || this.onPort.get(port)?.check(host, kind));
   }
 }
 

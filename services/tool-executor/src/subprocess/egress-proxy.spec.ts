@@ -319,3 +319,30 @@ it('keeps a body’s length however the tool lists it in Connection', async () =
   expect(seen).toEqual([`GET / ${smuggled}`]);
   await close();
 });
+
+it('reaches an internal address the operator names with a port on that port only', async () => {
+  const other = await rawServer((s) => s.end('other'));
+  await proxy.close();
+  proxy = await EgressProxy.open({
+    hosts: ['localhost'],
+    checkDomain: () => 'allow',
+    // `localhost` is 127.0.0.1 here (and ::1 where the machine resolves it so): both on `port`.
+    internal: new InternalAllowance([`127.0.0.1:${port}`, `[::1]:${port}`]),
+    who: 'tool',
+  });
+  const s = await tunnel();
+  expect(await echo(s, 'named port')).toBe('named port');
+  s.destroy();
+  for (const request of [
+    `CONNECT localhost:${other.port} HTTP/1.1\r\n\r\n`,
+    `GET http://localhost:${other.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+  ]) {
+    expect(await exchange(request)).toMatch(
+      new RegExp(
+        `^HTTP/1\\.1 403 Forbidden\\r\\n[\\s\\S]*Toolgate-Error: denied\\r\\n[\\s\\S]*internal address[\\s\\S]*on port ${other.port}\\n$`,
+      ),
+    );
+  }
+  expect(other.sockets).toEqual([]);
+  await other.close();
+});

@@ -128,7 +128,7 @@ export class EgressProxy {
   private async tunnel(req: http.IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     const target = authority(req.url ?? '');
     if (!target) return refuse(client, BAD_REQUEST, 'CONNECT needs host:port');
-    const admitted = await this.admit(target.host);
+    const admitted = await this.admit(target.host, target.port);
     if (admitted === undefined) return void client.destroy();
     if ('status' in admitted) return refuse(client, admitted, admitted.message);
     const { host, guard, release } = admitted;
@@ -166,7 +166,8 @@ export class EgressProxy {
         `${url.protocol} goes through CONNECT, not a forwarded request`,
       );
     }
-    const admitted = await this.admit(url.hostname);
+    const port = Number(url.port) || 80;
+    const admitted = await this.admit(url.hostname, port);
     if (admitted === undefined) return void res.destroy();
     if ('status' in admitted) return answer(res, admitted, admitted.message);
     const { host, guard, release } = admitted;
@@ -187,7 +188,7 @@ export class EgressProxy {
     if (req.headers['transfer-encoding'] !== undefined) headers['transfer-encoding'] = 'chunked';
     const upstream = http.request({
       host,
-      port: url.port || 80,
+      port,
       method: req.method,
       path: `${url.pathname}${url.search}`,
       headers,
@@ -240,13 +241,14 @@ export class EgressProxy {
   }
 
   /**
-   * Whether a connection to `hostname` may be opened now: the canonical name to connect to and the
-   * guard of its addresses; otherwise the refusal to answer — undeclared (an address literal
+   * Whether a connection to `hostname` on `port` may be opened now: the canonical name to connect
+   * to and the guard of its addresses; otherwise the refusal to answer — undeclared (an address literal
    * always is) or the rules' (403), too many upstreams (503) — or undefined once the call is over
    * (the connection is dropped).
    */
   private async admit(
     hostname: string,
+    port: number,
   ): Promise<
     | { host: string; guard: ConnectGuard; release: () => void }
     | (Refusal & { message: string })
@@ -261,7 +263,7 @@ export class EgressProxy {
     }
     const { checkDomain, internal, who } = this.rules;
     try {
-      await assertHostAllowed(checkDomain, internal, host, who);
+      await assertHostAllowed(checkDomain, internal, host, port, who);
     } catch (err) {
       const refusal =
         err instanceof ToolgateError
@@ -276,7 +278,7 @@ export class EgressProxy {
     this.upstreams++;
     return {
       host,
-      guard: new ConnectGuard(checkDomain, internal, who),
+      guard: new ConnectGuard(checkDomain, internal, port, who),
       release: () => this.upstreams--,
     };
   }
