@@ -243,6 +243,14 @@ export class Sandbox {
     return sandbox;
   }
 
+  /**
+   * Removes {@link egressRoot} and whatever calls left in it: for the executor's stop, once its
+   * calls have drained (each call's proxy removes its own directory as it ends).
+   */
+  async close(): Promise<void> {
+    await fs.rm(this.egressRoot, { recursive: true, force: true });
+  }
+
   /** Runs `request.argv` in the sandbox; resolves for every ending (see {@link runProcess}). */
   async run(request: SandboxRequest): Promise<ProcessResult> {
     const launch = await this.prepare(request);

@@ -260,6 +260,8 @@ export async function startToolExecutor(
       // After the consumers drained: the last containers' clean-up.
       await containers?.idle();
       await mcp?.close();
+      // Last: the directory of the calls' egress sockets (runc's calls use it too).
+      await sandbox?.close();
     }),
   };
 }

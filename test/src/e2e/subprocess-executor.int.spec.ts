@@ -3,7 +3,8 @@
  * evaluator → executor (bubblewrap) → journal. The containment itself is proved in
  * libs/sandbox and the executor's own specs; this proves the wiring end to end.
  */
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { recordingListener, type RecordingListener } from '@toolgate/testing';
 import { settled } from '../support/dispatch-probes';
@@ -234,6 +235,18 @@ describe.each(settings)(
         },
       });
       expect(web.seen).toEqual(opened ? ['/declared'] : []);
+    });
+
+    it('leaves no directory of its calls’ egress sockets behind once the executor stops', async () => {
+      // The executor runs in this process: its sandbox's directory is named after this pid.
+      const mine = async () =>
+        (await readdir(os.tmpdir())).filter((n) => n.startsWith(`toolgate-egress-${process.pid}-`));
+      // The call above made one (and the file's other stacks may have theirs): this one must go.
+      const before = new Set(await mine());
+      expect(before.size).toBeGreaterThan(0);
+      await stack.all.executor.stop();
+      const after = new Set(await mine());
+      expect([...before].filter((n) => !after.has(n))).toHaveLength(1);
     });
   },
 );
