@@ -1,4 +1,4 @@
-import { SubprocessCommandSchema } from './subprocess-command';
+import { declaredHost, SubprocessCommandSchema } from './subprocess-command';
 import { ToolPolicySchema } from './tool-contract';
 
 const issues = (value: unknown) =>
@@ -32,9 +32,28 @@ describe('SubprocessCommandSchema', () => {
     ]);
   });
 
-  it('takes exact host names only: no wildcard, no port, no scheme', () => {
-    for (const host of ['*.example.com', 'example.com:443', 'https://example.com', 'EXAMPLE.com']) {
+  it('takes exact host names only, each with a port or without: no wildcard, no scheme', () => {
+    for (const host of [
+      '*.example.com',
+      'https://example.com',
+      'EXAMPLE.com',
+      'example.com:0',
+      'example.com:65536',
+      'example.com:0443',
+      'example.com:',
+      'example.com:443:1',
+      ':443',
+      '443:443',
+    ]) {
       expect(issues({ argv: ['curl'], network: { hosts: [host] } })).toEqual(['network.hosts.0']);
     }
+    expect(
+      issues({ argv: ['curl'], network: { hosts: ['example.com', 'api.example.com:443'] } }),
+    ).toEqual([]);
+    expect(['api.example.com:443', 'localhost', 'a1:65535'].map(declaredHost)).toEqual([
+      { host: 'api.example.com', port: 443 },
+      { host: 'localhost' },
+      { host: 'a1', port: 65_535 },
+    ]);
   });
 });

@@ -24,13 +24,30 @@ export const ArgvElementSchema = z.union([
 ]);
 export type ArgvElement = z.infer<typeof ArgvElementSchema>;
 
-/** An exact host name (no wildcard, no port): what a networked subprocess tool may reach. */
+const HOST_NAME =
+  /^(?=[^:]*[a-z])[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/**
+ * A declared host: an exact host name (no wildcard, no scheme) on every port, or `<name>:<port>`
+ * on that port only; undefined when `entry` is neither.
+ */
+export function declaredHost(entry: string): { host: string; port?: number } | undefined {
+  const colon = entry.indexOf(':');
+  const host = colon < 0 ? entry : entry.slice(0, colon);
+  if (host.length > 253 || !HOST_NAME.test(host)) return undefined;
+  if (colon < 0) return { host };
+  const text = entry.slice(colon + 1);
+  if (!/^[1-9]\d{0,4}$/.test(text) || Number(text) > 65_535) return undefined;
+  return { host, port: Number(text) };
+}
+
+/** What a networked subprocess or container tool may reach (see {@link declaredHost}). */
 const HostName = z
   .string()
   .min(1)
-  .max(253)
-  .regex(/^(?=.*[a-z])[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, {
-    message: 'an exact lower-case host name',
+  .max(259)
+  .refine((entry) => declaredHost(entry) !== undefined, {
+    message: 'an exact lower-case host name, optionally with a :port (1–65535)',
   });
 
 const Positive = z.number().int().positive();
@@ -61,10 +78,11 @@ export const SubprocessCommandSchema = z.strictObject({
     ),
   ).optional(),
   /**
-   * The hosts the tool needs. Network is given to a call only when the tool's risk is `network`
+   * The hosts the tool needs, each on every port or on the one its `:<port>` gives
+   * (`api.example.com:443`). Network is given to a call only when the tool's risk is `network`
    * and every host here passes the call's domain rules, and then as an egress proxy (named in
-   * `HTTP_PROXY`, …) that reaches these hosts only, each connection's address checked (see
-   * docs/executors.md); the process has no other route out of its network namespace.
+   * `HTTP_PROXY`, …) that reaches these hosts (and ports) only, each connection's address checked
+   * (see docs/executors.md); the process has no other route out of its network namespace.
    */
   network: z.strictObject({ hosts: z.array(HostName).min(1).max(64) }).optional(),
   /** Lower resource limits than the operator's maxima (never higher). */

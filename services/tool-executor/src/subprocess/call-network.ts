@@ -1,4 +1,4 @@
-import { ErrorCode } from '@toolgate/contracts';
+import { declaredHost, ErrorCode } from '@toolgate/contracts';
 import { failedOutcome, type FailedOutcome } from '../execution/call-executor';
 import type { PendingCall } from '../execution/pending-call';
 
@@ -20,7 +20,9 @@ export async function callNetwork(
   checkDomain: CheckCallDomain,
 ): Promise<boolean | FailedOutcome> {
   if (!hosts?.length || call.tool.risk !== 'network') return false;
-  for (const host of hosts) {
+  // The rules name hosts, not ports: each declared name once.
+  const names = new Set(hosts.map((entry) => declaredHost(entry)?.host ?? entry));
+  for (const host of names) {
     let verdict: 'allow' | 'deny';
     try {
       verdict = await checkDomain(call, host);

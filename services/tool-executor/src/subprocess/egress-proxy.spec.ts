@@ -346,3 +346,31 @@ it('reaches an internal address the operator names with a port on that port only
   expect(other.sockets).toEqual([]);
   await other.close();
 });
+
+it('reaches a host declared with a port on that port only', async () => {
+  const other = await rawServer((s) => s.end('other'));
+  await proxy.close();
+  proxy = await EgressProxy.open({
+    hosts: [`localhost:${port}`],
+    checkDomain: () => 'allow',
+    internal: new InternalAllowance(['127.0.0.0/8', '::1']),
+    who: 'tool',
+  });
+  const s = await tunnel();
+  expect(await echo(s, 'declared port')).toBe('declared port');
+  s.destroy();
+  for (const request of [
+    `CONNECT localhost:${other.port} HTTP/1.1\r\n\r\n`,
+    `GET http://localhost:${other.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+    // No port: 80, which is not the declared one either.
+    `GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+  ]) {
+    expect(await exchange(request)).toMatch(
+      new RegExp(
+        `^HTTP/1\\.1 403 Forbidden\\r\\n[\\s\\S]*Toolgate-Error: denied\\r\\n[\\s\\S]*localhost is declared on port ${port}, not \\d+\\n$`,
+      ),
+    );
+  }
+  expect(other.sockets).toEqual([]);
+  await other.close();
+});

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
-import { ErrorCode, ToolgateError } from '@toolgate/contracts';
+import { declaredHost, ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { canonicalHost } from '@toolgate/permissions';
 import { EGRESS_MAX_CONNECTIONS } from '@toolgate/sandbox';
 import type { CheckDomain } from '../builtins/builtin-deps';
@@ -13,7 +13,10 @@ import type { InternalAllowance } from '../builtins/internal-addresses';
 
 /** What one call's egress may reach. */
 export interface EgressRules {
-  /** The names the tool declares (`network.hosts`): nothing else is reached, by name or address. */
+  /**
+   * What the tool declares (`network.hosts`: names, each on every port or on the one its
+   * `:<port>` gives): nothing else is reached, by name, address or port.
+   */
   readonly hosts: readonly string[];
   /** The call's domain rules, as `http_fetch` applies them (the host, then every address). */
   readonly checkDomain: CheckDomain;
@@ -55,7 +58,8 @@ const HOP_HEADERS = new Set([
  */
 export class EgressProxy {
   private readonly sockets = new Set<Duplex>();
-  private readonly hosts: ReadonlySet<string>;
+  /** Each declared name and its ports (`every`: any port). */
+  private readonly hosts = new Map<string, Set<number> | 'every'>();
   /** Upstream connections open or being opened ({@link MAX_EGRESS_CONNECTIONS}). */
   private upstreams = 0;
   /** Set by {@link close}: a request whose checks end after it opens nothing. */
@@ -68,7 +72,13 @@ export class EgressProxy {
     /** The Unix socket to bind into the sandbox. */
     readonly socket: string,
   ) {
-    this.hosts = new Set(rules.hosts);
+    for (const entry of rules.hosts) {
+      const declared = declaredHost(entry);
+      if (!declared) continue;
+      const ports = this.hosts.get(declared.host);
+      if (declared.port === undefined || ports === 'every') this.hosts.set(declared.host, 'every');
+      else this.hosts.set(declared.host, new Set([...(ports ?? []), declared.port]));
+    }
   }
 
   /**
@@ -242,9 +252,9 @@ export class EgressProxy {
 
   /**
    * Whether a connection to `hostname` on `port` may be opened now: the canonical name to connect
-   * to and the guard of its addresses; otherwise the refusal to answer — undeclared (an address literal
-   * always is) or the rules' (403), too many upstreams (503) — or undefined once the call is over
-   * (the connection is dropped).
+   * to and the guard of its addresses; otherwise the refusal to answer — undeclared (an address
+   * literal always is; a declared name on a port it is not declared on) or the rules' (403), too
+   * many upstreams (503) — or undefined once the call is over (the connection is dropped).
    */
   private async admit(
     hostname: string,
@@ -255,10 +265,17 @@ export class EgressProxy {
     | undefined
   > {
     const host = canonicalHost(hostname);
-    if (host === undefined || !this.hosts.has(host)) {
+    const ports = host === undefined ? undefined : this.hosts.get(host);
+    if (host === undefined || ports === undefined) {
       return {
         ...denied(),
         message: `${this.rules.who}: ${hostname} is not a host the tool declares`,
+      };
+    }
+    if (ports !== 'every' && !ports.has(port)) {
+      return {
+        ...denied(),
+        message: `${this.rules.who}: ${hostname} is declared on port${ports.size > 1 ? 's' : ''} ${[...ports].join(', ')}, not ${port}`,
       };
     }
     const { checkDomain, internal, who } = this.rules;
