@@ -163,6 +163,14 @@ describe('with the addresses the operator names', () => {
     }
     expect(hop.seen.length).toBe(seenBefore + 1); // the redirect's first hop
     expect(secret.seen).toEqual([]);
+    // Red team: port 0 was checked as the default port (80 here, as named) but dialled as 0.
+    const zero = errorOf(
+      await runTool(fetcher(['127.0.0.1:80']), { url: 'http://127.0.0.1:0/' }, toolContext('/')),
+    );
+    expect({ code: zero.code, details: zero.details }).toEqual({
+      code: ErrorCode.Denied,
+      details: expect.objectContaining({ port: 0, internal: true }),
+    });
   });
 
   it('reaches a whole block when it names one', async () => {
@@ -241,6 +249,12 @@ it('reads an entry with a port: IPv4 after a colon, IPv6 in brackets, a block on
     '[::1/129]:80',
     'localhost:80',
     '10.0.0.0/33:80',
+    // Red team: an IPv6 address with a port unbracketed is another address (IPv4-compatible,
+    // `0.1.128.128`), which would have been opened on every port; a zone the check would drop.
+    '::1:8080',
+    '::7f00:1',
+    'fe80::1%lo',
+    '[fe80::1%eth0]:80',
   ])
     expect({ entry, parsed: parseInternalEntry(entry) }).toEqual({ entry, parsed: undefined });
 });

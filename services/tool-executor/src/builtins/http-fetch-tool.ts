@@ -95,7 +95,8 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       const agents: import('undici').Agent[] = [];
       try {
         for (;;) {
-          const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+          // `:0` is checked as the port it is, not as the default (which the URL does not dial).
+          const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
           await assertHostAllowed(deps.checkDomain, internal, url.hostname, port, 'http_fetch');
           const guard = new ConnectGuard(deps.checkDomain, internal, port, 'http_fetch');
           const agent = new (undici().Agent)({ connect: { lookup: guard.lookup } });

@@ -82,6 +82,8 @@ export interface InternalEntry {
 }
 
 export function parseInternalEntry(entry: string): InternalEntry | undefined {
+  // A zone (`fe80::1%eth0`) would be dropped by the check, opening the address on every link.
+  if (entry.includes('%')) return undefined;
   let block = entry;
   let portText: string | undefined;
   const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(entry);
@@ -95,10 +97,26 @@ export function parseInternalEntry(entry: string): InternalEntry | undefined {
     if (isIP(block.split('/')[0]!) !== 4) return undefined;
   }
   const parsed = parseBlock(block);
+  // `::1:8080` is an address — IPv4-compatible (`::/96`), deprecated, never meant — not `::1` on
+  // port 8080 (which is written `[::1]:8080`): refused rather than opened on every port.
+  if (parsed && !bracketed && isIP(parsed.address) === 6 && ipv4Compatible(parsed.address))
+    return undefined;
   if (!parsed || portText === undefined) return parsed;
   if (!/^\d{1,5}$/.test(portText)) return undefined;
   const port = Number(portText);
   return port >= 1 && port <= 65_535 ? { ...parsed, port } : undefined;
+}
+
+const IPV4_COMPATIBLE = (() => {
+  const list = new BlockList();
+  list.addSubnet('::', 96, 'ipv6');
+  return list;
+})();
+
+/** In `::/96` but neither `::` nor `::1`: an IPv4-compatible IPv6 address. */
+function ipv4Compatible(address: string): boolean {
+  const canonical = canonicalHost(address);
+  return IPV4_COMPATIBLE.check(address, 'ipv6') && canonical !== '::' && canonical !== '::1';
 }
 
 function parseBlock(entry: string): InternalEntry | undefined {

@@ -114,6 +114,9 @@ it('answers hostile request lines and headers with an error, never a connection'
     refused(400, 'invalid-request'),
   );
   expect(await exchange('\x00\x01 garbage\r\n\r\n')).toMatch(refused(400, 'invalid-request'));
+  expect(await exchange('GET http://localhost:0/ HTTP/1.1\r\nHost: localhost\r\n\r\n')).toMatch(
+    refused(400, 'invalid-request'),
+  );
   const relative = await exchange('GET /relative HTTP/1.1\r\nHost: localhost\r\n\r\n');
   expect(relative).toMatch(refused(400, 'invalid-request'));
   expect(relative).toMatch(/absolute http:\/\/ URL\n$/);

@@ -176,7 +176,8 @@ export class EgressProxy {
         `${url.protocol} goes through CONNECT, not a forwarded request`,
       );
     }
-    const port = Number(url.port) || 80;
+    const port = url.port === '' ? 80 : Number(url.port);
+    if (port === 0) return answer(res, BAD_REQUEST, 'port 0 is no port to connect to');
     const admitted = await this.admit(url.hostname, port);
     if (admitted === undefined) return void res.destroy();
     if ('status' in admitted) return answer(res, admitted, admitted.message);
