@@ -170,7 +170,7 @@ export async function removeWorktree(
   /** Where the removal moves what is nested too deep to remove in place (the service's own). */
   spill: string,
 ): Promise<void> {
-  removeTreeFiles(treePath, spill);
+  await removeTreeFiles(treePath, spill);
   const git = gitAt(repo);
   try {
     // Twice --force: also drops the metadata of a tree that was locked.

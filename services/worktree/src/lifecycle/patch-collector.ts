@@ -66,7 +66,7 @@ export async function collectPatch(
   try {
     const mirror = path.join(tmp, 'tree');
     await mkdir(mirror);
-    linkTreeInto(treePath, mirror, { maxEntries: COLLECT_MAX_ENTRIES });
+    await linkTreeInto(treePath, mirror, { maxEntries: COLLECT_MAX_ENTRIES });
     // Every object a collect writes (the snapshot's blobs and trees, written by `git add` before any
     // limit can be checked) goes to an object directory of its own in the scratch directory,
     // removed with it; the repository's objects are read through it as an alternate. A collect
@@ -182,7 +182,7 @@ export async function collectPatch(
     return { files, patch, sha256 };
   } finally {
     // Its own directory, out of every call's reach; removed following no link all the same.
-    removeTreeFiles(tmp, scratchRoot);
+    await removeTreeFiles(tmp, scratchRoot);
   }
 }
 

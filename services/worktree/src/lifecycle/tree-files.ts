@@ -23,6 +23,13 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
  */
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/**
+ * Entries a walk handles between two turns it gives back to the event loop: a walk is system calls
+ * one after another (a collect mirrors up to `COLLECT_MAX_ENTRIES`, ~15 µs each), and the service
+ * answers every other tree's acquires, its broker and its probes on the same thread — so a walk
+ * holds it for a few milliseconds at a time, never for the seconds a large tree takes whole.
+ */
+const SLICE_ENTRIES = 256;
 /** Directories held open at once on the way down (one per level). */
 const MAX_DEPTH = 256;
 /** Passes over a directory a removal makes while something keeps filling it. */
@@ -30,6 +37,15 @@ const REMOVE_PASSES = 5;
 
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code;
+
+/** Counts a walk's entries; every {@link SLICE_ENTRIES}th waits for the event loop's next turn. */
+function slices(): () => Promise<void> | undefined {
+  let entries = 0;
+  return () =>
+    ++entries % SLICE_ENTRIES === 0
+      ? new Promise<void>((resolve) => setImmediate(resolve))
+      : undefined;
+}
 
 /** The child directory `name` of `fd`, opened without following a link; null when it is not one. */
 function openChildDir(fd: number, name: string): number | null {
@@ -56,26 +72,31 @@ export interface SnapshotLimits {
  * top-level `.git` (its pointer to the repository) is left out. Over `limits` it throws
  * `too-large`; a tree nested deeper than {@link MAX_DEPTH} too.
  */
-export function linkTreeInto(tree: string, into: string, limits: SnapshotLimits): void {
+export async function linkTreeInto(
+  tree: string,
+  into: string,
+  limits: SnapshotLimits,
+): Promise<void> {
   // Entries taken so far, across every level.
-  const size = { entries: 0 };
+  const size = { entries: 0, slice: slices() };
   const rootFd = openSync(tree, DIR_FLAGS);
   try {
-    linkDir(rootFd, into, 0, limits, size);
+    await linkDir(rootFd, into, 0, limits, size);
   } finally {
     closeSync(rootFd);
   }
 }
 
-function linkDir(
+async function linkDir(
   fd: number,
   into: string,
   depth: number,
   limits: SnapshotLimits,
-  size: { entries: number },
-): void {
+  size: { entries: number; slice: () => Promise<void> | undefined },
+): Promise<void> {
   for (const name of readdirSync(`/proc/self/fd/${fd}`)) {
     if (depth === 0 && name === '.git') continue;
+    await size.slice();
     if (++size.entries > limits.maxEntries) {
       throw tooLarge(`the worktree holds more than ${limits.maxEntries} files and directories`, {
         maxEntries: limits.maxEntries,
@@ -91,7 +112,7 @@ function linkDir(
           });
         }
         mkdirSync(dest);
-        linkDir(child, dest, depth + 1, limits, size);
+        await linkDir(child, dest, depth + 1, limits, size);
       } finally {
         closeSync(child);
       }
@@ -117,14 +138,20 @@ function linkDir(
  * appearing after {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing
  * there: done.
  */
-export function removeTreeFiles(dir: string, spill: string): void {
+export async function removeTreeFiles(dir: string, spill: string): Promise<void> {
   const pending = [dir];
+  const slice = slices();
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    removeDir(next, spill, pending);
+    await removeDir(next, spill, pending, slice);
   }
 }
 
-function removeDir(dir: string, spill: string, spilled: string[]): void {
+async function removeDir(
+  dir: string,
+  spill: string,
+  spilled: string[],
+  slice: () => Promise<void> | undefined,
+): Promise<void> {
   let rootFd: number;
   try {
     rootFd = openSync(dir, DIR_FLAGS);
@@ -140,7 +167,7 @@ function removeDir(dir: string, spill: string, spilled: string[]): void {
       spilled.push(to);
     };
     for (let pass = 0; ; pass++) {
-      emptyDir(rootFd, 0, moveOut);
+      await emptyDir(rootFd, 0, moveOut, slice);
       if (readdirSync(`/proc/self/fd/${rootFd}`).length === 0) break;
       if (pass >= REMOVE_PASSES) {
         throw new ToolgateError(ErrorCode.Conflict, `${dir} kept filling while it was removed`, {
@@ -158,11 +185,17 @@ function removeDir(dir: string, spill: string, spilled: string[]): void {
   }
 }
 
-function emptyDir(fd: number, depth: number, moveOut: (fd: number, name: string) => void): void {
+async function emptyDir(
+  fd: number,
+  depth: number,
+  moveOut: (fd: number, name: string) => void,
+  slice: () => Promise<void> | undefined,
+): Promise<void> {
   for (let pass = 0; pass < REMOVE_PASSES; pass++) {
     const names = readdirSync(`/proc/self/fd/${fd}`);
     if (!names.length) return;
     for (const name of names) {
+      await slice();
       const child = openChildDir(fd, name);
       if (child === null) {
         try {
@@ -179,7 +212,7 @@ function emptyDir(fd: number, depth: number, moveOut: (fd: number, name: string)
           moveOut(fd, name);
           continue;
         }
-        emptyDir(child, depth + 1, moveOut);
+        await emptyDir(child, depth + 1, moveOut, slice);
       } finally {
         closeSync(child);
       }

@@ -140,7 +140,7 @@ it('removes a tree nested deeper than it holds open, and a link as a link', asyn
   await mkdir(kept);
   await writeFile(path.join(kept, 'file'), 'kept\n');
   await symlink(kept, path.join(dir, 'link'));
-  removeTreeFiles(dir, path.join(base, 'spill'));
+  await removeTreeFiles(dir, path.join(base, 'spill'));
   expect(await readdir(base)).not.toContain('deep');
   expect(await readdir(path.join(base, 'spill'))).toEqual([]);
   expect(await readFile(path.join(kept, 'file'), 'utf8')).toBe('kept\n');

@@ -164,8 +164,8 @@ export class WorktreeManager {
     this.scratchDir = path.join(this.root, 'scratch');
     this.spillDir = path.join(this.root, 'spill');
     // A collect's mirror, or a removal's spill, left by a crash (each spills into the other).
-    this.removeFiles(this.scratchDir, this.spillDir);
-    this.removeFiles(this.spillDir, this.scratchDir);
+    await this.removeFiles(this.scratchDir, this.spillDir);
+    await this.removeFiles(this.spillDir, this.scratchDir);
     const store = new WorktreeRecordStore(this.root);
     await store.init();
     this.store = store;
@@ -194,7 +194,7 @@ export class WorktreeManager {
           // the caller's retry makes it again under the same id.
           if (repoExists) await this.removeTree(record).catch(() => undefined);
           // Left for the next start when its files cannot all be removed now.
-          if (!this.removeFiles(record.path)) continue;
+          if (!(await this.removeFiles(record.path))) continue;
           await store.remove(record.worktreeId);
           report.removedStale.push(record.worktreeId);
           continue;
@@ -202,7 +202,7 @@ export class WorktreeManager {
           if (repoExists) await this.removeTree(record).catch(() => undefined);
           this.remember(record);
           // Still `disposing` when its files cannot all be removed now: a dispose tries again.
-          if (!this.removeFiles(record.path)) continue;
+          if (!(await this.removeFiles(record.path))) continue;
           await this.transition(record, { state: 'disposed' });
           report.finished.push(record.worktreeId);
           continue;
@@ -238,7 +238,7 @@ export class WorktreeManager {
     for (const name of await readdir(this.treesDir)) {
       const owner = this.records.get(name);
       if (owner && LIVE.has(owner.state)) continue;
-      if (this.removeFiles(path.join(this.treesDir, name))) report.removedStale.push(name);
+      if (await this.removeFiles(path.join(this.treesDir, name))) report.removedStale.push(name);
     }
     for (const repo of repos) {
       const commonDir = records.find((r) => r.repo === repo)?.commonDir ?? repo;
@@ -528,7 +528,7 @@ export class WorktreeManager {
         .run(record.commonDir, () => this.removeTree(record))
         .catch(() => undefined);
     }
-    removeTreeFiles(record.path, this.spillDir);
+    await removeTreeFiles(record.path, this.spillDir);
     return this.transition(record, {
       state: 'dropped',
       droppedReason: reason,
@@ -545,9 +545,9 @@ export class WorktreeManager {
    * nothing thrown, when something is left: at start-up one tree a call filled with what cannot be
    * removed must not keep the service from starting.
    */
-  private removeFiles(dir: string, spill = this.spillDir): boolean {
+  private async removeFiles(dir: string, spill = this.spillDir): Promise<boolean> {
     try {
-      removeTreeFiles(dir, spill);
+      await removeTreeFiles(dir, spill);
       return true;
     } catch {
       return false;

@@ -1,0 +1,50 @@
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { linkTreeInto, removeTreeFiles } from './tree-files';
+
+/**
+ * A walk over a large tree shares the service's one thread with every other tree's acquires, the
+ * broker and the probes: it gives the thread back as it goes, not only once it has done.
+ */
+let base: string;
+beforeAll(async () => {
+  base = await mkdtemp(path.join(os.tmpdir(), 'tg-tree-files-'));
+});
+afterAll(() => rm(base, { recursive: true, force: true }));
+
+/** How many turns of the event loop ran while `work` did (each turn: one `setImmediate`). */
+async function turnsDuring(work: Promise<void>): Promise<number> {
+  let done = false;
+  const finished = work.finally(() => (done = true));
+  let turns = 0;
+  while (!done) {
+    await new Promise((resolve) => setImmediate(resolve));
+    turns++;
+  }
+  await finished;
+  return turns;
+}
+
+it('gives the event loop back while it mirrors a large tree and while it removes one', async () => {
+  // 20 directories of 150 files: 3,020 entries, a dozen slices.
+  const tree = path.join(base, 'tree');
+  for (let d = 0; d < 20; d++) {
+    const dir = path.join(tree, `d${d}`);
+    await mkdir(dir, { recursive: true });
+    await Promise.all(
+      Array.from({ length: 150 }, (_, f) => writeFile(path.join(dir, `f${f}`), `${d}/${f}\n`)),
+    );
+  }
+  const mirror = path.join(base, 'mirror');
+  await mkdir(mirror);
+
+  expect(await turnsDuring(linkTreeInto(tree, mirror, { maxEntries: 10_000 }))).toBeGreaterThan(5);
+  expect((await readdir(mirror)).length).toBe(20);
+  expect((await readdir(path.join(mirror, 'd19'))).length).toBe(150);
+
+  expect(await turnsDuring(removeTreeFiles(mirror, path.join(base, 'spill')))).toBeGreaterThan(5);
+  expect(await readdir(base)).not.toContain('mirror');
+  // The source is untouched: a mirror's files are links to the same inodes, removed as links.
+  expect((await readdir(path.join(tree, 'd0'))).length).toBe(150);
+});
