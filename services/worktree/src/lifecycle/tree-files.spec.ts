@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -47,4 +48,33 @@ it('gives the event loop back while it mirrors a large tree and while it removes
   expect(await readdir(base)).not.toContain('mirror');
   // The source is untouched: a mirror's files are links to the same inodes, removed as links.
   expect((await readdir(path.join(tree, 'd0'))).length).toBe(150);
+});
+
+it('walks one tree at a time: walks side by side hold no more descriptors than one', async () => {
+  // Each tree nested 200 deep: a walk holds a descriptor per level on its way down.
+  const trees = [path.join(base, 'deep-a'), path.join(base, 'deep-b'), path.join(base, 'deep-c')];
+  for (const tree of trees) {
+    let at = tree;
+    for (let i = 0; i < 200; i++) at = path.join(at, 'd');
+    await mkdir(at, { recursive: true });
+    await Promise.all(
+      Array.from({ length: 300 }, (_, f) => writeFile(path.join(at, `f${f}`), 'x')),
+    );
+  }
+  // Read on this thread, between the walks' turns: what is open while they pause.
+  const open = () => readdirSync('/proc/self/fd').length;
+  const before = open();
+  let most = before;
+  let done = false;
+  const removals = Promise.all(trees.map((t) => removeTreeFiles(t, path.join(base, 'spill'))));
+  const finished = removals.finally(() => (done = true));
+  while (!done) {
+    most = Math.max(most, open());
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await finished;
+  for (const tree of trees) expect(await readdir(base)).not.toContain(path.basename(tree));
+  // One walk's 200 levels, and a margin for the test's own reads: not three walks' 600.
+  expect(most - before).toBeGreaterThan(150);
+  expect(most - before).toBeLessThan(300);
 });

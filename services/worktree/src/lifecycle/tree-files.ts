@@ -38,6 +38,18 @@ const REMOVE_PASSES = 5;
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code;
 
+/**
+ * Walks run one at a time, as when each held the thread whole: a walk keeps a descriptor open per
+ * level (up to {@link MAX_DEPTH}), and walks of trees a tool nested deep, side by side, would
+ * multiply that toward the process's limit.
+ */
+let walking: Promise<unknown> = Promise.resolve();
+function oneWalkAtATime<T>(walk: () => Promise<T>): Promise<T> {
+  const turn = walking.then(walk, walk);
+  walking = turn.catch(() => undefined);
+  return turn;
+}
+
 /** Counts a walk's entries; every {@link SLICE_ENTRIES}th waits for the event loop's next turn. */
 function slices(): () => Promise<void> | undefined {
   let entries = 0;
@@ -72,19 +84,17 @@ export interface SnapshotLimits {
  * top-level `.git` (its pointer to the repository) is left out. Over `limits` it throws
  * `too-large`; a tree nested deeper than {@link MAX_DEPTH} too.
  */
-export async function linkTreeInto(
-  tree: string,
-  into: string,
-  limits: SnapshotLimits,
-): Promise<void> {
-  // Entries taken so far, across every level.
-  const size = { entries: 0, slice: slices() };
-  const rootFd = openSync(tree, DIR_FLAGS);
-  try {
-    await linkDir(rootFd, into, 0, limits, size);
-  } finally {
-    closeSync(rootFd);
-  }
+export function linkTreeInto(tree: string, into: string, limits: SnapshotLimits): Promise<void> {
+  return oneWalkAtATime(async () => {
+    // Entries taken so far, across every level.
+    const size = { entries: 0, slice: slices() };
+    const rootFd = openSync(tree, DIR_FLAGS);
+    try {
+      await linkDir(rootFd, into, 0, limits, size);
+    } finally {
+      closeSync(rootFd);
+    }
+  });
 }
 
 async function linkDir(
@@ -138,12 +148,14 @@ async function linkDir(
  * appearing after {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing
  * there: done.
  */
-export async function removeTreeFiles(dir: string, spill: string): Promise<void> {
-  const pending = [dir];
-  const slice = slices();
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    await removeDir(next, spill, pending, slice);
-  }
+export function removeTreeFiles(dir: string, spill: string): Promise<void> {
+  return oneWalkAtATime(async () => {
+    const pending = [dir];
+    const slice = slices();
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      await removeDir(next, spill, pending, slice);
+    }
+  });
 }
 
 async function removeDir(
