@@ -323,54 +323,45 @@ it('keeps a body’s length however the tool lists it in Connection', async () =
   await close();
 });
 
-it('reaches an internal address the operator names with a port on that port only', async () => {
-  const other = await rawServer((s) => s.end('other'));
-  await proxy.close();
-  proxy = await EgressProxy.open({
-    hosts: ['localhost'],
-    checkDomain: () => 'allow',
-    // `localhost` is 127.0.0.1 here (and ::1 where the machine resolves it so): both on `port`.
-    internal: new InternalAllowance([`127.0.0.1:${port}`, `[::1]:${port}`]),
-    who: 'tool',
-  });
-  const s = await tunnel();
-  expect(await echo(s, 'named port')).toBe('named port');
-  s.destroy();
-  for (const request of [
-    `CONNECT localhost:${other.port} HTTP/1.1\r\n\r\n`,
-    `GET http://localhost:${other.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
-  ]) {
-    expect(await exchange(request)).toMatch(
-      new RegExp(
-        `^HTTP/1\\.1 403 Forbidden\\r\\n[\\s\\S]*Toolgate-Error: denied\\r\\n[\\s\\S]*internal address[\\s\\S]*on port ${other.port}\\n$`,
-      ),
-    );
-  }
-  expect(other.sockets).toEqual([]);
-  await other.close();
-});
+/** Requests for `localhost` on the other listener's port (and, forwarded, on no port: 80). */
+const elsewhere = (otherPort: number, withDefault: boolean) => [
+  `CONNECT localhost:${otherPort} HTTP/1.1\r\n\r\n`,
+  `GET http://localhost:${otherPort}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
+  ...(withDefault ? [`GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\n\r\n`] : []),
+];
 
-it('reaches a host declared with a port on that port only', async () => {
+it.each([
+  {
+    what: 'an internal address the operator names with a port',
+    hosts: () => ['localhost'],
+    // `localhost` is 127.0.0.1 here (and ::1 where the machine resolves it so): both on `port`.
+    internal: () => [`127.0.0.1:${port}`, `[::1]:${port}`],
+    withDefault: false,
+    refusal: (otherPort: number) => `internal address[\\s\\S]*on port ${otherPort}`,
+  },
+  {
+    what: 'a host the tool declares with a port',
+    hosts: () => [`localhost:${port}`],
+    internal: () => ['127.0.0.0/8', '::1'],
+    withDefault: true,
+    refusal: () => `localhost is declared on port ${port}, not \\d+`,
+  },
+])('reaches $what on that port only', async ({ hosts, internal, withDefault, refusal }) => {
   const other = await rawServer((s) => s.end('other'));
   await proxy.close();
   proxy = await EgressProxy.open({
-    hosts: [`localhost:${port}`],
+    hosts: hosts(),
     checkDomain: () => 'allow',
-    internal: new InternalAllowance(['127.0.0.0/8', '::1']),
+    internal: new InternalAllowance(internal()),
     who: 'tool',
   });
   const s = await tunnel();
-  expect(await echo(s, 'declared port')).toBe('declared port');
+  expect(await echo(s, 'the named port')).toBe('the named port');
   s.destroy();
-  for (const request of [
-    `CONNECT localhost:${other.port} HTTP/1.1\r\n\r\n`,
-    `GET http://localhost:${other.port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
-    // No port: 80, which is not the declared one either.
-    `GET http://localhost/ HTTP/1.1\r\nHost: localhost\r\n\r\n`,
-  ]) {
+  for (const request of elsewhere(other.port, withDefault)) {
     expect(await exchange(request)).toMatch(
       new RegExp(
-        `^HTTP/1\\.1 403 Forbidden\\r\\n[\\s\\S]*Toolgate-Error: denied\\r\\n[\\s\\S]*localhost is declared on port ${port}, not \\d+\\n$`,
+        `^HTTP/1\\.1 403 Forbidden\\r\\n[\\s\\S]*Toolgate-Error: denied\\r\\n[\\s\\S]*${refusal(other.port)}\\n$`,
       ),
     );
   }
