@@ -81,6 +81,7 @@ export interface InternalEntry {
   port?: number;
 }
 
+/** An entry's {@link InternalEntry}, or undefined when its text is not one (the start refuses it). */
 export function parseInternalEntry(entry: string): InternalEntry | undefined {
   // A zone (`fe80::1%eth0`) would be dropped by the check, opening the address on every link.
   if (entry.includes('%')) return undefined;
