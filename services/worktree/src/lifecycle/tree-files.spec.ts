@@ -1,4 +1,5 @@
-import { readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,4 +78,50 @@ it('walks one tree at a time: walks side by side hold no more descriptors than o
   // One walk's 200 levels, and a margin for the test's own reads: not three walks' 600.
   expect(most - before).toBeGreaterThan(150);
   expect(most - before).toBeLessThan(300);
+});
+
+it('ends a removal a call keeps refilling, and the walks after it run (red team)', async () => {
+  const tree = path.join(base, 'refilled');
+  const bottom = path.join(tree, 'd0', 'd1');
+  await mkdir(bottom, { recursive: true });
+  // Two writers two levels down, creating files (and their directory again) as fast as they can
+  // for as long as the tree is there — as a call of the tree's agent still running may.
+  const writers = [0, 1].map((k) =>
+    spawn(process.execPath, [
+      '-e',
+      `const fs = require('fs');
+      const [root, dir, k] = process.argv.slice(1);
+      for (let i = 0; fs.existsSync(root); i++) {
+        try { fs.closeSync(fs.openSync(dir + '/f' + k + '-' + i, 'w')); }
+        catch { try { fs.mkdirSync(dir); } catch {} }
+      }`,
+      tree,
+      bottom,
+      String(k),
+    ]),
+  );
+  try {
+    // Both writing before the removal starts (a node process takes a while to start on a busy
+    // machine; a removal before them would find nothing to race).
+    const written = (k: number) => readdirSync(bottom).some((n) => n.startsWith(`f${k}-`));
+    while (!written(0) || !written(1)) await new Promise((resolve) => setTimeout(resolve, 20));
+    const removal = removeTreeFiles(tree, path.join(base, 'spill'));
+    // Queued behind the removal (walks run one at a time).
+    const small = path.join(base, 'small');
+    await mkdir(path.join(small, 'a'), { recursive: true });
+    await mkdir(path.join(base, 'small-mirror'));
+    const after = linkTreeInto(small, path.join(base, 'small-mirror'), { maxEntries: 10 });
+    // Before, the removal went on for as long as the writers did: here, for ever.
+    const outcome = await removal.then(
+      () => 'removed',
+      (err: { code?: string }) => err.code,
+    );
+    if (outcome === 'removed')
+      expect(existsSync(tree)).toBe(false); // it won the race outright
+    else expect(outcome).toBe('conflict');
+    await after;
+    expect(await readdir(path.join(base, 'small-mirror'))).toEqual(['a']);
+  } finally {
+    for (const w of writers) w.kill('SIGKILL');
+  }
 });

@@ -34,6 +34,15 @@ const SLICE_ENTRIES = 256;
 const MAX_DEPTH = 256;
 /** Passes over a directory a removal makes while something keeps filling it. */
 const REMOVE_PASSES = 5;
+/**
+ * How long a removal goes on once it has found a directory refilled (a call still writing there),
+ * wherever it is. Passes counted per directory alone did not bound it: a writer a few levels down
+ * had its directory re-entered on every pass of every level above, and one writing faster than
+ * the removal deletes made every pass longer than the last — a removal (and, walks being one at a
+ * time, every other tree's walk) ran for as long as the writer did. A tree nothing writes to is
+ * never refilled, whatever its size.
+ */
+const REFILLED_GRACE_MS = 2_000;
 
 const at = (fd: number, name: string) => `/proc/self/fd/${fd}/${name}`;
 const codeOf = (err: unknown) => (err as NodeJS.ErrnoException).code;
@@ -145,16 +154,40 @@ async function linkDir(
  * link, and a folder swapped for one while the removal runs is never entered. A level deeper than
  * {@link MAX_DEPTH} is moved out first, under a fresh name into `spill` (a directory of the
  * service's on the same filesystem, which no call reaches), and removed from there. Entries still
- * appearing after {@link REMOVE_PASSES} passes (a call still writing there) fail it. Nothing
- * there: done.
+ * appearing after {@link REMOVE_PASSES} passes over a directory, or {@link REFILLED_GRACE_MS}
+ * after the first directory found refilled (a call still writing there), fail it (`conflict`).
+ * Nothing there: done.
  */
 export function removeTreeFiles(dir: string, spill: string): Promise<void> {
   return oneWalkAtATime(async () => {
     const pending = [dir];
-    const slice = slices();
+    const removal: Removal = { slice: slices(), dir };
     for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-      await removeDir(next, spill, pending, slice);
+      await removeDir(next, spill, pending, removal);
     }
+  });
+}
+
+/** What one removal shares across its directories: its slices and its {@link REFILLED_GRACE_MS}. */
+interface Removal {
+  slice: () => Promise<void> | undefined;
+  /** When a removal that found a directory refilled fails (`performance.now()`); none found yet. */
+  refilledUntil?: number;
+  /** The tree being removed, for the error. */
+  dir: string;
+}
+
+/** A directory was found refilled: the removal has {@link REFILLED_GRACE_MS} from the first. */
+function refilled(removal: Removal): void {
+  removal.refilledUntil ??= performance.now() + REFILLED_GRACE_MS;
+  stillRemoving(removal);
+}
+
+/** Fails the removal (`conflict`) once its grace after a refill is over. */
+function stillRemoving(removal: Removal): void {
+  if (removal.refilledUntil === undefined || performance.now() <= removal.refilledUntil) return;
+  throw new ToolgateError(ErrorCode.Conflict, `${removal.dir} kept filling while it was removed`, {
+    details: { path: removal.dir },
   });
 }
 
@@ -162,7 +195,7 @@ async function removeDir(
   dir: string,
   spill: string,
   spilled: string[],
-  slice: () => Promise<void> | undefined,
+  removal: Removal,
 ): Promise<void> {
   let rootFd: number;
   try {
@@ -179,8 +212,9 @@ async function removeDir(
       spilled.push(to);
     };
     for (let pass = 0; ; pass++) {
-      await emptyDir(rootFd, 0, moveOut, slice);
+      await emptyDir(rootFd, 0, moveOut, removal);
       if (readdirSync(`/proc/self/fd/${rootFd}`).length === 0) break;
+      refilled(removal);
       if (pass >= REMOVE_PASSES) {
         throw new ToolgateError(ErrorCode.Conflict, `${dir} kept filling while it was removed`, {
           details: { path: dir },
@@ -201,13 +235,15 @@ async function emptyDir(
   fd: number,
   depth: number,
   moveOut: (fd: number, name: string) => void,
-  slice: () => Promise<void> | undefined,
+  removal: Removal,
 ): Promise<void> {
   for (let pass = 0; pass < REMOVE_PASSES; pass++) {
     const names = readdirSync(`/proc/self/fd/${fd}`);
     if (!names.length) return;
+    if (pass > 0) refilled(removal);
     for (const name of names) {
-      await slice();
+      stillRemoving(removal);
+      await removal.slice();
       const child = openChildDir(fd, name);
       if (child === null) {
         try {
@@ -224,7 +260,7 @@ async function emptyDir(
           moveOut(fd, name);
           continue;
         }
-        await emptyDir(child, depth + 1, moveOut, slice);
+        await emptyDir(child, depth + 1, moveOut, removal);
       } finally {
         closeSync(child);
       }
