@@ -25,7 +25,7 @@ import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 /**
  * Entries a walk handles between two turns it gives back to the event loop: a walk is system calls
- * one after another (a collect mirrors up to `COLLECT_MAX_ENTRIES`, ~15 µs each), and the service
+ * one after another (a collect mirrors up to `COLLECT_MAX_ENTRIES`, ~25 µs each here), and the service
  * answers every other tree's acquires, its broker and its probes on the same thread — so a walk
  * holds it for a few milliseconds at a time, never for the seconds a large tree takes whole.
  */
