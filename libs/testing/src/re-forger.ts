@@ -7,7 +7,8 @@ import type { TestNats } from './test-nats';
  * An attacker on an open broker against one journal subject: it publishes an unsigned message
  * there at once, then another every time anyone looks up the subject's last message (the direct
  * get, or the leader's message get, a once-per-dispatch append makes before it appends after a
- * forgery), on a connection of its own to the node its victims reach.
+ * forgery), on a connection of its own to the node its victims reach — a victim's lookup as its
+ * answer comes back, which waits for the forgery (so the answer never names it).
  * A client on {@link ReForger.slowUrl} (a 100 ms link unless `delayMs` says) loses every such race:
  * its compare-and-set names a sequence that is no longer the last. The link holds what the client
  * sends after a lookup of the subject until that lookup's forgery is in, so the race is not left to
@@ -76,6 +77,49 @@ export async function reForger(
   const longest = Math.max(...lookupMarks.map((m) => m.length));
   let tail = Buffer.alloc(0);
   let held: Promise<void> | undefined;
+  // A forgery made when the forger hears a lookup could be stored before the lookup was answered
+  // (the leader takes API requests and stream messages on queues of their own): the lookup then
+  // named the forgery it brought, and the victim's append after it won — the flake of the
+  // evaluator's cluster spec (2026-12-07, a fresh-clone CI run). So a victim's lookup is forged
+  // on when its answer comes back through the link, and the answer is held until the forgery is
+  // in: it names the forgery before, never the one it brought.
+  /** The reply subjects of the victims' lookups: `proxied` every one, `awaiting` until answered. */
+  const proxied = new Set<string>();
+  const awaiting = new Set<string>();
+  let clientText = '';
+  const noteLookupReplies = (chunk: Buffer) => {
+    clientText = (clientText + chunk.toString('latin1')).slice(-8192);
+    for (const mark of lookupMarks) {
+      const text = mark.toString('latin1');
+      for (let at = clientText.indexOf(text); at >= 0; at = clientText.indexOf(text, at + 1)) {
+        // The PUB (or HPUB) line of the request the mark is in: its reply subject.
+        const start = clientText.lastIndexOf('PUB ', at);
+        const end = clientText.indexOf('\r\n', start);
+        if (start < 0 || end < 0) continue;
+        const tokens = clientText.slice(start + 4, end).split(' ');
+        const withHeaders = clientText[start - 1] === 'H';
+        const reply = tokens.length === (withHeaders ? 4 : 3) ? tokens[1] : undefined;
+        if (reply && !proxied.has(reply)) {
+          proxied.add(reply);
+          awaiting.add(reply);
+        }
+      }
+    }
+  };
+  let serverText = '';
+  const serverGate = (chunk: Buffer) => {
+    serverText = (serverText + chunk.toString('latin1')).slice(-8192);
+    let answered = false;
+    for (const reply of awaiting) {
+      if (!serverText.includes(`MSG ${reply} `)) continue;
+      awaiting.delete(reply);
+      if (!stopped) {
+        forge();
+        answered = true;
+      }
+    }
+    return answered ? Promise.all(forged).then(() => undefined) : undefined;
+  };
   const forgeryAfter = async (count: number) => {
     if (!stopped && forgeries <= count) {
       let timer: NodeJS.Timeout | undefined;
@@ -88,6 +132,7 @@ export async function reForger(
     await Promise.all(forged);
   };
   const gate = (chunk: Buffer) => {
+    noteLookupReplies(chunk);
     const wait = held;
     const seen = Buffer.concat([tail, chunk]);
     // A mark counts if it ends in this chunk: one split across two chunks is found, one found
@@ -101,17 +146,23 @@ export async function reForger(
   };
   const proxy = await tcpProxy(
     { host: target.hostname, port: Number(target.port) },
-    { delayMs, gate },
+    { delayMs, gate, serverGate },
   );
   await proxy.listen();
   // A lookup from any replica (a direct get names the subject in its own) or from the stream's
   // leader (the message get API names it in its body).
+  // A victim's lookup is forged on as its answer comes back (above); any other, at once.
+  const heard = (reply: string | undefined) => {
+    if (!reply || !proxied.has(reply)) forge();
+  };
   const lookups = [
-    nc.subscribe(`$JS.API.DIRECT.GET.${stream}.${subject}`, { callback: () => forge() }),
+    nc.subscribe(`$JS.API.DIRECT.GET.${stream}.${subject}`, {
+      callback: (_err, msg) => heard(msg.reply),
+    }),
     nc.subscribe(`$JS.API.STREAM.MSG.GET.${stream}`, {
       callback: (_err, msg) => {
         const body = msg.data.length ? (msg.json() as { last_by_subj?: string }) : {};
-        if (body.last_by_subj === subject) forge();
+        if (body.last_by_subj === subject) heard(msg.reply);
       },
     }),
   ];

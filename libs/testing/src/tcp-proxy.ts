@@ -25,7 +25,12 @@ export type ClientChunkGate = (chunk: Buffer) => Promise<void> | undefined;
 /** A relay to `target`, not yet accepting (call `listen`), delaying each chunk by `delayMs` each way. */
 export async function tcpProxy(
   target: { host: string; port: number },
-  options: { delayMs?: number; gate?: ClientChunkGate } = {},
+  options: {
+    delayMs?: number;
+    gate?: ClientChunkGate;
+    /** The same for what the server sends a client. */
+    serverGate?: ClientChunkGate;
+  } = {},
 ): Promise<TcpProxy> {
   const port = await freePort();
   const sockets = new Set<Socket>();
@@ -66,7 +71,7 @@ export async function tcpProxy(
         client.on('error', forget).on('close', forget);
         upstream.on('error', forget).on('close', forget);
         relay(client, upstream, gate);
-        relay(upstream, client);
+        relay(upstream, client, options.serverGate);
       });
       await new Promise<void>((resolve, reject) => {
         listening.once('error', reject);
