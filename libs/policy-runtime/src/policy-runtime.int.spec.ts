@@ -391,8 +391,10 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
     });
 
     it("a replayed reply (the real hook's signed allow to an earlier request) does not allow a later call", async () => {
+      // The first call needs the real hook's allow within the deadline: 2 s, not 300 ms, so a
+      // loaded run still sees it (the second call waits the deadline out).
       const tenant = await tenantWith({
-        remote: { engine: { hooks: [{ name: 'guard', publicKey, timeoutMs: 300 }] } },
+        remote: { engine: { hooks: [{ name: 'guard', publicKey, timeoutMs: 2000 }] } },
       });
       let allowOnce = true;
       let captured: { body: Uint8Array; signature: string }[] = [];
