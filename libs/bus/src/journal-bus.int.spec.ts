@@ -380,7 +380,9 @@ describe('a batch consumer that lingers', () => {
   it('folds events that arrive within the linger into one run', async () => {
     const c = await consume(100, 2000);
     try {
-      for (let i = 0; i < 5; i++) await publisher.append(requested(`d${i}`));
+      // The appends go out together: one after another, a loaded machine's slow round trips could
+      // outlast the linger and split the run.
+      await Promise.all(Array.from({ length: 5 }, (_, i) => publisher.append(requested(`d${i}`))));
       await eventually(() => (c.handled() === 5 ? true : undefined), {
         timeoutMs: 10_000,
         what: 'five events handled',
