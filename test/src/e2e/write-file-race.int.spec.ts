@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { lstat, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { eventually } from '@toolgate/testing';
 import { startTestStack, TOKENS, type TestStack } from '../support/test-stack';
 
 /**
@@ -54,7 +55,16 @@ describe('write_file against a folder swapped for a link to .git', () => {
       (await dispatch('write_file', { path: 'flip.pl', content: script })).body?.settled?.outcome,
     ).toBe('ok');
     const flipper = dispatch('shell', { command: 'perl flip.pl', timeoutMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    // The writes start once the flipper has made `d` a link, not after a fixed 500 ms: on a loaded
+    // machine the shell call may not have started by then, and a write that came first would make
+    // `d` a plain folder (missing parents are created), which no rename of a link replaces.
+    await eventually(
+      async () =>
+        (await lstat(path.join(stack.workdir, 'd')).catch(() => undefined))?.isSymbolicLink()
+          ? true
+          : undefined,
+      { timeoutMs: 20_000, what: 'the flipper swapping d' },
+    );
     let written = 0;
     const deadline = Date.now() + 5_000;
     while (Date.now() < deadline) {
