@@ -380,8 +380,10 @@ describe('PolicyRuntime against a real PolicyStore and real NATS', () => {
       await hookAndForger(tenant, 'guard', () => ({ verdict: 'deny' }), forge);
       expect((await runtime.decide(tenant, call())).decision.verdict).toBe('deny');
 
+      // The call waits the deadline out (the real hook never answers); the forger's reply must come
+      // within it to be counted as ignored: 2 s, not 300 ms, so a loaded run still sees it.
       const alone = await tenantWith({
-        remote: { engine: { hooks: [{ name: 'alone', publicKey, timeoutMs: 300 }] } },
+        remote: { engine: { hooks: [{ name: 'alone', publicKey, timeoutMs: 2000 }] } },
       });
       await hookAndForger(alone, 'alone', () => undefined, forge);
       const { decision } = await runtime.decide(alone, call());
