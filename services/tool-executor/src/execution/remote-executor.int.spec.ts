@@ -11,7 +11,9 @@ const key = generateKeyPairSync('ed25519').privateKey;
 describe('runRemoteTool against workers on a real NATS server', () => {
   let t: TestNats;
   let requests: InboxRequests;
-  const call = (toolName: string, deadlineMs = 2000): RemoteToolRequest => ({
+  // An answered call gets a deadline no loaded run reaches (the deep reply is 400 kB to build, send
+  // and parse); the silent worker's case passes its own short one.
+  const call = (toolName: string, deadlineMs = 10_000): RemoteToolRequest => ({
     dispatchId: 'd'.repeat(64),
     tenant: 'acme',
     runId: 'run-1',
