@@ -375,7 +375,9 @@ describe('DispatchSubmitter subscriptions on the broker', () => {
   async function interest(type: 'settled' | 'suspended'): Promise<'subscribed' | 'none'> {
     const subject = t.subjects.journal.event('acme', 'run1', 'd'.repeat(64), type);
     try {
-      await t.nc.request(subject, undefined, { timeout: 500 });
+      // 2 s, not 500 ms: "no responders" is an answer that must come first, and a loaded machine
+      // can hold this process past a short timer before it reads it.
+      await t.nc.request(subject, undefined, { timeout: 2000 });
     } catch (err) {
       if (/no responders/i.test(errorText(err))) return 'none';
       if (/timeout/i.test(errorText(err))) return 'subscribed';
