@@ -289,8 +289,10 @@ describe.each(BROKER_SHAPES)('a call runs once: claims on $shape', (shape) => {
       const replica = await startReplica(t, { ...REMOTE_ONLY, ...broker.env });
       try {
         await claimHeldElsewhere(run, 'w2');
-        // Lease: the tool's 500 ms deadline plus one ack wait.
-        await dispatch(publisher, run, 'w2', await registerRemoteTool(t, 'quick2', 500), {});
+        // Lease: the tool's 3 s deadline plus one ack wait. The deadline also bounds the run after
+        // the takeover (its claim and the worker's answer), which must succeed: 500 ms was short
+        // for that on a loaded machine.
+        await dispatch(publisher, run, 'w2', await registerRemoteTool(t, 'quick2', 3_000), {});
         const [settled] = await settledAll(t, publisher, run, ['w2']);
         expect(settled).toMatchObject({ outcome: 'ok', result: 2 });
         expect(await claims(replica, 'took-over')).toBe(1);
