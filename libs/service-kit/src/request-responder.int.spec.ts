@@ -36,8 +36,10 @@ describe('serveRequests over real NATS request/reply', () => {
         },
       },
     ]);
+    // Every request here is answered: 10 s, a deadline no loaded run reaches (the handler's own
+    // unanswered request alone may take its 1 s).
     const ask = async (payload: string) =>
-      JSON.parse(decoder.decode((await t.nc.request(subject, payload, { timeout: 2000 })).data));
+      JSON.parse(decoder.decode((await t.nc.request(subject, payload, { timeout: 10_000 })).data));
     try {
       expect(await ask('{"n":21}')).toEqual({ ok: true, data: { doubled: 42 } });
       expect(await ask('{not json')).toMatchObject({
