@@ -16,7 +16,7 @@ import {
   type MetricsSettings,
   type NatsSettings,
 } from '@toolgate/service-kit';
-import { parseInternalEntry } from './builtins/internal-addresses';
+import { parseInternalEntry, SERVICE_PORTS } from './builtins/internal-addresses';
 
 const list = commaList;
 
@@ -181,6 +181,11 @@ export type ExecutorConfig = NatsSettings &
     envAllowlist?: string[];
     /** `EXECUTOR_FETCH_INTERNAL`: the internal addresses http_fetch may connect to. */
     fetchInternal: readonly string[];
+    /**
+     * The ports an `EXECUTOR_FETCH_INTERNAL` entry without a port leaves closed: `SERVICE_PORTS`
+     * and those of this process's own broker and database ({@link servicePortsOf}).
+     */
+    servicePorts: readonly number[];
     concurrency: number;
     inprocessConcurrency: number;
     defaultTimeoutMs: number;
@@ -252,6 +257,7 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
     ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),
     fetchInternal,
+    servicePorts: servicePortsOf(env, e.NATS_URL),
     concurrency: e.EXECUTOR_CONCURRENCY,
     inprocessConcurrency: e.EXECUTOR_INPROCESS_CONCURRENCY,
     defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,
@@ -307,4 +313,27 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
             }
           : { backend: 'off' as const },
   });
+}
+
+/**
+ * The ports an internal entry without a port leaves closed: {@link SERVICE_PORTS} and the ones
+ * this process's own broker (every server of `NATS_URL`) and database (`DATABASE_URL`, `PGPORT`)
+ * are served on — the state a tool must not reach however the operator opened an address.
+ */
+export function servicePortsOf(env: NodeJS.ProcessEnv, natsUrl: string): number[] {
+  const ports = new Set(SERVICE_PORTS);
+  for (const server of natsUrl.split(',')) ports.add(urlPort(server.trim(), 'nats:', 4222));
+  if (env.DATABASE_URL) ports.add(urlPort(env.DATABASE_URL, 'postgres:', 5432));
+  if (env.PGPORT && /^\d{1,5}$/.test(env.PGPORT)) ports.add(Number(env.PGPORT));
+  return [...ports].filter((port) => port >= 1 && port <= 65_535).sort((a, b) => a - b);
+}
+
+/** The port a URL (or a bare `host:port`, read with `scheme`) names, else `fallback`. */
+function urlPort(text: string, scheme: string, fallback: number): number {
+  try {
+    const url = new URL(text.includes('://') ? text : `${scheme}//${text}`);
+    return url.port ? Number(url.port) : fallback;
+  } catch {
+    return fallback;
+  }
 }

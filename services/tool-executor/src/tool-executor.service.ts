@@ -96,7 +96,7 @@ export async function startToolExecutor(
       ...(config.readPaths ? { readPaths: config.readPaths } : {}),
       ...(config.writePaths ? { writePaths: config.writePaths } : {}),
       ...(config.envAllowlist ? { env: { names: config.envAllowlist } } : {}),
-      http: { internal: [...config.fetchInternal] },
+      http: { internal: [...config.fetchInternal], servicePorts: [...config.servicePorts] },
     }),
     realLenient,
   );
@@ -139,6 +139,7 @@ export async function startToolExecutor(
     protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
     maxOutputBytes: policy.maxOutputBytes,
     internal: config.fetchInternal,
+    servicePorts: policy.http.servicePorts,
   };
   // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.
   const executors: Partial<Record<ExecutorKind, CallExecutor>> = { script: scripts };

@@ -160,11 +160,18 @@ const tunnel = (target) => new Promise((done) => {
 /** What the executor is told (`webPort`: the declared service's), and what the broker's port gets. */
 const settings: [string, string, (webPort: number) => Record<string, string>, number][] = [
   ['by default', 'subprocessnet', () => ({}), 403],
-  // A block on every port opens the broker's port too: what the port form is for.
+  // A block on every port opens every port but the service ports: the broker's stays closed.
   [
     'with EXECUTOR_FETCH_INTERNAL opening loopback on every port',
     'subprocessnetin',
     () => ({ EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8' }),
+    403,
+  ],
+  // Only an entry naming the broker's port opens it.
+  [
+    "with EXECUTOR_FETCH_INTERNAL opening loopback and naming the broker's port",
+    'subprocessnetsvc',
+    () => ({ EXECUTOR_FETCH_INTERNAL: '127.0.0.0/8,::1,127.0.0.1:4222,[::1]:4222' }),
     200,
   ],
   [

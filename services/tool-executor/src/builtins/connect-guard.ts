@@ -3,7 +3,13 @@ import { isIP, type LookupFunction } from 'node:net';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
 import { canonicalHost } from '@toolgate/permissions';
 import type { CheckDomain } from './builtin-deps';
-import { InternalAllowance, NO_INTERNAL_ADDRESSES, routesToThisHost } from './internal-addresses';
+import {
+  InternalAllowance,
+  NO_INTERNAL_ADDRESSES,
+  routesToThisHost,
+  SERVICE_PORTS,
+  type InternalRefusal,
+} from './internal-addresses';
 
 /**
  * The connection half of the domain check: a `lookup` for sockets (an undici agent's, a proxied
@@ -60,14 +66,14 @@ export class ConnectGuard {
         const address = host ?? a.address;
         this.refusal ??= new ToolgateError(
           ErrorCode.Denied,
-          refused === 'internal'
-            ? `${this.who}: host ${bare} resolves to ${address}, ${internalRefusal(this.port)}`
-            : `${this.who}: host ${bare} resolves to ${address}, which the domain rules do not allow`,
+          refused === 'rules'
+            ? `${this.who}: host ${bare} resolves to ${address}, which the domain rules do not allow`
+            : `${this.who}: host ${bare} resolves to ${address}, ${internalRefusal(refused, address, this.port)}`,
           {
             details: {
               host: bare,
               address,
-              ...(refused === 'internal' ? { port: this.port, internal: true } : {}),
+              ...(refused === 'rules' ? {} : internalDetails(refused, this.port)),
             },
           },
         );
@@ -96,15 +102,33 @@ async function verdictOf(checkDomain: CheckDomain, host: string): Promise<unknow
 const LOOPBACK_NAMES = ['127.0.0.1', '::1', 'localhost'];
 
 /** Why an internal address is refused, after "host X is" or "host X resolves to Y,". */
-const internalRefusal = (port: number) =>
-  `an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it, on every port or on port ${port}`;
+function internalRefusal(why: InternalRefusal, address: string, port: number): string {
+  if (why === 'service-port') {
+    const named = isIP(address) === 6 ? `[${address}]:${port}` : `${address}:${port}`;
+    return `an internal address, and port ${port} is a service port (the broker's or the database's): EXECUTOR_FETCH_INTERNAL opens it only by naming the port (${named}), never with an entry that opens every port`;
+  }
+  return `an internal address (loopback, this host, a private, link-local or reserved network): the executor connects to one only when EXECUTOR_FETCH_INTERNAL names it, on every port or on port ${port}`;
+}
+
+function internalDetails(why: InternalRefusal, port: number) {
+  return { port, internal: true, ...(why === 'service-port' ? { servicePort: true } : {}) };
+}
 
 /** The cached allowance of a policy's `http.internal` (one array per parsed policy). */
-const allowances = new WeakMap<readonly string[], InternalAllowance>();
-export function internalAllowance(entries: readonly string[]): InternalAllowance {
+const allowances = new WeakMap<
+  readonly string[],
+  { servicePorts: readonly number[]; allowance: InternalAllowance }
+>();
+export function internalAllowance(
+  entries: readonly string[],
+  /** The ports an entry without a port leaves closed (`SERVICE_PORTS` and the configured ones). */
+  servicePorts: readonly number[] = SERVICE_PORTS,
+): InternalAllowance {
   if (entries.length === 0) return NO_INTERNAL_ADDRESSES;
-  let allowance = allowances.get(entries);
-  if (!allowance) allowances.set(entries, (allowance = new InternalAllowance(entries)));
+  const cached = allowances.get(entries);
+  if (cached?.servicePorts === servicePorts) return cached.allowance;
+  const allowance = new InternalAllowance(entries, servicePorts);
+  allowances.set(entries, { servicePorts, allowance });
   return allowance;
 }
 
@@ -122,8 +146,9 @@ async function addressRefusal(
   internal: InternalAllowance,
   host: string,
   port: number,
-): Promise<'internal' | 'rules' | undefined> {
-  if (internal.refuses(host, port)) return 'internal';
+): Promise<InternalRefusal | 'rules' | undefined> {
+  const closed = internal.refusal(host, port);
+  if (closed) return closed;
   // A loopback address names itself; any other way to this machine is loopback by another name.
   const hosts = routesToThisHost(host) && !isLoopback(host) ? [host, ...LOOPBACK_NAMES] : [host];
   for (const h of hosts) {
@@ -152,16 +177,18 @@ export async function assertHostAllowed(
   const host = canonicalHost(hostname);
   const refused =
     host === undefined ? 'rules' : await addressRefusal(checkDomain, internal, host, port);
-  if (refused === 'internal') {
-    throw new ToolgateError(ErrorCode.Denied, `${who}: host ${host} is ${internalRefusal(port)}`, {
-      details: { host, port, internal: true },
-    });
-  }
-  if (refused) {
+  if (refused === 'rules' || host === undefined) {
     throw new ToolgateError(
       ErrorCode.Denied,
       `${who}: host ${host ?? hostname} is not allowed by the domain rules`,
       { details: { host: host ?? hostname } },
+    );
+  }
+  if (refused) {
+    throw new ToolgateError(
+      ErrorCode.Denied,
+      `${who}: host ${host} is ${internalRefusal(refused, host, port)}`,
+      { details: { host, ...internalDetails(refused, port) } },
     );
   }
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigError, ErrorCode, ToolgateError, type ToolContext } from '@toolgate/contracts';
 import { isInside } from '@toolgate/worktree-guard';
-import { parseInternalEntry } from './internal-addresses';
+import { parseInternalEntry, SERVICE_PORTS } from './internal-addresses';
 
 /**
  * Environment variables a tool may inherit from the host by default. Only locale, terminal and
@@ -109,8 +109,21 @@ export const ExecutionPolicySchema = z.strictObject({
         )
         .max(256)
         .default(() => []),
+      /**
+       * The ports an `internal` entry without a port leaves closed: the broker's and the
+       * database's ({@link SERVICE_PORTS}, and what the executor's configuration adds).
+       */
+      servicePorts: z
+        .array(z.number().int().min(1).max(65_535))
+        .max(64)
+        .default(() => [...SERVICE_PORTS]),
     })
-    .default(() => ({ timeoutMs: 30_000, maxRedirects: 5, internal: [] })),
+    .default(() => ({
+      timeoutMs: 30_000,
+      maxRedirects: 5,
+      internal: [],
+      servicePorts: [...SERVICE_PORTS],
+    })),
 });
 
 /** The input form of an execution policy (what configuration provides). */

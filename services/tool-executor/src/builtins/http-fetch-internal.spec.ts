@@ -17,9 +17,12 @@ import { InternalAllowance, isInternalAddress, parseInternalEntry } from './inte
  * host. Each attack is checked on the listener (it saw no request), not only on the answer.
  */
 /** http_fetch with domain rules that allow every host, and the executor's `http.internal`. */
-const fetcher = (internal?: string[]): ToolDef =>
+const fetcher = (internal?: string[], servicePorts?: number[]): ToolDef =>
   builtin('http_fetch', {
-    policy: { cwd: '/', ...(internal ? { http: { internal } } : {}) },
+    policy: {
+      cwd: '/',
+      ...(internal ? { http: { internal, ...(servicePorts ? { servicePorts } : {}) } } : {}),
+    },
     checkDomain: () => 'allow',
   });
 
@@ -173,6 +176,46 @@ describe('with the addresses the operator names', () => {
     });
   });
 
+  it("leaves a service port (the broker's, the database's) closed to an entry on every port: only one naming the port opens it", async () => {
+    // The listener stands for the broker: its port is a service port here, as the executor's
+    // NATS_URL makes 4222.
+    const servicePorts = [4222, secret.port];
+    for (const [entries, url] of [
+      [['127.0.0.0/8', '::1'], `http://127.0.0.1:${secret.port}/`],
+      [['127.0.0.1'], `http://localhost:${secret.port}/`],
+      [
+        ['127.0.0.1'],
+        `http://127.0.0.1:${hop.port}/?to=${encodeURIComponent(`http://127.0.0.1:${secret.port}/`)}`,
+      ],
+      [[`127.0.0.1:${hop.port}`, '127.0.0.1'], `http://[::ffff:127.0.0.1]:${secret.port}/`],
+    ] as const) {
+      const error = errorOf(
+        await runTool(fetcher([...entries], servicePorts), { url }, toolContext('/')),
+      );
+      expect({ url, code: error.code, details: error.details }).toEqual({
+        url,
+        code: ErrorCode.Denied,
+        details: expect.objectContaining({ port: secret.port, internal: true, servicePort: true }),
+      });
+      expect(error.message).toContain(`naming the port (127.0.0.1:${secret.port})`);
+    }
+    expect(secret.seen).toEqual([]);
+    // Every other port of the block stays open, and naming the port opens it.
+    const other = await runTool(
+      fetcher(['127.0.0.1'], servicePorts),
+      { url: `http://127.0.0.1:${hop.port}/` },
+      toolContext('/'),
+    );
+    expect(ok<HttpFetchResult>(other).body).toBe('named');
+    const named = await runTool(
+      fetcher(['127.0.0.1', `127.0.0.1:${secret.port}`], servicePorts),
+      { url: `http://127.0.0.1:${secret.port}/` },
+      toolContext('/'),
+    );
+    expect(ok<HttpFetchResult>(named).body).toBe('SECRET');
+    secret.seen.length = 0;
+  });
+
   it('reaches a whole block when it names one', async () => {
     const tool = fetcher(['127.0.0.0/8', '::1']);
     for (const host of ['127.0.0.2', '[::1]']) {
@@ -217,6 +260,15 @@ it('tells internal addresses from the internet', () => {
   expect(named.refuses('127.0.0.2', 8080)).toBe(true);
   expect(named.refuses('fd12::1', 443)).toBe(false);
   expect(named.refuses('fd12::1', 80)).toBe(true);
+  // The service ports: closed to an entry on every port, open to one naming them.
+  for (const port of [4222, 5432, 6222, 7422, 8222])
+    expect({ port, why: named.refusal('10.1.1.1', port) }).toEqual({ port, why: 'service-port' });
+  expect(named.refusal('172.16.0.1', 5432)).toBeUndefined();
+  expect(named.refusal('10.1.1.1', 4223)).toBeUndefined();
+  expect(new InternalAllowance(['10.0.0.0/8'], [4223]).refusal('10.1.1.1', 4223)).toBe(
+    'service-port',
+  );
+  expect(new InternalAllowance(['10.0.0.0/8'], [4223]).refusal('10.1.1.1', 4222)).toBeUndefined();
 });
 
 it('reads an entry with a port: IPv4 after a colon, IPv6 in brackets, a block on one port', () => {
@@ -286,4 +338,18 @@ it('refuses an entry that is not an address or a block, naming the setting', () 
       .fetchInternal,
   ).toEqual(['10.0.0.0/8', '::1', '127.0.0.1:8080', '[::1]:8080']);
   expect(executorConfig({}).fetchInternal).toEqual([]);
+});
+
+it("adds the ports of the executor's own broker and database to the service ports", () => {
+  expect(executorConfig({}).servicePorts).toEqual([4222, 5432, 6222, 7422, 8222]);
+  expect(
+    executorConfig({
+      NATS_URL: 'nats://a:4223, tls://b:4224,c:4225,d',
+      DATABASE_URL: 'postgres://u:p@db:6543/x',
+      PGPORT: '6544',
+    }).servicePorts,
+  ).toEqual([4222, 4223, 4224, 4225, 5432, 6222, 6543, 6544, 7422, 8222]);
+  expect(
+    executorConfig({ DATABASE_URL: 'postgres:///test?host=/run/postgresql' }).servicePorts,
+  ).toEqual([4222, 5432, 6222, 7422, 8222]);
 });

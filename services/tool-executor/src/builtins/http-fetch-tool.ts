@@ -89,7 +89,7 @@ export function createHttpFetchTool(deps: BuiltinDeps) {
       let body: string | undefined = args.body;
       const headers = new Headers(args.headers ?? {});
       const redirects: string[] = [];
-      const internal = internalAllowance(policy.http.internal);
+      const internal = internalAllowance(policy.http.internal, policy.http.servicePorts);
       // An agent per hop, whose guard knows the port it connects to (an internal address may be
       // opened on one port only).
       const agents: import('undici').Agent[] = [];

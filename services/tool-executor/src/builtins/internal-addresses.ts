@@ -134,17 +134,36 @@ function parseBlock(entry: string): InternalEntry | undefined {
 }
 
 /**
+ * The ports Toolgate's own state is served on by default: the broker's clients (4222), routes
+ * (6222), leaf nodes (7422) and monitoring (8222), and PostgreSQL (5432). An internal entry without
+ * a port does not open them (nor the ports the executor's own `NATS_URL` and `DATABASE_URL` name,
+ * which its configuration adds): only an entry naming the port does — so `127.0.0.1`, written to
+ * let a tool reach a local service, does not also hand it the broker and the database.
+ */
+export const SERVICE_PORTS: readonly number[] = [4222, 5432, 6222, 7422, 8222];
+
+/** Why {@link InternalAllowance} refuses a connection: not opened, or a service port not named. */
+export type InternalRefusal = 'internal' | 'service-port';
+
+/**
  * The internal addresses the operator lets http_fetch and tools' egress reach
- * (`EXECUTOR_FETCH_INTERNAL`), as blocks on every port or on one, checked against the address a
- * name resolved to and the port connected to, not against the name. Empty: none.
+ * (`EXECUTOR_FETCH_INTERNAL`), as blocks on every port but the service ports, or on one, checked
+ * against the address a name resolved to and the port connected to, not against the name. Empty:
+ * none.
  */
 export class InternalAllowance {
   private readonly everyPort = new BlockList();
   private readonly onPort = new Map<number, BlockList>();
   private readonly empty: boolean;
+  private readonly servicePorts: ReadonlySet<number>;
 
-  /** `entries` as {@link parseInternalEntry} reads them; an entry it cannot read is skipped. */
-  constructor(entries: readonly string[]) {
+  /**
+   * `entries` as {@link parseInternalEntry} reads them; an entry it cannot read is skipped.
+   * `servicePorts`: the ports an entry without a port leaves closed ({@link SERVICE_PORTS} and
+   * what the executor's configuration adds).
+   */
+  constructor(entries: readonly string[], servicePorts: readonly number[] = SERVICE_PORTS) {
+    this.servicePorts = new Set(servicePorts);
     let any = false;
     for (const text of entries) {
       const entry = parseInternalEntry(text);
@@ -167,12 +186,19 @@ export class InternalAllowance {
     this.empty = !any;
   }
 
+  /** Why a connection to `host` (a canonical address) on `port` is refused, if it is. */
+  refusal(host: string, port: number): InternalRefusal | undefined {
+    if (!isInternalAddress(host)) return undefined;
+    if (this.empty) return 'internal';
+    const kind = family(host);
+    if (this.onPort.get(port)?.check(host, kind)) return undefined;
+    if (!this.everyPort.check(host, kind)) return 'internal';
+    return this.servicePorts.has(port) ? 'service-port' : undefined;
+  }
+
   /** Whether a connection to `host` (a canonical address) on `port` is refused as internal. */
   refuses(host: string, port: number): boolean {
-    if (!isInternalAddress(host)) return false;
-    if (this.empty) return true;
-    const kind = family(host);
-    return !(this.everyPort.check(host, kind) || this.onPort.get(port)?.check(host, kind));
+    return this.refusal(host, port) !== undefined;
   }
 }
 

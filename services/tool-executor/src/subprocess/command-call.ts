@@ -32,6 +32,8 @@ export interface CommandToolOptions {
    * Default none.
    */
   internal?: readonly string[];
+  /** The ports an internal entry without a port leaves closed (`SERVICE_PORTS` when absent). */
+  servicePorts?: readonly number[];
 }
 
 /**
@@ -113,7 +115,7 @@ export function callEgress(
   call: PendingCall,
   command: SubprocessCommand,
   /** With the executor's sandbox, whose `egressRoot` no sandboxed run can see (none: the OS's tmp). */
-  options: Pick<CommandToolOptions, 'checkDomain' | 'internal'> & {
+  options: Pick<CommandToolOptions, 'checkDomain' | 'internal' | 'servicePorts'> & {
     sandbox?: Sandbox | null;
   },
 ): Promise<EgressProxy> {
@@ -121,7 +123,7 @@ export function callEgress(
     {
       hosts: command.network?.hosts ?? [],
       checkDomain: (host) => options.checkDomain(call, host),
-      internal: internalAllowance(options.internal ?? []),
+      internal: internalAllowance(options.internal ?? [], options.servicePorts),
       who: call.tool.name,
     },
     options.sandbox?.egressRoot,
