@@ -88,6 +88,43 @@ describe('the protected-path matcher', () => {
     expect(p.match(path)).toBeUndefined();
   });
 
+  it.each([
+    ['.vscode', '.vscode/settings.json'],
+    ['pkg/.VSCode', '.vscode/settings.json'],
+    ['.github', '.github/workflows'],
+    ['.cargo', '.cargo/config.toml'],
+    ['.config', '.config/git'],
+    ['.docker', '.docker/config.json'],
+    ['.git', '.git'],
+    ['.github/workflows/x', '.github/workflows'],
+  ])('a link at %j is on the way to %s', (path, pattern) => {
+    expect(p.matchBelow(path)).toEqual({ path, pattern });
+  });
+
+  it.each(['src', '.gitx', 'docs/.vscodex', 'vscode', '.', ''])(
+    'a link at %j is on the way to nothing protected',
+    (path) => {
+      expect(p.matchBelow(path)).toBeUndefined();
+    },
+  );
+
+  it('reads what is on the way through ** and globs, and leaves out what an exception waives whole', () => {
+    const q = compileProtectedPaths([
+      { paths: ['deploy/**/secrets', '**/keys/*.pem', 'conf/*/hooks'] },
+      { except: ['.github/workflows', '.docker/config.json'] },
+    ]);
+    expect(q.matchBelow('deploy')?.pattern).toBe('deploy/**/secrets');
+    expect(q.matchBelow('deploy/prod/eu')?.pattern).toBe('deploy/**/secrets');
+    expect(q.matchBelow('x/keys')?.pattern).toBe('**/keys/*.pem');
+    expect(q.matchBelow('conf/any')?.pattern).toBe('conf/*/hooks');
+    // `**/keys/*.pem` reaches below `keys` only: its leading `**` is any depth, not any folder.
+    expect(q.matchBelow('x')).toBeUndefined();
+    // Waived whole: `.github/workflows`; what else lies below `.github` still counts.
+    expect(q.matchBelow('.github')?.pattern).toBe('.github/copilot-instructions.md');
+    expect(q.matchBelow('.docker')).toBeUndefined();
+    expect(q.matchBelow('.vscode')?.pattern).toBe('.vscode/settings.json');
+  });
+
   it('adds patterns from every layer, with globs and ** across components', () => {
     const q = compileProtectedPaths([{ paths: ['*.pem'] }, { paths: ['deploy/**/secrets'] }]);
     expect(q.match('certs/server.PEM')?.pattern).toBe('*.pem');

@@ -111,6 +111,13 @@ export interface ProtectedPaths {
   readonly writeFields: ReadonlyMap<string, readonly string[]>;
   /** The pattern `path` falls under (the path itself or any directory above it), if any. */
   match(path: string): ProtectedPathMatch | undefined;
+  /**
+   * A pattern of more than one component that `path` ends inside of (`.vscode` for
+   * `.vscode/settings.json`, `.github` for `.github/workflows`), or one `path` falls under: a
+   * symlink there makes a protected path of whatever the folder it points to holds, so it is
+   * protected as a link (`ln -s folder-the-call-wrote .vscode` creates `.vscode/settings.json`).
+   */
+  matchBelow(path: string): ProtectedPathMatch | undefined;
   /** The configuration this was compiled from, merged (for describing the chain). */
   readonly config: Required<Omit<ProtectedPathsConfig, 'writeFields'>> & {
     writeFields: Record<string, string[]>;
@@ -218,12 +225,34 @@ export function compileProtectedPaths(
     }
     return undefined;
   };
+  // The patterns a folder on the way can be named in: more than one component once a leading
+  // `**` is set aside (every depth is tried anyway; kept, it would reach below any folder), those
+  // an exception waives whole left out.
+  const nested = patterns.flatMap((p) => {
+    const parts = p.parts[0] === ANY_DEPTH ? p.parts.slice(1) : p.parts;
+    if (parts.length < 2) return [];
+    const whole = pathComponents(p.source);
+    return exceptions.some((e) => matchesAnywhere(e.parts, whole)) ? [] : [{ ...p, parts }];
+  });
+  const matchBelow = (path: string): ProtectedPathMatch | undefined => {
+    const direct = match(path);
+    if (direct) return direct;
+    const components = pathComponents(path);
+    for (const p of nested) {
+      const from = matcher(p.parts, components, true);
+      for (let start = 0; start < components.length; start++) {
+        if (from(0, start)) return { path, pattern: p.source };
+      }
+    }
+    return undefined;
+  };
   return Object.freeze({
     effect,
     patterns: Object.freeze(patterns.map((p) => p.source)),
     except: Object.freeze([...except]),
     writeFields,
     match,
+    matchBelow,
     config: {
       effect,
       paths: sources.slice(BUILTIN_PROTECTED_PATHS.length + DEFAULT_PROTECTED_PATHS.length),
@@ -331,10 +360,13 @@ function matchesAnywhere(parts: readonly Component[], components: readonly strin
 /**
  * Whether `parts` from the pi-th matches `components` from the ci-th, each (pi, ci) decided once
  * per matcher: `**` against a deep path is O(parts × components), not a product of its runs.
+ * `prefix`: components that run out while parts remain match too (the path ends inside the
+ * pattern: something below it may match the rest).
  */
 function matcher(
   parts: readonly Component[],
   components: readonly string[],
+  prefix = false,
 ): (pi: number, ci: number) => boolean {
   const failed = new Set<number>();
   const width = components.length + 1;
@@ -359,7 +391,7 @@ function matcher(
         for (let k = ci; k <= components.length && !failed.has(pi * width + k); k++)
           failed.add(pi * width + k);
     } else if (ci === components.length) {
-      matched = false;
+      matched = prefix;
     } else {
       const c = components[ci]!;
       matched = (typeof part === 'string' ? part === c : part.test(c)) && matchFrom(pi + 1, ci + 1);

@@ -24,6 +24,12 @@ const matcher: ProtectedPathMatcher = {
     }
     return undefined;
   },
+  // And `.github/workflows`: a link named `.github` is on the way to it.
+  matchBelow(p) {
+    return (
+      this.match(p) ?? (/(^|\/)\.github$/i.test(p) ? { pattern: '.github/workflows' } : undefined)
+    );
+  },
 };
 
 let base: string;
@@ -130,6 +136,17 @@ describe('findProtectedPaths (what the sandbox binds read-only)', () => {
       ].sort(),
     );
     expect(found.paths).not.toContain(path.join(repo, 'src', 'a.ts'));
+  });
+
+  it('lists a symlink on the way to a protected path, not a folder or another link', async () => {
+    await mkdir(path.join(repo, 'gh', 'workflows'), { recursive: true });
+    await symlink('gh', path.join(repo, 'src', '.github'));
+    await symlink('gh', path.join(repo, 'docs-link'));
+    await mkdir(path.join(repo, '.github'));
+    const found = await findProtectedPaths(matcher, [repo]);
+    expect(found.paths).toContain(path.join(repo, 'src', '.github'));
+    expect(found.paths).not.toContain(path.join(repo, 'docs-link'));
+    expect(found.paths).not.toContain(path.join(repo, '.github'));
   });
 
   it('follows a linked worktree to its private and common git directories', async () => {

@@ -14,6 +14,11 @@ import { isInside, parseGitDirPointer } from './resolve-inside';
 /** What this file needs of a protected-path set (`ProtectedPaths` from `@toolgate/permissions` fits). */
 export interface ProtectedPathMatcher {
   match(path: string): { readonly pattern: string } | undefined;
+  /**
+   * The pattern `path` falls under or ends inside of (`.vscode` for `.vscode/settings.json`): what
+   * a symlink there would make protected through the folder it points to.
+   */
+  matchBelow(path: string): { readonly pattern: string } | undefined;
 }
 
 /** Why a resolved path is protected: a pattern, or the git directory it lies in. */
@@ -108,9 +113,10 @@ export interface ProtectedPathsOnDisk {
 /**
  * Every existing protected path a process running in `roots` (its writable directories) could
  * write, for a sandbox to bind read-only: entries under the roots that match a protected pattern
- * (not descended into), git directories under any name, the git directory a `.git` file points at
- * and its common directory, and the `.git` of a repository enclosing a root. Symlinks are listed,
- * not followed. Paths that do not exist yet cannot be bound; the chain asks before a call names
+ * (not descended into), symlinks on the way to one (`.vscode`, `.github`: see
+ * {@link ProtectedPathMatcher.matchBelow}), git directories under any name, the git directory a
+ * `.git` file points at and its common directory, and the `.git` of a repository enclosing a root.
+ * Symlinks are listed, not followed. Paths that do not exist yet cannot be bound; the chain asks before a call names
  * one.
  */
 export async function findProtectedPaths(
@@ -196,9 +202,16 @@ async function walk(
   for (const e of entries) {
     if (--budget.left < 0) return false;
     const full = path.join(dir, e.name);
-    if (matcher.match(path.relative(root, full)) !== undefined) {
+    const rel = path.relative(root, full);
+    if (matcher.match(rel) !== undefined) {
       found.add(full);
       if (e.name.toLowerCase() === '.git') await addGitFileTarget(full, dir, found);
+      continue;
+    }
+    // A link on the way to a protected path (`.vscode` → a folder holding `settings.json`) makes
+    // one of what it points to: listed as a protected path itself (the walk does not follow it).
+    if (e.isSymbolicLink() && matcher.matchBelow(rel) !== undefined) {
+      found.add(full);
       continue;
     }
     if (e.isDirectory() && !(await walk(matcher, root, full, found, budget))) return false;
