@@ -1,5 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
+import { Servers } from '@nats-io/nats-core/internal';
+import { parse as parsePgConnectionString } from 'pg-connection-string';
 import { z } from 'zod';
 import { ConfigError, parseMcpUpstreams, type McpUpstream } from '@toolgate/contracts';
 import {
@@ -43,6 +45,11 @@ const Env = z.object({
    * `<address>/<prefix>` blocks: loopback, this host's, private, link-local, …); none by default.
    */
   EXECUTOR_FETCH_INTERNAL: list,
+  /**
+   * Ports an EXECUTOR_FETCH_INTERNAL entry without a port leaves closed besides the broker's, the
+   * database's and Toolgate's own (`servicePortsOf`): comma-separated.
+   */
+  EXECUTOR_SERVICE_PORTS: list,
   /**
    * Calls in flight per replica: mostly waiting on the broker or a remote worker, so cheap. What
    * loads the machine — tools running here — is bounded by EXECUTOR_INPROCESS_CONCURRENCY.
@@ -257,7 +264,11 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
     ...(e.EXECUTOR_WRITE_PATHS ? { writePaths: e.EXECUTOR_WRITE_PATHS } : {}),
     ...(e.EXECUTOR_ENV_ALLOWLIST ? { envAllowlist: e.EXECUTOR_ENV_ALLOWLIST } : {}),
     fetchInternal,
-    servicePorts: servicePortsOf(env, e.NATS_URL),
+    // Its own health and metrics port too, when it is not given one in the environment.
+    servicePorts: servicePortsOf(env, e.NATS_URL, [
+      ...(e.EXECUTOR_SERVICE_PORTS ?? []),
+      ...(e.EXECUTOR_PORT > 0 ? [String(e.EXECUTOR_PORT)] : []),
+    ]),
     concurrency: e.EXECUTOR_CONCURRENCY,
     inprocessConcurrency: e.EXECUTOR_INPROCESS_CONCURRENCY,
     defaultTimeoutMs: e.EXECUTOR_DEFAULT_TIMEOUT_MS,
@@ -315,25 +326,73 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   });
 }
 
-/**
- * The ports an internal entry without a port leaves closed: {@link SERVICE_PORTS} and the ones
- * this process's own broker (every server of `NATS_URL`) and database (`DATABASE_URL`, `PGPORT`)
- * are served on — the state a tool must not reach however the operator opened an address.
- */
-export function servicePortsOf(env: NodeJS.ProcessEnv, natsUrl: string): number[] {
-  const ports = new Set(SERVICE_PORTS);
-  for (const server of natsUrl.split(',')) ports.add(urlPort(server.trim(), 'nats:', 4222));
-  if (env.DATABASE_URL) ports.add(urlPort(env.DATABASE_URL, 'postgres:', 5432));
-  if (env.PGPORT && /^\d{1,5}$/.test(env.PGPORT)) ports.add(Number(env.PGPORT));
-  return [...ports].filter((port) => port >= 1 && port <= 65_535).sort((a, b) => a - b);
-}
+/** Toolgate's own HTTP ports (health, metrics, the gateway's API) as this process is given them. */
+const OWN_PORT_SETTINGS = [
+  'GATEWAY_PORT',
+  'EVALUATOR_PORT',
+  'EXECUTOR_PORT',
+  'JOURNAL_PORT',
+  'WORKTREE_PORT',
+] as const;
 
-/** The port a URL (or a bare `host:port`, read with `scheme`) names, else `fallback`. */
-function urlPort(text: string, scheme: string, fallback: number): number {
+/**
+ * The ports an internal entry without a port leaves closed: {@link SERVICE_PORTS}, the ones this
+ * process's own broker (every server of `NATS_URL`, read by the NATS client's own parser) and
+ * database (`DATABASE_URL` as `pg` reads it, its query's `port` included; `PGPORT` as `pg` reads it)
+ * are served on, Toolgate's own HTTP ports (`GATEWAY_PORT`, `EXECUTOR_PORT`, … as given) and
+ * `EXECUTOR_SERVICE_PORTS` (what cannot be derived: a broker's routes, leaf nodes or monitoring on
+ * ports of their own, a database the executor has no URL for). A broker or database address the
+ * clients could not read either refuses the start (`config`), never falls back to a default.
+ */
+export function servicePortsOf(
+  env: NodeJS.ProcessEnv,
+  natsUrl: string,
+  extra: readonly string[] = [],
+): number[] {
+  const ports = new Set(SERVICE_PORTS);
+  const add = (setting: string, port: number) => {
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new ConfigError(`${setting}: ${port} is not a port`, { details: { field: setting } });
+    }
+    ports.add(port);
+  };
+  let servers: number[];
   try {
-    const url = new URL(text.includes('://') ? text : `${scheme}//${text}`);
-    return url.port ? Number(url.port) : fallback;
+    servers = new Servers(
+      natsUrl
+        .split(',')
+        .map((server) => server.trim())
+        .filter(Boolean),
+    )
+      .getServers()
+      .map((server) => server.port);
   } catch {
-    return fallback;
+    throw new ConfigError('NATS_URL: a server in it is not an address the NATS client reads', {
+      details: { field: 'NATS_URL' },
+    });
   }
+  for (const port of servers) add('NATS_URL', port);
+  if (env.DATABASE_URL) {
+    let port: string | null | undefined;
+    try {
+      port = parsePgConnectionString(env.DATABASE_URL).port;
+    } catch {
+      // Its text is not repeated: it may hold a password.
+      throw new ConfigError('DATABASE_URL is not a connection string pg reads', {
+        details: { field: 'DATABASE_URL' },
+      });
+    }
+    // A socket (`host=/run/postgresql`) still names the port its server listens on, maybe on TCP.
+    add('DATABASE_URL', port ? Number(port) : 5432);
+  }
+  const pgPort = env.PGPORT === undefined ? NaN : parseInt(env.PGPORT, 10);
+  if (!Number.isNaN(pgPort)) add('PGPORT', pgPort);
+  for (const setting of OWN_PORT_SETTINGS) {
+    const own = env[setting] === undefined ? NaN : parseInt(env[setting], 10);
+    if (own > 0) add(setting, own);
+  }
+  for (const text of extra) {
+    add('EXECUTOR_SERVICE_PORTS', /^\d{1,5}$/.test(text) ? Number(text) : NaN);
+  }
+  return [...ports].sort((a, b) => a - b);
 }

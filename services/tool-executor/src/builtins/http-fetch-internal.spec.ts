@@ -340,16 +340,49 @@ it('refuses an entry that is not an address or a block, naming the setting', () 
   expect(executorConfig({}).fetchInternal).toEqual([]);
 });
 
-it("adds the ports of the executor's own broker and database to the service ports", () => {
-  expect(executorConfig({}).servicePorts).toEqual([4222, 5432, 6222, 7422, 8222]);
+it("adds the ports of the executor's own broker, database and HTTP listeners to the service ports", () => {
+  const base = [4222, 5432, 6222, 7422, 8222];
+  const with_ = (...ports: number[]) => [...new Set([...base, ...ports])].sort((a, b) => a - b);
+  // The executor's own HTTP port is always one (8082 unless EXECUTOR_PORT says).
+  expect(executorConfig({}).servicePorts).toEqual(with_(8082));
   expect(
     executorConfig({
       NATS_URL: 'nats://a:4223, tls://b:4224,c:4225,d',
       DATABASE_URL: 'postgres://u:p@db:6543/x',
       PGPORT: '6544',
+      GATEWAY_PORT: '18080',
+      EXECUTOR_PORT: '18082',
+      EXECUTOR_SERVICE_PORTS: '9222, 4248',
     }).servicePorts,
-  ).toEqual([4222, 4223, 4224, 4225, 5432, 6222, 6543, 6544, 7422, 8222]);
-  expect(
-    executorConfig({ DATABASE_URL: 'postgres:///test?host=/run/postgresql' }).servicePorts,
-  ).toEqual([4222, 5432, 6222, 7422, 8222]);
+  ).toEqual(with_(4223, 4224, 4225, 6543, 6544, 18080, 18082, 9222, 4248));
+  // Read as the clients read them (a red team's table, 2026-12-07: each left the port open).
+  for (const [env, port] of [
+    [{ DATABASE_URL: 'postgres://db/toolgate?port=5433' }, 5433],
+    [{ DATABASE_URL: 'postgres:///toolgate?host=/run/postgresql&port=5433' }, 5433],
+    [{ DATABASE_URL: 'postgres://u:p@/toolgate?host=127.0.0.1&port=5433' }, 5433],
+    [{ DATABASE_URL: 'postgres://db:5433/toolgate?port=5434' }, 5434],
+    [{ PGPORT: ' 5433' }, 5433],
+    [{ PGPORT: '5433\n' }, 5433],
+    [{ PGPORT: '+5433' }, 5433],
+    [{ NATS_URL: 'nats://::ffff:127.0.0.1:4223' }, 4223],
+    [{ NATS_URL: 'nats://a:4223 nats://b:4224' }, 4224],
+    [{ NATS_URL: 'ws://h:80' }, 80],
+    [{ NATS_URL: 'https://h:443' }, 443],
+    [{ NATS_URL: 'nats://[::1]:4226' }, 4226],
+  ] as const) {
+    expect({ env, has: executorConfig(env).servicePorts.includes(port) }).toEqual({
+      env,
+      has: true,
+    });
+  }
+  for (const env of [
+    { EXECUTOR_SERVICE_PORTS: 'x' },
+    { EXECUTOR_SERVICE_PORTS: '70000' },
+    { DATABASE_URL: 'postgres://u:secret@db:99999/x' },
+  ]) {
+    expect(() => executorConfig(env)).toThrow(ConfigError);
+  }
+  expect(() => executorConfig({ DATABASE_URL: 'postgres://u:secret@db:99999/x' })).not.toThrow(
+    /secret/,
+  );
 });
