@@ -116,8 +116,8 @@ export interface ProtectedPathsOnDisk {
  * (not descended into), symlinks on the way to one (`.vscode`, `.github`: see
  * {@link ProtectedPathMatcher.matchBelow}), git directories under any name, the git directory a
  * `.git` file points at and its common directory, and the `.git` of a repository enclosing a root.
- * Symlinks are listed, not followed. Paths that do not exist yet cannot be bound; the chain asks before a call names
- * one.
+ * Symlinks are listed, not followed. Paths that do not exist yet cannot be bound; the chain asks
+ * before a call names one.
  */
 export async function findProtectedPaths(
   matcher: ProtectedPathMatcher,
