@@ -30,21 +30,31 @@ export async function resolveProtectedMounts(
   paths: readonly string[],
 ): Promise<ProtectedMounts> {
   const found = new Set<string>();
+  // The folders holding a protected path that is a symlink: bound onto themselves like every
+  // folder on the way, so `mv a x && ln -s elsewhere a` cannot carry `a/.github` away and have the
+  // link put back through a folder of the run's choosing.
+  const linkFolders = new Set<string>();
   for (const rel of paths) {
     const abs = path.resolve(cwd, rel);
     if (!isBelow(cwd, abs)) continue;
-    if (!(await fs.lstat(abs).catch(() => undefined))) continue;
+    const stat = await fs.lstat(abs).catch(() => undefined);
+    if (!stat) continue;
+    if (stat.isSymbolicLink() && isBelow(cwd, path.dirname(abs))) {
+      linkFolders.add(path.dirname(abs));
+    }
     const real = await fs.realpath(abs).catch(() => undefined);
     if (real !== undefined && isBelow(cwd, real)) found.add(real);
   }
   const protectedPaths = [...found];
   const covered = (dir: string) => protectedPaths.some((p) => p === dir || isBelow(p, dir));
   const ancestors = new Set<string>();
-  for (const p of protectedPaths) {
-    for (let dir = path.dirname(p); isBelow(cwd, dir); dir = path.dirname(dir)) {
+  const holdFrom = (first: string) => {
+    for (let dir = first; isBelow(cwd, dir); dir = path.dirname(dir)) {
       if (!covered(dir)) ancestors.add(dir);
     }
-  }
+  };
+  for (const p of protectedPaths) holdFrom(path.dirname(p));
+  for (const folder of linkFolders) holdFrom(folder);
   return { protectedPaths, ancestorPaths: [...ancestors].sort() };
 }
 

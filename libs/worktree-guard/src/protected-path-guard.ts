@@ -106,7 +106,10 @@ export interface FindProtectedPathsOptions {
 export interface ProtectedPathsOnDisk {
   /** Absolute paths to bind read-only, sorted, without duplicates. */
   readonly paths: string[];
-  /** The walk stopped at `maxEntries`: paths further down were not looked at (fail closed). */
+  /**
+   * The walk stopped at `maxEntries`, or met a name that is not UTF-8 or a path over PATH_MAX:
+   * paths further down were not looked at (fail closed).
+   */
   readonly truncated: boolean;
 }
 
@@ -187,8 +190,10 @@ async function walk(
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
-  } catch {
-    return true; // unreadable for us, so for the tool as well
+  } catch (err) {
+    // Unreadable for us, so for the tool as well; gone since it was listed, nothing to find. A
+    // path over PATH_MAX (a run can nest folders deeper by renaming) is not looked at: fail closed.
+    return (err as NodeJS.ErrnoException).code !== 'ENAMETOOLONG';
   }
   const names = new Set(entries.map((e) => e.name));
   if (
@@ -202,6 +207,9 @@ async function walk(
   for (const e of entries) {
     if (--budget.left < 0) return false;
     const full = path.join(dir, e.name);
+    // A name that is not UTF-8 reads with U+FFFD in it and names nothing on disk: what is below it
+    // cannot be looked at (fail closed).
+    if (e.name.includes('\uFFFD') && !(await exists(full))) return false;
     const rel = path.relative(root, full);
     if (matcher.match(rel) !== undefined) {
       found.add(full);

