@@ -195,6 +195,34 @@ describe("a red team's attacks on the walk and the restore (2026-12-07)", () => 
     },
   );
 
+  it('a link left from before that leads through another: the other re-pointed is put back', async () => {
+    await fs.mkdir(path.join(work, 'e1'));
+    await fs.writeFile(path.join(work, 'e1', 'settings.json'), 'orig\n');
+    await fs.symlink('e1', path.join(work, 'l'));
+    await fs.symlink('l', path.join(work, '.vscode2'));
+    await fs.rm(path.join(work, '.vscode'), { recursive: true });
+    await fs.rename(path.join(work, '.vscode2'), path.join(work, '.vscode'));
+    const error = errorOf(
+      await run(sandbox, 'rm l && mkdir f && echo EVIL > f/settings.json && ln -s f l'),
+    );
+    expect(error.code).toBe(ErrorCode.Denied);
+    expect(await fs.readlink(path.join(work, 'l'))).toBe('e1');
+    expect(await fs.readFile(path.join(work, '.vscode', 'settings.json'), 'utf8')).toBe('orig\n');
+  });
+
+  it('a dangling link left from before: what the run makes where it leads is removed', async () => {
+    await fs.rm(path.join(work, '.vscode'), { recursive: true });
+    await fs.symlink('e', path.join(work, '.vscode'));
+    await fs.symlink('missing', path.join(work, '.env'));
+    const error = errorOf(
+      await run(sandbox, 'mkdir e && echo EVIL > e/settings.json && echo TOKEN=x > missing'),
+    );
+    expect(error.code).toBe(ErrorCode.Denied);
+    expect(await exists('e')).toBe(false);
+    expect(await exists('missing')).toBe(false);
+    expect(await fs.readlink(path.join(work, '.vscode'))).toBe('e');
+  });
+
   it("a folder holding a protected link cannot be swapped for a link to lead the link's restore elsewhere", async () => {
     await fs.mkdir(path.join(work, 'a'));
     await fs.mkdir(path.join(work, 'gh', 'workflows'), { recursive: true });

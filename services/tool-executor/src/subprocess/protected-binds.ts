@@ -8,8 +8,16 @@ import { findProtectedPaths, isInside, type ProtectedPathMatcher } from '@toolga
 export interface ProtectedState {
   /** Absolute, as {@link findProtectedPaths} lists them (symlinks listed, not followed). */
   readonly paths: string[];
-  /** Protected paths in the directory that are symlinks, with their link text. */
+  /**
+   * The symlinks in the directory a protected path is or leads through (`.vscode` → `l` → `e`:
+   * both), with their link text: a run that re-points one has it put back.
+   */
   readonly links: ReadonlyMap<string, string>;
+  /**
+   * Where a protected link in the directory leads that does not exist (`.env` → `missing`): a run
+   * that creates it has chosen what the protected path holds, so it is removed.
+   */
+  readonly absent: readonly string[];
 }
 
 /** What a run changed among the protected paths of its directory, relative to it. */
@@ -51,12 +59,43 @@ export async function protectedState(
     );
   }
   const links = new Map<string, string>();
+  const absent: string[] = [];
   for (const p of found.paths) {
     if (!isInside(root, p) || p === root) continue;
-    const target = await fs.readlink(p).catch(() => undefined);
-    if (target !== undefined) links.set(p, target);
+    const chain = await linkChain(p);
+    for (const [link, text] of chain.links) if (isInside(root, link)) links.set(link, text);
+    if (chain.missing !== undefined && isInside(root, chain.missing)) absent.push(chain.missing);
   }
-  return { paths: found.paths, links };
+  return { paths: found.paths, links, absent };
+}
+
+/**
+ * How the kernel would resolve `start` (absolute), component by component: every symlink met on
+ * the way with its text, and the first path that does not exist, if resolution ends at one. At
+ * most 40 links, as the kernel allows (more: resolution fails, and nothing is missing).
+ */
+async function linkChain(
+  start: string,
+): Promise<{ links: Map<string, string>; missing: string | undefined }> {
+  const links = new Map<string, string>();
+  let resolved = '/';
+  let rest = start.split('/').filter(Boolean);
+  for (let hops = 0; rest.length > 0;) {
+    const candidate = path.join(resolved, rest.shift()!);
+    const stat = await fs.lstat(candidate).catch(() => undefined);
+    if (!stat) return { links, missing: candidate };
+    if (!stat.isSymbolicLink()) {
+      resolved = candidate;
+      continue;
+    }
+    if (++hops > 40) return { links, missing: undefined };
+    const text = await fs.readlink(candidate);
+    links.set(candidate, text);
+    const target = path.isAbsolute(text) ? text : path.join(resolved, text);
+    rest = [...target.split('/').filter(Boolean), ...rest];
+    resolved = '/';
+  }
+  return { links, missing: undefined };
 }
 
 /**
@@ -79,6 +118,13 @@ export async function protectedChanges(
     .map((p) => path.relative(root, p));
   // The directory itself made a git directory (a red team's: `HEAD`, `objects`, `refs` and a
   // `config` with `core.fsmonitor` at its top, which git on the host then ran).
+  // What a protected link led to that did not exist, made by the run.
+  for (const missing of before.absent) {
+    const rel = path.relative(root, missing);
+    if (!created.includes(rel) && (await fs.lstat(missing).catch(() => undefined))) {
+      created.push(rel);
+    }
+  }
   if (after.paths.includes(root) && !known.has(root)) {
     for (const marker of GIT_DIRECTORY_MARKERS) {
       if (await fs.lstat(path.join(root, marker)).catch(() => undefined)) created.push(marker);
@@ -196,8 +242,16 @@ export async function restoreProtected(
   const undone = new Set(
     [...changes.created, ...changes.replacedLinks.keys()].map((rel) => path.join(root, rel)),
   );
-  // Everything else protected stays bound read-only while the restore runs.
-  const keep = (await findProtectedPaths(matcher, [root])).paths.filter((p) => !undone.has(p));
+  // Everything else protected stays bound read-only while the restore runs — but not a link that
+  // leads into what is undone (`.vscode` → `e`, the `e` a run made): binding it would hold `e`.
+  const leadsInto = async (p: string) => {
+    const real = await fs.realpath(p).catch(() => undefined);
+    return real !== undefined && [...undone].some((u) => real === u || isInside(u, real));
+  };
+  const keep: string[] = [];
+  for (const p of (await findProtectedPaths(matcher, [root])).paths) {
+    if (!undone.has(p) && !(await leadsInto(p))) keep.push(p);
+  }
   const run = await sandbox.run({
     argv: ['/bin/sh', '-c', RESTORE_SCRIPT, 'restore', ...args],
     cwd: root,
