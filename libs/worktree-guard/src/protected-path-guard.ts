@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { lstat, readdir, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, ToolgateError } from '@toolgate/contracts';
@@ -128,13 +129,14 @@ export async function findProtectedPaths(
   options: FindProtectedPathsOptions = {},
 ): Promise<ProtectedPathsOnDisk> {
   const found = new Set<string>();
-  const budget = { left: options.maxEntries ?? 200_000 };
+  const budget = { left: options.maxEntries ?? 200_000, unreached: false };
   let truncated = false;
   for (const root of roots) {
     const realRoot = await realpath(root).catch(() => undefined);
     if (realRoot === undefined) continue;
     await addEnclosingRepository(realRoot, found);
     if (!(await walk(matcher, realRoot, realRoot, found, budget))) truncated = true;
+    if (budget.unreached) truncated = true;
   }
   return { paths: [...found].sort(), truncated };
 }
@@ -179,21 +181,34 @@ async function addGitFileTarget(dotGit: string, dir: string, found: Set<string>)
   }
 }
 
-/** Walks `dir` below `root`; false when the entry budget ran out. */
+/**
+ * Walks `dir` below `root`; false when the entry budget ran out. What it cannot look at (a folder
+ * it may not read, a path over PATH_MAX, a name that is not UTF-8) sets `budget.unreached`, and the
+ * walk goes on with the rest, so what it can reach is still found.
+ */
 async function walk(
   matcher: ProtectedPathMatcher,
   root: string,
   dir: string,
   found: Set<string>,
-  budget: { left: number },
+  budget: { left: number; unreached: boolean },
 ): Promise<boolean> {
   let entries;
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (err) {
-    // Unreadable for us, so for the tool as well; gone since it was listed, nothing to find. A
-    // path over PATH_MAX (a run can nest folders deeper by renaming) is not looked at: fail closed.
-    return (err as NodeJS.ErrnoException).code !== 'ENAMETOOLONG';
+    // Gone since it was listed (or no folder now): nothing to find. Anything else — a folder a run
+    // made unreadable (chmod: a service that is not root cannot look), a path over PATH_MAX (a run
+    // can nest folders deeper by renaming) — is not looked at: fail closed.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') budget.unreached = true;
+    return true;
+  }
+  // A name that is not UTF-8 reads with U+FFFD in it and names nothing on disk (or, worse, another
+  // entry that is spelled so): what is below it cannot be looked at — fail closed.
+  if (entries.some((e) => e.name.includes('\uFFFD'))) {
+    const raw = await readdir(dir, { encoding: 'buffer' }).catch(() => []);
+    if (raw.some((name) => !isUtf8(name))) budget.unreached = true;
   }
   const names = new Set(entries.map((e) => e.name));
   if (
@@ -207,9 +222,6 @@ async function walk(
   for (const e of entries) {
     if (--budget.left < 0) return false;
     const full = path.join(dir, e.name);
-    // A name that is not UTF-8 reads with U+FFFD in it and names nothing on disk: what is below it
-    // cannot be looked at (fail closed).
-    if (e.name.includes('\uFFFD') && !(await exists(full))) return false;
     const rel = path.relative(root, full);
     if (matcher.match(rel) !== undefined) {
       found.add(full);

@@ -89,6 +89,10 @@ describe('a protected path that did not exist before the call', () => {
       'mkdir -p e/workflows && printf "on: push" > e/workflows/evil.yml && ln -s e .github',
       '.github',
     ],
+    'a workflow in a folder the call made read-only (the put-back opens it first)': [
+      'mkdir -p .github/workflows && echo evil > .github/workflows/x.yml && chmod 555 .github/workflows .github',
+      '.github/workflows',
+    ],
     "cargo's runner through a .cargo linked to a folder the call wrote": [
       'mkdir c && printf "[build]\\nrustc-wrapper = \\"./x\\"" > c/config.toml && ln -s c .cargo',
       '.cargo',
@@ -180,6 +184,10 @@ describe("a red team's attacks on the walk and the restore (2026-12-07)", () => 
   it.each([
     ['a name that is not UTF-8', 'd=$(printf "a\\377"); mkdir "$d" && echo x > "$d/f"'],
     [
+      'a name that is not UTF-8 beside one spelled as it reads',
+      'mkdir "$(printf "a\\357\\277\\275")" && d=$(printf "a\\377"); mkdir -p "$d/.husky"',
+    ],
+    [
       'a path over PATH_MAX',
       'mkdir t && for i in $(seq 1 25); do mkdir n && mv t n/$(printf "x%.0s" $(seq 200)) && mv n t; done',
     ],
@@ -222,6 +230,53 @@ describe("a red team's attacks on the walk and the restore (2026-12-07)", () => 
     expect(await exists('missing')).toBe(false);
     expect(await fs.readlink(path.join(work, '.vscode'))).toBe('e');
   });
+
+  it.each([
+    [
+      'the folder holding a link in the middle of a chain',
+      async () => {
+        await fs.mkdir(path.join(work, 'e1'));
+        await fs.writeFile(path.join(work, 'e1', 'settings.json'), 'orig\n');
+        await fs.mkdir(path.join(work, 'd'));
+        await fs.symlink('../e1', path.join(work, 'd', 'l'));
+        await fs.symlink('d/l', path.join(work, '.vscode'));
+      },
+      'mv d d_old && mkdir -p p/q p/e1 && echo EVIL > p/e1/settings.json && ln -s ../e1 p/q/l && ln -s p/q d',
+      'orig\n',
+    ],
+    [
+      'the folder a dangling link leads into',
+      async () => {
+        await fs.mkdir(path.join(work, 'd'));
+        await fs.symlink('d/e', path.join(work, '.vscode'));
+      },
+      'rmdir d && mkdir -p p/q/e && echo EVIL > p/q/e/settings.json && ln -s p/q d',
+      undefined,
+    ],
+    [
+      'a link a chain goes up from (l/..: the kernel goes up from where l leads)',
+      async () => {
+        await fs.mkdir(path.join(work, 'p', 'q'), { recursive: true });
+        await fs.mkdir(path.join(work, 'p', 'e1'));
+        await fs.writeFile(path.join(work, 'p', 'e1', 'settings.json'), 'orig\n');
+        await fs.symlink('p/q', path.join(work, 'l'));
+        await fs.symlink('l/../e1', path.join(work, '.vscode'));
+      },
+      'rm l && mkdir -p x/y x/e1 && echo EVIL > x/e1/settings.json && ln -s x/y l',
+      'orig\n',
+    ],
+  ] as const)(
+    'a chain left from before: %s cannot be swapped to change what the protected path holds',
+    async (_what, setUp, attack, expected) => {
+      await fs.rm(path.join(work, '.vscode'), { recursive: true });
+      await setUp();
+      await run(sandbox, attack);
+      const now = await fs
+        .readFile(path.join(work, '.vscode', 'settings.json'), 'utf8')
+        .catch(() => undefined);
+      expect(now).toBe(expected);
+    },
+  );
 
   it("a folder holding a protected link cannot be swapped for a link to lead the link's restore elsewhere", async () => {
     await fs.mkdir(path.join(work, 'a'));

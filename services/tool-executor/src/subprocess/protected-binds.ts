@@ -60,28 +60,48 @@ export async function protectedState(
   }
   const links = new Map<string, string>();
   const absent: string[] = [];
+  // What the sandbox holds: the protected paths, every link on the way from one (bound like them:
+  // what it reaches read-only, the folder holding it onto itself, so no folder on the chain can be
+  // swapped for a link), and the folder a dangling one's missing target would appear in (read-only
+  // for the run; at the top of the directory, the check after the run removes what appears).
+  const held = new Set(found.paths);
   for (const p of found.paths) {
     if (!isInside(root, p) || p === root) continue;
     const chain = await linkChain(p);
-    for (const [link, text] of chain.links) if (isInside(root, link)) links.set(link, text);
-    if (chain.missing !== undefined && isInside(root, chain.missing)) absent.push(chain.missing);
+    for (const [link, text] of chain.links) {
+      if (!isInside(root, link)) continue;
+      links.set(link, text);
+      held.add(link);
+    }
+    if (chain.missing !== undefined && isInside(root, chain.missing)) {
+      absent.push(chain.missing);
+      if (path.dirname(chain.missing) !== root) held.add(path.dirname(chain.missing));
+    }
   }
-  return { paths: found.paths, links, absent };
+  return { paths: [...held].sort(), links, absent };
 }
 
 /**
  * How the kernel would resolve `start` (absolute), component by component: every symlink met on
- * the way with its text, and the first path that does not exist, if resolution ends at one. At
- * most 40 links, as the kernel allows (more: resolution fails, and nothing is missing).
+ * the way with its text, and the first path that does not exist, if resolution ends at one. A
+ * link's text is followed as the kernel follows it — `l/..` goes up from where `l` leads, not back
+ * to where `l` is. At most 40 links, as the kernel allows (more: resolution fails, nothing missing).
  */
 async function linkChain(
   start: string,
 ): Promise<{ links: Map<string, string>; missing: string | undefined }> {
   const links = new Map<string, string>();
+  const components = (text: string) => text.split('/').filter((c) => c !== '' && c !== '.');
+  // Always a real path: no link in it.
   let resolved = '/';
-  let rest = start.split('/').filter(Boolean);
+  let rest = components(start);
   for (let hops = 0; rest.length > 0;) {
-    const candidate = path.join(resolved, rest.shift()!);
+    const name = rest.shift()!;
+    if (name === '..') {
+      resolved = path.dirname(resolved);
+      continue;
+    }
+    const candidate = path.join(resolved, name);
     const stat = await fs.lstat(candidate).catch(() => undefined);
     if (!stat) return { links, missing: candidate };
     if (!stat.isSymbolicLink()) {
@@ -91,9 +111,8 @@ async function linkChain(
     if (++hops > 40) return { links, missing: undefined };
     const text = await fs.readlink(candidate);
     links.set(candidate, text);
-    const target = path.isAbsolute(text) ? text : path.join(resolved, text);
-    rest = [...target.split('/').filter(Boolean), ...rest];
-    resolved = '/';
+    if (path.isAbsolute(text)) resolved = '/';
+    rest = [...components(text), ...rest];
   }
   return { links, missing: undefined };
 }
@@ -146,7 +165,10 @@ export async function protectedChanges(
  */
 const RESTORE_SCRIPT =
   'while [ $# -gt 0 ]; do case $1 in ' +
-  'rm) rm -rf -- "$2"; shift 2;; ' +
+  // A folder the run made read-only is opened up first (a link is never chmod-ed: that would
+  // change what it points to).
+  'rm) d=$(dirname -- "$2"); [ -L "$d" ] || chmod u+rwx -- "$d" 2>/dev/null; ' +
+  '[ -L "$2" ] || chmod -R u+rwx -- "$2" 2>/dev/null; rm -rf -- "$2"; shift 2;; ' +
   'ln) rm -rf -- "$2"; mkdir -p -- "$(dirname -- "$2")" && ln -s -- "$3" "$2"; shift 3;; ' +
   '*) exit 2;; esac; done';
 
@@ -244,9 +266,14 @@ export async function restoreProtected(
   );
   // Everything else protected stays bound read-only while the restore runs — but not a link that
   // leads into what is undone (`.vscode` → `e`, the `e` a run made): binding it would hold `e`.
+  const undoneReal = new Set(undone);
+  for (const u of undone) {
+    const real = await fs.realpath(u).catch(() => undefined);
+    if (real !== undefined) undoneReal.add(real);
+  }
   const leadsInto = async (p: string) => {
     const real = await fs.realpath(p).catch(() => undefined);
-    return real !== undefined && [...undone].some((u) => real === u || isInside(u, real));
+    return real !== undefined && [...undoneReal].some((u) => real === u || isInside(u, real));
   };
   const keep: string[] = [];
   for (const p of (await findProtectedPaths(matcher, [root])).paths) {
