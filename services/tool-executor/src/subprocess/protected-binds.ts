@@ -135,8 +135,6 @@ export async function protectedChanges(
   const created = after.paths
     .filter((p) => isInside(root, p) && p !== root && !known.has(p))
     .map((p) => path.relative(root, p));
-  // The directory itself made a git directory (a red team's: `HEAD`, `objects`, `refs` and a
-  // `config` with `core.fsmonitor` at its top, which git on the host then ran).
   // What a protected link led to that did not exist, made by the run.
   for (const missing of before.absent) {
     const rel = path.relative(root, missing);
@@ -144,6 +142,8 @@ export async function protectedChanges(
       created.push(rel);
     }
   }
+  // The directory itself made a git directory (a red team's: `HEAD`, `objects`, `refs` and a
+  // `config` with `core.fsmonitor` at its top, which git on the host then ran).
   if (after.paths.includes(root) && !known.has(root)) {
     for (const marker of GIT_DIRECTORY_MARKERS) {
       if (await fs.lstat(path.join(root, marker)).catch(() => undefined)) created.push(marker);
