@@ -326,11 +326,13 @@ export function loadExecutorConfig(env: NodeJS.ProcessEnv): ExecutorConfig {
   });
 }
 
-/** Toolgate's own HTTP ports (health, metrics, the gateway's API) as this process is given them. */
+/**
+ * Toolgate's other HTTP ports (health, metrics, the gateway's API) as this process is given them;
+ * the executor's own, `EXECUTOR_PORT`, its configuration adds (its default included).
+ */
 const OWN_PORT_SETTINGS = [
   'GATEWAY_PORT',
   'EVALUATOR_PORT',
-  'EXECUTOR_PORT',
   'JOURNAL_PORT',
   'WORKTREE_PORT',
 ] as const;

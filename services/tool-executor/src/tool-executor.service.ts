@@ -138,7 +138,8 @@ export async function startToolExecutor(
     checkDomain: (call, host) => options.checkDomain(call, host),
     protectedPaths: (call) => options.protectedPaths?.(call) ?? DEFAULT_PROTECTION,
     maxOutputBytes: policy.maxOutputBytes,
-    internal: config.fetchInternal,
+    // The same entries and ports as http_fetch's (one allowance, cached per parsed policy).
+    internal: policy.http.internal,
     servicePorts: policy.http.servicePorts,
   };
   // Scripts need no OS sandbox of their own (QuickJS is theirs); the shell they may call has one.

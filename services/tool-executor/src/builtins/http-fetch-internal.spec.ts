@@ -250,16 +250,16 @@ it('tells internal addresses from the internet', () => {
     '172.16.0.0/12:5432',
     '[fd00::/8]:443',
   ]);
-  expect(named.refuses('10.9.9.9', 22)).toBe(false);
-  expect(named.refuses('192.168.3.4', 80)).toBe(false);
-  expect(named.refuses('192.169.0.1', 80)).toBe(false); // not internal at all
-  expect(named.refuses('172.16.0.1', 5432)).toBe(false);
-  expect(named.refuses('172.16.0.1', 5433)).toBe(true);
-  expect(named.refuses('127.0.0.1', 8080)).toBe(false);
-  expect(named.refuses('127.0.0.1', 4222)).toBe(true);
-  expect(named.refuses('127.0.0.2', 8080)).toBe(true);
-  expect(named.refuses('fd12::1', 443)).toBe(false);
-  expect(named.refuses('fd12::1', 80)).toBe(true);
+  expect(named.refusal('10.9.9.9', 22)).toBeUndefined();
+  expect(named.refusal('192.168.3.4', 80)).toBeUndefined();
+  expect(named.refusal('192.169.0.1', 80)).toBeUndefined(); // not internal at all
+  expect(named.refusal('172.16.0.1', 5432)).toBeUndefined();
+  expect(named.refusal('172.16.0.1', 5433)).toBe('internal');
+  expect(named.refusal('127.0.0.1', 8080)).toBeUndefined();
+  expect(named.refusal('127.0.0.1', 4222)).toBe('internal');
+  expect(named.refusal('127.0.0.2', 8080)).toBe('internal');
+  expect(named.refusal('fd12::1', 443)).toBeUndefined();
+  expect(named.refusal('fd12::1', 80)).toBe('internal');
   // The service ports: closed to an entry on every port, open to one naming them.
   for (const port of [4222, 5432, 6222, 7422, 8222])
     expect({ port, why: named.refusal('10.1.1.1', port) }).toEqual({ port, why: 'service-port' });

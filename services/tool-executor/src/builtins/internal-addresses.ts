@@ -195,11 +195,6 @@ export class InternalAllowance {
     if (!this.everyPort.check(host, kind)) return 'internal';
     return this.servicePorts.has(port) ? 'service-port' : undefined;
   }
-
-  /** Whether a connection to `host` (a canonical address) on `port` is refused as internal. */
-  refuses(host: string, port: number): boolean {
-    return this.refusal(host, port) !== undefined;
-  }
 }
 
 /** No internal address: the default. */
