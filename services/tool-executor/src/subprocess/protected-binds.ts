@@ -67,6 +67,8 @@ export async function protectedState(
   const held = new Set(found.paths);
   for (const p of found.paths) {
     if (!isInside(root, p) || p === root) continue;
+    // Only a link has a chain: the walk reached every path it lists through real folders.
+    if (!(await fs.lstat(p).catch(() => undefined))?.isSymbolicLink()) continue;
     const chain = await linkChain(p);
     for (const [link, text] of chain.links) {
       if (!isInside(root, link)) continue;
@@ -82,19 +84,20 @@ export async function protectedState(
 }
 
 /**
- * How the kernel would resolve `start` (absolute), component by component: every symlink met on
- * the way with its text, and the first path that does not exist, if resolution ends at one. A
+ * How the kernel would resolve `link` (absolute, in a real folder), component by component: every
+ * symlink met on the way with its text, and the first path that does not exist, if resolution ends
+ * at one. A
  * link's text is followed as the kernel follows it — `l/..` goes up from where `l` leads, not back
  * to where `l` is. At most 40 links, as the kernel allows (more: resolution fails, nothing missing).
  */
 async function linkChain(
-  start: string,
+  link: string,
 ): Promise<{ links: Map<string, string>; missing: string | undefined }> {
   const links = new Map<string, string>();
   const components = (text: string) => text.split('/').filter((c) => c !== '' && c !== '.');
-  // Always a real path: no link in it.
-  let resolved = '/';
-  let rest = components(start);
+  // Always a real path: no link in it (the folder `link` is in, to begin with).
+  let resolved = path.dirname(link);
+  let rest = [path.basename(link)];
   for (let hops = 0; rest.length > 0;) {
     const name = rest.shift()!;
     if (name === '..') {
